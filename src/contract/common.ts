@@ -1,0 +1,112 @@
+import { z } from 'zod';
+
+/** ISO 8601 UTC with milliseconds and `Z`, as every timestamp the service writes. */
+export const Timestamp = z.string().meta({ format: 'date-time' });
+
+/** Arbitrary JSON object (task params, metadata, state). */
+export const JsonObject = z.record(z.string(), z.unknown());
+
+export const ID_PREFIXES = {
+  org: 'org_',
+  namespace: 'ns_',
+  project: 'prj_',
+  agent: 'agt_',
+  branch: 'br_',
+  version: 'ver_',
+  environment: 'env_',
+  task: 'task_',
+  state: 'st_',
+  apiKey: 'key_',
+  group: 'grp_',
+  filesystem: 'fs_',
+  event: 'evt_',
+  message: 'msg_',
+} as const;
+
+export const TaskStatus = z.enum([
+  'IDLE',
+  'CANCELED',
+  'COMPLETED',
+  'FAILED',
+  'RUNNING',
+  'TERMINATED',
+  'TIMED_OUT',
+  'DELETED',
+]);
+export type TaskStatus = z.infer<typeof TaskStatus>;
+
+/** Statuses from which a task never comes back. */
+export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = [
+  'CANCELED',
+  'COMPLETED',
+  'FAILED',
+  'TERMINATED',
+  'TIMED_OUT',
+  'DELETED',
+];
+
+export const VersionStatus = z.enum([
+  'DEPLOYING',
+  'ACTIVE',
+  'FAILED',
+  'UNHEALTHY',
+  'DRAINING',
+  'RETIRED',
+  'ROLLED_BACK',
+]);
+export type VersionStatus = z.infer<typeof VersionStatus>;
+
+export const AgentStatus = z.enum(['ACTIVE', 'DELETED']);
+export const AgentInputType = z.enum(['text', 'json']);
+export const ACPType = z.enum(['sync', 'async']);
+export const SDKType = z.enum(['alpha_agent_sdk', 'beta_agent_sdk']);
+
+export const ResourceType = z.enum(['org', 'namespace', 'project', 'agent']);
+export type ResourceType = z.infer<typeof ResourceType>;
+
+/** The spec's table: valid roles per resource type. */
+export const ROLES_BY_RESOURCE_TYPE: Record<ResourceType, readonly string[]> = {
+  org: ['admin', 'member'],
+  namespace: ['admin'],
+  project: ['discoverer', 'viewer', 'editor', 'owner'],
+  agent: ['discoverer', 'viewer', 'editor', 'owner', 'executor'],
+};
+
+export const Role = z.enum(['admin', 'member', 'discoverer', 'viewer', 'editor', 'owner', 'executor']);
+export type Role = z.infer<typeof Role>;
+
+/** 422 body: exactly the spec's shape. */
+export const ValidationErrorItem = z.object({
+  loc: z.array(z.union([z.string(), z.number().int()])),
+  msg: z.string(),
+  type: z.string(),
+});
+export const ValidationErrorBody = z.object({ detail: z.array(ValidationErrorItem) });
+export type ValidationErrorBody = z.infer<typeof ValidationErrorBody>;
+
+/** Every other error: one human sentence and a stable snake_case code. */
+export const ErrorBody = z.object({ detail: z.string(), code: z.string() });
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+export const DeleteResponse = z.object({ id: z.string(), message: z.string() });
+
+/** Query-string boolean: `true/false/1/0/yes/no/on/off`. */
+export const QueryBool = z.stringbool();
+
+export const PageQuery = {
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+  page_number: z.coerce.number().int().min(1).default(1),
+  order_direction: z.enum(['asc', 'desc']).default('desc'),
+};
+
+export const Slug = z
+  .string()
+  .min(3)
+  .max(63)
+  .regex(/^[a-z0-9][a-z0-9-]*[a-z0-9]$/, 'lowercase letters, digits and dashes; starts and ends with a letter or digit');
+
+export const ResourceName = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[a-z0-9][a-z0-9_-]*$/, 'lowercase letters, digits, `_` and `-`; starts with a letter or digit');

@@ -1,0 +1,3 @@
+export * from './common.js';
+export * from './resources.js';
+export * from './endpoints.js';

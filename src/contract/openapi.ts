@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import { endpoints, type Endpoint } from './endpoints.js';
+import { ErrorBody, ValidationErrorBody } from './common.js';
+
+type JsonSchema = Record<string, unknown>;
+
+/** Builds the OpenAPI 3.1 document from the endpoint table (JSON Schema 2020-12 is 3.1's dialect). */
+export function buildOpenApiDocument(version: string): JsonSchema {
+  const components: Record<string, JsonSchema> = {};
+  const toSchema = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
+    const json = z.toJSONSchema(schema, {
+      target: 'draft-2020-12',
+      io,
+      unrepresentable: 'any',
+    }) as JsonSchema;
+    const defs = (json.$defs ?? {}) as Record<string, JsonSchema>;
+    for (const [name, def] of Object.entries(defs)) components[name] ??= def;
+    delete json.$defs;
+    delete json.$schema;
+    // A schema that is itself a named component comes back with its `id`; refer to it instead.
+    if (typeof json.id === 'string') {
+      const name = json.id;
+      delete json.id;
+      components[name] ??= json;
+      return { $ref: `#/components/schemas/${name}` };
+    }
+    return json;
+  };
+  const errorResponses = {
+    '422': { description: 'Validation error', content: { 'application/json': { schema: toSchema(ValidationErrorBody, 'output') } } },
+    default: { description: 'Error', content: { 'application/json': { schema: toSchema(ErrorBody, 'output') } } },
+  };
+
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const [operationId, e] of Object.entries(endpoints) as [string, Endpoint][]) {
+    const path = e.path.replace(/:([a-z_]+)/g, '{$1}');
+    const parameters: unknown[] = [];
+    for (const [where, schema] of [['path', e.params], ['query', e.query]] as const) {
+      if (!schema) continue;
+      for (const [name, field] of Object.entries(schema.shape)) {
+        parameters.push({
+          name,
+          in: where,
+          required: where === 'path' || !(field as z.ZodType).safeParse(undefined).success,
+          schema: toSchema(field as z.ZodType, 'input'),
+        });
+      }
+    }
+    paths[path] ??= {};
+    paths[path][e.method.toLowerCase()] = {
+      operationId,
+      summary: e.summary,
+      tags: [e.tag],
+      ...(e.auth === false ? { security: [] } : {}),
+      ...(parameters.length ? { parameters } : {}),
+      ...(e.body
+        ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(e.body, 'input') } } } }
+        : {}),
+      responses: {
+        [String(e.status)]: { description: 'OK', content: { 'application/json': { schema: toSchema(e.response, 'output') } } },
+        ...errorResponses,
+      },
+    };
+  }
+  const document = {
+    openapi: '3.1.0',
+    info: { title: 'agentctl service', version, description: 'Agent deployment and task service' },
+    components: {
+      schemas: Object.fromEntries(Object.entries(components).sort(([a], [b]) => a.localeCompare(b))),
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+    },
+    security: [{ bearer: [] }],
+    paths,
+  };
+  // zod names a top-level component `#/$defs/X`; in OpenAPI every component lives in one place.
+  return JSON.parse(JSON.stringify(document).replaceAll('"#/$defs/', '"#/components/schemas/'));
+}

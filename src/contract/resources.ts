@@ -1,0 +1,238 @@
+import { z } from 'zod';
+import {
+  ACPType,
+  AgentInputType,
+  AgentStatus,
+  JsonObject,
+  ResourceType,
+  Role,
+  SDKType,
+  TaskStatus,
+  Timestamp,
+  VersionStatus,
+} from './common.js';
+
+export const Agent = z
+  .object({
+    id: z.string(),
+    namespace_id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    agent_input_type: AgentInputType.nullable().optional(),
+    registered_at: Timestamp.nullable().optional(),
+    registration_metadata: JsonObject.nullable().optional(),
+    status: AgentStatus.default('ACTIVE'),
+    status_reason: z.string().nullable().optional(),
+  })
+  .meta({ id: 'Agent' });
+export type Agent = z.infer<typeof Agent>;
+
+export const Version = z
+  .object({
+    id: z.string(),
+    branch_id: z.string(),
+    git_hash: z.string(),
+    git_branch: z.string(),
+    git_message: z.string().default(''),
+    author_name: z.string(),
+    author_email: z.string(),
+    image_url: z.string(),
+    status: VersionStatus,
+    deployed_at: Timestamp,
+    sdk_type: SDKType,
+    acp_type: ACPType,
+    is_dirty: z.boolean().default(false),
+    replicas: z.number().int().default(0),
+    rollback_count: z.number().int().default(0),
+    last_rollback_at: Timestamp.nullable().optional(),
+    rolled_back_at: Timestamp.nullable().optional(),
+    retired_at: Timestamp.nullable().optional(),
+    image_expires_at: Timestamp.nullable().optional(),
+    failure_reason: z.string().nullable().optional(),
+    failure_diagnostics: z.record(z.string(), z.string()).nullable().optional(),
+    source_filesystem_id: z.string().nullable().optional(),
+    created_at: Timestamp.nullable().optional(),
+    updated_at: Timestamp.nullable().optional(),
+  })
+  .meta({ id: 'Version' });
+export type Version = z.infer<typeof Version>;
+
+export const CurrentVersionSummary = z
+  .object({
+    id: z.string(),
+    git_hash: z.string(),
+    status: VersionStatus,
+    deployed_at: Timestamp,
+    git_message: z.string().default('').optional(),
+    source_filesystem_id: z.string().nullable().optional(),
+  })
+  .meta({ id: 'CurrentVersionSummary' });
+
+export const Branch = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    git_branch: z.string(),
+    git_branch_normalized: z.string(),
+    replicas: z.number().int(),
+    created_at: Timestamp.optional(),
+    updated_at: Timestamp.optional(),
+    retired_at: Timestamp.nullable().optional(),
+    retired_reason: z.string().nullable().optional(),
+    current_version: CurrentVersionSummary.nullable().optional(),
+  })
+  .meta({ id: 'Branch' });
+export type Branch = z.infer<typeof Branch>;
+
+export const Task = z
+  .object({
+    id: z.string(),
+    filesystem_id: z.string(),
+    namespace_id: z.string(),
+    name: z.string().nullable().optional(),
+    status: TaskStatus.nullable().optional(),
+    status_reason: z.string().nullable().optional(),
+    params: JsonObject.nullable().optional(),
+    task_metadata: JsonObject.nullable().optional(),
+    created_version_id: z.string().nullable().optional(),
+    current_version_id: z.string().nullable().optional(),
+    agents: z.array(Agent).nullable().optional(),
+    created_at: Timestamp.nullable().optional(),
+    updated_at: Timestamp.nullable().optional(),
+  })
+  .meta({ id: 'Task' });
+export type Task = z.infer<typeof Task>;
+
+export const State = z
+  .object({
+    id: z.string(),
+    task_id: z.string(),
+    agent_id: z.string(),
+    state: JsonObject,
+    /** Optimistic-concurrency counter, also sent as the `ETag`. */
+    version: z.number().int(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'State' });
+export type State = z.infer<typeof State>;
+
+export const Environment = z
+  .object({
+    id: z.string(),
+    agent_id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    is_prod: z.boolean(),
+    branch_rules: z.array(z.string()),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'Environment' });
+export type Environment = z.infer<typeof Environment>;
+
+export const Namespace = z
+  .object({
+    id: z.string(),
+    org_id: z.string(),
+    name: z.string(),
+    slug: z.string(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'Namespace' });
+export type Namespace = z.infer<typeof Namespace>;
+
+export const Project = z
+  .object({
+    id: z.string(),
+    namespace_id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'Project' });
+export type Project = z.infer<typeof Project>;
+
+export const VersionEvent = z
+  .object({
+    id: z.string(),
+    branch_id: z.string(),
+    version_id: z.string().nullable(),
+    sequence: z.number().int(),
+    type: z.string(),
+    data: JsonObject,
+    created_at: Timestamp,
+  })
+  .meta({ id: 'VersionEvent' });
+export type VersionEvent = z.infer<typeof VersionEvent>;
+
+export const Scope = z
+  .object({
+    resource_type: ResourceType,
+    resource_id: z.string().min(1),
+    role: Role,
+  })
+  .meta({ id: 'Scope' });
+export type Scope = z.infer<typeof Scope>;
+
+export const ApiKey = z
+  .object({
+    id: z.string(),
+    org_id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    key_prefix: z.string(),
+    scopes: z.array(Scope),
+    sharing_group_ids: z.array(z.string()),
+    expires_at: Timestamp.nullable(),
+    revoked_at: Timestamp.nullable(),
+    last_used_at: Timestamp.nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'ApiKey' });
+export type ApiKey = z.infer<typeof ApiKey>;
+
+export const Group = z
+  .object({
+    id: z.string(),
+    org_id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    member_count: z.number().int(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'Group' });
+export type Group = z.infer<typeof Group>;
+
+export const GroupMember = z
+  .object({ group_id: z.string(), member_id: z.string(), name: z.string(), added_at: Timestamp })
+  .meta({ id: 'GroupMember' });
+
+export const Preset = z
+  .object({
+    id: z.enum(['deploy', 'read-only', 'agent-runner', 'custom']),
+    name: z.string(),
+    use: z.string(),
+    scopes: z.array(z.object({ resource_type: ResourceType, role: Role })),
+  })
+  .meta({ id: 'Preset' });
+export type Preset = z.infer<typeof Preset>;
+
+export const Whoami = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    key_prefix: z.string(),
+    org_id: z.string(),
+    scopes: z.array(Scope),
+    sharing_group_ids: z.array(z.string()),
+    expires_at: Timestamp.nullable(),
+  })
+  .meta({ id: 'Whoami' });
+export type Whoami = z.infer<typeof Whoami>;

@@ -1,0 +1,93 @@
+import { sql } from 'kysely';
+import type { Db } from '../store/db.js';
+import { ApiError } from '../errors.js';
+import { hashSecret, isWellFormedSecret } from './secrets.js';
+
+/** Who is calling: an API key acting as a service user of its org. */
+export interface Actor {
+  keyId: string;
+  orgId: string;
+  name: string;
+}
+
+const unauthorized = (detail: string) =>
+  new ApiError(401, 'unauthorized', detail, { 'WWW-Authenticate': 'Bearer' });
+
+/** How long a key lookup is trusted: revocation reaches every replica within this window. */
+const CACHE_TTL_MS = 1000;
+const LAST_USED_FLUSH_MS = 5000;
+
+type CachedKey = { actor: Actor | null; expiresAt: number | null; cachedAt: number; reason: string };
+
+/**
+ * Resolves bearer tokens to actors. Lookups are cached for at most one second, so a revoked or
+ * rotated-away key stops working on every replica within that; `last_used_at` is written in
+ * batches rather than on every request.
+ */
+export class Authenticator {
+  private cache = new Map<string, CachedKey>();
+  private used = new Set<string>();
+  private timer: NodeJS.Timeout;
+
+  constructor(private db: Db) {
+    this.timer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
+    this.timer.unref();
+  }
+
+  async authenticate(header: string | undefined): Promise<Actor> {
+    if (!header) throw unauthorized('Missing API key: send `Authorization: Bearer <key>`');
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) throw unauthorized('Malformed Authorization header: expected `Bearer <key>`');
+    const secret = match[1];
+    if (!isWellFormedSecret(secret)) throw unauthorized('Invalid API key');
+    const hash = hashSecret(secret);
+    const now = Date.now();
+    let entry = this.cache.get(hash);
+    if (!entry || now - entry.cachedAt > CACHE_TTL_MS) {
+      entry = await this.lookup(hash, now);
+      if (this.cache.size > 10_000) this.cache.clear();
+      this.cache.set(hash, entry);
+    }
+    if (!entry.actor) throw unauthorized(entry.reason);
+    if (entry.expiresAt !== null && entry.expiresAt <= now) throw unauthorized('API key has expired');
+    this.used.add(entry.actor.keyId);
+    return entry.actor;
+  }
+
+  /** Drops cached lookups now (this process's own revocations take effect at once). */
+  invalidate(): void {
+    this.cache.clear();
+  }
+
+  private async lookup(hash: string, now: number): Promise<CachedKey> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select(['id', 'org_id', 'name', 'expires_at', 'revoked_at'])
+      .where('key_hash', '=', hash)
+      .executeTakeFirst();
+    if (!row) return { actor: null, expiresAt: null, cachedAt: now, reason: 'Invalid API key' };
+    if (row.revoked_at) return { actor: null, expiresAt: null, cachedAt: now, reason: 'API key has been revoked' };
+    return {
+      actor: { keyId: row.id, orgId: row.org_id, name: row.name },
+      expiresAt: row.expires_at ? new Date(row.expires_at).getTime() : null,
+      cachedAt: now,
+      reason: '',
+    };
+  }
+
+  async flushLastUsed(): Promise<void> {
+    if (this.used.size === 0) return;
+    const ids = [...this.used];
+    this.used.clear();
+    try {
+      await sql`UPDATE api_keys SET last_used_at = now() WHERE id = ANY(${ids})`.execute(this.db);
+    } catch {
+      // Best effort: a missed last_used_at update is not worth failing anything for.
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flushLastUsed();
+  }
+}

@@ -1,0 +1,90 @@
+import type { Kysely } from 'kysely';
+import type { Database, Db } from '../store/db.js';
+import { ApiError } from '../errors.js';
+import type { Permission, Permissions } from '../auth/policy.js';
+
+type Executor = Db | Kysely<Database>;
+
+/**
+ * Lookups shared by the domain modules. Each one checks the caller's permission on what it finds,
+ * so an unknown id and an undiscoverable one answer the same 404.
+ */
+export async function namespaceBySlug(db: Executor, perms: Permissions, slug: string) {
+  const ns = await db.selectFrom('namespaces').selectAll().where('slug', '=', slug).where('org_id', '=', perms.actor.orgId).executeTakeFirst();
+  if (!ns) throw new ApiError(404, 'not_found', `Namespace ${slug} was not found`);
+  return ns;
+}
+
+export async function agentByPath(db: Executor, perms: Permissions, permission: Permission, namespaceSlug: string, agentName: string) {
+  const agent = await db
+    .selectFrom('agents')
+    .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
+    .selectAll('agents')
+    .where('namespaces.slug', '=', namespaceSlug)
+    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where('agents.name', '=', agentName)
+    .where('agents.status', '=', 'ACTIVE')
+    .executeTakeFirst();
+  const describe = `Agent ${namespaceSlug}/${agentName}`;
+  if (!agent) throw new ApiError(404, 'not_found', `${describe} was not found`);
+  perms.require(permission, { type: 'agent', id: agent.id, namespaceId: agent.namespace_id }, describe);
+  return agent;
+}
+
+export async function agentById(db: Executor, perms: Permissions, permission: Permission, agentId: string) {
+  const agent = await db
+    .selectFrom('agents')
+    .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
+    .selectAll('agents')
+    .where('agents.id', '=', agentId)
+    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where('agents.status', '=', 'ACTIVE')
+    .executeTakeFirst();
+  if (!agent) throw new ApiError(404, 'not_found', `Agent ${agentId} was not found`);
+  perms.require(permission, { type: 'agent', id: agent.id, namespaceId: agent.namespace_id }, `Agent ${agentId}`);
+  return agent;
+}
+
+/** A branch with its agent's namespace, checked against `permission` on the agent. */
+export async function branchById(db: Executor, perms: Permissions, permission: Permission, branchId: string) {
+  const branch = await db
+    .selectFrom('branches')
+    .innerJoin('agents', 'agents.id', 'branches.agent_id')
+    .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
+    .selectAll('branches')
+    .select(['agents.namespace_id', 'agents.status as agent_status'])
+    .where('branches.id', '=', branchId)
+    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .executeTakeFirst();
+  if (!branch || branch.agent_status !== 'ACTIVE') throw new ApiError(404, 'not_found', `Branch ${branchId} was not found`);
+  perms.require(permission, { type: 'agent', id: branch.agent_id, namespaceId: branch.namespace_id }, `Branch ${branchId}`);
+  return branch;
+}
+
+export async function versionById(db: Executor, perms: Permissions, permission: Permission, versionId: string) {
+  const version = await db
+    .selectFrom('versions')
+    .innerJoin('agents', 'agents.id', 'versions.agent_id')
+    .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
+    .selectAll('versions')
+    .select(['agents.namespace_id', 'agents.status as agent_status'])
+    .where('versions.id', '=', versionId)
+    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .executeTakeFirst();
+  if (!version || version.agent_status !== 'ACTIVE') throw new ApiError(404, 'not_found', `Version ${versionId} was not found`);
+  perms.require(permission, { type: 'agent', id: version.agent_id, namespaceId: version.namespace_id }, `Version ${versionId}`);
+  return version;
+}
+
+export async function taskById(db: Executor, perms: Permissions, permission: Permission, taskId: string) {
+  const task = await db
+    .selectFrom('tasks')
+    .innerJoin('namespaces', 'namespaces.id', 'tasks.namespace_id')
+    .selectAll('tasks')
+    .where('tasks.id', '=', taskId)
+    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .executeTakeFirst();
+  if (!task) throw new ApiError(404, 'not_found', `Task ${taskId} was not found`);
+  perms.require(permission, { type: 'agent', id: task.agent_id, namespaceId: task.namespace_id }, `Task ${taskId}`);
+  return task;
+}

@@ -1,0 +1,40 @@
+import { buildApp, type ServiceConfig } from './app.js';
+import { ensureBootstrap, type BootstrapResult } from './bootstrap.js';
+import { openStore, type Engine } from './store/db.js';
+
+export interface ServerOptions {
+  host?: string;
+  port?: number;
+  /** PGlite data directory (ignored when `databaseUrl` is set). */
+  dataDir?: string;
+  databaseUrl?: string;
+  logger?: boolean | object;
+  config?: Partial<ServiceConfig>;
+}
+
+export interface RunningServer {
+  url: string;
+  engine: Engine;
+  bootstrap: BootstrapResult;
+  close(): Promise<void>;
+}
+
+/** Opens the store, applies migrations, bootstraps an empty database and listens. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const store = await openStore({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
+  let app;
+  try {
+    const bootstrap = await ensureBootstrap(store.db);
+    app = await buildApp({ store, logger: options.logger, config: options.config });
+    const address = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 7420 });
+    const close = async () => {
+      await app!.close();
+      await store.close();
+    };
+    return { url: address.replace('[::1]', 'localhost'), engine: store.engine, bootstrap, close };
+  } catch (error) {
+    await app?.close().catch(() => {});
+    await store.close().catch(() => {});
+    throw error;
+  }
+}

@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { engines, openTestService, type TestService } from '../support/service.js';
+
+describe.each(engines)('health, schema and authentication (%s)', (engine) => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await openTestService(engine);
+  });
+  afterAll(async () => svc?.close());
+
+  test('healthz and readyz need no key', async () => {
+    expect((await svc.api('GET', '/healthz', { key: null })).body).toEqual({ status: 'ok' });
+    expect((await svc.api('GET', '/readyz', { key: null })).body).toEqual({ status: 'ok', engine });
+  });
+
+  test('openapi.json is a 3.1 document with every endpoint, served without a key', async () => {
+    const res = await svc.api('GET', '/openapi.json', { key: null });
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toBe('3.1.0');
+    expect(res.body.paths['/tasks/migrate'].post.operationId).toBe('migrateTasks');
+  });
+
+  test('a request without a key is 401 with WWW-Authenticate: Bearer', async () => {
+    const res = await svc.api('GET', '/namespaces', { key: null });
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    expect(res.body).toEqual({ detail: 'Missing API key: send `Authorization: Bearer <key>`', code: 'unauthorized' });
+  });
+
+  test('a key with a bad checksum is 401', async () => {
+    const bad = svc.adminKey.slice(0, -1) + (svc.adminKey.endsWith('A') ? 'B' : 'A');
+    const res = await svc.api('GET', '/namespaces', { key: bad });
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe('unauthorized');
+  });
+
+  test('every response carries X-Request-Id, echoing the client’s', async () => {
+    const res = await svc.api('GET', '/healthz', { headers: { 'x-request-id': 'abc-123' } });
+    expect(res.headers.get('x-request-id')).toBe('abc-123');
+    expect((await svc.api('GET', '/healthz')).headers.get('x-request-id')).toMatch(/^req_/);
+  });
+
+  test('an unknown route is a 404 in the error shape', async () => {
+    const res = await svc.api('GET', '/nope');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ detail: 'No route GET /nope', code: 'not_found' });
+  });
+});
