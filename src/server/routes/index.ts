@@ -1,6 +1,8 @@
 import type { RouteHost, ServiceContext } from '../app.js';
 import { registerMetaRoutes } from './meta.js';
+import { registerLifecycleRoutes } from './lifecycle.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
+  registerLifecycleRoutes(host, service);
 }

@@ -1,0 +1,347 @@
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { DeployRequest } from '../../contract/endpoints.js';
+import type { Branch, Version } from '../../contract/resources.js';
+import type { Database, Db, VersionsTable } from '../store/db.js';
+import { newId } from '../store/ids.js';
+import { toBranch, toVersion, type BranchRow } from '../store/mappers.js';
+import { ApiError, conflict, invalid } from '../errors.js';
+import type { Permissions } from '../auth/policy.js';
+import { grantOwnership } from '../auth/grants.js';
+import { branchById, namespaceBySlug, versionById } from './lookup.js';
+import { appendEvent, settleDraining } from './events.js';
+
+type Trx = Kysely<Database>;
+type VersionRow = Selectable<VersionsTable>;
+
+/** Statuses a task can be routed to. */
+export const ROUTABLE: readonly string[] = ['ACTIVE', 'DEPLOYING'];
+/** Statuses of a version that is serving (or was, until something replaced it). */
+const SERVING: readonly string[] = ['ACTIVE', 'UNHEALTHY'];
+
+/** `feature/Login_Page` -> `feature-login-page`. */
+export function normalizeGitBranch(name: string): string {
+  return name.toLowerCase().replace(/[^a-z0-9-]+/g, '-');
+}
+
+/** Moves every RUNNING task on `from` to `to`, recording the move; returns how many moved. */
+async function moveRunningTasks(trx: Trx, branchId: string, from: string, to: string, reason: string): Promise<number> {
+  const moved = await sql<{ id: string }>`
+    UPDATE tasks SET current_version_id = ${to}, updated_at = now()
+    WHERE current_version_id = ${from} AND status = 'RUNNING' RETURNING id`.execute(trx);
+  if (moved.rows.length > 0) {
+    await appendEvent(trx, branchId, to, 'TASKS_MIGRATED', {
+      from_version_id: from,
+      to_version_id: to,
+      count: moved.rows.length,
+      task_ids: moved.rows.map((r) => r.id),
+      reason,
+    });
+  }
+  return moved.rows.length;
+}
+
+/** The old serving version hands over: DRAINING while live tasks remain on it, else RETIRED. */
+async function handOver(trx: Trx, branchId: string, previous: VersionRow | undefined, next: string): Promise<void> {
+  if (!previous || previous.id === next || !SERVING.includes(previous.status)) return;
+  await trx.updateTable('versions').set({ status: 'DRAINING', updated_at: new Date() }).where('id', '=', previous.id).execute();
+  await appendEvent(trx, branchId, previous.id, 'VERSION_DRAINING', { replaced_by: next });
+  await settleDraining(trx, [previous.id]);
+}
+
+export interface DeployResult {
+  agent_id: string;
+  branch_id: string;
+  version_id: string;
+  version_status: Version['status'];
+  message: string;
+  tasks_migrated: number;
+}
+
+/** `POST /agents/deploy`: agent and branch created on first use, a new DEPLOYING version, stickiness applied. */
+export async function deploy(db: Db, perms: Permissions, req: DeployRequest, imageRetentionDays: number): Promise<DeployResult> {
+  return db.transaction().execute(async (trx) => {
+    const ns = await namespaceBySlug(trx, perms, req.namespace);
+    const nsRef = { type: 'namespace', id: ns.id } as const;
+    let agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', 'ACTIVE').executeTakeFirst();
+    if (!agent) {
+      perms.require('admin', nsRef, `Namespace ${req.namespace}`);
+      const agentId = newId('agent');
+      const inserted = await sql<{ id: string }>`
+        INSERT INTO agents (id, namespace_id, name, description, agent_input_type, created_by_key_id)
+        VALUES (${agentId}, ${ns.id}, ${req.agent_name}, ${req.description}, ${req.agent_input_type}, ${perms.actor.keyId || null})
+        ON CONFLICT (namespace_id, name) WHERE status = 'ACTIVE' DO NOTHING RETURNING id`.execute(trx);
+      if (inserted.rows.length > 0) {
+        await grantOwnership(trx, perms.actor, 'agent', agentId);
+        await trx
+          .insertInto('environments')
+          .values([
+            { id: newId('environment'), agent_id: agentId, name: 'production', description: 'Production', is_prod: true, branch_rules: JSON.stringify(['main']) },
+            { id: newId('environment'), agent_id: agentId, name: 'preview', description: 'Every other branch', is_prod: false, branch_rules: JSON.stringify(['*']) },
+          ])
+          .execute();
+      }
+      // Either ours, or a concurrent deploy created it first: both are fine.
+      agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', 'ACTIVE').executeTakeFirstOrThrow();
+    } else {
+      perms.require('write', { type: 'agent', id: agent.id, namespaceId: ns.id }, `Agent ${req.namespace}/${req.agent_name}`);
+      if (req.agent_input_type) await trx.updateTable('agents').set({ agent_input_type: req.agent_input_type, updated_at: new Date() }).where('id', '=', agent.id).execute();
+    }
+
+    await sql`
+      INSERT INTO branches (id, agent_id, git_branch, git_branch_normalized, replicas)
+      VALUES (${newId('branch')}, ${agent.id}, ${req.branch}, ${normalizeGitBranch(req.branch)}, ${req.replicas})
+      ON CONFLICT (agent_id, git_branch) DO NOTHING`.execute(trx);
+    // Lock the branch: deploys, migrations and rollbacks of one branch serialize here.
+    const branch = await trx.selectFrom('branches').selectAll().where('agent_id', '=', agent.id).where('git_branch', '=', req.branch).forUpdate().executeTakeFirstOrThrow();
+    const current = branch.current_version_id
+      ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
+      : undefined;
+
+    const versionId = newId('version');
+    const now = new Date();
+    await trx
+      .insertInto('versions')
+      .values({
+        id: versionId,
+        branch_id: branch.id,
+        agent_id: agent.id,
+        git_hash: req.git_hash,
+        git_branch: req.branch,
+        git_message: req.git_message,
+        author_name: req.author_name,
+        author_email: req.author_email,
+        image_url: req.image_url,
+        status: 'DEPLOYING',
+        deployed_at: now,
+        sdk_type: req.sdk_type,
+        acp_type: req.acp_type,
+        is_dirty: req.is_dirty,
+        replicas: 0,
+        desired_replicas: req.replicas,
+        are_tasks_sticky: req.are_tasks_sticky,
+        description: req.description,
+        image_expires_at: new Date(now.getTime() + imageRetentionDays * 86_400_000),
+        failure_reason: null,
+        failure_diagnostics: null,
+        last_rollback_at: null,
+        rolled_back_at: null,
+        retired_at: null,
+        source_filesystem_id: req.source_filesystem_id,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    await trx
+      .updateTable('branches')
+      .set({
+        replicas: req.replicas,
+        updated_at: now,
+        // A deploy revives a retired branch; a branch with nothing serving points at its first version.
+        retired_at: null,
+        retired_reason: null,
+        ...(current ? {} : { current_version_id: versionId }),
+      })
+      .where('id', '=', branch.id)
+      .execute();
+    await appendEvent(trx, branch.id, versionId, 'VERSION_CREATED', { git_hash: req.git_hash, image_url: req.image_url, are_tasks_sticky: req.are_tasks_sticky });
+
+    let tasksMigrated = 0;
+    if (!req.are_tasks_sticky && current && current.id !== versionId) {
+      tasksMigrated = await moveRunningTasks(trx, branch.id, current.id, versionId, 'deploy');
+    }
+    return {
+      agent_id: agent.id,
+      branch_id: branch.id,
+      version_id: versionId,
+      version_status: 'DEPLOYING',
+      message: `Version ${versionId} of ${req.namespace}/${req.agent_name} is deploying on branch ${req.branch}`,
+      tasks_migrated: tasksMigrated,
+    };
+  });
+}
+
+export interface RegisterInput {
+  version_id: string;
+  status: 'ACTIVE' | 'UNHEALTHY' | 'FAILED';
+  replicas?: number;
+  failure_reason?: string;
+  failure_diagnostics?: { title: string; description: string; action: string };
+  registration_metadata?: Record<string, unknown>;
+}
+
+/**
+ * `POST /versions/register`: what the runtime reports about a version. DEPLOYING -> ACTIVE (the
+ * previous version hands over), ACTIVE <-> UNHEALTHY, DEPLOYING -> FAILED (tasks return to the
+ * version still serving).
+ */
+export async function registerVersion(db: Db, perms: Permissions, input: RegisterInput): Promise<{ version: Version; tasks_migrated: number }> {
+  return db.transaction().execute(async (trx) => {
+    const found = await versionById(trx, perms, 'write', input.version_id);
+    const branch = await trx.selectFrom('branches').selectAll().where('id', '=', found.branch_id).forUpdate().executeTakeFirstOrThrow();
+    const version = await trx.selectFrom('versions').selectAll().where('id', '=', found.id).forUpdate().executeTakeFirstOrThrow();
+    const now = new Date();
+    let tasksMigrated = 0;
+    const refuse = () => {
+      throw conflict('invalid_transition', `Version ${version.id} is ${version.status}; it cannot become ${input.status}`);
+    };
+
+    if (input.status === 'ACTIVE') {
+      if (version.status === 'DEPLOYING') {
+        const previous = branch.current_version_id && branch.current_version_id !== version.id
+          ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
+          : undefined;
+        await trx
+          .updateTable('versions')
+          .set({ status: 'ACTIVE', replicas: input.replicas ?? version.desired_replicas, updated_at: now })
+          .where('id', '=', version.id)
+          .execute();
+        await trx.updateTable('branches').set({ current_version_id: version.id, updated_at: now }).where('id', '=', branch.id).execute();
+        await appendEvent(trx, branch.id, version.id, 'VERSION_ACTIVATED', {});
+        await handOver(trx, branch.id, previous, version.id);
+      } else if (version.status === 'UNHEALTHY') {
+        await trx.updateTable('versions').set({ status: 'ACTIVE', updated_at: now, ...(input.replicas !== undefined ? { replicas: input.replicas } : {}) }).where('id', '=', version.id).execute();
+        await appendEvent(trx, branch.id, version.id, 'VERSION_RECOVERED', {});
+      } else if (version.status !== 'ACTIVE') refuse();
+      await trx
+        .updateTable('agents')
+        .set({ registered_at: now, updated_at: now, ...(input.registration_metadata ? { registration_metadata: JSON.stringify(input.registration_metadata) } : {}) })
+        .where('id', '=', version.agent_id)
+        .execute();
+    } else if (input.status === 'UNHEALTHY') {
+      if (version.status === 'ACTIVE') {
+        await trx.updateTable('versions').set({ status: 'UNHEALTHY', updated_at: now }).where('id', '=', version.id).execute();
+        await appendEvent(trx, branch.id, version.id, 'VERSION_UNHEALTHY', {});
+      } else if (version.status !== 'UNHEALTHY') refuse();
+    } else {
+      if (version.status !== 'DEPLOYING') refuse();
+      const reason = input.failure_reason ?? 'unknown';
+      await trx
+        .updateTable('versions')
+        .set({
+          status: 'FAILED',
+          failure_reason: reason,
+          failure_diagnostics: JSON.stringify(input.failure_diagnostics ?? { title: 'Deployment failed', description: `The version failed to start (${reason}).`, action: 'Check the version’s logs, fix the cause and deploy again.' }),
+          replicas: 0,
+          updated_at: now,
+        })
+        .where('id', '=', version.id)
+        .execute();
+      await appendEvent(trx, branch.id, version.id, 'VERSION_FAILED', { failure_reason: reason });
+      // The branch keeps serving its previous version; tasks moved to the failed one go back.
+      if (branch.current_version_id && branch.current_version_id !== version.id) {
+        tasksMigrated = await moveRunningTasks(trx, branch.id, version.id, branch.current_version_id, 'deploy_failed');
+      }
+    }
+    const after = await trx.selectFrom('versions').selectAll().where('id', '=', version.id).executeTakeFirstOrThrow();
+    return { version: toVersion(after), tasks_migrated: tasksMigrated };
+  });
+}
+
+export interface RollbackResult {
+  branch_id: string;
+  rolled_back_version_id: string;
+  target_version: Version;
+  tasks_migrated: number;
+}
+
+/** `POST /branches/{id}/rollback`: current -> ROLLED_BACK; target back to ACTIVE; RUNNING tasks follow. */
+export async function rollback(db: Db, perms: Permissions, branchId: string, targetId: string | null, dryRun: boolean): Promise<RollbackResult> {
+  return db.transaction().execute(async (trx) => {
+    await branchById(trx, perms, 'write', branchId);
+    const branch = await trx.selectFrom('branches').selectAll().where('id', '=', branchId).forUpdate().executeTakeFirstOrThrow();
+    if (branch.retired_at) throw conflict('branch_retired', `Branch ${branchId} is retired`);
+    const current = branch.current_version_id
+      ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
+      : undefined;
+    if (!current || !['ACTIVE', 'UNHEALTHY', 'DEPLOYING'].includes(current.status)) {
+      throw conflict('nothing_to_roll_back', `Branch ${branchId} has no serving version to roll back`);
+    }
+    let target: VersionRow | undefined;
+    if (targetId) {
+      target = await trx.selectFrom('versions').selectAll().where('id', '=', targetId).executeTakeFirst();
+      if (!target || target.branch_id !== branchId) throw invalid(['body', 'target_version_id'], `Version ${targetId} is not a version of branch ${branchId}`);
+      if (target.id === current.id) throw invalid(['body', 'target_version_id'], `Version ${targetId} is already the branch’s current version`);
+      if (target.status === 'FAILED') throw conflict('invalid_target', `Version ${targetId} failed to deploy; it cannot serve`);
+    } else {
+      target = await trx
+        .selectFrom('versions')
+        .selectAll()
+        .where('branch_id', '=', branchId)
+        .where('id', '!=', current.id)
+        .where('status', '!=', 'FAILED')
+        .where('deployed_at', '<', current.deployed_at)
+        .where((eb) => eb.or([eb('image_expires_at', 'is', null), eb('image_expires_at', '>', new Date())]))
+        .orderBy('deployed_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      if (!target) throw conflict('no_rollback_target', `Branch ${branchId} has no earlier version whose image is still available`);
+    }
+    if (target.image_expires_at && new Date(target.image_expires_at).getTime() <= Date.now()) {
+      throw conflict('image_expired', `The image of version ${target.id} expired at ${new Date(target.image_expires_at).toISOString()}; deploy it again instead`);
+    }
+    if (dryRun) {
+      const count = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('current_version_id', '=', current.id).where('status', '=', 'RUNNING').executeTakeFirstOrThrow();
+      return { branch_id: branchId, rolled_back_version_id: current.id, target_version: toVersion(target), tasks_migrated: count.n };
+    }
+    const now = new Date();
+    await trx.updateTable('versions').set({ status: 'ROLLED_BACK', rolled_back_at: now, updated_at: now }).where('id', '=', current.id).execute();
+    await appendEvent(trx, branchId, current.id, 'VERSION_ROLLED_BACK_FROM', { to_version_id: target.id });
+    // The target redeploys from its retained image; no runtime driver runs images yet, so it is ready at once.
+    await trx
+      .updateTable('versions')
+      .set({ status: 'ACTIVE', rollback_count: sql`rollback_count + 1`, last_rollback_at: now, retired_at: null, replicas: target.desired_replicas, updated_at: now })
+      .where('id', '=', target.id)
+      .execute();
+    await trx.updateTable('branches').set({ current_version_id: target.id, updated_at: now }).where('id', '=', branchId).execute();
+    await appendEvent(trx, branchId, target.id, 'VERSION_ROLLED_BACK_TO', { from_version_id: current.id });
+    await appendEvent(trx, branchId, target.id, 'VERSION_ACTIVATED', { rollback: true });
+    const moved = await moveRunningTasks(trx, branchId, current.id, target.id, 'rollback');
+    const after = await trx.selectFrom('versions').selectAll().where('id', '=', target.id).executeTakeFirstOrThrow();
+    return { branch_id: branchId, rolled_back_version_id: current.id, target_version: toVersion(after), tasks_migrated: moved };
+  });
+}
+
+/** `POST /branches/{id}/retire`: refused while live tasks remain unless forced, which terminates them. */
+export async function retireBranch(db: Db, perms: Permissions, branchId: string, reason: string, force: boolean): Promise<Branch> {
+  return db.transaction().execute(async (trx) => {
+    await branchById(trx, perms, 'write', branchId);
+    await trx.selectFrom('branches').select('id').where('id', '=', branchId).forUpdate().executeTakeFirstOrThrow();
+    const live = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('branch_id', '=', branchId).where('status', 'in', ['RUNNING', 'IDLE']).executeTakeFirstOrThrow();
+    if (live.n > 0 && !force) {
+      throw new ApiError(409, 'branch_has_tasks', `Branch ${branchId} still has ${live.n} running or idle task(s); pass force: true to terminate them`);
+    }
+    const now = new Date();
+    if (live.n > 0) {
+      await trx.updateTable('tasks').set({ status: 'TERMINATED', status_reason: `Branch retired: ${reason}`, updated_at: now }).where('branch_id', '=', branchId).where('status', 'in', ['RUNNING', 'IDLE']).execute();
+    }
+    const retired = await trx
+      .updateTable('versions')
+      .set({ status: 'RETIRED', retired_at: now, updated_at: now })
+      .where('branch_id', '=', branchId)
+      .where('status', 'in', ['DEPLOYING', 'ACTIVE', 'UNHEALTHY', 'DRAINING'])
+      .returning('id')
+      .execute();
+    for (const v of retired) await appendEvent(trx, branchId, v.id, 'VERSION_RETIRED', { reason: 'branch_retired' });
+    await trx.updateTable('branches').set({ retired_at: now, retired_reason: reason, updated_at: now }).where('id', '=', branchId).execute();
+    await appendEvent(trx, branchId, null, 'BRANCH_RETIRED', { reason, tasks_terminated: live.n });
+    const row = await selectBranchRows(trx).where('b.id', '=', branchId).executeTakeFirstOrThrow();
+    return toBranch(row as BranchRow);
+  });
+}
+
+/** Branches joined with their current version's summary columns, as `toBranch` expects. */
+export function selectBranchRows(db: Trx) {
+  return db
+    .selectFrom('branches as b')
+    .leftJoin('versions as cv', 'cv.id', 'b.current_version_id')
+    .selectAll('b')
+    .select([
+      'cv.id as cv_id',
+      'cv.git_hash as cv_git_hash',
+      'cv.status as cv_status',
+      'cv.deployed_at as cv_deployed_at',
+      'cv.git_message as cv_git_message',
+      'cv.source_filesystem_id as cv_source_filesystem_id',
+    ]);
+}

@@ -1,0 +1,10 @@
+import type { RouteHost, ServiceContext } from '../app.js';
+import { deploy, registerVersion, retireBranch, rollback } from '../domain/lifecycle.js';
+
+export function registerLifecycleRoutes(host: RouteHost, service: ServiceContext): void {
+  const db = service.store.db;
+  host.handle('deploy', async ({ body }, call) => deploy(db, await call.access(), body, service.config.imageRetentionDays));
+  host.handle('registerVersion', async ({ body }, call) => registerVersion(db, await call.access(), body));
+  host.handle('rollbackBranch', async ({ params, body }, call) => rollback(db, await call.access(), params.branch_id, body.target_version_id, body.dry_run));
+  host.handle('retireBranch', async ({ params, body }, call) => retireBranch(db, await call.access(), params.branch_id, body.reason, body.force));
+}

@@ -1,0 +1,25 @@
+import { sql, type RawBuilder } from 'kysely';
+
+/** PostgreSQL's unique_violation, optionally on one named constraint or index. */
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  const e = error as { code?: string; constraint?: string; message?: string };
+  if (e?.code !== '23505') return false;
+  return !constraint || e.constraint === constraint || (e.message ?? '').includes(constraint);
+}
+
+/** A timestamptz as the service writes it: ISO 8601 UTC with milliseconds and `Z`. */
+export const isoSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * A task row as the contract's Task JSON, built by the database: bulk responses (migrations of
+ * 100,000 tasks) then cost one text column instead of a parsed row and a re-serialization per task.
+ */
+export function taskJsonSql(alias: string): RawBuilder<unknown> {
+  const c = (name: string) => `${alias}.${name}`;
+  return sql.raw(`json_build_object(
+    'id', ${c('id')}, 'filesystem_id', ${c('filesystem_id')}, 'namespace_id', ${c('namespace_id')},
+    'name', ${c('name')}, 'status', ${c('status')}, 'status_reason', ${c('status_reason')},
+    'params', ${c('params')}, 'task_metadata', ${c('task_metadata')},
+    'created_version_id', ${c('created_version_id')}, 'current_version_id', ${c('current_version_id')},
+    'created_at', ${isoSql(c('created_at'))}, 'updated_at', ${isoSql(c('updated_at'))})`);
+}
