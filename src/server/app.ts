@@ -126,6 +126,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
             (permissions ??= config.authDisabled ? Promise.resolve(unrestricted(actor)) : loadPermissions(service.store.db, actor));
           const result = await handler(input as never, { actor, access, service, request, reply });
           reply.code(e.status);
+          if (result instanceof RawJson) {
+            reply.type('application/json');
+            return result.text;
+          }
           return result;
         },
       });
@@ -144,8 +148,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
 /** Stands in for a key on the unauthenticated endpoints. */
 export const ANONYMOUS: Actor = Object.freeze({ keyId: '', orgId: '', name: 'anonymous' });
 
+/** A response body already serialized (by the database, for bulk results): sent as it is. */
+export class RawJson {
+  constructor(readonly text: string) {}
+}
+
 export interface RouteHost {
-  handle<K extends EndpointName>(name: K, handler: (input: EndpointRequest<K>, call: Call) => Promise<EndpointOutput<K>>): void;
+  handle<K extends EndpointName>(name: K, handler: (input: EndpointRequest<K>, call: Call) => Promise<EndpointOutput<K> | RawJson>): void;
 }
 
 function validate(e: Endpoint, request: FastifyRequest): { params: unknown; query: unknown; body: unknown } {

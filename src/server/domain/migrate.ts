@@ -1,0 +1,174 @@
+import { sql, type Kysely } from 'kysely';
+import type { MigrateTasksRequest } from '../../contract/endpoints.js';
+import type { Version } from '../../contract/resources.js';
+import type { Database, Db } from '../store/db.js';
+import { newId } from '../store/ids.js';
+import { toVersion } from '../store/mappers.js';
+import { taskJsonSql } from '../store/sql.js';
+import { ApiError, ValidationFailure, conflict, invalid, type ValidationItem } from '../errors.js';
+import type { Permissions } from '../auth/policy.js';
+import { ROUTABLE } from './lifecycle.js';
+import { settleDraining } from './events.js';
+import { versionById } from './lookup.js';
+
+type Trx = Kysely<Database>;
+
+export interface MigrationResult {
+  branch_id: string;
+  from_version_id?: string | null;
+  to_version: Version;
+  /** The moved tasks as a JSON array, built by the database (see taskJsonSql). */
+  tasksJson: string;
+  count: number;
+}
+
+/** The valid shapes: exactly one source and exactly one target (DESIGN.md 5, Migration). */
+export function checkMigrationShape(req: MigrateTasksRequest): void {
+  const items: ValidationItem[] = [];
+  const hasFrom = req.from_version_id !== null;
+  const hasTasks = req.task_ids !== null;
+  if (hasFrom === hasTasks) {
+    const msg = hasFrom ? 'Give either from_version_id or task_ids, not both' : 'Give a source: from_version_id or task_ids';
+    items.push({ loc: ['body', 'from_version_id'], msg, type: 'value_error' }, { loc: ['body', 'task_ids'], msg, type: 'value_error' });
+  } else if (hasTasks && req.task_ids!.length === 0) {
+    items.push({ loc: ['body', 'task_ids'], msg: 'task_ids must not be empty', type: 'too_small' });
+  }
+  if ((req.to_version_id !== null) === req.to_latest) {
+    const msg = req.to_latest ? 'Give either to_version_id or to_latest, not both' : 'Give a target: to_version_id or to_latest: true';
+    items.push({ loc: ['body', 'to_version_id'], msg, type: 'value_error' }, { loc: ['body', 'to_latest'], msg, type: 'value_error' });
+  }
+  if (hasFrom && !hasTasks && req.to_version_id !== null && req.to_version_id === req.from_version_id) {
+    items.push({ loc: ['body', 'to_version_id'], msg: 'to_version_id is the same as from_version_id', type: 'value_error' });
+  }
+  if (items.length) throw new ValidationFailure(items);
+}
+
+async function resolveTarget(trx: Trx, perms: Permissions, branchId: string, req: MigrateTasksRequest) {
+  if (req.to_latest) {
+    const latest = await trx
+      .selectFrom('versions')
+      .selectAll()
+      .where('branch_id', '=', branchId)
+      .where('status', 'in', [...ROUTABLE])
+      .orderBy('deployed_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    if (!latest) throw conflict('no_routable_version', `Branch ${branchId} has no ACTIVE or DEPLOYING version to migrate to`);
+    return latest;
+  }
+  const target = await versionById(trx, perms, 'write', req.to_version_id!);
+  if (target.branch_id !== branchId) {
+    throw invalid(['body', 'to_version_id'], `Version ${target.id} is on branch ${target.branch_id}, not on the tasks’ branch ${branchId}`);
+  }
+  if (!ROUTABLE.includes(target.status)) {
+    throw conflict('target_not_routable', `Version ${target.id} is ${target.status}; tasks can only move to an ACTIVE or DEPLOYING version`);
+  }
+  return target;
+}
+
+/**
+ * `POST /tasks/migrate`: all or nothing, in one transaction. The branch row is locked first, so
+ * concurrent migrations and deploys of a branch serialize. Only current_version_id and updated_at
+ * change; created_version_id never does.
+ */
+export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasksRequest): Promise<MigrationResult> {
+  checkMigrationShape(req);
+  return db.transaction().execute(async (trx) => {
+    let branchId: string;
+    let sourceIds: string[];
+    let taskIds: string[] | null = null;
+
+    if (req.from_version_id !== null) {
+      const source = await versionById(trx, perms, 'write', req.from_version_id);
+      branchId = source.branch_id;
+      sourceIds = [source.id];
+      await lockBranch(trx, branchId);
+    } else {
+      taskIds = [...new Set(req.task_ids!)];
+      const seen = await trx
+        .selectFrom('tasks')
+        .innerJoin('namespaces', 'namespaces.id', 'tasks.namespace_id')
+        .select(['tasks.id', 'tasks.agent_id', 'tasks.namespace_id', 'tasks.branch_id'])
+        .where('tasks.id', 'in', taskIds)
+        .where('namespaces.org_id', '=', perms.actor.orgId)
+        .where('tasks.status', '!=', 'DELETED')
+        .execute();
+      const byId = new Map(seen.map((t) => [t.id, t]));
+      const missing = taskIds.find((id) => !byId.has(id));
+      if (missing) throw new ApiError(404, 'not_found', `Task ${missing} was not found`);
+      const checkedAgents = new Set<string>();
+      for (const t of seen) {
+        if (checkedAgents.has(t.agent_id)) continue;
+        checkedAgents.add(t.agent_id);
+        perms.require('write', { type: 'agent', id: t.agent_id, namespaceId: t.namespace_id }, `Task ${t.id}`);
+      }
+      const branches = new Set(seen.map((t) => t.branch_id));
+      if (branches.size > 1) throw invalid(['body', 'task_ids'], `The tasks belong to ${branches.size} different branches; migrate one branch at a time`);
+      branchId = seen[0].branch_id;
+      await lockBranch(trx, branchId);
+      const locked = await trx.selectFrom('tasks').select(['id', 'status', 'current_version_id']).where('id', 'in', taskIds).orderBy('id').forUpdate().execute();
+      const stuck = locked.filter((t) => t.status !== 'RUNNING' && t.status !== 'IDLE');
+      if (stuck.length) {
+        const listed = stuck.slice(0, 10).map((t) => `${t.id} (${t.status})`).join(', ');
+        throw conflict('task_not_migratable', `Only RUNNING or IDLE tasks can migrate: ${listed}${stuck.length > 10 ? ` and ${stuck.length - 10} more` : ''}`);
+      }
+      sourceIds = [...new Set(locked.map((t) => t.current_version_id))];
+    }
+
+    const target = await resolveTarget(trx, perms, branchId, req);
+    if (req.from_version_id !== null && target.id === req.from_version_id) {
+      throw invalid(['body', 'to_latest'], `Version ${target.id} is already the branch’s latest version`);
+    }
+
+    const where = taskIds
+      ? sql`id = ANY(${taskIds})`
+      : sql`current_version_id = ${req.from_version_id} AND status = 'RUNNING'`;
+    let result: { n: number; tasks: string };
+    if (req.dry_run) {
+      // The same selection, unchanged, shown as it would be after the move.
+      const rows = await sql<{ n: number; tasks: string }>`
+        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')}), '[]')::text AS tasks
+        FROM (SELECT id, filesystem_id, namespace_id, name, status, status_reason, params, task_metadata,
+                     created_version_id, ${target.id}::text AS current_version_id, created_at, now() AS updated_at
+              FROM tasks WHERE ${where}) m`.execute(trx);
+      result = rows.rows[0];
+    } else {
+      const eventData = sql`jsonb_build_object('from_version_ids', ${JSON.stringify(sourceIds)}::jsonb, 'to_version_id', ${target.id}::text, 'count', (SELECT count(*) FROM moved), 'task_ids', (SELECT jsonb_agg(id) FROM moved), 'mode', ${taskIds ? 'tasks' : 'bulk'}::text)`;
+      const rows = await sql<{ n: number; tasks: string }>`
+        WITH moved AS (
+          UPDATE tasks SET current_version_id = ${target.id}, updated_at = now() WHERE ${where}
+          RETURNING id, filesystem_id, namespace_id, name, status, status_reason, params, task_metadata,
+                    created_version_id, current_version_id, created_at, updated_at
+        ), seq AS (
+          UPDATE branches SET event_sequence = event_sequence + 1 WHERE id = ${branchId} AND EXISTS (SELECT 1 FROM moved)
+          RETURNING event_sequence
+        ), event AS (
+          INSERT INTO version_events (id, branch_id, version_id, sequence, type, data)
+          SELECT ${newId('event')}, ${branchId}, ${target.id}, event_sequence, 'TASKS_MIGRATED', ${eventData} FROM seq
+        )
+        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')}), '[]')::text AS tasks FROM moved m`.execute(trx);
+      result = rows.rows[0];
+      await settleDraining(trx, sourceIds);
+    }
+    return {
+      branch_id: branchId,
+      ...(req.from_version_id !== null ? { from_version_id: req.from_version_id } : {}),
+      to_version: toVersion(target),
+      tasksJson: result.tasks,
+      count: result.n,
+    };
+  });
+}
+
+async function lockBranch(trx: Trx, branchId: string): Promise<void> {
+  await trx.selectFrom('branches').select('id').where('id', '=', branchId).forUpdate().execute();
+}
+
+/** The response body, assembled around the database-built task array without re-parsing it. */
+export function migrationResponseJson(result: MigrationResult): string {
+  const head: Record<string, unknown> = { branch_id: result.branch_id };
+  if (result.from_version_id !== undefined) head.from_version_id = result.from_version_id;
+  head.to_version = result.to_version;
+  return `${JSON.stringify(head).slice(0, -1)},"tasks":${result.tasksJson}}`;
+}

@@ -1,0 +1,213 @@
+import { sql, type Kysely } from 'kysely';
+import { TERMINAL_TASK_STATUSES, type TaskStatus } from '../../contract/common.js';
+import type { CreateTaskRequest } from '../../contract/endpoints.js';
+import type { Task } from '../../contract/resources.js';
+import type { Database, Db } from '../store/db.js';
+import { newId } from '../store/ids.js';
+import { toTask } from '../store/mappers.js';
+import { isUniqueViolation } from '../store/sql.js';
+import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import type { Permissions } from '../auth/policy.js';
+import { agentById, agentByPath, taskById } from './lookup.js';
+import { settleDraining } from './events.js';
+
+type Trx = Kysely<Database>;
+
+const isTerminal = (status: string) => (TERMINAL_TASK_STATUSES as readonly string[]).includes(status);
+
+/** `ns/name`, or a bare name in the `default` namespace. */
+export function splitAgentName(name: string): { namespace: string; agent: string } {
+  const slash = name.indexOf('/');
+  return slash < 0 ? { namespace: 'default', agent: name } : { namespace: name.slice(0, slash), agent: name.slice(slash + 1) };
+}
+
+/** `POST /tasks`: routed to the branch's newest ACTIVE, else DEPLOYING, version. */
+export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequest): Promise<Task> {
+  if (!req.agent_id === !req.agent_name) {
+    throw invalid(['body', req.agent_id ? 'agent_name' : 'agent_id'], 'Give exactly one of agent_id and agent_name');
+  }
+  if (req.filesystem_id && req.project_id) throw invalid(['body', 'project_id'], 'Give at most one of filesystem_id and project_id');
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const agent = req.agent_id
+        ? await agentById(trx, perms, 'run', req.agent_id)
+        : await (() => {
+            const { namespace, agent } = splitAgentName(req.agent_name!);
+            return agentByPath(trx, perms, 'run', namespace, agent);
+          })();
+      let branchName = req.branch;
+      if (!branchName) {
+        const prod = await trx.selectFrom('environments').select('branch_rules').where('agent_id', '=', agent.id).where('is_prod', '=', true).executeTakeFirst();
+        branchName = (prod?.branch_rules as string[] | undefined)?.[0] ?? 'main';
+      }
+      const branch = await trx.selectFrom('branches').selectAll().where('agent_id', '=', agent.id).where('git_branch', '=', branchName).where('retired_at', 'is', null).executeTakeFirst();
+      if (!branch) throw new ApiError(404, 'not_found', `Branch ${branchName} of agent ${agent.name} was not found`);
+      const version = await trx
+        .selectFrom('versions')
+        .select(['id', 'status'])
+        .where('branch_id', '=', branch.id)
+        .where('status', 'in', ['ACTIVE', 'DEPLOYING'])
+        .orderBy(sql`status = 'ACTIVE'`, 'desc')
+        .orderBy('deployed_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      if (!version) throw conflict('no_routable_version', `Branch ${branchName} has no ACTIVE or DEPLOYING version to run a task on`);
+
+      let filesystemId = req.filesystem_id;
+      if (filesystemId) {
+        const fs = await trx.selectFrom('filesystems').select(['id', 'project_id']).where('id', '=', filesystemId).where('namespace_id', '=', agent.namespace_id).executeTakeFirst();
+        if (!fs) throw notFound('Filesystem', filesystemId);
+        if (fs.project_id) perms.require('write', { type: 'project', id: fs.project_id, namespaceId: agent.namespace_id }, `Project ${fs.project_id}`);
+      } else {
+        if (req.project_id) {
+          const project = await trx.selectFrom('projects').select(['id', 'namespace_id']).where('id', '=', req.project_id).executeTakeFirst();
+          if (!project || project.namespace_id !== agent.namespace_id) throw notFound('Project', req.project_id);
+          perms.require('write', { type: 'project', id: project.id, namespaceId: project.namespace_id }, `Project ${project.id}`);
+        }
+        filesystemId = newId('filesystem');
+        await trx.insertInto('filesystems').values({ id: filesystemId, namespace_id: agent.namespace_id, project_id: req.project_id ?? null }).execute();
+      }
+      const now = new Date();
+      const row = await trx
+        .insertInto('tasks')
+        .values({
+          id: newId('task'),
+          agent_id: agent.id,
+          branch_id: branch.id,
+          namespace_id: agent.namespace_id,
+          filesystem_id: filesystemId,
+          project_id: req.project_id ?? null,
+          name: req.name ?? null,
+          status: 'RUNNING',
+          status_reason: null,
+          params: req.params == null ? null : JSON.stringify(req.params),
+          task_metadata: null,
+          created_version_id: version.id,
+          current_version_id: version.id,
+          created_by_key_id: perms.actor.keyId || null,
+          created_at: now,
+          updated_at: now,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return toTask(row);
+    });
+  } catch (error) {
+    if (isUniqueViolation(error, 'tasks_name_key')) throw conflict('task_name_taken', `A task named ${req.name} already exists`);
+    throw error;
+  }
+}
+
+export interface TaskFilters {
+  agent_id?: string;
+  agent?: string;
+  branch?: string;
+  branch_id?: string;
+  version_id?: string;
+  status?: TaskStatus;
+  limit: number;
+  page_number: number;
+  order_direction: 'asc' | 'desc';
+}
+
+/** `GET /tasks`: only tasks of agents the key may read; DELETED ones only when asked for. */
+export async function listTasks(db: Db, perms: Permissions, f: TaskFilters): Promise<{ tasks: Task[]; total: number }> {
+  let agentId = f.agent_id;
+  if (f.agent) agentId = (await agentByPath(db, perms, 'read', splitAgentName(f.agent).namespace, splitAgentName(f.agent).agent)).id;
+  else if (agentId) await agentById(db, perms, 'read', agentId);
+  if (f.branch && !agentId) throw invalid(['query', 'branch'], 'Filtering by branch name needs agent or agent_id');
+
+  let query = db
+    .selectFrom('tasks')
+    .innerJoin('namespaces', 'namespaces.id', 'tasks.namespace_id')
+    .where('namespaces.org_id', '=', perms.actor.orgId);
+  if (agentId) query = query.where('tasks.agent_id', '=', agentId);
+  else if (!perms.isOrgAdmin) {
+    const agents = await db.selectFrom('agents').innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id').select(['agents.id', 'agents.namespace_id']).where('namespaces.org_id', '=', perms.actor.orgId).execute();
+    const readable = agents.filter((a) => perms.can('read', { type: 'agent', id: a.id, namespaceId: a.namespace_id })).map((a) => a.id);
+    if (readable.length === 0) return { tasks: [], total: 0 };
+    query = query.where('tasks.agent_id', 'in', readable);
+  }
+  if (f.branch) {
+    const branch = await db.selectFrom('branches').select('id').where('agent_id', '=', agentId!).where('git_branch', '=', f.branch).executeTakeFirst();
+    if (!branch) return { tasks: [], total: 0 };
+    query = query.where('tasks.branch_id', '=', branch.id);
+  }
+  if (f.branch_id) query = query.where('tasks.branch_id', '=', f.branch_id);
+  if (f.version_id) query = query.where('tasks.current_version_id', '=', f.version_id);
+  query = f.status ? query.where('tasks.status', '=', f.status) : query.where('tasks.status', '!=', 'DELETED');
+
+  const [rows, count] = await Promise.all([
+    query
+      .selectAll('tasks')
+      .orderBy('tasks.created_at', f.order_direction)
+      .orderBy('tasks.id', f.order_direction)
+      .limit(f.limit)
+      .offset((f.page_number - 1) * f.limit)
+      .execute(),
+    query.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { tasks: rows.map(toTask), total: count.n };
+}
+
+export async function getTask(db: Db, perms: Permissions, taskId: string): Promise<Task> {
+  return toTask(await taskById(db, perms, 'read', taskId));
+}
+
+export async function getTaskByName(db: Db, perms: Permissions, name: string): Promise<Task> {
+  const row = await db.selectFrom('tasks').select('id').where('name', '=', name).executeTakeFirst();
+  if (!row) throw new ApiError(404, 'not_found', `Task named ${name} was not found`);
+  return toTask(await taskById(db, perms, 'read', row.id));
+}
+
+/** Locks a task for a change; a terminal task refuses every change but DELETE. */
+async function lockTaskForChange(trx: Trx, perms: Permissions, taskId: string, allowTerminal = false) {
+  const found = await taskById(trx, perms, 'run', taskId);
+  // Lock order everywhere: branch, then tasks, then versions — so migrations and task changes never deadlock.
+  await trx.selectFrom('branches').select('id').where('id', '=', found.branch_id).forUpdate().execute();
+  const task = await trx.selectFrom('tasks').selectAll().where('id', '=', taskId).forUpdate().executeTakeFirstOrThrow();
+  if (task.status === 'DELETED') throw notFound('Task', taskId);
+  if (!allowTerminal && isTerminal(task.status)) throw conflict('task_terminal', `Task ${taskId} is ${task.status}; a finished task cannot change`);
+  return task;
+}
+
+export interface TaskUpdate {
+  task_metadata?: Record<string, unknown> | null;
+  status?: Exclude<TaskStatus, 'DELETED'>;
+  status_reason?: string | null;
+}
+
+/** `PATCH /tasks/{id}`: metadata, RUNNING <-> IDLE, or to a terminal status. */
+export async function updateTask(db: Db, perms: Permissions, taskId: string, update: TaskUpdate): Promise<Task> {
+  return db.transaction().execute(async (trx) => {
+    const task = await lockTaskForChange(trx, perms, taskId);
+    const row = await trx
+      .updateTable('tasks')
+      .set({
+        updated_at: new Date(),
+        ...(update.task_metadata !== undefined ? { task_metadata: update.task_metadata === null ? null : JSON.stringify(update.task_metadata) } : {}),
+        ...(update.status ? { status: update.status } : {}),
+        ...(update.status_reason !== undefined ? { status_reason: update.status_reason } : {}),
+      })
+      .where('id', '=', taskId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    if (update.status && isTerminal(update.status)) await settleDraining(trx, [task.current_version_id]);
+    return toTask(row);
+  });
+}
+
+export async function cancelTask(db: Db, perms: Permissions, taskId: string): Promise<Task> {
+  return updateTask(db, perms, taskId, { status: 'CANCELED', status_reason: 'Canceled by request' });
+}
+
+/** `DELETE /tasks/{id}`: soft; the record stays, as DELETED. */
+export async function deleteTask(db: Db, perms: Permissions, taskId: string): Promise<Task> {
+  return db.transaction().execute(async (trx) => {
+    const task = await lockTaskForChange(trx, perms, taskId, true);
+    const row = await trx.updateTable('tasks').set({ status: 'DELETED', updated_at: new Date() }).where('id', '=', taskId).returningAll().executeTakeFirstOrThrow();
+    await settleDraining(trx, [task.current_version_id]);
+    return toTask(row);
+  });
+}

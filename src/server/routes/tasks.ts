@@ -1,0 +1,15 @@
+import { RawJson, type RouteHost, type ServiceContext } from '../app.js';
+import { cancelTask, createTask, deleteTask, getTask, getTaskByName, listTasks, updateTask } from '../domain/tasks.js';
+import { migrateTasks, migrationResponseJson } from '../domain/migrate.js';
+
+export function registerTaskRoutes(host: RouteHost, service: ServiceContext): void {
+  const db = service.store.db;
+  host.handle('createTask', async ({ body }, call) => createTask(db, await call.access(), body));
+  host.handle('listTasks', async ({ query }, call) => listTasks(db, await call.access(), query));
+  host.handle('getTask', async ({ params }, call) => getTask(db, await call.access(), params.task_id));
+  host.handle('getTaskByName', async ({ params }, call) => getTaskByName(db, await call.access(), params.task_name));
+  host.handle('updateTask', async ({ params, body }, call) => updateTask(db, await call.access(), params.task_id, body));
+  host.handle('deleteTask', async ({ params }, call) => deleteTask(db, await call.access(), params.task_id));
+  host.handle('cancelTask', async ({ params }, call) => cancelTask(db, await call.access(), params.task_id));
+  host.handle('migrateTasks', async ({ body }, call) => new RawJson(migrationResponseJson(await migrateTasks(db, await call.access(), body))));
+}
