@@ -1,3 +1,4 @@
 export * from './common.js';
 export * from './resources.js';
 export * from './endpoints.js';
+export * from './presets.js';

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
 import { ApiError } from '../errors.js';
 import { hashSecret, isWellFormedSecret } from './secrets.js';
+import { generationOf } from './invalidation.js';
 
 /** Who is calling: an API key acting as a service user of its org. */
 export interface Actor {
@@ -17,7 +18,7 @@ const unauthorized = (detail: string) =>
 const CACHE_TTL_MS = 1000;
 const LAST_USED_FLUSH_MS = 5000;
 
-type CachedKey = { actor: Actor | null; expiresAt: number | null; cachedAt: number; reason: string };
+type CachedKey = { actor: Actor | null; expiresAt: number | null; cachedAt: number; generation: number; reason: string };
 
 /**
  * Resolves bearer tokens to actors. Lookups are cached for at most one second, so a revoked or
@@ -26,8 +27,10 @@ type CachedKey = { actor: Actor | null; expiresAt: number | null; cachedAt: numb
  */
 export class Authenticator {
   private cache = new Map<string, CachedKey>();
-  private used = new Set<string>();
+  /** Key id -> when it was last used (ms), written to the database in batches. */
+  private used = new Map<string, number>();
   private timer: NodeJS.Timeout;
+  private authDisabledOrg: { orgId: string; cachedAt: number } | undefined;
 
   constructor(private db: Db) {
     this.timer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
@@ -42,15 +45,16 @@ export class Authenticator {
     if (!isWellFormedSecret(secret)) throw unauthorized('Invalid API key');
     const hash = hashSecret(secret);
     const now = Date.now();
+    const generation = generationOf(this.db);
     let entry = this.cache.get(hash);
-    if (!entry || now - entry.cachedAt > CACHE_TTL_MS) {
-      entry = await this.lookup(hash, now);
+    if (!entry || now - entry.cachedAt > CACHE_TTL_MS || entry.generation !== generation) {
+      entry = await this.lookup(hash, now, generation);
       if (this.cache.size > 10_000) this.cache.clear();
       this.cache.set(hash, entry);
     }
     if (!entry.actor) throw unauthorized(entry.reason);
     if (entry.expiresAt !== null && entry.expiresAt <= now) throw unauthorized('API key has expired');
-    this.used.add(entry.actor.keyId);
+    this.used.set(entry.actor.keyId, now);
     return entry.actor;
   }
 
@@ -59,31 +63,49 @@ export class Authenticator {
     this.cache.clear();
   }
 
-  private async lookup(hash: string, now: number): Promise<CachedKey> {
+  private async lookup(hash: string, now: number, generation: number): Promise<CachedKey> {
     const row = await this.db
       .selectFrom('api_keys')
       .select(['id', 'org_id', 'name', 'expires_at', 'revoked_at'])
       .where('key_hash', '=', hash)
       .executeTakeFirst();
-    if (!row) return { actor: null, expiresAt: null, cachedAt: now, reason: 'Invalid API key' };
-    if (row.revoked_at) return { actor: null, expiresAt: null, cachedAt: now, reason: 'API key has been revoked' };
+    if (!row) return { actor: null, expiresAt: null, cachedAt: now, generation, reason: 'Invalid API key' };
+    if (row.revoked_at) return { actor: null, expiresAt: null, cachedAt: now, generation, reason: 'API key has been revoked' };
     return {
       actor: { keyId: row.id, orgId: row.org_id, name: row.name },
       expiresAt: row.expires_at ? new Date(row.expires_at).getTime() : null,
       cachedAt: now,
+      generation,
       reason: '',
     };
   }
 
   async flushLastUsed(): Promise<void> {
     if (this.used.size === 0) return;
-    const ids = [...this.used];
+    const ids = [...this.used.keys()];
+    const times = ids.map((id) => new Date(this.used.get(id)!).toISOString());
     this.used.clear();
     try {
-      await sql`UPDATE api_keys SET last_used_at = now() WHERE id = ANY(${ids})`.execute(this.db);
+      await sql`
+        UPDATE api_keys k SET last_used_at = u.used_at
+        FROM unnest(${ids}::text[], ${times}::timestamptz[]) AS u(id, used_at)
+        WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.used_at)`.execute(this.db);
     } catch {
       // Best effort: a missed last_used_at update is not worth failing anything for.
     }
+  }
+
+  /**
+   * The actor when authentication is switched off (the benchmark baseline): acts in the first org,
+   * as no key.
+   */
+  async authDisabledActor(): Promise<Actor> {
+    const now = Date.now();
+    if (!this.authDisabledOrg || now - this.authDisabledOrg.cachedAt > CACHE_TTL_MS) {
+      const org = await this.db.selectFrom('orgs').select('id').orderBy('created_at').orderBy('id').executeTakeFirst();
+      this.authDisabledOrg = { orgId: org?.id ?? '', cachedAt: now };
+    }
+    return { keyId: '', orgId: this.authDisabledOrg.orgId, name: 'authentication disabled' };
   }
 
   async close(): Promise<void> {

@@ -2,8 +2,10 @@ import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
 import { ApiError } from '../errors.js';
 import type { Actor } from './authenticate.js';
+import { generationOf, hasUnsettledGrants, settleGrants } from './invalidation.js';
 
 export type Permission = 'discover' | 'read' | 'run' | 'write' | 'admin';
+export const PERMISSIONS: readonly Permission[] = ['discover', 'read', 'run', 'write', 'admin'];
 
 /** What a permission is checked against. Agents and projects carry their namespace. */
 export type ResourceRef =
@@ -17,11 +19,16 @@ export interface Grant {
   resource_id: string;
   role: string;
   legacy_role: string | null;
+  /** The namespace of the agent or project the grant names (null for org and namespace grants). */
+  namespace_id?: string | null;
 }
 
-const ALL: readonly Permission[] = ['discover', 'read', 'run', 'write', 'admin'];
+const ALL = PERMISSIONS;
 
-/** DESIGN.md section 6: what each role grants on the resource it names. */
+/**
+ * DESIGN.md section 6: what each role grants on the agent or project it names. `run` on a project
+ * means using it as a task's filesystem.
+ */
 export const ROLE_PERMISSIONS: Record<'agent' | 'project', Record<string, readonly Permission[]>> = {
   agent: {
     discoverer: ['discover'],
@@ -37,20 +44,33 @@ export const ROLE_PERMISSIONS: Record<'agent' | 'project', Record<string, readon
   },
 };
 
+/** Which agents or projects a key may act on, in a form a SQL `WHERE` can use. */
+export type Visibility = { all: true } | { all: false; namespaceIds: string[]; ids: string[] };
+
 /**
- * The one policy: maps (key, permission, resource) to allow or deny from the key's grants
- * (its scopes, owner grants on what it created, and grants held by its groups).
+ * The one policy: maps (key, permission, resource) to allow or deny from the key's grants (its
+ * scopes, owner grants on what it created, and grants held by its groups).
+ *
+ * - org admin: everything in the org; org member: discover everything in the org.
+ * - namespace admin: everything on the namespace and all it contains.
+ * - agent/project roles: as ROLE_PERMISSIONS; the legacy `executor` (stored as viewer) keeps `run`.
+ * - a key that may discover something inside a namespace may discover that namespace.
  */
 export class Permissions {
   readonly isOrgAdmin: boolean;
   readonly isOrgMember: boolean;
+  /** The sharing groups the key belongs to. */
+  readonly groupIds: readonly string[];
   private namespaceAdmin = new Set<string>();
+  private namespacesWithGrants = new Set<string>();
   private direct = new Map<string, Set<Permission>>();
 
   constructor(
     readonly actor: Actor,
     grants: Grant[],
+    groupIds: readonly string[] = [],
   ) {
+    this.groupIds = groupIds;
     let admin = false;
     let member = false;
     for (const g of grants) {
@@ -67,7 +87,9 @@ export class Permissions {
         for (const p of perms) set.add(p);
         // The legacy executor role is stored as viewer and keeps its run permission.
         if (g.legacy_role === 'executor') set.add('run');
+        if (set.size === 0) continue;
         this.direct.set(key, set);
+        if (g.namespace_id) this.namespacesWithGrants.add(g.namespace_id);
       }
     }
     this.isOrgAdmin = admin;
@@ -81,7 +103,8 @@ export class Permissions {
       case 'org':
         return false;
       case 'namespace':
-        return this.namespaceAdmin.has(resource.id);
+        if (this.namespaceAdmin.has(resource.id)) return true;
+        return permission === 'discover' && this.namespacesWithGrants.has(resource.id);
       case 'agent':
       case 'project':
         if (this.namespaceAdmin.has(resource.namespaceId)) return true;
@@ -99,19 +122,81 @@ export class Permissions {
   requireOrgAdmin(action: string): void {
     if (!this.isOrgAdmin) throw new ApiError(403, 'forbidden', `Only org admins may ${action}`);
   }
+
+  /**
+   * The agents or projects on which the key holds `permission`, for filtering a list in SQL:
+   * `{all: true}`, or the namespaces it administers plus the ids it holds the permission on.
+   */
+  visible(type: 'agent' | 'project', permission: Permission = 'discover'): Visibility {
+    if (this.isOrgAdmin || (permission === 'discover' && this.isOrgMember)) return { all: true };
+    const ids: string[] = [];
+    for (const [key, perms] of this.direct) {
+      if (key.startsWith(`${type}:`) && perms.has(permission)) ids.push(key.slice(type.length + 1));
+    }
+    return { all: false, namespaceIds: [...this.namespaceAdmin], ids };
+  }
 }
 
-/** Loads every grant the key holds, directly or through its groups, in one query. */
+type GrantRow = Grant & { id: string | number };
+
+/** Loads every grant the key holds, directly or through its groups, with the namespace of each agent or project. */
 export async function loadGrants(db: Db, actor: Actor): Promise<Grant[]> {
-  const result = await sql<Grant>`
-    SELECT resource_type, resource_id, role, legacy_role FROM grants
-    WHERE (principal_type = 'key' AND principal_id = ${actor.keyId})
-       OR (principal_type = 'group' AND principal_id IN (SELECT group_id FROM group_members WHERE key_id = ${actor.keyId}))`.execute(db);
+  return (await loadGrantRows(db, actor.keyId)).map(({ id: _id, ...grant }) => grant);
+}
+
+async function loadGrantRows(db: Db, keyId: string): Promise<GrantRow[]> {
+  const result = await sql<GrantRow>`
+    SELECT g.id, g.resource_type, g.resource_id, g.role, g.legacy_role,
+           COALESCE(a.namespace_id, p.namespace_id) AS namespace_id
+    FROM grants g
+    LEFT JOIN agents a ON g.resource_type = 'agent' AND a.id = g.resource_id
+    LEFT JOIN projects p ON g.resource_type = 'project' AND p.id = g.resource_id
+    WHERE (g.principal_type = 'key' AND g.principal_id = ${keyId})
+       OR (g.principal_type = 'group' AND g.principal_id IN (SELECT group_id FROM group_members WHERE key_id = ${keyId}))`.execute(db);
   return result.rows;
 }
 
+async function loadGroupIds(db: Db, keyId: string): Promise<string[]> {
+  const rows = await db.selectFrom('group_members').select('group_id').where('key_id', '=', keyId).orderBy('group_id').execute();
+  return rows.map((r) => r.group_id);
+}
+
+/** How long a key's loaded grants are trusted: a change made on another replica applies within this. */
+export const GRANTS_CACHE_TTL_MS = 1000;
+const GRANTS_CACHE_MAX_ENTRIES = 10_000;
+
+type CachedPermissions = { permissions: Permissions; loadedAt: number; generation: number };
+const caches = new WeakMap<Db, Map<string, CachedPermissions>>();
+
+/**
+ * A key's permissions, cached per database handle for at most one second. Changes made through this
+ * process take effect at once: the keys and groups code bumps the handle's generation after its
+ * transaction commits, and grants being created inside a still-open transaction (ownership of a new
+ * agent or project) keep the affected keys out of the cache until a load sees them committed.
+ */
 export async function loadPermissions(db: Db, actor: Actor): Promise<Permissions> {
-  return new Permissions(actor, await loadGrants(db, actor));
+  let cache = caches.get(db);
+  if (!cache) caches.set(db, (cache = new Map()));
+  const now = Date.now();
+  const generation = generationOf(db);
+  const hit = cache.get(actor.keyId);
+  const unsettled = hasUnsettledGrants(actor.keyId);
+  if (hit && !unsettled && hit.generation === generation && now - hit.loadedAt <= GRANTS_CACHE_TTL_MS && hit.permissions.actor.orgId === actor.orgId) {
+    return hit.permissions;
+  }
+  const [rows, groupIds] = await Promise.all([loadGrantRows(db, actor.keyId), loadGroupIds(db, actor.keyId)]);
+  const permissions = new Permissions(
+    actor,
+    rows.map(({ id: _id, ...grant }) => grant),
+    groupIds,
+  );
+  const settled = !unsettled || settleGrants(actor.keyId, rows.map((r) => String(r.id)));
+  // Cache only a load that no invalidation overtook and that sees every grant this process created for the key.
+  if (settled && generationOf(db) === generation) {
+    if (cache.size >= GRANTS_CACHE_MAX_ENTRIES) cache.clear();
+    cache.set(actor.keyId, { permissions, loadedAt: now, generation });
+  }
+  return permissions;
 }
 
 /** Everything a key may do, granted: the benchmark baseline with authentication switched off. */
