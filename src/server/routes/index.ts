@@ -2,9 +2,23 @@ import type { RouteHost, ServiceContext } from '../app.js';
 import { registerMetaRoutes } from './meta.js';
 import { registerLifecycleRoutes } from './lifecycle.js';
 import { registerTaskRoutes } from './tasks.js';
+import { registerNamespaceRoutes } from './namespaces.js';
+import { registerAgentRoutes } from './agents.js';
+import { registerBranchRoutes } from './branches.js';
+import { registerEnvironmentRoutes } from './environments.js';
+import { registerStateRoutes } from './states.js';
+import { registerKeyRoutes } from './keys.js';
+import { registerGroupRoutes } from './groups.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
   registerLifecycleRoutes(host, service);
   registerTaskRoutes(host, service);
+  registerNamespaceRoutes(host, service);
+  registerAgentRoutes(host, service);
+  registerBranchRoutes(host, service);
+  registerEnvironmentRoutes(host, service);
+  registerStateRoutes(host, service);
+  registerKeyRoutes(host, service);
+  registerGroupRoutes(host, service);
 }

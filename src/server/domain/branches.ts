@@ -1,0 +1,110 @@
+import type { BranchList, VersionList } from '../../contract/endpoints.js';
+import type { Branch, Version, VersionEvent } from '../../contract/resources.js';
+import type { VersionStatus } from '../../contract/common.js';
+import type { Db } from '../store/db.js';
+import type { Permissions } from '../auth/policy.js';
+import { ApiError } from '../errors.js';
+import { toBranch, toVersion, toVersionEvent, type BranchRow } from '../store/mappers.js';
+import { agentByPath, branchById, versionById } from './lookup.js';
+import { selectBranchRows } from './lifecycle.js';
+import { environmentByName } from './environments.js';
+import { anyRuleMatches } from './branch-rules.js';
+
+type AgentRef = { namespace_slug: string; agent_name: string };
+
+/** Versions newest `deployed_at` first (then id, so equal times keep a stable order), at most `limit`. */
+function versionsQuery(db: Db, where: { branchId?: string; agentId?: string; status?: VersionStatus }) {
+  let q = db.selectFrom('versions');
+  if (where.branchId) q = q.where('branch_id', '=', where.branchId);
+  if (where.agentId) q = q.where('agent_id', '=', where.agentId);
+  if (where.status) q = q.where('status', '=', where.status);
+  return q;
+}
+
+async function versionPage(db: Db, where: Parameters<typeof versionsQuery>[1], limit: number): Promise<{ total: number; versions: Version[] }> {
+  const q = versionsQuery(db, where);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('deployed_at', 'desc').orderBy('id', 'desc').limit(limit).execute(),
+    q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { total: Number(count.n), versions: rows.map(toVersion) };
+}
+
+/** `GET /branches/{id}/versions`: `total` counts every version of the branch, not just this page. */
+export async function listBranchVersions(db: Db, perms: Permissions, branchId: string, limit: number): Promise<VersionList> {
+  const branch = await branchById(db, perms, 'read', branchId);
+  return { ...(await versionPage(db, { branchId: branch.id }, limit)), branch_id: branch.id };
+}
+
+/**
+ * `GET /agents/{ns}/{agent}/versions`: across all branches, or one git branch (404 when the agent
+ * has no such branch), optionally one status. `branch_id` is set only when `branch` is given.
+ */
+export async function listAgentVersions(
+  db: Db,
+  perms: Permissions,
+  ref: AgentRef,
+  query: { branch?: string; status?: VersionStatus; limit: number },
+): Promise<VersionList> {
+  const agent = await agentByPath(db, perms, 'read', ref.namespace_slug, ref.agent_name);
+  let branchId: string | null = null;
+  if (query.branch !== undefined) {
+    const branch = await db.selectFrom('branches').select('id').where('agent_id', '=', agent.id).where('git_branch', '=', query.branch).executeTakeFirst();
+    if (!branch) throw new ApiError(404, 'not_found', `Agent ${ref.namespace_slug}/${ref.agent_name} has no branch ${query.branch}`);
+    branchId = branch.id;
+  }
+  const page = await versionPage(db, { agentId: agent.id, branchId: branchId ?? undefined, status: query.status }, query.limit);
+  return { ...page, branch_id: branchId };
+}
+
+/** Most recently updated first. */
+function branchRowsOf(db: Db, agentId: string, includeRetired: boolean) {
+  let q = selectBranchRows(db).where('b.agent_id', '=', agentId);
+  if (!includeRetired) q = q.where('b.retired_at', 'is', null);
+  return q.orderBy('b.updated_at', 'desc').orderBy('b.id', 'desc');
+}
+
+/** `GET /agents/{ns}/{agent}/branches`: retired branches only with `include_retired`. */
+export async function listAgentBranches(db: Db, perms: Permissions, ref: AgentRef, includeRetired: boolean): Promise<BranchList> {
+  const agent = await agentByPath(db, perms, 'read', ref.namespace_slug, ref.agent_name);
+  const rows = (await branchRowsOf(db, agent.id, includeRetired).execute()) as BranchRow[];
+  return { branches: rows.map(toBranch), total: rows.length };
+}
+
+/**
+ * `GET /agents/{ns}/{agent}/environments/{env}/branches`: the non-retired branches any of the
+ * environment's rules match (`*` matches them all), `updated_at` descending.
+ */
+export async function listEnvironmentBranches(db: Db, perms: Permissions, ref: AgentRef, envName: string): Promise<BranchList> {
+  const agent = await agentByPath(db, perms, 'read', ref.namespace_slug, ref.agent_name);
+  const env = await environmentByName(db, agent.id, ref, envName);
+  const rules = env.branch_rules as string[];
+  const rows = (await branchRowsOf(db, agent.id, false).execute()) as BranchRow[];
+  const matching = rows.filter((row) => anyRuleMatches(rules, row.git_branch));
+  return { branches: matching.map(toBranch), total: matching.length };
+}
+
+export async function getBranch(db: Db, perms: Permissions, branchId: string): Promise<Branch> {
+  await branchById(db, perms, 'read', branchId);
+  const row = await selectBranchRows(db).where('b.id', '=', branchId).executeTakeFirstOrThrow();
+  return toBranch(row as BranchRow);
+}
+
+export async function getVersion(db: Db, perms: Permissions, versionId: string): Promise<Version> {
+  const { namespace_id: _ns, agent_status: _status, ...row } = await versionById(db, perms, 'read', versionId);
+  return toVersion(row);
+}
+
+/** `GET /versions/{id}/events`: the version's lifecycle events in sequence order. */
+export async function listVersionEvents(db: Db, perms: Permissions, versionId: string): Promise<{ events: VersionEvent[]; total: number }> {
+  const version = await versionById(db, perms, 'read', versionId);
+  const rows = await db.selectFrom('version_events').selectAll().where('version_id', '=', version.id).orderBy('sequence').execute();
+  return { events: rows.map(toVersionEvent), total: rows.length };
+}
+
+/** `GET /branches/{id}/events`: every event of the branch (its versions' and its own) in sequence order. */
+export async function listBranchEvents(db: Db, perms: Permissions, branchId: string): Promise<{ events: VersionEvent[]; total: number }> {
+  const branch = await branchById(db, perms, 'read', branchId);
+  const rows = await db.selectFrom('version_events').selectAll().where('branch_id', '=', branch.id).orderBy('sequence').execute();
+  return { events: rows.map(toVersionEvent), total: rows.length };
+}

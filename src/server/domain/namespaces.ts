@@ -1,0 +1,117 @@
+import type { Namespace, Project } from '../../contract/resources.js';
+import type { Db } from '../store/db.js';
+import type { Permissions } from '../auth/policy.js';
+import { grantOwnership } from '../auth/grants.js';
+import { ApiError, conflict } from '../errors.js';
+import { newId } from '../store/ids.js';
+import { toNamespace, toProject } from '../store/mappers.js';
+import { isUniqueViolation } from '../store/sql.js';
+import { namespaceBySlug } from './lookup.js';
+import { pageOf, pageOffset, type PageInput } from './paging.js';
+
+/** `POST /namespaces`: org admins only; the slug is unique (409 `namespace_exists`). */
+export async function createNamespace(db: Db, perms: Permissions, input: { name: string; slug: string }): Promise<Namespace> {
+  perms.requireOrgAdmin('create namespaces');
+  try {
+    const row = await db
+      .insertInto('namespaces')
+      .values({ id: newId('namespace'), org_id: perms.actor.orgId, name: input.name, slug: input.slug })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toNamespace(row);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict('namespace_exists', `A namespace with slug ${input.slug} already exists`);
+    throw error;
+  }
+}
+
+/** `GET /namespaces`: the namespaces of the key's org that it may discover. */
+export async function listNamespaces(db: Db, perms: Permissions, page: PageInput): Promise<{ namespaces: Namespace[]; total: number }> {
+  const rows = await db
+    .selectFrom('namespaces')
+    .selectAll()
+    .where('org_id', '=', perms.actor.orgId)
+    .orderBy('created_at', page.order_direction)
+    .orderBy('id', page.order_direction)
+    .execute();
+  const visible = rows.filter((ns) => perms.can('discover', { type: 'namespace', id: ns.id }));
+  const { items, total } = pageOf(visible, page);
+  return { namespaces: items.map(toNamespace), total };
+}
+
+/**
+ * `POST /projects`: needs admin on the namespace (namespace or org admins). The creating key and its
+ * sharing groups receive `owner` on the project in the same transaction. Names are unique per
+ * namespace (409 `project_exists`).
+ */
+export async function createProject(
+  db: Db,
+  perms: Permissions,
+  input: { namespace: string; name: string; description: string },
+): Promise<Project> {
+  const ns = await namespaceBySlug(db, perms, input.namespace);
+  perms.require('admin', { type: 'namespace', id: ns.id }, `Namespace ${input.namespace}`);
+  try {
+    const row = await db.transaction().execute(async (trx) => {
+      const project = await trx
+        .insertInto('projects')
+        .values({
+          id: newId('project'),
+          namespace_id: ns.id,
+          name: input.name,
+          description: input.description,
+          created_by_key_id: perms.actor.keyId || null,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await grantOwnership(trx, perms.actor, 'project', project.id);
+      return project;
+    });
+    return toProject(row);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict('project_exists', `Namespace ${input.namespace} already has a project named ${input.name}`);
+    throw error;
+  }
+}
+
+/** `GET /projects`: projects the key may discover, optionally in one namespace (by slug). */
+export async function listProjects(
+  db: Db,
+  perms: Permissions,
+  query: PageInput & { namespace?: string },
+): Promise<{ projects: Project[]; total: number }> {
+  const ns = query.namespace === undefined ? undefined : await namespaceBySlug(db, perms, query.namespace);
+  const namespaceId = ns?.id;
+  let select = db
+    .selectFrom('projects')
+    .innerJoin('namespaces', 'namespaces.id', 'projects.namespace_id')
+    .where('namespaces.org_id', '=', perms.actor.orgId);
+  if (namespaceId) select = select.where('projects.namespace_id', '=', namespaceId);
+  const ordered = select
+    .selectAll('projects')
+    .orderBy('projects.created_at', query.order_direction)
+    .orderBy('projects.id', query.order_direction);
+  if (perms.isOrgMember) {
+    // Everything in the org is discoverable: page in the database.
+    const [rows, count] = await Promise.all([
+      ordered.limit(query.limit).offset(pageOffset(query)).execute(),
+      select.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+    ]);
+    return { projects: rows.map(toProject), total: Number(count.n) };
+  }
+  const rows = await ordered.execute();
+  const visible = rows.filter((p) => perms.can('discover', { type: 'project', id: p.id, namespaceId: p.namespace_id }));
+  if (ns) hideUndiscoverableNamespace(perms, ns, visible.length);
+  const { items, total } = pageOf(visible, query);
+  return { projects: items.map(toProject), total };
+}
+
+/**
+ * A namespace filter on a list: a key that may not discover the namespace and sees nothing in it
+ * gets the same 404 as for an unknown slug, so slugs do not leak.
+ */
+export function hideUndiscoverableNamespace(perms: Permissions, ns: { id: string; slug: string }, visibleCount: number): void {
+  if (visibleCount === 0 && !perms.can('discover', { type: 'namespace', id: ns.id })) {
+    throw new ApiError(404, 'not_found', `Namespace ${ns.slug} was not found`);
+  }
+}

@@ -1,0 +1,165 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { State } from '../../contract/resources.js';
+import type { Db, StatesTable } from '../store/db.js';
+import type { Selectable } from 'kysely';
+import type { Permission, Permissions } from '../auth/policy.js';
+import { ApiError, conflict, invalid, ValidationFailure } from '../errors.js';
+import { newId } from '../store/ids.js';
+import { toState } from '../store/mappers.js';
+import { isUniqueViolation } from '../store/sql.js';
+import { agentById, taskById } from './lookup.js';
+
+/** DESIGN.md section 4: a state object is at most 256 KiB, measured as PostgreSQL stores its JSON text. */
+export const STATE_MAX_BYTES = 256 * 1024;
+
+type StateRow = Selectable<StatesTable>;
+
+/**
+ * An `If-Match` header: undefined when absent, '*' for "any current version", else the versions it
+ * names (`"3"`, `W/"3"` or a comma-separated list). A value naming no version matches nothing.
+ */
+export type IfMatch = undefined | '*' | number[];
+
+export function parseIfMatch(header: string | string[] | undefined): IfMatch {
+  if (header === undefined) return undefined;
+  const text = Array.isArray(header) ? header.join(',') : header;
+  if (text.trim() === '*') return '*';
+  const versions: number[] = [];
+  for (const part of text.split(',')) {
+    const match = /^\s*(?:W\/)?"?(\d{1,9})"?\s*$/.exec(part);
+    if (match) versions.push(Number(match[1]));
+  }
+  return versions;
+}
+
+/** `"<version>"`, the state's ETag. */
+export const etagOf = (version: number) => `"${version}"`;
+
+const tooLarge = () => new ApiError(413, 'state_too_large', `A state object may be at most ${STATE_MAX_BYTES} bytes serialized`);
+
+const preconditionFailed = (stateId: string, current: number) =>
+  new ApiError(412, 'precondition_failed', `State ${stateId} is at version ${current}; If-Match does not name it`, { ETag: etagOf(current) });
+
+/** The state with its agent's namespace, checked against `permission` on that agent (404 when not discoverable). */
+async function stateForAccess(db: Db, perms: Permissions, permission: Permission, stateId: string): Promise<StateRow> {
+  const row = await db
+    .selectFrom('states as s')
+    .innerJoin('agents as a', 'a.id', 's.agent_id')
+    .innerJoin('namespaces as n', 'n.id', 'a.namespace_id')
+    .selectAll('s')
+    .select('a.namespace_id')
+    .where('s.id', '=', stateId)
+    .where('n.org_id', '=', perms.actor.orgId)
+    .where('a.status', '=', 'ACTIVE')
+    .executeTakeFirst();
+  if (!row) throw new ApiError(404, 'not_found', `State ${stateId} was not found`);
+  perms.require(permission, { type: 'agent', id: row.agent_id, namespaceId: row.namespace_id }, `State ${stateId}`);
+  const { namespace_id: _ns, ...state } = row;
+  return state;
+}
+
+/** `AND version = ANY(...)` for an If-Match naming versions; nothing for none or `*`. */
+const versionCondition = (ifMatch: IfMatch): RawBuilder<unknown> =>
+  Array.isArray(ifMatch) ? sql`AND version = ANY(${ifMatch}::int[])` : sql``;
+
+/**
+ * Why a conditional write touched no row, checked after the fact: the state is gone (404), its
+ * version is not the one If-Match names (412), or the result would be too large (413).
+ */
+async function explainNoRow(db: Db, stateId: string, ifMatch: IfMatch): Promise<never> {
+  const row = await db.selectFrom('states').select('version').where('id', '=', stateId).executeTakeFirst();
+  if (!row) throw new ApiError(404, 'not_found', `State ${stateId} was not found`);
+  if (Array.isArray(ifMatch) && !ifMatch.includes(row.version)) throw preconditionFailed(stateId, row.version);
+  throw tooLarge();
+}
+
+/** `POST /states`: 200; 409 `state_exists` when the (task, agent) pair has one (the unique index decides, so concurrent creates are safe). */
+export async function createState(db: Db, perms: Permissions, input: { task_id: string; agent_id: string; state: Record<string, unknown> }): Promise<State> {
+  await agentById(db, perms, 'write', input.agent_id);
+  await taskById(db, perms, 'read', input.task_id);
+  try {
+    const inserted = await sql<StateRow>`
+      INSERT INTO states (id, task_id, agent_id, state)
+      SELECT ${newId('state')}, ${input.task_id}, ${input.agent_id}, j FROM (SELECT ${JSON.stringify(input.state)}::jsonb AS j) AS input
+      WHERE octet_length(j::text) <= ${STATE_MAX_BYTES}
+      RETURNING *`.execute(db);
+    if (inserted.rows.length === 0) throw tooLarge();
+    return toState(inserted.rows[0]);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict('state_exists', `Task ${input.task_id} already has a state for agent ${input.agent_id}`);
+    throw error;
+  }
+}
+
+/** `GET /states?task_id=&agent_id=`: at least one filter; only states whose agent the key may read. */
+export async function listStates(db: Db, perms: Permissions, query: { task_id?: string; agent_id?: string }): Promise<{ states: State[]; total: number }> {
+  if (query.task_id === undefined && query.agent_id === undefined) {
+    throw new ValidationFailure([{ loc: ['query'], msg: 'Give task_id, agent_id or both', type: 'missing' }]);
+  }
+  if (query.agent_id !== undefined) await agentById(db, perms, 'read', query.agent_id);
+  if (query.task_id !== undefined) await taskById(db, perms, 'discover', query.task_id);
+  let q = db
+    .selectFrom('states as s')
+    .innerJoin('agents as a', 'a.id', 's.agent_id')
+    .selectAll('s')
+    .select('a.namespace_id')
+    .where('a.status', '=', 'ACTIVE');
+  if (query.task_id !== undefined) q = q.where('s.task_id', '=', query.task_id);
+  if (query.agent_id !== undefined) q = q.where('s.agent_id', '=', query.agent_id);
+  const rows = await q.orderBy('s.created_at').orderBy('s.id').execute();
+  const readable = rows.filter((r) => perms.can('read', { type: 'agent', id: r.agent_id, namespaceId: r.namespace_id }));
+  return { states: readable.map(({ namespace_id: _ns, ...row }) => toState(row)), total: readable.length };
+}
+
+export async function getState(db: Db, perms: Permissions, stateId: string): Promise<State> {
+  return toState(await stateForAccess(db, perms, 'read', stateId));
+}
+
+/** `PUT /states/{id}`: replaces the object; `task_id` and `agent_id` must be the record's (422). */
+export async function replaceState(
+  db: Db,
+  perms: Permissions,
+  stateId: string,
+  input: { task_id: string; agent_id: string; state: Record<string, unknown> },
+  ifMatch: IfMatch,
+): Promise<State> {
+  const current = await stateForAccess(db, perms, 'write', stateId);
+  if (input.task_id !== current.task_id) throw invalid(['body', 'task_id'], `State ${stateId} belongs to task ${current.task_id}`);
+  if (input.agent_id !== current.agent_id) throw invalid(['body', 'agent_id'], `State ${stateId} belongs to agent ${current.agent_id}`);
+  const updated = await sql<StateRow>`
+    UPDATE states SET state = input.j, version = version + 1, updated_at = now()
+    FROM (SELECT ${JSON.stringify(input.state)}::jsonb AS j) AS input
+    WHERE id = ${stateId} ${versionCondition(ifMatch)} AND octet_length(input.j::text) <= ${STATE_MAX_BYTES}
+    RETURNING states.*`.execute(db);
+  if (updated.rows.length === 0) return explainNoRow(db, stateId, ifMatch);
+  return toState(updated.rows[0]);
+}
+
+/**
+ * The merge as ONE statement, so concurrent merges lose no key: top-level keys of `patch` replace
+ * the stored ones, a top-level `null` deletes its key (nested nulls are kept as values), the version
+ * goes up by one; If-Match and the size limit are checked in the same WHERE.
+ */
+export function mergeStatement(stateId: string, patch: Record<string, unknown>, ifMatch: IfMatch): RawBuilder<StateRow> {
+  const deleted = Object.keys(patch).filter((key) => patch[key] === null);
+  const merged = sql`((state || ${JSON.stringify(patch)}::jsonb) - ${deleted}::text[])`;
+  return sql<StateRow>`
+    UPDATE states SET state = ${merged}, version = version + 1, updated_at = now()
+    WHERE id = ${stateId} ${versionCondition(ifMatch)} AND octet_length(${merged}::text) <= ${STATE_MAX_BYTES}
+    RETURNING *`;
+}
+
+/** `PATCH /states/{id}` with `{state: {...}}`. */
+export async function mergeState(db: Db, perms: Permissions, stateId: string, patch: Record<string, unknown>, ifMatch: IfMatch): Promise<State> {
+  await stateForAccess(db, perms, 'write', stateId);
+  const updated = await mergeStatement(stateId, patch, ifMatch).execute(db);
+  if (updated.rows.length === 0) return explainNoRow(db, stateId, ifMatch);
+  return toState(updated.rows[0]);
+}
+
+export async function deleteState(db: Db, perms: Permissions, stateId: string, ifMatch: IfMatch): Promise<{ id: string; message: string }> {
+  await stateForAccess(db, perms, 'write', stateId);
+  const deleted = await sql<{ id: string }>`DELETE FROM states WHERE id = ${stateId} ${versionCondition(ifMatch)} RETURNING id`.execute(db);
+  if (deleted.rows.length === 0) return explainNoRow(db, stateId, ifMatch);
+  return { id: stateId, message: `State ${stateId} deleted` };
+}
