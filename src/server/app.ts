@@ -58,8 +58,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',
     genReqId: () => newId('event').replace('evt_', 'req_'),
-    // Secrets travel in the Authorization header only; keep them out of any request log.
-    disableRequestLogging: true,
   });
   const service: ServiceContext = { store: options.store, config, auth: new Authenticator(options.store.db) };
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
@@ -118,8 +116,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
         method: e.method,
         url: e.path,
         handler: async (request, reply) => {
-          const actor = e.auth === false || config.authDisabled ? ANONYMOUS : await service.auth.authenticate(request.headers.authorization);
-          if (actor !== ANONYMOUS) limiter.take(actor.keyId);
+          const actor =
+            e.auth === false ? ANONYMOUS : config.authDisabled ? await service.auth.authDisabledActor() : await service.auth.authenticate(request.headers.authorization);
+          if (actor.keyId) limiter.take(actor.keyId);
           const input = validate(e, request);
           let permissions: Promise<Permissions> | undefined;
           const access = () =>

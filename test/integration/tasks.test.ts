@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { Task } from '../../src/contract/resources.js';
+import { TaskList } from '../../src/contract/endpoints.js';
+import { engines, openTestService, type TestService } from '../support/service.js';
+import { createTask, deploy, deployActive } from '../support/fixtures.js';
+
+describe.each(engines)('tasks (%s)', (engine) => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await openTestService(engine);
+  });
+  afterAll(async () => svc?.close());
+  beforeEach(async () => svc.reset());
+
+  test('a new task is RUNNING on the branch’s ACTIVE version, with a private filesystem', async () => {
+    const v1 = await deployActive(svc);
+    const res = await svc.api('POST', '/tasks', { body: { agent_id: v1.agent_id, name: 'nightly-report', params: { day: 'mon' } } });
+    expect(res.status).toBe(201);
+    const t = Task.parse(res.body);
+    expect(t).toMatchObject({ name: 'nightly-report', status: 'RUNNING', params: { day: 'mon' }, created_version_id: v1.version_id, current_version_id: v1.version_id });
+    expect(t.filesystem_id).toMatch(/^fs_/);
+    expect(t.namespace_id).toMatch(/^ns_/);
+    expect(t.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  test('the branch defaults to the one the production environment names', async () => {
+    await deployActive(svc, { branch: 'dev' });
+    const main = await deployActive(svc, { branch: 'main' });
+    expect((await createTask(svc)).current_version_id).toBe(main.version_id);
+  });
+
+  test('an explicit branch routes there', async () => {
+    const dev = await deployActive(svc, { branch: 'dev' });
+    expect((await createTask(svc, { branch: 'dev' })).current_version_id).toBe(dev.version_id);
+  });
+
+  test('a branch with no ACTIVE or DEPLOYING version is a 409 no_routable_version', async () => {
+    const v1 = await deploy(svc);
+    await svc.api('POST', '/versions/register', { body: { version_id: v1.version_id, status: 'FAILED' } });
+    const res = await svc.api('POST', '/tasks', { body: { agent_id: v1.agent_id } });
+    expect(res).toMatchObject({ status: 409, body: { code: 'no_routable_version' } });
+  });
+
+  test('a task name is unique (409)', async () => {
+    await deployActive(svc);
+    await createTask(svc, { name: 'only-one' });
+    const res = await svc.api('POST', '/tasks', { body: { agent_name: 'support-bot', name: 'only-one' } });
+    expect(res).toMatchObject({ status: 409, body: { code: 'task_name_taken', detail: 'A task named only-one already exists' } });
+  });
+
+  test('an unknown agent is a 404, and neither agent_id nor agent_name is a 422', async () => {
+    expect((await svc.api('POST', '/tasks', { body: { agent_id: 'agt_missing' } })).body).toEqual({ detail: 'Agent agt_missing was not found', code: 'not_found' });
+    const res = await svc.api('POST', '/tasks', { body: {} });
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc).toEqual(['body', 'agent_id']);
+  });
+
+  test('get by id and by name', async () => {
+    await deployActive(svc);
+    const t = await createTask(svc, { name: 'by-name' });
+    expect((await svc.api('GET', `/tasks/${t.id}`)).body).toEqual(t);
+    expect((await svc.api('GET', '/tasks/name/by-name')).body).toEqual(t);
+    expect((await svc.api('GET', '/tasks/name/nope')).status).toBe(404);
+  });
+
+  test('list filters by agent, branch and status, newest first, without DELETED ones', async () => {
+    await deployActive(svc);
+    await deployActive(svc, { branch: 'dev' });
+    const a = await createTask(svc);
+    const b = await createTask(svc, { branch: 'dev' });
+    const c = await createTask(svc);
+    await svc.api('PATCH', `/tasks/${c.id}`, { body: { status: 'IDLE' } });
+    const gone = await createTask(svc);
+    await svc.api('DELETE', `/tasks/${gone.id}`);
+
+    const all = TaskList.parse((await svc.api('GET', '/tasks?agent=default/support-bot')).body);
+    expect(all.tasks.map((t) => t.id)).toEqual([c.id, b.id, a.id]);
+    expect(all.total).toBe(3);
+    expect((await svc.api('GET', '/tasks?agent=default/support-bot&branch=dev')).body.tasks.map((t: any) => t.id)).toEqual([b.id]);
+    expect((await svc.api('GET', '/tasks?status=IDLE')).body.tasks.map((t: any) => t.id)).toEqual([c.id]);
+    expect((await svc.api('GET', '/tasks?status=DELETED')).body.tasks.map((t: any) => t.id)).toEqual([gone.id]);
+    const page2 = (await svc.api('GET', '/tasks?limit=2&page_number=2')).body;
+    expect(page2).toMatchObject({ total: 3 });
+    expect(page2.tasks.map((t: any) => t.id)).toEqual([a.id]);
+  });
+
+  test('list with a bad status or limit is a 422 on the query', async () => {
+    const res = await svc.api('GET', '/tasks?status=SLEEPING&limit=0');
+    expect(res.status).toBe(422);
+    expect(res.body.detail.map((d: any) => d.loc)).toEqual([['query', 'status'], ['query', 'limit']]);
+  });
+
+  test('task_metadata updates; RUNNING <-> IDLE', async () => {
+    await deployActive(svc);
+    const t = await createTask(svc);
+    const res = await svc.api('PATCH', `/tasks/${t.id}`, { body: { task_metadata: { owner: 'ops' }, status: 'IDLE' } });
+    expect(res.body).toMatchObject({ task_metadata: { owner: 'ops' }, status: 'IDLE' });
+    expect((await svc.api('PATCH', `/tasks/${t.id}`, { body: { status: 'RUNNING' } })).body.status).toBe('RUNNING');
+  });
+
+  test('cancel ends a task; a terminal task refuses every change but DELETE (409)', async () => {
+    await deployActive(svc);
+    const t = await createTask(svc);
+    const canceled = await svc.api('POST', `/tasks/${t.id}/cancel`);
+    expect(canceled).toMatchObject({ status: 200, body: { status: 'CANCELED' } });
+    expect(await svc.api('POST', `/tasks/${t.id}/cancel`)).toMatchObject({ status: 409, body: { code: 'task_terminal' } });
+    expect(await svc.api('PATCH', `/tasks/${t.id}`, { body: { task_metadata: {} } })).toMatchObject({ status: 409, body: { code: 'task_terminal' } });
+    expect(await svc.api('DELETE', `/tasks/${t.id}`)).toMatchObject({ status: 200, body: { status: 'DELETED' } });
+  });
+
+  test('a deleted task is gone for every change (404)', async () => {
+    await deployActive(svc);
+    const t = await createTask(svc);
+    await svc.api('DELETE', `/tasks/${t.id}`);
+    expect((await svc.api('DELETE', `/tasks/${t.id}`)).status).toBe(404);
+  });
+
+  test('DELETED cannot be set through PATCH (422)', async () => {
+    await deployActive(svc);
+    const t = await createTask(svc);
+    const res = await svc.api('PATCH', `/tasks/${t.id}`, { body: { status: 'DELETED' } });
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc).toEqual(['body', 'status']);
+  });
+
+  describe('bad input never gets a 5xx', () => {
+    const cases: [string, string][] = [
+      ['POST', '/tasks'],
+      ['PATCH', '/tasks/task_x'],
+      ['POST', '/tasks/migrate'],
+      ['POST', '/agents/deploy'],
+      ['POST', '/versions/register'],
+      ['POST', '/branches/br_x/rollback'],
+      ['POST', '/branches/br_x/retire'],
+    ];
+    test.each(cases)('%s %s: malformed JSON is a 422 at body', async (method, path) => {
+      const res = await svc.api(method, path, { rawBody: '{"agent_id": ' });
+      expect(res.status).toBe(422);
+      expect(res.body.detail).toHaveLength(1);
+      expect(res.body.detail[0].loc).toEqual(['body']);
+      expect(res.body.detail[0].type).toBe('json_invalid');
+    });
+    test.each(cases)('%s %s: a body that is not an object is a 422', async (method, path) => {
+      const res = await svc.api(method, path, { body: [1, 2] });
+      expect(res.status).toBe(422);
+      expect(res.body.detail[0].loc[0]).toBe('body');
+    });
+    test.each(cases)('%s %s: a body over 1 MiB is a 413', async (method, path) => {
+      const res = await svc.api(method, path, { body: { pad: 'x'.repeat(1024 * 1024) } });
+      expect(res).toMatchObject({ status: 413, body: { code: 'payload_too_large' } });
+    });
+    test('wrong types are 422s with the field named', async () => {
+      const res = await svc.api('POST', '/tasks/migrate', { body: { from_version_id: 5, to_latest: 'yes', task_ids: 'task_a' } });
+      expect(res.status).toBe(422);
+      expect(res.body.detail.map((d: any) => d.loc)).toEqual([['body', 'from_version_id'], ['body', 'task_ids'], ['body', 'to_latest']]);
+    });
+    test('a non-JSON content type is a 415 in the error shape', async () => {
+      const res = await svc.api('POST', '/tasks', { rawBody: 'agent_id=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      expect(res).toMatchObject({ status: 415, body: { code: 'unsupported_media_type' } });
+    });
+  });
+});
