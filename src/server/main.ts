@@ -1,6 +1,10 @@
 import { buildApp, type ServiceConfig } from './app.js';
 import { ensureBootstrap, type BootstrapResult } from './bootstrap.js';
 import { openStore, type Engine } from './store/db.js';
+import { sweepDraining } from './domain/events.js';
+
+/** How often drained versions are retired as a safety net (it normally happens in the same transaction). */
+const SWEEP_INTERVAL_MS = 30_000;
 
 export interface ServerOptions {
   host?: string;
@@ -27,7 +31,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const bootstrap = await ensureBootstrap(store.db);
     app = await buildApp({ store, logger: options.logger, config: options.config });
     const address = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 7420 });
+    const sweep = setInterval(() => void sweepDraining(store.db).catch(() => {}), SWEEP_INTERVAL_MS);
+    sweep.unref();
     const close = async () => {
+      clearInterval(sweep);
       await app!.close();
       await store.close();
     };
