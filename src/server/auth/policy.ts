@@ -97,6 +97,8 @@ export class Permissions {
   }
 
   can(permission: Permission, resource: ResourceRef): boolean {
+    // Agents, projects and namespaces are looked up within the key's org; an org is named outright.
+    if (resource.type === 'org' && resource.id !== this.actor.orgId) return false;
     if (this.isOrgAdmin) return true;
     if (permission === 'discover' && this.isOrgMember) return true;
     switch (resource.type) {
