@@ -160,7 +160,8 @@ function validate(e: Endpoint, request: FastifyRequest): { params: unknown; quer
   const items: ValidationItem[] = [];
   const parse = (where: 'path' | 'query' | 'body', schema: z.ZodType | undefined, value: unknown) => {
     if (!schema) return where === 'body' ? undefined : {};
-    const result = schema.safeParse(value);
+    // reportInput: lets zodIssuesToItems tell a missing field (no input) from a wrong-typed one.
+    const result = schema.safeParse(value, { reportInput: true });
     if (!result.success) {
       items.push(...zodIssuesToItems(where, result.error.issues));
       return undefined;
