@@ -1,0 +1,26 @@
+import { createClient } from '../../../client/index.js';
+import type { Handler } from '../../command.js';
+import { needsFlag } from '../../errors.js';
+import { record } from '../../output/view.js';
+import { VERSION } from '../../version.js';
+
+const login: Handler = async (ctx, _args) => {
+  const store = ctx.config();
+  const current = ctx.credentials();
+  const profile = current.profile;
+  let apiKey = ctx.globals.apiKey ?? ctx.env.AGENTCTL_API_KEY;
+  if (!apiKey) {
+    if (!ctx.canPrompt()) throw needsFlag('--api-key', 'Logging in needs a key', 'agentctl auth login --api-key <key>');
+    apiKey = (await (await ctx.prompts()).password({ message: `API key for ${current.baseUrl}` })).trim();
+  }
+  const baseUrl = current.baseUrl;
+  // Check the key before saving it: a typo should not replace a working profile.
+  const client = createClient({ baseUrl, apiKey, signal: ctx.signal, userAgent: `agentctl/${VERSION}`, retries: 1 });
+  const { data: whoami, raw } = await client.request('whoami');
+  store.updateProfile(profile, { base_url: baseUrl, api_key: apiKey });
+  if (!store.currentProfile) store.setCurrentProfile(profile);
+  ctx.success(`Logged in to ${baseUrl} as ${whoami.name} (${whoami.key_prefix}…); saved in profile "${profile}"`);
+  if (store.currentProfile !== profile) ctx.info(`Profile "${store.currentProfile}" is still the current one: agentctl config use ${profile}`);
+  return { json: raw, view: record([['Profile', profile], ['Base URL', baseUrl], ['Key', whoami.name], ['Prefix', whoami.key_prefix]]) };
+};
+export default login;

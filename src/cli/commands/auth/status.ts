@@ -1,0 +1,45 @@
+import type { Handler } from '../../command.js';
+import { call } from '../../api.js';
+import { CliError } from '../../errors.js';
+import { ExitCode } from '../../exit-codes.js';
+import { record } from '../../output/view.js';
+
+/** Where a value came from, in the words a person would use to change it. */
+const origin = (source: string | undefined, flag: string, env: string, profile: string) =>
+  ({ flag, env, profile: `profile "${profile}"`, config: 'config use', default: 'default' })[source ?? 'default'] ?? source;
+
+const status: Handler = async (ctx) => {
+  const c = ctx.credentials();
+  for (const variable of c.envOverrides) ctx.warn(`${variable} overrides the value saved in profile "${c.profile}"`);
+  if (!c.apiKey) {
+    throw new CliError(`Not logged in: profile "${c.profile}" has no API key and AGENTCTL_API_KEY is not set`, {
+      exitCode: ExitCode.auth,
+      code: 'no_api_key',
+      hint: `Base URL: ${c.baseUrl} (from ${origin(c.baseUrlSource, '--base-url', 'AGENTCTL_BASE_URL', c.profile)}).`,
+      next: 'agentctl auth login',
+    });
+  }
+  const { data: whoami, raw } = await call(ctx, 'whoami');
+  return {
+    json: {
+      profile: c.profile,
+      profile_source: c.profileSource,
+      base_url: c.baseUrl,
+      base_url_source: c.baseUrlSource,
+      api_key_source: c.apiKeySource,
+      env_overrides: c.envOverrides,
+      whoami: raw,
+    },
+    view: record([
+      ['Profile', `${c.profile} (from ${origin(c.profileSource, '--profile', 'AGENTCTL_PROFILE', c.profile)})`],
+      ['Base URL', `${c.baseUrl} (from ${origin(c.baseUrlSource, '--base-url', 'AGENTCTL_BASE_URL', c.profile)})`],
+      ['API key', `${whoami.key_prefix}… (from ${origin(c.apiKeySource, '--api-key', 'AGENTCTL_API_KEY', c.profile)})`],
+      ['Key', `${whoami.name} (${whoami.id})`],
+      ['Org', whoami.org_id],
+      ['Scopes', whoami.scopes.map((s) => `${s.resource_type}:${s.resource_id}:${s.role}`).join(', ')],
+      ['Groups', whoami.sharing_group_ids.join(', ')],
+      ['Expires', whoami.expires_at, 'time'],
+    ]),
+  };
+};
+export default status;

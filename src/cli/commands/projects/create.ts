@@ -1,0 +1,10 @@
+import type { Handler } from '../../command.js';
+import { call } from '../../api.js';
+import { projectColumns, table } from '../../output/resources.js';
+
+const create: Handler = async (ctx, [name], options) => {
+  const { data, raw } = await call(ctx, 'createProject', { body: { name, namespace: options.namespace, description: options.description ?? '' } });
+  ctx.success(`Created project ${data.name} (${data.id})`);
+  return { json: raw, view: table(projectColumns, [data], '') };
+};
+export default create;

@@ -1,0 +1,64 @@
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { dataDir, type Env } from '../../config.js';
+
+/** What a running server writes next to its data: where it listens and how to stop it. */
+export interface ServerInfo {
+  pid: number;
+  url: string;
+  engine: 'pglite' | 'postgres';
+  data_dir: string;
+  log_file: string | null;
+  started_at: string;
+  /** True when this start created the org-admin key and saved it into the `local` profile. */
+  bootstrap_key_saved: boolean;
+}
+
+export interface ServerFiles {
+  dir: string;
+  /** PGlite's own directory. */
+  database: string;
+  pid: string;
+  info: string;
+  log: string;
+}
+
+export function serverFiles(option: string | undefined, env: Env, cwd: string): ServerFiles {
+  const dir = option ? path.resolve(cwd, option) : dataDir(env);
+  return { dir, database: path.join(dir, 'pglite'), pid: path.join(dir, 'server.pid'), info: path.join(dir, 'server.json'), log: path.join(dir, 'server.log') };
+}
+
+export function readInfo(files: ServerFiles): ServerInfo | undefined {
+  if (!existsSync(files.info)) return undefined;
+  try {
+    return JSON.parse(readFileSync(files.info, 'utf8')) as ServerInfo;
+  } catch {
+    return undefined;
+  }
+}
+
+export function readPid(files: ServerFiles): number | undefined {
+  if (!existsSync(files.pid)) return undefined;
+  const pid = Number(readFileSync(files.pid, 'utf8').trim());
+  return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+}
+
+/** Alive, and (where /proc tells) an agentctl server rather than a process that reused the pid. */
+export function isServerProcess(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const cmdline = `/proc/${pid}/cmdline`;
+  if (!existsSync(cmdline)) return true;
+  const args = readFileSync(cmdline, 'utf8').split('\0');
+  return args.includes('server') && args.includes('start');
+}
+
+export function removeServerFiles(files: ServerFiles, pid?: number): void {
+  // Only our own files: a newer server may already have replaced them.
+  if (pid !== undefined && readPid(files) !== pid) return;
+  rmSync(files.pid, { force: true });
+  rmSync(files.info, { force: true });
+}

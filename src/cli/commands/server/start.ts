@@ -1,0 +1,129 @@
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import type { Handler, Outcome } from '../../command.js';
+import type { CommandContext } from '../../context.js';
+import { LOCAL_PROFILE } from '../../config.js';
+import { CliError, InterruptedError } from '../../errors.js';
+import { ExitCode } from '../../exit-codes.js';
+import { record } from '../../output/view.js';
+import { isServerProcess, readInfo, readPid, removeServerFiles, serverFiles, type ServerFiles, type ServerInfo } from './files.js';
+
+/** Set in the environment of the background child so it neither prints the key nor re-detaches. */
+const DETACHED_ENV = 'AGENTCTL_SERVER_DETACHED';
+
+const start: Handler = async (ctx, _args, options) => {
+  const files = serverFiles(options.dataDir, ctx.env, ctx.io.cwd);
+  mkdirSync(files.dir, { recursive: true, mode: 0o700 });
+  const running = readPid(files);
+  if (running !== undefined && running !== process.pid && isServerProcess(running)) {
+    throw new CliError(`A server from ${files.dir} is already running (pid ${running}${readInfo(files) ? `, ${readInfo(files)!.url}` : ''})`, {
+      exitCode: ExitCode.conflict,
+      code: 'already_running',
+      next: 'agentctl server stop',
+    });
+  }
+  const databaseUrl: string | undefined = options.databaseUrl ?? ctx.env.DATABASE_URL;
+  if (options.detach && !ctx.env[DETACHED_ENV]) return detach(ctx, files, options);
+  return foreground(ctx, files, { host: options.host, port: options.port, databaseUrl });
+};
+
+async function foreground(ctx: CommandContext, files: ServerFiles, options: { host: string; port: number; databaseUrl?: string }): Promise<Outcome> {
+  const detached = Boolean(ctx.env[DETACHED_ENV]);
+  const { startServer } = await import('../../../server/main.js');
+  const server = await startServer({ host: options.host, port: options.port, dataDir: options.databaseUrl ? undefined : files.database, databaseUrl: options.databaseUrl });
+  const store = ctx.config();
+  let saved = false;
+  if (server.bootstrap.secret) {
+    store.updateProfile(LOCAL_PROFILE, { base_url: server.url, api_key: server.bootstrap.secret });
+    if (!store.currentProfile) store.setCurrentProfile(LOCAL_PROFILE);
+    saved = true;
+  } else if (store.profile(LOCAL_PROFILE)) {
+    // Same database, maybe another port: keep the local profile pointing at this server.
+    store.updateProfile(LOCAL_PROFILE, { base_url: server.url });
+  }
+  const info: ServerInfo = {
+    pid: process.pid,
+    url: server.url,
+    engine: server.engine,
+    data_dir: files.dir,
+    log_file: detached ? files.log : null,
+    started_at: new Date().toISOString(),
+    bootstrap_key_saved: saved,
+  };
+  writeFileSync(files.pid, `${process.pid}\n`);
+  writeFileSync(files.info, JSON.stringify(info, null, 2) + '\n');
+  ctx.io.stderr.write(`agentctl server listening on ${server.url} (${server.engine}${server.engine === 'pglite' ? `, data in ${files.database}` : ''})\n`);
+  if (saved) {
+    ctx.io.stderr.write(`Created the org-admin key and saved it in profile "${LOCAL_PROFILE}"${store.currentProfile === LOCAL_PROFILE ? ' (the current profile)' : ''}.\n`);
+    if (!detached) {
+      ctx.io.stderr.write('It is shown once, below; store it if you need it elsewhere.\n');
+      ctx.io.stdout.write(`${server.bootstrap.secret}\n`);
+    }
+  }
+  ctx.io.stderr.write('Press Ctrl-C to stop.\n');
+  const reason = await new Promise<unknown>((resolve) => {
+    if (ctx.signal.aborted) resolve(ctx.signal.reason);
+    ctx.signal.addEventListener('abort', () => resolve(ctx.signal.reason), { once: true });
+  });
+  ctx.io.stderr.write('Stopping the server…\n');
+  await server.close();
+  removeServerFiles(files, process.pid);
+  const signal = reason instanceof InterruptedError ? reason.signal : 'SIGINT';
+  // `server stop` (SIGTERM) is the normal way to end it; Ctrl-C is an interruption.
+  return { exitCode: signal === 'SIGTERM' ? ExitCode.ok : ExitCode.interrupted };
+}
+
+async function detach(ctx: CommandContext, files: ServerFiles, options: Record<string, any>): Promise<Outcome> {
+  const entry = process.argv[1];
+  if (!entry) throw new CliError('Cannot find the agentctl entry script to run in the background');
+  const args = [entry, 'server', 'start', '--host', String(options.host), '--port', String(options.port), '--data-dir', files.dir];
+  if (options.databaseUrl) args.push('--database-url', options.databaseUrl);
+  if (ctx.globals.profile) args.push('--profile', ctx.globals.profile);
+  const log = openSync(files.log, 'a', 0o600);
+  const child = spawn(process.execPath, args, {
+    detached: true,
+    stdio: ['ignore', log, log],
+    env: { ...ctx.env, [DETACHED_ENV]: '1' } as NodeJS.ProcessEnv,
+    cwd: ctx.io.cwd,
+  });
+  closeSync(log);
+  let exited: number | null | undefined;
+  child.once('exit', (code) => (exited = code));
+  const spinner = await ctx.spinner(`Starting the server in the background (log: ${files.log})`);
+  const deadline = Date.now() + Number(ctx.env.AGENTCTL_SERVER_START_TIMEOUT_MS ?? 120_000);
+  try {
+    for (;;) {
+      const info = readInfo(files);
+      if (info && info.pid === child.pid) {
+        child.unref();
+        spinner.succeed(`Server running at ${info.url} (pid ${info.pid}, ${info.engine})`);
+        if (info.bootstrap_key_saved) ctx.info(`The org-admin key was saved in profile "${LOCAL_PROFILE}". Stop the server with: agentctl server stop`);
+        return {
+          json: info,
+          view: record([
+            ['URL', info.url],
+            ['PID', info.pid],
+            ['Engine', info.engine],
+            ['Data', info.data_dir],
+            ['Log', info.log_file],
+          ]),
+        };
+      }
+      if (exited !== undefined || Date.now() > deadline) {
+        if (exited === undefined) child.kill('SIGTERM');
+        spinner.fail('The server did not start');
+        const tail = existsSync(files.log) ? readFileSync(files.log, 'utf8').trim().split('\n').slice(-5).join('\n') : '';
+        throw new CliError(`The background server ${exited === undefined ? 'did not start in time' : `exited with code ${exited}`}${tail ? `:\n${tail}` : ''}`, {
+          hint: `Its log is ${files.log}.`,
+          next: 'agentctl server start   (in the foreground, to see the error)',
+        });
+      }
+      await ctx.sleep(100);
+    }
+  } catch (error) {
+    if (error instanceof InterruptedError && exited === undefined) child.kill('SIGTERM');
+    throw error;
+  }
+}
+
+export default start;

@@ -1,0 +1,37 @@
+import { createClient, UnreachableError, ApiRequestError } from '../../../client/index.js';
+import type { Handler } from '../../command.js';
+import { CliError } from '../../errors.js';
+import { ExitCode } from '../../exit-codes.js';
+import { record } from '../../output/view.js';
+import { isServerProcess, readInfo, readPid, serverFiles } from './files.js';
+
+const status: Handler = async (ctx, _args, options) => {
+  const files = serverFiles(options.dataDir, ctx.env, ctx.io.cwd);
+  const pid = readPid(files);
+  const info = readInfo(files);
+  if (pid === undefined || !info || !isServerProcess(pid)) {
+    throw new CliError(`No server is running from ${files.dir}`, { exitCode: ExitCode.notFound, code: 'not_running', next: 'agentctl server start --detach' });
+  }
+  let health = 'ok';
+  try {
+    await createClient({ baseUrl: info.url, retries: 0, timeoutMs: 5000, signal: ctx.signal }).readyz();
+  } catch (error) {
+    if (!(error instanceof UnreachableError || error instanceof ApiRequestError)) throw error;
+    health = error.message;
+  }
+  const healthy = health === 'ok';
+  return {
+    json: { ...info, healthy, health },
+    view: record([
+      ['URL', info.url],
+      ['PID', info.pid],
+      ['Engine', info.engine],
+      ['Health', health, 'status'],
+      ['Data', info.data_dir],
+      ['Log', info.log_file],
+      ['Started', info.started_at, 'time'],
+    ]),
+    exitCode: healthy ? ExitCode.ok : ExitCode.unreachable,
+  };
+};
+export default status;

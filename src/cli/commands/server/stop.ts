@@ -1,0 +1,35 @@
+import type { Handler } from '../../command.js';
+import { CliError } from '../../errors.js';
+import { ExitCode } from '../../exit-codes.js';
+import { record } from '../../output/view.js';
+import { isServerProcess, readInfo, readPid, removeServerFiles, serverFiles } from './files.js';
+
+const stop: Handler = async (ctx, _args, options) => {
+  const files = serverFiles(options.dataDir, ctx.env, ctx.io.cwd);
+  const pid = readPid(files);
+  if (pid === undefined || !isServerProcess(pid)) {
+    if (pid !== undefined) removeServerFiles(files, pid);
+    throw new CliError(`No server is running from ${files.dir}${pid !== undefined ? ` (removed the stale pid file of ${pid})` : ''}`, {
+      exitCode: ExitCode.notFound,
+      code: 'not_running',
+      next: 'agentctl server start --detach',
+    });
+  }
+  const info = readInfo(files);
+  process.kill(pid, 'SIGTERM');
+  const spinner = await ctx.spinner(`Stopping the server (pid ${pid})`);
+  const deadline = Date.now() + options.timeout * 1000;
+  while (isServerProcess(pid)) {
+    if (Date.now() > deadline) {
+      process.kill(pid, 'SIGKILL');
+      spinner.fail(`The server did not stop within ${options.timeout} s; killed it`);
+      removeServerFiles(files, pid);
+      return { json: { pid, url: info?.url ?? null, stopped: true, killed: true }, view: record([['PID', pid], ['Stopped', 'killed']]), exitCode: ExitCode.failure };
+    }
+    await ctx.sleep(100);
+  }
+  removeServerFiles(files, pid);
+  spinner.succeed(`Stopped the server (pid ${pid})`);
+  return { json: { pid, url: info?.url ?? null, stopped: true, killed: false }, view: record([['PID', pid], ['URL', info?.url], ['Stopped', 'yes']]) };
+};
+export default stop;

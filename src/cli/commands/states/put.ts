@@ -1,0 +1,61 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ApiResponse } from '../../../client/index.js';
+import { ApiRequestError } from '../../../client/errors.js';
+import type { State } from '../../../contract/resources.js';
+import type { Handler } from '../../command.js';
+import type { CommandContext } from '../../context.js';
+import { CliError, usageError } from '../../errors.js';
+import { ExitCode } from '../../exit-codes.js';
+import { parseJsonObject } from '../../json-input.js';
+import { stateRecord } from '../../output/resources.js';
+import { findState, ifMatch } from './shared.js';
+
+/** The JSON object from --data, --file (- is standard input) or piped standard input. */
+async function readData(ctx: CommandContext, options: { data?: string; file?: string }): Promise<Record<string, unknown>> {
+  if (options.data !== undefined && options.file !== undefined) throw usageError('Give --data or --file, not both');
+  if (options.data !== undefined) return parseJsonObject(options.data, '--data');
+  if (options.file !== undefined) {
+    const text = options.file === '-' ? await ctx.readStdin() : await readFile(path.resolve(ctx.io.cwd, options.file), 'utf8').catch((error: NodeJS.ErrnoException) => {
+      throw usageError(`Cannot read --file ${options.file}: ${error.code ?? error.message}`);
+    });
+    return parseJsonObject(text, '--file');
+  }
+  if (!ctx.io.stdin.isTTY) return parseJsonObject(await ctx.readStdin(), 'standard input');
+  throw usageError('No state given', 'Pass --data JSON, --file PATH, or pipe the JSON object into standard input.');
+}
+
+const put: Handler = async (ctx, [id], options) => {
+  const data = await readData(ctx, options);
+  const target = await findState(ctx, id, options, 'agentctl states put');
+  const client = await ctx.client();
+  const headers = ifMatch(options.ifMatch);
+  let result: ApiResponse<State>;
+  let created = false;
+  if (!target.state) {
+    if (options.ifMatch !== undefined) {
+      throw new CliError(`No state exists yet for task ${target.taskId}, so --if-match ${options.ifMatch} cannot match`, { exitCode: ExitCode.conflict, code: 'precondition_failed' });
+    }
+    try {
+      result = await client.request('createState', { body: { task_id: target.taskId!, agent_id: target.agentId!, state: data } });
+      created = true;
+    } catch (error) {
+      // Someone created it between our lookup and our create: write over (or into) theirs.
+      if (!(error instanceof ApiRequestError && error.status === 409)) throw error;
+      const again = await findState(ctx, undefined, options, 'agentctl states put');
+      result = await write(ctx, again.state!, data, options.merge, headers);
+    }
+  } else {
+    result = await write(ctx, target.state, data, options.merge, headers);
+  }
+  ctx.success(`${created ? 'Created' : options.merge ? 'Merged into' : 'Replaced'} state ${result.data.id} (version ${result.data.version})`);
+  return { json: result.raw, view: stateRecord(result.data) };
+};
+
+async function write(ctx: CommandContext, state: State, data: Record<string, unknown>, merge: boolean | undefined, headers: Record<string, string> | undefined): Promise<ApiResponse<State>> {
+  const client = await ctx.client();
+  return merge
+    ? client.request('mergeState', { params: { state_id: state.id }, body: { state: data } }, { headers })
+    : client.request('replaceState', { params: { state_id: state.id }, body: { task_id: state.task_id, agent_id: state.agent_id, state: data } }, { headers });
+}
+export default put;

@@ -1,0 +1,186 @@
+import { Chalk, type ChalkInstance } from 'chalk';
+import type { Client } from '../client/index.js';
+import { configDir, ConfigStore, resolveCredentials, type Credentials, type Env } from './config.js';
+import { CliError, InterruptedError, needsFlag } from './errors.js';
+import { ExitCode } from './exit-codes.js';
+import type { Prompter } from './prompts/prompter.js';
+import { VERSION } from './version.js';
+
+export interface OutputStream {
+  write(chunk: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+}
+
+/** Everything the CLI touches outside itself, so a test can run it in-process. */
+export interface CliIO {
+  stdout: OutputStream;
+  stderr: OutputStream;
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  env: Env;
+  cwd: string;
+}
+
+export interface GlobalOptions {
+  json: boolean;
+  profile?: string;
+  baseUrl?: string;
+  apiKey?: string;
+  color: boolean;
+  quiet: boolean;
+  debug: boolean;
+  nonInteractive: boolean;
+  yes: boolean;
+}
+
+export interface Spinner {
+  update(text: string): void;
+  succeed(text: string): void;
+  fail(text: string): void;
+  stop(): void;
+}
+
+const truthy = (value: string | undefined) => value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false';
+
+export class CommandContext {
+  readonly chalk: ChalkInstance;
+  private store?: ConfigStore;
+  private clientPromise?: Promise<Client>;
+  private prompter?: Promise<Prompter>;
+
+  constructor(
+    readonly io: CliIO,
+    readonly globals: GlobalOptions,
+    readonly signal: AbortSignal,
+  ) {
+    const colour = globals.color && !('NO_COLOR' in io.env && io.env.NO_COLOR !== '') && (io.stdout.isTTY || io.stderr.isTTY || truthy(io.env.FORCE_COLOR));
+    this.chalk = new Chalk({ level: colour ? 1 : 0 });
+  }
+
+  get env(): Env {
+    return this.io.env;
+  }
+
+  /** The one rule for prompting: stdin and stdout are terminals and none of CI, --non-interactive, --json. */
+  canPrompt(): boolean {
+    return Boolean(this.io.stdin.isTTY && this.io.stdout.isTTY) && !truthy(this.io.env.CI) && !this.globals.nonInteractive && !this.globals.json;
+  }
+
+  /** People-facing notes go to stderr, never under --json or --quiet. */
+  get chatty(): boolean {
+    return !this.globals.json && !this.globals.quiet;
+  }
+
+  info(message: string): void {
+    if (this.chatty) this.io.stderr.write(message + '\n');
+  }
+
+  success(message: string): void {
+    if (this.chatty) this.io.stderr.write(`${this.chalk.green('✓')} ${message}\n`);
+  }
+
+  /** Warnings still show under --quiet (they matter), but never under --json. */
+  warn(message: string): void {
+    if (!this.globals.json) this.io.stderr.write(`${this.chalk.yellow('warning:')} ${message}\n`);
+  }
+
+  config(): ConfigStore {
+    if (!this.store) {
+      this.store = new ConfigStore(configDir(this.io.env));
+      if (this.store.repairedMode !== undefined) {
+        this.warn(`${this.store.path} was readable by others (mode ${this.store.repairedMode.toString(8)}); set it to 600`);
+      }
+    }
+    return this.store;
+  }
+
+  credentials(): Credentials {
+    return resolveCredentials({ profile: this.globals.profile, baseUrl: this.globals.baseUrl, apiKey: this.globals.apiKey }, this.io.env, this.config());
+  }
+
+  /** A client for the resolved base URL and key; fails with exit 4 when no key is configured. */
+  client(options: { requireKey?: boolean } = {}): Promise<Client> {
+    return (this.clientPromise ??= this.makeClient(options.requireKey ?? true));
+  }
+
+  private async makeClient(requireKey: boolean): Promise<Client> {
+    const credentials = this.credentials();
+    if (requireKey && !credentials.apiKey) {
+      throw new CliError(`No API key for profile "${credentials.profile}"`, {
+        exitCode: ExitCode.auth,
+        code: 'no_api_key',
+        hint: 'Log in, set AGENTCTL_API_KEY, or pass --api-key.',
+        next: 'agentctl auth login',
+      });
+    }
+    const { createClient } = await import('../client/index.js');
+    return createClient({
+      baseUrl: credentials.baseUrl,
+      apiKey: credentials.apiKey,
+      signal: this.signal,
+      userAgent: `agentctl/${VERSION}`,
+      timeoutMs: Number(this.io.env.AGENTCTL_TIMEOUT_MS ?? 30_000),
+      retries: this.io.env.AGENTCTL_RETRIES !== undefined ? Number(this.io.env.AGENTCTL_RETRIES) : 3,
+      debug: this.globals.debug ? (line) => this.io.stderr.write(`${this.chalk.gray('[debug]')} ${line}\n`) : undefined,
+    });
+  }
+
+  /** Prompts, loaded on first use; callers check canPrompt() first. */
+  prompts(): Promise<Prompter> {
+    return (this.prompter ??= import('./prompts/prompter.js').then((m) => m.inquirerPrompter(this.io, this.signal)));
+  }
+
+  /**
+   * Asks before a change that needs confirmation: `--yes` skips the question; without a way to
+   * prompt it fails at once with exit 2 naming `--yes`; a "no" ends with exit 1.
+   */
+  async confirm(question: string, next?: string): Promise<void> {
+    if (this.globals.yes) return;
+    if (!this.canPrompt()) throw needsFlag('--yes', 'This needs confirmation', next);
+    const prompter = await this.prompts();
+    if (!(await prompter.confirm({ message: question, default: false }))) {
+      throw new CliError('Nothing changed', { exitCode: ExitCode.failure, code: 'declined' });
+    }
+  }
+
+  /** A spinner on stderr when it is a terminal (and not --json/--quiet); otherwise silent. */
+  async spinner(text: string): Promise<Spinner> {
+    if (!this.io.stderr.isTTY || !this.chatty) {
+      return { update() {}, succeed: (t) => this.success(t), fail: (t) => this.info(t), stop() {} };
+    }
+    const { default: ora } = await import('ora');
+    const spinner = ora({ text, stream: this.io.stderr as NodeJS.WritableStream, discardStdin: false, color: 'cyan' }).start();
+    return {
+      update: (t) => {
+        spinner.text = t;
+      },
+      succeed: (t) => spinner.succeed(t),
+      fail: (t) => spinner.fail(t),
+      stop: () => spinner.stop(),
+    };
+  }
+
+  /** Resolves after `ms`, or rejects with InterruptedError on Ctrl-C. */
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const interrupted = () => (this.signal.reason instanceof InterruptedError ? this.signal.reason : new InterruptedError());
+      if (this.signal.aborted) return reject(interrupted());
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(interrupted());
+      };
+      const timer = setTimeout(() => {
+        this.signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      this.signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Standard input as text (for `--file -` or piped data). */
+  async readStdin(): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of this.io.stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+    return Buffer.concat(chunks).toString('utf8');
+  }
+}

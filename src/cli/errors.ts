@@ -1,0 +1,50 @@
+import { ExitCode } from './exit-codes.js';
+
+export interface CliErrorOptions {
+  exitCode?: ExitCode;
+  /** snake_case, like the server's codes. */
+  code?: string;
+  hint?: string;
+  /** The next command to try. */
+  next?: string;
+}
+
+/** A failure the CLI itself detects (bad flags, a needed --yes, missing credentials). */
+export class CliError extends Error {
+  readonly name = 'CliError';
+  readonly exitCode: ExitCode;
+  readonly code: string;
+  readonly hint?: string;
+  readonly next?: string;
+  constructor(message: string, options: CliErrorOptions = {}) {
+    super(message);
+    this.exitCode = options.exitCode ?? ExitCode.failure;
+    this.code = options.code ?? 'cli_error';
+    this.hint = options.hint;
+    this.next = options.next;
+  }
+}
+
+/** A missing or wrong flag: exit 2. */
+export const usageError = (message: string, hint?: string, next?: string) =>
+  new CliError(message, { exitCode: ExitCode.usage, code: 'usage', hint, next });
+
+/** A confirmation or value that would need a prompt, when prompting is not allowed: exit 2 naming the flag. */
+export const needsFlag = (flag: string, what: string, next?: string) =>
+  new CliError(`${what}: pass ${flag} (no prompt without a terminal, or under CI, --non-interactive or --json)`, {
+    exitCode: ExitCode.usage,
+    code: 'needs_flag',
+    hint: `Pass ${flag} to ${flag === '--yes' ? 'confirm' : 'give the value'} without a prompt.`,
+    next,
+  });
+
+/** Ctrl-C, or a prompt closed by the user. */
+export class InterruptedError extends Error {
+  readonly name = 'InterruptedError';
+  constructor(
+    /** The signal that ended the run, when one did. */
+    readonly signal: 'SIGINT' | 'SIGTERM' = 'SIGINT',
+  ) {
+    super(signal === 'SIGTERM' ? 'Terminated' : 'Interrupted');
+  }
+}

@@ -1,0 +1,17 @@
+// The process entry of the bundled CLI: the only place that touches process.exit.
+import { InterruptedError } from './errors.js';
+import { run } from './program.js';
+
+const controller = new AbortController();
+const exitCodes = { SIGINT: 130, SIGTERM: 143 } as const;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    // A second signal, or a command that does not stop within 10 s, ends the process at once.
+    if (controller.signal.aborted) process.exit(exitCodes[signal]);
+    controller.abort(new InterruptedError(signal));
+    setTimeout(() => process.exit(exitCodes[signal]), 10_000).unref();
+  });
+}
+
+const code = await run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() }, { signal: controller.signal });
+process.exit(code);

@@ -1,0 +1,95 @@
+import type { ChalkInstance } from 'chalk';
+import { ApiRequestError, ResponseShapeError, UnreachableError } from '../../client/errors.js';
+import { CliError, InterruptedError } from '../errors.js';
+import { ExitCode, exitCodeForStatus } from '../exit-codes.js';
+
+/** An error as the CLI reports it: one line, a hint, the next command; `--json` prints it as `{error}`. */
+export interface Failure {
+  exitCode: number;
+  code: string;
+  message: string;
+  status?: number;
+  /** The server's detail (a sentence, or the 422 items). */
+  detail?: unknown;
+  hint?: string;
+  next?: string;
+}
+
+const CONFLICT_HINTS: Record<string, string> = {
+  no_routable_version: 'The branch has no ACTIVE or DEPLOYING version: deploy one first.',
+  image_expired: 'That version’s image is past its retention; pick a newer version.',
+  precondition_failed: 'The record changed since you read it: read it again, then retry with the new version.',
+};
+
+export interface FailureContext {
+  /** The command that failed, for "try" lines (`agentctl tasks get`). */
+  commandPath?: readonly string[];
+  notFoundNext?: string;
+  baseUrl?: string;
+}
+
+export function toFailure(error: unknown, context: FailureContext = {}): Failure {
+  const command = context.commandPath?.length ? `agentctl ${context.commandPath.join(' ')}` : 'agentctl';
+  if (error instanceof CliError) {
+    return { exitCode: error.exitCode, code: error.code, message: error.message, hint: error.hint, next: error.next };
+  }
+  if (error instanceof InterruptedError || isAbort(error)) {
+    return { exitCode: ExitCode.interrupted, code: 'interrupted', message: 'Interrupted' };
+  }
+  if (error instanceof UnreachableError) {
+    return {
+      exitCode: ExitCode.unreachable,
+      code: 'unreachable',
+      message: error.message,
+      hint: `Is the service running at ${error.baseUrl}? Set another URL with --base-url or AGENTCTL_BASE_URL.`,
+      next: 'agentctl server start',
+    };
+  }
+  if (error instanceof ResponseShapeError) {
+    return { exitCode: ExitCode.failure, code: 'unexpected_response', message: error.message, hint: 'This agentctl and the service disagree on the API; use matching versions.' };
+  }
+  if (error instanceof ApiRequestError) {
+    const base = { exitCode: exitCodeForStatus(error.status), code: error.code, status: error.status, detail: error.detail, message: error.message };
+    switch (error.status) {
+      case 401:
+        return { ...base, hint: 'The API key was refused: it is missing, unknown, revoked or expired.', next: 'agentctl auth login' };
+      case 403:
+        return { ...base, hint: 'This key may see the resource but not do this; an org admin can widen its scopes.', next: 'agentctl auth status' };
+      case 404:
+        return { ...base, hint: 'Check the id or name: a key only sees what its scopes and groups reach.', next: context.notFoundNext };
+      case 409:
+      case 412:
+        return { ...base, hint: CONFLICT_HINTS[error.code] ?? 'The resource’s current state does not allow this.' };
+      case 400:
+      case 413:
+      case 415:
+      case 422:
+        return { ...base, message: `Invalid request: ${error.message}`, hint: 'Fix the values named above.', next: `${command} --help` };
+      case 429:
+        return { ...base, hint: `Rate limited${error.retryAfter !== undefined ? `: retry in ${Math.ceil(error.retryAfter)} s` : ''}.` };
+      default:
+        return { ...base, hint: error.status >= 500 ? 'The service failed; its log has the details.' : undefined, next: error.status >= 500 ? 'agentctl server status' : undefined };
+    }
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return { exitCode: ExitCode.failure, code: 'error', message };
+}
+
+function isAbort(error: unknown): boolean {
+  const name = (error as Error)?.name;
+  return name === 'AbortError' || name === 'ExitPromptError' || name === 'AbortPromptError';
+}
+
+/** The human form: `error: ...`, then `hint:` and `try:` lines. */
+export function formatFailure(failure: Failure, chalk: ChalkInstance): string {
+  const lines = [`${chalk.red('error:')} ${failure.message}${failure.status ? chalk.gray(` (${failure.status} ${failure.code})`) : ''}`];
+  if (failure.hint) lines.push(`${chalk.gray('hint:')} ${failure.hint}`);
+  if (failure.next) lines.push(`${chalk.gray('try:')}  ${failure.next}`);
+  return lines.join('\n') + '\n';
+}
+
+/** The `--json` form, on stderr: `{"error": {code, message, status, detail, hint}}`. */
+export function jsonFailure(failure: Failure): string {
+  const { code, message, status, detail, hint } = failure;
+  return JSON.stringify({ error: { code, message, status: status ?? null, detail: detail ?? null, hint: hint ?? null } }) + '\n';
+}

@@ -1,0 +1,136 @@
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import type { CommandSpec, OptionSpec, Outcome } from './command.js';
+import type { CliIO, GlobalOptions } from './context.js';
+import { ExitCode } from './exit-codes.js';
+import { GLOBAL_OPTIONS, NOUNS, registry } from './registry.js';
+import { VERSION } from './version.js';
+
+export interface RunOptions {
+  /** Aborted on Ctrl-C: commands stop waiting and the run ends with exit 130. */
+  signal?: AbortSignal;
+}
+
+/** Builds the commander program from the registry; `onAction` runs when a command matches. */
+export function buildProgram(io: CliIO, onAction: (spec: CommandSpec, args: string[], options: Record<string, any>, globals: GlobalOptions) => Promise<void>): Command {
+  const program = new Command('agentctl');
+  program
+    .description('Deploy agents, run and migrate tasks, and manage keys of an agentctl service')
+    .version(VERSION, '-v, --version', 'Print the version')
+    .helpOption('-h, --help', 'Show help')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .showSuggestionAfterError(true)
+    .addHelpText('after', `\nExamples:\n  $ agentctl server start --detach\n  $ agentctl deploy --agent default/bot --image registry.local/bot:1\n  $ agentctl tasks migrate --from ver_01J... --to-latest --json\n\nRun agentctl <command> --help for a command's flags and examples.\n`);
+  for (const option of GLOBAL_OPTIONS) if (!/--(version|help)\b/.test(option.flags)) program.addOption(toOption(option));
+
+  const parents = new Map<string, Command>();
+  for (const spec of registry) {
+    let parent = program;
+    if (spec.path.length === 2) {
+      const [noun] = spec.path;
+      let nounCommand = parents.get(noun);
+      if (!nounCommand) {
+        nounCommand = program.command(noun).description(NOUNS[noun] ?? noun);
+        parents.set(noun, nounCommand);
+      }
+      parent = nounCommand;
+    }
+    const command = parent.command(spec.path[spec.path.length - 1]).description(spec.description ? `${spec.summary}\n\n${spec.description}` : spec.summary).summary(spec.summary);
+    for (const arg of spec.args ?? []) {
+      const name = arg.variadic ? `${arg.name}...` : arg.name;
+      const argument = command.createArgument(arg.required ? `<${name}>` : `[${name}]`, arg.description);
+      if (arg.choices) argument.choices(arg.choices);
+      command.addArgument(argument);
+    }
+    for (const option of spec.options ?? []) command.addOption(toOption(option));
+    command.addHelpText('after', `\nExamples:\n${spec.examples.map((e) => `  $ ${e}`).join('\n')}\n`);
+    command.action(async (...received: unknown[]) => {
+      const self = received[received.length - 1] as Command;
+      const globals = self.optsWithGlobals() as Record<string, any>;
+      await onAction(spec, self.processedArgs.flat().filter((a) => a !== undefined).map(String), self.opts(), {
+        json: Boolean(globals.json),
+        profile: globals.profile,
+        baseUrl: globals.baseUrl,
+        apiKey: globals.apiKey,
+        color: globals.color !== false,
+        quiet: Boolean(globals.quiet),
+        debug: Boolean(globals.debug),
+        nonInteractive: Boolean(globals.nonInteractive),
+        yes: Boolean(globals.yes),
+      });
+    });
+  }
+  return program;
+}
+
+function toOption(spec: OptionSpec): Option {
+  const option = new Option(spec.flags, spec.description);
+  if (spec.choices) option.choices(spec.choices);
+  if (spec.integer) {
+    option.argParser((value: string) => {
+      if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError('Not an integer.');
+      return Number(value);
+    });
+  }
+  if (spec.repeatable) option.argParser((value: string, previous: string[] | undefined) => [...(previous ?? []), value]);
+  if (spec.default !== undefined) option.default(spec.default);
+  return option;
+}
+
+/** Runs one command line in-process: returns the exit code; prints to `io` only. */
+export async function run(argv: readonly string[], io: CliIO, options: RunOptions = {}): Promise<number> {
+  const signal = options.signal ?? new AbortController().signal;
+  let exitCode: number = ExitCode.ok;
+  let parsedGlobals: GlobalOptions | undefined;
+  let failedSpec: CommandSpec | undefined;
+  let jsonMode = argv.includes('--json');
+  const program = buildProgram(io, async (spec, args, opts, globals) => {
+    parsedGlobals = globals;
+    jsonMode = globals.json;
+    failedSpec = spec;
+    const { CommandContext } = await import('./context.js');
+    const ctx = new CommandContext(io, globals, signal);
+    const { default: handler } = await spec.load();
+    const outcome: Outcome = await handler(ctx, args, opts);
+    await print(ctx, outcome);
+    exitCode = outcome.exitCode ?? ExitCode.ok;
+  });
+  if (jsonMode) program.configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: () => {}, outputError: () => {} });
+  try {
+    await program.parseAsync([...argv], { from: 'user' });
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return ExitCode.ok;
+      if (error.code === 'commander.help' || error.code === 'commander.executeSubCommandAsync') return ExitCode.usage;
+      if (jsonMode) io.stderr.write(JSON.stringify({ error: { code: 'usage', message: error.message.replace(/^error: /, ''), status: null, detail: null, hint: 'Run with --help for the flags.' } }) + '\n');
+      return ExitCode.usage;
+    }
+    return reportFailure(error, io, parsedGlobals, failedSpec);
+  }
+}
+
+async function print(ctx: import('./context.js').CommandContext, outcome: Outcome): Promise<void> {
+  if (ctx.globals.json && outcome.json !== undefined) {
+    ctx.io.stdout.write(JSON.stringify(outcome.json, null, 2) + '\n');
+    return;
+  }
+  if (!outcome.view) return;
+  const { renderView } = await import('./output/render.js');
+  const rendered = await renderView(outcome.view, { tty: Boolean(ctx.io.stdout.isTTY), chalk: ctx.chalk, columns: ctx.io.stdout.columns });
+  ctx.io.stdout.write(rendered.stdout);
+  if (rendered.note && ctx.io.stderr.isTTY) ctx.info(rendered.note);
+}
+
+async function reportFailure(error: unknown, io: CliIO, globals: GlobalOptions | undefined, spec: CommandSpec | undefined): Promise<number> {
+  const { toFailure, formatFailure, jsonFailure } = await import('./output/failure.js');
+  const { Chalk } = await import('chalk');
+  const failure = toFailure(error, { commandPath: spec?.path, notFoundNext: spec?.notFoundNext });
+  if (globals?.json) io.stderr.write(jsonFailure(failure));
+  else {
+    const colour = globals?.color !== false && !io.env.NO_COLOR && Boolean(io.stderr.isTTY);
+    io.stderr.write(formatFailure(failure, new Chalk({ level: colour ? 1 : 0 })));
+    if (globals?.debug && error instanceof Error && error.stack && failure.code === 'error') io.stderr.write(error.stack + '\n');
+  }
+  return failure.exitCode;
+}

@@ -1,0 +1,199 @@
+import type { z } from 'zod';
+import { endpoints, type Endpoint, type EndpointInput, type EndpointName, type EndpointOutput } from '../contract/endpoints.js';
+import { ApiRequestError, ResponseShapeError, UnreachableError } from './errors.js';
+import { redactHeaders, redactJson, redactText } from './redact.js';
+
+export { ApiRequestError, ResponseShapeError, UnreachableError, formatValidationItem } from './errors.js';
+export { redactText, redactJson } from './redact.js';
+
+export interface ClientOptions {
+  baseUrl: string;
+  apiKey?: string;
+  /** Per attempt, in milliseconds (default 30 s). */
+  timeoutMs?: number;
+  /** Extra attempts for idempotent requests after 429, 503 or a connection failure (default 3). */
+  retries?: number;
+  /** First backoff step in milliseconds (default 250); doubles each attempt, capped at 5 s. */
+  backoffMs?: number;
+  /** Receives one line per request and per response, secrets redacted. */
+  debug?: (line: string) => void;
+  /** Cancels every request of this client (Ctrl-C). */
+  signal?: AbortSignal;
+  userAgent?: string;
+}
+
+export interface CallOptions {
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export interface ApiResponse<T> {
+  /** Parsed with the contract's response schema (defaults applied). */
+  data: T;
+  /** The JSON exactly as the server sent it: what `--json` prints. */
+  raw: unknown;
+  status: number;
+  headers: Headers;
+}
+
+type Args<K extends EndpointName> = {} extends EndpointInput<K>
+  ? [input?: EndpointInput<K>, options?: CallOptions]
+  : [input: EndpointInput<K>, options?: CallOptions];
+
+/** One method per endpoint of the contract's table, named as the table names it. */
+export type EndpointMethods = { [K in EndpointName]: (...args: Args<K>) => Promise<EndpointOutput<K>> };
+
+const RETRY_STATUSES = new Set([429, 503]);
+const MAX_BACKOFF_MS = 5000;
+const MAX_RETRY_AFTER_MS = 30_000;
+
+export class AgentctlClient {
+  readonly baseUrl: string;
+  constructor(readonly options: ClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+  }
+
+  /** Calls one endpoint by its table name; the typed methods below are thin wrappers of this. */
+  async request<K extends EndpointName>(name: K, input: EndpointInput<K> = {} as EndpointInput<K>, call: CallOptions = {}): Promise<ApiResponse<EndpointOutput<K>>> {
+    const endpoint = endpoints[name] as Endpoint;
+    const { params, query, body } = input as { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown };
+    const url = this.baseUrl + buildPath(endpoint.path, params ?? {}) + buildQuery(query);
+    const headers: Record<string, string> = { accept: 'application/json', ...(this.options.userAgent ? { 'user-agent': this.options.userAgent } : {}), ...call.headers };
+    if (endpoint.auth !== false && this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    if (payload !== undefined) headers['content-type'] = 'application/json';
+
+    const attempts = endpoint.idempotent ? 1 + (this.options.retries ?? 3) : 1;
+    for (let attempt = 1; ; attempt++) {
+      const started = performance.now();
+      this.trace(`→ ${endpoint.method} ${url} ${JSON.stringify(redactHeaders(headers))}${payload ? ' ' + JSON.stringify(redactJson(body)) : ''}`);
+      let response: Response;
+      try {
+        response = await fetch(url, { method: endpoint.method, headers, body: payload, signal: this.signalFor(call) });
+      } catch (error) {
+        if (this.options.signal?.aborted || call.signal?.aborted) throw error;
+        const reason = failureReason(error);
+        this.trace(`← ${reason} after ${Math.round(performance.now() - started)} ms`);
+        if (attempt < attempts) {
+          await this.pause(this.backoff(attempt), call);
+          continue;
+        }
+        throw new UnreachableError(this.baseUrl, reason);
+      }
+      const text = await response.text();
+      const raw = parseJson(text);
+      this.trace(`← ${response.status} ${endpoint.method} ${url} (${Math.round(performance.now() - started)} ms, request ${response.headers.get('x-request-id') ?? '-'}) ${typeof raw === 'string' ? redactText(raw).slice(0, 4000) : JSON.stringify(redactJson(raw)).slice(0, 4000)}`);
+      if (response.ok) {
+        const parsed = (endpoint.response as z.ZodType).safeParse(raw);
+        if (!parsed.success) throw new ResponseShapeError(`${endpoint.method} ${endpoint.path}`, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+        return { data: parsed.data as EndpointOutput<K>, raw, status: response.status, headers: response.headers };
+      }
+      const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
+      if (RETRY_STATUSES.has(response.status) && attempt < attempts) {
+        await this.pause(retryAfter !== undefined ? Math.min(retryAfter * 1000, MAX_RETRY_AFTER_MS) : this.backoff(attempt), call);
+        continue;
+      }
+      throw toApiError(response, raw, { method: endpoint.method, url }, retryAfter);
+    }
+  }
+
+  private signalFor(call: CallOptions): AbortSignal {
+    const signals = [AbortSignal.timeout(this.options.timeoutMs ?? 30_000)];
+    if (this.options.signal) signals.push(this.options.signal);
+    if (call.signal) signals.push(call.signal);
+    return AbortSignal.any(signals);
+  }
+
+  private backoff(attempt: number): number {
+    const base = Math.min((this.options.backoffMs ?? 250) * 2 ** (attempt - 1), MAX_BACKOFF_MS);
+    return base / 2 + Math.random() * (base / 2);
+  }
+
+  private pause(ms: number, call: CallOptions): Promise<void> {
+    const signals = [this.options.signal, call.signal].filter((s): s is AbortSignal => !!s);
+    return new Promise((resolve, reject) => {
+      const abort = () => {
+        clearTimeout(timer);
+        reject(signals.find((s) => s.aborted)?.reason ?? new Error('aborted'));
+      };
+      const timer = setTimeout(() => {
+        for (const s of signals) s.removeEventListener('abort', abort);
+        resolve();
+      }, ms);
+      for (const s of signals) {
+        if (s.aborted) return abort();
+        s.addEventListener('abort', abort, { once: true });
+      }
+    });
+  }
+
+  private trace(line: string): void {
+    this.options.debug?.(line);
+  }
+}
+
+/** A client with one typed method per endpoint, e.g. `client.migrateTasks({ body })`. */
+export type Client = AgentctlClient & EndpointMethods;
+
+export function createClient(options: ClientOptions): Client {
+  const client = new AgentctlClient(options) as Client;
+  for (const name of Object.keys(endpoints) as EndpointName[]) {
+    (client as unknown as Record<string, unknown>)[name] = async (input?: unknown, call?: CallOptions) =>
+      (await client.request(name, input as never, call)).data;
+  }
+  return client;
+}
+
+function buildPath(template: string, params: Record<string, string>): string {
+  return template.replace(/:([a-z_]+)/g, (_match, name: string) => {
+    const value = params[name];
+    if (value === undefined || value === '') throw new TypeError(`Missing path parameter ${name} for ${template}`);
+    return encodeURIComponent(value);
+  });
+}
+
+function buildQuery(query: Record<string, unknown> | undefined): string {
+  if (!query) return '';
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value === undefined || value === null) continue;
+    search.set(name, String(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : '';
+}
+
+function parseJson(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** Seconds from a `Retry-After` header: a number of seconds or an HTTP date. */
+export function parseRetryAfter(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, (date - Date.now()) / 1000);
+}
+
+function failureReason(error: unknown): string {
+  const e = error as { name?: string; code?: string; cause?: { code?: string; name?: string; message?: string } };
+  if (e?.name === 'TimeoutError') return 'timed out';
+  return e?.cause?.code ?? e?.code ?? e?.cause?.message ?? String(error);
+}
+
+function toApiError(response: Response, raw: unknown, request: { method: string; url: string }, retryAfter?: number): ApiRequestError {
+  const requestInfo = { ...request, requestId: response.headers.get('x-request-id') ?? undefined };
+  const body = raw as { detail?: unknown; code?: unknown } | undefined;
+  if (body && Array.isArray(body.detail)) return new ApiRequestError(response.status, 'validation_error', body.detail, requestInfo, retryAfter);
+  if (body && typeof body.detail === 'string') {
+    return new ApiRequestError(response.status, typeof body.code === 'string' ? body.code : `http_${response.status}`, body.detail, requestInfo, retryAfter);
+  }
+  const text = typeof raw === 'string' && raw ? raw.slice(0, 200) : response.statusText || `HTTP ${response.status}`;
+  return new ApiRequestError(response.status, `http_${response.status}`, text, requestInfo, retryAfter);
+}
