@@ -1,63 +1,16 @@
 import { describe, expect, test } from 'vitest';
 import { ROLES_BY_RESOURCE_TYPE, type ResourceType } from '../../src/contract/common.js';
-import { PERMISSIONS, Permissions, type Grant, type Permission, type ResourceRef } from '../../src/server/auth/policy.js';
+import { PERMISSIONS, Permissions } from '../../src/server/auth/policy.js';
 import { ApiError } from '../../src/server/errors.js';
+import { ALL, ORG, expected, resources, storedGrant, type ResourceName } from './policy-matrix.js';
 
 /**
  * The permission matrix: every role of the spec's table, on a resource inside its scope and on
- * resources outside it, for each of the five permissions. The expectations are written out here
- * (DESIGN.md section 6), not derived from the policy's own table.
+ * resources outside it (a sibling in the same namespace, one in another namespace, another org),
+ * for each of the five permissions.
  */
 
-const ORG = 'org_A';
 const actor = { keyId: 'key_1', orgId: ORG, name: 'matrix' };
-
-// Namespace A holds the scoped agent and project plus a sibling of each; namespace B holds one more of each.
-const resources = {
-  org: { type: 'org', id: ORG },
-  otherOrg: { type: 'org', id: 'org_B' },
-  namespace: { type: 'namespace', id: 'ns_A' },
-  otherNamespace: { type: 'namespace', id: 'ns_B' },
-  agent: { type: 'agent', id: 'agt_1', namespaceId: 'ns_A' },
-  siblingAgent: { type: 'agent', id: 'agt_2', namespaceId: 'ns_A' },
-  foreignAgent: { type: 'agent', id: 'agt_3', namespaceId: 'ns_B' },
-  project: { type: 'project', id: 'prj_1', namespaceId: 'ns_A' },
-  siblingProject: { type: 'project', id: 'prj_2', namespaceId: 'ns_A' },
-  foreignProject: { type: 'project', id: 'prj_3', namespaceId: 'ns_B' },
-} satisfies Record<string, ResourceRef>;
-type ResourceName = keyof typeof resources;
-
-/** Where each resource type's scope points. */
-const scopeTarget: Record<ResourceType, string> = { org: ORG, namespace: 'ns_A', agent: 'agt_1', project: 'prj_1' };
-
-const ALL: Permission[] = ['discover', 'read', 'run', 'write', 'admin'];
-const everythingInOrg = Object.fromEntries(Object.keys(resources).filter((r) => r !== 'otherOrg').map((r) => [r, ALL]));
-const discoverInOrg = Object.fromEntries(Object.keys(resources).filter((r) => r !== 'otherOrg').map((r) => [r, ['discover']]));
-
-/** Expected permissions per resource for each (resource type, role); a resource left out gets none. */
-const expected: Record<string, Partial<Record<ResourceName, Permission[]>>> = {
-  'org:admin': everythingInOrg,
-  'org:member': discoverInOrg,
-  'namespace:admin': { namespace: ALL, agent: ALL, siblingAgent: ALL, project: ALL, siblingProject: ALL },
-  'agent:discoverer': { agent: ['discover'], namespace: ['discover'] },
-  'agent:viewer': { agent: ['discover', 'read', 'run'], namespace: ['discover'] },
-  'agent:editor': { agent: ['discover', 'read', 'run', 'write'], namespace: ['discover'] },
-  'agent:owner': { agent: ALL, namespace: ['discover'] },
-  'agent:executor': { agent: ['discover', 'read', 'run'], namespace: ['discover'] },
-  'project:discoverer': { project: ['discover'], namespace: ['discover'] },
-  'project:viewer': { project: ['discover', 'read'], namespace: ['discover'] },
-  'project:editor': { project: ['discover', 'read', 'run', 'write'], namespace: ['discover'] },
-  'project:owner': { project: ALL, namespace: ['discover'] },
-};
-
-/** A scope as the keys code stores it: `executor` becomes viewer with the legacy role kept. */
-function storedGrant(type: ResourceType, role: string): Grant {
-  const id = scopeTarget[type];
-  const namespace_id = type === 'agent' || type === 'project' ? 'ns_A' : null;
-  return role === 'executor'
-    ? { resource_type: type, resource_id: id, role: 'viewer', legacy_role: 'executor', namespace_id }
-    : { resource_type: type, resource_id: id, role, legacy_role: null, namespace_id };
-}
 
 const matrixOf = (perms: Permissions) =>
   Object.fromEntries(
