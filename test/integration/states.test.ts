@@ -1,0 +1,253 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { State } from '../../src/contract/resources.js';
+import { engines, openTestService, type TestService } from '../support/service.js';
+import { createTask, deployActive, type Deployed } from '../support/fixtures.js';
+import { scopedKey } from '../support/scoped-key.js';
+import { expectError, expectInvalid, expectMalformed, expectOversize, MALFORMED_JSON, OVERSIZE_BODY } from '../support/bad-input.js';
+
+const KiB = 1024;
+
+describe.each(engines)('states (%s)', (engine) => {
+  let svc: TestService;
+  let agent: Deployed;
+  let task: { id: string };
+  beforeAll(async () => {
+    svc = await openTestService(engine);
+  });
+  afterAll(async () => svc?.close());
+  beforeEach(async () => {
+    await svc.reset();
+    agent = await deployActive(svc);
+    task = await createTask(svc);
+  });
+
+  const create = (body: unknown, key?: string) => svc.api('POST', '/states', { body, key });
+  const createFor = async (state: Record<string, unknown>) => {
+    const res = await create({ task_id: task.id, agent_id: agent.agent_id, state });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return res.body as State;
+  };
+  const merge = (id: string, state: Record<string, unknown>, headers?: Record<string, string>) => svc.api('PATCH', `/states/${id}`, { body: { state }, headers });
+  const stored = async (id: string) => (await svc.api('GET', `/states/${id}`)).body as State;
+
+  describe('POST /states', () => {
+    test('creates the state of a (task, agent) pair: 200, version 1, ETag "1"', async () => {
+      const res = await create({ task_id: task.id, agent_id: agent.agent_id, state: { step: 1, notes: ['a'] } });
+      expect(res.status).toBe(200);
+      const state = State.strict().parse(res.body);
+      expect(state).toMatchObject({ task_id: task.id, agent_id: agent.agent_id, state: { step: 1, notes: ['a'] }, version: 1 });
+      expect(state.id).toMatch(/^st_/);
+      expect(res.headers.get('etag')).toBe('"1"');
+    });
+
+    test('a second state for the same pair is 409 state_exists', async () => {
+      await createFor({ a: 1 });
+      expectError(await create({ task_id: task.id, agent_id: agent.agent_id, state: {} }), 409, 'state_exists', `Task ${task.id} already has a state for agent ${agent.agent_id}`);
+    });
+
+    test('concurrent creates for one pair: exactly one succeeds, the rest are 409', async () => {
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => create({ task_id: task.id, agent_id: agent.agent_id, state: { i } })));
+      expect(results.map((r) => r.status).sort()).toEqual([200, ...Array(9).fill(409)]);
+      expect((await svc.api('GET', `/states?task_id=${task.id}`)).body.total).toBe(1);
+    });
+
+    test('the same task may hold a state per agent', async () => {
+      const helper = await deployActive(svc, { agent_name: 'helper-bot' });
+      await createFor({ mine: true });
+      const res = await create({ task_id: task.id, agent_id: helper.agent_id, state: { theirs: true } });
+      expect(res.status).toBe(200);
+    });
+
+    test('an unknown task or agent is 404', async () => {
+      expectError(await create({ task_id: 'task_nope', agent_id: agent.agent_id, state: {} }), 404, 'not_found', 'Task task_nope was not found');
+      expectError(await create({ task_id: task.id, agent_id: 'agt_nope', state: {} }), 404, 'not_found', 'Agent agt_nope was not found');
+    });
+
+    test('a state object over 256 KiB is 413 state_too_large; just under is accepted', async () => {
+      const over = await create({ task_id: task.id, agent_id: agent.agent_id, state: { blob: 'x'.repeat(256 * KiB) } });
+      expectError(over, 413, 'state_too_large', `A state object may be at most ${256 * KiB} bytes serialized`);
+      const under = await create({ task_id: task.id, agent_id: agent.agent_id, state: { blob: 'x'.repeat(256 * KiB - 100) } });
+      expect(under.status).toBe(200);
+    });
+
+    test('bad bodies: malformed JSON, wrong types, missing fields, oversize', async () => {
+      expectMalformed(await svc.api('POST', '/states', { rawBody: MALFORMED_JSON }));
+      expectInvalid(await create({ task_id: task.id, agent_id: agent.agent_id, state: [1, 2] }), ['body', 'state'], 'invalid_type');
+      expectInvalid(await create({ task_id: task.id, agent_id: agent.agent_id, state: 'text' }), ['body', 'state'], 'invalid_type');
+      expectInvalid(await create({ task_id: 7, agent_id: agent.agent_id, state: {} }), ['body', 'task_id'], 'invalid_type');
+      expectInvalid(await create({ task_id: task.id, agent_id: agent.agent_id }), ['body', 'state'], 'missing');
+      expectOversize(await svc.api('POST', '/states', { rawBody: OVERSIZE_BODY }));
+    });
+  });
+
+  describe('GET /states and /states/{id}', () => {
+    test('find by task, by agent, or both; at least one is required (422)', async () => {
+      const helper = await deployActive(svc, { agent_name: 'helper-bot' });
+      const mine = await createFor({ a: 1 });
+      const theirs = (await create({ task_id: task.id, agent_id: helper.agent_id, state: { b: 2 } })).body;
+      const ids = async (query: string) => (await svc.api('GET', `/states?${query}`)).body.states.map((s: State) => s.id);
+      expect(await ids(`task_id=${task.id}`)).toEqual([mine.id, theirs.id]);
+      expect(await ids(`agent_id=${helper.agent_id}`)).toEqual([theirs.id]);
+      expect(await ids(`task_id=${task.id}&agent_id=${agent.agent_id}`)).toEqual([mine.id]);
+      expectInvalid(await svc.api('GET', '/states'), ['query'], 'missing');
+    });
+
+    test('unknown filters are 404', async () => {
+      expectError(await svc.api('GET', '/states?task_id=task_nope'), 404, 'not_found', 'Task task_nope was not found');
+      expectError(await svc.api('GET', '/states?agent_id=agt_nope'), 404, 'not_found', 'Agent agt_nope was not found');
+    });
+
+    test('get one state with its ETag; unknown ids are 404', async () => {
+      const created = await createFor({ a: 1 });
+      const res = await svc.api('GET', `/states/${created.id}`);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual(created);
+      expect(res.headers.get('etag')).toBe('"1"');
+      expectError(await svc.api('GET', '/states/st_nope'), 404, 'not_found', 'State st_nope was not found');
+    });
+  });
+
+  describe('PUT /states/{id} (replace) and PATCH /states/{id} (merge)', () => {
+    test('replace swaps the whole object; merge keeps the keys it does not name', async () => {
+      const s = await createFor({ a: 1, b: 2 });
+      const replaced = await svc.api('PUT', `/states/${s.id}`, { body: { task_id: task.id, agent_id: agent.agent_id, state: { c: 3 } } });
+      expect(replaced.status).toBe(200);
+      expect(replaced.body).toMatchObject({ state: { c: 3 }, version: 2 });
+      expect(replaced.headers.get('etag')).toBe('"2"');
+      const merged = await merge(s.id, { d: 4, c: 30 });
+      expect(merged.body).toMatchObject({ state: { c: 30, d: 4 }, version: 3 });
+      expect(merged.headers.get('etag')).toBe('"3"');
+    });
+
+    test('merge with a top-level null deletes that key; nested nulls are stored as values', async () => {
+      const s = await createFor({ keep: 1, drop: 2, nested: { x: 1 } });
+      const res = await merge(s.id, { drop: null, nested: { x: null, y: 2 }, absent: null });
+      expect(res.status).toBe(200);
+      expect(res.body.state).toEqual({ keep: 1, nested: { x: null, y: 2 } });
+    });
+
+    test('merge replaces a nested object as a whole (top-level keys only)', async () => {
+      const s = await createFor({ config: { a: 1, b: 2 } });
+      expect((await merge(s.id, { config: { a: 9 } })).body.state).toEqual({ config: { a: 9 } });
+    });
+
+    test('50 concurrent merges each adding its own key: all 50 keys present, version 51', async () => {
+      const s = await createFor({});
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => merge(s.id, { [`k${i}`]: i })));
+      expect(results.every((r) => r.status === 200)).toBe(true);
+      const after = await stored(s.id);
+      expect(after.version).toBe(51);
+      expect(Object.keys(after.state).sort()).toEqual(Array.from({ length: 50 }, (_, i) => `k${i}`).sort());
+      expect(new Set(results.map((r) => r.body.version)).size).toBe(50);
+    });
+
+    test('replace needs the record’s task_id and agent_id: 422 otherwise', async () => {
+      const s = await createFor({ a: 1 });
+      const helper = await deployActive(svc, { agent_name: 'helper-bot' });
+      const other = await createTask(svc);
+      expectInvalid(await svc.api('PUT', `/states/${s.id}`, { body: { task_id: other.id, agent_id: agent.agent_id, state: {} } }), ['body', 'task_id']);
+      expectInvalid(await svc.api('PUT', `/states/${s.id}`, { body: { task_id: task.id, agent_id: helper.agent_id, state: {} } }), ['body', 'agent_id']);
+      expect((await stored(s.id)).version).toBe(1);
+    });
+
+    test('a merge whose result would pass 256 KiB is 413 and changes nothing', async () => {
+      const s = await createFor({ big: 'x'.repeat(200 * KiB) });
+      expectError(await merge(s.id, { more: 'y'.repeat(100 * KiB) }), 413, 'state_too_large');
+      expect((await stored(s.id)).version).toBe(1);
+      expectError(
+        await svc.api('PUT', `/states/${s.id}`, { body: { task_id: task.id, agent_id: agent.agent_id, state: { big: 'z'.repeat(300 * KiB) } } }),
+        413,
+        'state_too_large',
+      );
+    });
+
+    test('bad bodies and unknown ids', async () => {
+      const s = await createFor({});
+      expectMalformed(await svc.api('PATCH', `/states/${s.id}`, { rawBody: MALFORMED_JSON }));
+      expectMalformed(await svc.api('PUT', `/states/${s.id}`, { rawBody: MALFORMED_JSON }));
+      expectInvalid(await svc.api('PATCH', `/states/${s.id}`, { body: { a: 1 } }), ['body', 'state'], 'missing');
+      expectInvalid(await svc.api('PATCH', `/states/${s.id}`, { body: { state: 5 } }), ['body', 'state'], 'invalid_type');
+      const missingIds = await svc.api('PUT', `/states/${s.id}`, { body: { state: {} } });
+      expect(missingIds.status).toBe(422);
+      expect(missingIds.body.detail).toEqual([
+        { loc: ['body', 'task_id'], msg: 'Field required', type: 'missing' },
+        { loc: ['body', 'agent_id'], msg: 'Field required', type: 'missing' },
+      ]);
+      expectOversize(await svc.api('PATCH', `/states/${s.id}`, { rawBody: OVERSIZE_BODY }));
+      expectOversize(await svc.api('PUT', `/states/${s.id}`, { rawBody: OVERSIZE_BODY }));
+      expectError(await merge('st_nope', { a: 1 }), 404, 'not_found', 'State st_nope was not found');
+      expectError(await svc.api('PUT', '/states/st_nope', { body: { task_id: task.id, agent_id: agent.agent_id, state: {} } }), 404, 'not_found');
+    });
+  });
+
+  describe('If-Match', () => {
+    test('a stale If-Match is 412 precondition_failed with the current ETag, on PUT, PATCH and DELETE', async () => {
+      const s = await createFor({ a: 1 });
+      await merge(s.id, { b: 2 }); // now version 2
+      const stale = { 'if-match': '"1"' };
+      const attempts = [
+        await svc.api('PUT', `/states/${s.id}`, { body: { task_id: task.id, agent_id: agent.agent_id, state: {} }, headers: stale }),
+        await merge(s.id, { c: 3 }, stale),
+        await svc.api('DELETE', `/states/${s.id}`, { headers: stale }),
+      ];
+      for (const res of attempts) {
+        expectError(res, 412, 'precondition_failed', `State ${s.id} is at version 2; If-Match does not name it`);
+        expect(res.headers.get('etag')).toBe('"2"');
+      }
+      expect(await stored(s.id)).toMatchObject({ version: 2, state: { a: 1, b: 2 } });
+    });
+
+    test('a current If-Match (quoted, weak or *) applies the write', async () => {
+      const s = await createFor({ a: 1 });
+      expect((await merge(s.id, { b: 2 }, { 'if-match': '"1"' })).body.version).toBe(2);
+      expect((await merge(s.id, { c: 3 }, { 'if-match': 'W/"2"' })).body.version).toBe(3);
+      expect((await merge(s.id, { d: 4 }, { 'if-match': '*' })).body.version).toBe(4);
+      expect((await svc.api('DELETE', `/states/${s.id}`, { headers: { 'if-match': '"4"' } })).status).toBe(200);
+    });
+
+    test('an If-Match naming no version never matches: 412', async () => {
+      const s = await createFor({ a: 1 });
+      expectError(await merge(s.id, { b: 2 }, { 'if-match': 'garbage' }), 412, 'precondition_failed');
+    });
+  });
+
+  describe('DELETE /states/{id}', () => {
+    test('deletes: {id, message}, then 404; the pair may have a new state', async () => {
+      const s = await createFor({ a: 1 });
+      const res = await svc.api('DELETE', `/states/${s.id}`);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ id: s.id, message: `State ${s.id} deleted` });
+      expectError(await svc.api('GET', `/states/${s.id}`), 404, 'not_found');
+      expectError(await svc.api('DELETE', `/states/${s.id}`), 404, 'not_found');
+      expect((await create({ task_id: task.id, agent_id: agent.agent_id, state: {} })).status).toBe(200);
+    });
+  });
+
+  describe('permissions', () => {
+    test('a viewer of the agent may read its states but not write them: 403', async () => {
+      const s = await createFor({ a: 1 });
+      const viewer = await scopedKey(svc, [{ resource_type: 'agent', resource_id: agent.agent_id, role: 'viewer' }]);
+      expect((await svc.api('GET', `/states/${s.id}`, { key: viewer })).status).toBe(200);
+      expect((await svc.api('GET', `/states?agent_id=${agent.agent_id}`, { key: viewer })).body.total).toBe(1);
+      const denied = `This API key may not write State ${s.id}`;
+      expectError(await svc.api('PATCH', `/states/${s.id}`, { body: { state: { b: 1 } }, key: viewer }), 403, 'forbidden', denied);
+      expectError(await svc.api('PUT', `/states/${s.id}`, { body: { task_id: task.id, agent_id: agent.agent_id, state: {} }, key: viewer }), 403, 'forbidden', denied);
+      expectError(await svc.api('DELETE', `/states/${s.id}`, { key: viewer }), 403, 'forbidden', denied);
+      expectError(await create({ task_id: task.id, agent_id: agent.agent_id, state: {} }, viewer), 403, 'forbidden');
+    });
+
+    test('an editor of the agent may write its states', async () => {
+      const s = await createFor({ a: 1 });
+      const editor = await scopedKey(svc, [{ resource_type: 'agent', resource_id: agent.agent_id, role: 'editor' }]);
+      expect((await svc.api('PATCH', `/states/${s.id}`, { body: { state: { b: 1 } }, key: editor })).status).toBe(200);
+    });
+
+    test('a key without access to the agent gets 404 for its states', async () => {
+      const s = await createFor({ a: 1 });
+      const nothing = await scopedKey(svc, []);
+      expectError(await svc.api('GET', `/states/${s.id}`, { key: nothing }), 404, 'not_found', `State ${s.id} was not found`);
+      expectError(await svc.api('PATCH', `/states/${s.id}`, { body: { state: {} }, key: nothing }), 404, 'not_found');
+      expectError(await svc.api('GET', `/states?agent_id=${agent.agent_id}`, { key: nothing }), 404, 'not_found');
+    });
+  });
+});
