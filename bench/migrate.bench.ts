@@ -1,0 +1,78 @@
+// Bulk migration through `POST /tasks/migrate` against the bare `UPDATE ... RETURNING` on the same
+// database, in the same run: rows per second of each and their ratio (target on PostgreSQL: >= 0.5).
+import { sql } from 'kysely';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from '../src/server/app.js';
+import { ensureBootstrap } from '../src/server/bootstrap.js';
+import { openStore, type Engine } from '../src/server/store/db.js';
+import { generateSecret } from '../src/server/auth/secrets.js';
+import { benchEngines, fmt, median, throwawayDatabase, timed } from './support.js';
+
+const SIZES = (process.env.BENCH_MIGRATE_SIZES ?? '10000,100000').split(',').map(Number);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+
+async function benchEngine(engine: Engine) {
+  const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
+  const store = await openStore({ databaseUrl: database?.url });
+  const key = generateSecret();
+  await ensureBootstrap(store.db, key);
+  const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const call = async (path: string, body: unknown) => {
+    const res = await fetch(url + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${text.slice(0, 300)}`);
+    return text;
+  };
+  const deployBody = (hash: string) => ({ agent_name: 'bench-bot', branch: 'main', git_hash: hash, author_name: 'Bench', author_email: 'bench@example.com', image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async', are_tasks_sticky: true });
+  const v1 = JSON.parse(await call('/agents/deploy', deployBody('a1a1a1a1'))).version_id as string;
+  await call('/versions/register', { version_id: v1 });
+  const v2 = JSON.parse(await call('/agents/deploy', deployBody('b2b2b2b2'))).version_id as string;
+  await call('/versions/register', { version_id: v2 });
+
+  try {
+    for (const size of SIZES) {
+      await sql`DELETE FROM tasks`.execute(store.db);
+      await sql`DELETE FROM filesystems`.execute(store.db);
+      await sql`INSERT INTO filesystems (id, namespace_id) SELECT 'fs_b' || g, id FROM generate_series(1, ${size}) g, namespaces WHERE slug = 'default'`.execute(store.db);
+      await sql`
+        INSERT INTO tasks (id, agent_id, branch_id, namespace_id, filesystem_id, status, params, created_version_id, current_version_id)
+        SELECT 'task_b' || lpad(g::text, 7, '0'), v.agent_id, v.branch_id, a.namespace_id, 'fs_b' || g, 'RUNNING', '{"step": 1}'::jsonb, v.id, v.id
+        FROM generate_series(1, ${size}) g, versions v JOIN agents a ON a.id = v.agent_id WHERE v.id = ${v1}`.execute(store.db);
+      if (engine === 'postgres') await sql`VACUUM ANALYZE tasks`.execute(store.db);
+      const reset = () => sql`UPDATE tasks SET current_version_id = ${v1}`.execute(store.db);
+
+      const service: number[] = [];
+      const bare: number[] = [];
+      for (let run = 0; run < RUNS; run++) {
+        await reset();
+        bare.push(
+          await timed(async () => {
+            const result = await sql`UPDATE tasks SET current_version_id = ${v2}, updated_at = now() WHERE current_version_id = ${v1} AND status = 'RUNNING' RETURNING *`.execute(store.db);
+            if (result.rows.length !== size) throw new Error(`bare moved ${result.rows.length}`);
+          }),
+        );
+        await reset();
+        let text = '';
+        // Timed: the request until its whole body has arrived (parsing it is the client's business).
+        service.push(await timed(async () => (text = await call('/tasks/migrate', { from_version_id: v1, to_version_id: v2 }))));
+        const moved = JSON.parse(text).tasks.length;
+        if (moved !== size) throw new Error(`service moved ${moved}`);
+      }
+      const bareRate = size / (median(bare) / 1000);
+      const serviceRate = size / (median(service) / 1000);
+      console.log(
+        `${engine.padEnd(8)} ${fmt(size).padStart(7)} tasks: POST /tasks/migrate ${fmt(serviceRate).padStart(9)} rows/s (${fmt(median(service))} ms)` +
+          ` | bare UPDATE ... RETURNING ${fmt(bareRate).padStart(9)} rows/s (${fmt(median(bare))} ms)` +
+          ` | ratio ${fmt(serviceRate / bareRate, 2)} (target >= 0.5)`,
+      );
+    }
+  } finally {
+    await app.close();
+    await store.close();
+    await database?.drop();
+  }
+}
+
+for (const engine of await benchEngines()) await benchEngine(engine);

@@ -1,0 +1,48 @@
+// Shared by the benchmarks: a throwaway database per engine, and honest timing helpers.
+import pg from 'pg';
+import type { Engine } from '../src/server/store/db.js';
+
+export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** Engines to measure: PGlite always, PostgreSQL when its server answers. */
+export async function benchEngines(): Promise<Engine[]> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.end();
+    return ['pglite', 'postgres'];
+  } catch {
+    console.log(`(PostgreSQL at ${POSTGRES_URL.replace(/\/\/[^@]*@/, '//')} is not reachable: PGlite only)`);
+    return ['pglite'];
+  }
+}
+
+/** A fresh PostgreSQL database for one benchmark; the returned function drops it. */
+export async function throwawayDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `agentctl_bench_${process.pid}_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: POSTGRES_URL });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+export async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const start = process.hrtime.bigint();
+  await fn();
+  return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
