@@ -20,6 +20,7 @@ export function buildProgram(io: CliIO, onAction: (spec: CommandSpec, args: stri
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showSuggestionAfterError(true)
+    .configureHelp({ showGlobalOptions: true })
     .addHelpText('after', `\nExamples:\n  $ agentctl server start --detach\n  $ agentctl deploy --agent default/bot --image registry.local/bot:1\n  $ agentctl tasks migrate --from ver_01J... --to-latest --json\n\nRun agentctl <command> --help for a command's flags and examples.\n`);
   for (const option of GLOBAL_OPTIONS) if (!/--(version|help)\b/.test(option.flags)) program.addOption(toOption(option));
 

@@ -1,0 +1,91 @@
+# agentctl bash completion: generated from the command registry by `agentctl completion bash`; do not edit
+_agentctl() {
+  local cur prev words cword
+  words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
+  cur="${COMP_WORDS[COMP_CWORD]}"; prev="${COMP_WORDS[COMP_CWORD-1]}"
+  local noun="" verb="" skip=0 i w
+  for ((i = 1; i < cword; i++)); do
+    w="${words[i]}"
+    if ((skip)); then skip=0; continue; fi
+    case "$w" in
+      --acp-type|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--group|--host|--if-match|--image|--limit|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--scope|--sdk-type|--status|--task|--timeout|--to|-a|-n) skip=1; continue ;;
+      -*) continue ;;
+    esac
+    if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
+  done
+  case "$prev" in
+    --sdk-type) if [[ "$noun${verb:+ $verb}" == 'deploy' ]]; then COMPREPLY=($(compgen -W 'alpha_agent_sdk beta_agent_sdk' -- "$cur")); return; fi ;;
+    --acp-type) if [[ "$noun${verb:+ $verb}" == 'deploy' ]]; then COMPREPLY=($(compgen -W 'sync async' -- "$cur")); return; fi ;;
+    --status) if [[ "$noun${verb:+ $verb}" == 'versions list' ]]; then COMPREPLY=($(compgen -W 'DEPLOYING ACTIVE FAILED UNHEALTHY DRAINING RETIRED ROLLED_BACK' -- "$cur")); return; fi ;;
+    --status) if [[ "$noun${verb:+ $verb}" == 'tasks list' ]]; then COMPREPLY=($(compgen -W 'IDLE CANCELED COMPLETED FAILED RUNNING TERMINATED TIMED_OUT DELETED' -- "$cur")); return; fi ;;
+    --preset) if [[ "$noun${verb:+ $verb}" == 'keys create' ]]; then COMPREPLY=($(compgen -W 'deploy read-only agent-runner custom' -- "$cur")); return; fi ;;
+  esac
+  local globals='--json --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback branches versions envs tasks states keys groups completion $globals" -- "$cur")); return; fi
+  case "$noun" in
+    auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
+    config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get set list use' -- "$cur")); return; fi ;;
+    server) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'start stop status' -- "$cur")); return; fi ;;
+    namespaces) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
+    projects) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
+    agents) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get delete' -- "$cur")); return; fi ;;
+    branches) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get retire' -- "$cur")); return; fi ;;
+    versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get' -- "$cur")); return; fi ;;
+    envs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create update delete resolve' -- "$cur")); return; fi ;;
+    tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create cancel delete migrate' -- "$cur")); return; fi ;;
+    states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get put list delete' -- "$cur")); return; fi ;;
+    keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get revoke rotate' -- "$cur")); return; fi ;;
+    groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
+  esac
+  case "$noun${verb:+ $verb}" in
+    'auth login') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'auth logout') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'auth status') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'config get') COMPREPLY=($(compgen -W "--reveal base_url api_key current_profile $globals" -- "$cur")) ;;
+    'config set') COMPREPLY=($(compgen -W "base_url api_key $globals" -- "$cur")) ;;
+    'config list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'config use') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'server start') COMPREPLY=($(compgen -W "--host --port --data-dir --database-url --detach $globals" -- "$cur")) ;;
+    'server stop') COMPREPLY=($(compgen -W "--data-dir --timeout $globals" -- "$cur")) ;;
+    'server status') COMPREPLY=($(compgen -W "--data-dir $globals" -- "$cur")) ;;
+    'namespaces list') COMPREPLY=($(compgen -W "--limit --page $globals" -- "$cur")) ;;
+    'namespaces create') COMPREPLY=($(compgen -W "--name $globals" -- "$cur")) ;;
+    'projects list') COMPREPLY=($(compgen -W "--namespace -n --limit --page $globals" -- "$cur")) ;;
+    'projects create') COMPREPLY=($(compgen -W "--namespace -n --description $globals" -- "$cur")) ;;
+    'agents list') COMPREPLY=($(compgen -W "--namespace -n --limit --page $globals" -- "$cur")) ;;
+    'agents get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'agents delete') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'deploy') COMPREPLY=($(compgen -W "--agent -a --image --branch --replicas --sticky --no-sticky --sdk-type --acp-type --description --allow-dirty --timeout --detach $globals" -- "$cur")) ;;
+    'rollback') COMPREPLY=($(compgen -W "--agent -a --branch --to --timeout --detach $globals" -- "$cur")) ;;
+    'branches list') COMPREPLY=($(compgen -W "--agent -a --include-retired --env $globals" -- "$cur")) ;;
+    'branches get') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
+    'branches retire') COMPREPLY=($(compgen -W "--agent -a --reason --force $globals" -- "$cur")) ;;
+    'versions list') COMPREPLY=($(compgen -W "--agent -a --branch --status --limit $globals" -- "$cur")) ;;
+    'versions get') COMPREPLY=($(compgen -W "--agent -a --events $globals" -- "$cur")) ;;
+    'envs list') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
+    'envs get') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
+    'envs create') COMPREPLY=($(compgen -W "--agent -a --rule --description $globals" -- "$cur")) ;;
+    'envs update') COMPREPLY=($(compgen -W "--agent -a --rule --description $globals" -- "$cur")) ;;
+    'envs delete') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
+    'envs resolve') COMPREPLY=($(compgen -W "--agent -a --branch $globals" -- "$cur")) ;;
+    'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --limit --page $globals" -- "$cur")) ;;
+    'tasks get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'tasks create') COMPREPLY=($(compgen -W "--agent -a --branch --name --params --project $globals" -- "$cur")) ;;
+    'tasks cancel') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'tasks delete') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'tasks migrate') COMPREPLY=($(compgen -W "--from --task --to --to-latest --agent -a --dry-run $globals" -- "$cur")) ;;
+    'states get') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
+    'states put') COMPREPLY=($(compgen -W "--task --agent -a --data --file --merge --if-match $globals" -- "$cur")) ;;
+    'states list') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
+    'states delete') COMPREPLY=($(compgen -W "--task --agent -a --if-match $globals" -- "$cur")) ;;
+    'keys create') COMPREPLY=($(compgen -W "--preset --scope --group --name --description --expires $globals" -- "$cur")) ;;
+    'keys list') COMPREPLY=($(compgen -W "--include-revoked $globals" -- "$cur")) ;;
+    'keys get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'keys revoke') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'keys rotate') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'groups list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'groups create') COMPREPLY=($(compgen -W "--description $globals" -- "$cur")) ;;
+    'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
+  esac
+}
+complete -o default -F _agentctl agentctl
