@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ROLES_BY_RESOURCE_TYPE, type ResourceType } from '../../src/contract/common.js';
+import type { Permission } from '../../src/server/auth/policy.js';
+import { engines, openTestService, type TestService } from '../support/service.js';
+import { deployActive } from '../support/fixtures.js';
+import { allows, type ResourceName } from '../unit/policy-matrix.js';
+
+/**
+ * The permission matrix over HTTP: for each role of the spec's table, a key holding just that scope
+ * tries one endpoint per permission on the agent its scope names, a sibling agent in the same
+ * namespace and an agent in another namespace (and the matching projects). Allowed: success;
+ * visible but not allowed: 403; not visible: 404. The expectations are the unit matrix's.
+ */
+
+const cases = (Object.keys(ROLES_BY_RESOURCE_TYPE) as ResourceType[]).flatMap((type) => ROLES_BY_RESOURCE_TYPE[type].map((role) => ({ type, role })));
+
+type AgentFixture = { id: string; branch_id: string; ns: string; name: string };
+type ProjectFixture = { id: string; ns: string; runOn: string };
+
+describe.each(engines)('permission matrix over HTTP (%s)', (engine) => {
+  let svc: TestService;
+  let orgId: string;
+  let namespaceIds: Record<string, string>;
+  let agents: Record<'agent' | 'siblingAgent' | 'foreignAgent', AgentFixture>;
+  let projects: Record<'project' | 'siblingProject' | 'foreignProject', ProjectFixture>;
+
+  beforeAll(async () => {
+    svc = await openTestService(engine);
+  });
+  afterAll(async () => svc?.close());
+
+  async function setUp() {
+    await svc.reset();
+    orgId = (await svc.api('GET', '/whoami')).body.org_id;
+    expect((await svc.api('POST', '/namespaces', { body: { name: 'Other', slug: 'other' } })).status).toBe(201);
+    namespaceIds = Object.fromEntries((await svc.api('GET', '/namespaces')).body.namespaces.map((n: { slug: string; id: string }) => [n.slug, n.id]));
+    const deployed = async (ns: string, name: string): Promise<AgentFixture> => {
+      const d = await deployActive(svc, { namespace: ns, agent_name: name });
+      return { id: d.agent_id, branch_id: d.branch_id, ns, name };
+    };
+    agents = { agent: await deployed('default', 'support-bot'), siblingAgent: await deployed('default', 'sibling'), foreignAgent: await deployed('other', 'bot') };
+    const project = async (ns: string, name: string, runOn: string): Promise<ProjectFixture> => {
+      const res = await svc.api('POST', '/projects', { body: { namespace: ns, name } });
+      expect(res.status).toBe(201);
+      return { id: res.body.id, ns, runOn };
+    };
+    projects = {
+      project: await project('default', 'docs', agents.agent.id),
+      siblingProject: await project('default', 'notes', agents.agent.id),
+      foreignProject: await project('other', 'docs', agents.foreignAgent.id),
+    };
+  }
+
+  const scopeTarget = (type: ResourceType) => ({ org: orgId, namespace: namespaceIds.default, agent: agents.agent.id, project: projects.project.id })[type];
+
+  async function keyWith(scopes: { resource_type: string; resource_id: string; role: string }[]): Promise<string> {
+    const res = await svc.api('POST', '/api_keys', { body: { name: 'matrix', scopes } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body.key;
+  }
+
+  /** The status the policy promises for `permission` on `resource`, given the success status of the endpoint. */
+  const want = (typeRole: string, resource: ResourceName, permission: Permission, success: number) =>
+    allows(typeRole, resource, permission) ? success : allows(typeRole, resource, 'discover') ? 403 : 404;
+
+  test.each(cases)('$type:$role', async ({ type, role }) => {
+    await setUp();
+    const typeRole = `${type}:${role}`;
+    const key = await keyWith([{ resource_type: type, resource_id: scopeTarget(type), role }]);
+    const got: Record<string, number> = {};
+    const expected: Record<string, number> = {};
+    const check = async (label: string, status: Promise<number>, wanted: number) => {
+      got[label] = await status;
+      expected[label] = wanted;
+    };
+    const call = async (method: string, path: string, body?: unknown, k = key) => (await svc.api(method, path, { key: k, body })).status;
+
+    for (const name of ['agent', 'siblingAgent', 'foreignAgent'] as const) {
+      const a = agents[name];
+      await check(`${name} discover`, call('GET', `/agents/${a.id}`), want(typeRole, name, 'discover', 200));
+      await check(`${name} read`, call('GET', `/branches/${a.branch_id}/versions`), want(typeRole, name, 'read', 200));
+      await check(`${name} run`, call('POST', '/tasks', { agent_id: a.id }), want(typeRole, name, 'run', 201));
+      await check(`${name} write`, call('POST', `/agents/${a.ns}/${a.name}/environments`, { name: 'qa', branch_rules: ['qa'] }), want(typeRole, name, 'write', 201));
+    }
+    // Last: deleting an agent takes it out of the remaining checks.
+    for (const name of ['agent', 'siblingAgent', 'foreignAgent'] as const) {
+      await check(`${name} admin`, call('DELETE', `/agents/${agents[name].id}`), want(typeRole, name, 'admin', 200));
+    }
+    expect(got).toEqual(expected);
+  });
+
+  test.each(cases)('$type:$role on projects: discover (listed) and write (a task on its files)', async ({ type, role }) => {
+    await setUp();
+    const typeRole = `${type}:${role}`;
+    // The key may also run tasks on an agent beside each project, so the project is what decides.
+    const key = await keyWith([
+      { resource_type: type, resource_id: scopeTarget(type), role },
+      { resource_type: 'agent', resource_id: agents.agent.id, role: 'viewer' },
+      { resource_type: 'agent', resource_id: agents.foreignAgent.id, role: 'viewer' },
+    ]);
+    const got: Record<string, unknown> = {};
+    const expected: Record<string, unknown> = {};
+    for (const ns of ['default', 'other']) {
+      const listed = await svc.api('GET', `/projects?namespace=${ns}`, { key });
+      got[`listed in ${ns}`] = listed.status === 200 ? listed.body.projects.map((p: { id: string }) => p.id).sort() : listed.status;
+      expected[`listed in ${ns}`] = (['project', 'siblingProject', 'foreignProject'] as const)
+        .filter((name) => projects[name].ns === ns && allows(typeRole, name, 'discover'))
+        .map((name) => projects[name].id)
+        .sort();
+    }
+    for (const name of ['project', 'siblingProject', 'foreignProject'] as const) {
+      const p = projects[name];
+      got[`${name} write`] = (await svc.api('POST', '/tasks', { key, body: { agent_id: p.runOn, project_id: p.id } })).status;
+      expected[`${name} write`] = want(typeRole, name, 'write', 201);
+    }
+    expect(got).toEqual(expected);
+  });
+});
