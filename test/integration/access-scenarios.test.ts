@@ -1,0 +1,166 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { PRESETS } from '../../src/contract/presets.js';
+import { engines, openTestService, type TestService } from '../support/service.js';
+import { deploy, deployActive, nextHash, register } from '../support/fixtures.js';
+
+/** The spec's presets and sharing rules as people use them, over HTTP. */
+
+describe.each(engines)('access scenarios (%s)', (engine) => {
+  let svc: TestService;
+  let orgId: string;
+  let namespaceId: string;
+  let bot: { agent_id: string; branch_id: string; version_id: string };
+  let docsId: string;
+
+  beforeAll(async () => {
+    svc = await openTestService(engine);
+  });
+  afterAll(async () => svc?.close());
+  beforeEach(async () => {
+    await svc.reset();
+    orgId = (await svc.api('GET', '/whoami')).body.org_id;
+    namespaceId = (await svc.api('GET', '/namespaces')).body.namespaces[0].id;
+    bot = await deployActive(svc);
+    docsId = (await svc.api('POST', '/projects', { body: { name: 'docs' } })).body.id;
+  });
+
+  /** A key with `preset`'s scopes, each on the resource of its type: the default namespace, support-bot, docs. */
+  async function presetKey(presetId: string, groups: string[] = []) {
+    const preset = PRESETS.find((p) => p.id === presetId)!;
+    const target = { namespace: namespaceId, agent: bot.agent_id, project: docsId, org: orgId };
+    const scopes = preset.scopes.map((s) => ({ resource_type: s.resource_type, resource_id: target[s.resource_type], role: s.role }));
+    const res = await svc.api('POST', '/api_keys', { body: { name: presetId, scopes, sharing_group_ids: groups } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body as { api_key: { id: string }; key: string };
+  }
+
+  async function keyWith(scopes: { resource_type: string; resource_id: string; role: string }[], groups: string[] = []) {
+    const res = await svc.api('POST', '/api_keys', { body: { name: 'custom', scopes, sharing_group_ids: groups } });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body as { api_key: { id: string }; key: string };
+  }
+
+  const task = async (key: string) => svc.api('POST', '/tasks', { key, body: { agent_id: bot.agent_id } });
+
+  test('a Deploy key deploys, rolls back and migrates, but cannot create keys', async () => {
+    const { key } = await presetKey('deploy');
+    const t = await task(key);
+    expect(t.status).toBe(201);
+    // Deploy a sticky v2: the running task stays on v1 until migrated.
+    const v2 = await deploy(svc, { are_tasks_sticky: true }, key);
+    await register(svc, v2.version_id, key);
+    const migrated = await svc.api('POST', '/tasks/migrate', { key, body: { from_version_id: bot.version_id, to_latest: true } });
+    expect(migrated.status).toBe(200);
+    expect(migrated.body.tasks.map((x: { id: string; current_version_id: string }) => [x.id, x.current_version_id])).toEqual([[t.body.id, v2.version_id]]);
+    const rolledBack = await svc.api('POST', `/branches/${bot.branch_id}/rollback`, { key, body: { target_version_id: bot.version_id } });
+    expect(rolledBack.status).toBe(200);
+    expect(rolledBack.body).toMatchObject({ rolled_back_version_id: v2.version_id, target_version: { id: bot.version_id, status: 'ACTIVE' } });
+    // A new agent in its namespace too.
+    expect((await deploy(svc, { agent_name: 'new-bot' }, key)).agent_id).toMatch(/^agt_/);
+    const keys = await svc.api('POST', '/api_keys', { key, body: { name: 'x', scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } });
+    expect([keys.status, keys.body]).toEqual([403, { detail: 'Only org admins may manage API keys', code: 'forbidden' }]);
+  });
+
+  test('a Read-Only key lists versions, cannot migrate (403), and cannot see another namespace’s agent (404)', async () => {
+    expect((await svc.api('POST', '/namespaces', { body: { name: 'Other', slug: 'other' } })).status).toBe(201);
+    const other = await deployActive(svc, { namespace: 'other', agent_name: 'hidden' });
+    const running = (await task(svc.adminKey)).body;
+    const { key } = await presetKey('read-only');
+
+    const branchVersions = await svc.api('GET', `/branches/${bot.branch_id}/versions`, { key });
+    expect(branchVersions.status).toBe(200);
+    expect(branchVersions.body.versions.map((v: { id: string }) => v.id)).toEqual([bot.version_id]);
+    expect((await svc.api('GET', '/agents/default/support-bot/versions', { key })).body.total).toBe(1);
+
+    const migrate = await svc.api('POST', '/tasks/migrate', { key, body: { task_ids: [running.id], to_latest: true } });
+    expect(migrate.status).toBe(403);
+    expect(migrate.body.code).toBe('forbidden');
+
+    for (const path of [`/agents/${other.agent_id}`, '/agents/other/hidden/versions', `/branches/${other.branch_id}/versions`]) {
+      const res = await svc.api('GET', path, { key });
+      expect([path, res.status, res.body.code]).toEqual([path, 404, 'not_found']);
+    }
+    const listed = await svc.api('GET', '/agents', { key });
+    expect(listed.body.agents.map((a: { id: string }) => a.id)).toEqual([bot.agent_id]);
+  });
+
+  test('an Agent Runner key creates tasks (on its project’s files too) but cannot deploy', async () => {
+    const { key } = await presetKey('agent-runner');
+    expect((await task(key)).status).toBe(201);
+    const withFiles = await svc.api('POST', '/tasks', { key, body: { agent_id: bot.agent_id, project_id: docsId } });
+    expect(withFiles.status).toBe(201);
+    const body = { agent_name: 'support-bot', branch: 'main', git_hash: nextHash(), author_name: 'A', author_email: 'a@x', image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async' };
+    const redeploy = await svc.api('POST', '/agents/deploy', { key, body });
+    expect([redeploy.status, redeploy.body]).toEqual([403, { detail: 'This API key may not write Agent default/support-bot', code: 'forbidden' }]);
+    const newAgent = await svc.api('POST', '/agents/deploy', { key, body: { ...body, agent_name: 'another' } });
+    expect([newAgent.status, newAgent.body]).toEqual([403, { detail: 'This API key may not admin Namespace default', code: 'forbidden' }]);
+  });
+
+  test('an executor scope runs tasks and nothing more', async () => {
+    const { key } = await keyWith([{ resource_type: 'agent', resource_id: bot.agent_id, role: 'executor' }]);
+    const t = await task(key);
+    expect(t.status).toBe(201);
+    expect((await svc.api('POST', `/tasks/${t.body.id}/cancel`, { key })).status).toBe(200);
+    const env = await svc.api('POST', '/agents/default/support-bot/environments', { key, body: { name: 'qa', branch_rules: ['qa'] } });
+    expect(env.status).toBe(403);
+  });
+
+  test('a sharing-group member gets owner access to an agent another key created', async () => {
+    const group = (await svc.api('POST', '/groups', { body: { name: 'platform' } })).body;
+    const creator = await presetKey('deploy', [group.id]);
+    const teammate = await keyWith([{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }], [group.id]);
+    const created = await deploy(svc, { agent_name: 'team-bot' }, creator.key);
+    await register(svc, created.version_id, creator.key);
+
+    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.key })).status).toBe(200);
+    expect((await svc.api('POST', '/tasks', { key: teammate.key, body: { agent_id: created.agent_id } })).status).toBe(201);
+    expect((await svc.api('POST', '/agents/default/team-bot/environments', { key: teammate.key, body: { name: 'qa', branch_rules: ['qa'] } })).status).toBe(201);
+    expect((await svc.api('DELETE', `/agents/${created.agent_id}`, { key: teammate.key })).status).toBe(200);
+    const owners = await svc.store.db.selectFrom('grants').select(['principal_type', 'principal_id', 'role']).where('resource_id', '=', created.agent_id).orderBy('principal_type', 'desc').execute();
+    expect(owners).toEqual([
+      { principal_type: 'key', principal_id: creator.api_key.id, role: 'owner' },
+      { principal_type: 'group', principal_id: group.id, role: 'owner' },
+    ]);
+  });
+
+  test('leaving the group takes the shared access away at once', async () => {
+    const group = (await svc.api('POST', '/groups', { body: { name: 'platform' } })).body;
+    const creator = await presetKey('deploy', [group.id]);
+    const teammate = await keyWith([{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }], [group.id]);
+    const created = await deploy(svc, { agent_name: 'team-bot' }, creator.key);
+    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.key })).status).toBe(200);
+    await svc.api('DELETE', `/groups/${group.id}/members/${teammate.api_key.id}`);
+    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.key })).status).toBe(404);
+  });
+
+  test('a key with no groups creates an agent that a second non-admin key cannot see; the creator owns it', async () => {
+    const creator = await presetKey('deploy');
+    const second = await presetKey('read-only');
+    const created = await deploy(svc, { agent_name: 'private-bot' }, creator.key);
+
+    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: second.key })).status).toBe(404);
+    expect((await svc.api('GET', '/agents/default/private-bot/versions', { key: second.key })).status).toBe(404);
+    expect((await svc.api('GET', '/agents', { key: second.key })).body.agents.map((a: { id: string }) => a.id)).toEqual([bot.agent_id]);
+
+    // Without its namespace admin scope, the creator still owns what it created.
+    await svc.api('PATCH', `/api_keys/${creator.api_key.id}`, { body: { scopes: [{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }] } });
+    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: creator.key })).status).toBe(200);
+    expect((await svc.api('DELETE', `/agents/${created.agent_id}`, { key: creator.key })).status).toBe(200);
+  });
+
+  test('a project created by a key is owned by it and its groups', async () => {
+    const group = (await svc.api('POST', '/groups', { body: { name: 'docs-team' } })).body;
+    const creator = await presetKey('deploy', [group.id]);
+    const project = await svc.api('POST', '/projects', { key: creator.key, body: { name: 'handbook' } });
+    expect(project.status).toBe(201);
+    const owners = await svc.store.db.selectFrom('grants').select(['principal_type', 'role']).where('resource_id', '=', project.body.id).orderBy('principal_type', 'desc').execute();
+    expect(owners).toEqual([
+      { principal_type: 'key', role: 'owner' },
+      { principal_type: 'group', role: 'owner' },
+    ]);
+    const teammate = await keyWith([{ resource_type: 'agent', resource_id: bot.agent_id, role: 'viewer' }], [group.id]);
+    const listed = await svc.api('GET', '/projects', { key: teammate.key });
+    expect(listed.body.projects.map((p: { name: string }) => p.name)).toEqual(['handbook']);
+    expect((await svc.api('POST', '/tasks', { key: teammate.key, body: { agent_id: bot.agent_id, project_id: project.body.id } })).status).toBe(201);
+  });
+});
