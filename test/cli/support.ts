@@ -1,0 +1,97 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { execa } from 'execa';
+import { run } from '../../src/cli/program.js';
+import type { TestService } from '../support/service.js';
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as JSON. */
+  json<T = any>(): T;
+}
+
+export interface CliOptions {
+  env?: Record<string, string | undefined>;
+  /** Text for standard input, or a stream (a never-ending one proves nothing waits on it). */
+  stdin?: string | NodeJS.ReadableStream;
+  /** Pretend stdin, stdout and stderr are terminals. */
+  tty?: boolean;
+  cwd?: string;
+  signal?: AbortSignal;
+}
+
+/** A throwaway config directory: tests never touch the real home. */
+export function tempDir(prefix = 'agentctl-cli-'): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+class Capture {
+  text = '';
+  constructor(readonly isTTY: boolean) {}
+  write(chunk: string) {
+    this.text += chunk;
+    return true;
+  }
+  get columns() {
+    return 120;
+  }
+}
+
+/** Runs the CLI in-process with captured stdout and stderr, returning the exit code. */
+export async function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  const tty = options.tty ?? false;
+  const stdout = new Capture(tty);
+  const stderr = new Capture(tty);
+  const stdin = (typeof options.stdin === 'string' ? Readable.from([options.stdin]) : (options.stdin ?? Readable.from([]))) as NodeJS.ReadableStream & { isTTY?: boolean };
+  stdin.isTTY = tty;
+  const code = await run(args, { stdout, stderr, stdin, env: options.env ?? {}, cwd: options.cwd ?? process.cwd() }, { signal: options.signal });
+  return {
+    code,
+    stdout: stdout.text,
+    stderr: stderr.text,
+    json: () => JSON.parse(stdout.text),
+  };
+}
+
+/** An environment pointing the CLI at a test service with its admin key, config in `configDir`. */
+export const serviceEnv = (svc: TestService, configDir: string, key = svc.adminKey): Record<string, string> => ({
+  AGENTCTL_CONFIG_DIR: configDir,
+  AGENTCTL_BASE_URL: svc.url,
+  AGENTCTL_API_KEY: key,
+  AGENTCTL_RETRIES: '0',
+  AGENTCTL_POLL_INTERVAL_MS: '50',
+});
+
+/** A standard input that never ends: a command that reads it would hang. */
+export const neverEndingStdin = () => new PassThrough();
+
+/** A git work tree with one commit, for deploy. */
+export async function gitRepo(dir: string, message = 'first version'): Promise<{ commit: (message: string) => Promise<string>; head: () => Promise<string> }> {
+  const git = (...args: string[]) => execa('git', args, { cwd: dir, env: { GIT_AUTHOR_NAME: 'Ada Lovelace', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada Lovelace', GIT_COMMITTER_EMAIL: 'ada@example.com' } });
+  await git('init', '-q', '-b', 'main');
+  const commit = async (msg: string) => {
+    await git('commit', '-q', '--allow-empty', '-m', msg);
+    return (await git('rev-parse', 'HEAD')).stdout.trim();
+  };
+  await commit(message);
+  return { commit, head: async () => (await git('rev-parse', 'HEAD')).stdout.trim() };
+}
+
+/** Deploys through the API and reports the version ready, as its container would. */
+export async function deployActive(svc: TestService, agent: string, branch = 'main', hash = randomHash(), extra: Record<string, unknown> = {}): Promise<{ versionId: string; branchId: string; agentId: string; hash: string }> {
+  const [namespace, agent_name] = agent.split('/');
+  const deployed = await svc.api('POST', '/agents/deploy', {
+    body: { namespace, agent_name, branch, git_hash: hash, git_message: `commit ${hash.slice(0, 7)}`, author_name: 'Ada', author_email: 'ada@example.com', image_url: `registry.local/${agent_name}:${hash.slice(0, 7)}`, sdk_type: 'alpha_agent_sdk', acp_type: 'async', ...extra },
+  });
+  if (deployed.status !== 201) throw new Error(`deploy failed: ${deployed.status} ${JSON.stringify(deployed.body)}`);
+  const registered = await svc.api('POST', '/versions/register', { body: { version_id: deployed.body.version_id } });
+  if (registered.status !== 200) throw new Error(`register failed: ${registered.status} ${JSON.stringify(registered.body)}`);
+  return { versionId: deployed.body.version_id, branchId: deployed.body.branch_id, agentId: deployed.body.agent_id, hash };
+}
+
+export const randomHash = () => Array.from({ length: 40 }, () => '0123456789abcdef'[Math.floor(Math.random() * 16)]).join('');
