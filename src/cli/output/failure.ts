@@ -34,7 +34,7 @@ export function toFailure(error: unknown, context: FailureContext = {}): Failure
     return { exitCode: error.exitCode, code: error.code, message: error.message, hint: error.hint, next: error.next };
   }
   if (error instanceof InterruptedError || isAbort(error)) {
-    return { exitCode: ExitCode.interrupted, code: 'interrupted', message: 'Interrupted' };
+    return { exitCode: ExitCode.interrupted, code: 'interrupted', message: error instanceof InterruptedError ? error.message : 'Interrupted' };
   }
   if (error instanceof UnreachableError) {
     return {

@@ -6,7 +6,7 @@ import { record } from '../../output/view.js';
 
 /** Where a value came from, in the words a person would use to change it. */
 const origin = (source: string | undefined, flag: string, env: string, profile: string) =>
-  ({ flag, env, profile: `profile "${profile}"`, config: 'config use', default: 'default' })[source ?? 'default'] ?? source;
+  ({ flag, env, profile: `profile "${profile}"`, config: 'current_profile in the config file', default: 'default' })[source ?? 'default'] ?? source;
 
 const status: Handler = async (ctx) => {
   const c = ctx.credentials();

@@ -1,0 +1,250 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { endpoints } from '../../src/contract/endpoints.js';
+import { Version } from '../../src/contract/resources.js';
+import { engines, openTestService, type TestService } from '../support/service.js';
+import { deployActive, gitRepo, runCli, serviceEnv, tempDir } from './support.js';
+
+const parse = <K extends keyof typeof endpoints>(name: K, text: string) => (endpoints[name].response as z.ZodType).parse(JSON.parse(text));
+
+describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engine) => {
+  let svc: TestService;
+  let scratch: ReturnType<typeof tempDir>;
+  let env: Record<string, string>;
+  beforeAll(async () => {
+    svc = await openTestService(engine);
+  });
+  afterAll(async () => svc?.close());
+  beforeEach(async () => {
+    await svc.reset();
+    scratch?.remove();
+    scratch = tempDir();
+    env = serviceEnv(svc, path.join(scratch.dir, 'config'));
+  });
+
+  /** Reports the newest DEPLOYING version of the agent ready once it appears, as its container would. */
+  async function registerWhenDeploying(agent: string, status: 'ACTIVE' | 'FAILED' = 'ACTIVE', extra: Record<string, unknown> = {}): Promise<string> {
+    for (;;) {
+      const res = await svc.api('GET', `/agents/${agent}/versions?status=DEPLOYING`);
+      if (res.status === 200 && res.body.versions.length) {
+        const id = res.body.versions[0].id;
+        await svc.api('POST', '/versions/register', { body: { version_id: id, status, ...extra } });
+        return id;
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  test('deploy reads git, waits until the version is ACTIVE, and --json prints the Version', async () => {
+    const repo = await gitRepo(scratch.dir, 'Add the search tool');
+    const hash = await repo.head();
+    const [result, registered] = await Promise.all([
+      runCli(['deploy', '--agent', 'default/bot', '--image', 'registry.local/bot:1', '--json'], { env, cwd: scratch.dir }),
+      registerWhenDeploying('default/bot'),
+    ]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    const version = Version.parse(result.json());
+    expect(version).toMatchObject({ id: registered, status: 'ACTIVE', git_hash: hash, git_branch: 'main', git_message: 'Add the search tool', author_name: 'Ada Lovelace', author_email: 'ada@example.com', image_url: 'registry.local/bot:1', is_dirty: false });
+  });
+
+  test('deploy --detach returns the server’s deploy response at once', async () => {
+    await gitRepo(scratch.dir);
+    const result = await runCli(['deploy', '--agent', 'default/bot', '--image', 'img:1', '--branch', 'feature/x', '--replicas', '2', '--sdk-type', 'beta_agent_sdk', '--acp-type', 'sync', '--detach', '--json'], { env, cwd: scratch.dir });
+    expect(result.code).toBe(0);
+    const deployed = parse('deploy', result.stdout);
+    expect(deployed.version_status).toBe('DEPLOYING');
+    const version = (await svc.api('GET', `/versions/${deployed.version_id}`)).body;
+    expect(version).toMatchObject({ git_branch: 'feature/x', sdk_type: 'beta_agent_sdk', acp_type: 'sync' });
+  });
+
+  test('deploy refuses a dirty tree unless --allow-dirty, which marks the version dirty', async () => {
+    await gitRepo(scratch.dir);
+    writeFileSync(path.join(scratch.dir, 'agent.py'), 'print("hi")\n');
+    const refused = await runCli(['deploy', '--agent', 'default/bot', '--image', 'img:1'], { env, cwd: scratch.dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain('uncommitted changes');
+    expect(refused.stderr).toContain('--allow-dirty');
+    expect((await svc.api('GET', '/agents')).body.total).toBe(0);
+
+    const allowed = await runCli(['deploy', '--agent', 'default/bot', '--image', 'img:1', '--allow-dirty', '--detach', '--json'], { env, cwd: scratch.dir });
+    expect(allowed.code).toBe(0);
+    expect((await svc.api('GET', `/versions/${allowed.json().version_id}`)).body.is_dirty).toBe(true);
+  });
+
+  test('deploy without --image is a usage error naming it', async () => {
+    await gitRepo(scratch.dir);
+    const result = await runCli(['deploy', '--agent', 'default/bot'], { env, cwd: scratch.dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('Missing --image');
+  });
+
+  test('deploy outside a git work tree is a usage error', async () => {
+    const result = await runCli(['deploy', '--agent', 'default/bot', '--image', 'img:1'], { env, cwd: scratch.dir });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('not inside a git work tree');
+  });
+
+  test('a version that FAILS ends the deploy with exit 1 and the diagnostics', async () => {
+    await gitRepo(scratch.dir);
+    const [result] = await Promise.all([
+      runCli(['deploy', '--agent', 'default/bot', '--image', 'img:broken'], { env, cwd: scratch.dir }),
+      registerWhenDeploying('default/bot', 'FAILED', { failure_reason: 'image_pull_failed', failure_diagnostics: { title: 'Image not found', description: 'img:broken does not exist', action: 'Push the image, then deploy again' } }),
+    ]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('FAILED: image_pull_failed — Image not found: img:broken does not exist');
+    expect(result.stderr).toContain('hint: Push the image, then deploy again');
+  });
+
+  test('deploy stops waiting after --timeout with exit 1', async () => {
+    await gitRepo(scratch.dir);
+    const result = await runCli(['deploy', '--agent', 'default/bot', '--image', 'img:1', '--timeout', '0'], { env, cwd: scratch.dir });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/ver_\w+ is still DEPLOYING after 0 s/);
+  });
+
+  test('rollback --yes moves the branch back, names what is not rolled back and the undo command', async () => {
+    const first = await deployActive(svc, 'default/bot');
+    const second = await deployActive(svc, 'default/bot');
+    const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--yes', '--detach'], { env });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`Rolled back\t${second.versionId}\n`);
+    expect(result.stdout).toContain(`Now serving\t${first.versionId}\n`);
+    expect(result.stderr).toContain('Not rolled back: state records, API keys');
+    expect(result.stderr).toContain(`Undo with: agentctl rollback --agent default/bot --branch main --to ${second.versionId} --yes`);
+    expect((await svc.api('GET', `/versions/${second.versionId}`)).body.status).toBe('ROLLED_BACK');
+  });
+
+  test('rollback --to a git-hash prefix with --json prints the server’s response', async () => {
+    const first = await deployActive(svc, 'default/bot');
+    await deployActive(svc, 'default/bot');
+    await deployActive(svc, 'default/bot');
+    const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', first.hash.slice(0, 9), '--json', '--detach'], { env });
+    expect(result.code).toBe(0);
+    expect(parse('rollbackBranch', result.stdout).target_version.id).toBe(first.versionId);
+  });
+
+  test('tasks create, get by id and name, list, cancel and delete', async () => {
+    const { versionId } = await deployActive(svc, 'default/bot');
+    const created = await runCli(['tasks', 'create', '--agent', 'default/bot', '--name', 'report-1', '--params', '{"topic":"sales"}', '--json'], { env });
+    expect(created.code).toBe(0);
+    const task = parse('createTask', created.stdout);
+    expect(task).toMatchObject({ name: 'report-1', status: 'RUNNING', params: { topic: 'sales' }, current_version_id: versionId });
+
+    expect(parse('getTask', (await runCli(['tasks', 'get', 'report-1', '--json'], { env })).stdout).id).toBe(task.id);
+    const listed = await runCli(['tasks', 'list', '--agent', 'default/bot', '--status', 'RUNNING'], { env });
+    expect(listed.stdout).toMatch(new RegExp(`^${task.id}\treport-1\tRUNNING\t${versionId}\t\\S+\n$`));
+
+    const canceled = await runCli(['tasks', 'cancel', task.id, '--json'], { env });
+    expect(parse('cancelTask', canceled.stdout).status).toBe('CANCELED');
+    const deleted = await runCli(['tasks', 'delete', task.id, '--yes', '--json'], { env });
+    expect(parse('deleteTask', deleted.stdout).status).toBe('DELETED');
+  });
+
+  test('tasks create with --params that is not a JSON object is a usage error', async () => {
+    const result = await runCli(['tasks', 'create', '--agent', 'default/bot', '--params', '[1,2]'], { env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--params must be a JSON object');
+  });
+
+  test('tasks migrate --from V1 --to-latest --json moves every running task and prints the server’s response', async () => {
+    const v1 = await deployActive(svc, 'default/bot');
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id);
+    const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
+    const result = await runCli(['tasks', 'migrate', '--from', v1.versionId, '--to-latest', '--json'], { env });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe('');
+    const response = parse('migrateTasks', result.stdout);
+    expect(response).toMatchObject({ branch_id: v1.branchId, from_version_id: v1.versionId, to_version: { id: v2.versionId } });
+    expect(response.tasks.map((t: { id: string }) => t.id).sort()).toEqual([...ids].sort());
+    const onV2 = await runCli(['tasks', 'list', '--on-version', v2.versionId, '--json'], { env });
+    expect(parse('listTasks', onV2.stdout).total).toBe(3);
+  });
+
+  test('tasks migrate --dry-run shows the plan and changes nothing', async () => {
+    const v1 = await deployActive(svc, 'default/bot');
+    const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body;
+    const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
+    const result = await runCli(['tasks', 'migrate', '--agent', 'default/bot', '--from', v1.hash.slice(0, 8), '--to', v2.hash.slice(0, 8), '--dry-run'], { env });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(`Plan: move 1 task(s) on branch ${v1.branchId} from ${v1.versionId} to ${v2.versionId}`);
+    expect(result.stdout).toContain(task.id);
+    expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.versionId);
+  });
+
+  test('tasks migrate --task ... --yes prints what moved and the undo command', async () => {
+    const v1 = await deployActive(svc, 'default/bot');
+    const a = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
+    const b = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
+    const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
+    const result = await runCli(['tasks', 'migrate', '--task', a, '--task', b, '--to', v2.versionId, '--yes'], { env });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(`Moved 2 task(s) to ${v2.versionId}`);
+    expect(result.stderr).toContain(`Undo with: agentctl tasks migrate --task ${a} --task ${b} --to ${v1.versionId} --yes`);
+    expect(result.stdout.trimEnd().split('\n').map((l) => l.split('\t')[0]).sort()).toEqual([a, b].sort());
+  });
+
+  test('tasks migrate with two sources or no target is a usage error', async () => {
+    const both = await runCli(['tasks', 'migrate', '--from', 'ver_x', '--task', 'task_y', '--to-latest'], { env });
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('Give exactly one source');
+    const none = await runCli(['tasks', 'migrate', '--from', 'ver_x'], { env });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('Give exactly one target');
+  });
+
+  test('states put creates the record for a new pair, then replaces it, merges with --merge, and honours --if-match', async () => {
+    const { agentId } = await deployActive(svc, 'default/bot');
+    const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
+    const pair = ['--task', task, '--agent', 'default/bot'];
+
+    const created = await runCli(['states', 'put', ...pair, '--data', '{"step":1,"notes":"a"}', '--json'], { env });
+    expect(created.code).toBe(0);
+    const first = parse('createState', created.stdout);
+    expect(first).toMatchObject({ task_id: task, agent_id: agentId, state: { step: 1, notes: 'a' } });
+
+    const replaced = await runCli(['states', 'put', ...pair, '--data', '{"step":2}', '--json'], { env });
+    expect(parse('replaceState', replaced.stdout)).toMatchObject({ id: first.id, state: { step: 2 } });
+
+    const merged = await runCli(['states', 'put', first.id, '--merge', '--data', '{"done":true}', '--json'], { env });
+    const mergedState = parse('mergeState', merged.stdout);
+    expect(mergedState.state).toEqual({ step: 2, done: true });
+
+    const stale = await runCli(['states', 'put', first.id, '--data', '{}', '--if-match', String(mergedState.version - 1)], { env });
+    expect(stale.code).toBe(5);
+    const current = await runCli(['states', 'put', first.id, '--data', '{"step":3}', '--if-match', String(mergedState.version), '--json'], { env });
+    expect(current.code).toBe(0);
+    expect(current.json().state).toEqual({ step: 3 });
+  });
+
+  test('states put reads --file and standard input', async () => {
+    await deployActive(svc, 'default/bot');
+    const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
+    const file = path.join(scratch.dir, 'state.json');
+    writeFileSync(file, '{"from":"file"}');
+    const fromFile = await runCli(['states', 'put', '--task', task, '--agent', 'default/bot', '--file', file, '--json'], { env });
+    expect(fromFile.json().state).toEqual({ from: 'file' });
+    const fromStdin = await runCli(['states', 'put', '--task', task, '--agent', 'default/bot', '--json'], { env, stdin: '{"from":"stdin"}' });
+    expect(fromStdin.json().state).toEqual({ from: 'stdin' });
+  });
+
+  test('states get by pair and by id, list, and delete', async () => {
+    const { agentId } = await deployActive(svc, 'default/bot');
+    const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
+    const missing = await runCli(['states', 'get', '--task', task, '--agent', 'default/bot'], { env });
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain(`agentctl states put --task ${task} --agent default/bot --data '{}'`);
+
+    const state = (await svc.api('POST', '/states', { body: { task_id: task, agent_id: agentId, state: { a: 1 } } })).body;
+    expect(parse('getState', (await runCli(['states', 'get', '--task', task, '--agent', 'default/bot', '--json'], { env })).stdout).id).toBe(state.id);
+    expect((await runCli(['states', 'get', state.id], { env })).stdout).toContain('State\t{"a":1}\n');
+    expect(parse('listStates', (await runCli(['states', 'list', '--task', task, '--json'], { env })).stdout).total).toBe(1);
+    const deleted = await runCli(['states', 'delete', state.id, '--yes', '--json'], { env });
+    expect(parse('deleteState', deleted.stdout).id).toBe(state.id);
+    expect((await runCli(['states', 'get', state.id], { env })).code).toBe(3);
+  });
+});
