@@ -1,0 +1,100 @@
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { buildApp } from '../../src/server/app.js';
+import { ensureBootstrap } from '../../src/server/bootstrap.js';
+import { openStore, type Store } from '../../src/server/store/db.js';
+import { generateSecret } from '../../src/server/auth/secrets.js';
+import { createTestDatabase, engines } from '../support/service.js';
+
+/**
+ * No plaintext secret anywhere: after keys are created, used, refused, rotated and revoked, neither
+ * a dump of every table nor the server's log (at trace level) contains any of them.
+ */
+describe.each(engines)('no plaintext secret in the database or the logs (%s)', (engine) => {
+  let store: Store;
+  let app: Awaited<ReturnType<typeof buildApp>>;
+  let url: string;
+  let drop: (() => Promise<void>) | undefined;
+  let log = '';
+  const secrets: string[] = [];
+
+  beforeAll(async () => {
+    const database = engine === 'postgres' ? await createTestDatabase() : undefined;
+    drop = database?.drop;
+    store = await openStore({ databaseUrl: database?.url });
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        log += chunk.toString();
+        done();
+      },
+    });
+    app = await buildApp({ store, logger: { level: 'trace', stream }, config: { rateLimitPerSecond: 0 } });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await app?.close();
+    await store?.close();
+    await drop?.();
+  });
+
+  const api = async (method: string, path: string, key: string, body?: unknown) => {
+    const res = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() };
+  };
+
+  async function dumpEveryTable(): Promise<string> {
+    const tables = await sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`.execute(store.db);
+    expect(tables.rows.map((t) => t.table_name)).toContain('api_keys');
+    let dump = '';
+    for (const { table_name } of tables.rows) {
+      const rows = await sql`SELECT row_to_json(t)::text AS row FROM ${sql.table(table_name)} t`.execute(store.db);
+      dump += `${table_name}\n${rows.rows.map((r) => (r as { row: string }).row).join('\n')}\n`;
+    }
+    return dump;
+  }
+
+  test('after creating, using, refusing, rotating and revoking keys', async () => {
+    const admin = generateSecret();
+    await ensureBootstrap(store.db, admin);
+    secrets.push(admin);
+    const me = await api('GET', '/whoami', admin);
+    const scopes = [{ resource_type: 'org', resource_id: me.body.org_id, role: 'member' }];
+
+    const group = await api('POST', '/groups', admin, { name: 'platform' });
+    const created = await api('POST', '/api_keys', admin, { name: 'ci', scopes, sharing_group_ids: [group.body.id] });
+    expect(created.status).toBe(201);
+    secrets.push(created.body.key);
+    expect((await api('GET', '/namespaces', created.body.key)).status).toBe(200);
+
+    const rotated = await api('POST', `/api_keys/${created.body.api_key.id}/rotate`, admin);
+    secrets.push(rotated.body.key);
+    // The rotated-away secret and a mistyped one are refused; the refusal must not log them.
+    expect((await api('GET', '/namespaces', created.body.key)).status).toBe(401);
+    expect((await api('GET', '/namespaces', rotated.body.key.slice(0, -1) + 'x')).status).toBe(401);
+
+    const other = await api('POST', '/api_keys', admin, { name: 'other', scopes, expires_at: '2099-01-01T00:00:00Z' });
+    secrets.push(other.body.key);
+    await api('DELETE', `/api_keys/${other.body.api_key.id}`, admin);
+    expect((await api('GET', '/whoami', other.body.key)).status).toBe(401);
+    // A validation failure and a 404 on the key endpoints.
+    expect((await api('POST', '/api_keys', admin, { name: 'bad', scopes: [{ resource_type: 'org', resource_id: 'nope', role: 'member' }] })).status).toBe(422);
+    expect((await api('GET', '/api_keys/key_nope', rotated.body.key)).status).toBe(403);
+    await app.service.auth.flushLastUsed();
+
+    const dump = await dumpEveryTable();
+    expect(dump).toContain(rotated.body.key.slice(0, 12));
+    expect(log.length).toBeGreaterThan(0);
+    for (const secret of secrets) {
+      const body = secret.slice('agk_'.length);
+      expect(dump.includes(body), `a table holds secret ${secret.slice(0, 12)}...`).toBe(false);
+      expect(log.includes(body), `the log holds secret ${secret.slice(0, 12)}...`).toBe(false);
+    }
+  });
+});
