@@ -11,14 +11,19 @@ export interface RunOptions {
 }
 
 /** Builds the commander program from the registry; `onAction` runs when a command matches. */
-export function buildProgram(io: CliIO, onAction: (spec: CommandSpec, args: string[], options: Record<string, any>, globals: GlobalOptions) => Promise<void>): Command {
+export function buildProgram(
+  io: CliIO,
+  onAction: (spec: CommandSpec, args: string[], options: Record<string, any>, globals: GlobalOptions) => Promise<void>,
+  settings: { json?: boolean } = {},
+): Command {
   const program = new Command('agentctl');
   program
     .description('Deploy agents, run and migrate tasks, and manage keys of an agentctl service')
     .version(VERSION, '-v, --version', 'Print the version')
     .helpOption('-h, --help', 'Show help')
     .exitOverride()
-    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    // Under --json, commander's own usage errors are reported as {"error": ...} by run() instead.
+    .configureOutput(settings.json ? { writeOut: (s) => io.stdout.write(s), writeErr: () => {}, outputError: () => {} } : { writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showSuggestionAfterError(true)
     .configureHelp({ showGlobalOptions: true })
     .addHelpText('after', `\nExamples:\n  $ agentctl server start --detach\n  $ agentctl deploy --agent default/bot --image registry.local/bot:1\n  $ agentctl tasks migrate --from ver_01J... --to-latest --json\n\nRun agentctl <command> --help for a command's flags and examples.\n`);
@@ -95,8 +100,7 @@ export async function run(argv: readonly string[], io: CliIO, options: RunOption
     const outcome: Outcome = await handler(ctx, args, opts);
     await print(ctx, outcome);
     exitCode = outcome.exitCode ?? ExitCode.ok;
-  });
-  if (jsonMode) program.configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: () => {}, outputError: () => {} });
+  }, { json: jsonMode });
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;

@@ -21,7 +21,10 @@ async function readData(ctx: CommandContext, options: { data?: string; file?: st
     });
     return parseJsonObject(text, '--file');
   }
-  if (!ctx.io.stdin.isTTY) return parseJsonObject(await ctx.readStdin(), 'standard input');
+  if (!ctx.io.stdin.isTTY) {
+    const piped = await ctx.readStdin();
+    if (piped.trim()) return parseJsonObject(piped, 'standard input');
+  }
   throw usageError('No state given', 'Pass --data JSON, --file PATH, or pipe the JSON object into standard input.');
 }
 
