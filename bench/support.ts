@@ -1,6 +1,7 @@
 // Shared by the benchmarks: a throwaway database per engine, and honest timing helpers.
 import pg from 'pg';
 import type { Engine } from '../src/server/store/db.js';
+import { createTestDatabase } from '../test/support/service.js';
 
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -18,24 +19,7 @@ export async function benchEngines(): Promise<Engine[]> {
 }
 
 /** A fresh PostgreSQL database for one benchmark; the returned function drops it. */
-export async function throwawayDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `agentctl_bench_${process.pid}_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(POSTGRES_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: POSTGRES_URL });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
+export const throwawayDatabase = () => createTestDatabase(POSTGRES_URL, 'agentctl_bench');
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 

@@ -27,9 +27,8 @@ export interface TestService {
 }
 
 /** Creates a throwaway PostgreSQL database; the returned function drops it. */
-export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const base = process.env.TEST_DATABASE_URL!;
-  const name = `agentctl_test_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+export async function createTestDatabase(base = process.env.TEST_DATABASE_URL!, prefix = 'agentctl_test'): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
   const admin = new pg.Client({ connectionString: base });
   await admin.connect();
   await admin.query(`CREATE DATABASE ${name}`);
