@@ -6,7 +6,8 @@ import { endpoints } from '../../src/contract/endpoints.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { deployActive, runCli, serviceEnv, tempDir } from './support.js';
 
-const parse = <K extends keyof typeof endpoints>(name: K, text: string) => (endpoints[name].response as z.ZodType).parse(JSON.parse(text));
+/** stdout parsed and validated with the endpoint’s response schema. */
+const parse = <K extends keyof typeof endpoints>(name: K, text: string): any => (endpoints[name].response as z.ZodType).parse(JSON.parse(text));
 
 describe.each(engines)('agentctl resource commands (%s)', (engine) => {
   let svc: TestService;
