@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { State } from '../../contract/resources.js';
 import type { Db, StatesTable } from '../store/db.js';
 import type { Selectable } from 'kysely';
-import type { Permission, Permissions } from '../auth/policy.js';
+import type { Permission, Permissions, Visibility } from '../auth/policy.js';
 import { ApiError, conflict, invalid, ValidationFailure } from '../errors.js';
 import { newId } from '../store/ids.js';
 import { toState } from '../store/mappers.js';
@@ -59,16 +59,16 @@ async function stateForAccess(db: Db, perms: Permissions, permission: Permission
 }
 
 /** `AND version = ANY(...)` for an If-Match naming versions; nothing for none or `*`. */
-const versionCondition = (ifMatch: IfMatch): RawBuilder<unknown> =>
-  Array.isArray(ifMatch) ? sql`AND version = ANY(${ifMatch}::int[])` : sql``;
+const versionCondition = (ifMatch: IfMatch, column = 'version'): RawBuilder<unknown> =>
+  Array.isArray(ifMatch) ? sql`AND ${sql.ref(column)} = ANY(${ifMatch}::int[])` : sql``;
 
 /**
- * Why a conditional write touched no row, checked after the fact: the state is gone (404), its
- * version is not the one If-Match names (412), or the result would be too large (413).
+ * Why a conditional write touched no row, checked after the fact: the state is gone or hidden
+ * from the key (404), the key may not write it (403), its version is not the one If-Match names
+ * (412), or the result would be too large (413).
  */
-async function explainNoRow(db: Db, stateId: string, ifMatch: IfMatch): Promise<never> {
-  const row = await db.selectFrom('states').select('version').where('id', '=', stateId).executeTakeFirst();
-  if (!row) throw new ApiError(404, 'not_found', `State ${stateId} was not found`);
+async function explainNoRow(db: Db, perms: Permissions, stateId: string, ifMatch: IfMatch): Promise<never> {
+  const row = await stateForAccess(db, perms, 'write', stateId);
   if (Array.isArray(ifMatch) && !ifMatch.includes(row.version)) throw preconditionFailed(stateId, row.version);
   throw tooLarge();
 }
@@ -131,35 +131,49 @@ export async function replaceState(
     FROM (SELECT ${JSON.stringify(input.state)}::jsonb AS j) AS input
     WHERE id = ${stateId} ${versionCondition(ifMatch)} AND octet_length(input.j::text) <= ${STATE_MAX_BYTES}
     RETURNING states.*`.execute(db);
-  if (updated.rows.length === 0) return explainNoRow(db, stateId, ifMatch);
+  if (updated.rows.length === 0) return explainNoRow(db, perms, stateId, ifMatch);
   return toState(updated.rows[0]);
 }
+
+/** Which states a write may touch: those of live agents in the key's org that `visible` admits. */
+export interface WriteScope {
+  orgId: string;
+  agents: Visibility;
+}
+
+export const writeScopeOf = (perms: Permissions): WriteScope => ({ orgId: perms.actor.orgId, agents: perms.visible('agent', 'write') });
 
 /**
  * The merge as ONE statement, so concurrent merges lose no key: top-level keys of `patch` replace
  * the stored ones, a top-level `null` deletes its key (nested nulls are kept as values), the version
- * goes up by one; If-Match and the size limit are checked in the same WHERE.
+ * goes up by one. The same WHERE checks the key's write access to the state's agent, If-Match and
+ * the size limit, so the hot path (the toolkit's state.update) is a single round trip; when no row
+ * matches, `explainNoRow` finds out why.
  */
-export function mergeStatement(stateId: string, patch: Record<string, unknown>, ifMatch: IfMatch): RawBuilder<StateRow> {
+export function mergeStatement(stateId: string, patch: Record<string, unknown>, ifMatch: IfMatch, scope: WriteScope): RawBuilder<StateRow> {
   const deleted = Object.keys(patch).filter((key) => patch[key] === null);
-  const merged = sql`((state || ${JSON.stringify(patch)}::jsonb) - ${deleted}::text[])`;
+  const merged = sql`((s.state || ${JSON.stringify(patch)}::jsonb) - ${deleted}::text[])`;
+  const access = scope.agents.all
+    ? sql``
+    : sql`AND (a.namespace_id = ANY(${scope.agents.namespaceIds}::text[]) OR a.id = ANY(${scope.agents.ids}::text[]))`;
   return sql<StateRow>`
-    UPDATE states SET state = ${merged}, version = version + 1, updated_at = now()
-    WHERE id = ${stateId} ${versionCondition(ifMatch)} AND octet_length(${merged}::text) <= ${STATE_MAX_BYTES}
-    RETURNING *`;
+    UPDATE states AS s SET state = ${merged}, version = s.version + 1, updated_at = now()
+    FROM agents AS a JOIN namespaces AS n ON n.id = a.namespace_id
+    WHERE s.id = ${stateId} AND a.id = s.agent_id AND a.status = 'ACTIVE' AND n.org_id = ${scope.orgId} ${access}
+      ${versionCondition(ifMatch, 's.version')} AND octet_length(${merged}::text) <= ${STATE_MAX_BYTES}
+    RETURNING s.*`;
 }
 
 /** `PATCH /states/{id}` with `{state: {...}}`. */
 export async function mergeState(db: Db, perms: Permissions, stateId: string, patch: Record<string, unknown>, ifMatch: IfMatch): Promise<State> {
-  await stateForAccess(db, perms, 'write', stateId);
-  const updated = await mergeStatement(stateId, patch, ifMatch).execute(db);
-  if (updated.rows.length === 0) return explainNoRow(db, stateId, ifMatch);
+  const updated = await mergeStatement(stateId, patch, ifMatch, writeScopeOf(perms)).execute(db);
+  if (updated.rows.length === 0) return explainNoRow(db, perms, stateId, ifMatch);
   return toState(updated.rows[0]);
 }
 
 export async function deleteState(db: Db, perms: Permissions, stateId: string, ifMatch: IfMatch): Promise<{ id: string; message: string }> {
   await stateForAccess(db, perms, 'write', stateId);
   const deleted = await sql<{ id: string }>`DELETE FROM states WHERE id = ${stateId} ${versionCondition(ifMatch)} RETURNING id`.execute(db);
-  if (deleted.rows.length === 0) return explainNoRow(db, stateId, ifMatch);
+  if (deleted.rows.length === 0) return explainNoRow(db, perms, stateId, ifMatch);
   return { id: stateId, message: `State ${stateId} deleted` };
 }

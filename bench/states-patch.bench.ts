@@ -1,0 +1,114 @@
+// `PATCH /states/{id}` (the toolkit's state.update) through the whole service, against a bare Fastify
+// route on the same database pool running the same merge statement, in the same run: requests per
+// second of each and their ratio (target >= 0.6). Load comes from autocannon in a second process
+// over loopback, so the load generator does not share the server's event loop.
+import Fastify from 'fastify';
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { buildApp } from '../src/server/app.js';
+import { ensureBootstrap } from '../src/server/bootstrap.js';
+import { openStore, type Engine } from '../src/server/store/db.js';
+import { generateSecret } from '../src/server/auth/secrets.js';
+import { mergeStatement, writeScopeOf, type WriteScope } from '../src/server/domain/states.js';
+import { loadPermissions } from '../src/server/auth/policy.js';
+import { benchEngines, fmt, throwawayDatabase } from './support.js';
+
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+const TARGET = 0.6;
+const autocannonBin = createRequire(import.meta.url).resolve('autocannon/autocannon.js');
+
+interface LoadResult {
+  rps: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  total: number;
+}
+
+/** Runs autocannon in a child process against one URL; resolves with its summary. */
+function load(url: string, body: string, headers: Record<string, string>, seconds: number): Promise<LoadResult> {
+  const args = [autocannonBin, '--json', '-c', String(CONNECTIONS), '-d', String(seconds), '-m', 'PATCH', '-b', body];
+  for (const [name, value] of Object.entries({ 'content-type': 'application/json', ...headers })) args.push('-H', `${name}=${value}`);
+  args.push(url);
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`autocannon exited with ${code}`));
+      const r = JSON.parse(out.trim().split('\n').pop()!);
+      resolve({ rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, total: r.requests.total });
+    });
+  });
+}
+
+async function benchEngine(engine: Engine) {
+  const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
+  const store = await openStore({ databaseUrl: database?.url });
+  const adminKey = generateSecret();
+  const { orgId } = await ensureBootstrap(store.db, adminKey);
+  const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const serviceUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+
+  // The floor: the same statement on the same pool, behind nothing but Fastify's routing and JSON.
+  let scope: WriteScope | undefined;
+  const bare = Fastify({ logger: false });
+  bare.patch<{ Params: { id: string }; Body: { state: Record<string, unknown> } }>('/states/:id', async (request) => {
+    const result = await mergeStatement(request.params.id, request.body.state, undefined, scope!).execute(store.db);
+    return result.rows[0];
+  });
+  await bare.listen({ host: '127.0.0.1', port: 0 });
+  const bareUrl = `http://127.0.0.1:${(bare.server.address() as AddressInfo).port}`;
+
+  const call = async (method: string, path: string, body: unknown) => {
+    const res = await fetch(serviceUrl + path, { method, headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+    return JSON.parse(text);
+  };
+  try {
+    const deployed = await call('POST', '/agents/deploy', {
+      agent_name: 'bench-bot', branch: 'main', git_hash: 'c0ffee00', author_name: 'Bench', author_email: 'bench@example.com',
+      image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async',
+    });
+    await call('POST', '/versions/register', { version_id: deployed.version_id });
+    // One state per side, so neither run updates the row the other one bloated.
+    const states: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const task = await call('POST', '/tasks', { agent_id: deployed.agent_id });
+      const state = await call('POST', '/states', { task_id: task.id, agent_id: deployed.agent_id, state: { step: 0, notes: 'x'.repeat(200), items: [1, 2, 3] } });
+      states.push(state.id);
+    }
+    const editor = await call('POST', '/api_keys', { name: 'bench-runtime', scopes: [{ resource_type: 'agent', resource_id: deployed.agent_id, role: 'editor' }] });
+    const auth = { authorization: `Bearer ${editor.key}` };
+    scope = writeScopeOf(await loadPermissions(store.db, { keyId: editor.api_key.id, orgId, name: editor.api_key.name }));
+    const body = JSON.stringify({ state: { step: 1, progress: 0.5, message: 'working' } });
+    const targets = { service: `${serviceUrl}/states/${states[0]}`, bare: `${bareUrl}/states/${states[1]}` };
+
+    await load(targets.bare, body, {}, 1); // warm-up, discarded
+    await load(targets.service, body, auth, 1);
+    const floor = await load(targets.bare, body, {}, DURATION_S);
+    const service = await load(targets.service, body, auth, DURATION_S);
+    for (const [name, r] of Object.entries({ bare: floor, service })) {
+      if (r.non2xx || r.errors || r.total === 0) throw new Error(`${name}: ${r.non2xx} non-2xx and ${r.errors} errors out of ${r.total} requests`);
+    }
+    const ratio = service.rps / floor.rps;
+    console.log(
+      `${engine.padEnd(8)} PATCH /states/{id} ${fmt(service.rps).padStart(6)} req/s (p99 ${service.p99} ms)` +
+        ` | bare route, same statement ${fmt(floor.rps).padStart(6)} req/s (p99 ${floor.p99} ms)` +
+        ` | ratio = service / bare = ${fmt(ratio, 2)} (target >= ${TARGET})${ratio < TARGET ? '  BELOW TARGET' : ''}`,
+    );
+  } finally {
+    await bare.close();
+    await app.close();
+    await store.close();
+    await database?.drop();
+  }
+}
+
+console.log(`${CONNECTIONS} connections, ${DURATION_S} s per side, autocannon in a second process`);
+for (const engine of await benchEngines()) await benchEngine(engine);
