@@ -1,0 +1,27 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, test } from 'vitest';
+import pkg from '../../package.json' with { type: 'json' };
+import { buildOpenApiDocument } from '../../src/contract/openapi.js';
+import { completionScript } from '../../src/cli/completion.js';
+
+// `npm run build` writes these files; when the contract or the command registry changes without a
+// rebuild, the committed copies go stale and these tests say so.
+describe('committed build artifacts are up to date (run npm run build)', () => {
+  test('openapi.json matches the endpoint table', () => {
+    expect(JSON.parse(readFileSync('openapi.json', 'utf8'))).toEqual(buildOpenApiDocument(pkg.version));
+  });
+
+  test.each([
+    ['bash', 'completions/agentctl.bash'],
+    ['zsh', 'completions/_agentctl'],
+    ['fish', 'completions/agentctl.fish'],
+  ] as const)('completions for %s match the command registry', (shell, file) => {
+    expect(readFileSync(file, 'utf8')).toBe(completionScript(shell));
+  });
+
+  test('the completion scripts know every command and its flags', () => {
+    const bash = completionScript('bash');
+    expect(bash).toContain("'tasks migrate') COMPREPLY=($(compgen -W \"--from --task --to --to-latest --agent -a --dry-run");
+    expect(completionScript('fish')).toContain("complete -c agentctl -n '__fish_seen_subcommand_from keys; and __fish_seen_subcommand_from create' -l preset -x -a 'deploy read-only agent-runner custom'");
+  });
+});
