@@ -47,8 +47,8 @@ export interface AppOptions {
 
 export const defaultConfig = (): ServiceConfig => ({
   imageRetentionDays: Number(process.env.AGENTCTL_IMAGE_RETENTION_DAYS ?? 30),
-  rateLimitPerSecond: Number(process.env.AGENTCTL_RATE_LIMIT ?? 0),
-  rateLimitBurst: Number(process.env.AGENTCTL_RATE_LIMIT_BURST ?? 200),
+  rateLimitPerSecond: Number(process.env.AGENTCTL_RATE_LIMIT ?? 100),
+  rateLimitBurst: Number(process.env.AGENTCTL_RATE_LIMIT_BURST ?? 500),
 });
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance & { service: ServiceContext }> {

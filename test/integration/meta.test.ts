@@ -46,3 +46,21 @@ describe.each(engines)('health, schema and authentication (%s)', (engine) => {
     expect(res.body).toEqual({ detail: 'No route GET /nope', code: 'not_found' });
   });
 });
+
+describe('per-key rate limit', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await openTestService('pglite', { rateLimitPerSecond: 1, rateLimitBurst: 2 });
+  });
+  afterAll(async () => svc?.close());
+
+  test('past the burst a key gets 429 with Retry-After; the open endpoints are not limited', async () => {
+    expect((await svc.api('GET', '/namespaces')).status).toBe(200);
+    expect((await svc.api('GET', '/namespaces')).status).toBe(200);
+    const limited = await svc.api('GET', '/namespaces');
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('1');
+    expect(limited.body).toEqual({ detail: 'Too many requests for this API key; retry in 1s', code: 'rate_limited' });
+    expect((await svc.api('GET', '/healthz')).status).toBe(200);
+  });
+});

@@ -30,11 +30,11 @@ async function moveRunningTasks(trx: Trx, branchId: string, from: string, to: st
     WHERE current_version_id = ${from} AND status = 'RUNNING' RETURNING id`.execute(trx);
   if (moved.rows.length > 0) {
     await appendEvent(trx, branchId, to, 'TASKS_MIGRATED', {
-      from_version_id: from,
+      from_version_ids: [from],
       to_version_id: to,
       count: moved.rows.length,
       task_ids: moved.rows.map((r) => r.id),
-      reason,
+      mode: reason,
     });
   }
   return moved.rows.length;
