@@ -13,12 +13,24 @@ _agentctl() {
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
   done
-  case "$prev" in
-    --sdk-type) if [[ "$noun${verb:+ $verb}" == 'deploy' ]]; then COMPREPLY=($(compgen -W 'alpha_agent_sdk beta_agent_sdk' -- "$cur")); return; fi ;;
-    --acp-type) if [[ "$noun${verb:+ $verb}" == 'deploy' ]]; then COMPREPLY=($(compgen -W 'sync async' -- "$cur")); return; fi ;;
-    --status) if [[ "$noun${verb:+ $verb}" == 'versions list' ]]; then COMPREPLY=($(compgen -W 'DEPLOYING ACTIVE FAILED UNHEALTHY DRAINING RETIRED ROLLED_BACK' -- "$cur")); return; fi ;;
-    --status) if [[ "$noun${verb:+ $verb}" == 'tasks list' ]]; then COMPREPLY=($(compgen -W 'IDLE CANCELED COMPLETED FAILED RUNNING TERMINATED TIMED_OUT DELETED' -- "$cur")); return; fi ;;
-    --preset) if [[ "$noun${verb:+ $verb}" == 'keys create' ]]; then COMPREPLY=($(compgen -W 'deploy read-only agent-runner custom' -- "$cur")); return; fi ;;
+  case "$noun${verb:+ $verb}" in
+    'deploy')
+      case "$prev" in
+        --sdk-type) COMPREPLY=($(compgen -W 'alpha_agent_sdk beta_agent_sdk' -- "$cur")); return ;;
+        --acp-type) COMPREPLY=($(compgen -W 'sync async' -- "$cur")); return ;;
+      esac ;;
+    'versions list')
+      case "$prev" in
+        --status) COMPREPLY=($(compgen -W 'DEPLOYING ACTIVE FAILED UNHEALTHY DRAINING RETIRED ROLLED_BACK' -- "$cur")); return ;;
+      esac ;;
+    'tasks list')
+      case "$prev" in
+        --status) COMPREPLY=($(compgen -W 'IDLE CANCELED COMPLETED FAILED RUNNING TERMINATED TIMED_OUT DELETED' -- "$cur")); return ;;
+      esac ;;
+    'keys create')
+      case "$prev" in
+        --preset) COMPREPLY=($(compgen -W 'deploy read-only agent-runner custom' -- "$cur")); return ;;
+      esac ;;
   esac
   local globals='--json --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
   if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback branches versions envs tasks states keys groups completion $globals" -- "$cur")); return; fi

@@ -84,15 +84,15 @@ const FIND_COMMAND = (valueFlagList: string[]) => `  local noun="" verb="" skip=
 function bash(m: Model): string {
   const lines = [`# ${HEADER('bash')}`, '_agentctl() {', '  local cur prev words cword', '  words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD', '  cur="${COMP_WORDS[COMP_CWORD]}"; prev="${COMP_WORDS[COMP_CWORD-1]}"', FIND_COMMAND(valueFlags(m))];
   const key = '"$noun${verb:+ $verb}"';
-  // A flag's fixed choices.
-  lines.push(`  case "$prev" in`);
-  const globalsWithChoices = m.globals.filter((f) => f.choices);
+  // A flag's fixed choices, per command (the same flag may take different values elsewhere).
+  lines.push(`  case ${key} in`);
   for (const c of m.commands) {
-    for (const f of c.flags.filter((f) => f.choices)) {
-      lines.push(`    ${names([f]).join('|')}) if [[ ${key} == ${quote(c.key)} ]]; then COMPREPLY=($(compgen -W ${quote(f.choices!.join(' '))} -- "$cur")); return; fi ;;`);
-    }
+    const withChoices = c.flags.filter((f) => f.choices);
+    if (!withChoices.length) continue;
+    lines.push(`    ${quote(c.key)})`, `      case "$prev" in`);
+    for (const f of withChoices) lines.push(`        ${names([f]).join('|')}) COMPREPLY=($(compgen -W ${quote(f.choices!.join(' '))} -- "$cur")); return ;;`);
+    lines.push(`      esac ;;`);
   }
-  for (const f of globalsWithChoices) lines.push(`    ${names([f]).join('|')}) COMPREPLY=($(compgen -W ${quote(f.choices!.join(' '))} -- "$cur")); return ;;`);
   lines.push(`  esac`);
   lines.push(`  local globals=${quote(names(m.globals).join(' '))}`);
   lines.push(`  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "${m.topLevel.map((t) => t.name).join(' ')} $globals" -- "$cur")); return; fi`);
