@@ -1,0 +1,123 @@
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { endpoints, MigrateTasksResponse } from '../../src/contract/endpoints.js';
+import { Task } from '../../src/contract/resources.js';
+import { gitRepo, tempDir } from '../cli/support.js';
+
+const BIN = path.resolve('bin/agentctl.js');
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+// The built binary, as a user runs it, against `agentctl server start --detach` in a real process.
+describe('e2e: start a server, deploy two versions, migrate tasks', () => {
+  const scratch = tempDir('agentctl-e2e-');
+  const repoDir = path.join(scratch.dir, 'agent');
+  const env = {
+    AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'),
+    AGENTCTL_DATA_DIR: path.join(scratch.dir, 'data'),
+    AGENTCTL_POLL_INTERVAL_MS: '100',
+    CI: 'true',
+    // Nothing from the developer's own setup may leak in.
+    AGENTCTL_API_KEY: undefined,
+    AGENTCTL_BASE_URL: undefined,
+    AGENTCTL_PROFILE: undefined,
+    DATABASE_URL: undefined,
+  };
+  const agentctl = (...args: string[]) => execa(process.execPath, [BIN, ...args], { env, extendEnv: true, cwd: repoDir, reject: false });
+  const json = async (...args: string[]) => {
+    const result = await agentctl(...args, '--json');
+    if (result.exitCode !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.exitCode}: ${result.stderr}`);
+    return JSON.parse(result.stdout);
+  };
+  let baseUrl = '';
+  let key = '';
+  /** What the agent's container does once it is up. */
+  const register = async (versionId: string) => {
+    const res = await fetch(`${baseUrl}/versions/register`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ version_id: versionId }) });
+    expect(res.status).toBe(200);
+  };
+
+  beforeAll(async () => {
+    if (!existsSync('dist/agentctl.js')) throw new Error('dist/agentctl.js is missing: run `npm run build` before the e2e tests');
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(repoDir, { recursive: true });
+    await gitRepo(repoDir, 'First version of the story agent');
+    const started = await agentctl('server', 'start', '--detach', '--port', String(await freePort()), '--json');
+    expect(started.exitCode, started.stderr).toBe(0);
+    baseUrl = JSON.parse(started.stdout).url;
+    key = (await agentctl('config', 'get', 'api_key', '--reveal', '--profile', 'local')).stdout.trim();
+  });
+
+  afterAll(async () => {
+    await agentctl('server', 'stop');
+    scratch.remove();
+  });
+
+  test('server start saved the bootstrap key into the local profile, made it current, and status reports health', async () => {
+    expect(key).toMatch(/^agk_[0-9A-Za-z]{49}$/);
+    expect((await agentctl('config', 'get', 'current_profile')).stdout).toBe('local');
+    const status = await json('server', 'status');
+    expect(status).toMatchObject({ url: baseUrl, engine: 'pglite', healthy: true, health: 'ok' });
+    const whoami = await json('auth', 'status');
+    expect(endpoints.whoami.response.parse(whoami.whoami).name).toBe('bootstrap');
+  });
+
+  test('deploy two versions, run tasks on the first, migrate them to the latest', async () => {
+    const repo = { commit: (m: string) => execa('git', ['commit', '-q', '--allow-empty', '-m', m], { cwd: repoDir, env: { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' } }) };
+    const v1 = endpoints.deploy.response.parse(await json('deploy', '--agent', 'default/story', '--image', 'registry.local/story:1', '--detach'));
+    await register(v1.version_id);
+    const tasks = [];
+    for (let i = 0; i < 3; i++) tasks.push(Task.parse(await json('tasks', 'create', '--agent', 'default/story')));
+    expect(tasks.every((t) => t.current_version_id === v1.version_id)).toBe(true);
+
+    await repo.commit('Second version');
+    const v2 = endpoints.deploy.response.parse(await json('deploy', '--agent', 'default/story', '--image', 'registry.local/story:2', '--sticky', '--detach'));
+    await register(v2.version_id);
+
+    const migrated = MigrateTasksResponse.parse(await json('tasks', 'migrate', '--from', v1.version_id, '--to-latest'));
+    expect(migrated.from_version_id).toBe(v1.version_id);
+    expect(migrated.to_version.id).toBe(v2.version_id);
+    expect(migrated.tasks.map((t) => t.id).sort()).toEqual(tasks.map((t) => t.id).sort());
+
+    const versions = endpoints.listAgentVersions.response.parse(await json('versions', 'list', '--agent', 'default/story'));
+    expect(versions.versions.map((v) => [v.id, v.status])).toEqual([
+      [v2.version_id, 'ACTIVE'],
+      [v1.version_id, 'RETIRED'],
+    ]);
+    const listed = endpoints.listTasks.response.parse(await json('tasks', 'list', '--agent', 'default/story'));
+    expect(listed.tasks.map((t) => [t.current_version_id, t.created_version_id])).toEqual(tasks.map(() => [v2.version_id, v1.version_id]));
+
+    const table = await agentctl('versions', 'list', '--agent', 'default/story');
+    expect(table.stdout.split('\n').map((l) => l.split('\t')[3])).toEqual(['ACTIVE', 'RETIRED']);
+  });
+
+  test('Ctrl-C (SIGINT) while a deploy waits exits 130', async () => {
+    await execa('git', ['commit', '-q', '--allow-empty', '-m', 'Third'], { cwd: repoDir, env: { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' } });
+    const waiting: ResultPromise = execa(process.execPath, [BIN, 'deploy', '--agent', 'default/story', '--image', 'registry.local/story:3'], { env, extendEnv: true, cwd: repoDir, reject: false });
+    for (;;) {
+      const res = await fetch(`${baseUrl}/agents/default/story/versions?status=DEPLOYING`, { headers: { authorization: `Bearer ${key}` } });
+      if ((await res.json()).total === 1) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    waiting.kill('SIGINT');
+    const result = await waiting;
+    expect(result.exitCode).toBe(130);
+    expect(result.stderr).toContain('Stopped waiting;');
+    expect(result.stderr).toContain('error: Interrupted');
+  });
+
+  test('a second start on the same data directory refuses with exit 5', async () => {
+    const again = await agentctl('server', 'start', '--detach', '--port', String(await freePort()));
+    expect(again.exitCode).toBe(5);
+    expect(again.stderr).toContain('already running');
+  });
+});
