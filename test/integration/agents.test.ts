@@ -47,6 +47,23 @@ describe.each(engines)('agents (%s)', (engine) => {
       expect((await svc.api('GET', '/agents', { key: nothing })).body).toEqual({ agents: [], total: 0 });
     });
 
+    test('a namespace admin discovers every agent of its namespace, plus those it holds a role on elsewhere', async () => {
+      const other = (await svc.api('POST', '/namespaces', { body: { name: 'Other', slug: 'other' } })).body;
+      const there1 = await deploy(svc, { namespace: 'other', agent_name: 'there-1' });
+      const there2 = await deploy(svc, { namespace: 'other', agent_name: 'there-2' });
+      const here = await deploy(svc, { agent_name: 'here' });
+      await deploy(svc, { agent_name: 'hidden' });
+      const key = await scopedKey(svc, [
+        { resource_type: 'namespace', resource_id: other.id, role: 'admin' },
+        { resource_type: 'agent', resource_id: here.agent_id, role: 'viewer' },
+      ]);
+      const res = await svc.api('GET', '/agents?order_direction=asc&limit=2', { key });
+      expect(res.body.total).toBe(3);
+      expect(res.body.agents.map((a: Agent) => a.id)).toEqual([there1.agent_id, there2.agent_id]);
+      const page2 = await svc.api('GET', '/agents?order_direction=asc&limit=2&page_number=2', { key });
+      expect(page2.body.agents.map((a: Agent) => a.id)).toEqual([here.agent_id]);
+    });
+
     test('an org member discovers every agent, paged in the database', async () => {
       for (const name of ['a1', 'a2', 'a3']) await deploy(svc, { agent_name: name });
       const member = await scopedKey(svc, [{ resource_type: 'org', resource_id: await orgId(svc), role: 'member' }]);

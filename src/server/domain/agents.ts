@@ -8,7 +8,8 @@ import { toAgent } from '../store/mappers.js';
 import { appendEvent } from './events.js';
 import { agentById, agentByPath, namespaceBySlug } from './lookup.js';
 import { hideUndiscoverableNamespace } from './namespaces.js';
-import { pageOf, pageOffset, type PageInput } from './paging.js';
+import { pageOffset, type PageInput } from './paging.js';
+import { visibleRows } from './visibility.js';
 
 /** `GET /agents`: live agents the key may discover, optionally in one namespace (by slug). */
 export async function listAgents(db: Db, perms: Permissions, query: PageInput & { namespace?: string }): Promise<{ agents: Agent[]; total: number }> {
@@ -17,22 +18,16 @@ export async function listAgents(db: Db, perms: Permissions, query: PageInput & 
     .selectFrom('agents')
     .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
     .where('namespaces.org_id', '=', perms.actor.orgId)
-    .where('agents.status', '=', 'ACTIVE');
+    .where('agents.status', '=', 'ACTIVE')
+    .where((eb) => visibleRows(eb, perms.visible('agent'), 'agents.namespace_id', 'agents.id'));
   if (ns) select = select.where('agents.namespace_id', '=', ns.id);
-  const ordered = select.selectAll('agents').orderBy('agents.created_at', query.order_direction).orderBy('agents.id', query.order_direction);
-  if (perms.isOrgMember) {
-    // Everything in the org is discoverable: page in the database.
-    const [rows, count] = await Promise.all([
-      ordered.limit(query.limit).offset(pageOffset(query)).execute(),
-      select.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { agents: rows.map(toAgent), total: Number(count.n) };
-  }
-  const rows = await ordered.execute();
-  const visible = rows.filter((a) => perms.can('discover', { type: 'agent', id: a.id, namespaceId: a.namespace_id }));
-  if (ns) hideUndiscoverableNamespace(perms, ns, visible.length);
-  const { items, total } = pageOf(visible, query);
-  return { agents: items.map(toAgent), total };
+  const [rows, count] = await Promise.all([
+    select.selectAll('agents').orderBy('agents.created_at', query.order_direction).orderBy('agents.id', query.order_direction).limit(query.limit).offset(pageOffset(query)).execute(),
+    select.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  const total = Number(count.n);
+  if (ns) hideUndiscoverableNamespace(perms, ns, total);
+  return { agents: rows.map(toAgent), total };
 }
 
 export async function getAgent(db: Db, perms: Permissions, agentId: string): Promise<Agent> {

@@ -8,6 +8,7 @@ import { toNamespace, toProject } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
 import { namespaceBySlug } from './lookup.js';
 import { pageOf, pageOffset, type PageInput } from './paging.js';
+import { visibleRows } from './visibility.js';
 
 /** `POST /namespaces`: org admins only; the slug is unique (409 `namespace_exists`). */
 export async function createNamespace(db: Db, perms: Permissions, input: { name: string; slug: string }): Promise<Namespace> {
@@ -81,29 +82,19 @@ export async function listProjects(
   query: PageInput & { namespace?: string },
 ): Promise<{ projects: Project[]; total: number }> {
   const ns = query.namespace === undefined ? undefined : await namespaceBySlug(db, perms, query.namespace);
-  const namespaceId = ns?.id;
   let select = db
     .selectFrom('projects')
     .innerJoin('namespaces', 'namespaces.id', 'projects.namespace_id')
-    .where('namespaces.org_id', '=', perms.actor.orgId);
-  if (namespaceId) select = select.where('projects.namespace_id', '=', namespaceId);
-  const ordered = select
-    .selectAll('projects')
-    .orderBy('projects.created_at', query.order_direction)
-    .orderBy('projects.id', query.order_direction);
-  if (perms.isOrgMember) {
-    // Everything in the org is discoverable: page in the database.
-    const [rows, count] = await Promise.all([
-      ordered.limit(query.limit).offset(pageOffset(query)).execute(),
-      select.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { projects: rows.map(toProject), total: Number(count.n) };
-  }
-  const rows = await ordered.execute();
-  const visible = rows.filter((p) => perms.can('discover', { type: 'project', id: p.id, namespaceId: p.namespace_id }));
-  if (ns) hideUndiscoverableNamespace(perms, ns, visible.length);
-  const { items, total } = pageOf(visible, query);
-  return { projects: items.map(toProject), total };
+    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where((eb) => visibleRows(eb, perms.visible('project'), 'projects.namespace_id', 'projects.id'));
+  if (ns) select = select.where('projects.namespace_id', '=', ns.id);
+  const [rows, count] = await Promise.all([
+    select.selectAll('projects').orderBy('projects.created_at', query.order_direction).orderBy('projects.id', query.order_direction).limit(query.limit).offset(pageOffset(query)).execute(),
+    select.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  const total = Number(count.n);
+  if (ns) hideUndiscoverableNamespace(perms, ns, total);
+  return { projects: rows.map(toProject), total };
 }
 
 /**
