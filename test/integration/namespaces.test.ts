@@ -168,6 +168,11 @@ describe.each(engines)('namespaces and projects (%s)', (engine) => {
       expectError(await svc.api('GET', '/projects?namespace=other', { key: nothing }), 404, 'not_found', 'Namespace other was not found');
     });
 
+    test('bad query parameters are 422 at their field', async () => {
+      expectInvalid(await svc.api('GET', '/projects?limit=0'), ['query', 'limit']);
+      expectInvalid(await svc.api('GET', '/projects?order_direction=up'), ['query', 'order_direction']);
+    });
+
     test('an org member pages the list in the database: total counts every project', async () => {
       for (const name of ['p1', 'p2', 'p3']) await createProject({ name });
       const member = await scopedKey(svc, [{ resource_type: 'org', resource_id: await orgId(svc), role: 'member' }]);

@@ -221,6 +221,14 @@ describe.each(engines)('states (%s)', (engine) => {
       expectError(await svc.api('DELETE', `/states/${s.id}`), 404, 'not_found');
       expect((await create({ task_id: task.id, agent_id: agent.agent_id, state: {} })).status).toBe(200);
     });
+
+    test('bad requests: unknown ids are 404, malformed and oversize bodies are 422 and 413', async () => {
+      const s = await createFor({ a: 1 });
+      expectError(await svc.api('DELETE', '/states/st_nope'), 404, 'not_found', 'State st_nope was not found');
+      expectMalformed(await svc.api('DELETE', `/states/${s.id}`, { rawBody: MALFORMED_JSON }));
+      expectOversize(await svc.api('DELETE', `/states/${s.id}`, { rawBody: OVERSIZE_BODY }));
+      expect((await stored(s.id)).version).toBe(1);
+    });
   });
 
   describe('permissions', () => {
