@@ -59,6 +59,11 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
         const fs = await trx.selectFrom('filesystems').select(['id', 'project_id']).where('id', '=', filesystemId).where('namespace_id', '=', agent.namespace_id).executeTakeFirst();
         if (!fs) throw notFound('Filesystem', filesystemId);
         if (fs.project_id) perms.require('write', { type: 'project', id: fs.project_id, namespaceId: agent.namespace_id }, `Project ${fs.project_id}`);
+        else {
+          // A private filesystem holds its tasks' files: reusing it needs run on every agent whose tasks use it.
+          const owners = await trx.selectFrom('tasks').select('agent_id').distinct().where('filesystem_id', '=', filesystemId).execute();
+          for (const owner of owners) perms.require('run', { type: 'agent', id: owner.agent_id, namespaceId: agent.namespace_id }, `Filesystem ${filesystemId}`);
+        }
       } else {
         if (req.project_id) {
           const project = await trx.selectFrom('projects').select(['id', 'namespace_id']).where('id', '=', req.project_id).executeTakeFirst();
@@ -156,9 +161,14 @@ export async function getTask(db: Db, perms: Permissions, taskId: string): Promi
 }
 
 export async function getTaskByName(db: Db, perms: Permissions, name: string): Promise<Task> {
+  const hidden = new ApiError(404, 'not_found', `Task named ${name} was not found`);
   const row = await db.selectFrom('tasks').select('id').where('name', '=', name).executeTakeFirst();
-  if (!row) throw new ApiError(404, 'not_found', `Task named ${name} was not found`);
-  return toTask(await taskById(db, perms, 'read', row.id));
+  if (!row) throw hidden;
+  // A task the key may not discover answers like an unknown name, without revealing its id.
+  const task = await taskById(db, perms, 'read', row.id).catch((error) => {
+    throw error instanceof ApiError && error.status === 404 ? hidden : error;
+  });
+  return toTask(task);
 }
 
 /** Locks a task for a change; a terminal task refuses every change but DELETE. */
