@@ -46,6 +46,12 @@ describe.each(engines)('namespaces and projects (%s)', (engine) => {
       }
     });
 
+    test('the slug `name` is reserved (it would shadow /agents/name/{ns}/{agent}): 422', async () => {
+      const res = await createNamespace({ name: 'Name', slug: 'name' });
+      expectInvalid(res, ['body', 'slug'], 'value_error');
+      expect(res.body.detail[0].msg).toBe('name is reserved: /agents/name/... addresses agents by name');
+    });
+
     test('bad bodies: malformed JSON, wrong types, missing fields, oversize', async () => {
       expectMalformed(await svc.api('POST', '/namespaces', { rawBody: MALFORMED_JSON }));
       expectInvalid(await createNamespace({ name: 42, slug: 'payments' }), ['body', 'name'], 'invalid_type');

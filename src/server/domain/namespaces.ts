@@ -2,7 +2,7 @@ import type { Namespace, Project } from '../../contract/resources.js';
 import type { Db } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
 import { grantOwnership } from '../auth/grants.js';
-import { ApiError, conflict } from '../errors.js';
+import { ApiError, conflict, invalid } from '../errors.js';
 import { newId } from '../store/ids.js';
 import { toNamespace, toProject } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
@@ -10,9 +10,13 @@ import { namespaceBySlug } from './lookup.js';
 import { pageOf, pageOffset, type PageInput } from './paging.js';
 import { visibleRows } from './visibility.js';
 
+/** `/agents/name/{ns}/{agent}` would shadow `/agents/{ns}/{agent}/versions` (and the like) for a namespace called `name`. */
+const RESERVED_SLUGS: readonly string[] = ['name'];
+
 /** `POST /namespaces`: org admins only; the slug is unique (409 `namespace_exists`). */
 export async function createNamespace(db: Db, perms: Permissions, input: { name: string; slug: string }): Promise<Namespace> {
   perms.requireOrgAdmin('create namespaces');
+  if (RESERVED_SLUGS.includes(input.slug)) throw invalid(['body', 'slug'], `${input.slug} is reserved: /agents/${input.slug}/... addresses agents by name`);
   try {
     const row = await db
       .insertInto('namespaces')
