@@ -1,6 +1,6 @@
-import { chmodSync, existsSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import Conf from 'conf';
+import type Conf from 'conf';
 import envPaths from 'env-paths';
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:7420';
@@ -36,63 +36,81 @@ export function dataDir(env: Env): string {
 
 const FILE_MODE = 0o600;
 
-/** The conf store holding the profiles (one base URL and key each), file mode 0600. */
+/**
+ * The profiles (one base URL and key each) in a conf store, file mode 0600. Reads parse the file
+ * directly; conf (with its schema validator, ~10 ms to load) is loaded only to write, so commands
+ * that merely use a profile start faster.
+ */
 export class ConfigStore {
-  private conf: Conf<ConfigData>;
+  private data: ConfigData;
+  private conf?: Conf<ConfigData>;
+  readonly path: string;
   /** Set when the file was readable by others and had to be tightened. */
   readonly repairedMode?: number;
 
   constructor(readonly dir: string) {
-    const file = path.join(dir, 'config.json');
+    this.path = path.join(dir, 'config.json');
     let repaired: number | undefined;
-    if (existsSync(file)) {
-      const mode = statSync(file).mode & 0o777;
+    let data: ConfigData = { profiles: {} };
+    if (existsSync(this.path)) {
+      const mode = statSync(this.path).mode & 0o777;
       if (mode !== FILE_MODE) {
-        chmodSync(file, FILE_MODE);
+        chmodSync(this.path, FILE_MODE);
         repaired = mode;
+      }
+      try {
+        data = { profiles: {}, ...(JSON.parse(readFileSync(this.path, 'utf8')) as Partial<ConfigData>) };
+      } catch {
+        // conf refuses a corrupt file too; surface that when writing, and read it as empty.
       }
     }
     this.repairedMode = repaired;
-    this.conf = new Conf<ConfigData>({
-      projectName: 'agentctl',
-      projectSuffix: '',
-      cwd: dir,
-      configName: 'config',
-      configFileMode: FILE_MODE,
-      defaults: { profiles: {} },
-    });
-  }
-
-  get path(): string {
-    return this.conf.path;
+    this.data = data;
   }
 
   get currentProfile(): string | undefined {
-    return this.conf.get('current_profile');
-  }
-
-  setCurrentProfile(name: string): void {
-    this.conf.set('current_profile', name);
+    return this.data.current_profile;
   }
 
   profiles(): Record<string, Profile> {
-    return this.conf.get('profiles') ?? {};
+    return this.data.profiles ?? {};
   }
 
   profile(name: string): Profile | undefined {
     return this.profiles()[name];
   }
 
+  async setCurrentProfile(name: string): Promise<void> {
+    (await this.writer()).set('current_profile', name);
+    this.data = { ...this.data, current_profile: name };
+  }
+
   /** Sets fields of a profile (creating it); `undefined` removes a field. */
-  updateProfile(name: string, fields: Partial<Profile>): Profile {
-    const profiles = this.profiles();
-    const next: Profile = { ...profiles[name] };
+  async updateProfile(name: string, fields: Partial<Profile>): Promise<Profile> {
+    const next: Profile = { ...this.profiles()[name] };
     for (const [field, value] of Object.entries(fields) as [keyof Profile, string | undefined][]) {
       if (value === undefined) delete next[field];
       else next[field] = value;
     }
-    this.conf.set('profiles', { ...profiles, [name]: next });
+    const profiles = { ...this.profiles(), [name]: next };
+    (await this.writer()).set('profiles', profiles);
+    this.data = { ...this.data, profiles };
     return next;
+  }
+
+  private async writer(): Promise<Conf<ConfigData>> {
+    if (!this.conf) {
+      const { default: ConfClass } = await import('conf');
+      this.conf = new ConfClass<ConfigData>({
+        projectName: 'agentctl',
+        projectSuffix: '',
+        cwd: this.dir,
+        configName: 'config',
+        configFileMode: FILE_MODE,
+        defaults: { profiles: {} },
+      });
+    }
+    return this.conf;
   }
 }
 

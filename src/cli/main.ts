@@ -1,6 +1,14 @@
 // The process entry of the bundled CLI: the only place that touches process.exit.
 import { InterruptedError } from './errors.js';
-import { run } from './program.js';
+
+const argv = process.argv.slice(2);
+// `--version` alone needs neither commander nor the registry: answer before loading them.
+if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
+  const { VERSION } = await import('./version.js');
+  process.stdout.write(`${VERSION}\n`);
+  process.exit(0);
+}
+const { run } = await import('./program.js');
 
 const controller = new AbortController();
 const exitCodes = { SIGINT: 130, SIGTERM: 143 } as const;
@@ -13,5 +21,5 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-const code = await run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() }, { signal: controller.signal });
+const code = await run(argv, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() }, { signal: controller.signal });
 process.exit(code);

@@ -467,7 +467,7 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--group <id>', description: 'Sharing group (grp_ id or name); repeat for more', repeatable: true },
       { flags: '--name <name>', description: 'Key name' },
       { flags: '--description <text>', description: 'Description' },
-      { flags: '--expires <when>', description: 'Lifetime (90d, 12h, 2w, 1y), an ISO date, or never', default: 'never' },
+      { flags: '--expires <when>', description: 'Lifetime (90d, 12h, 2w, 1y), an ISO date, or never (the default without the wizard)' },
     ],
     examples: [
       'agentctl keys create',

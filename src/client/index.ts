@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { endpoints, type Endpoint, type EndpointInput, type EndpointName, type EndpointOutput } from '../contract/endpoints.js';
 import { ApiRequestError, ResponseShapeError, UnreachableError } from './errors.js';
 import { redactHeaders, redactJson, redactText } from './redact.js';
+import { send, TransportError, type ResponseHeaders, type TransportResponse } from './transport.js';
 
 export { ApiRequestError, ResponseShapeError, UnreachableError, formatValidationItem } from './errors.js';
 export { redactText, redactJson } from './redact.js';
@@ -33,7 +34,7 @@ export interface ApiResponse<T> {
   /** The JSON exactly as the server sent it: what `--json` prints. */
   raw: unknown;
   status: number;
-  headers: Headers;
+  headers: ResponseHeaders;
 }
 
 type Args<K extends EndpointName> = {} extends EndpointInput<K>
@@ -67,9 +68,9 @@ export class AgentctlClient {
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
       this.trace(`→ ${endpoint.method} ${url} ${JSON.stringify(redactHeaders(headers))}${payload ? ' ' + JSON.stringify(redactJson(body)) : ''}`);
-      let response: Response;
+      let response: TransportResponse;
       try {
-        response = await fetch(url, { method: endpoint.method, headers, body: payload, signal: this.signalFor(call) });
+        response = await send(url, { method: endpoint.method, headers, body: payload, signal: this.signalFor(call) });
       } catch (error) {
         if (this.options.signal?.aborted || call.signal?.aborted) throw error;
         const reason = failureReason(error);
@@ -80,10 +81,9 @@ export class AgentctlClient {
         }
         throw new UnreachableError(this.baseUrl, reason);
       }
-      const text = await response.text();
-      const raw = parseJson(text);
+      const raw = parseJson(response.text);
       this.trace(`← ${response.status} ${endpoint.method} ${url} (${Math.round(performance.now() - started)} ms, request ${response.headers.get('x-request-id') ?? '-'}) ${typeof raw === 'string' ? redactText(raw).slice(0, 4000) : JSON.stringify(redactJson(raw)).slice(0, 4000)}`);
-      if (response.ok) {
+      if (response.status >= 200 && response.status < 300) {
         const parsed = (endpoint.response as z.ZodType).safeParse(raw);
         if (!parsed.success) throw new ResponseShapeError(`${endpoint.method} ${endpoint.path}`, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
         return { data: parsed.data as EndpointOutput<K>, raw, status: response.status, headers: response.headers };
@@ -182,12 +182,12 @@ export function parseRetryAfter(value: string | null): number | undefined {
 }
 
 function failureReason(error: unknown): string {
-  const e = error as { name?: string; code?: string; cause?: { code?: string; name?: string; message?: string } };
-  if (e?.name === 'TimeoutError') return 'timed out';
-  return e?.cause?.code ?? e?.code ?? e?.cause?.message ?? String(error);
+  if ((error as Error)?.name === 'TimeoutError') return 'timed out';
+  if (error instanceof TransportError) return error.code;
+  return String(error);
 }
 
-function toApiError(response: Response, raw: unknown, request: { method: string; url: string }, retryAfter?: number): ApiRequestError {
+function toApiError(response: TransportResponse, raw: unknown, request: { method: string; url: string }, retryAfter?: number): ApiRequestError {
   const requestInfo = { ...request, requestId: response.headers.get('x-request-id') ?? undefined };
   const body = raw as { detail?: unknown; code?: unknown } | undefined;
   if (body && Array.isArray(body.detail)) return new ApiRequestError(response.status, 'validation_error', body.detail, requestInfo, retryAfter);

@@ -74,11 +74,11 @@ describe('--expires and --scope', () => {
 });
 
 describe('credentials', () => {
-  test('flag > environment > profile > default, and environment overrides are reported', () => {
+  test('flag > environment > profile > default, and environment overrides are reported', async () => {
     const dir = tempDir();
     const store = new ConfigStore(dir.dir);
-    store.updateProfile('p', { base_url: 'http://profile', api_key: 'agk_profile' });
-    store.setCurrentProfile('p');
+    await store.updateProfile('p', { base_url: 'http://profile', api_key: 'agk_profile' });
+    await store.setCurrentProfile('p');
     expect(resolveCredentials({}, {}, store)).toMatchObject({ profile: 'p', profileSource: 'config', baseUrl: 'http://profile', baseUrlSource: 'profile', apiKey: 'agk_profile', apiKeySource: 'profile', envOverrides: [] });
     expect(resolveCredentials({}, { AGENTCTL_API_KEY: 'agk_env' }, store)).toMatchObject({ apiKey: 'agk_env', apiKeySource: 'env', envOverrides: ['AGENTCTL_API_KEY'] });
     expect(resolveCredentials({ apiKey: 'agk_flag' }, { AGENTCTL_API_KEY: 'agk_env' }, store)).toMatchObject({ apiKey: 'agk_flag', apiKeySource: 'flag', envOverrides: [] });

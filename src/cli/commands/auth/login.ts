@@ -17,8 +17,8 @@ const login: Handler = async (ctx, _args) => {
   // Check the key before saving it: a typo should not replace a working profile.
   const client = createClient({ baseUrl, apiKey, signal: ctx.signal, userAgent: `agentctl/${VERSION}`, retries: 1 });
   const { data: whoami, raw } = await client.request('whoami');
-  store.updateProfile(profile, { base_url: baseUrl, api_key: apiKey });
-  if (!store.currentProfile) store.setCurrentProfile(profile);
+  await store.updateProfile(profile, { base_url: baseUrl, api_key: apiKey });
+  if (!store.currentProfile) await store.setCurrentProfile(profile);
   ctx.success(`Logged in to ${baseUrl} as ${whoami.name} (${whoami.key_prefix}…); saved in profile "${profile}"`);
   if (store.currentProfile !== profile) ctx.info(`Profile "${store.currentProfile}" is still the current one: agentctl config use ${profile}`);
   return { json: raw, view: record([['Profile', profile], ['Base URL', baseUrl], ['Key', whoami.name], ['Prefix', whoami.key_prefix]]) };

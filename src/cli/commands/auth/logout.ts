@@ -9,7 +9,7 @@ const logout: Handler = async (ctx) => {
   if (!store.profile(profile)?.api_key) {
     throw new CliError(`Profile "${profile}" holds no API key`, { exitCode: ExitCode.notFound, code: 'not_found', next: 'agentctl config list' });
   }
-  store.updateProfile(profile, { api_key: undefined });
+  await store.updateProfile(profile, { api_key: undefined });
   ctx.success(`Removed the API key from profile "${profile}"`);
   if (ctx.env.AGENTCTL_API_KEY) ctx.warn('AGENTCTL_API_KEY is still set in this environment and will keep being used');
   return { json: { profile, api_key: null }, view: record([['Profile', profile], ['API key', null]]) };

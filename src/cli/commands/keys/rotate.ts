@@ -9,7 +9,7 @@ const rotate: Handler = async (ctx, [id]) => {
   const own = credentials.apiKeySource === 'profile' ? (await call(ctx, 'whoami')).data.id === id : false;
   const { data, raw } = await call(ctx, 'rotateKey', { params: { key_id: id } });
   if (own) {
-    ctx.config().updateProfile(credentials.profile, { api_key: data.key });
+    await ctx.config().updateProfile(credentials.profile, { api_key: data.key });
     ctx.info(`Saved the new secret into profile "${credentials.profile}".`);
   }
   ctx.warn(`New secret for ${data.api_key.name} (${data.api_key.id}) is on stdout: store it now, it is not shown again.`);

@@ -34,12 +34,12 @@ async function foreground(ctx: CommandContext, files: ServerFiles, options: { ho
   const store = ctx.config();
   let saved = false;
   if (server.bootstrap.secret) {
-    store.updateProfile(LOCAL_PROFILE, { base_url: server.url, api_key: server.bootstrap.secret });
-    if (!store.currentProfile) store.setCurrentProfile(LOCAL_PROFILE);
+    await store.updateProfile(LOCAL_PROFILE, { base_url: server.url, api_key: server.bootstrap.secret });
+    if (!store.currentProfile) await store.setCurrentProfile(LOCAL_PROFILE);
     saved = true;
   } else if (store.profile(LOCAL_PROFILE)) {
     // Same database, maybe another port: keep the local profile pointing at this server.
-    store.updateProfile(LOCAL_PROFILE, { base_url: server.url });
+    await store.updateProfile(LOCAL_PROFILE, { base_url: server.url });
   }
   const info: ServerInfo = {
     pid: process.pid,
