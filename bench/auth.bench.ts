@@ -12,8 +12,8 @@ import autocannon from 'autocannon';
 import type { Engine } from '../src/server/store/db.js';
 import { benchEngines, fmt, throwawayDatabase } from './support.js';
 
-const ROUND_SECONDS = Number(process.env.BENCH_AUTH_SECONDS ?? 4);
-const ROUNDS = Number(process.env.BENCH_AUTH_ROUNDS ?? 3);
+const ROUND_SECONDS = Number(process.env.BENCH_AUTH_SECONDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_AUTH_ROUNDS ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_AUTH_CONNECTIONS ?? 10);
 const VERSIONS = 20;
 
@@ -63,6 +63,8 @@ async function serve(engine: Engine, databaseUrl: string | undefined): Promise<v
   const ready: Ready = { authedUrl, openUrl, path: `/branches/${branchId}/versions`, key: created.key };
   process.send!(ready);
   process.on('disconnect', async () => {
+    // autocannon drops its last requests unanswered; let their handlers finish before the store closes.
+    await new Promise((resolve) => setTimeout(resolve, 500));
     await authed.close();
     await open.close();
     await store.close();

@@ -27,6 +27,7 @@ type CachedKey = { actor: Actor | null; expiresAt: number | null; cachedAt: numb
  */
 export class Authenticator {
   private cache = new Map<string, CachedKey>();
+  private flights = new Map<string, { promise: Promise<CachedKey>; generation: number }>();
   /** Key id -> when it was last used (ms), written to the database in batches. */
   private used = new Map<string, number>();
   private timer: NodeJS.Timeout;
@@ -48,7 +49,18 @@ export class Authenticator {
     const generation = generationOf(this.db);
     let entry = this.cache.get(hash);
     if (!entry || now - entry.cachedAt > CACHE_TTL_MS || entry.generation !== generation) {
-      entry = await this.lookup(hash, now, generation);
+      // Concurrent misses for one key share one lookup.
+      let flight = this.flights.get(hash);
+      if (!flight || flight.generation !== generation) {
+        const promise = this.lookup(hash, now, generation);
+        flight = { promise, generation };
+        this.flights.set(hash, flight);
+        const done = () => {
+          if (this.flights.get(hash)?.promise === promise) this.flights.delete(hash);
+        };
+        promise.then(done, done);
+      }
+      entry = await flight.promise;
       if (this.cache.size > 10_000) this.cache.clear();
       this.cache.set(hash, entry);
     }

@@ -168,37 +168,54 @@ export const GRANTS_CACHE_TTL_MS = 1000;
 const GRANTS_CACHE_MAX_ENTRIES = 10_000;
 
 type CachedPermissions = { permissions: Permissions; loadedAt: number; generation: number };
-const caches = new WeakMap<Db, Map<string, CachedPermissions>>();
+type Flight = { promise: Promise<Permissions>; generation: number };
+const caches = new WeakMap<Db, { entries: Map<string, CachedPermissions>; flights: Map<string, Flight> }>();
 
 /**
  * A key's permissions, cached per database handle for at most one second. Changes made through this
  * process take effect at once: the keys and groups code bumps the handle's generation after its
  * transaction commits, and grants being created inside a still-open transaction (ownership of a new
  * agent or project) keep the affected keys out of the cache until a load sees them committed.
+ * Concurrent misses for one key share one load.
  */
 export async function loadPermissions(db: Db, actor: Actor): Promise<Permissions> {
   let cache = caches.get(db);
-  if (!cache) caches.set(db, (cache = new Map()));
+  if (!cache) caches.set(db, (cache = { entries: new Map(), flights: new Map() }));
   const now = Date.now();
   const generation = generationOf(db);
-  const hit = cache.get(actor.keyId);
   const unsettled = hasUnsettledGrants(actor.keyId);
-  if (hit && !unsettled && hit.generation === generation && now - hit.loadedAt <= GRANTS_CACHE_TTL_MS && hit.permissions.actor.orgId === actor.orgId) {
-    return hit.permissions;
+  if (!unsettled) {
+    const hit = cache.entries.get(actor.keyId);
+    if (hit && hit.generation === generation && now - hit.loadedAt <= GRANTS_CACHE_TTL_MS && hit.permissions.actor.orgId === actor.orgId) {
+      return hit.permissions;
+    }
+    const flight = cache.flights.get(actor.keyId);
+    if (flight && flight.generation === generation) return flight.promise;
   }
-  const [rows, groupIds] = await Promise.all([loadGrantRows(db, actor.keyId), loadGroupIds(db, actor.keyId)]);
-  const permissions = new Permissions(
-    actor,
-    rows.map(({ id: _id, ...grant }) => grant),
-    groupIds,
-  );
-  const settled = !unsettled || settleGrants(actor.keyId, rows.map((r) => String(r.id)));
-  // Cache only a load that no invalidation overtook and that sees every grant this process created for the key.
-  if (settled && generationOf(db) === generation) {
-    if (cache.size >= GRANTS_CACHE_MAX_ENTRIES) cache.clear();
-    cache.set(actor.keyId, { permissions, loadedAt: now, generation });
+  const { entries, flights } = cache;
+  const promise = (async () => {
+    const [rows, groupIds] = await Promise.all([loadGrantRows(db, actor.keyId), loadGroupIds(db, actor.keyId)]);
+    const permissions = new Permissions(
+      actor,
+      rows.map(({ id: _id, ...grant }) => grant),
+      groupIds,
+    );
+    const settled = !unsettled || settleGrants(actor.keyId, rows.map((r) => String(r.id)));
+    // Cache only a load that no invalidation overtook and that sees every grant this process created for the key.
+    if (settled && generationOf(db) === generation) {
+      if (entries.size >= GRANTS_CACHE_MAX_ENTRIES) entries.clear();
+      entries.set(actor.keyId, { permissions, loadedAt: now, generation });
+    }
+    return permissions;
+  })();
+  if (!unsettled) {
+    flights.set(actor.keyId, { promise, generation });
+    const done = () => {
+      if (flights.get(actor.keyId)?.promise === promise) flights.delete(actor.keyId);
+    };
+    promise.then(done, done);
   }
-  return permissions;
+  return promise;
 }
 
 /** Everything a key may do, granted: the benchmark baseline with authentication switched off. */
