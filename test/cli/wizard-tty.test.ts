@@ -109,4 +109,25 @@ describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal
       await terminal.close();
     }
   });
+
+  test('tasks migrate on a terminal shows the plan, asks, then moves the tasks', async () => {
+    const v1 = await deployActive(svc, 'default/planner');
+    const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/planner' } })).body.id;
+    const v2 = await deployActive(svc, 'default/planner', 'main', undefined, { are_tasks_sticky: true });
+    const env = [`AGENTCTL_CONFIG_DIR=${scratch.dir}`, `AGENTCTL_BASE_URL=${svc.url}`, `AGENTCTL_API_KEY=${svc.adminKey}`, 'NO_COLOR=1'].join(' ');
+    const terminal = await Terminal.start(`env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} tasks migrate --from ${v1.versionId} --to-latest; echo "EXIT=$?"`);
+    try {
+      const plan = await terminal.waitFor('Move 1 task(s)?');
+      expect(plan).toContain(`Plan: move 1 task(s) on branch ${v1.branchId} from ${v1.versionId} to ${v2.versionId}`);
+      expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v1.versionId);
+      await terminal.type('y');
+      await terminal.keys('Enter');
+      const done = await terminal.waitFor('EXIT=');
+      expect(done).toContain('EXIT=0');
+      expect(done).toContain(`Undo with: agentctl tasks migrate --task ${task} --to ${v1.versionId} --yes`);
+      expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v2.versionId);
+    } finally {
+      await terminal.close();
+    }
+  });
 });

@@ -120,4 +120,12 @@ describe('e2e: start a server, deploy two versions, migrate tasks', () => {
     expect(again.exitCode).toBe(5);
     expect(again.stderr).toContain('already running');
   });
+
+  test('server stop ends it by its pid file; status then exits 3', async () => {
+    const stopped = await agentctl('server', 'stop', '--json');
+    expect(stopped.exitCode, stopped.stderr).toBe(0);
+    expect(JSON.parse(stopped.stdout)).toMatchObject({ url: baseUrl, stopped: true, killed: false });
+    await expect(fetch(`${baseUrl}/healthz`)).rejects.toThrow();
+    expect((await agentctl('server', 'status')).exitCode).toBe(3);
+  });
 });
