@@ -1,0 +1,128 @@
+import type { Client } from '../../../client/index.js';
+import type { Preset, Scope } from '../../../contract/resources.js';
+import type { Handler } from '../../command.js';
+import type { CommandContext } from '../../context.js';
+import { CliError, needsFlag } from '../../errors.js';
+import { ExitCode } from '../../exit-codes.js';
+import { renderView } from '../../output/render.js';
+import { record, table, text } from '../../output/view.js';
+import { askDetails, chooseGroups, choosePreset, configureScopes, NO_GROUP_WARNING, parseExpires, parseScopeFlag, review, type KeyDraft, type ResourceChoices } from '../../prompts/key-wizard.js';
+import { parseAgentPath } from '../../refs.js';
+
+const create: Handler = async (ctx, _args, options) => {
+  const client = await ctx.client();
+  const scopeFlags: string[] = options.scope ?? [];
+  const groupFlags: string[] | undefined = options.group;
+  const wizard = ctx.canPrompt() && (!options.name || scopeFlags.length === 0);
+  if (!wizard) {
+    if (scopeFlags.length === 0) throw needsFlag('--scope', options.preset ? `The ${options.preset} preset gives roles, not resources: name each resource` : 'A key needs at least one scope', 'agentctl keys create --preset deploy --scope namespace:default --name ci');
+    if (!options.name) throw needsFlag('--name', 'A key needs a name');
+  }
+
+  const presets = options.preset || wizard ? (await client.listPresets()).presets : [];
+  let preset: Preset | undefined = options.preset ? presets.find((p) => p.id === options.preset) : undefined;
+  let scopes = await Promise.all(scopeFlags.map((flag) => resolveScope(client, flag, preset)));
+  let groupIds = groupFlags ? await resolveGroups(client, groupFlags) : [];
+  let details: Pick<KeyDraft, 'name' | 'description' | 'expires_at'>;
+
+  if (wizard) {
+    const prompter = await ctx.prompts();
+    if (scopes.length === 0) {
+      preset ??= await choosePreset(prompter, presets);
+      scopes = await configureScopes(prompter, preset, await visibleResources(client), scopes);
+    }
+    if (!groupFlags) {
+      const { groups } = await client.listGroups();
+      const chosen = await chooseGroups(prompter, groups.map((g) => ({ name: `${g.name} (${g.member_count} members)`, value: g.id, description: g.description })));
+      groupIds = chosen.ids;
+    }
+    details = await askDetails(prompter, { name: options.name, description: options.description, expires: options.expires });
+    const draft: KeyDraft = { ...details, scopes, sharing_group_ids: groupIds };
+    if (!groupIds.length) ctx.warn(NO_GROUP_WARNING);
+    if (!ctx.globals.yes && !(await review(prompter, draft, (d) => showReview(ctx, d)))) {
+      throw new CliError('No key was created', { exitCode: ExitCode.failure, code: 'declined' });
+    }
+  } else {
+    details = { name: options.name, description: options.description ?? '', expires_at: parseExpires(options.expires ?? 'never') };
+    if (!groupIds.length) ctx.warn(NO_GROUP_WARNING);
+  }
+
+  const { data, raw } = await client.request('createKey', { body: { ...details, scopes, sharing_group_ids: groupIds } });
+  ctx.success(`Created key ${data.api_key.name} (${data.api_key.id})`);
+  ctx.warn('The secret is printed once, on stdout: store it now (e.g. agentctl auth login --profile <name>); it cannot be shown again.');
+  return { json: raw, view: text(data.key) };
+};
+
+/** Resolves the resource of a `--scope` flag: namespace slugs and agent ns/name become ids. */
+async function resolveScope(client: Client, flag: string, preset: Preset | undefined): Promise<Scope> {
+  const parsed = parseScopeFlag(flag, preset);
+  let id = parsed.resource;
+  if (parsed.resource_type === 'namespace' && !id.startsWith('ns_')) {
+    const { namespaces } = await client.listNamespaces({ query: { limit: 1000 } });
+    const found = namespaces.find((n) => n.slug === id);
+    if (!found) throw new CliError(`--scope ${flag}: no namespace "${id}" is visible to this key`, { exitCode: ExitCode.notFound, code: 'not_found', next: 'agentctl namespaces list' });
+    id = found.id;
+  } else if (parsed.resource_type === 'agent' && !id.startsWith('agt_')) {
+    id = (await client.getAgentByName({ params: parseAgentPath(id) })).id;
+  } else if (parsed.resource_type === 'org' && id === 'current') {
+    id = (await client.whoami()).org_id;
+  }
+  return { resource_type: parsed.resource_type, resource_id: id, role: parsed.role };
+}
+
+async function resolveGroups(client: Client, flags: string[]): Promise<string[]> {
+  const needsLookup = flags.some((g) => !g.startsWith('grp_'));
+  const { groups } = needsLookup ? await client.listGroups() : { groups: [] };
+  return flags.map((flag) => {
+    if (flag.startsWith('grp_')) return flag;
+    const found = groups.find((g) => g.name === flag);
+    if (!found) throw new CliError(`--group ${flag}: no sharing group of that name`, { exitCode: ExitCode.notFound, code: 'not_found', next: 'agentctl groups list' });
+    return found.id;
+  });
+}
+
+/** What the current key can see, for the wizard's pick lists. */
+async function visibleResources(client: Client): Promise<ResourceChoices> {
+  const [whoami, { namespaces }, { agents }, { projects }] = await Promise.all([
+    client.whoami(),
+    client.listNamespaces({ query: { limit: 1000 } }),
+    client.listAgents({ query: { limit: 1000 } }),
+    client.listProjects({ query: { limit: 1000 } }),
+  ]);
+  const slug = new Map(namespaces.map((n) => [n.id, n.slug]));
+  return {
+    org: [{ name: `this org (${whoami.org_id})`, value: whoami.org_id }],
+    namespace: namespaces.map((n) => ({ name: `${n.slug} (${n.id})`, value: n.id })),
+    agent: agents.map((a) => ({ name: `${slug.get(a.namespace_id) ?? a.namespace_id}/${a.name} (${a.id})`, value: a.id })),
+    project: projects.map((p) => ({ name: `${slug.get(p.namespace_id) ?? p.namespace_id}/${p.name} (${p.id})`, value: p.id })),
+  };
+}
+
+/** The review: the key's fields, then its scopes as a table, on stderr (stdout is for the secret). */
+async function showReview(ctx: CommandContext, draft: KeyDraft): Promise<void> {
+  const target = { tty: true, chalk: ctx.chalk };
+  const fields = await renderView(
+    record([
+      ['Name', draft.name],
+      ['Description', draft.description],
+      ['Expires', draft.expires_at ?? 'never'],
+      ['Sharing groups', draft.sharing_group_ids.length ? draft.sharing_group_ids.join(', ') : 'none'],
+    ]),
+    target,
+  );
+  const scopes = await renderView(
+    table<Scope>(
+      [
+        { header: 'TYPE', value: (s) => s.resource_type },
+        { header: 'RESOURCE', value: (s) => s.resource_id },
+        { header: 'ROLE', value: (s) => s.role },
+      ],
+      draft.scopes,
+      '',
+    ),
+    target,
+  );
+  ctx.io.stderr.write(`\nReview\n${fields.stdout}\n${scopes.stdout}\n`);
+}
+
+export default create;

@@ -1,0 +1,87 @@
+import type { MigrateTasksRequest, MigrateTasksResponse } from '../../../contract/endpoints.js';
+import type { Handler } from '../../command.js';
+import type { CommandContext } from '../../context.js';
+import { needsFlag, usageError } from '../../errors.js';
+import { table, taskColumns } from '../../output/resources.js';
+import { resolveVersionId, shortHash } from '../../refs.js';
+
+const migrate: Handler = async (ctx, _args, options) => {
+  const taskIds: string[] = options.task ?? [];
+  if (Boolean(options.from) === taskIds.length > 0) {
+    throw usageError('Give exactly one source: --from REF, or --task ID (repeatable)', undefined, 'agentctl tasks migrate --from <version> --to-latest');
+  }
+  if (Boolean(options.to) === Boolean(options.toLatest)) {
+    throw usageError('Give exactly one target: --to REF or --to-latest', undefined, 'agentctl tasks migrate --from <version> --to-latest');
+  }
+  const client = await ctx.client();
+  const body: Partial<MigrateTasksRequest> = {
+    from_version_id: options.from ? await resolveVersionId(client, options.from, options.agent, '--from') : null,
+    task_ids: taskIds.length ? taskIds : null,
+    to_version_id: options.to ? await resolveVersionId(client, options.to, options.agent, '--to') : null,
+    to_latest: Boolean(options.toLatest),
+  };
+  const retry = [
+    'agentctl tasks migrate',
+    options.agent && `--agent ${options.agent}`,
+    options.from && `--from ${options.from}`,
+    ...taskIds.map((id) => `--task ${id}`),
+    options.to && `--to ${options.to}`,
+    options.toLatest && '--to-latest',
+    '--yes',
+  ]
+    .filter(Boolean)
+    .join(' ');
+
+  // Where each task is now, so the undo command can send it back (specific mode may span versions).
+  const before = body.task_ids ? await currentVersions(ctx, body.task_ids) : undefined;
+
+  if (options.dryRun) {
+    const { data, raw } = await client.request('migrateTasks', { body: { ...body, dry_run: true } });
+    ctx.info(planText(data, body, before));
+    return { json: raw, view: table(taskColumns, data.tasks, 'Nothing would move.') };
+  }
+  if (!ctx.globals.yes && !ctx.globals.json) {
+    if (!ctx.canPrompt()) throw needsFlag('--yes', 'Migrating tasks needs confirmation', retry);
+    const plan = (await client.request('migrateTasks', { body: { ...body, dry_run: true } })).data;
+    ctx.info(planText(plan, body, before));
+    if (plan.tasks.length === 0) return { json: undefined, view: table(taskColumns, [], 'Nothing to move.') };
+    await ctx.confirm(`Move ${plan.tasks.length} task(s)?`);
+  }
+  const { data, raw } = await client.request('migrateTasks', { body: { ...body, dry_run: false } });
+  ctx.success(`Moved ${data.tasks.length} task(s) to ${data.to_version.id} (${shortHash(data.to_version.git_hash)}, ${data.to_version.status})`);
+  for (const line of undoCommands(data, body, before)) ctx.info(`Undo with: ${line}`);
+  return { json: raw, view: table(taskColumns, data.tasks, 'No task was moved.') };
+};
+
+async function currentVersions(ctx: CommandContext, ids: string[]): Promise<Map<string, string>> {
+  const client = await ctx.client();
+  const result = new Map<string, string>();
+  // A few at a time: a migration may name up to 1000 tasks.
+  for (let i = 0; i < ids.length; i += 16) {
+    const tasks = await Promise.all(ids.slice(i, i + 16).map((task_id) => client.getTask({ params: { task_id } })));
+    for (const task of tasks) if (task.current_version_id) result.set(task.id, task.current_version_id);
+  }
+  return result;
+}
+
+function sources(response: MigrateTasksResponse, body: Partial<MigrateTasksRequest>, before?: Map<string, string>): Map<string, string[]> {
+  const bySource = new Map<string, string[]>();
+  for (const task of response.tasks) {
+    const from = body.from_version_id ?? before?.get(task.id);
+    if (!from || from === response.to_version.id) continue;
+    bySource.set(from, [...(bySource.get(from) ?? []), task.id]);
+  }
+  return bySource;
+}
+
+function planText(response: MigrateTasksResponse, body: Partial<MigrateTasksRequest>, before?: Map<string, string>): string {
+  const to = response.to_version;
+  const from = [...sources(response, body, before).keys()];
+  const fromText = from.length ? from.join(', ') : (body.from_version_id ?? 'their versions');
+  return `Plan: move ${response.tasks.length} task(s) on branch ${response.branch_id} from ${fromText} to ${to.id} (${shortHash(to.git_hash)} "${to.git_message}", ${to.status}).`;
+}
+
+function undoCommands(response: MigrateTasksResponse, body: Partial<MigrateTasksRequest>, before?: Map<string, string>): string[] {
+  return [...sources(response, body, before)].map(([from, ids]) => `agentctl tasks migrate ${ids.map((id) => `--task ${id}`).join(' ')} --to ${from} --yes`);
+}
+export default migrate;
