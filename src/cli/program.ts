@@ -14,7 +14,7 @@ export interface RunOptions {
 export function buildProgram(
   io: CliIO,
   onAction: (spec: CommandSpec, args: string[], options: Record<string, any>, globals: GlobalOptions) => Promise<void>,
-  settings: { json?: boolean } = {},
+  settings: { json?: boolean; argv?: readonly string[] } = {},
 ): Command {
   const program = new Command('agentctl');
   program
@@ -30,7 +30,10 @@ export function buildProgram(
   for (const option of GLOBAL_OPTIONS) if (!/--(version|help)\b/.test(option.flags)) program.addOption(toOption(option));
 
   const parents = new Map<string, Command>();
-  for (const spec of registry) {
+  const wanted = settings.argv ? commandWord(settings.argv) : undefined;
+  // Only the named command's noun is built when the command line names one: the rest of the tree
+  // is needed for the root help and for suggestions, not to run `tasks list`.
+  for (const spec of wanted ? registry.filter((s) => s.path[0] === wanted) : registry) {
     let parent = program;
     if (spec.path.length === 2) {
       const [noun] = spec.path;
@@ -69,6 +72,22 @@ export function buildProgram(
   return program;
 }
 
+const GLOBAL_VALUE_FLAGS = new Set(['--profile', '--base-url', '--api-key']);
+
+/** The first word of the command line that names a noun or top-level command, skipping global flag values. */
+function commandWord(argv: readonly string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const word = argv[i];
+    if (GLOBAL_VALUE_FLAGS.has(word)) {
+      i++;
+      continue;
+    }
+    if (word.startsWith('-')) continue;
+    return registry.some((s) => s.path[0] === word) ? word : undefined;
+  }
+  return undefined;
+}
+
 function toOption(spec: OptionSpec): Option {
   const option = new Option(spec.flags, spec.description);
   if (spec.choices) option.choices(spec.choices);
@@ -100,7 +119,7 @@ export async function run(argv: readonly string[], io: CliIO, options: RunOption
     const outcome: Outcome = await handler(ctx, args, opts);
     await print(ctx, outcome);
     exitCode = outcome.exitCode ?? ExitCode.ok;
-  }, { json: jsonMode });
+  }, { json: jsonMode, argv });
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;
