@@ -62,7 +62,8 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
   return db.transaction().execute(async (trx) => {
     const ns = await namespaceBySlug(trx, perms, req.namespace);
     const nsRef = { type: 'namespace', id: ns.id } as const;
-    let agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', 'ACTIVE').executeTakeFirst();
+    // Locked, so a concurrent delete of the agent cannot slip between this read and the new version.
+    let agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', 'ACTIVE').forUpdate().executeTakeFirst();
     if (!agent) {
       perms.require('admin', nsRef, `Namespace ${req.namespace}`);
       const agentId = newId('agent');
