@@ -10,6 +10,7 @@ import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { agentById, agentByPath, taskById } from './lookup.js';
 import { settleDraining } from './events.js';
+import { visibleRows } from './visibility.js';
 
 type Trx = Kysely<Database>;
 
@@ -128,12 +129,7 @@ export async function listTasks(db: Db, perms: Permissions, f: TaskFilters): Pro
     .innerJoin('namespaces', 'namespaces.id', 'tasks.namespace_id')
     .where('namespaces.org_id', '=', perms.actor.orgId);
   if (agentId) query = query.where('tasks.agent_id', '=', agentId);
-  else if (!perms.isOrgAdmin) {
-    const agents = await db.selectFrom('agents').innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id').select(['agents.id', 'agents.namespace_id']).where('namespaces.org_id', '=', perms.actor.orgId).execute();
-    const readable = agents.filter((a) => perms.can('read', { type: 'agent', id: a.id, namespaceId: a.namespace_id })).map((a) => a.id);
-    if (readable.length === 0) return { tasks: [], total: 0 };
-    query = query.where('tasks.agent_id', 'in', readable);
-  }
+  else query = query.where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'tasks.namespace_id', 'tasks.agent_id'));
   if (f.branch) {
     const branch = await db.selectFrom('branches').select('id').where('agent_id', '=', agentId!).where('git_branch', '=', f.branch).executeTakeFirst();
     if (!branch) return { tasks: [], total: 0 };
