@@ -279,6 +279,21 @@ export const registry: readonly CommandSpec[] = [
     load: () => import('./commands/versions/get.js'),
   },
 
+  {
+    path: ['versions', 'register'],
+    summary: 'Report a version ready, unhealthy or failed, as its runtime does',
+    description: 'What an agent container reports when it starts (POST /versions/register). Use it with a runtime that has no driver here, or by hand: a DEPLOYING version becomes ACTIVE and the branch\'s previous version hands over.',
+    args: [{ name: 'version', description: 'ver_ id, or a git-hash prefix with --agent', required: true }],
+    options: [
+      agent,
+      { flags: '--status <status>', description: 'What to report', choices: ['ACTIVE', 'UNHEALTHY', 'FAILED'], default: 'ACTIVE' },
+      { flags: '--reason <reason>', description: 'With --status FAILED: image_pull_failed, crash_loop, scheduling_failed, ...' },
+    ],
+    examples: ['agentctl versions register ver_01J...', 'agentctl versions register 3f2a9c1 --agent default/bot --status FAILED --reason crash_loop'],
+    notFoundNext: 'agentctl versions list --agent <ns/name>',
+    load: () => import('./commands/versions/register.js'),
+  },
+
   // ---- environments ----------------------------------------------------------------------------
   {
     path: ['envs', 'list'],

@@ -76,6 +76,17 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     expect((await svc.api('GET', `/versions/${allowed.json().version_id}`)).body.is_dirty).toBe(true);
   });
 
+  test('versions register reports a DEPLOYING version ready, as a runtime without a driver would', async () => {
+    await gitRepo(scratch.dir);
+    const deployed = (await runCli(['deploy', '--agent', 'default/bot', '--image', 'img:1', '--detach', '--json'], { env, cwd: scratch.dir })).json();
+    const result = await runCli(['versions', 'register', deployed.version_id, '--json'], { env, cwd: scratch.dir });
+    expect(result.code).toBe(0);
+    expect(parse('registerVersion', result.stdout).version).toMatchObject({ id: deployed.version_id, status: 'ACTIVE' });
+    const failed = await runCli(['versions', 'register', deployed.version_id, '--status', 'FAILED', '--reason', 'crash_loop'], { env, cwd: scratch.dir });
+    expect(failed.code).toBe(5);
+    expect(failed.stderr).toContain(`Version ${deployed.version_id} is ACTIVE; it cannot become FAILED`);
+  });
+
   test('deploy without --image is a usage error naming it', async () => {
     await gitRepo(scratch.dir);
     const result = await runCli(['deploy', '--agent', 'default/bot'], { env, cwd: scratch.dir });
