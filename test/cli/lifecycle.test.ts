@@ -188,16 +188,27 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.versionId);
   });
 
-  test('tasks migrate --task ... --yes prints what moved and the undo command', async () => {
+  test('tasks migrate --task ... --yes prints what moved and the undo command while the old version still serves', async () => {
     const v1 = await deployActive(svc, 'default/bot');
     const a = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
     const b = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
-    const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
-    const result = await runCli(['tasks', 'migrate', '--task', a, '--task', b, '--to', v2.versionId, '--yes'], { env });
+    // A canary: v2 is still DEPLOYING, so v1 stays ACTIVE and can take the tasks back.
+    const v2 = (await svc.api('POST', '/agents/deploy', { body: { agent_name: 'bot', branch: 'main', git_hash: 'cafe1234', author_name: 'Ada', author_email: 'ada@example.com', image_url: 'img:2', sdk_type: 'alpha_agent_sdk', acp_type: 'async', are_tasks_sticky: true } })).body;
+    const result = await runCli(['tasks', 'migrate', '--task', a, '--task', b, '--to', v2.version_id, '--yes'], { env });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`Moved 2 task(s) to ${v2.versionId}`);
+    expect(result.stderr).toContain(`Moved 2 task(s) to ${v2.version_id}`);
     expect(result.stderr).toContain(`Undo with: agentctl tasks migrate --task ${a} --task ${b} --to ${v1.versionId} --yes`);
     expect(result.stdout.trimEnd().split('\n').map((l) => l.split('\t')[0]).sort()).toEqual([a, b].sort());
+  });
+
+  test('tasks migrate says there is no undo when the old version retired as its last task left', async () => {
+    const v1 = await deployActive(svc, 'default/bot');
+    const a = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
+    const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
+    const result = await runCli(['tasks', 'migrate', '--task', a, '--to', v2.versionId, '--yes'], { env });
+    expect(result.code).toBe(0);
+    expect(result.stderr).toContain(`No undo: ${v1.versionId} is now RETIRED and takes no tasks (agentctl rollback --to ${v1.versionId} would serve it again).`);
+    expect(result.stderr).not.toContain('Undo with:');
   });
 
   test('tasks migrate with two sources or no target is a usage error', async () => {

@@ -124,7 +124,7 @@ describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal
       await terminal.keys('Enter');
       const done = await terminal.waitFor('EXIT=');
       expect(done).toContain('EXIT=0');
-      expect(done).toContain(`Undo with: agentctl tasks migrate --task ${task} --to ${v1.versionId} --yes`);
+      expect(done).toContain(`No undo: ${v1.versionId} is now RETIRED`);
       expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v2.versionId);
     } finally {
       await terminal.close();

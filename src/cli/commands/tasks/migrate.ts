@@ -49,7 +49,7 @@ const migrate: Handler = async (ctx, _args, options) => {
   }
   const { data, raw } = await client.request('migrateTasks', { body: { ...body, dry_run: false } });
   ctx.success(`Moved ${data.tasks.length} task(s) to ${data.to_version.id} (${shortHash(data.to_version.git_hash)}, ${data.to_version.status})`);
-  for (const line of undoCommands(data, body, before)) ctx.info(`Undo with: ${line}`);
+  for (const line of await undoLines(ctx, data, body, before)) ctx.info(line);
   return { json: raw, view: table(taskColumns, data.tasks, 'No task was moved.') };
 };
 
@@ -81,7 +81,21 @@ function planText(response: MigrateTasksResponse, body: Partial<MigrateTasksRequ
   return `Plan: move ${response.tasks.length} task(s) on branch ${response.branch_id} from ${fromText} to ${to.id} (${shortHash(to.git_hash)} "${to.git_message}", ${to.status}).`;
 }
 
-function undoCommands(response: MigrateTasksResponse, body: Partial<MigrateTasksRequest>, before?: Map<string, string>): string[] {
-  return [...sources(response, body, before)].map(([from, ids]) => `agentctl tasks migrate ${ids.map((id) => `--task ${id}`).join(' ')} --to ${from} --yes`);
+/**
+ * The undo command per source version, when tasks can still go back there: a DRAINING source
+ * retires the moment its last task leaves, and a retired version takes no tasks.
+ */
+async function undoLines(ctx: CommandContext, response: MigrateTasksResponse, body: Partial<MigrateTasksRequest>, before?: Map<string, string>): Promise<string[]> {
+  const client = await ctx.client();
+  const lines: string[] = [];
+  for (const [from, ids] of sources(response, body, before)) {
+    const status = (await client.getVersion({ params: { version_id: from } })).status;
+    if (status === 'ACTIVE' || status === 'DEPLOYING') {
+      lines.push(`Undo with: agentctl tasks migrate ${ids.map((id) => `--task ${id}`).join(' ')} --to ${from} --yes`);
+    } else {
+      lines.push(`No undo: ${from} is now ${status} and takes no tasks (agentctl rollback --to ${from} would serve it again).`);
+    }
+  }
+  return lines;
 }
 export default migrate;
