@@ -58,7 +58,7 @@ async function softDelete(db: Db, perms: Permissions, agent: Selectable<AgentsTa
   const reason = `Agent deleted by API key ${perms.actor.name}`;
   const { tasks, versions } = await db.transaction().execute(async (trx) => {
     // The row lock serializes concurrent deletes of the same agent: the second finds it DELETED.
-    const live = await trx.selectFrom('agents').select('id').where('id', '=', agent.id).where('status', '=', 'ACTIVE').forUpdate().executeTakeFirst();
+    const live = await trx.selectFrom('agents').select('id').where('id', '=', agent.id).where('status', '=', 'ACTIVE').forNoKeyUpdate().executeTakeFirst();
     if (!live) throw new ApiError(404, 'not_found', `${describe} was not found`);
     await trx
       .updateTable('agents')

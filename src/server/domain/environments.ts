@@ -59,7 +59,7 @@ function checkRulesUnclaimed(others: readonly EnvironmentRow[], rules: readonly 
 
 /** Locks the agent row: environment writes of one agent serialize, so the rule check holds. */
 async function lockAgent(trx: Kysely<Database>, agentId: string): Promise<void> {
-  await trx.selectFrom('agents').select('id').where('id', '=', agentId).forUpdate().execute();
+  await trx.selectFrom('agents').select('id').where('id', '=', agentId).forNoKeyUpdate().execute();
 }
 
 export async function listEnvironments(db: Db, perms: Permissions, ref: AgentRef): Promise<{ environments: Environment[]; total: number }> {

@@ -168,7 +168,7 @@ async function keyRecord(db: Executor, orgId: string, keyId: string): Promise<Ap
 
 /** The key row, locked for the rest of the transaction; 404 outside the org. */
 async function lockKey(trx: Kysely<Database>, orgId: string, keyId: string) {
-  const row = await trx.selectFrom('api_keys').selectAll().where('id', '=', keyId).where('org_id', '=', orgId).forUpdate().executeTakeFirst();
+  const row = await trx.selectFrom('api_keys').selectAll().where('id', '=', keyId).where('org_id', '=', orgId).forNoKeyUpdate().executeTakeFirst();
   if (!row) throw notFound('API key', keyId);
   return row;
 }
@@ -182,7 +182,7 @@ const refuseRevoked = (row: { id: string; revoked_at: Date | null }) => {
  * keys any more). Takes the org row lock, so two admins revoking each other serialize.
  */
 async function keepAnOrgAdmin(trx: Kysely<Database>, orgId: string, keyId: string): Promise<void> {
-  await trx.selectFrom('orgs').select('id').where('id', '=', orgId).forUpdate().execute();
+  await trx.selectFrom('orgs').select('id').where('id', '=', orgId).forNoKeyUpdate().execute();
   const result = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM api_keys k
     JOIN grants g ON g.principal_type = 'key' AND g.principal_id = k.id AND g.resource_type = 'org'

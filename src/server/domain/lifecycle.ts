@@ -63,7 +63,8 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
     const ns = await namespaceBySlug(trx, perms, req.namespace);
     const nsRef = { type: 'namespace', id: ns.id } as const;
     // Locked, so a concurrent delete of the agent cannot slip between this read and the new version.
-    let agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', 'ACTIVE').forUpdate().executeTakeFirst();
+    // NO KEY UPDATE, not UPDATE: foreign-key checks of other transactions (KEY SHARE) must pass.
+    let agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', 'ACTIVE').forNoKeyUpdate().executeTakeFirst();
     if (!agent) {
       perms.require('admin', nsRef, `Namespace ${req.namespace}`);
       const agentId = newId('agent');
@@ -93,7 +94,7 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
       VALUES (${newId('branch')}, ${agent.id}, ${req.branch}, ${normalizeGitBranch(req.branch)}, ${req.replicas})
       ON CONFLICT (agent_id, git_branch) DO NOTHING`.execute(trx);
     // Lock the branch: deploys, migrations and rollbacks of one branch serialize here.
-    const branch = await trx.selectFrom('branches').selectAll().where('agent_id', '=', agent.id).where('git_branch', '=', req.branch).forUpdate().executeTakeFirstOrThrow();
+    const branch = await trx.selectFrom('branches').selectAll().where('agent_id', '=', agent.id).where('git_branch', '=', req.branch).forNoKeyUpdate().executeTakeFirstOrThrow();
     const current = branch.current_version_id
       ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
       : undefined;
@@ -178,8 +179,8 @@ export interface RegisterInput {
 export async function registerVersion(db: Db, perms: Permissions, input: RegisterInput): Promise<{ version: Version; tasks_migrated: number }> {
   return db.transaction().execute(async (trx) => {
     const found = await versionById(trx, perms, 'write', input.version_id);
-    const branch = await trx.selectFrom('branches').selectAll().where('id', '=', found.branch_id).forUpdate().executeTakeFirstOrThrow();
-    const version = await trx.selectFrom('versions').selectAll().where('id', '=', found.id).forUpdate().executeTakeFirstOrThrow();
+    const branch = await trx.selectFrom('branches').selectAll().where('id', '=', found.branch_id).forNoKeyUpdate().executeTakeFirstOrThrow();
+    const version = await trx.selectFrom('versions').selectAll().where('id', '=', found.id).forNoKeyUpdate().executeTakeFirstOrThrow();
     const now = new Date();
     let tasksMigrated = 0;
     const refuse = () => {
@@ -249,7 +250,7 @@ export interface RollbackResult {
 export async function rollback(db: Db, perms: Permissions, branchId: string, targetId: string | null, dryRun: boolean): Promise<RollbackResult> {
   return db.transaction().execute(async (trx) => {
     await branchById(trx, perms, 'write', branchId);
-    const branch = await trx.selectFrom('branches').selectAll().where('id', '=', branchId).forUpdate().executeTakeFirstOrThrow();
+    const branch = await trx.selectFrom('branches').selectAll().where('id', '=', branchId).forNoKeyUpdate().executeTakeFirstOrThrow();
     if (branch.retired_at) throw conflict('branch_retired', `Branch ${branchId} is retired`);
     const current = branch.current_version_id
       ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
@@ -307,7 +308,7 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
 export async function retireBranch(db: Db, perms: Permissions, branchId: string, reason: string, force: boolean): Promise<Branch> {
   return db.transaction().execute(async (trx) => {
     await branchById(trx, perms, 'write', branchId);
-    await trx.selectFrom('branches').select('id').where('id', '=', branchId).forUpdate().executeTakeFirstOrThrow();
+    await trx.selectFrom('branches').select('id').where('id', '=', branchId).forNoKeyUpdate().executeTakeFirstOrThrow();
     const live = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('branch_id', '=', branchId).where('status', 'in', ['RUNNING', 'IDLE']).executeTakeFirstOrThrow();
     if (live.n > 0 && !force) {
       throw new ApiError(409, 'branch_has_tasks', `Branch ${branchId} still has ${live.n} running or idle task(s); pass force: true to terminate them`);

@@ -107,7 +107,7 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       if (branches.size > 1) throw invalid(['body', 'task_ids'], `The tasks belong to ${branches.size} different branches; migrate one branch at a time`);
       branchId = seen[0].branch_id;
       await lockBranch(trx, branchId);
-      const locked = await trx.selectFrom('tasks').select(['id', 'status', 'current_version_id']).where('id', 'in', taskIds).orderBy('id').forUpdate().execute();
+      const locked = await trx.selectFrom('tasks').select(['id', 'status', 'current_version_id']).where('id', 'in', taskIds).orderBy('id').forNoKeyUpdate().execute();
       const stuck = locked.filter((t) => t.status !== 'RUNNING' && t.status !== 'IDLE');
       if (stuck.length) {
         const listed = stuck.slice(0, 10).map((t) => `${t.id} (${t.status})`).join(', ');
@@ -162,7 +162,7 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
 }
 
 async function lockBranch(trx: Trx, branchId: string): Promise<void> {
-  await trx.selectFrom('branches').select('id').where('id', '=', branchId).forUpdate().execute();
+  await trx.selectFrom('branches').select('id').where('id', '=', branchId).forNoKeyUpdate().execute();
 }
 
 /** The response body, assembled around the database-built task array without re-parsing it. */

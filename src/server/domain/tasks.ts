@@ -171,8 +171,8 @@ export async function getTaskByName(db: Db, perms: Permissions, name: string): P
 async function lockTaskForChange(trx: Trx, perms: Permissions, taskId: string, allowTerminal = false) {
   const found = await taskById(trx, perms, 'run', taskId);
   // Lock order everywhere: branch, then tasks, then versions — so migrations and task changes never deadlock.
-  await trx.selectFrom('branches').select('id').where('id', '=', found.branch_id).forUpdate().execute();
-  const task = await trx.selectFrom('tasks').selectAll().where('id', '=', taskId).forUpdate().executeTakeFirstOrThrow();
+  await trx.selectFrom('branches').select('id').where('id', '=', found.branch_id).forNoKeyUpdate().execute();
+  const task = await trx.selectFrom('tasks').selectAll().where('id', '=', taskId).forNoKeyUpdate().executeTakeFirstOrThrow();
   if (task.status === 'DELETED') throw notFound('Task', taskId);
   if (!allowTerminal && isTerminal(task.status)) throw conflict('task_terminal', `Task ${taskId} is ${task.status}; a finished task cannot change`);
   return task;
