@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { BranchList, VersionList } from '../../contract/endpoints.js';
 import type { Branch, Version, VersionEvent } from '../../contract/resources.js';
 import type { VersionStatus } from '../../contract/common.js';
@@ -22,12 +23,16 @@ function versionsQuery(db: Db, where: { branchId?: string; agentId?: string; sta
 }
 
 async function versionPage(db: Db, where: Parameters<typeof versionsQuery>[1], limit: number): Promise<{ total: number; versions: Version[] }> {
-  const q = versionsQuery(db, where);
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('deployed_at', 'desc').orderBy('id', 'desc').limit(limit).execute(),
-    q.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { total: Number(count.n), versions: rows.map(toVersion) };
+  // One query: the window count is the whole filtered list's size (version lists have no offset,
+  // so an empty page means an empty list).
+  const rows = await versionsQuery(db, where)
+    .selectAll()
+    .select(sql<number>`count(*) OVER ()::int`.as('total'))
+    .orderBy('deployed_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+  return { total: rows[0]?.total ?? 0, versions: rows.map(({ total: _total, ...row }) => toVersion(row)) };
 }
 
 /** `GET /branches/{id}/versions`: `total` counts every version of the branch, not just this page. */
