@@ -1,6 +1,6 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { endpoints, type EndpointName, type EndpointOutput, type EndpointRequest, type Endpoint } from '../contract/endpoints.js';
+import { endpoints, type Endpoint } from '../contract/endpoints.js';
 import { ApiError, ValidationFailure, zodIssuesToItems, type ValidationItem } from './errors.js';
 import { Authenticator, type Actor } from './auth/authenticate.js';
 import { RateLimiter } from './ratelimit.js';
@@ -9,35 +9,12 @@ import { buildOpenApiDocument } from '../contract/openapi.js';
 import type { Store } from './store/db.js';
 import { newId } from './store/ids.js';
 import { registerRoutes } from './routes/index.js';
+import { RawJson, type RouteHost, type ServiceConfig, type ServiceContext } from './route-host.js';
+
+export type { ServiceConfig, ServiceContext } from './route-host.js';
 
 export const SERVICE_VERSION = '0.1.0';
 export const BODY_LIMIT_BYTES = 1024 * 1024;
-
-export interface ServiceConfig {
-  /** Image retention for rollbacks, in days (default 30). */
-  imageRetentionDays: number;
-  /** Per-key requests per second; 0 disables rate limiting. */
-  rateLimitPerSecond: number;
-  rateLimitBurst: number;
-  /** Switches authentication off (benchmark baseline only; never exposed on the CLI). */
-  authDisabled?: boolean;
-}
-
-export interface ServiceContext {
-  store: Store;
-  config: ServiceConfig;
-  auth: Authenticator;
-}
-
-/** Everything a handler gets besides its validated input. */
-export interface Call {
-  actor: Actor;
-  /** The caller's permissions, loaded on first use. */
-  access: () => Promise<Permissions>;
-  service: ServiceContext;
-  request: FastifyRequest;
-  reply: FastifyReply;
-}
 
 export interface AppOptions {
   store: Store;
@@ -146,15 +123,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
 
 /** Stands in for a key on the unauthenticated endpoints. */
 export const ANONYMOUS: Actor = Object.freeze({ keyId: '', orgId: '', name: 'anonymous' });
-
-/** A response body already serialized (by the database, for bulk results): sent as it is. */
-export class RawJson {
-  constructor(readonly text: string) {}
-}
-
-export interface RouteHost {
-  handle<K extends EndpointName>(name: K, handler: (input: EndpointRequest<K>, call: Call) => Promise<EndpointOutput<K> | RawJson>): void;
-}
 
 function validate(e: Endpoint, request: FastifyRequest): { params: unknown; query: unknown; body: unknown } {
   const items: ValidationItem[] = [];

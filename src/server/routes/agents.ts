@@ -1,4 +1,4 @@
-import type { RouteHost, ServiceContext } from '../app.js';
+import type { RouteHost, ServiceContext } from '../route-host.js';
 import { deleteAgent, deleteAgentByName, getAgent, getAgentByName, listAgents } from '../domain/agents.js';
 
 export function registerAgentRoutes(host: RouteHost, service: ServiceContext): void {

@@ -1,4 +1,4 @@
-import type { RouteHost, ServiceContext } from '../app.js';
+import type { RouteHost, ServiceContext } from '../route-host.js';
 import {
   getBranch,
   getVersion,

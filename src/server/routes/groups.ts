@@ -1,4 +1,4 @@
-import type { RouteHost, ServiceContext } from '../app.js';
+import type { RouteHost, ServiceContext } from '../route-host.js';
 import { addGroupMember, createGroup, deleteGroup, getGroup, listGroupMembers, listGroups, removeGroupMember } from '../domain/groups.js';
 
 export function registerGroupRoutes(host: RouteHost, service: ServiceContext): void {

@@ -1,4 +1,4 @@
-import type { RouteHost, ServiceContext } from '../app.js';
+import type { RouteHost, ServiceContext } from '../route-host.js';
 import { registerMetaRoutes } from './meta.js';
 import { registerLifecycleRoutes } from './lifecycle.js';
 import { registerTaskRoutes } from './tasks.js';

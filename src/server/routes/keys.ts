@@ -1,4 +1,4 @@
-import type { RouteHost, ServiceContext } from '../app.js';
+import type { RouteHost, ServiceContext } from '../route-host.js';
 import { createKey, getKey, listKeys, listPresets, revokeKey, rotateKey, updateKeyGroups, updateKeyScopes, whoami } from '../domain/keys.js';
 
 export function registerKeyRoutes(host: RouteHost, service: ServiceContext): void {

@@ -1,4 +1,4 @@
-import type { RouteHost, ServiceContext } from '../app.js';
+import type { RouteHost, ServiceContext } from '../route-host.js';
 import { deploy, registerVersion, retireBranch, rollback } from '../domain/lifecycle.js';
 
 export function registerLifecycleRoutes(host: RouteHost, service: ServiceContext): void {

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { RouteHost, ServiceContext } from '../app.js';
+import type { RouteHost, ServiceContext } from '../route-host.js';
 
 export function registerMetaRoutes(host: RouteHost, service: ServiceContext): void {
   host.handle('healthz', async () => ({ status: 'ok' }));

@@ -1,4 +1,4 @@
-import type { RouteHost, ServiceContext } from '../app.js';
+import type { RouteHost, ServiceContext } from '../route-host.js';
 import { createNamespace, createProject, listNamespaces, listProjects } from '../domain/namespaces.js';
 
 export function registerNamespaceRoutes(host: RouteHost, service: ServiceContext): void {

@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { State } from '../../contract/resources.js';
-import type { RouteHost, ServiceContext } from '../app.js';
+import type { RouteHost, ServiceContext } from '../route-host.js';
 import { createState, deleteState, etagOf, getState, listStates, mergeState, parseIfMatch, replaceState } from '../domain/states.js';
 
 /** Every single-state response carries its version as the ETag. */

@@ -1,4 +1,4 @@
-import { RawJson, type RouteHost, type ServiceContext } from '../app.js';
+import { RawJson, type RouteHost, type ServiceContext } from '../route-host.js';
 import { cancelTask, createTask, deleteTask, getTask, getTaskByName, listTasks, updateTask } from '../domain/tasks.js';
 import { migrateTasks, migrationResponseJson } from '../domain/migrate.js';
 
