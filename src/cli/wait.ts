@@ -41,7 +41,7 @@ export async function waitForVersion(ctx: CommandContext, versionId: string, tim
         spinner.fail(`${versionId} is still ${data.status} after ${timeoutSeconds} s`);
         throw new CliError(`${versionId} is still ${data.status} after ${timeoutSeconds} s`, {
           code: 'timeout',
-          hint: 'The deploy goes on on the server; wait longer with --timeout, or check on it later.',
+          hint: `The deploy goes on on the server; wait longer with --timeout. A version becomes ACTIVE when its runtime reports it ready (by hand: agentctl versions register ${versionId}).`,
           next: `agentctl versions get ${versionId}`,
         });
       }

@@ -38,7 +38,7 @@ const deploy: Handler = async (ctx, _args, options) => {
   if (data.tasks_migrated) ctx.info(`${data.tasks_migrated} running task(s) moved to ${data.version_id}`);
   if (options.detach || data.version_status !== 'DEPLOYING') {
     ctx.success(`${data.message} (${data.version_id}, ${data.version_status})`);
-    if (options.detach) ctx.info(`Follow it with: agentctl versions get ${data.version_id}`);
+    if (options.detach) ctx.info(`Follow it with: agentctl versions get ${data.version_id} (it turns ACTIVE when its runtime reports ready: agentctl versions register ${data.version_id})`);
     return {
       json: raw,
       view: record([
