@@ -47,7 +47,8 @@ describe('e2e: start a server, deploy two versions, migrate tasks', () => {
   };
 
   beforeAll(async () => {
-    if (!existsSync('dist/agentctl.js')) throw new Error('dist/agentctl.js is missing: run `npm run build` before the e2e tests');
+    // `npm test` on a fresh clone: build the binary the user would run.
+    if (!existsSync('dist/agentctl.js')) await execa(process.execPath, ['scripts/build.mjs']);
     const { mkdirSync } = await import('node:fs');
     mkdirSync(repoDir, { recursive: true });
     await gitRepo(repoDir, 'First version of the story agent');
