@@ -119,6 +119,8 @@ export class CommandContext {
       apiKey: credentials.apiKey,
       signal: this.signal,
       userAgent: `agentctl/${VERSION}`,
+      // One or two responses, then exit: compiling zod's fast paths would cost more than it saves.
+      jitlessSchemas: true,
       timeoutMs: Number(this.io.env.AGENTCTL_TIMEOUT_MS ?? 30_000),
       retries: this.io.env.AGENTCTL_RETRIES !== undefined ? Number(this.io.env.AGENTCTL_RETRIES) : 3,
       debug: this.globals.debug ? (line) => this.io.stderr.write(`${this.chalk.gray('[debug]')} ${line}\n`) : undefined,

@@ -8,9 +8,7 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   process.stdout.write(`${VERSION}\n`);
   process.exit(0);
 }
-const [{ run }, { config: zodConfig }] = await Promise.all([import('./program.js'), import('zod')]);
-// A CLI process parses a response or two and exits: compiling zod's fast paths would cost more than it saves.
-zodConfig({ jitless: true });
+const { run } = await import('./program.js');
 
 const controller = new AbortController();
 const exitCodes = { SIGINT: 130, SIGTERM: 143 } as const;

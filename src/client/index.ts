@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import { endpoints, type Endpoint, type EndpointInput, type EndpointName, type EndpointOutput } from '../contract/endpoints.js';
+import type { EndpointInput, EndpointName, EndpointOutput } from '../contract/endpoints.js';
+import { routes, type Route } from '../contract/routes.js';
 import { ApiRequestError, ResponseShapeError, UnreachableError } from './errors.js';
 import { redactHeaders, redactJson, redactText } from './redact.js';
 import { send, TransportError, type ResponseHeaders, type TransportResponse } from './transport.js';
@@ -20,6 +21,11 @@ export interface ClientOptions {
   debug?: (line: string) => void;
   /** Cancels every request of this client (Ctrl-C). */
   signal?: AbortSignal;
+  /**
+   * Parse responses without compiling zod's fast paths: right for a process that makes a request
+   * or two and exits (the CLI), wrong for a long-lived one.
+   */
+  jitlessSchemas?: boolean;
   userAgent?: string;
 }
 
@@ -50,13 +56,22 @@ const MAX_RETRY_AFTER_MS = 30_000;
 
 export class AgentctlClient {
   readonly baseUrl: string;
+  private schemas?: Promise<typeof import('../contract/endpoints.js')>;
   constructor(readonly options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
   }
 
+  /**
+   * The response schemas, loaded on first use. A request goes out before they are loaded, so a
+   * short-lived process evaluates zod and the contract while the server works on its answer.
+   */
+  private loadSchemas(): Promise<typeof import('../contract/endpoints.js')> {
+    return (this.schemas ??= import('../contract/endpoints.js'));
+  }
+
   /** Calls one endpoint by its table name; the typed methods below are thin wrappers of this. */
   async request<K extends EndpointName>(name: K, input: EndpointInput<K> = {} as EndpointInput<K>, call: CallOptions = {}): Promise<ApiResponse<EndpointOutput<K>>> {
-    const endpoint = endpoints[name] as Endpoint;
+    const endpoint: Route = routes[name];
     const { params, query, body } = input as { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown };
     const url = this.baseUrl + buildPath(endpoint.path, params ?? {}) + buildQuery(query);
     const headers: Record<string, string> = { accept: 'application/json', ...(this.options.userAgent ? { 'user-agent': this.options.userAgent } : {}), ...call.headers };
@@ -70,7 +85,7 @@ export class AgentctlClient {
       this.trace(`→ ${endpoint.method} ${url} ${JSON.stringify(redactHeaders(headers))}${payload ? ' ' + JSON.stringify(redactJson(body)) : ''}`);
       let response: TransportResponse;
       try {
-        response = await send(url, { method: endpoint.method, headers, body: payload, signal: this.signalFor(call) });
+        response = await send(url, { method: endpoint.method, headers, body: payload, signal: this.signalFor(call), onSent: () => void this.loadSchemas() });
       } catch (error) {
         if (this.options.signal?.aborted || call.signal?.aborted) throw error;
         const reason = failureReason(error);
@@ -84,7 +99,8 @@ export class AgentctlClient {
       const raw = parseJson(response.text);
       this.trace(`← ${response.status} ${endpoint.method} ${url} (${Math.round(performance.now() - started)} ms, request ${response.headers.get('x-request-id') ?? '-'}) ${typeof raw === 'string' ? redactText(raw).slice(0, 4000) : JSON.stringify(redactJson(raw)).slice(0, 4000)}`);
       if (response.status >= 200 && response.status < 300) {
-        const parsed = (endpoint.response as z.ZodType).safeParse(raw);
+        const schema = (await this.loadSchemas()).endpoints[name].response as z.ZodType;
+        const parsed = schema.safeParse(raw, this.options.jitlessSchemas ? { jitless: true } : undefined);
         if (!parsed.success) throw new ResponseShapeError(`${endpoint.method} ${endpoint.path}`, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
         return { data: parsed.data as EndpointOutput<K>, raw, status: response.status, headers: response.headers };
       }
@@ -137,7 +153,7 @@ export type Client = AgentctlClient & EndpointMethods;
 
 export function createClient(options: ClientOptions): Client {
   const client = new AgentctlClient(options) as Client;
-  for (const name of Object.keys(endpoints) as EndpointName[]) {
+  for (const name of Object.keys(routes) as EndpointName[]) {
     (client as unknown as Record<string, unknown>)[name] = async (input?: unknown, call?: CallOptions) =>
       (await client.request(name, input as never, call)).data;
   }

@@ -5,6 +5,8 @@ export interface TransportRequest {
   headers: Record<string, string>;
   body?: string;
   signal: AbortSignal;
+  /** Called once the whole request has been handed to the network. */
+  onSent?: () => void;
 }
 
 export interface ResponseHeaders {
@@ -54,6 +56,7 @@ export async function send(url: string, request: TransportRequest): Promise<Tran
       res.on('end', () => resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: headerReader(res.headers), text: Buffer.concat(chunks).toString('utf8') }));
     });
     req.on('error', (error) => reject(toTransportError(error, request.signal)));
+    if (request.onSent) req.once('finish', request.onSent);
     req.end(request.body);
   });
 }

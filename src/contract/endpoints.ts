@@ -13,6 +13,7 @@ import {
   Timestamp,
   VersionStatus,
 } from './common.js';
+import { routes, type Route } from './routes.js';
 import {
   Agent,
   ApiKey,
@@ -31,23 +32,14 @@ import {
   Whoami,
 } from './resources.js';
 
-type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
-export interface Endpoint {
-  method: Method;
-  /** Fastify-style path: `/branches/:branch_id/versions`. */
-  path: string;
+/** A route (routes.ts) with its documentation and the schemas of what goes in and comes out. */
+export interface Endpoint extends Route {
   summary: string;
   tag: string;
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
-  status: number;
   response: z.ZodType;
-  /** false only for the health and schema endpoints. */
-  auth?: boolean;
-  /** Safe to retry after a connection failure, 429 or 503. */
-  idempotent?: boolean;
 }
 
 const ep = <const E extends Endpoint>(e: E): E => e;
@@ -207,79 +199,79 @@ export const CreateKeyResponse = z.object({ api_key: ApiKey, key: z.string() });
  */
 export const endpoints = lazyTable({
   // health and schema
-  healthz: () => ep({ method: 'GET', path: '/healthz', summary: 'Liveness', tag: 'meta', status: 200, response: z.object({ status: z.literal('ok') }), auth: false, idempotent: true }),
-  readyz: () => ep({ method: 'GET', path: '/readyz', summary: 'Readiness (database reachable)', tag: 'meta', status: 200, response: z.object({ status: z.literal('ok'), engine: z.enum(['pglite', 'postgres']) }), auth: false, idempotent: true }),
+  healthz: () => ep({ ...routes.healthz, summary: 'Liveness', tag: 'meta', response: z.object({ status: z.literal('ok') }) }),
+  readyz: () => ep({ ...routes.readyz, summary: 'Readiness (database reachable)', tag: 'meta', response: z.object({ status: z.literal('ok'), engine: z.enum(['pglite', 'postgres']) }) }),
 
   // namespaces and projects
-  createNamespace: () => ep({ method: 'POST', path: '/namespaces', summary: 'Create a namespace (org admins)', tag: 'namespaces', body: z.object({ name: z.string().min(1).max(100), slug: Slug }), status: 201, response: Namespace }),
-  listNamespaces: () => ep({ method: 'GET', path: '/namespaces', summary: 'List namespaces', tag: 'namespaces', query: z.object({ ...PageQuery }), status: 200, response: z.object({ namespaces: z.array(Namespace), total: z.number().int() }), idempotent: true }),
-  createProject: () => ep({ method: 'POST', path: '/projects', summary: 'Create a project', tag: 'projects', body: z.object({ namespace: Slug.default('default'), name: ResourceName, description: z.string().max(1000).default('') }), status: 201, response: Project }),
-  listProjects: () => ep({ method: 'GET', path: '/projects', summary: 'List projects', tag: 'projects', query: z.object({ namespace: z.string().optional(), ...PageQuery }), status: 200, response: z.object({ projects: z.array(Project), total: z.number().int() }), idempotent: true }),
+  createNamespace: () => ep({ ...routes.createNamespace, summary: 'Create a namespace (org admins)', tag: 'namespaces', body: z.object({ name: z.string().min(1).max(100), slug: Slug }), response: Namespace }),
+  listNamespaces: () => ep({ ...routes.listNamespaces, summary: 'List namespaces', tag: 'namespaces', query: z.object({ ...PageQuery }), response: z.object({ namespaces: z.array(Namespace), total: z.number().int() }) }),
+  createProject: () => ep({ ...routes.createProject, summary: 'Create a project', tag: 'projects', body: z.object({ namespace: Slug.default('default'), name: ResourceName, description: z.string().max(1000).default('') }), response: Project }),
+  listProjects: () => ep({ ...routes.listProjects, summary: 'List projects', tag: 'projects', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ projects: z.array(Project), total: z.number().int() }) }),
 
   // agents
-  deploy: () => ep({ method: 'POST', path: '/agents/deploy', summary: 'Deploy a version (creates agent and branch if needed)', tag: 'agents', body: DeployRequest, status: 201, response: DeployResponse }),
-  registerVersion: () => ep({ method: 'POST', path: '/versions/register', summary: 'Runtime report: version ready, unhealthy or failed', tag: 'versions', body: RegisterVersionRequest, status: 200, response: RegisterVersionResponse }),
-  listAgents: () => ep({ method: 'GET', path: '/agents', summary: 'List agents', tag: 'agents', query: z.object({ namespace: z.string().optional(), ...PageQuery }), status: 200, response: z.object({ agents: z.array(Agent), total: z.number().int() }), idempotent: true }),
-  getAgent: () => ep({ method: 'GET', path: '/agents/:agent_id', summary: 'Get an agent by id', tag: 'agents', params: id('agent_id'), status: 200, response: Agent, idempotent: true }),
-  getAgentByName: () => ep({ method: 'GET', path: '/agents/name/:namespace_slug/:agent_name', summary: 'Get an agent by namespace and name', tag: 'agents', params: AgentPath, status: 200, response: Agent, idempotent: true }),
-  deleteAgent: () => ep({ method: 'DELETE', path: '/agents/:agent_id', summary: 'Delete an agent', tag: 'agents', params: id('agent_id'), status: 200, response: DeleteResponse }),
-  deleteAgentByName: () => ep({ method: 'DELETE', path: '/agents/name/:namespace_slug/:agent_name', summary: 'Delete an agent by name', tag: 'agents', params: AgentPath, status: 200, response: DeleteResponse }),
+  deploy: () => ep({ ...routes.deploy, summary: 'Deploy a version (creates agent and branch if needed)', tag: 'agents', body: DeployRequest, response: DeployResponse }),
+  registerVersion: () => ep({ ...routes.registerVersion, summary: 'Runtime report: version ready, unhealthy or failed', tag: 'versions', body: RegisterVersionRequest, response: RegisterVersionResponse }),
+  listAgents: () => ep({ ...routes.listAgents, summary: 'List agents', tag: 'agents', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ agents: z.array(Agent), total: z.number().int() }) }),
+  getAgent: () => ep({ ...routes.getAgent, summary: 'Get an agent by id', tag: 'agents', params: id('agent_id'), response: Agent }),
+  getAgentByName: () => ep({ ...routes.getAgentByName, summary: 'Get an agent by namespace and name', tag: 'agents', params: AgentPath, response: Agent }),
+  deleteAgent: () => ep({ ...routes.deleteAgent, summary: 'Delete an agent', tag: 'agents', params: id('agent_id'), response: DeleteResponse }),
+  deleteAgentByName: () => ep({ ...routes.deleteAgentByName, summary: 'Delete an agent by name', tag: 'agents', params: AgentPath, response: DeleteResponse }),
 
   // versions and branches (the spec's four list endpoints)
-  listBranchVersions: () => ep({ method: 'GET', path: '/branches/:branch_id/versions', summary: 'Versions of a branch, newest deployed_at first', tag: 'versions', params: id('branch_id'), query: z.object({ limit: VersionLimit }), status: 200, response: VersionList, idempotent: true }),
-  listAgentVersions: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/versions', summary: 'Versions of an agent, newest deployed_at first', tag: 'versions', params: AgentPath, query: z.object({ branch: z.string().min(1).optional(), status: VersionStatus.optional(), limit: VersionLimit }), status: 200, response: VersionList, idempotent: true }),
-  listAgentBranches: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/branches', summary: 'Branches of an agent', tag: 'branches', params: AgentPath, query: z.object({ include_retired: QueryBool.default(false) }), status: 200, response: BranchList, idempotent: true }),
-  listEnvironmentBranches: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments/:env_name/branches', summary: 'Branches matching an environment’s rules, updated_at descending', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), status: 200, response: BranchList, idempotent: true }),
-  getBranch: () => ep({ method: 'GET', path: '/branches/:branch_id', summary: 'Get a branch', tag: 'branches', params: id('branch_id'), status: 200, response: Branch, idempotent: true }),
-  rollbackBranch: () => ep({ method: 'POST', path: '/branches/:branch_id/rollback', summary: 'Roll a branch back to an earlier version', tag: 'branches', params: id('branch_id'), body: RollbackRequest, status: 200, response: RollbackResponse }),
-  retireBranch: () => ep({ method: 'POST', path: '/branches/:branch_id/retire', summary: 'Retire a branch', tag: 'branches', params: id('branch_id'), body: RetireBranchRequest, status: 200, response: Branch }),
-  getVersion: () => ep({ method: 'GET', path: '/versions/:version_id', summary: 'Get a version', tag: 'versions', params: id('version_id'), status: 200, response: Version, idempotent: true }),
-  listVersionEvents: () => ep({ method: 'GET', path: '/versions/:version_id/events', summary: 'Lifecycle events of a version', tag: 'versions', params: id('version_id'), status: 200, response: z.object({ events: z.array(VersionEvent), total: z.number().int() }), idempotent: true }),
-  listBranchEvents: () => ep({ method: 'GET', path: '/branches/:branch_id/events', summary: 'Lifecycle events of a branch', tag: 'branches', params: id('branch_id'), status: 200, response: z.object({ events: z.array(VersionEvent), total: z.number().int() }), idempotent: true }),
+  listBranchVersions: () => ep({ ...routes.listBranchVersions, summary: 'Versions of a branch, newest deployed_at first', tag: 'versions', params: id('branch_id'), query: z.object({ limit: VersionLimit }), response: VersionList }),
+  listAgentVersions: () => ep({ ...routes.listAgentVersions, summary: 'Versions of an agent, newest deployed_at first', tag: 'versions', params: AgentPath, query: z.object({ branch: z.string().min(1).optional(), status: VersionStatus.optional(), limit: VersionLimit }), response: VersionList }),
+  listAgentBranches: () => ep({ ...routes.listAgentBranches, summary: 'Branches of an agent', tag: 'branches', params: AgentPath, query: z.object({ include_retired: QueryBool.default(false) }), response: BranchList }),
+  listEnvironmentBranches: () => ep({ ...routes.listEnvironmentBranches, summary: 'Branches matching an environment’s rules, updated_at descending', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), response: BranchList }),
+  getBranch: () => ep({ ...routes.getBranch, summary: 'Get a branch', tag: 'branches', params: id('branch_id'), response: Branch }),
+  rollbackBranch: () => ep({ ...routes.rollbackBranch, summary: 'Roll a branch back to an earlier version', tag: 'branches', params: id('branch_id'), body: RollbackRequest, response: RollbackResponse }),
+  retireBranch: () => ep({ ...routes.retireBranch, summary: 'Retire a branch', tag: 'branches', params: id('branch_id'), body: RetireBranchRequest, response: Branch }),
+  getVersion: () => ep({ ...routes.getVersion, summary: 'Get a version', tag: 'versions', params: id('version_id'), response: Version }),
+  listVersionEvents: () => ep({ ...routes.listVersionEvents, summary: 'Lifecycle events of a version', tag: 'versions', params: id('version_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
+  listBranchEvents: () => ep({ ...routes.listBranchEvents, summary: 'Lifecycle events of a branch', tag: 'branches', params: id('branch_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
 
   // environments
-  listEnvironments: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments', summary: 'Environments of an agent', tag: 'environments', params: AgentPath, status: 200, response: z.object({ environments: z.array(Environment), total: z.number().int() }), idempotent: true }),
-  createEnvironment: () => ep({ method: 'POST', path: '/agents/:namespace_slug/:agent_name/environments', summary: 'Create an environment', tag: 'environments', params: AgentPath, body: EnvironmentCreate, status: 201, response: Environment }),
-  getEnvironment: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', summary: 'Get an environment', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), status: 200, response: Environment, idempotent: true }),
-  updateEnvironment: () => ep({ method: 'PATCH', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', summary: 'Update an environment', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), body: EnvironmentUpdate, status: 200, response: Environment }),
-  deleteEnvironment: () => ep({ method: 'DELETE', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', summary: 'Delete an environment', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), status: 200, response: DeleteResponse }),
-  resolveEnvironment: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/resolve-env', summary: 'Which environment a git branch falls in', tag: 'environments', params: AgentPath, query: z.object({ branch: z.string().min(1) }), status: 200, response: z.object({ branch: z.string(), environment: Environment }), idempotent: true }),
+  listEnvironments: () => ep({ ...routes.listEnvironments, summary: 'Environments of an agent', tag: 'environments', params: AgentPath, response: z.object({ environments: z.array(Environment), total: z.number().int() }) }),
+  createEnvironment: () => ep({ ...routes.createEnvironment, summary: 'Create an environment', tag: 'environments', params: AgentPath, body: EnvironmentCreate, response: Environment }),
+  getEnvironment: () => ep({ ...routes.getEnvironment, summary: 'Get an environment', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), response: Environment }),
+  updateEnvironment: () => ep({ ...routes.updateEnvironment, summary: 'Update an environment', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), body: EnvironmentUpdate, response: Environment }),
+  deleteEnvironment: () => ep({ ...routes.deleteEnvironment, summary: 'Delete an environment', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), response: DeleteResponse }),
+  resolveEnvironment: () => ep({ ...routes.resolveEnvironment, summary: 'Which environment a git branch falls in', tag: 'environments', params: AgentPath, query: z.object({ branch: z.string().min(1) }), response: z.object({ branch: z.string(), environment: Environment }) }),
 
   // tasks
-  createTask: () => ep({ method: 'POST', path: '/tasks', summary: 'Create a task', tag: 'tasks', body: CreateTaskRequest, status: 201, response: Task }),
-  listTasks: () => ep({ method: 'GET', path: '/tasks', summary: 'List tasks', tag: 'tasks', query: z.object({ agent_id: z.string().optional(), agent: z.string().optional(), branch: z.string().optional(), branch_id: z.string().optional(), version_id: z.string().optional(), status: TaskStatus.optional(), ...PageQuery }), status: 200, response: TaskList, idempotent: true }),
-  getTask: () => ep({ method: 'GET', path: '/tasks/:task_id', summary: 'Get a task', tag: 'tasks', params: id('task_id'), status: 200, response: Task, idempotent: true }),
-  getTaskByName: () => ep({ method: 'GET', path: '/tasks/name/:task_name', summary: 'Get a task by name', tag: 'tasks', params: id('task_name'), status: 200, response: Task, idempotent: true }),
-  updateTask: () => ep({ method: 'PATCH', path: '/tasks/:task_id', summary: 'Update task metadata or status', tag: 'tasks', params: id('task_id'), body: UpdateTaskRequest, status: 200, response: Task }),
-  deleteTask: () => ep({ method: 'DELETE', path: '/tasks/:task_id', summary: 'Delete a task (soft)', tag: 'tasks', params: id('task_id'), status: 200, response: Task }),
-  cancelTask: () => ep({ method: 'POST', path: '/tasks/:task_id/cancel', summary: 'Cancel a task', tag: 'tasks', params: id('task_id'), status: 200, response: Task }),
-  migrateTasks: () => ep({ method: 'POST', path: '/tasks/migrate', summary: 'Move tasks between versions of one branch', tag: 'tasks', body: MigrateTasksRequest, status: 200, response: MigrateTasksResponse }),
+  createTask: () => ep({ ...routes.createTask, summary: 'Create a task', tag: 'tasks', body: CreateTaskRequest, response: Task }),
+  listTasks: () => ep({ ...routes.listTasks, summary: 'List tasks', tag: 'tasks', query: z.object({ agent_id: z.string().optional(), agent: z.string().optional(), branch: z.string().optional(), branch_id: z.string().optional(), version_id: z.string().optional(), status: TaskStatus.optional(), ...PageQuery }), response: TaskList }),
+  getTask: () => ep({ ...routes.getTask, summary: 'Get a task', tag: 'tasks', params: id('task_id'), response: Task }),
+  getTaskByName: () => ep({ ...routes.getTaskByName, summary: 'Get a task by name', tag: 'tasks', params: id('task_name'), response: Task }),
+  updateTask: () => ep({ ...routes.updateTask, summary: 'Update task metadata or status', tag: 'tasks', params: id('task_id'), body: UpdateTaskRequest, response: Task }),
+  deleteTask: () => ep({ ...routes.deleteTask, summary: 'Delete a task (soft)', tag: 'tasks', params: id('task_id'), response: Task }),
+  cancelTask: () => ep({ ...routes.cancelTask, summary: 'Cancel a task', tag: 'tasks', params: id('task_id'), response: Task }),
+  migrateTasks: () => ep({ ...routes.migrateTasks, summary: 'Move tasks between versions of one branch', tag: 'tasks', body: MigrateTasksRequest, response: MigrateTasksResponse }),
 
   // states
-  createState: () => ep({ method: 'POST', path: '/states', summary: 'Create a state record', tag: 'states', body: CreateStateRequest, status: 200, response: State }),
-  listStates: () => ep({ method: 'GET', path: '/states', summary: 'Find states by task and/or agent', tag: 'states', query: z.object({ task_id: z.string().optional(), agent_id: z.string().optional() }), status: 200, response: z.object({ states: z.array(State), total: z.number().int() }), idempotent: true }),
-  getState: () => ep({ method: 'GET', path: '/states/:state_id', summary: 'Get a state record', tag: 'states', params: id('state_id'), status: 200, response: State, idempotent: true }),
-  replaceState: () => ep({ method: 'PUT', path: '/states/:state_id', summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, status: 200, response: State }),
-  mergeState: () => ep({ method: 'PATCH', path: '/states/:state_id', summary: 'Merge top-level keys atomically (null deletes a key)', tag: 'states', params: id('state_id'), body: MergeStateRequest, status: 200, response: State }),
-  deleteState: () => ep({ method: 'DELETE', path: '/states/:state_id', summary: 'Delete a state record', tag: 'states', params: id('state_id'), status: 200, response: DeleteResponse }),
+  createState: () => ep({ ...routes.createState, summary: 'Create a state record', tag: 'states', body: CreateStateRequest, response: State }),
+  listStates: () => ep({ ...routes.listStates, summary: 'Find states by task and/or agent', tag: 'states', query: z.object({ task_id: z.string().optional(), agent_id: z.string().optional() }), response: z.object({ states: z.array(State), total: z.number().int() }) }),
+  getState: () => ep({ ...routes.getState, summary: 'Get a state record', tag: 'states', params: id('state_id'), response: State }),
+  replaceState: () => ep({ ...routes.replaceState, summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, response: State }),
+  mergeState: () => ep({ ...routes.mergeState, summary: 'Merge top-level keys atomically (null deletes a key)', tag: 'states', params: id('state_id'), body: MergeStateRequest, response: State }),
+  deleteState: () => ep({ ...routes.deleteState, summary: 'Delete a state record', tag: 'states', params: id('state_id'), response: DeleteResponse }),
 
   // access control
-  whoami: () => ep({ method: 'GET', path: '/whoami', summary: 'The calling key', tag: 'keys', status: 200, response: Whoami, idempotent: true }),
-  listPresets: () => ep({ method: 'GET', path: '/api_keys/presets', summary: 'Key presets for the creation wizard', tag: 'keys', status: 200, response: z.object({ presets: z.array(Preset) }), idempotent: true }),
-  createKey: () => ep({ method: 'POST', path: '/api_keys', summary: 'Create an API key (secret shown once)', tag: 'keys', body: CreateKeyRequest, status: 201, response: CreateKeyResponse }),
-  listKeys: () => ep({ method: 'GET', path: '/api_keys', summary: 'List API keys', tag: 'keys', query: z.object({ include_revoked: QueryBool.default(false) }), status: 200, response: z.object({ api_keys: z.array(ApiKey), total: z.number().int() }), idempotent: true }),
-  getKey: () => ep({ method: 'GET', path: '/api_keys/:key_id', summary: 'Get an API key', tag: 'keys', params: id('key_id'), status: 200, response: ApiKey, idempotent: true }),
-  revokeKey: () => ep({ method: 'DELETE', path: '/api_keys/:key_id', summary: 'Revoke an API key', tag: 'keys', params: id('key_id'), status: 200, response: ApiKey }),
-  updateKeyScopes: () => ep({ method: 'PATCH', path: '/api_keys/:key_id', summary: 'Replace a key’s scopes', tag: 'keys', params: id('key_id'), body: z.object({ scopes: z.array(Scope).min(1).max(100) }), status: 200, response: ApiKey }),
-  updateKeyGroups: () => ep({ method: 'PATCH', path: '/api_keys/:key_id/sharing-groups', summary: 'Replace a key’s sharing groups', tag: 'keys', params: id('key_id'), body: z.object({ sharing_group_ids: z.array(z.string().min(1)).max(100) }), status: 200, response: ApiKey }),
-  rotateKey: () => ep({ method: 'POST', path: '/api_keys/:key_id/rotate', summary: 'Issue a new secret for a key', tag: 'keys', params: id('key_id'), status: 200, response: CreateKeyResponse }),
-  createGroup: () => ep({ method: 'POST', path: '/groups', summary: 'Create a sharing group', tag: 'groups', body: z.object({ name: z.string().min(1).max(100), description: z.string().max(1000).default('') }), status: 201, response: Group }),
-  listGroups: () => ep({ method: 'GET', path: '/groups', summary: 'List sharing groups', tag: 'groups', status: 200, response: z.object({ groups: z.array(Group), total: z.number().int() }), idempotent: true }),
-  getGroup: () => ep({ method: 'GET', path: '/groups/:group_id', summary: 'Get a sharing group', tag: 'groups', params: id('group_id'), status: 200, response: Group, idempotent: true }),
-  deleteGroup: () => ep({ method: 'DELETE', path: '/groups/:group_id', summary: 'Delete a sharing group', tag: 'groups', params: id('group_id'), status: 200, response: DeleteResponse }),
-  listGroupMembers: () => ep({ method: 'GET', path: '/groups/:group_id/members', summary: 'Members of a sharing group', tag: 'groups', params: id('group_id'), status: 200, response: z.object({ members: z.array(GroupMember), total: z.number().int() }), idempotent: true }),
-  addGroupMember: () => ep({ method: 'PUT', path: '/groups/:group_id/members/:member_id', summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: z.string().min(1), member_id: z.string().min(1) }), status: 200, response: GroupMember, idempotent: true }),
-  removeGroupMember: () => ep({ method: 'DELETE', path: '/groups/:group_id/members/:member_id', summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: z.string().min(1), member_id: z.string().min(1) }), status: 200, response: DeleteResponse }),
+  whoami: () => ep({ ...routes.whoami, summary: 'The calling key', tag: 'keys', response: Whoami }),
+  listPresets: () => ep({ ...routes.listPresets, summary: 'Key presets for the creation wizard', tag: 'keys', response: z.object({ presets: z.array(Preset) }) }),
+  createKey: () => ep({ ...routes.createKey, summary: 'Create an API key (secret shown once)', tag: 'keys', body: CreateKeyRequest, response: CreateKeyResponse }),
+  listKeys: () => ep({ ...routes.listKeys, summary: 'List API keys', tag: 'keys', query: z.object({ include_revoked: QueryBool.default(false) }), response: z.object({ api_keys: z.array(ApiKey), total: z.number().int() }) }),
+  getKey: () => ep({ ...routes.getKey, summary: 'Get an API key', tag: 'keys', params: id('key_id'), response: ApiKey }),
+  revokeKey: () => ep({ ...routes.revokeKey, summary: 'Revoke an API key', tag: 'keys', params: id('key_id'), response: ApiKey }),
+  updateKeyScopes: () => ep({ ...routes.updateKeyScopes, summary: 'Replace a key’s scopes', tag: 'keys', params: id('key_id'), body: z.object({ scopes: z.array(Scope).min(1).max(100) }), response: ApiKey }),
+  updateKeyGroups: () => ep({ ...routes.updateKeyGroups, summary: 'Replace a key’s sharing groups', tag: 'keys', params: id('key_id'), body: z.object({ sharing_group_ids: z.array(z.string().min(1)).max(100) }), response: ApiKey }),
+  rotateKey: () => ep({ ...routes.rotateKey, summary: 'Issue a new secret for a key', tag: 'keys', params: id('key_id'), response: CreateKeyResponse }),
+  createGroup: () => ep({ ...routes.createGroup, summary: 'Create a sharing group', tag: 'groups', body: z.object({ name: z.string().min(1).max(100), description: z.string().max(1000).default('') }), response: Group }),
+  listGroups: () => ep({ ...routes.listGroups, summary: 'List sharing groups', tag: 'groups', response: z.object({ groups: z.array(Group), total: z.number().int() }) }),
+  getGroup: () => ep({ ...routes.getGroup, summary: 'Get a sharing group', tag: 'groups', params: id('group_id'), response: Group }),
+  deleteGroup: () => ep({ ...routes.deleteGroup, summary: 'Delete a sharing group', tag: 'groups', params: id('group_id'), response: DeleteResponse }),
+  listGroupMembers: () => ep({ ...routes.listGroupMembers, summary: 'Members of a sharing group', tag: 'groups', params: id('group_id'), response: z.object({ members: z.array(GroupMember), total: z.number().int() }) }),
+  addGroupMember: () => ep({ ...routes.addGroupMember, summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: z.string().min(1), member_id: z.string().min(1) }), response: GroupMember }),
+  removeGroupMember: () => ep({ ...routes.removeGroupMember, summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: z.string().min(1), member_id: z.string().min(1) }), response: DeleteResponse }),
 });
 
 export type Endpoints = typeof endpoints;
