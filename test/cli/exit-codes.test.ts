@@ -1,8 +1,8 @@
 import { createServer } from 'node:net';
 import { z } from 'zod';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { engines, openTestService, type TestService } from '../support/service.js';
-import { deployActive, gitRepo, runCli, serviceEnv, tempDir } from './support.js';
+import { beforeEach, describe, expect, test } from 'vitest';
+import { engines, type TestService } from '../support/service.js';
+import { deployActive, gitRepo, runCli, useCliService, type CliService } from './support.js';
 
 /** The documented `--json` error shape on stderr. */
 const JsonError = z.strictObject({
@@ -19,18 +19,12 @@ async function closedPort(): Promise<number> {
 }
 
 describe.each(engines)('agentctl exit codes (%s)', (engine) => {
+  const cli = useCliService(engine);
   let svc: TestService;
-  let config: ReturnType<typeof tempDir>;
+  let config: CliService['scratch'];
   let env: Record<string, string>;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => {
-    await svc.reset();
-    config?.remove();
-    config = tempDir();
-    env = serviceEnv(svc, config.dir);
+  beforeEach(() => {
+    ({ svc, scratch: config, env } = cli);
   });
 
   test('401: an unknown key exits 4 with a login hint; --json gives the error object', async () => {

@@ -1,28 +1,22 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { beforeEach, describe, expect, test } from 'vitest';
 import { endpoints } from '../../src/contract/endpoints.js';
 import { Version } from '../../src/contract/resources.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
-import { deployActive, gitRepo, runCli, serviceEnv, tempDir } from './support.js';
+import { engines, type TestService } from '../support/service.js';
+import { deployActive, gitRepo, runCli, useCliService, type CliService } from './support.js';
 
 /** stdout parsed and validated with the endpoint’s response schema. */
 const parse = <K extends keyof typeof endpoints>(name: K, text: string): any => (endpoints[name].response as z.ZodType).parse(JSON.parse(text));
 
 describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engine) => {
+  const cli = useCliService(engine, (dir) => path.join(dir, 'config'));
   let svc: TestService;
-  let scratch: ReturnType<typeof tempDir>;
+  let scratch: CliService['scratch'];
   let env: Record<string, string>;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => {
-    await svc.reset();
-    scratch?.remove();
-    scratch = tempDir();
-    env = serviceEnv(svc, path.join(scratch.dir, 'config'));
+  beforeEach(() => {
+    ({ svc, scratch, env } = cli);
   });
 
   /** Reports the newest DEPLOYING version of the agent ready once it appears, as its container would. */

@@ -4,24 +4,17 @@ import { z } from 'zod';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { endpoints } from '../../src/contract/endpoints.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
-import { deployActive, runCli, serviceEnv, tempDir } from './support.js';
+import { deployActive, runCli, tempDir, useCliService } from './support.js';
 
 /** stdout parsed and validated with the endpoint’s response schema. */
 const parse = <K extends keyof typeof endpoints>(name: K, text: string): any => (endpoints[name].response as z.ZodType).parse(JSON.parse(text));
 
 describe.each(engines)('agentctl resource commands (%s)', (engine) => {
+  const cli = useCliService(engine);
   let svc: TestService;
-  let config: ReturnType<typeof tempDir>;
   let env: Record<string, string>;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => {
-    await svc.reset();
-    config?.remove();
-    config = tempDir();
-    env = serviceEnv(svc, config.dir);
+  beforeEach(() => {
+    ({ svc, env } = cli);
   });
 
   test('namespaces create prints the new namespace; --json is the server’s Namespace', async () => {

@@ -4,7 +4,9 @@ import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { execa } from 'execa';
 import { run } from '../../src/cli/program.js';
-import type { TestService } from '../support/service.js';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { openTestService, type TestService } from '../support/service.js';
+import type { Engine } from '../../src/server/store/db.js';
 
 export interface CliResult {
   code: number;
@@ -95,3 +97,33 @@ export async function deployActive(svc: TestService, agent: string, branch = 'ma
 }
 
 export const randomHash = () => Array.from({ length: 40 }, () => '0123456789abcdef'[Math.floor(Math.random() * 16)]).join('');
+
+export interface CliService {
+  svc: TestService;
+  /** A scratch directory, new for each test. */
+  scratch: { dir: string; remove: () => void };
+  /** Environment pointing the CLI at `svc` with its admin key and a config directory in `scratch`. */
+  env: Record<string, string>;
+}
+
+/**
+ * One service per test file (reset before each test) and a fresh scratch directory per test: the
+ * setup every in-process CLI test file shares. The returned object is refilled before each test.
+ */
+export function useCliService(engine: Engine, configDir: (scratchDir: string) => string = (dir) => dir): CliService {
+  const state = {} as CliService;
+  beforeAll(async () => {
+    state.svc = await openTestService(engine);
+  });
+  afterAll(async () => {
+    state.scratch?.remove();
+    await state.svc?.close();
+  });
+  beforeEach(async () => {
+    await state.svc.reset();
+    state.scratch?.remove();
+    state.scratch = tempDir();
+    state.env = serviceEnv(state.svc, configDir(state.scratch.dir));
+  });
+  return state;
+}
