@@ -7,7 +7,7 @@ import { toBranch, toVersion, type BranchRow } from '../store/mappers.js';
 import { ApiError, conflict, invalid } from '../errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { grantOwnership } from '../auth/grants.js';
-import { branchById, namespaceBySlug, versionById } from './lookup.js';
+import { branchById, lockBranch, namespaceBySlug, versionById } from './lookup.js';
 import { appendEvent, settleDraining } from './events.js';
 
 type Trx = Kysely<Database>;
@@ -93,7 +93,7 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
       INSERT INTO branches (id, agent_id, git_branch, git_branch_normalized, replicas)
       VALUES (${newId('branch')}, ${agent.id}, ${req.branch}, ${normalizeGitBranch(req.branch)}, ${req.replicas})
       ON CONFLICT (agent_id, git_branch) DO NOTHING`.execute(trx);
-    // Lock the branch: deploys, migrations and rollbacks of one branch serialize here.
+    // The branch lock (see lockBranch), found by name: deploys, migrations and rollbacks of one branch serialize here.
     const branch = await trx.selectFrom('branches').selectAll().where('agent_id', '=', agent.id).where('git_branch', '=', req.branch).forNoKeyUpdate().executeTakeFirstOrThrow();
     const current = branch.current_version_id
       ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
@@ -179,7 +179,7 @@ export interface RegisterInput {
 export async function registerVersion(db: Db, perms: Permissions, input: RegisterInput): Promise<{ version: Version; tasks_migrated: number }> {
   return db.transaction().execute(async (trx) => {
     const found = await versionById(trx, perms, 'write', input.version_id);
-    const branch = await trx.selectFrom('branches').selectAll().where('id', '=', found.branch_id).forNoKeyUpdate().executeTakeFirstOrThrow();
+    const branch = await lockBranch(trx, found.branch_id);
     const version = await trx.selectFrom('versions').selectAll().where('id', '=', found.id).forNoKeyUpdate().executeTakeFirstOrThrow();
     const now = new Date();
     let tasksMigrated = 0;
@@ -250,7 +250,7 @@ export interface RollbackResult {
 export async function rollback(db: Db, perms: Permissions, branchId: string, targetId: string | null, dryRun: boolean): Promise<RollbackResult> {
   return db.transaction().execute(async (trx) => {
     await branchById(trx, perms, 'write', branchId);
-    const branch = await trx.selectFrom('branches').selectAll().where('id', '=', branchId).forNoKeyUpdate().executeTakeFirstOrThrow();
+    const branch = await lockBranch(trx, branchId);
     if (branch.retired_at) throw conflict('branch_retired', `Branch ${branchId} is retired`);
     const current = branch.current_version_id
       ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
@@ -308,7 +308,7 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
 export async function retireBranch(db: Db, perms: Permissions, branchId: string, reason: string, force: boolean): Promise<Branch> {
   return db.transaction().execute(async (trx) => {
     await branchById(trx, perms, 'write', branchId);
-    await trx.selectFrom('branches').select('id').where('id', '=', branchId).forNoKeyUpdate().executeTakeFirstOrThrow();
+    await lockBranch(trx, branchId);
     const live = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('branch_id', '=', branchId).where('status', 'in', ['RUNNING', 'IDLE']).executeTakeFirstOrThrow();
     if (live.n > 0 && !force) {
       throw new ApiError(409, 'branch_has_tasks', `Branch ${branchId} still has ${live.n} running or idle task(s); pass force: true to terminate them`);

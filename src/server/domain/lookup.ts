@@ -6,6 +6,16 @@ import type { Permission, Permissions } from '../auth/policy.js';
 type Executor = Db | Kysely<Database>;
 
 /**
+ * Locks a branch row for the rest of the transaction and returns it. Every change to a branch's
+ * versions or tasks takes this lock first (then tasks, then versions), so deploys, migrations,
+ * rollbacks and task changes of one branch serialize and never deadlock. NO KEY UPDATE, not
+ * UPDATE: other transactions' foreign-key checks on the branch must not wait for it.
+ */
+export function lockBranch(trx: Kysely<Database>, branchId: string) {
+  return trx.selectFrom('branches').selectAll().where('id', '=', branchId).forNoKeyUpdate().executeTakeFirstOrThrow();
+}
+
+/**
  * Lookups shared by the domain modules. Each one checks the caller's permission on what it finds,
  * so an unknown id and an undiscoverable one answer the same 404.
  */

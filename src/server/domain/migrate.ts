@@ -9,7 +9,7 @@ import { ApiError, ValidationFailure, conflict, invalid, type ValidationItem } f
 import type { Permissions } from '../auth/policy.js';
 import { ROUTABLE } from './lifecycle.js';
 import { settleDraining } from './events.js';
-import { versionById } from './lookup.js';
+import { lockBranch, versionById } from './lookup.js';
 
 type Trx = Kysely<Database>;
 
@@ -159,10 +159,6 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       count: result.n,
     };
   });
-}
-
-async function lockBranch(trx: Trx, branchId: string): Promise<void> {
-  await trx.selectFrom('branches').select('id').where('id', '=', branchId).forNoKeyUpdate().execute();
 }
 
 /** The response body, assembled around the database-built task array without re-parsing it. */

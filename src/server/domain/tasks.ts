@@ -8,7 +8,7 @@ import { toTask } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import type { Permissions } from '../auth/policy.js';
-import { agentById, agentByPath, taskById } from './lookup.js';
+import { agentById, agentByPath, lockBranch, taskById } from './lookup.js';
 import { settleDraining } from './events.js';
 import { visibleRows } from './visibility.js';
 
@@ -170,8 +170,7 @@ export async function getTaskByName(db: Db, perms: Permissions, name: string): P
 /** Locks a task for a change; a terminal task refuses every change but DELETE. */
 async function lockTaskForChange(trx: Trx, perms: Permissions, taskId: string, allowTerminal = false) {
   const found = await taskById(trx, perms, 'run', taskId);
-  // Lock order everywhere: branch, then tasks, then versions — so migrations and task changes never deadlock.
-  await trx.selectFrom('branches').select('id').where('id', '=', found.branch_id).forNoKeyUpdate().execute();
+  await lockBranch(trx, found.branch_id);
   const task = await trx.selectFrom('tasks').selectAll().where('id', '=', taskId).forNoKeyUpdate().executeTakeFirstOrThrow();
   if (task.status === 'DELETED') throw notFound('Task', taskId);
   if (!allowTerminal && isTerminal(task.status)) throw conflict('task_terminal', `Task ${taskId} is ${task.status}; a finished task cannot change`);
