@@ -15,6 +15,25 @@ import {
 } from './common.js';
 import { routes, type Route } from './routes.js';
 import {
+  CreateEventRequest,
+  CreateMessageRequest,
+  Event,
+  EventList,
+  HandlerErrorRequest,
+  ListEventsQuery,
+  ListMessagesQuery,
+  Message,
+  MessageList,
+  RegistrationTokenResponse,
+  SigningSecretResponse,
+  StreamQuery,
+  Tracker,
+  TrackerList,
+  TrackerQuery,
+  UpdateMessageRequest,
+  UpdateTrackerRequest,
+} from './conversation.js';
+import {
   Agent,
   ApiKey,
   Branch,
@@ -129,8 +148,17 @@ export const DeployResponse = z.object({
   tasks_migrated: z.number().int(),
 });
 
+/**
+ * Two callers: a runtime with a user key (write on the agent) reporting a status, and an agent
+ * process registering with its one-time `registration_token` and no key (DESIGN section 10), which
+ * gets back its runtime key in `agent_api_key`.
+ */
 export const RegisterVersionRequest = z.object({
   version_id: z.string().min(1),
+  branch_id: z.string().min(1).optional(),
+  /** Where the dispatcher delivers: `{acp_url}/api`. */
+  acp_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
+  registration_token: z.string().min(1).max(200).optional(),
   /** ACTIVE: ready (or recovered); UNHEALTHY: failing health checks; FAILED: could not start. */
   status: z.enum(['ACTIVE', 'UNHEALTHY', 'FAILED']).default('ACTIVE'),
   replicas: z.number().int().min(0).max(10).optional(),
@@ -140,7 +168,16 @@ export const RegisterVersionRequest = z.object({
     .optional(),
   registration_metadata: JsonObject.optional(),
 });
-export const RegisterVersionResponse = z.object({ version: Version, tasks_migrated: z.number().int() });
+export const RegisterVersionResponse = z.object({
+  version: Version,
+  tasks_migrated: z.number().int(),
+  agent_id: z.string(),
+  agent_name: z.string(),
+  branch_id: z.string(),
+  version_status: VersionStatus,
+  /** Token registrations only: the runtime key, limited to this agent's tasks; held in memory. */
+  agent_api_key: z.string().optional(),
+});
 
 export const RollbackRequest = z.object({ target_version_id: z.string().min(1).nullable().default(null), dry_run: z.boolean().default(false) });
 export const RollbackResponse = z.object({
@@ -210,7 +247,9 @@ export const endpoints = lazyTable({
 
   // agents
   deploy: () => ep({ ...routes.deploy, summary: 'Deploy a version (creates agent and branch if needed)', tag: 'agents', body: DeployRequest, response: DeployResponse }),
-  registerVersion: () => ep({ ...routes.registerVersion, summary: 'Runtime report: version ready, unhealthy or failed', tag: 'versions', body: RegisterVersionRequest, response: RegisterVersionResponse }),
+  registerVersion: () => ep({ ...routes.registerVersion, summary: 'Register an agent process (registration token) or report a version ready, unhealthy or failed (key)', tag: 'versions', body: RegisterVersionRequest, response: RegisterVersionResponse }),
+  createRegistrationToken: () => ep({ ...routes.createRegistrationToken, summary: 'A one-time registration token for an agent process started by hand (write on the agent)', tag: 'versions', params: id('version_id'), response: RegistrationTokenResponse }),
+  getSigningSecret: () => ep({ ...routes.getSigningSecret, summary: 'The version’s delivery signing secret (admin on the agent)', tag: 'versions', params: id('version_id'), response: SigningSecretResponse }),
   listAgents: () => ep({ ...routes.listAgents, summary: 'List agents', tag: 'agents', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ agents: z.array(Agent), total: z.number().int() }) }),
   getAgent: () => ep({ ...routes.getAgent, summary: 'Get an agent by id', tag: 'agents', params: id('agent_id'), response: Agent }),
   getAgentByName: () => ep({ ...routes.getAgentByName, summary: 'Get an agent by namespace and name', tag: 'agents', params: AgentPath, response: Agent }),
@@ -246,6 +285,20 @@ export const endpoints = lazyTable({
   deleteTask: () => ep({ ...routes.deleteTask, summary: 'Delete a task (soft)', tag: 'tasks', params: id('task_id'), response: Task }),
   cancelTask: () => ep({ ...routes.cancelTask, summary: 'Cancel a task', tag: 'tasks', params: id('task_id'), response: Task }),
   migrateTasks: () => ep({ ...routes.migrateTasks, summary: 'Move tasks between versions of one branch', tag: 'tasks', body: MigrateTasksRequest, response: MigrateTasksResponse }),
+
+  // conversation: events, messages, trackers, the stream
+  streamTask: () => ep({ ...routes.streamTask, summary: 'Server-Sent Events: the task’s events, messages, status and tracker in sequence order', tag: 'conversation', params: id('task_id'), query: StreamQuery, response: z.string() }),
+  createEvent: () => ep({ ...routes.createEvent, summary: 'Send an event to a task (run on the agent)', tag: 'conversation', params: id('task_id'), body: CreateEventRequest, response: Event }),
+  listEvents: () => ep({ ...routes.listEvents, summary: 'Events of a task, ascending sequence_id', tag: 'conversation', query: ListEventsQuery, response: EventList }),
+  getEvent: () => ep({ ...routes.getEvent, summary: 'Get an event', tag: 'conversation', params: id('event_id'), response: Event }),
+  reportHandlerError: () => ep({ ...routes.reportHandlerError, summary: 'Report a handler that threw (recorded as an agent message)', tag: 'conversation', params: id('task_id'), body: HandlerErrorRequest, response: Message }),
+  createMessage: () => ep({ ...routes.createMessage, summary: 'Add a message to a task’s transcript', tag: 'conversation', body: CreateMessageRequest, response: Message }),
+  updateMessage: () => ep({ ...routes.updateMessage, summary: 'Replace a message’s content or finish its streaming', tag: 'conversation', params: id('message_id'), body: UpdateMessageRequest, response: Message }),
+  listMessages: () => ep({ ...routes.listMessages, summary: 'Messages of a task, ascending sequence_id', tag: 'conversation', query: ListMessagesQuery, response: MessageList }),
+  getMessage: () => ep({ ...routes.getMessage, summary: 'Get a message', tag: 'conversation', params: id('message_id'), response: Message }),
+  listTrackers: () => ep({ ...routes.listTrackers, summary: 'Task trackers by task and/or agent', tag: 'conversation', query: TrackerQuery, response: TrackerList }),
+  getTracker: () => ep({ ...routes.getTracker, summary: 'Get a task tracker', tag: 'conversation', params: id('tracker_id'), response: Tracker }),
+  updateTracker: () => ep({ ...routes.updateTracker, summary: 'Update a tracker (left-out fields stay; the cursor only moves forward)', tag: 'conversation', params: id('tracker_id'), body: UpdateTrackerRequest, response: Tracker }),
 
   // states
   createState: () => ep({ ...routes.createState, summary: 'Create a state record', tag: 'states', body: CreateStateRequest, response: State }),

@@ -9,8 +9,15 @@ export interface Route {
   /** Fastify-style path: `/branches/:branch_id/versions`. */
   path: string;
   status: number;
-  /** false only for the health and schema endpoints. */
-  auth?: boolean;
+  /**
+   * false only for the health and schema endpoints; 'optional' where a body credential (a
+   * registration token) stands in for a key.
+   */
+  auth?: boolean | 'optional';
+  /** Accepts `Idempotency-Key`: the same key and body within 24 h returns the first response. */
+  idempotencyKey?: boolean;
+  /** Answers Server-Sent Events (`text/event-stream`), resumable with `Last-Event-ID`. */
+  sse?: boolean;
   /** Safe to retry after a connection failure, 429 or 503. */
   idempotent?: boolean;
 }
@@ -24,8 +31,10 @@ export const routes = {
   listNamespaces: route({ method: 'GET', path: '/namespaces', status: 200, idempotent: true }),
   createProject: route({ method: 'POST', path: '/projects', status: 201 }),
   listProjects: route({ method: 'GET', path: '/projects', status: 200, idempotent: true }),
-  deploy: route({ method: 'POST', path: '/agents/deploy', status: 201 }),
-  registerVersion: route({ method: 'POST', path: '/versions/register', status: 200 }),
+  deploy: route({ method: 'POST', path: '/agents/deploy', status: 201, idempotencyKey: true }),
+  registerVersion: route({ method: 'POST', path: '/versions/register', status: 200, auth: 'optional' }),
+  createRegistrationToken: route({ method: 'POST', path: '/versions/:version_id/registration-tokens', status: 201 }),
+  getSigningSecret: route({ method: 'GET', path: '/versions/:version_id/signing-secret', status: 200, idempotent: true }),
   listAgents: route({ method: 'GET', path: '/agents', status: 200, idempotent: true }),
   getAgent: route({ method: 'GET', path: '/agents/:agent_id', status: 200, idempotent: true }),
   getAgentByName: route({ method: 'GET', path: '/agents/name/:namespace_slug/:agent_name', status: 200, idempotent: true }),
@@ -47,7 +56,7 @@ export const routes = {
   updateEnvironment: route({ method: 'PATCH', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', status: 200 }),
   deleteEnvironment: route({ method: 'DELETE', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', status: 200 }),
   resolveEnvironment: route({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/resolve-env', status: 200, idempotent: true }),
-  createTask: route({ method: 'POST', path: '/tasks', status: 201 }),
+  createTask: route({ method: 'POST', path: '/tasks', status: 201, idempotencyKey: true }),
   listTasks: route({ method: 'GET', path: '/tasks', status: 200, idempotent: true }),
   getTask: route({ method: 'GET', path: '/tasks/:task_id', status: 200, idempotent: true }),
   getTaskByName: route({ method: 'GET', path: '/tasks/name/:task_name', status: 200, idempotent: true }),
@@ -55,7 +64,19 @@ export const routes = {
   deleteTask: route({ method: 'DELETE', path: '/tasks/:task_id', status: 200 }),
   cancelTask: route({ method: 'POST', path: '/tasks/:task_id/cancel', status: 200 }),
   migrateTasks: route({ method: 'POST', path: '/tasks/migrate', status: 200 }),
-  createState: route({ method: 'POST', path: '/states', status: 200 }),
+  streamTask: route({ method: 'GET', path: '/tasks/:task_id/stream', status: 200, idempotent: true, sse: true }),
+  createEvent: route({ method: 'POST', path: '/tasks/:task_id/events', status: 201, idempotencyKey: true }),
+  listEvents: route({ method: 'GET', path: '/events', status: 200, idempotent: true }),
+  getEvent: route({ method: 'GET', path: '/events/:event_id', status: 200, idempotent: true }),
+  reportHandlerError: route({ method: 'POST', path: '/tasks/:task_id/handler-errors', status: 201, idempotencyKey: true }),
+  createMessage: route({ method: 'POST', path: '/messages', status: 201, idempotencyKey: true }),
+  updateMessage: route({ method: 'PUT', path: '/messages/:message_id', status: 200 }),
+  listMessages: route({ method: 'GET', path: '/messages', status: 200, idempotent: true }),
+  getMessage: route({ method: 'GET', path: '/messages/:message_id', status: 200, idempotent: true }),
+  listTrackers: route({ method: 'GET', path: '/tracker', status: 200, idempotent: true }),
+  getTracker: route({ method: 'GET', path: '/tracker/:tracker_id', status: 200, idempotent: true }),
+  updateTracker: route({ method: 'PATCH', path: '/tracker/:tracker_id', status: 200 }),
+  createState: route({ method: 'POST', path: '/states', status: 200, idempotencyKey: true }),
   listStates: route({ method: 'GET', path: '/states', status: 200, idempotent: true }),
   getState: route({ method: 'GET', path: '/states/:state_id', status: 200, idempotent: true }),
   replaceState: route({ method: 'PUT', path: '/states/:state_id', status: 200 }),

@@ -162,6 +162,15 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
   });
 }
 
+export interface RegisterResult {
+  version: Version;
+  tasks_migrated: number;
+  agent_id: string;
+  agent_name: string;
+  branch_id: string;
+  version_status: Version['status'];
+}
+
 export interface RegisterInput {
   version_id: string;
   status: 'ACTIVE' | 'UNHEALTHY' | 'FAILED';
@@ -176,7 +185,7 @@ export interface RegisterInput {
  * previous version hands over), ACTIVE <-> UNHEALTHY, DEPLOYING -> FAILED (tasks return to the
  * version still serving).
  */
-export async function registerVersion(db: Db, perms: Permissions, input: RegisterInput): Promise<{ version: Version; tasks_migrated: number }> {
+export async function registerVersion(db: Db, perms: Permissions, input: RegisterInput): Promise<RegisterResult> {
   return db.transaction().execute(async (trx) => {
     const found = await versionById(trx, perms, 'write', input.version_id);
     const branch = await lockBranch(trx, found.branch_id);
@@ -235,7 +244,20 @@ export async function registerVersion(db: Db, perms: Permissions, input: Registe
       }
     }
     const after = await trx.selectFrom('versions').selectAll().where('id', '=', version.id).executeTakeFirstOrThrow();
-    return { version: toVersion(after), tasks_migrated: tasksMigrated };
+    const agent = await trx
+      .selectFrom('agents')
+      .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
+      .select(['agents.id', 'agents.name', 'namespaces.slug'])
+      .where('agents.id', '=', version.agent_id)
+      .executeTakeFirstOrThrow();
+    return {
+      version: toVersion(after),
+      tasks_migrated: tasksMigrated,
+      agent_id: agent.id,
+      agent_name: `${agent.slug}/${agent.name}`,
+      branch_id: branch.id,
+      version_status: toVersion(after).status,
+    };
   });
 }
 

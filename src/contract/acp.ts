@@ -1,0 +1,74 @@
+/**
+ * The agent protocol (DESIGN section 10): JSON-RPC 2.0 over `POST {acp_url}/api`, from the
+ * platform's dispatcher to an agent, signed with the version's signing secret. Zod-free on purpose:
+ * the ADK's agent server imports this on every request.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Content, Event } from './conversation.js';
+import type { Task } from './resources.js';
+
+export const ACP_PATH = '/api';
+export const SIGNATURE_HEADER = 'x-agentctl-signature';
+/** A signature older (or newer) than this is refused: a replayed request. */
+export const SIGNATURE_MAX_AGE_SECONDS = 300;
+
+export const ACP_METHODS = ['task/create', 'event/send', 'task/cancel', 'message/send'] as const;
+export type AcpMethod = (typeof ACP_METHODS)[number];
+
+export interface AcpAgentRef {
+  id: string;
+  /** `namespace/name`. */
+  name: string;
+}
+
+export interface AcpParams {
+  'task/create': { agent: AcpAgentRef; task: Task; params: Record<string, unknown> | null };
+  'event/send': { agent: AcpAgentRef; task: Task; event: Event };
+  'task/cancel': { agent: AcpAgentRef; task: Task };
+  /** Sync agents only: answered inline. */
+  'message/send': { agent: AcpAgentRef; task: Task; content: Content };
+}
+
+export interface AcpRequest<M extends AcpMethod = AcpMethod> {
+  jsonrpc: '2.0';
+  /** The delivery id: the agent deduplicates by it (deliveries are at least once). */
+  id: string;
+  method: M;
+  params: AcpParams[M];
+}
+
+export interface AcpResult {
+  /** Async agents: acknowledged, the handler runs after the answer. */
+  accepted: true;
+  /** Sync agents (`message/send`): the reply, already recorded as agent messages. */
+  messages?: Content[];
+}
+
+export interface AcpResponse {
+  jsonrpc: '2.0';
+  id: string;
+  result?: AcpResult;
+  error?: { code: number; message: string };
+}
+
+/** JSON-RPC error codes the agent answers with. */
+export const ACP_ERRORS = { parseError: -32700, invalidRequest: -32600, methodNotFound: -32601, invalidParams: -32602, internal: -32603, unauthorized: -32001 } as const;
+
+/** `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>`. */
+export function signBody(secret: string, body: string, nowSeconds = Math.floor(Date.now() / 1000)): string {
+  const mac = createHmac('sha256', secret).update(`${nowSeconds}.${body}`).digest('hex');
+  return `t=${nowSeconds},v1=${mac}`;
+}
+
+export type SignatureCheck = { ok: true } | { ok: false; reason: 'missing' | 'malformed' | 'expired' | 'mismatch' };
+
+export function verifySignature(secret: string, body: string, header: string | undefined | null, nowSeconds = Math.floor(Date.now() / 1000)): SignatureCheck {
+  if (!header) return { ok: false, reason: 'missing' };
+  const parts = Object.fromEntries(header.split(',').map((p) => p.trim().split('=', 2) as [string, string]));
+  const t = Number(parts.t);
+  if (!Number.isInteger(t) || !parts.v1 || !/^[0-9a-f]{64}$/.test(parts.v1)) return { ok: false, reason: 'malformed' };
+  if (Math.abs(nowSeconds - t) > SIGNATURE_MAX_AGE_SECONDS) return { ok: false, reason: 'expired' };
+  const expected = createHmac('sha256', secret).update(`${t}.${body}`).digest();
+  const given = Buffer.from(parts.v1, 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected) ? { ok: true } : { ok: false, reason: 'mismatch' };
+}

@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import { JsonObject, Timestamp } from './common.js';
+import { Task } from './resources.js';
+
+// ---- content ------------------------------------------------------------------------------------
+
+export const TextPart = z.object({ type: z.literal('text'), text: z.string().max(262_144) }).meta({ id: 'TextPart' });
+export const DataPart = z.object({ type: z.literal('data'), data: JsonObject }).meta({ id: 'DataPart' });
+/** What events and messages carry: a TextPart (markdown allowed) or a DataPart (structured UIs). */
+export const Content = z.discriminatedUnion('type', [TextPart, DataPart]).meta({ id: 'Content' });
+export type Content = z.infer<typeof Content>;
+/** What a client may send: a bare string is stored as a TextPart. */
+export const ContentInput = z.union([z.string().max(262_144), Content]).transform((c): Content => (typeof c === 'string' ? { type: 'text', text: c } : c));
+export type ContentInput = z.input<typeof ContentInput>;
+
+// ---- records ------------------------------------------------------------------------------------
+
+/** Input to an agent. `sequence_id` is the task's one order across events, messages and status. */
+export const Event = z
+  .object({
+    id: z.string(),
+    task_id: z.string(),
+    agent_id: z.string(),
+    sequence_id: z.number().int(),
+    content: Content,
+    created_at: Timestamp,
+  })
+  .meta({ id: 'Event' });
+export type Event = z.infer<typeof Event>;
+
+export const MESSAGE_AUTHORS = ['agent', 'user'] as const;
+export const MessageAuthor = z.enum(MESSAGE_AUTHORS);
+export const STREAMING_STATUSES = ['IN_PROGRESS', 'DONE'] as const;
+export const StreamingStatus = z.enum(STREAMING_STATUSES);
+
+/**
+ * The transcript. `sequence_id` is where the message was created in the task's order; an update
+ * (PUT) takes a new sequence number, shown in the stream as a `message_update` record and here as
+ * `updated_sequence_id`.
+ */
+export const Message = z
+  .object({
+    id: z.string(),
+    task_id: z.string(),
+    author: MessageAuthor,
+    content: Content,
+    streaming_status: StreamingStatus.nullable(),
+    sequence_id: z.number().int(),
+    updated_sequence_id: z.number().int(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'Message' });
+export type Message = z.infer<typeof Message>;
+
+/** One per (task, agent), created with the task. */
+export const Tracker = z
+  .object({
+    id: z.string(),
+    task_id: z.string(),
+    agent_id: z.string(),
+    /** Free text set by the agent (`working`, `waiting for review`); `idle` when created. */
+    status: z.string(),
+    status_message: z.string().nullable(),
+    progress: z.number().min(0).max(100).nullable(),
+    last_processed_event_id: z.string().nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  })
+  .meta({ id: 'Tracker' });
+export type Tracker = z.infer<typeof Tracker>;
+
+// ---- requests -----------------------------------------------------------------------------------
+
+const afterSequence = { after_sequence_id: z.coerce.number().int().min(0).default(0) };
+
+export const CreateEventRequest = z.object({ content: ContentInput });
+export const ListEventsQuery = z.object({ task_id: z.string().min(1), ...afterSequence, limit: z.coerce.number().int().min(1).max(500).default(100) });
+export const EventList = z.object({ events: z.array(Event), has_more: z.boolean() });
+
+export const CreateMessageRequest = z.object({
+  task_id: z.string().min(1),
+  content: ContentInput,
+  author: MessageAuthor.default('agent'),
+  streaming_status: StreamingStatus.nullable().default(null),
+});
+export const UpdateMessageRequest = z.object({ content: ContentInput.optional(), streaming_status: StreamingStatus.nullable().optional() });
+export const ListMessagesQuery = z.object({ task_id: z.string().min(1), ...afterSequence, limit: z.coerce.number().int().min(1).max(500).default(50) });
+export const MessageList = z.object({ messages: z.array(Message), has_more: z.boolean() });
+
+export const TrackerQuery = z.object({ task_id: z.string().min(1).optional(), agent_id: z.string().min(1).optional() });
+export const TrackerList = z.object({ trackers: z.array(Tracker), total: z.number().int() });
+export const UpdateTrackerRequest = z.object({
+  status: z.string().min(1).max(100).optional(),
+  status_message: z.string().max(10_000).nullable().optional(),
+  progress: z.number().min(0).max(100).nullable().optional(),
+  last_processed_event_id: z.string().min(1).optional(),
+});
+
+/** A handler that threw, reported by the agent; recorded as an agent message with a DataPart `{handler_error: ...}`. */
+export const HandlerErrorRequest = z.object({
+  handler: z.enum(['onCreate', 'onEvent', 'onCancel', 'onMessage']),
+  message: z.string().min(1).max(10_000),
+  event_id: z.string().min(1).nullable().default(null),
+});
+
+// ---- registration with a one-time token (DESIGN section 10) ------------------------------------
+
+export const RegistrationTokenResponse = z.object({ registration_token: z.string(), expires_at: Timestamp });
+export const SigningSecretResponse = z.object({ signing_secret: z.string() });
+
+// ---- the stream -----------------------------------------------------------------------------------
+
+/** SSE `event:` names of `GET /tasks/{id}/stream`; `id:` is the sequence_id, `data:` the record. */
+export const STREAM_RECORD_KINDS = ['event', 'message', 'message_update', 'task', 'tracker'] as const;
+export type StreamRecordKind = (typeof STREAM_RECORD_KINDS)[number];
+export type StreamRecord =
+  | { kind: 'event'; sequence_id: number; data: Event }
+  | { kind: 'message' | 'message_update'; sequence_id: number; data: Message }
+  | { kind: 'task'; sequence_id: number; data: Task }
+  | { kind: 'tracker'; sequence_id: number; data: Tracker };
+export const StreamQuery = z.object({ ...afterSequence });
