@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { ACPType } from './common.js';
+
+/** The file an agent repository keeps at its root; `agentctl init` writes it, `deploy` and the runtime read it. */
+export const AGENT_PROJECT_FILE = 'agentctl.json';
+
+/**
+ * `agentctl.json` (DESIGN section 11). The CLI takes the default `--agent` of every command run in
+ * the directory from `agent`, and `deploy` its defaults from the rest; the runtime reads `entry`,
+ * `build` and `env` from the deployed source snapshot.
+ */
+export const AgentProjectFile = z
+  .object({
+    /** `namespace/name`. */
+    agent: z.string().regex(/^[a-z0-9][a-z0-9-]*[a-z0-9]\/[a-z0-9][a-z0-9_-]*$/, 'namespace/name, e.g. default/my-bot'),
+    /** The file Node runs: JavaScript, or erasable TypeScript (Node 24 runs it directly). */
+    entry: z.string().min(1).default('src/index.ts'),
+    acp_type: ACPType.default('async'),
+    description: z.string().max(1000).default(''),
+    replicas: z.number().int().min(1).max(10).default(1),
+    are_tasks_sticky: z.boolean().default(false),
+    /** A shell command run in the source directory before the entry starts (optional). */
+    build: z.string().min(1).optional(),
+    /** Extra environment of every replica (never the platform's secrets). */
+    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/), z.string()).default({}),
+  })
+  .meta({ id: 'AgentProjectFile' });
+export type AgentProjectFile = z.infer<typeof AgentProjectFile>;
