@@ -1,0 +1,469 @@
+/**
+ * The kubernetes runtime driver: one Deployment, Service and Secret per version (manifests.ts),
+ * applied through the API server with @kubernetes/client-node, and the version's pods polled and
+ * mapped to RuntimeHappenings (pod-status.ts). The cluster keeps running the pods when the server
+ * stops; a server that starts again adopts the versions it finds (running()) so the reconciler can
+ * keep or stop them.
+ */
+import { EventEmitter, on } from 'node:events';
+import { Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApiException, AppsV1Api, CoreV1Api, KubeConfig, Log, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import type { FailureDiagnostics, LaunchSecrets, LogLine, LogQuery, ReplicaStatus, RuntimeDriver, RuntimeHappening, VersionRuntimeStatus, VersionSpec } from '../driver.js';
+import {
+  buildDeployment,
+  buildSecret,
+  buildService,
+  CONTAINER_NAME,
+  CONTAINER_PORT,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  resourceName,
+  selectorString,
+  VERSION_LABEL,
+  versionSelector,
+} from './manifests.js';
+import {
+  crashLoopDiagnostics,
+  findStartFailure,
+  imagePullDiagnostics,
+  localImageDiagnostics,
+  observePods,
+  replicaPhase,
+  schedulingDiagnostics,
+  startTimeoutDiagnostics,
+  type PodObservation,
+} from './pod-status.js';
+
+export interface KubernetesDriverOptions {
+  /** Default: AGENTCTL_K8S_NAMESPACE, else `agentctl`. */
+  namespace?: string;
+  /** Default: in-cluster service account, KUBECONFIG, or ~/.kube/config (KubeConfig.loadFromDefault). */
+  kubeConfig?: KubeConfig;
+  /** A version none of whose pods is ready by then fails with start_timeout. Default 5 minutes (image pulls). */
+  startTimeoutMs?: number;
+  /** How often the pods are listed. Default 2 s. */
+  pollIntervalMs?: number;
+  /** The pods' terminationGracePeriodSeconds, and stop()'s default grace. Default 30 s. */
+  graceMs?: number;
+  /**
+   * The server's address as pods reach it (AGENTCTL_BASE_URL). Default: AGENTCTL_K8S_BASE_URL, else
+   * the base URL the reconciler passes in LaunchSecrets.
+   */
+  baseUrl?: string;
+  /** Where API errors of the background poll go (the server's logger); never given secrets. */
+  warn?: (message: string) => void;
+}
+
+/** The lines of a crashed container's previous run that go into crash_loop diagnostics. */
+const CRASH_LOG_LINES = 20;
+
+interface TrackedVersion {
+  versionId: string;
+  /** False for a version adopted from the cluster that start() has not been called for yet. */
+  applied: boolean;
+  startedAt: number;
+  everReady: boolean;
+  failed: boolean;
+  /** Pods reported as started. */
+  knownPods: Set<string>;
+  /** Pods ready at the last poll. */
+  readyPods: Set<string>;
+  /** Pods that were ever ready: not-ready afterwards is unhealthy, not starting. */
+  everReadyPods: Set<string>;
+  replicas: ReplicaStatus[];
+}
+
+function isStatus(error: unknown, code: number): boolean {
+  return error instanceof ApiException && error.code === code;
+}
+
+async function ignoreNotFound(request: Promise<unknown>): Promise<void> {
+  try {
+    await request;
+  } catch (error) {
+    if (!isStatus(error, 404)) throw error;
+  }
+}
+
+/** `2026-11-23T01:02:03.123456789Z text` (timestamps=true) -> its sortable nanosecond key and text. */
+function parseLogLine(raw: string): { key: string; time: string; line: string } | undefined {
+  const match = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?Z ?(.*)$/.exec(raw);
+  if (!match) return undefined;
+  const [, seconds, fraction = '', line] = match;
+  return { key: `${seconds}.${fraction.padEnd(9, '0')}`, time: new Date(`${seconds}.${fraction.slice(0, 3).padEnd(3, '0')}Z`).toISOString(), line };
+}
+
+function splitLines(text: string): string[] {
+  const lines = text.split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  return lines;
+}
+
+export class KubernetesDriver implements RuntimeDriver {
+  readonly name = 'kubernetes' as const;
+  readonly namespace: string;
+  private readonly kubeConfig: KubeConfig;
+  private readonly apps: AppsV1Api;
+  private readonly core: CoreV1Api;
+  private readonly startTimeoutMs: number;
+  private readonly pollIntervalMs: number;
+  private readonly graceMs: number;
+  private readonly baseUrl: string | undefined;
+  private readonly warn: (message: string) => void;
+  private readonly versions = new Map<string, TrackedVersion>();
+  private readonly starting = new Map<string, Promise<void>>();
+  private readonly listeners: Array<(versionId: string, happening: RuntimeHappening) => void> = [];
+  private readonly followers = new Set<AbortController>();
+  private adopted = false;
+  private closed = false;
+  private timer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+
+  constructor(options: KubernetesDriverOptions = {}) {
+    this.namespace = options.namespace ?? process.env.AGENTCTL_K8S_NAMESPACE ?? 'agentctl';
+    this.kubeConfig = options.kubeConfig ?? KubernetesDriver.defaultKubeConfig();
+    this.apps = this.kubeConfig.makeApiClient(AppsV1Api);
+    this.core = this.kubeConfig.makeApiClient(CoreV1Api);
+    this.startTimeoutMs = options.startTimeoutMs ?? 300_000;
+    this.pollIntervalMs = options.pollIntervalMs ?? 2_000;
+    this.graceMs = options.graceMs ?? 30_000;
+    this.baseUrl = options.baseUrl ?? process.env.AGENTCTL_K8S_BASE_URL;
+    this.warn = options.warn ?? (() => {});
+    this.schedulePoll(0);
+  }
+
+  private static defaultKubeConfig(): KubeConfig {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromDefault();
+    return kubeConfig;
+  }
+
+  onHappening(listener: (versionId: string, happening: RuntimeHappening) => void): void {
+    this.listeners.push(listener);
+  }
+
+  private emit(versionId: string, happening: RuntimeHappening): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(versionId, happening);
+      } catch (error) {
+        this.warn(`kubernetes runtime: a happening listener threw: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  running(): string[] {
+    return [...this.versions.keys()];
+  }
+
+  status(versionId: string): VersionRuntimeStatus | undefined {
+    const version = this.versions.get(versionId);
+    return version ? { versionId, replicas: version.replicas.map((replica) => ({ ...replica })) } : undefined;
+  }
+
+  async start(spec: VersionSpec, secrets: LaunchSecrets): Promise<void> {
+    if (this.versions.get(spec.versionId)?.applied) return;
+    const inFlight = this.starting.get(spec.versionId);
+    if (inFlight) return inFlight;
+    const applying = this.apply(spec, secrets).finally(() => this.starting.delete(spec.versionId));
+    this.starting.set(spec.versionId, applying);
+    return applying;
+  }
+
+  private async apply(spec: VersionSpec, secrets: LaunchSecrets): Promise<void> {
+    if (spec.imageUrl.startsWith('local://')) {
+      // Fail fast: no pod could ever run a source snapshot, so nothing is created.
+      this.emit(spec.versionId, { kind: 'failed', reason: 'source_unavailable', diagnostics: localImageDiagnostics(spec.imageUrl) });
+      return;
+    }
+    const namespace = this.namespace;
+    const name = resourceName(spec.versionId);
+    // Reusable: pods restart and reschedule without the driver.
+    const registrationToken = await secrets.registrationToken({ reusable: true });
+    const secret = buildSecret(spec, { namespace, baseUrl: this.baseUrl ?? secrets.baseUrl, registrationToken, signingSecret: secrets.signingSecret });
+    const deployment = buildDeployment(spec, { namespace, terminationGracePeriodSeconds: Math.ceil(this.graceMs / 1000) });
+    const service = buildService(spec, { namespace });
+
+    try {
+      await this.core.createNamespacedSecret({ namespace, body: secret });
+    } catch (error) {
+      if (!isStatus(error, 409)) throw error;
+      const existing = await this.core.readNamespacedSecret({ name, namespace });
+      await this.core.replaceNamespacedSecret({ name, namespace, body: { ...secret, metadata: { ...secret.metadata, resourceVersion: existing.metadata?.resourceVersion } } });
+    }
+    try {
+      await this.apps.createNamespacedDeployment({ namespace, body: deployment });
+    } catch (error) {
+      if (!isStatus(error, 409)) throw error;
+      const existing = await this.apps.readNamespacedDeployment({ name, namespace });
+      await this.apps.replaceNamespacedDeployment({ name, namespace, body: { ...deployment, metadata: { ...deployment.metadata, resourceVersion: existing.metadata?.resourceVersion } } });
+    }
+    try {
+      await this.core.createNamespacedService({ namespace, body: service });
+    } catch (error) {
+      if (!isStatus(error, 409)) throw error;
+      const existing = await this.core.readNamespacedService({ name, namespace });
+      // The cluster IP is immutable: a replace carries the one the Service was given.
+      const clusterIp = existing.spec?.clusterIP ? { clusterIP: existing.spec.clusterIP, clusterIPs: existing.spec.clusterIPs } : {};
+      await this.core.replaceNamespacedService({
+        name,
+        namespace,
+        body: { ...service, metadata: { ...service.metadata, resourceVersion: existing.metadata?.resourceVersion }, spec: { ...service.spec, ...clusterIp } },
+      });
+    }
+
+    const tracked = this.versions.get(spec.versionId) ?? this.track(spec.versionId);
+    tracked.applied = true;
+    tracked.startedAt = Date.now();
+  }
+
+  private track(versionId: string): TrackedVersion {
+    const version: TrackedVersion = {
+      versionId,
+      applied: false,
+      startedAt: Date.now(),
+      everReady: false,
+      failed: false,
+      knownPods: new Set(),
+      readyPods: new Set(),
+      everReadyPods: new Set(),
+      replicas: [],
+    };
+    this.versions.set(versionId, version);
+    return version;
+  }
+
+  async stop(versionId: string, options?: { graceMs?: number }): Promise<void> {
+    const graceMs = options?.graceMs ?? this.graceMs;
+    const namespace = this.namespace;
+    const name = resourceName(versionId);
+    await this.starting.get(versionId)?.catch(() => {});
+    this.versions.delete(versionId);
+
+    // Scale to zero first: the pods get SIGTERM and their grace period before anything is deleted.
+    await ignoreNotFound(this.apps.patchNamespacedDeploymentScale({ name, namespace, body: { spec: { replicas: 0 } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)));
+    const deadline = Date.now() + graceMs;
+    let pods = await this.versionPods(versionId);
+    while (pods.length > 0 && Date.now() < deadline) {
+      await sleep(Math.min(this.pollIntervalMs, Math.max(0, deadline - Date.now())));
+      pods = await this.versionPods(versionId);
+    }
+    // Past the grace: the equivalent of SIGKILL.
+    for (const pod of pods) {
+      await ignoreNotFound(this.core.deleteNamespacedPod({ name: pod.metadata?.name ?? '', namespace, gracePeriodSeconds: 0 }));
+    }
+    await ignoreNotFound(this.apps.deleteNamespacedDeployment({ name, namespace, propagationPolicy: 'Background' }));
+    await ignoreNotFound(this.core.deleteNamespacedService({ name, namespace }));
+    await ignoreNotFound(this.core.deleteNamespacedSecret({ name, namespace }));
+    this.emit(versionId, { kind: 'stopped' });
+  }
+
+  private async versionPods(versionId: string): Promise<V1Pod[]> {
+    const list = await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selectorString(versionSelector(versionId)) });
+    return list.items;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    for (const follower of this.followers) follower.abort();
+    await this.polling;
+    await Promise.allSettled([...this.starting.values()]);
+  }
+
+  private schedulePoll(delayMs: number): void {
+    if (this.closed) return;
+    this.timer = setTimeout(() => {
+      this.polling = this.poll()
+        .catch((error: unknown) => this.warn(`kubernetes runtime: polling namespace ${this.namespace} failed: ${(error as Error).message}`))
+        .finally(() => {
+          this.polling = undefined;
+          this.schedulePoll(this.pollIntervalMs);
+        });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async poll(): Promise<void> {
+    if (!this.adopted) {
+      // A restarted server finds the versions it left running, so the reconciler sees them in running().
+      const deployments = await this.apps.listNamespacedDeployment({ namespace: this.namespace, labelSelector: selectorString({ [MANAGED_BY_LABEL]: MANAGED_BY }) });
+      for (const deployment of deployments.items) {
+        const versionId = deployment.metadata?.labels?.[VERSION_LABEL];
+        if (versionId && !this.versions.has(versionId)) this.track(versionId);
+      }
+      this.adopted = true;
+    }
+    if (this.versions.size === 0) return;
+    const list = await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selectorString({ [MANAGED_BY_LABEL]: MANAGED_BY }) });
+    const podsByVersion = new Map<string, V1Pod[]>();
+    for (const pod of list.items) {
+      const versionId = pod.metadata?.labels?.[VERSION_LABEL];
+      if (versionId) podsByVersion.set(versionId, [...(podsByVersion.get(versionId) ?? []), pod]);
+    }
+    for (const version of [...this.versions.values()]) {
+      if (this.closed) return;
+      await this.observe(version, podsByVersion.get(version.versionId) ?? []);
+    }
+  }
+
+  private async observe(version: TrackedVersion, pods: V1Pod[]): Promise<void> {
+    if (version.failed) return;
+    const observed = observePods(pods);
+    const live = new Set(observed.map((pod) => pod.name));
+    for (const set of [version.knownPods, version.readyPods, version.everReadyPods]) {
+      for (const name of set) if (!live.has(name)) set.delete(name);
+    }
+    for (const pod of observed) {
+      if (!version.knownPods.has(pod.name)) {
+        version.knownPods.add(pod.name);
+        this.emit(version.versionId, { kind: 'started', replica: pod.replica });
+      }
+      if (pod.ready && !version.readyPods.has(pod.name)) {
+        version.readyPods.add(pod.name);
+        const recovered = version.everReadyPods.has(pod.name);
+        version.everReadyPods.add(pod.name);
+        version.everReady = true;
+        this.emit(version.versionId, recovered ? { kind: 'recovered', replica: pod.replica } : { kind: 'ready', replica: pod.replica });
+      } else if (!pod.ready && version.readyPods.has(pod.name)) {
+        version.readyPods.delete(pod.name);
+        const why = pod.waitingReason ? ` (${pod.waitingReason})` : '';
+        this.emit(version.versionId, { kind: 'unhealthy', replica: pod.replica, detail: `pod ${pod.name} fails its readiness check (GET /healthz)${why}` });
+      }
+    }
+    version.replicas = observed.map((pod) => ({ replica: pod.replica, phase: replicaPhase(pod, version.everReadyPods.has(pod.name)), port: CONTAINER_PORT, restarts: pod.restarts }));
+
+    // Start failures only count before the version was ever ready: afterwards a pod in trouble is an
+    // unhealthy replica that Kubernetes keeps restarting, as the local driver does with a crashed ready process.
+    if (version.everReady) return;
+    const failure = findStartFailure(observed);
+    if (failure?.reason === 'image_pull_failed') {
+      return this.fail(version, 'image_pull_failed', imagePullDiagnostics(failure.pod.image ?? 'the image', failure.pod, this.namespace));
+    }
+    if (failure?.reason === 'crash_loop') {
+      return this.fail(version, 'crash_loop', crashLoopDiagnostics(failure.pod, await this.previousLogTail(failure.pod)));
+    }
+    if (failure?.reason === 'scheduling_failed') {
+      return this.fail(version, 'scheduling_failed', schedulingDiagnostics(failure.pod, this.namespace));
+    }
+    if (version.applied && Date.now() - version.startedAt >= this.startTimeoutMs) {
+      return this.fail(version, 'start_timeout', startTimeoutDiagnostics(version.versionId, this.startTimeoutMs, observed, this.namespace));
+    }
+  }
+
+  private fail(version: TrackedVersion, reason: 'image_pull_failed' | 'crash_loop' | 'scheduling_failed' | 'start_timeout', diagnostics: FailureDiagnostics): void {
+    version.failed = true;
+    this.emit(version.versionId, { kind: 'failed', reason, diagnostics });
+  }
+
+  /** The last lines the crashed container wrote before it exited (its previous run). */
+  private async previousLogTail(pod: PodObservation): Promise<string[]> {
+    try {
+      const text = await this.core.readNamespacedPodLog({ name: pod.name, namespace: this.namespace, container: CONTAINER_NAME, previous: true, tailLines: CRASH_LOG_LINES });
+      return splitLines(text);
+    } catch (error) {
+      this.warn(`kubernetes runtime: reading the log of pod ${pod.name} failed: ${(error as Error).message}`);
+      return [];
+    }
+  }
+
+  async *logs(versionId: string, query: LogQuery = {}): AsyncIterable<LogLine> {
+    const tail = query.tail ?? 100;
+    const sinceKey = query.since ? query.since.toISOString().replace(/\.(\d{3})Z$/, '.$1000000') : undefined;
+    const sinceSeconds = query.since ? Math.max(1, Math.ceil((Date.now() - query.since.getTime()) / 1000)) : undefined;
+    const pods = observePods(await this.versionPods(versionId));
+
+    // Each pod's last `tail` lines, merged by time; the last `tail` of those.
+    const lastKey = new Map<string, string>();
+    const collected: Array<LogLine & { key: string }> = [];
+    for (const pod of pods) {
+      const text = await this.core.readNamespacedPodLog({ name: pod.name, namespace: this.namespace, container: CONTAINER_NAME, timestamps: true, tailLines: tail, ...(sinceSeconds ? { sinceSeconds } : {}) });
+      for (const raw of splitLines(text)) {
+        const parsed = parseLogLine(raw);
+        if (!parsed || (sinceKey && parsed.key < sinceKey)) continue;
+        collected.push({ key: parsed.key, versionId, replica: pod.replica, stream: 'stdout', time: parsed.time, line: parsed.line });
+        lastKey.set(pod.name, parsed.key);
+      }
+    }
+    collected.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    for (const { key: _key, ...line } of collected.slice(-tail)) yield line;
+    if (!query.follow || query.signal?.aborted) return;
+
+    yield* this.follow(versionId, lastKey, query.signal);
+  }
+
+  /**
+   * New lines of every pod of the version until `signal` aborts: one follow stream per pod (the Log
+   * helper), pods that appear later attached at each poll, a stream the API server closed re-attached
+   * from its last line. sinceTime has one-second resolution, so lines at or before a pod's last key are skipped.
+   */
+  private async *follow(versionId: string, lastKey: Map<string, string>, signal: AbortSignal | undefined): AsyncIterable<LogLine> {
+    const lines = new EventEmitter();
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.followers.add(stop);
+    const streams = new Map<string, AbortController>();
+
+    const attach = async (pod: PodObservation) => {
+      const seen = lastKey.get(pod.name);
+      let pending = '';
+      const sink = new Writable({
+        write: (chunk: Buffer, _encoding, done) => {
+          const text = pending + chunk.toString('utf8');
+          const parts = text.split('\n');
+          pending = parts.pop() ?? '';
+          for (const raw of parts) {
+            const parsed = parseLogLine(raw);
+            const last = lastKey.get(pod.name);
+            if (!parsed || (last !== undefined && parsed.key <= last)) continue;
+            lastKey.set(pod.name, parsed.key);
+            lines.emit('line', { versionId, replica: pod.replica, stream: 'stdout', time: parsed.time, line: parsed.line } satisfies LogLine);
+          }
+          done();
+        },
+      });
+      // The Log helper pipes the response into the sink; an aborted follow errors that source, which must not go unhandled.
+      sink.on('pipe', (source) => source.on('error', () => streams.delete(pod.name)));
+      sink.on('finish', () => streams.delete(pod.name));
+      sink.on('error', () => streams.delete(pod.name));
+      const sinceTime = seen ? `${seen.slice(0, 19)}Z` : new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+      streams.set(pod.name, stop);
+      try {
+        const controller = await new Log(this.kubeConfig).log(this.namespace, pod.name, CONTAINER_NAME, sink, { follow: true, timestamps: true, sinceTime });
+        if (stop.signal.aborted) controller.abort();
+        else stop.signal.addEventListener('abort', () => controller.abort(), { once: true });
+        streams.set(pod.name, controller);
+      } catch (error) {
+        streams.delete(pod.name);
+        this.warn(`kubernetes runtime: following the log of pod ${pod.name} failed: ${(error as Error).message}`);
+      }
+    };
+
+    const watchPods = async () => {
+      while (!stop.signal.aborted) {
+        try {
+          for (const pod of observePods(await this.versionPods(versionId))) {
+            if (!streams.has(pod.name) && !stop.signal.aborted) await attach(pod);
+          }
+        } catch (error) {
+          this.warn(`kubernetes runtime: listing the pods of ${versionId} failed: ${(error as Error).message}`);
+        }
+        await sleep(this.pollIntervalMs, undefined, { signal: stop.signal }).catch(() => {});
+      }
+    };
+    const watching = watchPods();
+
+    try {
+      for await (const [line] of on(lines, 'line', { signal: stop.signal }) as AsyncIterable<[LogLine]>) yield line;
+    } catch (error) {
+      if (!stop.signal.aborted) throw error;
+    } finally {
+      stop.abort();
+      signal?.removeEventListener('abort', onAbort);
+      this.followers.delete(stop);
+      await watching;
+    }
+  }
+}
