@@ -113,8 +113,18 @@ const secrets: LaunchSecrets = {
   },
 };
 
+let warnings: string[];
+
 function openDriver(options: { startTimeoutMs?: number; graceMs?: number } = {}): RuntimeDriver {
-  const opened = createKubernetesDriver({ kubeConfig: api.kubeConfig(), namespace: 'agentctl', pollIntervalMs: 20, startTimeoutMs: 60_000, graceMs: 2_000, ...options });
+  const opened = createKubernetesDriver({
+    kubeConfig: api.kubeConfig(),
+    namespace: 'agentctl',
+    pollIntervalMs: 20,
+    startTimeoutMs: 60_000,
+    graceMs: 2_000,
+    warn: (message) => warnings.push(message),
+    ...options,
+  });
   opened.onHappening((versionId, happening) => happenings.push([versionId, happening]));
   drivers.push(opened);
   return opened;
@@ -139,6 +149,7 @@ beforeEach(async () => {
   api = await new FakeKubeApi().start();
   happenings = [];
   tokenRequests = [];
+  warnings = [];
   driver = openDriver();
 });
 
@@ -248,6 +259,42 @@ describe('start', () => {
 
     const { resources: _expected, ...container } = EXPECTED_DEPLOYMENT.spec.template.spec.containers[0];
     expect(api.writes()[1].body.spec.template.spec.containers).toEqual([container]);
+  });
+});
+
+describe('API errors', () => {
+  it('rejects start with what it was doing and what the API server said, naming the Role when access is refused', async () => {
+    const refusal = 'secrets is forbidden: User "system:serviceaccount:agentctl:agentctl" cannot create resource "secrets" in API group "" in the namespace "agentctl"';
+    api.refusals.push({ method: 'POST', pathEnd: '/secrets', code: 403, reason: 'Forbidden', message: refusal, times: 1 });
+
+    await expect(driver.start(spec, secrets)).rejects.toThrow(
+      `kubernetes runtime: creating Secret ${NAME} in namespace agentctl failed: 403 ${refusal} (the server's service account needs the Role in the README, section "Kubernetes runtime")`,
+    );
+    expect(driver.running()).toEqual([]);
+    expect(api.writes().map((request) => `${request.method} ${request.path}`)).toEqual(['POST /api/v1/namespaces/agentctl/secrets']);
+  });
+
+  it('reports a failed poll through warn and keeps polling', async () => {
+    await driver.start(spec, secrets);
+    api.refusals.push({ method: 'GET', pathEnd: '/pods', code: 500, reason: 'InternalError', message: 'etcdserver: request timed out', times: 2 });
+    api.pods = [readyPod(`${NAME}-7d4b9c6f5d-aaaaa`, VERSION)];
+
+    await happened((happening) => happening.kind === 'ready');
+    expect(warnings).toEqual([
+      'kubernetes runtime: listing pods in namespace agentctl failed: 500 etcdserver: request timed out',
+      'kubernetes runtime: listing pods in namespace agentctl failed: 500 etcdserver: request timed out',
+    ]);
+  });
+
+  it('stops polling when closed', async () => {
+    await driver.start(spec, secrets);
+    await vi.waitFor(() => expect(api.requests.filter((request) => request.path.endsWith('/pods')).length).toBeGreaterThan(1), { timeout: 5_000, interval: 10 });
+
+    await driver.close();
+    const seen = api.requests.length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    expect(api.requests.length).toBe(seen);
   });
 });
 

@@ -47,6 +47,8 @@ export class FakeKubeApi {
   /** Pod name -> its log text (lines `<RFC3339Nano> text\n`), and its previous container's log. */
   readonly logs = new Map<string, string>();
   readonly previousLogs = new Map<string, string>();
+  /** Requests to refuse: the next `times` requests of `method` whose path ends with `pathEnd` get a Status with `code`. */
+  readonly refusals: Array<{ method: string; pathEnd: string; code: number; reason: string; message: string; times: number }> = [];
   /** Scaling a Deployment to zero removes its pods at once unless this is set (pods that outlive the grace). */
   podsIgnoreScaleDown = false;
   private readonly followers = new Map<string, http.ServerResponse[]>();
@@ -112,6 +114,11 @@ export class FakeKubeApi {
       res.writeHead(code, { 'content-type': 'application/json' });
       res.end(JSON.stringify(value));
     };
+    const refusal = this.refusals.find((candidate) => candidate.times > 0 && candidate.method === req.method && url.pathname.endsWith(candidate.pathEnd));
+    if (refusal) {
+      refusal.times -= 1;
+      return send(refusal.code, status(refusal.code, refusal.reason, refusal.message));
+    }
     const route = ROUTES.map((candidate) => ({ ...candidate, match: candidate.pattern.exec(url.pathname) })).find((candidate) => candidate.match);
     if (!route?.match) return send(404, status(404, 'NotFound', `the server could not find the requested resource`));
     const [, , name] = route.match;

@@ -74,13 +74,45 @@ interface TrackedVersion {
   replicas: ReplicaStatus[];
 }
 
-function isStatus(error: unknown, code: number): boolean {
-  return error instanceof ApiException && error.code === code;
+/** An API request that failed, told as what the driver was doing and what the API server said. */
+export class KubernetesApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'KubernetesApiError';
+  }
 }
 
-async function ignoreNotFound(request: Promise<unknown>): Promise<void> {
+/** The API server's Status message, when the error carries one. */
+function statusMessage(error: ApiException<unknown>): string | undefined {
   try {
-    await request;
+    const body = typeof error.body === 'string' ? JSON.parse(error.body) : error.body;
+    return typeof body?.message === 'string' ? body.message : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function request<T>(what: string, send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    if (!(error instanceof ApiException)) throw new KubernetesApiError(0, `kubernetes runtime: ${what} failed: ${(error as Error).message}`, { cause: error });
+    const hint = error.code === 401 || error.code === 403 ? ' (the server\'s service account needs the Role in the README, section "Kubernetes runtime")' : '';
+    throw new KubernetesApiError(error.code, `kubernetes runtime: ${what} failed: ${error.code} ${statusMessage(error) ?? 'no message'}${hint}`);
+  }
+}
+
+function isStatus(error: unknown, code: number): boolean {
+  return error instanceof KubernetesApiError && error.status === code;
+}
+
+async function ignoreNotFound(pending: Promise<unknown>): Promise<void> {
+  try {
+    await pending;
   } catch (error) {
     if (!isStatus(error, 404)) throw error;
   }
@@ -185,32 +217,36 @@ export class KubernetesDriver implements RuntimeDriver {
     const deployment = buildDeployment(spec, { namespace, terminationGracePeriodSeconds: Math.ceil(this.graceMs / 1000) });
     const service = buildService(spec, { namespace });
 
+    const where = `in namespace ${namespace}`;
+    const core = this.core;
+    const apps = this.apps;
+    const withVersion = <T extends { metadata?: { resourceVersion?: string } }>(object: T, existing: { metadata?: { resourceVersion?: string } }): T => ({
+      ...object,
+      metadata: { ...object.metadata, resourceVersion: existing.metadata?.resourceVersion },
+    });
     try {
-      await this.core.createNamespacedSecret({ namespace, body: secret });
+      await request(`creating Secret ${name} ${where}`, () => core.createNamespacedSecret({ namespace, body: secret }));
     } catch (error) {
       if (!isStatus(error, 409)) throw error;
-      const existing = await this.core.readNamespacedSecret({ name, namespace });
-      await this.core.replaceNamespacedSecret({ name, namespace, body: { ...secret, metadata: { ...secret.metadata, resourceVersion: existing.metadata?.resourceVersion } } });
+      const existing = await request(`reading Secret ${name} ${where}`, () => core.readNamespacedSecret({ name, namespace }));
+      await request(`replacing Secret ${name} ${where}`, () => core.replaceNamespacedSecret({ name, namespace, body: withVersion(secret, existing) }));
     }
     try {
-      await this.apps.createNamespacedDeployment({ namespace, body: deployment });
+      await request(`creating Deployment ${name} ${where}`, () => apps.createNamespacedDeployment({ namespace, body: deployment }));
     } catch (error) {
       if (!isStatus(error, 409)) throw error;
-      const existing = await this.apps.readNamespacedDeployment({ name, namespace });
-      await this.apps.replaceNamespacedDeployment({ name, namespace, body: { ...deployment, metadata: { ...deployment.metadata, resourceVersion: existing.metadata?.resourceVersion } } });
+      const existing = await request(`reading Deployment ${name} ${where}`, () => apps.readNamespacedDeployment({ name, namespace }));
+      await request(`replacing Deployment ${name} ${where}`, () => apps.replaceNamespacedDeployment({ name, namespace, body: withVersion(deployment, existing) }));
     }
     try {
-      await this.core.createNamespacedService({ namespace, body: service });
+      await request(`creating Service ${name} ${where}`, () => core.createNamespacedService({ namespace, body: service }));
     } catch (error) {
       if (!isStatus(error, 409)) throw error;
-      const existing = await this.core.readNamespacedService({ name, namespace });
+      const existing = await request(`reading Service ${name} ${where}`, () => core.readNamespacedService({ name, namespace }));
       // The cluster IP is immutable: a replace carries the one the Service was given.
       const clusterIp = existing.spec?.clusterIP ? { clusterIP: existing.spec.clusterIP, clusterIPs: existing.spec.clusterIPs } : {};
-      await this.core.replaceNamespacedService({
-        name,
-        namespace,
-        body: { ...service, metadata: { ...service.metadata, resourceVersion: existing.metadata?.resourceVersion }, spec: { ...service.spec, ...clusterIp } },
-      });
+      const body = { ...withVersion(service, existing), spec: { ...service.spec, ...clusterIp } };
+      await request(`replacing Service ${name} ${where}`, () => core.replaceNamespacedService({ name, namespace, body }));
     }
 
     const tracked = this.versions.get(spec.versionId) ?? this.track(spec.versionId);
@@ -242,7 +278,8 @@ export class KubernetesDriver implements RuntimeDriver {
     this.versions.delete(versionId);
 
     // Scale to zero first: the pods get SIGTERM and their grace period before anything is deleted.
-    await ignoreNotFound(this.apps.patchNamespacedDeploymentScale({ name, namespace, body: { spec: { replicas: 0 } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch)));
+    const where = `in namespace ${namespace}`;
+    await ignoreNotFound(request(`scaling Deployment ${name} ${where} to 0`, () => this.apps.patchNamespacedDeploymentScale({ name, namespace, body: { spec: { replicas: 0 } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch))));
     const deadline = Date.now() + graceMs;
     let pods = await this.versionPods(versionId);
     while (pods.length > 0 && Date.now() < deadline) {
@@ -251,16 +288,17 @@ export class KubernetesDriver implements RuntimeDriver {
     }
     // Past the grace: the equivalent of SIGKILL.
     for (const pod of pods) {
-      await ignoreNotFound(this.core.deleteNamespacedPod({ name: pod.metadata?.name ?? '', namespace, gracePeriodSeconds: 0 }));
+      const podName = pod.metadata?.name ?? '';
+      await ignoreNotFound(request(`deleting Pod ${podName} ${where}`, () => this.core.deleteNamespacedPod({ name: podName, namespace, gracePeriodSeconds: 0 })));
     }
-    await ignoreNotFound(this.apps.deleteNamespacedDeployment({ name, namespace, propagationPolicy: 'Background' }));
-    await ignoreNotFound(this.core.deleteNamespacedService({ name, namespace }));
-    await ignoreNotFound(this.core.deleteNamespacedSecret({ name, namespace }));
+    await ignoreNotFound(request(`deleting Deployment ${name} ${where}`, () => this.apps.deleteNamespacedDeployment({ name, namespace, propagationPolicy: 'Background' })));
+    await ignoreNotFound(request(`deleting Service ${name} ${where}`, () => this.core.deleteNamespacedService({ name, namespace })));
+    await ignoreNotFound(request(`deleting Secret ${name} ${where}`, () => this.core.deleteNamespacedSecret({ name, namespace })));
     this.emit(versionId, { kind: 'stopped' });
   }
 
   private async versionPods(versionId: string): Promise<V1Pod[]> {
-    const list = await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selectorString(versionSelector(versionId)) });
+    const list = await request(`listing the pods of ${versionId} in namespace ${this.namespace}`, () => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selectorString(versionSelector(versionId)) }));
     return list.items;
   }
 
@@ -276,7 +314,7 @@ export class KubernetesDriver implements RuntimeDriver {
     if (this.closed) return;
     this.timer = setTimeout(() => {
       this.polling = this.poll()
-        .catch((error: unknown) => this.warn(`kubernetes runtime: polling namespace ${this.namespace} failed: ${(error as Error).message}`))
+        .catch((error: unknown) => this.warn((error as Error).message))
         .finally(() => {
           this.polling = undefined;
           this.schedulePoll(this.pollIntervalMs);
@@ -288,7 +326,7 @@ export class KubernetesDriver implements RuntimeDriver {
   private async poll(): Promise<void> {
     if (!this.adopted) {
       // A restarted server finds the versions it left running, so the reconciler sees them in running().
-      const deployments = await this.apps.listNamespacedDeployment({ namespace: this.namespace, labelSelector: selectorString({ [MANAGED_BY_LABEL]: MANAGED_BY }) });
+      const deployments = await request(`listing Deployments in namespace ${this.namespace}`, () => this.apps.listNamespacedDeployment({ namespace: this.namespace, labelSelector: selectorString({ [MANAGED_BY_LABEL]: MANAGED_BY }) }));
       for (const deployment of deployments.items) {
         const versionId = deployment.metadata?.labels?.[VERSION_LABEL];
         if (versionId && !this.versions.has(versionId)) this.track(versionId);
@@ -296,7 +334,7 @@ export class KubernetesDriver implements RuntimeDriver {
       this.adopted = true;
     }
     if (this.versions.size === 0) return;
-    const list = await this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selectorString({ [MANAGED_BY_LABEL]: MANAGED_BY }) });
+    const list = await request(`listing pods in namespace ${this.namespace}`, () => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selectorString({ [MANAGED_BY_LABEL]: MANAGED_BY }) }));
     const podsByVersion = new Map<string, V1Pod[]>();
     for (const pod of list.items) {
       const versionId = pod.metadata?.labels?.[VERSION_LABEL];
@@ -360,10 +398,10 @@ export class KubernetesDriver implements RuntimeDriver {
   /** The last lines the crashed container wrote before it exited (its previous run). */
   private async previousLogTail(pod: PodObservation): Promise<string[]> {
     try {
-      const text = await this.core.readNamespacedPodLog({ name: pod.name, namespace: this.namespace, container: CONTAINER_NAME, previous: true, tailLines: CRASH_LOG_LINES });
+      const text = await request(`reading the log of pod ${pod.name}`, () => this.core.readNamespacedPodLog({ name: pod.name, namespace: this.namespace, container: CONTAINER_NAME, previous: true, tailLines: CRASH_LOG_LINES }));
       return splitLines(text);
     } catch (error) {
-      this.warn(`kubernetes runtime: reading the log of pod ${pod.name} failed: ${(error as Error).message}`);
+      this.warn((error as Error).message);
       return [];
     }
   }
@@ -378,7 +416,15 @@ export class KubernetesDriver implements RuntimeDriver {
     const lastKey = new Map<string, string>();
     const collected: Array<LogLine & { key: string }> = [];
     for (const pod of pods) {
-      const text = await this.core.readNamespacedPodLog({ name: pod.name, namespace: this.namespace, container: CONTAINER_NAME, timestamps: true, tailLines: tail, ...(sinceSeconds ? { sinceSeconds } : {}) });
+      let text: string;
+      try {
+        text = await request(`reading the log of pod ${pod.name}`, () =>
+          this.core.readNamespacedPodLog({ name: pod.name, namespace: this.namespace, container: CONTAINER_NAME, timestamps: true, tailLines: tail, ...(sinceSeconds ? { sinceSeconds } : {}) }),
+        );
+      } catch (error) {
+        if (isStatus(error, 404)) continue; // the pod went away since the list
+        throw error;
+      }
       for (const raw of splitLines(text)) {
         const parsed = parseLogLine(raw);
         if (!parsed || (sinceKey && parsed.key < sinceKey)) continue;
@@ -431,13 +477,15 @@ export class KubernetesDriver implements RuntimeDriver {
       const sinceTime = seen ? `${seen.slice(0, 19)}Z` : new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
       streams.set(pod.name, stop);
       try {
-        const controller = await new Log(this.kubeConfig).log(this.namespace, pod.name, CONTAINER_NAME, sink, { follow: true, timestamps: true, sinceTime });
+        const controller = await request(`following the log of pod ${pod.name}`, () =>
+          new Log(this.kubeConfig).log(this.namespace, pod.name, CONTAINER_NAME, sink, { follow: true, timestamps: true, sinceTime }),
+        );
         if (stop.signal.aborted) controller.abort();
         else stop.signal.addEventListener('abort', () => controller.abort(), { once: true });
         streams.set(pod.name, controller);
       } catch (error) {
         streams.delete(pod.name);
-        this.warn(`kubernetes runtime: following the log of pod ${pod.name} failed: ${(error as Error).message}`);
+        this.warn((error as Error).message);
       }
     };
 
@@ -448,7 +496,7 @@ export class KubernetesDriver implements RuntimeDriver {
             if (!streams.has(pod.name) && !stop.signal.aborted) await attach(pod);
           }
         } catch (error) {
-          this.warn(`kubernetes runtime: listing the pods of ${versionId} failed: ${(error as Error).message}`);
+          this.warn((error as Error).message);
         }
         await sleep(this.pollIntervalMs, undefined, { signal: stop.signal }).catch(() => {});
       }
