@@ -475,6 +475,36 @@ describe('stop', () => {
     expect(api.pods).toEqual([]);
   });
 
+  it('keeps a version it could not stop in running(), so the stop can be retried', async () => {
+    await driver.start(spec, secrets);
+    api.refusals.push({ method: 'PATCH', pathEnd: '/scale', code: 403, reason: 'Forbidden', message: 'deployments.apps "x" is forbidden', times: 1 });
+
+    await expect(driver.stop(VERSION)).rejects.toThrow(`kubernetes runtime: scaling Deployment ${NAME} in namespace agentctl to 0 failed: 403`);
+    expect(driver.running()).toEqual([VERSION]);
+    expect(kinds()).not.toContain('stopped');
+
+    await driver.stop(VERSION);
+    expect(driver.running()).toEqual([]);
+    expect(kinds().at(-1)).toBe('stopped');
+  });
+
+  it('applies a version started again after its stop afresh', async () => {
+    await driver.start(spec, secrets);
+    await driver.stop(VERSION);
+    api.requests.length = 0;
+
+    await driver.start(spec, secrets);
+
+    expect(api.writes().map((request) => `${request.method} ${request.path}`)).toEqual([
+      'POST /api/v1/namespaces/agentctl/secrets',
+      'POST /apis/apps/v1/namespaces/agentctl/deployments',
+      'POST /api/v1/namespaces/agentctl/services',
+    ]);
+    expect(driver.running()).toEqual([VERSION]);
+    api.pods = [readyPod(`${NAME}-7d4b9c6f5d-ccccc`, VERSION)];
+    await happened((happening) => happening.kind === 'ready');
+  });
+
   it('stops a version whose objects are already gone without an error', async () => {
     await driver.stop(VERSION, { graceMs: 100 });
 

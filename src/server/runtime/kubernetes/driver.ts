@@ -65,6 +65,8 @@ interface TrackedVersion {
   startedAt: number;
   everReady: boolean;
   failed: boolean;
+  /** stop() is under way: nothing is reported meanwhile. A stop that failed leaves the version tracked, in running(), to retry. */
+  stopping: boolean;
   /** Pods reported as started. */
   knownPods: Set<string>;
   /** Pods ready at the last poll. */
@@ -195,7 +197,8 @@ export class KubernetesDriver implements RuntimeDriver {
   }
 
   async start(spec: VersionSpec, secrets: LaunchSecrets): Promise<void> {
-    if (this.versions.get(spec.versionId)?.applied) return;
+    const known = this.versions.get(spec.versionId);
+    if (known?.applied && !known.stopping) return;
     const inFlight = this.starting.get(spec.versionId);
     if (inFlight) return inFlight;
     const applying = this.apply(spec, secrets).finally(() => this.starting.delete(spec.versionId));
@@ -249,7 +252,9 @@ export class KubernetesDriver implements RuntimeDriver {
       await request(`replacing Service ${name} ${where}`, () => core.replaceNamespacedService({ name, namespace, body }));
     }
 
-    const tracked = this.versions.get(spec.versionId) ?? this.track(spec.versionId);
+    // An adopted version keeps what was observed of it; one being stopped starts afresh.
+    const adopted = this.versions.get(spec.versionId);
+    const tracked = adopted && !adopted.stopping ? adopted : this.track(spec.versionId);
     tracked.applied = true;
     tracked.startedAt = Date.now();
   }
@@ -261,6 +266,7 @@ export class KubernetesDriver implements RuntimeDriver {
       startedAt: Date.now(),
       everReady: false,
       failed: false,
+      stopping: false,
       knownPods: new Set(),
       readyPods: new Set(),
       everReadyPods: new Set(),
@@ -272,10 +278,23 @@ export class KubernetesDriver implements RuntimeDriver {
 
   async stop(versionId: string, options?: { graceMs?: number }): Promise<void> {
     const graceMs = options?.graceMs ?? this.graceMs;
+    await this.starting.get(versionId)?.catch(() => {});
+    const tracked = this.versions.get(versionId);
+    if (tracked) tracked.stopping = true;
+    try {
+      await this.removeObjects(versionId, graceMs);
+    } catch (error) {
+      if (tracked) tracked.stopping = false;
+      throw error;
+    }
+    // Unless a start() came in meanwhile and tracks it anew.
+    if (this.versions.get(versionId) === tracked) this.versions.delete(versionId);
+    this.emit(versionId, { kind: 'stopped' });
+  }
+
+  private async removeObjects(versionId: string, graceMs: number): Promise<void> {
     const namespace = this.namespace;
     const name = resourceName(versionId);
-    await this.starting.get(versionId)?.catch(() => {});
-    this.versions.delete(versionId);
 
     // Scale to zero first: the pods get SIGTERM and their grace period before anything is deleted.
     const where = `in namespace ${namespace}`;
@@ -294,7 +313,6 @@ export class KubernetesDriver implements RuntimeDriver {
     await ignoreNotFound(request(`deleting Deployment ${name} ${where}`, () => this.apps.deleteNamespacedDeployment({ name, namespace, propagationPolicy: 'Background' })));
     await ignoreNotFound(request(`deleting Service ${name} ${where}`, () => this.core.deleteNamespacedService({ name, namespace })));
     await ignoreNotFound(request(`deleting Secret ${name} ${where}`, () => this.core.deleteNamespacedSecret({ name, namespace })));
-    this.emit(versionId, { kind: 'stopped' });
   }
 
   private async versionPods(versionId: string): Promise<V1Pod[]> {
@@ -346,8 +364,13 @@ export class KubernetesDriver implements RuntimeDriver {
     }
   }
 
+  /** Whether happenings of this tracked version are still wanted (not failed, not being stopped, not replaced). */
+  private reporting(version: TrackedVersion): boolean {
+    return !version.failed && !version.stopping && this.versions.get(version.versionId) === version;
+  }
+
   private async observe(version: TrackedVersion, pods: V1Pod[]): Promise<void> {
-    if (version.failed) return;
+    if (!this.reporting(version)) return;
     const observed = observePods(pods);
     const live = new Set(observed.map((pod) => pod.name));
     for (const set of [version.knownPods, version.readyPods, version.everReadyPods]) {
@@ -380,7 +403,9 @@ export class KubernetesDriver implements RuntimeDriver {
       return this.fail(version, 'image_pull_failed', imagePullDiagnostics(failure.pod.image ?? 'the image', failure.pod, this.namespace));
     }
     if (failure?.reason === 'crash_loop') {
-      return this.fail(version, 'crash_loop', crashLoopDiagnostics(failure.pod, await this.previousLogTail(failure.pod)));
+      const logTail = await this.previousLogTail(failure.pod);
+      if (!this.reporting(version)) return;
+      return this.fail(version, 'crash_loop', crashLoopDiagnostics(failure.pod, logTail));
     }
     if (failure?.reason === 'scheduling_failed') {
       return this.fail(version, 'scheduling_failed', schedulingDiagnostics(failure.pod, this.namespace));
