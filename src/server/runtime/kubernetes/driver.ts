@@ -415,7 +415,7 @@ export class KubernetesDriver implements RuntimeDriver {
     }
   }
 
-  private fail(version: TrackedVersion, reason: 'image_pull_failed' | 'crash_loop' | 'scheduling_failed' | 'start_timeout', diagnostics: FailureDiagnostics): void {
+  private fail(version: TrackedVersion, reason: Extract<RuntimeHappening, { kind: 'failed' }>['reason'], diagnostics: FailureDiagnostics): void {
     version.failed = true;
     this.emit(version.versionId, { kind: 'failed', reason, diagnostics });
   }
