@@ -109,13 +109,13 @@ const secrets: LaunchSecrets = {
   signingSecret: 'sig_test_secret',
   async registrationToken(options) {
     tokenRequests.push(options);
-    return 'rt_reusable_test_token';
+    return tokenRequests.length === 1 ? 'rt_reusable_test_token' : `rt_reusable_test_token_${tokenRequests.length}`;
   },
 };
 
 let warnings: string[];
 
-function openDriver(options: { startTimeoutMs?: number; graceMs?: number } = {}): RuntimeDriver {
+function openDriver(options: { startTimeoutMs?: number; graceMs?: number; tokenRefreshMs?: number } = {}): RuntimeDriver {
   const opened = createKubernetesDriver({
     kubeConfig: api.kubeConfig(),
     namespace: 'agentctl',
@@ -215,7 +215,11 @@ describe('start', () => {
     ]);
     const puts = api.requests.filter((request) => request.method === 'PUT').map((request) => request.body);
     expect(puts).toEqual([
-      { ...EXPECTED_SECRET, metadata: { ...EXPECTED_SECRET.metadata, resourceVersion: secretVersion } },
+      {
+        ...EXPECTED_SECRET,
+        metadata: { ...EXPECTED_SECRET.metadata, resourceVersion: secretVersion },
+        stringData: { ...EXPECTED_SECRET.stringData, AGENTCTL_REGISTRATION_TOKEN: 'rt_reusable_test_token_2' },
+      },
       { ...EXPECTED_DEPLOYMENT, metadata: { ...EXPECTED_DEPLOYMENT.metadata, resourceVersion: deploymentVersion } },
       { ...EXPECTED_SERVICE, metadata: { ...EXPECTED_SERVICE.metadata, resourceVersion: serviceVersion }, spec: { ...EXPECTED_SERVICE.spec, clusterIP: '10.96.0.42', clusterIPs: ['10.96.0.42'] } },
     ]);
@@ -259,6 +263,36 @@ describe('start', () => {
 
     const { resources: _expected, ...container } = EXPECTED_DEPLOYMENT.spec.template.spec.containers[0];
     expect(api.writes()[1].body.spec.template.spec.containers).toEqual([container]);
+  });
+});
+
+describe('registration token', () => {
+  it('puts a fresh reusable token into the Secret of a running version now and then, for pods that start later', async () => {
+    const refreshing = openDriver({ tokenRefreshMs: 100 });
+    await refreshing.start(spec, secrets);
+
+    await vi.waitFor(() => expect(api.objects.secrets.get(NAME).stringData.AGENTCTL_REGISTRATION_TOKEN).toBe('rt_reusable_test_token_2'), { timeout: 5_000, interval: 10 });
+    expect(tokenRequests.slice(0, 2)).toEqual([{ reusable: true }, { reusable: true }]);
+    expect(api.writes().slice(0, 4).map((request) => `${request.method} ${request.path}`)).toEqual([
+      'POST /api/v1/namespaces/agentctl/secrets',
+      'POST /apis/apps/v1/namespaces/agentctl/deployments',
+      'POST /api/v1/namespaces/agentctl/services',
+      'POST /api/v1/namespaces/agentctl/secrets',
+    ]);
+    const replaced = api.requests.find((request) => request.method === 'PUT')!;
+    expect(replaced.body).toEqual({
+      ...EXPECTED_SECRET,
+      metadata: { ...EXPECTED_SECRET.metadata, resourceVersion: expect.any(String) },
+      stringData: { ...EXPECTED_SECRET.stringData, AGENTCTL_REGISTRATION_TOKEN: 'rt_reusable_test_token_2' },
+    });
+  });
+
+  it('leaves the Secret alone until the refresh interval has passed', async () => {
+    await driver.start(spec, secrets);
+    await vi.waitFor(() => expect(api.requests.filter((request) => request.path.endsWith('/pods')).length).toBeGreaterThan(3), { timeout: 5_000, interval: 10 });
+
+    expect(tokenRequests).toHaveLength(1);
+    expect(api.requests.filter((request) => request.method === 'PUT')).toEqual([]);
   });
 });
 

@@ -15,8 +15,6 @@ export const PROCESS_ENV = {
   port: 'PORT',
   dataRoot: 'AGENTCTL_DATA_ROOT',
   replica: 'AGENTCTL_REPLICA',
-  /** Where the platform delivers (acp_url); when set, the agent registers it instead of its loopback address (kubernetes: the version's Service). */
-  acpUrl: 'AGENTCTL_ACP_URL',
 } as const;
 
 export type RuntimeName = 'local' | 'kubernetes' | 'none';

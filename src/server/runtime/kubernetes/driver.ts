@@ -8,7 +8,7 @@
 import { EventEmitter, on } from 'node:events';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ApiException, AppsV1Api, CoreV1Api, KubeConfig, Log, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import { ApiException, AppsV1Api, CoreV1Api, KubeConfig, Log, PatchStrategy, setHeaderOptions, type V1Pod, type V1Secret } from '@kubernetes/client-node';
 import type { FailureDiagnostics, LaunchSecrets, LogLine, LogQuery, ReplicaStatus, RuntimeDriver, RuntimeHappening, VersionRuntimeStatus, VersionSpec } from '../driver.js';
 import {
   buildDeployment,
@@ -51,6 +51,12 @@ export interface KubernetesDriverOptions {
    * the base URL the reconciler passes in LaunchSecrets.
    */
   baseUrl?: string;
+  /**
+   * How often the registration token in a running version's Secret is replaced by a fresh one, so
+   * pods that start later (restarts, rescheduling) register with a token that has not expired.
+   * Default 30 minutes: half the lifetime of a registration token.
+   */
+  tokenRefreshMs?: number;
   /** Where API errors of the background poll go (the server's logger); never given secrets. */
   warn?: (message: string) => void;
 }
@@ -74,6 +80,8 @@ interface TrackedVersion {
   /** Pods that were ever ready: not-ready afterwards is unhealthy, not starting. */
   everReadyPods: Set<string>;
   replicas: ReplicaStatus[];
+  /** What start() was given, to put a fresh registration token into the Secret now and then. */
+  launch?: { spec: VersionSpec; secrets: LaunchSecrets; tokenIssuedAt: number };
 }
 
 /** An API request that failed, told as what the driver was doing and what the API server said. */
@@ -106,6 +114,10 @@ async function request<T>(what: string, send: () => Promise<T>): Promise<T> {
     const hint = error.code === 401 || error.code === 403 ? ' (the server\'s service account needs the Role in the README, section "Kubernetes runtime")' : '';
     throw new KubernetesApiError(error.code, `kubernetes runtime: ${what} failed: ${error.code} ${statusMessage(error) ?? 'no message'}${hint}`);
   }
+}
+
+function withVersion<T extends { metadata?: { resourceVersion?: string } }>(object: T, existing: { metadata?: { resourceVersion?: string } }): T {
+  return { ...object, metadata: { ...object.metadata, resourceVersion: existing.metadata?.resourceVersion } };
 }
 
 function isStatus(error: unknown, code: number): boolean {
@@ -143,6 +155,7 @@ export class KubernetesDriver implements RuntimeDriver {
   private readonly startTimeoutMs: number;
   private readonly pollIntervalMs: number;
   private readonly graceMs: number;
+  private readonly tokenRefreshMs: number;
   private readonly baseUrl: string | undefined;
   private readonly warn: (message: string) => void;
   private readonly versions = new Map<string, TrackedVersion>();
@@ -162,6 +175,7 @@ export class KubernetesDriver implements RuntimeDriver {
     this.startTimeoutMs = options.startTimeoutMs ?? 300_000;
     this.pollIntervalMs = options.pollIntervalMs ?? 2_000;
     this.graceMs = options.graceMs ?? 30_000;
+    this.tokenRefreshMs = options.tokenRefreshMs ?? 30 * 60_000;
     this.baseUrl = options.baseUrl ?? process.env.AGENTCTL_K8S_BASE_URL;
     this.warn = options.warn ?? (() => {});
     this.schedulePoll(0);
@@ -214,26 +228,15 @@ export class KubernetesDriver implements RuntimeDriver {
     }
     const namespace = this.namespace;
     const name = resourceName(spec.versionId);
-    // Reusable: pods restart and reschedule without the driver.
-    const registrationToken = await secrets.registrationToken({ reusable: true });
-    const secret = buildSecret(spec, { namespace, baseUrl: this.baseUrl ?? secrets.baseUrl, registrationToken, signingSecret: secrets.signingSecret });
+    const tokenIssuedAt = Date.now();
+    const secret = await this.secretFor(spec, secrets);
     const deployment = buildDeployment(spec, { namespace, terminationGracePeriodSeconds: Math.ceil(this.graceMs / 1000) });
     const service = buildService(spec, { namespace });
 
     const where = `in namespace ${namespace}`;
     const core = this.core;
     const apps = this.apps;
-    const withVersion = <T extends { metadata?: { resourceVersion?: string } }>(object: T, existing: { metadata?: { resourceVersion?: string } }): T => ({
-      ...object,
-      metadata: { ...object.metadata, resourceVersion: existing.metadata?.resourceVersion },
-    });
-    try {
-      await request(`creating Secret ${name} ${where}`, () => core.createNamespacedSecret({ namespace, body: secret }));
-    } catch (error) {
-      if (!isStatus(error, 409)) throw error;
-      const existing = await request(`reading Secret ${name} ${where}`, () => core.readNamespacedSecret({ name, namespace }));
-      await request(`replacing Secret ${name} ${where}`, () => core.replaceNamespacedSecret({ name, namespace, body: withVersion(secret, existing) }));
-    }
+    await this.applySecret(secret);
     try {
       await request(`creating Deployment ${name} ${where}`, () => apps.createNamespacedDeployment({ namespace, body: deployment }));
     } catch (error) {
@@ -257,6 +260,39 @@ export class KubernetesDriver implements RuntimeDriver {
     const tracked = adopted && !adopted.stopping ? adopted : this.track(spec.versionId);
     tracked.applied = true;
     tracked.startedAt = Date.now();
+    tracked.launch = { spec, secrets, tokenIssuedAt };
+  }
+
+  private async secretFor(spec: VersionSpec, secrets: LaunchSecrets): Promise<V1Secret> {
+    // Reusable: pods restart and reschedule without the driver.
+    const registrationToken = await secrets.registrationToken({ reusable: true });
+    return buildSecret(spec, { namespace: this.namespace, baseUrl: this.baseUrl ?? secrets.baseUrl, registrationToken, signingSecret: secrets.signingSecret });
+  }
+
+  private async applySecret(secret: V1Secret): Promise<void> {
+    const namespace = this.namespace;
+    const name = secret.metadata?.name ?? '';
+    const where = `in namespace ${namespace}`;
+    try {
+      await request(`creating Secret ${name} ${where}`, () => this.core.createNamespacedSecret({ namespace, body: secret }));
+    } catch (error) {
+      if (!isStatus(error, 409)) throw error;
+      const existing = await request(`reading Secret ${name} ${where}`, () => this.core.readNamespacedSecret({ name, namespace }));
+      await request(`replacing Secret ${name} ${where}`, () => this.core.replaceNamespacedSecret({ name, namespace, body: withVersion(secret, existing) }));
+    }
+  }
+
+  /** A fresh registration token into the Secret; the kubelet reads it when it next starts a container. */
+  private async refreshToken(version: TrackedVersion): Promise<void> {
+    const launch = version.launch;
+    if (!launch || Date.now() - launch.tokenIssuedAt < this.tokenRefreshMs) return;
+    launch.tokenIssuedAt = Date.now();
+    try {
+      const secret = await this.secretFor(launch.spec, launch.secrets);
+      if (this.reporting(version)) await this.applySecret(secret);
+    } catch (error) {
+      this.warn((error as Error).message);
+    }
   }
 
   private track(versionId: string): TrackedVersion {
@@ -361,6 +397,7 @@ export class KubernetesDriver implements RuntimeDriver {
     for (const version of [...this.versions.values()]) {
       if (this.closed) return;
       await this.observe(version, podsByVersion.get(version.versionId) ?? []);
+      await this.refreshToken(version);
     }
   }
 

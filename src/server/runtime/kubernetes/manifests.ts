@@ -19,6 +19,12 @@ export const CONTAINER_NAME = 'agent';
 /** Each pod has its own network namespace, so every agent listens on the same port. */
 export const CONTAINER_PORT = 8080;
 export const SERVICE_PORT = 80;
+/**
+ * Where the platform delivers (acp_url): the ADK's AgentServer registers this instead of its loopback
+ * address. Not in PROCESS_ENV on main yet (the adk branch moves PROCESS_ENV into the contract); it
+ * belongs there once both land.
+ */
+export const ACP_URL_ENV = 'AGENTCTL_ACP_URL';
 /** An emptyDir: the agent's task workspaces live and die with the pod. */
 export const DATA_ROOT = '/var/lib/agentctl';
 
@@ -78,7 +84,7 @@ export function buildSecret(spec: VersionSpec, inputs: SecretInputs): V1Secret {
       [PROCESS_ENV.signingSecret]: inputs.signingSecret,
       [PROCESS_ENV.port]: String(CONTAINER_PORT),
       [PROCESS_ENV.dataRoot]: DATA_ROOT,
-      [PROCESS_ENV.acpUrl]: serviceUrl(spec.versionId, inputs.namespace),
+      [ACP_URL_ENV]: serviceUrl(spec.versionId, inputs.namespace),
     },
   };
 }
