@@ -614,4 +614,28 @@ describe('logs', () => {
       [first, '2026-11-23T01:00:05Z'],
     ]);
   });
+
+  it('follows a pod that starts while following, numbered by its place among the pods then', async () => {
+    api.pods = [readyPod(second, VERSION)];
+    const abort = new AbortController();
+    const seen: LogLine[] = [];
+    const following = (async () => {
+      for await (const line of driver.logs(VERSION, { tail: 1, follow: true, signal: abort.signal })) seen.push(line);
+    })();
+    await vi.waitFor(() => expect(api.followerCount(second)).toBe(1), { timeout: 5_000, interval: 10 });
+
+    api.pods = [readyPod(second, VERSION), readyPod(first, VERSION)];
+    api.logs.set(first, '');
+    await vi.waitFor(() => expect(api.followerCount(first)).toBe(1), { timeout: 5_000, interval: 10 });
+    api.appendLog(first, '2099-01-01T00:00:00Z listening on 8080\n');
+    await vi.waitFor(() => expect(seen).toHaveLength(2), { timeout: 5_000, interval: 10 });
+
+    abort.abort();
+    await following;
+    // `second` was replica 0 while alone; `first` sorts before it, so it is replica 0 when it comes.
+    expect(seen.map((line) => [line.replica, line.line])).toEqual([
+      [0, 'handled evt_2'],
+      [0, 'listening on 8080'],
+    ]);
+  });
 });

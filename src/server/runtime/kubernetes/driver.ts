@@ -470,6 +470,8 @@ export class KubernetesDriver implements RuntimeDriver {
 
   async *logs(versionId: string, query: LogQuery = {}): AsyncIterable<LogLine> {
     const tail = query.tail ?? 100;
+    // Following picks up from here for pods that had no line yet (one-second resolution, as sinceTime has).
+    const followFrom = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
     const sinceKey = query.since ? query.since.toISOString().replace(/\.(\d{3})Z$/, '.$1000000') : undefined;
     const sinceSeconds = query.since ? Math.max(1, Math.ceil((Date.now() - query.since.getTime()) / 1000)) : undefined;
     const pods = observePods(await this.versionPods(versionId));
@@ -498,7 +500,7 @@ export class KubernetesDriver implements RuntimeDriver {
     for (const { key: _key, ...line } of collected.slice(-tail)) yield line;
     if (!query.follow || query.signal?.aborted) return;
 
-    yield* this.follow(versionId, lastKey, query.signal);
+    yield* this.follow(versionId, lastKey, followFrom, query.signal);
   }
 
   /**
@@ -506,16 +508,22 @@ export class KubernetesDriver implements RuntimeDriver {
    * helper), pods that appear later attached at each poll, a stream the API server closed re-attached
    * from its last line. sinceTime has one-second resolution, so lines at or before a pod's last key are skipped.
    */
-  private async *follow(versionId: string, lastKey: Map<string, string>, signal: AbortSignal | undefined): AsyncIterable<LogLine> {
+  private async *follow(versionId: string, lastKey: Map<string, string>, followFrom: string, signal: AbortSignal | undefined): AsyncIterable<LogLine> {
     const lines = new EventEmitter();
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     signal?.addEventListener('abort', onAbort, { once: true });
     this.followers.add(stop);
-    const streams = new Map<string, AbortController>();
+    const streams = new Map<string, symbol>();
 
     const attach = async (pod: PodObservation) => {
       const seen = lastKey.get(pod.name);
+      // This attachment's entry: a stream that ended frees it, unless a newer attachment took its place.
+      const handle = Symbol(pod.name);
+      streams.set(pod.name, handle);
+      const release = () => {
+        if (streams.get(pod.name) === handle) streams.delete(pod.name);
+      };
       let pending = '';
       const sink = new Writable({
         write: (chunk: Buffer, _encoding, done) => {
@@ -533,20 +541,18 @@ export class KubernetesDriver implements RuntimeDriver {
         },
       });
       // The Log helper pipes the response into the sink; an aborted follow errors that source, which must not go unhandled.
-      sink.on('pipe', (source) => source.on('error', () => streams.delete(pod.name)));
-      sink.on('finish', () => streams.delete(pod.name));
-      sink.on('error', () => streams.delete(pod.name));
-      const sinceTime = seen ? `${seen.slice(0, 19)}Z` : new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-      streams.set(pod.name, stop);
+      sink.on('pipe', (source) => source.on('error', release));
+      sink.on('finish', release);
+      sink.on('error', release);
+      const sinceTime = seen ? `${seen.slice(0, 19)}Z` : followFrom;
       try {
         const controller = await request(`following the log of pod ${pod.name}`, () =>
           new Log(this.kubeConfig).log(this.namespace, pod.name, CONTAINER_NAME, sink, { follow: true, timestamps: true, sinceTime }),
         );
         if (stop.signal.aborted) controller.abort();
         else stop.signal.addEventListener('abort', () => controller.abort(), { once: true });
-        streams.set(pod.name, controller);
       } catch (error) {
-        streams.delete(pod.name);
+        release();
         this.warn((error as Error).message);
       }
     };
