@@ -3,6 +3,9 @@
  * the exact objects it applies, the happenings it reports for each pod condition, stop's order, and logs.
  * No database: the driver knows none, so these run the same on both engines.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { LaunchSecrets, LogLine, RuntimeDriver, RuntimeHappening, VersionSpec } from '../../src/server/runtime/driver.js';
 import { createKubernetesDriver } from '../../src/server/runtime/kubernetes/index.js';
@@ -179,6 +182,48 @@ describe('start', () => {
     ]);
     expect(tokenRequests).toEqual([{ reusable: true }]);
     expect(driver.running()).toEqual([VERSION]);
+  });
+
+  it('finds the cluster through KUBECONFIG and the namespace in AGENTCTL_K8S_NAMESPACE when given neither', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'agentctl-kubeconfig-'));
+    const saved = { KUBECONFIG: process.env.KUBECONFIG, AGENTCTL_K8S_NAMESPACE: process.env.AGENTCTL_K8S_NAMESPACE };
+    try {
+      writeFileSync(
+        path.join(dir, 'config'),
+        [
+          'apiVersion: v1',
+          'kind: Config',
+          'clusters:',
+          // The client speaks plain HTTP only with TLS verification off: the recorded API is http://127.0.0.1.
+          `- name: recorded\n  cluster:\n    server: ${api.url}\n    insecure-skip-tls-verify: true`,
+          'users:',
+          '- name: agentctl\n  user:\n    token: from-kubeconfig',
+          'contexts:',
+          '- name: recorded\n  context:\n    cluster: recorded\n    user: agentctl',
+          'current-context: recorded',
+          '',
+        ].join('\n'),
+      );
+      process.env.KUBECONFIG = path.join(dir, 'config');
+      process.env.AGENTCTL_K8S_NAMESPACE = 'agents-prod';
+      const fromEnvironment = createKubernetesDriver({ pollIntervalMs: 20 });
+      drivers.push(fromEnvironment);
+
+      await fromEnvironment.start(spec, secrets);
+
+      expect(api.writes().map((request) => `${request.method} ${request.path}`)).toEqual([
+        'POST /api/v1/namespaces/agents-prod/secrets',
+        'POST /apis/apps/v1/namespaces/agents-prod/deployments',
+        'POST /api/v1/namespaces/agents-prod/services',
+      ]);
+      expect(api.writes()[0].body.stringData.AGENTCTL_ACP_URL).toBe(`http://${NAME}.agents-prod.svc`);
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('does nothing for a version it already runs', async () => {
