@@ -11,6 +11,7 @@ import type { Permissions } from '../auth/policy.js';
 import { agentById, agentByPath, lockBranch, taskById } from './lookup.js';
 import { settleDraining } from './events.js';
 import { visibleRows } from './visibility.js';
+import { enqueueDelivery } from '../delivery/outbox.js';
 
 type Trx = Kysely<Database>;
 
@@ -97,6 +98,7 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
         })
         .returningAll()
         .executeTakeFirstOrThrow();
+      await enqueueDelivery(trx, { taskId: row.id, method: 'task/create', params: req.params ?? null });
       return toTask(row);
     });
   } catch (error) {
@@ -199,6 +201,7 @@ export async function updateTask(db: Db, perms: Permissions, taskId: string, upd
       .returningAll()
       .executeTakeFirstOrThrow();
     if (update.status && isTerminal(update.status)) await settleDraining(trx, [task.current_version_id]);
+    if (update.status === 'CANCELED') await enqueueDelivery(trx, { taskId, method: 'task/cancel' });
     return toTask(row);
   });
 }
