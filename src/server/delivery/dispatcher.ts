@@ -10,12 +10,15 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { Agent, request } from 'undici';
 import { ACP_PATH, SIGNATURE_HEADER, signBody, type AcpAgentRef, type AcpMethod, type AcpRequest, type AcpResponse } from '../../contract/acp.js';
-import type { Content } from '../../contract/conversation.js';
+import { Content } from '../../contract/conversation.js';
 import { TERMINAL_TASK_STATUSES } from '../../contract/common.js';
 import type { Db, Store } from '../store/db.js';
 import { toTask } from '../store/mappers.js';
 import { signingSecretFor } from '../domain/registration.js';
 import { settleDraining } from '../domain/events.js';
+import { createMessage, recordTaskChange } from '../domain/conversation.js';
+import { unrestricted } from '../auth/policy.js';
+import { ApiError } from '../errors.js';
 import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from './outbox.js';
 
 export interface DispatcherOptions {
@@ -32,8 +35,6 @@ export interface DispatcherOptions {
   maxInFlight?: number;
   /** Where failures are reported; never given secrets. */
   log?: (message: string) => void;
-  /** Called with the task ids the dispatcher failed, inside the failing transaction. */
-  onTaskFailed?: (trx: Db, taskIds: string[]) => Promise<void>;
 }
 
 export const DEFAULT_RETRY_BUDGET_MS = 10 * 60 * 1000;
@@ -60,7 +61,7 @@ export class Dispatcher {
   readonly id = `dsp_${randomUUID()}`;
   private readonly db: Db;
   private readonly http = new Agent({ keepAliveTimeout: 10_000, connections: 128 });
-  private readonly options: Required<Omit<DispatcherOptions, 'log' | 'onTaskFailed'>> & Pick<DispatcherOptions, 'log' | 'onTaskFailed'>;
+  private readonly options: Required<Omit<DispatcherOptions, 'log'>> & Pick<DispatcherOptions, 'log'>;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly secrets = new Map<string, string>();
   private pumping = false;
@@ -81,7 +82,6 @@ export class Dispatcher {
       pollMs: options.pollMs ?? 1000,
       maxInFlight: options.maxInFlight ?? 64,
       log: options.log,
-      onTaskFailed: options.onTaskFailed,
     };
     this.unsubscribe = onDeliveryEnqueued(() => this.wake());
   }
@@ -199,7 +199,7 @@ export class Dispatcher {
         .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
         .innerJoin('versions', 'versions.id', 'tasks.current_version_id')
         .selectAll('tasks')
-        .select(['agents.name as agent_name', 'namespaces.slug as namespace_slug', 'versions.acp_type'])
+        .select(['agents.name as agent_name', 'namespaces.slug as namespace_slug', 'namespaces.org_id', 'versions.acp_type'])
         .where('tasks.id', '=', delivery.task_id)
         .executeTakeFirstOrThrow();
       const replicas = await this.db
@@ -237,7 +237,10 @@ export class Dispatcher {
         throw new DeliveryFailure('the agent answered with a body that is not JSON-RPC');
       }
       if (answer.error) throw new DeliveryFailure(`the agent answered JSON-RPC error ${answer.error.code}: ${String(answer.error.message).slice(0, 200)}`);
-      await this.complete(delivery, rpc.method === 'message/send' ? answer.result?.messages ?? [] : []);
+      // A sync agent's inline reply is recorded before the delivery is done: a crash in between
+      // repeats the delivery (at least once) rather than losing the reply.
+      if (rpc.method === 'message/send') await this.recordReplies(context.org_id, delivery.task_id, answer.result?.messages ?? []);
+      await this.complete(delivery);
     } catch (error) {
       const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
       this.options.log?.(`delivery ${delivery.id} (${delivery.method}, task ${delivery.task_id}) to ${target || 'its version'} failed: ${reason}`);
@@ -245,17 +248,33 @@ export class Dispatcher {
     }
   }
 
-  /** Done: the task's next delivery may go. A sync agent's inline reply becomes agent messages. */
-  private async complete(delivery: Claimed, replies: Content[]): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      const updated = await trx
-        .updateTable('deliveries')
-        .set({ status: 'done', claimed_by: null, claimed_until: null, last_error: null, updated_at: new Date() })
-        .where('id', '=', delivery.id)
-        .where('claimed_by', '=', this.id)
-        .executeTakeFirst();
-      if (Number(updated.numUpdatedRows) === 1 && replies.length > 0) await recordAgentReplies(trx, delivery.task_id, replies);
-    });
+  /** Done: the task's next delivery may go. */
+  private async complete(delivery: Claimed): Promise<void> {
+    await this.db
+      .updateTable('deliveries')
+      .set({ status: 'done', claimed_by: null, claimed_until: null, last_error: null, updated_at: new Date() })
+      .where('id', '=', delivery.id)
+      .where('claimed_by', '=', this.id)
+      .execute();
+  }
+
+  /** A sync agent's reply, as agent messages, through the domain with a system principal of the task's org. */
+  private async recordReplies(orgId: string, taskId: string, replies: unknown[]): Promise<void> {
+    const system = unrestricted({ keyId: '', orgId, name: 'dispatcher' });
+    for (const reply of replies) {
+      const content = Content.safeParse(reply);
+      if (!content.success) {
+        this.options.log?.(`task ${taskId}: the agent's reply is not a TextPart or DataPart; dropped`);
+        continue;
+      }
+      try {
+        await createMessage(this.db, system, { task_id: taskId, content: content.data, author: 'agent', streaming_status: null });
+      } catch (error) {
+        // A task that ended meanwhile takes no messages: nothing to retry.
+        if (!(error instanceof ApiError)) throw error;
+        this.options.log?.(`task ${taskId}: the agent's reply was not recorded: ${error.detail}`);
+      }
+    }
   }
 
   /**
@@ -298,7 +317,7 @@ export class Dispatcher {
       if ((TERMINAL_TASK_STATUSES as readonly string[]).includes(task.status) || task.status === 'DELETED') return;
       await trx.updateTable('tasks').set({ status: 'FAILED', status_reason: statusReason, updated_at: new Date() }).where('id', '=', task.id).execute();
       await settleDraining(trx, [task.current_version_id]);
-      await this.options.onTaskFailed?.(trx, [task.id]);
+      await recordTaskChange(trx, [task.id]);
     });
     this.options.log?.(`task ${delivery.task_id} failed: ${statusReason}`);
   }
@@ -363,6 +382,3 @@ export async function startDispatcher(store: Store, options: DispatcherOptions =
   await dispatcher.start();
   return dispatcher;
 }
-
-/** Replaced once the conversation records exist (branch conv): a sync agent's reply as agent messages. */
-async function recordAgentReplies(_trx: Db, _taskId: string, _replies: Content[]): Promise<void> {}
