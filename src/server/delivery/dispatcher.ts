@@ -303,8 +303,8 @@ export class Dispatcher {
 
   /** The retry budget is spent: the task becomes FAILED naming the cause, and its open deliveries are dropped. */
   private async failTask(delivery: Claimed, reason: string): Promise<void> {
-    const minutes = this.options.retryBudgetMs / 60_000;
-    const budget = minutes >= 1 ? `${Math.round(minutes * 10) / 10} minutes` : `${Math.round(this.options.retryBudgetMs / 1000)} seconds`;
+    const ms = this.options.retryBudgetMs;
+    const budget = ms >= 60_000 ? `${Math.round(ms / 6000) / 10} minutes` : ms >= 1000 ? `${Math.round(ms / 100) / 10} seconds` : `${ms} ms`;
     const statusReason = `Delivery failed: ${delivery.method} could not be delivered to the agent within ${budget} (${reason})`;
     await this.db.transaction().execute(async (trx) => {
       const task = await trx.selectFrom('tasks').select(['id', 'status', 'current_version_id']).where('id', '=', delivery.task_id).forNoKeyUpdate().executeTakeFirstOrThrow();
