@@ -1,8 +1,11 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
+import { SIGNATURE_HEADER, verifySignature } from '../../src/contract/acp.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { createTask, deploy } from '../support/fixtures.js';
 import { startAgent, stopAgents, type TestAgent } from '../support/agents.js';
+import { readSse } from '../support/sse.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/server/delivery/dispatcher.js';
 import { markReplicaGone } from '../../src/server/domain/registration.js';
 import { buildApp } from '../../src/server/app.js';
@@ -167,6 +170,36 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect(messages.map((m) => [m.author, m.content])).toEqual([['agent', { type: 'text', text: 'pong' }]]);
   });
 
+  test('a runtime with no driver registers the version with a key and acp_url: deliveries go there, signed', async () => {
+    const v1 = await deploy(svc);
+    const received: { method: string; signed: boolean }[] = [];
+    const secret = (await svc.api('GET', `/versions/${v1.version_id}/signing-secret`)).body.signing_secret;
+    const agent = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const rpc = JSON.parse(body);
+        received.push({ method: rpc.method, signed: verifySignature(secret, body, req.headers[SIGNATURE_HEADER] as string).ok });
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: { accepted: true } }));
+      });
+    });
+    await new Promise<void>((resolve) => agent.listen(0, '127.0.0.1', resolve));
+    try {
+      const acpUrl = `http://127.0.0.1:${(agent.address() as AddressInfo).port}`;
+      const registered = await svc.api('POST', '/versions/register', { body: { version_id: v1.version_id, acp_url: acpUrl } });
+      expect(registered.status).toBe(200);
+      expect(registered.body.version_status).toBe('ACTIVE');
+      expect(registered.body.agent_api_key).toBeUndefined();
+      dispatcher = await startDispatcher(svc.store, FAST);
+      await createTask(svc);
+      for (let i = 0; i < 250 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(received).toEqual([{ method: 'task/create', signed: true }]);
+    } finally {
+      await new Promise((r) => agent.close(r));
+    }
+  });
+
   test('past the retry budget the task becomes FAILED, naming the cause', async () => {
     const v1 = await deploy(svc);
     const agent = await startAgent(svc, v1.version_id);
@@ -185,6 +218,10 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect(current.status).toBe('FAILED');
     expect(current.status_reason).toBe('Delivery failed: task/create could not be delivered to the agent within 300 ms (connection refused)');
     expect((await settledDeliveries(svc, task.id)).map((d) => d.status)).toEqual(['failed', 'failed']);
+    // Watchers see it: the stream ends with the FAILED task record.
+    const stream = await readSse(svc, `/tasks/${task.id}/stream`, { key: svc.adminKey });
+    expect(stream.ended).toBe(true);
+    expect(stream.frames.at(-1)).toMatchObject({ event: 'task', data: { status: 'FAILED', status_reason: current.status_reason } });
   });
 
   test.runIf(engine === 'postgres')('two server instances on one database: each delivery is made by exactly one of them', async () => {
