@@ -4,8 +4,15 @@ import { ApiError } from '../errors.js';
 import type { Actor } from './authenticate.js';
 import { generationOf, hasUnsettledGrants, settleGrants } from './invalidation.js';
 
-export type Permission = 'discover' | 'read' | 'run' | 'write' | 'admin';
+export type Permission = 'discover' | 'read' | 'run' | 'write' | 'admin' | 'write_task_data';
+/** The role ladder; `write_task_data` is not on it (see below). */
 export const PERMISSIONS: readonly Permission[] = ['discover', 'read', 'run', 'write', 'admin'];
+/**
+ * `write_task_data`: writing the records of an agent's tasks (states, messages, events, trackers,
+ * task filesystems). Any key with `write` on the agent has it; a runtime key has it on its own agent
+ * and holds nothing else beyond discover, read and run there (DESIGN section 10).
+ */
+export const RUNTIME_KEY_PERMISSIONS: readonly Permission[] = ['discover', 'read', 'run', 'write_task_data'];
 
 /** What a permission is checked against. Agents and projects carry their namespace. */
 export type ResourceRef =
@@ -73,7 +80,8 @@ export class Permissions {
     this.groupIds = groupIds;
     let admin = false;
     let member = false;
-    for (const g of grants) {
+    // A runtime key holds no grants: whatever a row says, it is confined to its agent (see can()).
+    for (const g of actor.runtimeAgentId !== undefined ? [] : grants) {
       if (g.resource_type === 'org') {
         if (g.resource_id !== actor.orgId) continue;
         if (g.role === 'admin') admin = true;
@@ -97,6 +105,11 @@ export class Permissions {
   }
 
   can(permission: Permission, resource: ResourceRef): boolean {
+    // A runtime key: its own agent only, whatever grants exist.
+    if (this.actor.runtimeAgentId !== undefined) {
+      return resource.type === 'agent' && resource.id === this.actor.runtimeAgentId && RUNTIME_KEY_PERMISSIONS.includes(permission);
+    }
+    if (permission === 'write_task_data') permission = 'write';
     // Agents, projects and namespaces are looked up within the key's org; an org is named outright.
     if (resource.type === 'org' && resource.id !== this.actor.orgId) return false;
     if (this.isOrgAdmin) return true;
@@ -118,7 +131,7 @@ export class Permissions {
   require(permission: Permission, resource: ResourceRef, describe: string): void {
     if (this.can(permission, resource)) return;
     if (permission === 'discover' || !this.can('discover', resource)) throw new ApiError(404, 'not_found', `${describe} was not found`);
-    throw new ApiError(403, 'forbidden', `This API key may not ${permission} ${describe}`);
+    throw new ApiError(403, 'forbidden', `This API key may not ${permission === 'write_task_data' ? 'write' : permission} ${describe}`);
   }
 
   requireOrgAdmin(action: string): void {
@@ -130,6 +143,11 @@ export class Permissions {
    * `{all: true}`, or the namespaces it administers plus the ids it holds the permission on.
    */
   visible(type: 'agent' | 'project', permission: Permission = 'discover'): Visibility {
+    if (this.actor.runtimeAgentId !== undefined) {
+      const ids = type === 'agent' && RUNTIME_KEY_PERMISSIONS.includes(permission) ? [this.actor.runtimeAgentId] : [];
+      return { all: false, namespaceIds: [], ids };
+    }
+    if (permission === 'write_task_data') permission = 'write';
     if (this.isOrgAdmin || (permission === 'discover' && this.isOrgMember)) return { all: true };
     const ids: string[] = [];
     for (const [key, perms] of this.direct) {
