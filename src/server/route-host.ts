@@ -12,6 +12,11 @@ export interface ServiceConfig {
   /** Per-key requests per second; 0 disables rate limiting. */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
+  /** Failed authentications per second and client address (then 429); 0 disables the limit. */
+  authFailuresPerSecond: number;
+  authFailureBurst: number;
+  /** How long a client may take to send a whole request (headers and body), in ms. */
+  requestTimeoutMs: number;
   /** Switches authentication off (benchmark baseline only; never exposed on the CLI). */
   authDisabled?: boolean;
 }
