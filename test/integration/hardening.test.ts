@@ -2,10 +2,28 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../src/server/app.js';
-import { generateSecret } from '../../src/server/auth/secrets.js';
+import { generateSecret, hashSecret, secretPrefix } from '../../src/server/auth/secrets.js';
+import { newId } from '../../src/server/store/ids.js';
+import { scopedKey } from '../support/scoped-key.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { createTask, deployActive } from '../support/fixtures.js';
 import { expectError, expectInvalid } from '../support/bad-input.js';
+
+/** A second org with its own `default` namespace and org-admin key, written straight into the store. */
+async function secondOrg(svc: TestService): Promise<string> {
+  const db = svc.store.db;
+  const org = newId('org');
+  const secret = generateSecret();
+  const keyId = newId('apiKey');
+  await db.insertInto('orgs').values({ id: org, name: `other-${org}` }).execute();
+  await db.insertInto('namespaces').values({ id: newId('namespace'), org_id: org, name: 'Default', slug: 'default' }).execute();
+  await db
+    .insertInto('api_keys')
+    .values({ id: keyId, org_id: org, name: 'other admin', key_hash: hashSecret(secret), key_prefix: secretPrefix(secret), created_by_key_id: null, expires_at: null, revoked_at: null, last_used_at: null })
+    .execute();
+  await db.insertInto('grants').values({ principal_type: 'key', principal_id: keyId, resource_type: 'org', resource_id: org, role: 'admin', legacy_role: null, source: 'scope' }).execute();
+  return secret;
+}
 
 describe.each(engines)('hardening (%s)', (engine) => {
   let svc: TestService;
@@ -214,4 +232,53 @@ describe.each(engines)('hardening (%s)', (engine) => {
     });
   });
 
+
+  describe('existence leaks (defect 4)', () => {
+    test('a second org has its own `default` namespace and may reuse another org’s slug', async () => {
+      const other = await secondOrg(svc);
+      expect((await svc.api('POST', '/namespaces', { body: { name: 'Payments', slug: 'payments' } })).status).toBe(201);
+      const res = await svc.api('POST', '/namespaces', { body: { name: 'Payments', slug: 'payments' }, key: other });
+      expect(res.status).toBe(201);
+      expect((await svc.api('GET', '/agents?namespace=payments', { key: other })).body).toEqual({ agents: [], total: 0 });
+    });
+
+    test('a slug taken in one’s own org is still 409 namespace_exists', async () => {
+      await svc.api('POST', '/namespaces', { body: { name: 'Payments', slug: 'payments' } });
+      expectError(await svc.api('POST', '/namespaces', { body: { name: 'Again', slug: 'payments' } }), 409, 'namespace_exists');
+    });
+
+    test('task names are unique per org: another org may use the same name, and fetches its own task by it', async () => {
+      const other = await secondOrg(svc);
+      await deployActive(svc);
+      await deployActive(svc, {}, other);
+      const mine = await createTask(svc, { name: 'nightly' });
+      const theirs = await createTask(svc, { name: 'nightly' }, other);
+      expect(theirs.id).not.toBe(mine.id);
+      expect((await svc.api('GET', '/tasks/name/nightly')).body.id).toBe(mine.id);
+      expect((await svc.api('GET', '/tasks/name/nightly', { key: other })).body.id).toBe(theirs.id);
+    });
+
+    test('a task name taken in one’s own org is 409 task_name_taken', async () => {
+      await deployActive(svc);
+      await createTask(svc, { name: 'nightly' });
+      const res = await svc.api('POST', '/tasks', { body: { agent_name: 'support-bot', name: 'nightly' } });
+      expectError(res, 409, 'task_name_taken', 'A task named nightly already exists');
+    });
+
+    test('deploy to a hidden agent’s name answers exactly as deploy to an unused name', async () => {
+      const visible = await deployActive(svc, { agent_name: 'visible-bot' });
+      await deployActive(svc, { agent_name: 'hidden-bot' });
+      const viewer = await scopedKey(svc, [{ resource_type: 'agent', resource_id: visible.agent_id, role: 'editor' }]);
+      const attempt = (agent_name: string) =>
+        svc.api('POST', '/agents/deploy', {
+          key: viewer,
+          body: { agent_name, branch: 'main', git_hash: 'abcdef0', author_name: 'A', author_email: 'a@x', sdk_type: 'alpha_agent_sdk', acp_type: 'async', image_url: 'img' },
+        });
+      const hidden = await attempt('hidden-bot');
+      const unused = await attempt('never-used');
+      expect([hidden.status, hidden.body]).toEqual([unused.status, unused.body]);
+      expect(hidden.status).toBe(403);
+      expect((await attempt('visible-bot')).status).toBe(201);
+    });
+  });
 });

@@ -43,6 +43,8 @@ export interface TasksTable {
   id: string; agent_id: string; branch_id: string; namespace_id: string; filesystem_id: string; project_id: string | null;
   name: string | null; status: string; status_reason: string | null; params: Json | null; task_metadata: Json | null;
   created_version_id: string; current_version_id: string; created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  /** The namespace's org (migration 005), filled in by a trigger: task names are unique per org. */
+  org_id: Generated<string>;
 }
 export interface StatesTable { id: string; task_id: string; agent_id: string; state: Json; version: Generated<number>; created_at: Timestamptz; updated_at: Timestamptz }
 
