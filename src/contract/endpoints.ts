@@ -89,6 +89,13 @@ const id = (name: string) => z.object({ [name]: PathParam });
 
 // ---- request and response bodies -------------------------------------------------------------
 
+/**
+ * The most tasks one migration request moves (and answers with): a bulk migration of a version
+ * with more RUNNING tasks is refused (409 `migration_too_large`) unless it sends `limit`, and is
+ * then repeated until it moves none. Bounds the response (~0.45 KB per task) and the server's memory.
+ */
+export const MIGRATION_MAX_TASKS = 10_000;
+
 export const MigrateTasksRequest = z
   .object({
     from_version_id: z.string().min(1).nullable().default(null),
@@ -96,6 +103,8 @@ export const MigrateTasksRequest = z
     to_latest: z.boolean().default(false),
     to_version_id: z.string().min(1).nullable().default(null),
     dry_run: z.boolean().default(false),
+    /** Bulk mode only: move at most this many of the source's RUNNING tasks (oldest id first). */
+    limit: z.number().int().min(1).max(MIGRATION_MAX_TASKS).nullable().default(null),
   })
   .meta({ id: 'MigrateTasksRequest' });
 export type MigrateTasksRequest = z.infer<typeof MigrateTasksRequest>;

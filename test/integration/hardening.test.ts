@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../src/server/app.js';
 import { generateSecret, hashSecret, secretPrefix } from '../../src/server/auth/secrets.js';
 import { newId } from '../../src/server/store/ids.js';
-import { scopedKey } from '../support/scoped-key.js';
+import { defaultNamespaceId, scopedKey } from '../support/scoped-key.js';
+import { sql } from 'kysely';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { createTask, deployActive } from '../support/fixtures.js';
 import { expectError, expectInvalid } from '../support/bad-input.js';
@@ -232,6 +233,34 @@ describe.each(engines)('hardening (%s)', (engine) => {
     });
   });
 
+
+  describe('what one migration may move is capped (defect 8)', () => {
+    test('a bulk migration of 10,001 tasks is 409 naming the cap and how to page; limit pages it', async () => {
+      const v1 = await deployActive(svc, { are_tasks_sticky: true });
+      const v2 = await deployActive(svc, { are_tasks_sticky: true });
+      // 10,001 RUNNING tasks on v1, inserted directly for speed.
+      await sql`INSERT INTO filesystems (id, namespace_id) SELECT 'fs_cap' || g, ${await defaultNamespaceId(svc)} FROM generate_series(1, 10001) g`.execute(svc.store.db);
+      await sql`
+        INSERT INTO tasks (id, agent_id, branch_id, namespace_id, filesystem_id, status, created_version_id, current_version_id)
+        SELECT 'task_cap' || lpad(g::text, 5, '0'), v.agent_id, v.branch_id, a.namespace_id, 'fs_cap' || g, 'RUNNING', v.id, v.id
+        FROM generate_series(1, 10001) g, versions v JOIN agents a ON a.id = v.agent_id WHERE v.id = ${v1.version_id}`.execute(svc.store.db);
+      const body = { from_version_id: v1.version_id, to_version_id: v2.version_id };
+      const detail = `Version ${v1.version_id} has 10001 RUNNING tasks; one request moves at most 10000. Page it: send "limit": 10000 and repeat the request until it moves no tasks.`;
+      expectError(await svc.api('POST', '/tasks/migrate', { body }), 409, 'migration_too_large', detail);
+      expectError(await svc.api('POST', '/tasks/migrate', { body: { ...body, dry_run: true } }), 409, 'migration_too_large', detail);
+      const onV1 = async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${v1.version_id}`.execute(svc.store.db)).rows[0].n;
+      expect(await onV1()).toBe(10001);
+
+      const pages = [];
+      for (let i = 0; i < 3; i++) pages.push((await svc.api('POST', '/tasks/migrate', { body: { ...body, limit: 10000 } })).body.tasks.length);
+      expect(pages).toEqual([10000, 1, 0]);
+      expect(await onV1()).toBe(0);
+    });
+
+    test('limit with task_ids is 422 at body.limit', async () => {
+      expectInvalid(await svc.api('POST', '/tasks/migrate', { body: { task_ids: ['task_x'], to_latest: true, limit: 5 } }), ['body', 'limit'], 'value_error');
+    });
+  });
 
   describe('existence leaks (defect 4)', () => {
     test('a second org has its own `default` namespace and may reuse another org’s slug', async () => {
