@@ -336,8 +336,8 @@ export const endpoints = lazyTable({
   getGroup: () => ep({ ...routes.getGroup, summary: 'Get a sharing group', tag: 'groups', params: id('group_id'), response: Group }),
   deleteGroup: () => ep({ ...routes.deleteGroup, summary: 'Delete a sharing group', tag: 'groups', params: id('group_id'), response: DeleteResponse }),
   listGroupMembers: () => ep({ ...routes.listGroupMembers, summary: 'Members of a sharing group', tag: 'groups', params: id('group_id'), response: z.object({ members: z.array(GroupMember), total: z.number().int() }) }),
-  addGroupMember: () => ep({ ...routes.addGroupMember, summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: z.string().min(1), member_id: z.string().min(1) }), response: GroupMember }),
-  removeGroupMember: () => ep({ ...routes.removeGroupMember, summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: z.string().min(1), member_id: z.string().min(1) }), response: DeleteResponse }),
+  addGroupMember: () => ep({ ...routes.addGroupMember, summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: GroupMember }),
+  removeGroupMember: () => ep({ ...routes.removeGroupMember, summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: DeleteResponse }),
 });
 
 export type Endpoints = typeof endpoints;

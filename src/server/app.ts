@@ -5,7 +5,7 @@ import { endpoints, type Endpoint } from '../contract/endpoints.js';
 import { ApiError, ValidationFailure, zodIssuesToItems, type ValidationItem } from './errors.js';
 import { Authenticator, type Actor } from './auth/authenticate.js';
 import { RateLimiter } from './ratelimit.js';
-import { unsafeInputItems } from './input-guard.js';
+import { MAX_PATH_PARAM_CHARS, unsafeInputItems } from './input-guard.js';
 import { loadPermissions, unrestricted, type Permissions } from './auth/policy.js';
 import { buildOpenApiDocument } from '../contract/openapi.js';
 import type { Store } from './store/db.js';
@@ -22,7 +22,7 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
  * name limit (255 characters, even fully percent-encoded), so a valid name is always reachable and
  * the schema's own limit answers 422; beyond it the router answers 414.
  */
-export const MAX_PATH_PARAM_BYTES = 255 * 12;
+export const MAX_PATH_PARAM_BYTES = MAX_PATH_PARAM_CHARS * 12;
 /** Whole transactions retried in the server on a serialization failure or deadlock. */
 const TRANSACTION_ATTEMPTS = 4;
 
@@ -245,7 +245,7 @@ function validate(e: Endpoint, request: FastifyRequest): { params: unknown; quer
   const unsafe = [
     ...unsafeInputItems('path', request.params),
     ...unsafeInputItems('query', request.query),
-    ...(e.body ? unsafeInputItems('body', request.body) : []),
+    ...(e.body && !e.binaryBody ? unsafeInputItems('body', request.body) : []),
   ];
   if (unsafe.length) throw new ValidationFailure(unsafe);
   const items: ValidationItem[] = [];

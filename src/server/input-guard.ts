@@ -5,6 +5,8 @@ import type { ValidationItem } from './errors.js';
  * enough that no recursive walk (ours, zod's, JSON.stringify's, PostgreSQL's) can overflow a stack.
  */
 export const MAX_JSON_DEPTH = 64;
+/** The longest path parameter: the longest name (a task's, 255 characters). */
+export const MAX_PATH_PARAM_CHARS = 255;
 
 type Loc = (string | number)[];
 
@@ -34,6 +36,7 @@ export function unsafeInputItems(where: 'path' | 'query' | 'body', value: unknow
     if (typeof v === 'string') {
       checkString(v, loc, 'Text');
       if (where === 'query' && v === '' && loc.length === 2) items.push({ loc, msg: 'Must not be empty: leave the parameter out instead', type: 'string_too_short' });
+      if (where === 'path' && v.length > MAX_PATH_PARAM_CHARS) items.push({ loc, msg: `Too long: at most ${MAX_PATH_PARAM_CHARS} characters`, type: 'too_big' });
       continue;
     }
     if (v === null || typeof v !== 'object') continue;
