@@ -84,6 +84,12 @@ export const ValidationErrorItem = z.object({
 export const ValidationErrorBody = z.object({ detail: z.array(ValidationErrorItem) });
 export type ValidationErrorBody = z.infer<typeof ValidationErrorBody>;
 
+/**
+ * Every HTTP status the service answers (the README explains each). 304 and 428 belong to the
+ * filesystem archive routes; 408 and 431 come from the HTTP layer, before a route runs.
+ */
+export const RESPONSE_STATUSES = [200, 201, 304, 400, 401, 403, 404, 408, 409, 412, 413, 414, 415, 422, 428, 429, 431, 500, 503] as const;
+
 /** Every other error: one human sentence and a stable snake_case code. */
 export const ErrorBody = z.object({ detail: z.string(), code: z.string() });
 export type ErrorBody = z.infer<typeof ErrorBody>;

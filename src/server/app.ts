@@ -8,6 +8,7 @@ import { RateLimiter } from './ratelimit.js';
 import { MAX_PATH_PARAM_CHARS, unsafeInputItems } from './input-guard.js';
 import { loadPermissions, unrestricted, type Permissions } from './auth/policy.js';
 import { buildOpenApiDocument } from '../contract/openapi.js';
+import { RESPONSE_STATUSES } from '../contract/common.js';
 import type { Store } from './store/db.js';
 import { newId } from './store/ids.js';
 import { registerRoutes } from './routes/index.js';
@@ -119,7 +120,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
       return reply.code(503).header('Retry-After', '1').send({ detail: 'The database was busy; retry the request', code: 'retry' });
     }
     if (fastifyError.statusCode && fastifyError.statusCode >= 400 && fastifyError.statusCode < 500) {
-      return reply.code(fastifyError.statusCode).send({ detail: fastifyError.message ?? 'Bad request', code: 'bad_request' });
+      // Only statuses the README lists: any other client error of a framework layer is a 400.
+      const status = (RESPONSE_STATUSES as readonly number[]).includes(fastifyError.statusCode) ? fastifyError.statusCode : 400;
+      return reply.code(status).send({ detail: fastifyError.message ?? 'Bad request', code: 'bad_request' });
     }
     request.log.error({ err: error }, 'unhandled error');
     if (!options.logger) process.stderr.write(`[agentctl server] ${request.method} ${request.url}: ${(error as Error).stack ?? error}\n`);

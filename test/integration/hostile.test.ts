@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { endpoints, type Endpoint } from '../../src/contract/endpoints.js';
+import { RESPONSE_STATUSES } from '../../src/contract/common.js';
 import { generateSecret } from '../../src/server/auth/secrets.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 
@@ -157,5 +158,7 @@ describe.each(engines)('the hostile client, every endpoint of the table (%s)', (
     console.log(`hostile suite on ${engine}: ${sent} requests, statuses ${JSON.stringify(statuses)}; not served by this build: ${unserved.join(', ') || 'none'}`);
     expect(offShape).toEqual([]);
     expect(Object.keys(statuses).filter((s) => Number(s) >= 500)).toEqual([]);
+    // Nothing outside the README's list of statuses.
+    expect(Object.keys(statuses).map(Number).filter((s) => !(RESPONSE_STATUSES as readonly number[]).includes(s))).toEqual([]);
   });
 });
