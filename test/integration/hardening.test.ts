@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../src/server/app.js';
+import { Authenticator } from '../../src/server/auth/authenticate.js';
 import { generateSecret, hashSecret, secretPrefix } from '../../src/server/auth/secrets.js';
 import { newId } from '../../src/server/store/ids.js';
 import { defaultNamespaceId, scopedKey } from '../support/scoped-key.js';
@@ -175,6 +176,46 @@ describe.each(engines)('hardening (%s)', (engine) => {
         expect((await get(svc.adminKey)).status).toBe(429);
       } finally {
         await app.close();
+      }
+    });
+  });
+
+  describe('key lookups (defect 6)', () => {
+    /** An Authenticator on the test store that counts the queries it sends. */
+    function countingAuthenticator(maxEntries?: number) {
+      const counter = { queries: 0 };
+      const db = svc.store.db.withPlugin({
+        transformQuery: (args) => {
+          counter.queries++;
+          return args.node;
+        },
+        transformResult: async (args) => args.result,
+      });
+      return { auth: new Authenticator(db, maxEntries), counter };
+    }
+
+    test('an unknown key is looked up once, then answered from the negative cache', async () => {
+      const { auth, counter } = countingAuthenticator();
+      const unknown = `Bearer ${generateSecret()}`;
+      for (let i = 0; i < 5; i++) await expect(auth.authenticate(unknown)).rejects.toThrow('Invalid API key');
+      expect(counter.queries).toBe(1);
+      await auth.close();
+    });
+
+    test('a flood of made-up keys does not evict a good key from the cache', async () => {
+      // The clock stands still, so only eviction (not the one-second expiry) could cause a lookup.
+      vi.useFakeTimers({ toFake: ['Date'] });
+      try {
+        const { auth, counter } = countingAuthenticator(10);
+        const good = `Bearer ${svc.adminKey}`;
+        await auth.authenticate(good);
+        for (let i = 0; i < 25; i++) await auth.authenticate(`Bearer ${generateSecret()}`).catch(() => undefined);
+        const before = counter.queries;
+        await auth.authenticate(good);
+        expect(counter.queries).toBe(before);
+        await auth.close();
+      } finally {
+        vi.useRealTimers();
       }
     });
   });

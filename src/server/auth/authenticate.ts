@@ -38,7 +38,11 @@ export class Authenticator {
   private timer: NodeJS.Timeout;
   private authDisabledOrg: { orgId: string; cachedAt: number } | undefined;
 
-  constructor(private db: Db) {
+  constructor(
+    private db: Db,
+    /** Entries per cache (good keys; unknown and revoked ones) before it starts over. */
+    private maxEntries = 10_000,
+  ) {
     this.timer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
     this.timer.unref();
   }
@@ -67,7 +71,7 @@ export class Authenticator {
       }
       entry = await flight.promise;
       const cache = entry.actor ? this.cache : this.negative;
-      if (cache.size > 10_000) cache.clear();
+      if (cache.size >= this.maxEntries) cache.clear();
       (entry.actor ? this.negative : this.cache).delete(hash);
       cache.set(hash, entry);
     }
