@@ -85,6 +85,12 @@ export const ValidationErrorItem = z.object({
 export const ValidationErrorBody = z.object({ detail: z.array(ValidationErrorItem) });
 export type ValidationErrorBody = z.infer<typeof ValidationErrorBody>;
 
+/**
+ * Every HTTP status the service answers (the README explains each). 304 and 428 belong to the
+ * filesystem archive routes; 408 and 431 come from the HTTP layer, before a route runs.
+ */
+export const RESPONSE_STATUSES = [200, 201, 304, 400, 401, 403, 404, 408, 409, 412, 413, 414, 415, 422, 428, 429, 431, 500, 503] as const;
+
 /** Every other error: one human sentence and a stable snake_case code. */
 export const ErrorBody = z.object({ detail: z.string(), code: z.string() });
 export type ErrorBody = z.infer<typeof ErrorBody>;
@@ -94,9 +100,23 @@ export const DeleteResponse = z.object({ id: z.string(), message: z.string() });
 /** Query-string boolean: `true/false/1/0/yes/no/on/off`. */
 export const QueryBool = z.stringbool();
 
+/**
+ * A query-string integer: plain decimal digits only (`0x10`, `+5`, ` 5 `, `1e1` and `5.0` are
+ * refused, not read as numbers); a number passes as it is (in-process callers).
+ */
+export const QueryInt = (min: number, max?: number) => {
+  const bounded = z.number().int().min(min);
+  return z
+    .union([z.number(), z.string().regex(/^-?[0-9]{1,16}$/).transform(Number)], { error: 'Expected a decimal integer' })
+    .pipe(max === undefined ? bounded : bounded.max(max));
+};
+
+/** A name or other label that must say something: not empty, not only whitespace. */
+export const NonBlank = (max: number) => z.string().min(1).max(max).regex(/\S/, 'must not be blank');
+
 export const PageQuery = {
-  limit: z.coerce.number().int().min(1).max(1000).default(100),
-  page_number: z.coerce.number().int().min(1).default(1),
+  limit: QueryInt(1, 1000).default(100),
+  page_number: QueryInt(1).default(1),
   order_direction: z.enum(['asc', 'desc']).default('desc'),
 };
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { JsonObject, Timestamp } from './common.js';
+import { JsonObject, QueryInt, Timestamp } from './common.js';
 import { Task } from './resources.js';
 
 // ---- content ------------------------------------------------------------------------------------
@@ -72,10 +72,10 @@ export type Tracker = z.infer<typeof Tracker>;
 
 // ---- requests -----------------------------------------------------------------------------------
 
-const afterSequence = { after_sequence_id: z.coerce.number().int().min(0).default(0) };
+const afterSequence = { after_sequence_id: QueryInt(0).default(0) };
 
 export const CreateEventRequest = z.object({ content: ContentInput });
-export const ListEventsQuery = z.object({ task_id: z.string().min(1), ...afterSequence, limit: z.coerce.number().int().min(1).max(500).default(100) });
+export const ListEventsQuery = z.object({ task_id: z.string().min(1), ...afterSequence, limit: QueryInt(1, 500).default(100) });
 export const EventList = z.object({ events: z.array(Event), has_more: z.boolean() });
 
 export const CreateMessageRequest = z.object({
@@ -85,7 +85,7 @@ export const CreateMessageRequest = z.object({
   streaming_status: StreamingStatus.nullable().default(null),
 });
 export const UpdateMessageRequest = z.object({ content: ContentInput.optional(), streaming_status: StreamingStatus.nullable().optional() });
-export const ListMessagesQuery = z.object({ task_id: z.string().min(1), ...afterSequence, limit: z.coerce.number().int().min(1).max(500).default(50) });
+export const ListMessagesQuery = z.object({ task_id: z.string().min(1), ...afterSequence, limit: QueryInt(1, 500).default(50) });
 export const MessageList = z.object({ messages: z.array(Message), has_more: z.boolean() });
 
 export const TrackerQuery = z.object({ task_id: z.string().min(1).optional(), agent_id: z.string().min(1).optional() });

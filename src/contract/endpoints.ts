@@ -4,8 +4,10 @@ import {
   AgentInputType,
   DeleteResponse,
   JsonObject,
+  NonBlank,
   PageQuery,
   QueryBool,
+  QueryInt,
   ResourceName,
   Slug,
   SDKType,
@@ -80,10 +82,19 @@ function lazyTable<T extends Record<string, () => Endpoint>>(thunks: T): { reado
   return table;
 }
 
-const AgentPath = z.object({ namespace_slug: z.string().min(1), agent_name: z.string().min(1) });
-const id = (name: string) => z.object({ [name]: z.string().min(1) });
+/** Every path parameter: at most as long as the longest name (task names, 255). */
+const PathParam = z.string().min(1).max(255);
+const AgentPath = z.object({ namespace_slug: PathParam, agent_name: PathParam });
+const id = (name: string) => z.object({ [name]: PathParam });
 
 // ---- request and response bodies -------------------------------------------------------------
+
+/**
+ * The most tasks one migration request moves (and answers with): a bulk migration of a version
+ * with more RUNNING tasks is refused (409 `migration_too_large`) unless it sends `limit`, and is
+ * then repeated until it moves none. Bounds the response (~0.45 KB per task) and the server's memory.
+ */
+export const MIGRATION_MAX_TASKS = 10_000;
 
 export const MigrateTasksRequest = z
   .object({
@@ -92,6 +103,8 @@ export const MigrateTasksRequest = z
     to_latest: z.boolean().default(false),
     to_version_id: z.string().min(1).nullable().default(null),
     dry_run: z.boolean().default(false),
+    /** Bulk mode only: move at most this many of the source's RUNNING tasks (oldest id first). */
+    limit: z.number().int().min(1).max(MIGRATION_MAX_TASKS).nullable().default(null),
   })
   .meta({ id: 'MigrateTasksRequest' });
 export type MigrateTasksRequest = z.infer<typeof MigrateTasksRequest>;
@@ -115,17 +128,17 @@ export type VersionList = z.infer<typeof VersionList>;
 export const BranchList = z.object({ branches: z.array(Branch), total: z.number().int() });
 export type BranchList = z.infer<typeof BranchList>;
 
-export const VersionLimit = z.coerce.number().int().min(1).max(100).default(20);
+export const VersionLimit = QueryInt(1, 100).default(20);
 
 export const DeployRequest = z
   .object({
     namespace: Slug.default('default'),
     agent_name: ResourceName,
-    branch: z.string().min(1).max(255),
+    branch: NonBlank(255),
     git_hash: z.string().regex(/^[0-9a-f]{7,64}$/, 'a hexadecimal git commit hash'),
     git_message: z.string().max(10_000).default(''),
-    author_name: z.string().min(1).max(255),
-    author_email: z.string().min(1).max(255),
+    author_name: NonBlank(255),
+    author_email: NonBlank(255),
     image_url: z.string().min(1).max(2048),
     sdk_type: SDKType,
     acp_type: ACPType,
@@ -134,7 +147,7 @@ export const DeployRequest = z
     are_tasks_sticky: z.boolean().default(false),
     description: z.string().max(1000).default(''),
     agent_input_type: AgentInputType.nullable().default(null),
-    source_filesystem_id: z.string().nullable().default(null),
+    source_filesystem_id: z.string().min(1).max(64).nullable().default(null),
   })
   .meta({ id: 'DeployRequest' });
 export type DeployRequest = z.infer<typeof DeployRequest>;
@@ -187,7 +200,7 @@ export const RollbackResponse = z.object({
   tasks_migrated: z.number().int(),
 });
 
-export const RetireBranchRequest = z.object({ reason: z.string().min(1).max(500), force: z.boolean().default(false) });
+export const RetireBranchRequest = z.object({ reason: NonBlank(500), force: z.boolean().default(false) });
 
 export const EnvironmentCreate = z.object({
   name: ResourceName,
@@ -204,7 +217,7 @@ export const CreateTaskRequest = z.object({
   /** `namespace/agent` or a bare agent name in the `default` namespace. */
   agent_name: z.string().min(1).max(130).optional(),
   branch: z.string().min(1).max(255).optional(),
-  name: z.string().min(1).max(255).nullable().optional(),
+  name: NonBlank(255).nullable().optional(),
   params: JsonObject.nullable().optional(),
   filesystem_id: z.string().min(1).optional(),
   project_id: z.string().min(1).optional(),
@@ -220,7 +233,7 @@ export const UpdateTaskRequest = z.object({
 export const TaskList = z.object({ tasks: z.array(Task), total: z.number().int() });
 
 export const CreateKeyRequest = z.object({
-  name: z.string().min(1).max(100),
+  name: NonBlank(100),
   description: z.string().max(1000).default(''),
   scopes: z.array(Scope).min(1).max(100),
   sharing_group_ids: z.array(z.string().min(1)).max(100).default([]),
@@ -240,7 +253,7 @@ export const endpoints = lazyTable({
   readyz: () => ep({ ...routes.readyz, summary: 'Readiness (database reachable)', tag: 'meta', response: z.object({ status: z.literal('ok'), engine: z.enum(['pglite', 'postgres']) }) }),
 
   // namespaces and projects
-  createNamespace: () => ep({ ...routes.createNamespace, summary: 'Create a namespace (org admins)', tag: 'namespaces', body: z.object({ name: z.string().min(1).max(100), slug: Slug }), response: Namespace }),
+  createNamespace: () => ep({ ...routes.createNamespace, summary: 'Create a namespace (org admins)', tag: 'namespaces', body: z.object({ name: NonBlank(100), slug: Slug }), response: Namespace }),
   listNamespaces: () => ep({ ...routes.listNamespaces, summary: 'List namespaces', tag: 'namespaces', query: z.object({ ...PageQuery }), response: z.object({ namespaces: z.array(Namespace), total: z.number().int() }) }),
   createProject: () => ep({ ...routes.createProject, summary: 'Create a project', tag: 'projects', body: z.object({ namespace: Slug.default('default'), name: ResourceName, description: z.string().max(1000).default('') }), response: Project }),
   listProjects: () => ep({ ...routes.listProjects, summary: 'List projects', tag: 'projects', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ projects: z.array(Project), total: z.number().int() }) }),
@@ -260,7 +273,7 @@ export const endpoints = lazyTable({
   listBranchVersions: () => ep({ ...routes.listBranchVersions, summary: 'Versions of a branch, newest deployed_at first', tag: 'versions', params: id('branch_id'), query: z.object({ limit: VersionLimit }), response: VersionList }),
   listAgentVersions: () => ep({ ...routes.listAgentVersions, summary: 'Versions of an agent, newest deployed_at first', tag: 'versions', params: AgentPath, query: z.object({ branch: z.string().min(1).optional(), status: VersionStatus.optional(), limit: VersionLimit }), response: VersionList }),
   listAgentBranches: () => ep({ ...routes.listAgentBranches, summary: 'Branches of an agent', tag: 'branches', params: AgentPath, query: z.object({ include_retired: QueryBool.default(false) }), response: BranchList }),
-  listEnvironmentBranches: () => ep({ ...routes.listEnvironmentBranches, summary: 'Branches matching an environment’s rules, updated_at descending', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), response: BranchList }),
+  listEnvironmentBranches: () => ep({ ...routes.listEnvironmentBranches, summary: 'Branches matching an environment’s rules, updated_at descending', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: BranchList }),
   getBranch: () => ep({ ...routes.getBranch, summary: 'Get a branch', tag: 'branches', params: id('branch_id'), response: Branch }),
   rollbackBranch: () => ep({ ...routes.rollbackBranch, summary: 'Roll a branch back to an earlier version', tag: 'branches', params: id('branch_id'), body: RollbackRequest, response: RollbackResponse }),
   retireBranch: () => ep({ ...routes.retireBranch, summary: 'Retire a branch', tag: 'branches', params: id('branch_id'), body: RetireBranchRequest, response: Branch }),
@@ -271,9 +284,9 @@ export const endpoints = lazyTable({
   // environments
   listEnvironments: () => ep({ ...routes.listEnvironments, summary: 'Environments of an agent', tag: 'environments', params: AgentPath, response: z.object({ environments: z.array(Environment), total: z.number().int() }) }),
   createEnvironment: () => ep({ ...routes.createEnvironment, summary: 'Create an environment', tag: 'environments', params: AgentPath, body: EnvironmentCreate, response: Environment }),
-  getEnvironment: () => ep({ ...routes.getEnvironment, summary: 'Get an environment', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), response: Environment }),
-  updateEnvironment: () => ep({ ...routes.updateEnvironment, summary: 'Update an environment', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), body: EnvironmentUpdate, response: Environment }),
-  deleteEnvironment: () => ep({ ...routes.deleteEnvironment, summary: 'Delete an environment', tag: 'environments', params: AgentPath.extend({ env_name: z.string().min(1) }), response: DeleteResponse }),
+  getEnvironment: () => ep({ ...routes.getEnvironment, summary: 'Get an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: Environment }),
+  updateEnvironment: () => ep({ ...routes.updateEnvironment, summary: 'Update an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), body: EnvironmentUpdate, response: Environment }),
+  deleteEnvironment: () => ep({ ...routes.deleteEnvironment, summary: 'Delete an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: DeleteResponse }),
   resolveEnvironment: () => ep({ ...routes.resolveEnvironment, summary: 'Which environment a git branch falls in', tag: 'environments', params: AgentPath, query: z.object({ branch: z.string().min(1) }), response: z.object({ branch: z.string(), environment: Environment }) }),
 
   // tasks
@@ -318,13 +331,13 @@ export const endpoints = lazyTable({
   updateKeyScopes: () => ep({ ...routes.updateKeyScopes, summary: 'Replace a key’s scopes', tag: 'keys', params: id('key_id'), body: z.object({ scopes: z.array(Scope).min(1).max(100) }), response: ApiKey }),
   updateKeyGroups: () => ep({ ...routes.updateKeyGroups, summary: 'Replace a key’s sharing groups', tag: 'keys', params: id('key_id'), body: z.object({ sharing_group_ids: z.array(z.string().min(1)).max(100) }), response: ApiKey }),
   rotateKey: () => ep({ ...routes.rotateKey, summary: 'Issue a new secret for a key', tag: 'keys', params: id('key_id'), response: CreateKeyResponse }),
-  createGroup: () => ep({ ...routes.createGroup, summary: 'Create a sharing group', tag: 'groups', body: z.object({ name: z.string().min(1).max(100), description: z.string().max(1000).default('') }), response: Group }),
+  createGroup: () => ep({ ...routes.createGroup, summary: 'Create a sharing group', tag: 'groups', body: z.object({ name: NonBlank(100), description: z.string().max(1000).default('') }), response: Group }),
   listGroups: () => ep({ ...routes.listGroups, summary: 'List sharing groups', tag: 'groups', response: z.object({ groups: z.array(Group), total: z.number().int() }) }),
   getGroup: () => ep({ ...routes.getGroup, summary: 'Get a sharing group', tag: 'groups', params: id('group_id'), response: Group }),
   deleteGroup: () => ep({ ...routes.deleteGroup, summary: 'Delete a sharing group', tag: 'groups', params: id('group_id'), response: DeleteResponse }),
   listGroupMembers: () => ep({ ...routes.listGroupMembers, summary: 'Members of a sharing group', tag: 'groups', params: id('group_id'), response: z.object({ members: z.array(GroupMember), total: z.number().int() }) }),
-  addGroupMember: () => ep({ ...routes.addGroupMember, summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: z.string().min(1), member_id: z.string().min(1) }), response: GroupMember }),
-  removeGroupMember: () => ep({ ...routes.removeGroupMember, summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: z.string().min(1), member_id: z.string().min(1) }), response: DeleteResponse }),
+  addGroupMember: () => ep({ ...routes.addGroupMember, summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: GroupMember }),
+  removeGroupMember: () => ep({ ...routes.removeGroupMember, summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: DeleteResponse }),
 });
 
 export type Endpoints = typeof endpoints;

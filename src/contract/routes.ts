@@ -20,6 +20,11 @@ export interface Route {
   sse?: boolean;
   /** Safe to retry after a connection failure, 429 or 503. */
   idempotent?: boolean;
+  /**
+   * The request body is bytes (an archive), not JSON: the JSON checks (the input guard's walk, the
+   * hostile suite's JSON cases) do not apply to it. Such a route registers its own content type.
+   */
+  binaryBody?: boolean;
 }
 
 const route = <const R extends Route>(r: R): R => r;

@@ -23,7 +23,7 @@ export async function ensureBootstrap(db: Db, wantedSecret = process.env.AGENTCT
     await sql`SELECT pg_advisory_xact_lock(742002)`.execute(trx);
     const org = await trx.selectFrom('orgs').select('id').where('name', '=', 'default').executeTakeFirst();
     if (org) {
-      const ns = await trx.selectFrom('namespaces').select('id').where('slug', '=', 'default').executeTakeFirst();
+      const ns = await trx.selectFrom('namespaces').select('id').where('org_id', '=', org.id).where('slug', '=', 'default').executeTakeFirst();
       return { orgId: org.id, namespaceId: ns?.id ?? '' };
     }
     const orgId = newId('org');

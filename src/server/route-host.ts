@@ -17,6 +17,11 @@ export interface ServiceConfig {
   streamHeartbeatMs?: number;
   /** Milliseconds between the stream hub's safety re-reads of watched tasks (default 5 000). */
   streamPollMs?: number;
+  /** Failed authentications per second and client address (then 429); 0 disables the limit. */
+  authFailuresPerSecond: number;
+  authFailureBurst: number;
+  /** How long a client may take to send a whole request (headers and body), in ms. */
+  requestTimeoutMs: number;
   /** Switches authentication off (benchmark baseline only; never exposed on the CLI). */
   authDisabled?: boolean;
 }

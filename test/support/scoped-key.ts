@@ -39,7 +39,9 @@ export async function scopedKey(svc: TestService, scopes: ScopeSpec[], name = 's
 
 /** The id of the bootstrap org's `default` namespace. */
 export async function defaultNamespaceId(svc: TestService): Promise<string> {
-  return (await svc.store.db.selectFrom('namespaces').select('id').where('slug', '=', 'default').executeTakeFirstOrThrow()).id;
+  // Slugs are unique per org (migration 005): the bootstrap org's.
+  const org = await orgId(svc);
+  return (await svc.store.db.selectFrom('namespaces').select('id').where('org_id', '=', org).where('slug', '=', 'default').executeTakeFirstOrThrow()).id;
 }
 
 export async function orgId(svc: TestService): Promise<string> {

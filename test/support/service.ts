@@ -51,7 +51,7 @@ export async function createTestDatabase(base = process.env.TEST_DATABASE_URL!, 
 export async function openTestService(engine: Engine, config: Partial<ServiceConfig> = {}): Promise<TestService> {
   const database = engine === 'postgres' ? await createTestDatabase() : undefined;
   const store = await openStore({ databaseUrl: database?.url });
-  const app = await buildApp({ store, config: { rateLimitPerSecond: 0, ...config } });
+  const app = await buildApp({ store, config: { rateLimitPerSecond: 0, authFailuresPerSecond: 0, ...config } });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const service: TestService = {

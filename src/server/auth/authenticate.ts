@@ -29,13 +29,22 @@ type CachedKey = { actor: Actor | null; expiresAt: number | null; cachedAt: numb
  */
 export class Authenticator {
   private cache = new Map<string, CachedKey>();
+  /**
+   * Unknown and revoked keys, apart from the good ones: a client trying many made-up keys fills
+   * only this map, so it can neither evict real keys' entries nor make each retry a lookup.
+   */
+  private negative = new Map<string, CachedKey>();
   private flights = new Map<string, { promise: Promise<CachedKey>; generation: number }>();
   /** Key id -> when it was last used (ms), written to the database in batches. */
   private used = new Map<string, number>();
   private timer: NodeJS.Timeout;
   private authDisabledOrg: { orgId: string; cachedAt: number } | undefined;
 
-  constructor(private db: Db) {
+  constructor(
+    private db: Db,
+    /** Entries per cache (good keys; unknown and revoked ones) before it starts over. */
+    private maxEntries = 10_000,
+  ) {
     this.timer = setInterval(() => void this.flushLastUsed(), LAST_USED_FLUSH_MS);
     this.timer.unref();
   }
@@ -49,7 +58,7 @@ export class Authenticator {
     const hash = hashSecret(secret);
     const now = Date.now();
     const generation = generationOf(this.db);
-    let entry = this.cache.get(hash);
+    let entry = this.cache.get(hash) ?? this.negative.get(hash);
     if (!entry || now - entry.cachedAt > CACHE_TTL_MS || entry.generation !== generation) {
       // Concurrent misses for one key share one lookup.
       let flight = this.flights.get(hash);
@@ -63,8 +72,10 @@ export class Authenticator {
         promise.then(done, done);
       }
       entry = await flight.promise;
-      if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(hash, entry);
+      const cache = entry.actor ? this.cache : this.negative;
+      if (cache.size >= this.maxEntries) cache.clear();
+      (entry.actor ? this.negative : this.cache).delete(hash);
+      cache.set(hash, entry);
     }
     if (!entry.actor) throw unauthorized(entry.reason);
     if (entry.expiresAt !== null && entry.expiresAt <= now) throw unauthorized('API key has expired');
@@ -75,6 +86,7 @@ export class Authenticator {
   /** Drops cached lookups now (this process's own revocations take effect at once). */
   invalidate(): void {
     this.cache.clear();
+    this.negative.clear();
   }
 
   private async lookup(hash: string, now: number, generation: number): Promise<CachedKey> {

@@ -6,7 +6,7 @@ import type { Permissions } from '../auth/policy.js';
 import { ApiError } from '../errors.js';
 import { toAgent } from '../store/mappers.js';
 import { appendEvent } from './events.js';
-import { agentById, agentByPath, namespaceBySlug } from './lookup.js';
+import { agentById, agentByPath, lockBranches, namespaceBySlug } from './lookup.js';
 import { hideUndiscoverableNamespace } from './namespaces.js';
 import { pageOffset, type PageInput } from './paging.js';
 import { visibleRows } from './visibility.js';
@@ -61,6 +61,9 @@ async function softDelete(db: Db, perms: Permissions, agent: Selectable<AgentsTa
     // The row lock serializes concurrent deletes of the same agent: the second finds it DELETED.
     const live = await trx.selectFrom('agents').select('id').where('id', '=', agent.id).where('status', '=', 'ACTIVE').forNoKeyUpdate().executeTakeFirst();
     if (!live) throw new ApiError(404, 'not_found', `${describe} was not found`);
+    // The lock order (lookup.ts): agent, then its branches, before any of their tasks or versions,
+    // as cancels, migrations and deploys take them. Updating tasks first deadlocked with those.
+    await lockBranches(trx, { agentId: agent.id });
     await trx
       .updateTable('agents')
       .set({ status: 'DELETED', status_reason: reason, updated_at: sql<Date>`now()` })

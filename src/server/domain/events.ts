@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../store/db.js';
 import { newId } from '../store/ids.js';
+import { lockBranches } from './lookup.js';
 
 type Trx = Kysely<Database>;
 
@@ -45,5 +46,11 @@ export async function settleDraining(trx: Trx, versionIds: Iterable<string>): Pr
 export async function sweepDraining(db: Kysely<Database>): Promise<number> {
   const draining = await db.selectFrom('versions').select('id').where('status', '=', 'DRAINING').execute();
   if (draining.length === 0) return 0;
-  return db.transaction().execute(async (trx) => (await settleDraining(trx, draining.map((d) => d.id))).length);
+  return db.transaction().execute(async (trx) => {
+    // Branches before versions (the lock order in lookup.ts): settling appends branch events.
+    const ids = draining.map((d) => d.id);
+    const branches = await trx.selectFrom('versions').select('branch_id').distinct().where('id', 'in', ids).execute();
+    await lockBranches(trx, { ids: branches.map((b) => b.branch_id) });
+    return (await settleDraining(trx, ids)).length;
+  });
 }

@@ -67,6 +67,11 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
     // Locked, so a concurrent delete of the agent cannot slip between this read and the new version.
     // NO KEY UPDATE, not UPDATE: foreign-key checks of other transactions (KEY SHARE) must pass.
     let agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', 'ACTIVE').forNoKeyUpdate().executeTakeFirst();
+    // An agent the key may not discover answers exactly as an unused name does (the namespace
+    // admin check below): otherwise 404 against 403 would tell the key that the name is taken.
+    if (agent && !perms.can('discover', { type: 'agent', id: agent.id, namespaceId: ns.id })) {
+      perms.require('admin', nsRef, `Namespace ${req.namespace}`);
+    }
     if (!agent) {
       perms.require('admin', nsRef, `Namespace ${req.namespace}`);
       const agentId = newId('agent');
@@ -91,6 +96,11 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
       if (req.agent_input_type) await trx.updateTable('agents').set({ agent_input_type: req.agent_input_type, updated_at: new Date() }).where('id', '=', agent.id).execute();
     }
 
+    // Checked once the key's permission is: the transaction undoes a just-created agent.
+    if (req.source_filesystem_id !== null) {
+      const source = await trx.selectFrom('filesystems').select('id').where('id', '=', req.source_filesystem_id).where('namespace_id', '=', ns.id).executeTakeFirst();
+      if (!source) throw new ApiError(404, 'not_found', `Filesystem ${req.source_filesystem_id} was not found`);
+    }
     await sql`
       INSERT INTO branches (id, agent_id, git_branch, git_branch_normalized, replicas)
       VALUES (${newId('branch')}, ${agent.id}, ${req.branch}, ${normalizeGitBranch(req.branch)}, ${req.replicas})

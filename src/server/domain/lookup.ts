@@ -16,6 +16,17 @@ export function lockBranch(trx: Kysely<Database>, branchId: string) {
 }
 
 /**
+ * Locks several branches, in id order: the rule for every path that locks more than one row.
+ * The full order is agent, then branches (by id), then tasks, then versions; a path that needs a
+ * later lock first takes the earlier ones, so no two transactions wait on each other in a cycle.
+ */
+export async function lockBranches(trx: Kysely<Database>, where: { agentId: string } | { ids: string[] }) {
+  let query = trx.selectFrom('branches').select('id');
+  query = 'agentId' in where ? query.where('agent_id', '=', where.agentId) : query.where('id', 'in', where.ids.length ? where.ids : ['']);
+  return query.orderBy('id').forNoKeyUpdate().execute();
+}
+
+/**
  * Lookups shared by the domain modules. Each one checks the caller's permission on what it finds,
  * so an unknown id and an undiscoverable one answer the same 404.
  */

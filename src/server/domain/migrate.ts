@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { MigrateTasksRequest } from '../../contract/endpoints.js';
+import { MIGRATION_MAX_TASKS, type MigrateTasksRequest } from '../../contract/endpoints.js';
 import type { Version } from '../../contract/resources.js';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
@@ -39,6 +39,9 @@ export function checkMigrationShape(req: MigrateTasksRequest): void {
   }
   if (hasFrom && !hasTasks && req.to_version_id !== null && req.to_version_id === req.from_version_id) {
     items.push({ loc: ['body', 'to_version_id'], msg: 'to_version_id is the same as from_version_id', type: 'value_error' });
+  }
+  if (hasTasks && req.limit !== null) {
+    items.push({ loc: ['body', 'limit'], msg: 'limit pages a bulk migration (from_version_id); task_ids name the tasks already', type: 'value_error' });
   }
   if (items.length) throw new ValidationFailure(items);
 }
@@ -123,7 +126,10 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
 
     const where = taskIds
       ? sql`id = ANY(${taskIds})`
-      : sql`current_version_id = ${req.from_version_id} AND status = 'RUNNING'`;
+      : req.limit !== null
+        ? sql`id IN (SELECT id FROM tasks WHERE current_version_id = ${req.from_version_id} AND status = 'RUNNING' ORDER BY id LIMIT ${req.limit})`
+        : sql`current_version_id = ${req.from_version_id} AND status = 'RUNNING'`;
+    if (!taskIds && req.limit === null) await refuseOversizeBulk(trx, req.from_version_id!);
     let result: { n: number; tasks: string };
     if (req.dry_run) {
       // The same selection, unchanged, shown as it would be after the move.
@@ -159,6 +165,19 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       count: result.n,
     };
   });
+}
+
+/** A bulk migration without `limit` moves at most MIGRATION_MAX_TASKS tasks (see the contract). */
+async function refuseOversizeBulk(trx: Trx, versionId: string): Promise<void> {
+  const probe = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM (SELECT 1 FROM tasks WHERE current_version_id = ${versionId} AND status = 'RUNNING' LIMIT ${MIGRATION_MAX_TASKS + 1}) s`.execute(trx);
+  if (probe.rows[0].n <= MIGRATION_MAX_TASKS) return;
+  const total = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${versionId} AND status = 'RUNNING'`.execute(trx);
+  throw conflict(
+    'migration_too_large',
+    `Version ${versionId} has ${total.rows[0].n} RUNNING tasks; one request moves at most ${MIGRATION_MAX_TASKS}. ` +
+      `Page it: send "limit": ${MIGRATION_MAX_TASKS} and repeat the request until it moves no tasks.`,
+  );
 }
 
 /** The response body, assembled around the database-built task array without re-parsing it. */

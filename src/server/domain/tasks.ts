@@ -105,7 +105,7 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
       return toTask(row);
     });
   } catch (error) {
-    if (isUniqueViolation(error, 'tasks_name_key')) throw conflict('task_name_taken', `A task named ${req.name} already exists`);
+    if (isUniqueViolation(error, 'tasks_org_name')) throw conflict('task_name_taken', `A task named ${req.name} already exists`);
     throw error;
   }
 }
@@ -163,7 +163,7 @@ export async function getTask(db: Db, perms: Permissions, taskId: string): Promi
 
 export async function getTaskByName(db: Db, perms: Permissions, name: string): Promise<Task> {
   const hidden = new ApiError(404, 'not_found', `Task named ${name} was not found`);
-  const row = await db.selectFrom('tasks').select('id').where('name', '=', name).executeTakeFirst();
+  const row = await db.selectFrom('tasks').select('id').where('org_id', '=', perms.actor.orgId).where('name', '=', name).executeTakeFirst();
   if (!row) throw hidden;
   // A task the key may not discover answers like an unknown name, without revealing its id.
   const task = await taskById(db, perms, 'read', row.id).catch((error) => {

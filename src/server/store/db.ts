@@ -48,6 +48,8 @@ export interface TasksTable {
   name: string | null; status: string; status_reason: string | null; params: Json | null; task_metadata: Json | null;
   created_version_id: string; current_version_id: string; created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
   last_sequence_id: Generated<number>;
+  /** The namespace's org (migration 005), filled in by a trigger: task names are unique per org. */
+  org_id: Generated<string>;
 }
 export interface StatesTable { id: string; task_id: string; agent_id: string; state: Json; version: Generated<number>; created_at: Timestamptz; updated_at: Timestamptz }
 
