@@ -94,7 +94,9 @@ export class Dispatcher {
       maxInFlight: options.maxInFlight ?? 64,
       log: options.log,
     };
-    this.unsubscribe = onDeliveryEnqueued(() => this.wake());
+    // On PGlite an in-process wake is the signal (its claim queues behind the enqueuing transaction);
+    // on PostgreSQL it would come before the commit and claim nothing: the LISTEN wakes it after.
+    this.unsubscribe = store.engine === 'pglite' ? onDeliveryEnqueued(() => this.wake()) : () => {};
   }
 
   /** Starts polling and, on PostgreSQL, listening for deliveries committed by any replica. */

@@ -24,7 +24,7 @@ export type DeliveryPayload = { params?: Record<string, unknown> | null; event?:
 
 const wakers = new Set<() => void>();
 
-/** Registers an in-process dispatcher to be woken on enqueue; returns the unregister function. */
+/** Registers an in-process dispatcher (PGlite) to be woken on enqueue; returns the unregister function. */
 export function onDeliveryEnqueued(wake: () => void): () => void {
   wakers.add(wake);
   return () => wakers.delete(wake);
@@ -57,8 +57,7 @@ export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInpu
     .execute();
   // Delivered at commit, to every replica's LISTEN (PostgreSQL).
   await sql`SELECT pg_notify(${DELIVERY_CHANNEL}, '')`.execute(trx);
-  // In this process: on PGlite the dispatcher's claim queues behind this transaction (one
-  // connection), so it sees the row; on PostgreSQL an early claim may miss it, and the NOTIFY
-  // above wakes it again after the commit.
+  // In this process (PGlite dispatchers): the claim queues behind this transaction on PGlite's one
+  // connection, so it sees the row.
   for (const wake of wakers) wake();
 }
