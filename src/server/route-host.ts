@@ -5,6 +5,7 @@ import type { EndpointName, EndpointOutput, EndpointRequest } from '../contract/
 import type { Actor, Authenticator } from './auth/authenticate.js';
 import type { Permissions } from './auth/policy.js';
 import type { Store } from './store/db.js';
+import type { RuntimeDriver } from './runtime/driver.js';
 
 export interface ServiceConfig {
   /** Image retention for rollbacks, in days (default 30). */
@@ -20,6 +21,8 @@ export interface ServiceContext {
   store: Store;
   config: ServiceConfig;
   auth: Authenticator;
+  /** The runtime driver of this server (absent with `--runtime none`): the logs endpoint reads it. */
+  runtime?: RuntimeDriver;
 }
 
 /** Everything a handler gets besides its validated input. */

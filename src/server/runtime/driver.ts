@@ -102,6 +102,12 @@ export interface LogQuery {
 
 export interface RuntimeDriver {
   readonly name: RuntimeName;
+  /**
+   * Whether this driver can run the version at all (the local driver runs source snapshots,
+   * `local://fs_...`, not container images); versions it cannot run are left to whoever registers
+   * them. Absent: every version.
+   */
+  canRun?(spec: VersionSpec): boolean;
   /** Makes the version run `spec.replicas` replicas; idempotent (a second call for a running version does nothing). */
   start(spec: VersionSpec, secrets: LaunchSecrets): Promise<void>;
   /** SIGTERM (or scale to zero), then SIGKILL (or delete) after `graceMs`; resolves when stopped. */

@@ -7,9 +7,9 @@ import type { LaunchSecrets, RuntimeDriver, RuntimeHappening, VersionSpec } from
 /** The fixture agents under test/fixtures/agents. */
 export const FIXTURE_AGENTS = fileURLToPath(new URL('../../fixtures/agents/', import.meta.url));
 
-/** A prepareSource that copies the fixture directory named by the spec's image (`fixture://plain`). */
+/** A prepareSource that copies the fixture directory named by the spec's image (`local://plain`). */
 export async function copyFixture(spec: VersionSpec, dir: string): Promise<void> {
-  const name = spec.imageUrl.replace(/^fixture:\/\//, '');
+  const name = spec.imageUrl.replace(/^local:\/\//, '');
   cpSync(join(FIXTURE_AGENTS, name), dir, { recursive: true });
 }
 
@@ -21,7 +21,7 @@ export function specFor(fixture: string, overrides: Partial<VersionSpec> = {}): 
     branchId: 'br_test',
     agentId: 'agt_test',
     agentName: `default/${fixture}`,
-    imageUrl: `fixture://${fixture}`,
+    imageUrl: `local://${fixture}`,
     sourceFilesystemId: null,
     replicas: 1,
     acpType: 'async',

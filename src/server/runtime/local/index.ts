@@ -46,6 +46,8 @@ export interface LocalDriverOptions {
   agentctlRoot?: string;
 }
 
+/** The image URL of a source snapshot: `local://<filesystem id>`; the only kind this driver runs. */
+export const LOCAL_SOURCE_PREFIX = 'local://';
 /** Lines of stderr kept for failure diagnostics. */
 const DIAGNOSTIC_LINES = 20;
 /** Readiness polling: starts fast (a quick agent is ready within milliseconds), backs off to this. */
@@ -405,6 +407,8 @@ export function createLocalDriver(options: LocalDriverOptions): RuntimeDriver {
 
   const driver: RuntimeDriver = {
     name: 'local',
+
+    canRun: (spec) => spec.imageUrl.startsWith(LOCAL_SOURCE_PREFIX),
 
     async start(spec, secrets) {
       if (runs.has(spec.versionId)) return;
