@@ -111,8 +111,9 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--data-dir <dir>', description: 'Data directory (env AGENTCTL_DATA_DIR; default under the user data dir)' },
       { flags: '--database-url <url>', description: 'PostgreSQL URL instead of embedded PGlite (env DATABASE_URL)' },
       { flags: '--detach', description: 'Run in the background; stop it with agentctl server stop' },
+      { flags: '--runtime <name>', description: 'What runs deployed versions: local child processes, kubernetes, or none (env AGENTCTL_RUNTIME; default local)', choices: ['local', 'kubernetes', 'none'] },
     ],
-    examples: ['agentctl server start', 'agentctl server start --detach --port 7420', 'DATABASE_URL=postgres://localhost/agents agentctl server start --host 0.0.0.0'],
+    examples: ['agentctl server start', 'agentctl server start --detach --port 7420', 'DATABASE_URL=postgres://localhost/agents agentctl server start --host 0.0.0.0', 'agentctl server start --runtime none'],
     load: () => import('./commands/server/start.js'),
   },
   {
@@ -232,6 +233,23 @@ export const registry: readonly CommandSpec[] = [
     examples: ['agentctl rollback --agent default/bot --branch main', 'agentctl rollback --agent default/bot --branch main --to 3f2a9c1 --yes --json'],
     notFoundNext: 'agentctl branches list --agent <ns/name>',
     load: () => import('./commands/rollback.js'),
+  },
+  {
+    path: ['logs'],
+    summary: 'Show (or follow) what a version’s processes write',
+    description:
+      'One version by its ver_ id (or a git-hash prefix with --agent), or every version of an agent’s branch (default main), merged by time. On a terminal each line starts with v<n>/<replica>; --json prints JSON Lines.',
+    args: [{ name: 'version', description: 'A ver_ id, or a git-hash prefix with --agent' }],
+    options: [
+      { ...agent, description: 'Agent as namespace/name: every version of its branch' },
+      { flags: '--branch <name>', description: 'Git branch with --agent (default main)' },
+      { flags: '-f, --follow', description: 'Keep printing new lines until Ctrl-C' },
+      { flags: '--since <when>', description: 'Only lines since a duration ago (10m, 2h, 1d) or a time' },
+      { flags: '--tail <n>', description: 'The last N lines (0..10000)', integer: true, default: 100 },
+    ],
+    examples: ['agentctl logs --agent default/my-bot -f', 'agentctl logs ver_01J9Z3 --since 10m', 'agentctl logs --agent default/my-bot --branch feature/search --json'],
+    notFoundNext: 'agentctl versions list --agent <ns/name>',
+    load: () => import('./commands/logs.js'),
   },
 
   // ---- branches, versions ----------------------------------------------------------------------

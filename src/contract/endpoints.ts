@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { VersionLogs, VersionLogsQuery } from './runtime.js';
 import {
   ACPType,
   AgentInputType,
@@ -325,6 +326,7 @@ export const endpoints = lazyTable({
   listGroupMembers: () => ep({ ...routes.listGroupMembers, summary: 'Members of a sharing group', tag: 'groups', params: id('group_id'), response: z.object({ members: z.array(GroupMember), total: z.number().int() }) }),
   addGroupMember: () => ep({ ...routes.addGroupMember, summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: z.string().min(1), member_id: z.string().min(1) }), response: GroupMember }),
   removeGroupMember: () => ep({ ...routes.removeGroupMember, summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: z.string().min(1), member_id: z.string().min(1) }), response: DeleteResponse }),
+  getVersionLogs: () => ep({ ...routes.getVersionLogs, summary: 'Output of a version’s processes (read on the agent); Server-Sent Events with follow=true', tag: 'versions', params: id('version_id'), query: VersionLogsQuery, response: VersionLogs }),
 });
 
 export type Endpoints = typeof endpoints;

@@ -98,6 +98,8 @@ export const routes = {
   listGroupMembers: route({ method: 'GET', path: '/groups/:group_id/members', status: 200, idempotent: true }),
   addGroupMember: route({ method: 'PUT', path: '/groups/:group_id/members/:member_id', status: 200, idempotent: true }),
   removeGroupMember: route({ method: 'DELETE', path: '/groups/:group_id/members/:member_id', status: 200 }),
+  /** JSON `{lines}`; with `follow=true`, Server-Sent Events. */
+  getVersionLogs: route({ method: 'GET', path: '/versions/:version_id/logs', status: 200, idempotent: true, sse: true }),
 } as const;
 
 export type RouteName = keyof typeof routes;

@@ -58,7 +58,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
   const onError = options.onError ?? ((error: unknown) => process.stderr.write(`[agentctl runtime] ${(error as Error).message ?? error}\n`));
   const lease = await openLease(store, () => {
     // The lease's connection broke: another server may take over, so nothing runs here any more.
-    void driver.close().catch(onError);
+    for (const versionId of driver.running()) void driver.stop(versionId, { graceMs }).catch(onError);
   });
   let closed = false;
   let pass: Promise<void> | undefined;

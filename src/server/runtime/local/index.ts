@@ -107,6 +107,8 @@ export function createLocalDriver(options: LocalDriverOptions): RuntimeDriver {
   const runs = new Map<string, Run>();
   const lines = new EventEmitter();
   lines.setMaxListeners(0);
+  /** Aborted by close(): followers of logs end with the driver. */
+  const closing = new AbortController();
   const listeners: Array<(versionId: string, happening: RuntimeHappening) => void> = [];
 
   const emit = (versionId: string, happening: RuntimeHappening) => {
@@ -478,6 +480,7 @@ export function createLocalDriver(options: LocalDriverOptions): RuntimeDriver {
     },
 
     async close() {
+      closing.abort();
       await Promise.all([...runs.keys()].map((id) => driver.stop(id, { graceMs: Math.min(stopGraceMs, 5_000) })));
     },
   };
@@ -493,6 +496,7 @@ export function createLocalDriver(options: LocalDriverOptions): RuntimeDriver {
     if (query.follow) lines.on(versionId, onLine);
     const onAbort = () => wake?.();
     query.signal?.addEventListener('abort', onAbort);
+    closing.signal.addEventListener('abort', onAbort);
     try {
       let stored = readVersionLogs(logDir(versionId), versionId);
       if (query.since) {
@@ -502,7 +506,7 @@ export function createLocalDriver(options: LocalDriverOptions): RuntimeDriver {
       const tail = Math.max(0, query.tail ?? 100);
       yield* tail === 0 ? [] : stored.slice(-tail);
       if (!query.follow) return;
-      while (!query.signal?.aborted) {
+      while (!query.signal?.aborted && !closing.signal.aborted) {
         if (queue.length > 0) {
           yield queue.shift()!;
           continue;
@@ -513,6 +517,7 @@ export function createLocalDriver(options: LocalDriverOptions): RuntimeDriver {
     } finally {
       lines.off(versionId, onLine);
       query.signal?.removeEventListener('abort', onAbort);
+      closing.signal.removeEventListener('abort', onAbort);
     }
   }
 
