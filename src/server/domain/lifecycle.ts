@@ -9,6 +9,7 @@ import type { Permissions } from '../auth/policy.js';
 import { grantOwnership } from '../auth/grants.js';
 import { branchById, lockBranch, namespaceBySlug, versionById } from './lookup.js';
 import { appendEvent, settleDraining } from './events.js';
+import { recordTaskChange } from './conversation.js';
 
 type Trx = Kysely<Database>;
 type VersionRow = Selectable<VersionsTable>;
@@ -337,7 +338,14 @@ export async function retireBranch(db: Db, perms: Permissions, branchId: string,
     }
     const now = new Date();
     if (live.n > 0) {
-      await trx.updateTable('tasks').set({ status: 'TERMINATED', status_reason: `Branch retired: ${reason}`, updated_at: now }).where('branch_id', '=', branchId).where('status', 'in', ['RUNNING', 'IDLE']).execute();
+      const terminated = await trx
+        .updateTable('tasks')
+        .set({ status: 'TERMINATED', status_reason: `Branch retired: ${reason}`, updated_at: now })
+        .where('branch_id', '=', branchId)
+        .where('status', 'in', ['RUNNING', 'IDLE'])
+        .returning('id')
+        .execute();
+      await recordTaskChange(trx, terminated.map((t) => t.id));
     }
     const retired = await trx
       .updateTable('versions')

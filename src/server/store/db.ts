@@ -43,13 +43,29 @@ export interface TasksTable {
   id: string; agent_id: string; branch_id: string; namespace_id: string; filesystem_id: string; project_id: string | null;
   name: string | null; status: string; status_reason: string | null; params: Json | null; task_metadata: Json | null;
   created_version_id: string; current_version_id: string; created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  last_sequence_id: Generated<number>;
 }
 export interface StatesTable { id: string; task_id: string; agent_id: string; state: Json; version: Generated<number>; created_at: Timestamptz; updated_at: Timestamptz }
+
+export interface EventsTable { id: string; task_id: string; agent_id: string; sequence_id: number; content: Json; created_at: Timestamptz }
+export interface MessagesTable {
+  id: string; task_id: string; author: string; content: Json; streaming_status: string | null; sequence_id: number; updated_sequence_id: number;
+  created_at: Timestamptz; updated_at: Timestamptz;
+}
+export interface TrackersTable {
+  id: string; task_id: string; agent_id: string; status: Generated<string>; status_message: string | null; progress: number | null;
+  last_processed_event_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+}
+export interface TaskStreamTable { task_id: string; sequence_id: number; kind: string; record: Json; created_at: Timestamptz }
+export interface IdempotencyRecordsTable {
+  key_id: string; route: string; idempotency_key: string; request_hash: string; status: number | null; response: string | null; created_at: Timestamptz;
+}
 
 export interface Database {
   orgs: OrgsTable; namespaces: NamespacesTable; api_keys: ApiKeysTable; groups: GroupsTable; group_members: GroupMembersTable;
   grants: GrantsTable; projects: ProjectsTable; agents: AgentsTable; branches: BranchesTable; versions: VersionsTable;
   version_events: VersionEventsTable; environments: EnvironmentsTable; filesystems: FilesystemsTable; tasks: TasksTable; states: StatesTable;
+  events: EventsTable; messages: MessagesTable; trackers: TrackersTable; task_stream: TaskStreamTable; idempotency_records: IdempotencyRecordsTable;
 }
 
 export type Db = Kysely<Database>;
@@ -126,5 +142,5 @@ export async function migrate(db: Db): Promise<void> {
 
 /** Empties every table (tests share one database per file and reset between tests). */
 export async function truncateAll(db: Db): Promise<void> {
-  await sql`TRUNCATE states, tasks, filesystems, environments, version_events, branches, versions, agents, projects, grants, group_members, groups, api_keys, namespaces, orgs RESTART IDENTITY CASCADE`.execute(db);
+  await sql`TRUNCATE idempotency_records, task_stream, trackers, messages, events, states, tasks, filesystems, environments, version_events, branches, versions, agents, projects, grants, group_members, groups, api_keys, namespaces, orgs RESTART IDENTITY CASCADE`.execute(db);
 }
