@@ -20,14 +20,19 @@ export async function buildAdk({ declarations = true } = {}) {
     format: 'esm',
     platform: 'node',
     target: 'node22',
+    // Chunks for what loads on first use (the contract's schemas, the sync library), so importing
+    // the ADK costs only what an agent needs to start.
+    splitting: true,
+    chunkNames: 'chunks/[name]-[hash]',
     packages: 'external',
     write: false,
     metafile: true,
     legalComments: 'none',
     logLevel: 'warning',
   });
-  mkdirSync(outdir, { recursive: true });
-  // Written beside and renamed: two test files building at once never see half a file.
+  mkdirSync(path.join(outdir, 'chunks'), { recursive: true });
+  // Written beside and renamed: two test files building at once never see half a file (chunk names
+  // carry a content hash, so an older chunk left behind is never loaded by a newer entry).
   for (const file of result.outputFiles) {
     const tmp = `${file.path}.${process.pid}.tmp`;
     writeFileSync(tmp, file.contents);

@@ -4,10 +4,13 @@ import { createUndiciTransport } from '../client/undici-transport.js';
 import type { Content, ContentInput, Event, Message, Tracker } from '../contract/conversation.js';
 import type { EndpointInput, EndpointName, EndpointOutput } from '../contract/endpoints.js';
 import type { Agent, State, Task } from '../contract/resources.js';
+import { SYSTEM_FOLDER_DIRS, type SystemFolderType } from '../contract/filesystems.js';
+import type { SyncOptions, SyncResult } from '../sync/index.js';
 import { readProcessConfig } from './config.js';
-import { NotFoundError, toAdkError } from './errors.js';
+import { httpError, NotFoundError, toAdkError } from './errors.js';
+import path from 'node:path';
 
-export type { Agent, Content, ContentInput, Event, Message, State, Task, Tracker };
+export type { Agent, Content, ContentInput, Event, Message, State, Task, Tracker, SyncOptions, SyncResult, SystemFolderType };
 export type JsonObject = Record<string, unknown>;
 export type MessageList = EndpointOutput<'listMessages'>;
 export type EventList = EndpointOutput<'listEvents'>;
@@ -115,6 +118,23 @@ export class Adk {
     },
   };
 
+  readonly filesystem = {
+    /** Makes `dir` equal to the filesystem (only changed files move; nothing when they match). */
+    syncDown: async (filesystemId: string, dir: string, options: SyncOptions = {}): Promise<SyncResult> =>
+      this.sync((sync) => sync.syncDown(this.syncTransport(), filesystemId, dir, options)),
+    /** Uploads `dir` when its tree differs from the last synced one, conditional on that base (a ConflictError when the remote moved on). */
+    syncUp: async (filesystemId: string, dir: string, options: SyncOptions = {}): Promise<SyncResult> =>
+      this.sync((sync) => sync.syncUp(this.syncTransport(), filesystemId, dir, options)),
+  };
+
+  readonly task = {
+    /** A task's SDK config folder (`dot_alpha` -> `.alpha`), by default into `<AGENTCTL_DATA_ROOT or cwd>/tasks/<task>/.alpha`. */
+    syncDownSystemFolder: async (taskId: string, folderType: SystemFolderType, dir = this.systemFolderDir(taskId, folderType), options: SyncOptions = {}): Promise<SyncResult> =>
+      this.sync((sync) => sync.syncDownSystemFolder(this.syncTransport(), taskId, folderType, dir, options)),
+    syncUpSystemFolder: async (taskId: string, folderType: SystemFolderType, dir = this.systemFolderDir(taskId, folderType), options: SyncOptions = {}): Promise<SyncResult> =>
+      this.sync((sync) => sync.syncUpSystemFolder(this.syncTransport(), taskId, folderType, dir, options)),
+  };
+
   /** @internal for AgentServer: reports a handler that threw. */
   reportHandlerError(taskId: string, handler: 'onCreate' | 'onEvent' | 'onCancel' | 'onMessage', message: string, eventId: string | null): Promise<Message> {
     return this.create('reportHandlerError', { params: { task_id: taskId }, body: { handler, message: message.slice(0, 10_000) || 'Error', event_id: eventId } });
@@ -159,6 +179,25 @@ export class Adk {
 
   private create<K extends EndpointName>(name: K, input: EndpointInput<K>): Promise<EndpointOutput<K>> {
     return this.call(name, input, { headers: { 'idempotency-key': randomUUID() } });
+  }
+
+  private syncTransport() {
+    return { baseUrl: this.baseUrl, apiKey: this.options.apiKey ?? readProcessConfig().apiKey, userAgent: 'agentctl-adk' };
+  }
+
+  private systemFolderDir(taskId: string, folderType: SystemFolderType): string {
+    return path.join(readProcessConfig().dataRoot ?? process.cwd(), 'tasks', taskId, SYSTEM_FOLDER_DIRS[folderType]);
+  }
+
+  /** The sync library loads on first use (tar, zstd and ignore rules cost an agent's start-up otherwise); its HTTP errors become the ADK's. */
+  private async sync<T>(run: (sync: typeof import('../sync/index.js')) => Promise<T>): Promise<T> {
+    const sync = await import('../sync/index.js');
+    try {
+      return await run(sync);
+    } catch (error) {
+      if (error instanceof sync.SyncHttpError) throw httpError(error.status, error.code, error.message);
+      throw error;
+    }
   }
 
   private async withStateId<T>(taskId: string, agentId: string, use: (id: string) => Promise<T>): Promise<T> {

@@ -55,7 +55,13 @@ export class ServerError extends AdkError {
 /** The client's ApiRequestError as the ADK's typed error; anything else passes through unchanged. */
 export function toAdkError(error: unknown): unknown {
   if (!(error instanceof ApiRequestError)) return error;
-  const args = [error.message, error.status, error.code, error.request.requestId] as const;
+  return httpError(error.status, error.code, error.message, error.request.requestId, error.validationItems, error.retryAfter);
+}
+
+/** The typed error for an HTTP status. */
+export function httpError(status: number, code: string, message: string, requestId?: string, items: ValidationError['items'] = [], retryAfter?: number): AdkError {
+  const args = [message, status, code, requestId] as const;
+  const error = { status, validationItems: items, retryAfter };
   switch (true) {
     case error.status === 404:
       return new NotFoundError(...args);

@@ -3,8 +3,8 @@
  * the contract and the sync module: nothing of the CLI or the server.
  */
 export { Adk, adk, createAdk, type AdkOptions, type EventList, type JsonObject, type ListPage, type MessageList, type TrackerList } from './adk.js';
-export type { Agent, Content, ContentInput, Event, Message, State, Task, Tracker } from './adk.js';
-export { AgentServer, AgentStartError, type AgentHandlers, type AgentServerOptions } from './server.js';
+export type { Agent, Content, ContentInput, Event, Message, State, Task, Tracker, SyncOptions, SyncResult, SystemFolderType } from './adk.js';
+export { AgentServer, AgentStartError, WorkspaceSyncError, type AgentHandlers, type AgentServerOptions } from './server.js';
 export { TaskContext } from './context.js';
 export {
   AdkError,

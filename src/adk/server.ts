@@ -213,9 +213,17 @@ export class AgentServer {
     const event = method === 'event/send' ? (request.params as AcpParams['event/send']).event : null;
     const handlerName = HANDLERS[method];
     const sent: Content[] = [];
+    const taskDir = path.join(this.dataRoot, 'tasks', task.id);
+    const workspace = path.join(taskDir, 'workspace');
+    const syncOptions = { stateFile: path.join(taskDir, 'workspace.sync.json') };
+    let failure: unknown;
+    let syncedDown = false;
     try {
-      const workspace = path.join(this.dataRoot, 'tasks', task.id, 'workspace');
       await mkdir(workspace, { recursive: true });
+      await this.adk.filesystem.syncDown(task.filesystem_id, workspace, syncOptions).catch((error) => {
+        throw new WorkspaceSyncError('down', task.filesystem_id, error);
+      });
+      syncedDown = true;
       const ctx = new TaskContext(this.adk, task, agent, event, workspace, (content) => sent.push(content));
       switch (method) {
         case 'task/create':
@@ -233,17 +241,32 @@ export class AgentServer {
           break;
         }
       }
-      return sent;
     } catch (error) {
-      const message = error instanceof Error ? error.message || error.name : String(error);
-      log(`${handlerName} of ${task.id} failed: ${error instanceof Error && error.stack ? error.stack : message}`);
-      try {
-        await this.adk.reportHandlerError(task.id, handlerName, message, event?.id ?? null);
-      } catch (reportError) {
-        log(`could not report the failure of ${handlerName} of ${task.id}: ${(reportError as Error).message}`);
-      }
-      throw error;
+      failure = error;
     }
+    // Up after the handler even when it threw: what it wrote before failing is kept, not lost.
+    if (syncedDown) {
+      await this.adk.filesystem.syncUp(task.filesystem_id, workspace, syncOptions).catch((error) => {
+        failure ??= new WorkspaceSyncError('up', task.filesystem_id, error);
+      });
+    }
+    if (failure === undefined) return sent;
+    const message = failure instanceof Error ? failure.message || failure.name : String(failure);
+    log(`${handlerName} of ${task.id} failed: ${failure instanceof Error && failure.stack ? failure.stack : message}`);
+    try {
+      await this.adk.reportHandlerError(task.id, handlerName, message, event?.id ?? null);
+    } catch (reportError) {
+      log(`could not report the failure of ${handlerName} of ${task.id}: ${(reportError as Error).message}`);
+    }
+    throw failure;
+  }
+}
+
+/** The task's workspace could not be synced: the handler fails visibly rather than lose work. */
+export class WorkspaceSyncError extends Error {
+  override name = 'WorkspaceSyncError';
+  constructor(direction: 'down' | 'up', filesystemId: string, cause: unknown) {
+    super(`workspace sync ${direction} (${filesystemId}) failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 }
 

@@ -1,16 +1,21 @@
-import { Agent, errors, request } from 'undici';
 import { TransportError, type Transport } from './transport.js';
 
 /**
  * A keep-alive transport for long-lived callers (the ADK, streams, the dispatcher): one connection
- * pool per origin, reused across requests. Not imported by the CLI, whose one-shot calls stay on
- * node:http (loading undici would cost every command's start-up).
+ * pool per origin, reused across requests. undici loads on the first request, not on import, so an
+ * agent that imports the ADK starts as fast as one that does not; the CLI never loads it.
  */
 export function createUndiciTransport(options: { connections?: number; keepAliveTimeoutMs?: number } = {}): Transport & { close(): Promise<void> } {
-  const dispatcher = new Agent({ connections: options.connections ?? 32, keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000 });
-  const transport = async (url: string, req: Parameters<Transport>[1]) => {
+  let loaded: Promise<{ undici: typeof import('undici'); dispatcher: import('undici').Agent }> | undefined;
+  const load = () =>
+    (loaded ??= import('undici').then((undici) => ({
+      undici,
+      dispatcher: new undici.Agent({ connections: options.connections ?? 32, keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000 }),
+    })));
+  const transport: Transport = async (url, req) => {
+    const { undici, dispatcher } = await load();
     try {
-      const res = await request(url, { method: req.method as 'GET', headers: req.headers, body: req.body, signal: req.signal, dispatcher });
+      const res = await undici.request(url, { method: req.method as 'GET', headers: req.headers, body: req.body, signal: req.signal, dispatcher });
       req.onSent?.();
       const text = await res.body.text();
       return {
@@ -26,9 +31,9 @@ export function createUndiciTransport(options: { connections?: number; keepAlive
       };
     } catch (error) {
       if (req.signal.aborted) throw req.signal.reason;
-      const code = (error as NodeJS.ErrnoException).code ?? (error instanceof errors.UndiciError ? error.name : 'ECONNRESET');
+      const code = (error as NodeJS.ErrnoException).code ?? (error instanceof undici.errors.UndiciError ? error.name : 'ECONNRESET');
       throw new TransportError(code, (error as Error).message);
     }
   };
-  return Object.assign(transport, { close: () => dispatcher.close() });
+  return Object.assign(transport, { close: async () => (loaded ? (await loaded).dispatcher.close() : undefined) });
 }

@@ -220,6 +220,33 @@ describe('AgentServer delivery', () => {
     ]);
   });
 
+  it('syncs the task workspace down before each handler and up after it', async () => {
+    const a = start();
+    const port = await listening(a);
+    await deliver(port, 'task/create', { agent: agentRef, task: task('task_w'), params: { write: 'notes.txt' } });
+    await deliver(port, 'event/send', { agent: agentRef, task: task('task_w'), event: event('evt_w', 'task_w') });
+    await a.waitFor((l) => l.phase === 'end' && l.event === 'evt_w');
+    expect(a.lines.filter((l) => l.phase === 'start').map((l) => l.files)).toEqual([[], ['notes.txt']]);
+    expect(fake.archives.get('fs_task_w')?.paths).toEqual(['notes.txt']);
+    // A second replica (empty data root) starts the next handler from the uploaded files.
+    rmSync(path.join(dataRoot, 'tasks'), { recursive: true });
+    await deliver(port, 'task/cancel', { agent: agentRef, task: task('task_w') });
+    expect((await a.waitFor((l) => l.phase === 'start' && l.handler === 'onCancel')).files).toEqual(['notes.txt']);
+  });
+
+  it('fails the handler visibly when the workspace cannot be synced, without running it', async () => {
+    const a = start();
+    const port = await listening(a);
+    await deliver(port, 'event/send', { agent: agentRef, task: { ...task('task_b'), filesystem_id: 'fs_broken' }, event: event('evt_b', 'task_b') });
+    while (!fake.requests.some((r) => r.path === '/tasks/task_b/handler-errors')) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(fake.requests.find((r) => r.path === '/tasks/task_b/handler-errors')!.body).toEqual({
+      handler: 'onEvent',
+      message: 'workspace sync down (fs_broken) failed: The blob store is unavailable',
+      event_id: 'evt_b',
+    });
+    expect(a.lines.filter((l) => l.phase === 'start')).toHaveLength(0);
+  });
+
   it('finishes the running handler on SIGTERM, takes no new work, and exits 0', async () => {
     const a = start();
     const port = await listening(a);

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import { EMPTY_TREE_CHECKSUM, emptyArchive, readArchive } from '../../src/sync/index.js';
 
 /**
  * A stand-in for the agentctl service at the HTTP boundary, for the AgentServer's protocol tests:
@@ -9,6 +11,8 @@ import type { AddressInfo } from 'node:net';
 export interface FakeControlPlane {
   url: string;
   requests: { method: string; path: string; body: any; headers: IncomingMessage['headers'] }[];
+  /** Filesystem archives by fs id, as uploaded (the ADK syncs task workspaces with them). */
+  archives: Map<string, { archive: Buffer; checksum: string; paths: string[] }>;
   /** What `POST /versions/register` answers: the runtime key, a refusal, or a 503 every time. */
   registration: { kind: 'ok'; key: string } | { kind: 'refuse'; status: number; code: string; detail: string } | { kind: 'unavailable' };
   close(): Promise<void>;
@@ -20,6 +24,7 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
   const fake: FakeControlPlane = {
     url: '',
     requests: [],
+    archives: new Map(),
     registration: { kind: 'ok', key: 'agk_runtime_fake' },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
@@ -27,10 +32,34 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
+      const path = req.url ?? '';
+      const archivePath = /^\/filesystems\/([^/]+)\/archive$/.exec(path);
+      if (archivePath) {
+        const fsId = decodeURIComponent(archivePath[1]!);
+        const stored = fake.archives.get(fsId) ?? { archive: emptyArchive(), checksum: EMPTY_TREE_CHECKSUM, paths: [] };
+        fake.requests.push({ method: req.method ?? '', path, body: undefined, headers: req.headers });
+        if (fsId.startsWith('fs_broken')) {
+          res.writeHead(500, { 'content-type': 'application/json' });
+          return res.end(JSON.stringify({ detail: 'The blob store is unavailable', code: 'internal_error' }));
+        }
+        if (req.method === 'GET') {
+          if (req.headers['if-none-match'] === `"${stored.checksum}"`) return res.writeHead(304).end();
+          res.writeHead(200, { 'content-type': 'application/zstd', etag: `"${stored.checksum}"` });
+          return res.end(stored.archive);
+        }
+        if (fake.archives.has(fsId) && req.headers['if-match'] !== `"${stored.checksum}"`) {
+          res.writeHead(412, { 'content-type': 'application/json' });
+          return res.end(JSON.stringify({ detail: 'The filesystem changed since your base', code: 'precondition_failed' }));
+        }
+        const archive = Buffer.concat(chunks);
+        const summary = await readArchive(Readable.from([archive]));
+        fake.archives.set(fsId, { archive, checksum: summary.checksum, paths: summary.entries.map((e) => e.path) });
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ id: fsId, archive_checksum: summary.checksum }));
+      }
       const text = Buffer.concat(chunks).toString('utf8');
       const body = text ? JSON.parse(text) : undefined;
-      const path = req.url ?? '';
       fake.requests.push({ method: req.method ?? '', path, body, headers: req.headers });
       const send = (status: number, payload: unknown) => {
         res.writeHead(status, { 'content-type': 'application/json' });
