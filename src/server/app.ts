@@ -9,6 +9,8 @@ import { buildOpenApiDocument } from '../contract/openapi.js';
 import type { Store } from './store/db.js';
 import { newId } from './store/ids.js';
 import { registerRoutes } from './routes/index.js';
+import { StreamHub } from './delivery/stream-hub.js';
+import { claimIdempotencyKey, completeIdempotencyKey, IDEMPOTENCY_HEADER, readIdempotencyKey, releaseIdempotencyKey, requestHash } from './idempotency.js';
 import { RawJson, type RouteHost, type ServiceConfig, type ServiceContext } from './route-host.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
@@ -36,10 +38,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     requestIdHeader: 'x-request-id',
     genReqId: () => newId('event').replace('evt_', 'req_'),
   });
-  const service: ServiceContext = { store: options.store, config, auth: new Authenticator(options.store.db) };
+  const service: ServiceContext = {
+    store: options.store,
+    config,
+    auth: new Authenticator(options.store.db),
+    streamHub: new StreamHub(options.store, { pollMs: config.streamPollMs }),
+  };
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
   app.decorate('service', service);
   app.addHook('onClose', async () => service.auth.close());
+  // Before the server waits for open connections: ends every live stream.
+  app.addHook('preClose', async () => service.streamHub.close());
 
   // Empty JSON bodies are "no body" (some clients send the header on DELETE); malformed JSON is a 422.
   const defaultJson = app.getDefaultJsonParser('error', 'error');
@@ -100,13 +109,34 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
           let permissions: Promise<Permissions> | undefined;
           const access = () =>
             (permissions ??= config.authDisabled ? Promise.resolve(unrestricted(actor)) : loadPermissions(service.store.db, actor));
-          const result = await handler(input as never, { actor, access, service, request, reply });
-          reply.code(e.status);
-          if (result instanceof RawJson) {
-            reply.type('application/json');
-            return result.text;
+          const idempotencyKey = e.idempotencyKey ? readIdempotencyKey(request.headers[IDEMPOTENCY_HEADER]) : undefined;
+          if (idempotencyKey === undefined) {
+            const result = await handler(input as never, { actor, access, service, request, reply });
+            reply.code(e.status);
+            if (result instanceof RawJson) {
+              reply.type('application/json');
+              return result.text;
+            }
+            return result;
           }
-          return result;
+          const scope = { keyId: actor.keyId, route: name, key: idempotencyKey, requestHash: requestHash(request.params, request.body) };
+          const claim = await claimIdempotencyKey(service.store.db, scope);
+          reply.type('application/json');
+          if (claim.kind === 'replay') {
+            reply.code(claim.status).header('Idempotent-Replayed', 'true');
+            return claim.body;
+          }
+          let text: string;
+          try {
+            const result = await handler(input as never, { actor, access, service, request, reply });
+            text = result instanceof RawJson ? result.text : JSON.stringify(result);
+          } catch (error) {
+            await releaseIdempotencyKey(service.store.db, scope);
+            throw error;
+          }
+          await completeIdempotencyKey(service.store.db, scope, e.status, text);
+          reply.code(e.status);
+          return text;
         },
       });
     },

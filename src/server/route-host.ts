@@ -5,6 +5,7 @@ import type { EndpointName, EndpointOutput, EndpointRequest } from '../contract/
 import type { Actor, Authenticator } from './auth/authenticate.js';
 import type { Permissions } from './auth/policy.js';
 import type { Store } from './store/db.js';
+import type { StreamHub } from './delivery/stream-hub.js';
 
 export interface ServiceConfig {
   /** Image retention for rollbacks, in days (default 30). */
@@ -12,6 +13,10 @@ export interface ServiceConfig {
   /** Per-key requests per second; 0 disables rate limiting. */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
+  /** Milliseconds between SSE comment heartbeats on task streams (default 15 000). */
+  streamHeartbeatMs?: number;
+  /** Milliseconds between the stream hub's safety re-reads of watched tasks (default 5 000). */
+  streamPollMs?: number;
   /** Switches authentication off (benchmark baseline only; never exposed on the CLI). */
   authDisabled?: boolean;
 }
@@ -20,6 +25,7 @@ export interface ServiceContext {
   store: Store;
   config: ServiceConfig;
   auth: Authenticator;
+  streamHub: StreamHub;
 }
 
 /** Everything a handler gets besides its validated input. */

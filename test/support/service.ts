@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { AddressInfo } from 'node:net';
-import { buildApp, type ServiceConfig } from '../../src/server/app.js';
+import { buildApp, type ServiceConfig, type ServiceContext } from '../../src/server/app.js';
 import { ensureBootstrap } from '../../src/server/bootstrap.js';
 import { openStore, truncateAll, type Engine, type Store } from '../../src/server/store/db.js';
 import { generateSecret } from '../../src/server/auth/secrets.js';
@@ -21,6 +21,8 @@ export interface TestService {
   /** The org-admin key of the current (reset) database. */
   adminKey: string;
   api<T = any>(method: string, path: string, options?: { body?: unknown; rawBody?: string; key?: string | null; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  /** The running server's service context (its stream hub, for tests that count reads). */
+  service: ServiceContext;
   /** Empties every table and bootstraps again (new admin key). */
   reset(): Promise<void>;
   close(): Promise<void>;
@@ -56,6 +58,7 @@ export async function openTestService(engine: Engine, config: Partial<ServiceCon
     engine,
     url,
     store,
+    service: app.service,
     adminKey: '',
     async api(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };

@@ -76,6 +76,13 @@ export interface Store {
   engine: Engine;
   /** The PostgreSQL URL (postgres engine only): used for LISTEN connections. */
   databaseUrl?: string;
+  /**
+   * Calls `onPayload` for every NOTIFY on `channel` (delivered when the notifying transaction
+   * commits); resolves to a function that stops listening. PostgreSQL: a dedicated connection that
+   * reconnects after an error (notifications sent meanwhile are lost, so listeners must not rely
+   * on every one arriving).
+   */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -105,7 +112,41 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
   // Without a listener an idle client's network error would crash the process.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, engine: 'postgres', databaseUrl, close: () => db.destroy() };
+  const listen = async (channel: string, onPayload: (payload: string) => void) => {
+    let client: InstanceType<typeof pg.default.Client> | undefined;
+    let stopped = false;
+    let retry: NodeJS.Timeout | undefined;
+    const connect = async (): Promise<void> => {
+      const c = new pg.default.Client({ connectionString: databaseUrl });
+      client = c;
+      c.on('notification', (n) => {
+        if (n.channel === channel) onPayload(n.payload ?? '');
+      });
+      let failed = false;
+      c.on('error', () => {
+        if (failed) return;
+        failed = true;
+        c.end().catch(() => {});
+        scheduleReconnect();
+      });
+      await c.connect();
+      await c.query(`LISTEN ${pgIdentifier(channel)}`);
+    };
+    const scheduleReconnect = () => {
+      if (stopped || retry) return;
+      retry = setTimeout(() => {
+        retry = undefined;
+        connect().catch(scheduleReconnect);
+      }, 1000);
+    };
+    await connect();
+    return async () => {
+      stopped = true;
+      clearTimeout(retry);
+      await client?.end().catch(() => {});
+    };
+  };
+  return { db, engine: 'postgres', databaseUrl, listen, close: () => db.destroy() };
 }
 
 async function openPglite(dataDir: string | undefined): Promise<Store> {
@@ -113,8 +154,14 @@ async function openPglite(dataDir: string | undefined): Promise<Store> {
   const pglite = dataDir && dataDir !== 'memory://' ? new PGlite(dataDir) : new PGlite();
   await pglite.waitReady;
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
-  return { db, engine: 'pglite', close: () => db.destroy() };
+  const listen = async (channel: string, onPayload: (payload: string) => void) => {
+    const unlisten = await pglite.listen(channel, onPayload);
+    return () => unlisten();
+  };
+  return { db, engine: 'pglite', listen, close: () => db.destroy() };
 }
+
+const pgIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /** An arbitrary constant: the advisory-lock key every replica takes while migrating. */
 const MIGRATION_LOCK_KEY = 7420_0001;
