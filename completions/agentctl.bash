@@ -46,7 +46,7 @@ _agentctl() {
     projects) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
     agents) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get delete' -- "$cur")); return; fi ;;
     branches) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get retire' -- "$cur")); return; fi ;;
-    versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get register' -- "$cur")); return; fi ;;
+    versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get register credentials' -- "$cur")); return; fi ;;
     envs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create update delete resolve' -- "$cur")); return; fi ;;
     tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create cancel delete migrate' -- "$cur")); return; fi ;;
     states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get put list delete' -- "$cur")); return; fi ;;
@@ -79,6 +79,7 @@ _agentctl() {
     'versions list') COMPREPLY=($(compgen -W "--agent -a --branch --status --limit $globals" -- "$cur")) ;;
     'versions get') COMPREPLY=($(compgen -W "--agent -a --events $globals" -- "$cur")) ;;
     'versions register') COMPREPLY=($(compgen -W "--agent -a --status --reason $globals" -- "$cur")) ;;
+    'versions credentials') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs list') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs get') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs create') COMPREPLY=($(compgen -W "--agent -a --rule --description $globals" -- "$cur")) ;;

@@ -294,6 +294,16 @@ export const registry: readonly CommandSpec[] = [
     notFoundNext: 'agentctl versions list --agent <ns/name>',
     load: () => import('./commands/versions/register.js'),
   },
+  {
+    path: ['versions', 'credentials'],
+    summary: 'Print what an agent process started by hand needs: a one-time registration token and the signing secret',
+    description: 'Shell-sourceable AGENTCTL_* lines on stdout (version and branch ids, a fresh one-time registration token, the version\'s signing secret, the base URL), for an agent run without a runtime driver. Needs admin on the agent. Like `keys create`, the one place these secrets are printed.',
+    args: [{ name: 'version', description: 'ver_ id, or a git-hash prefix with --agent', required: true }],
+    options: [agent],
+    examples: ['eval "$(agentctl versions credentials ver_01J...)" && node src/index.ts', 'agentctl versions credentials 3f2a9c1 --agent default/bot > .env.agent'],
+    notFoundNext: 'agentctl versions list --agent <ns/name>',
+    load: () => import('./commands/versions/credentials.js'),
+  },
 
   // ---- environments ----------------------------------------------------------------------------
   {

@@ -102,8 +102,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
         method: e.method,
         url: e.path,
         handler: async (request, reply) => {
-          const actor =
-            e.auth === false ? ANONYMOUS : config.authDisabled ? await service.auth.authDisabledActor() : await service.auth.authenticate(request.headers.authorization);
+          // auth 'optional': anonymous without an Authorization header; the handler then requires its body credential.
+          const anonymous = e.auth === false || (e.auth === 'optional' && !request.headers.authorization && !config.authDisabled);
+          const actor = anonymous
+            ? ANONYMOUS
+            : config.authDisabled
+              ? await service.auth.authDisabledActor()
+              : await service.auth.authenticate(request.headers.authorization);
           if (actor.keyId) limiter.take(actor.keyId);
           const input = validate(e, request);
           let permissions: Promise<Permissions> | undefined;

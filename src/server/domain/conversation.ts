@@ -8,6 +8,7 @@ import { iso, toTask } from '../store/mappers.js';
 import { ApiError, conflict, invalid, notFound } from '../errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { taskById } from './lookup.js';
+import { enqueueDelivery } from '../delivery/outbox.js';
 
 type Trx = Kysely<Database>;
 
@@ -114,6 +115,7 @@ export async function createEvent(db: Db, perms: Permissions, taskId: string, co
       .executeTakeFirstOrThrow();
     const event = toEvent(row);
     await appendToStream(trx, taskId, sequenceId, 'event', event);
+    await enqueueDelivery(trx, { taskId, method: 'event/send', event });
     return event;
   });
 }

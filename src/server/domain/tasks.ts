@@ -12,6 +12,7 @@ import { agentById, agentByPath, lockBranch, taskById } from './lookup.js';
 import { settleDraining } from './events.js';
 import { visibleRows } from './visibility.js';
 import { createTracker, recordTaskChange } from './conversation.js';
+import { enqueueDelivery } from '../delivery/outbox.js';
 
 type Trx = Kysely<Database>;
 
@@ -100,6 +101,7 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
         .executeTakeFirstOrThrow();
       await createTracker(trx, row.id, agent.id);
       await recordTaskChange(trx, [row.id]);
+      await enqueueDelivery(trx, { taskId: row.id, method: 'task/create', params: req.params ?? null });
       return toTask(row);
     });
   } catch (error) {
@@ -203,6 +205,7 @@ export async function updateTask(db: Db, perms: Permissions, taskId: string, upd
       .executeTakeFirstOrThrow();
     if (update.status && isTerminal(update.status)) await settleDraining(trx, [task.current_version_id]);
     await recordTaskChange(trx, [taskId]);
+    if (update.status === 'CANCELED') await enqueueDelivery(trx, { taskId, method: 'task/cancel' });
     return toTask(row);
   });
 }

@@ -10,6 +10,8 @@ export interface ApiKeysTable {
   id: string; org_id: string; name: string; description: Generated<string>; key_hash: string; key_prefix: string;
   created_by_key_id: string | null; expires_at: Date | null; revoked_at: Date | null; last_used_at: Date | null;
   created_at: Timestamptz; updated_at: Timestamptz;
+  /** Set on a runtime key: the one agent it may act for (DESIGN section 10). */
+  runtime_agent_id: Generated<string | null>;
 }
 export interface GroupsTable { id: string; org_id: string; name: string; description: Generated<string>; created_at: Timestamptz; updated_at: Timestamptz }
 export interface GroupMembersTable { group_id: string; key_id: string; added_at: Timestamptz }
@@ -35,6 +37,8 @@ export interface VersionsTable {
   description: string; rollback_count: Generated<number>; last_rollback_at: Date | null; rolled_back_at: Date | null;
   retired_at: Date | null; image_expires_at: Date | null; failure_reason: string | null; failure_diagnostics: Json | null;
   source_filesystem_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  /** Signs deliveries to the version's agents; created on first use, never in a Version response. */
+  signing_secret: Generated<string | null>;
 }
 export interface VersionEventsTable { id: string; branch_id: string; version_id: string | null; sequence: number; type: string; data: Json; created_at: Timestamptz }
 export interface EnvironmentsTable { id: string; agent_id: string; name: string; description: string; is_prod: boolean; branch_rules: Json; created_at: Timestamptz; updated_at: Timestamptz }
@@ -60,12 +64,27 @@ export interface TaskStreamTable { task_id: string; sequence_id: number; kind: s
 export interface IdempotencyRecordsTable {
   key_id: string; route: string; idempotency_key: string; request_hash: string; status: number | null; response: string | null; created_at: Timestamptz;
 }
+export interface RegistrationTokensTable {
+  token_hash: string; version_id: string; reusable: boolean; expires_at: Timestamptz; used_at: Date | null;
+  created_by_key_id: string | null; created_at: Timestamptz;
+}
+export interface VersionReplicasTable {
+  version_id: string; replica_key: string; acp_url: string; runtime_key_id: string | null;
+  registered_at: Timestamptz; last_seen_at: Timestamptz; live: boolean;
+}
+export type DeliveryStatus = 'pending' | 'in_flight' | 'done' | 'failed';
+export interface DeliveriesTable {
+  id: Generated<string>; task_id: string; version_id: string | null; method: string; event_id: string | null; payload: Json;
+  status: Generated<DeliveryStatus>; attempts: Generated<number>; next_attempt_at: Timestamptz; failing_since: Date | null;
+  claimed_by: string | null; claimed_until: Date | null; last_error: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+}
 
 export interface Database {
   orgs: OrgsTable; namespaces: NamespacesTable; api_keys: ApiKeysTable; groups: GroupsTable; group_members: GroupMembersTable;
   grants: GrantsTable; projects: ProjectsTable; agents: AgentsTable; branches: BranchesTable; versions: VersionsTable;
   version_events: VersionEventsTable; environments: EnvironmentsTable; filesystems: FilesystemsTable; tasks: TasksTable; states: StatesTable;
   events: EventsTable; messages: MessagesTable; trackers: TrackersTable; task_stream: TaskStreamTable; idempotency_records: IdempotencyRecordsTable;
+  registration_tokens: RegistrationTokensTable; version_replicas: VersionReplicasTable; deliveries: DeliveriesTable;
 }
 
 export type Db = Kysely<Database>;
@@ -189,5 +208,5 @@ export async function migrate(db: Db): Promise<void> {
 
 /** Empties every table (tests share one database per file and reset between tests). */
 export async function truncateAll(db: Db): Promise<void> {
-  await sql`TRUNCATE idempotency_records, task_stream, trackers, messages, events, states, tasks, filesystems, environments, version_events, branches, versions, agents, projects, grants, group_members, groups, api_keys, namespaces, orgs RESTART IDENTITY CASCADE`.execute(db);
+  await sql`TRUNCATE deliveries, version_replicas, registration_tokens, idempotency_records, task_stream, trackers, messages, events, states, tasks, filesystems, environments, version_events, branches, versions, agents, projects, grants, group_members, groups, api_keys, namespaces, orgs RESTART IDENTITY CASCADE`.execute(db);
 }
