@@ -9,6 +9,7 @@ import { registerEnvironmentRoutes } from './environments.js';
 import { registerStateRoutes } from './states.js';
 import { registerKeyRoutes } from './keys.js';
 import { registerGroupRoutes } from './groups.js';
+import { registerFilesystemRoutes } from './filesystems.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
@@ -21,4 +22,5 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerStateRoutes(host, service);
   registerKeyRoutes(host, service);
   registerGroupRoutes(host, service);
+  registerFilesystemRoutes(host, service);
 }
