@@ -11,7 +11,10 @@ import { newId } from './store/ids.js';
 import { registerRoutes } from './routes/index.js';
 import { StreamHub } from './delivery/stream-hub.js';
 import { claimIdempotencyKey, completeIdempotencyKey, IDEMPOTENCY_HEADER, readIdempotencyKey, releaseIdempotencyKey, requestHash } from './idempotency.js';
-import { RawJson, type RouteHost, type ServiceConfig, type ServiceContext } from './route-host.js';
+import { RawJson, Streamed, type RouteHost, type ServiceConfig, type ServiceContext } from './route-host.js';
+import { openBlobStore, type BlobStore } from './blobs/index.js';
+import { ARCHIVE_MEDIA_TYPES } from '../contract/filesystems.js';
+import { DEFAULT_ARCHIVE_LIMITS } from '../sync/archive.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 
@@ -22,12 +25,16 @@ export interface AppOptions {
   store: Store;
   config?: Partial<ServiceConfig>;
   logger?: boolean | object;
+  /** Archive storage; default: AGENTCTL_BLOB_URL, else a temporary directory removed on close. */
+  blobs?: BlobStore;
 }
 
 export const defaultConfig = (): ServiceConfig => ({
   imageRetentionDays: Number(process.env.AGENTCTL_IMAGE_RETENTION_DAYS ?? 30),
   rateLimitPerSecond: Number(process.env.AGENTCTL_RATE_LIMIT ?? 100),
   rateLimitBurst: Number(process.env.AGENTCTL_RATE_LIMIT_BURST ?? 500),
+  archiveMaxBytes: Number(process.env.AGENTCTL_ARCHIVE_MAX_BYTES ?? DEFAULT_ARCHIVE_LIMITS.maxBytes),
+  archiveMaxFiles: Number(process.env.AGENTCTL_ARCHIVE_MAX_FILES ?? DEFAULT_ARCHIVE_LIMITS.maxFiles),
 });
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance & { service: ServiceContext }> {
@@ -38,17 +45,25 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     requestIdHeader: 'x-request-id',
     genReqId: () => newId('event').replace('evt_', 'req_'),
   });
+  const blobs = options.blobs ?? (await openBlobStore({ url: process.env.AGENTCTL_BLOB_URL }));
   const service: ServiceContext = {
     store: options.store,
     config,
     auth: new Authenticator(options.store.db),
     streamHub: new StreamHub(options.store, { pollMs: config.streamPollMs }),
+    blobs,
   };
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
   app.decorate('service', service);
   app.addHook('onClose', async () => service.auth.close());
   // Before the server waits for open connections: ends every live stream.
   app.addHook('preClose', async () => service.streamHub.close());
+  // A store the app opened itself is the app's to close.
+  if (!options.blobs) app.addHook('onClose', async () => blobs.close());
+
+  // Archive uploads stream to the blob store: the handler gets the raw body, no size limit here
+  // (the upload enforces its own archive limits as it reads).
+  app.addContentTypeParser([...ARCHIVE_MEDIA_TYPES], (_request, payload, done) => done(null, payload));
 
   // Empty JSON bodies are "no body" (some clients send the header on DELETE); malformed JSON is a 422.
   const defaultJson = app.getDefaultJsonParser('error', 'error');
@@ -118,6 +133,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
           if (idempotencyKey === undefined) {
             const result = await handler(input as never, { actor, access, service, request, reply });
             reply.code(e.status);
+            if (result instanceof Streamed) {
+              reply.code(result.status).headers(result.headers);
+              return reply.send(result.status === 304 ? undefined : result.body);
+            }
             if (result instanceof RawJson) {
               reply.type('application/json');
               return result.text;
@@ -173,7 +192,7 @@ function validate(e: Endpoint, request: FastifyRequest): { params: unknown; quer
   };
   const params = parse('path', e.params, request.params);
   const query = parse('query', e.query, request.query);
-  const body = parse('body', e.body, request.body);
+  const body = e.binary?.request ? undefined : parse('body', e.body, request.body);
   if (items.length) throw new ValidationFailure(items);
   return { params, query, body };
 }

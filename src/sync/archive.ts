@@ -19,6 +19,8 @@ export const ARCHIVE_CONTENT_TYPE = 'application/zstd';
  * them). Streams: files are read as the consumer pulls.
  */
 export function packTree(root: string, paths: readonly string[], level = 3): Readable {
+  // The tar package writes nothing at all for no members; an archive is at least its end blocks.
+  if (paths.length === 0) return Readable.from([emptyArchive()]);
   const pack = new Pack({
     cwd: root,
     portable: true,
@@ -156,9 +158,12 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
 
   const decompressedLimit = limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
   let decompressed = 0;
+  // A tar of no members is only zero blocks, which the tar package calls unrecognized.
+  let allZero = true;
   const counter = new Transform({
     transform(chunk: Buffer, _enc, done) {
       decompressed += chunk.length;
+      if (allZero && chunk.some((b) => b !== 0)) allZero = false;
       if (decompressed > decompressedLimit) return done(new ArchiveRejected(413, 'archive_too_large', `The archive expands past ${decompressedLimit} bytes`));
       done(null, chunk);
     },
@@ -192,6 +197,7 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     failure ??= error;
   }
   await chain;
+  if (failure && allZero && entries.length === 0 && !(failure instanceof ArchiveRejected && failure.status === 413)) failure = undefined;
   if (failure) throw failure;
   return { entries, checksum: treeChecksum(entries), sizeBytes, filesCount: entries.filter((e) => e.kind === 'file').length };
 }

@@ -10,6 +10,7 @@ import { registerStateRoutes } from './states.js';
 import { registerKeyRoutes } from './keys.js';
 import { registerGroupRoutes } from './groups.js';
 import { registerConversationRoutes } from './conversation.js';
+import { registerFilesystemRoutes } from './filesystems.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
@@ -23,4 +24,5 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerKeyRoutes(host, service);
   registerGroupRoutes(host, service);
   registerConversationRoutes(host, service);
+  registerFilesystemRoutes(host, service);
 }

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Handler, Outcome } from '../../command.js';
 import type { CommandContext } from '../../context.js';
@@ -30,7 +31,7 @@ const start: Handler = async (ctx, _args, options) => {
 async function foreground(ctx: CommandContext, files: ServerFiles, options: { host: string; port: number; databaseUrl?: string }): Promise<Outcome> {
   const detached = Boolean(ctx.env[DETACHED_ENV]);
   const { startServer } = await import('../../../server/main.js');
-  const server = await startServer({ host: options.host, port: options.port, dataDir: options.databaseUrl ? undefined : files.database, databaseUrl: options.databaseUrl });
+  const server = await startServer({ host: options.host, port: options.port, dataDir: options.databaseUrl ? undefined : files.database, databaseUrl: options.databaseUrl, blobDir: path.join(files.dir, 'blobs') });
   const store = ctx.config();
   let saved = false;
   if (server.bootstrap.secret) {
