@@ -39,9 +39,13 @@ _agentctl() {
       case "$prev" in
         --preset) COMPREPLY=($(compgen -W 'deploy read-only agent-runner custom' -- "$cur")); return ;;
       esac ;;
+    'init')
+      case "$prev" in
+        --acp-type) COMPREPLY=($(compgen -W 'async sync' -- "$cur")); return ;;
+      esac ;;
   esac
   local globals='--json --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback logs branches versions envs tasks states keys groups completion $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback logs branches versions envs tasks states keys groups completion init $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get set list use' -- "$cur")); return; fi ;;
@@ -50,7 +54,7 @@ _agentctl() {
     projects) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
     agents) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get delete' -- "$cur")); return; fi ;;
     branches) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get retire' -- "$cur")); return; fi ;;
-    versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get register' -- "$cur")); return; fi ;;
+    versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get register credentials' -- "$cur")); return; fi ;;
     envs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create update delete resolve' -- "$cur")); return; fi ;;
     tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create cancel delete migrate' -- "$cur")); return; fi ;;
     states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get put list delete' -- "$cur")); return; fi ;;
@@ -84,6 +88,7 @@ _agentctl() {
     'versions list') COMPREPLY=($(compgen -W "--agent -a --branch --status --limit $globals" -- "$cur")) ;;
     'versions get') COMPREPLY=($(compgen -W "--agent -a --events $globals" -- "$cur")) ;;
     'versions register') COMPREPLY=($(compgen -W "--agent -a --status --reason $globals" -- "$cur")) ;;
+    'versions credentials') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs list') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs get') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs create') COMPREPLY=($(compgen -W "--agent -a --rule --description $globals" -- "$cur")) ;;
@@ -108,6 +113,7 @@ _agentctl() {
     'groups list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups create') COMPREPLY=($(compgen -W "--description $globals" -- "$cur")) ;;
     'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
+    'init') COMPREPLY=($(compgen -W "--agent -a --acp-type --force --no-git $globals" -- "$cur")) ;;
   esac
 }
 complete -o default -F _agentctl agentctl

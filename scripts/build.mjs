@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { buildAdk } from './build-adk.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const dist = path.join(root, 'dist');
@@ -49,6 +50,9 @@ await build({
   logLevel: 'warning',
 });
 
+// The `agentctl/adk` package export: its own bundle and typed declarations.
+await buildAdk();
+
 // openapi.json from the endpoint table, exactly what GET /openapi.json serves.
 const tmp = path.join(dist, '.openapi-build.mjs');
 await build({ absWorkingDir: root, entryPoints: ['src/contract/openapi.ts'], outfile: tmp, bundle: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' });
@@ -62,4 +66,4 @@ for (const [shell, file] of [['bash', 'agentctl.bash'], ['zsh', '_agentctl'], ['
   const script = execFileSync(process.execPath, [path.join(dist, 'agentctl.js'), 'completion', shell], { encoding: 'utf8' });
   writeFileSync(path.join(root, 'completions', file), script);
 }
-console.log('built dist/agentctl.js, openapi.json and completions/');
+console.log('built dist/agentctl.js, dist/adk/, openapi.json and completions/');

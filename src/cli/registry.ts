@@ -31,6 +31,7 @@ export const NOUNS: Record<string, string> = {
   keys: 'Create (wizard or flags), list, revoke and rotate API keys',
   groups: 'List and create sharing groups',
   completion: 'Print a shell completion script',
+  init: 'Start a new agent project on the ADK',
 };
 
 const agent: OptionSpec = { flags: '-a, --agent <ns/name>', description: 'Agent as namespace/name (or an agt_ id)' };
@@ -311,6 +312,16 @@ export const registry: readonly CommandSpec[] = [
     notFoundNext: 'agentctl versions list --agent <ns/name>',
     load: () => import('./commands/versions/register.js'),
   },
+  {
+    path: ['versions', 'credentials'],
+    summary: 'Print what an agent process started by hand needs: a one-time registration token and the signing secret',
+    description: 'Shell-sourceable AGENTCTL_* lines on stdout (version and branch ids, a fresh one-time registration token, the version\'s signing secret, the base URL), for an agent run without a runtime driver. Needs admin on the agent. Like `keys create`, the one place these secrets are printed.',
+    args: [{ name: 'version', description: 'ver_ id, or a git-hash prefix with --agent', required: true }],
+    options: [agent],
+    examples: ['eval "$(agentctl versions credentials ver_01J...)" && node src/index.ts', 'agentctl versions credentials 3f2a9c1 --agent default/bot > .env.agent'],
+    notFoundNext: 'agentctl versions list --agent <ns/name>',
+    load: () => import('./commands/versions/credentials.js'),
+  },
 
   // ---- environments ----------------------------------------------------------------------------
   {
@@ -562,5 +573,21 @@ export const registry: readonly CommandSpec[] = [
     args: [{ name: 'shell', description: 'bash, zsh or fish', required: true, choices: ['bash', 'zsh', 'fish'] }],
     examples: ['agentctl completion bash > /etc/bash_completion.d/agentctl', 'agentctl completion zsh > "${fpath[1]}/_agentctl"', 'agentctl completion fish > ~/.config/fish/completions/agentctl.fish'],
     load: () => import('./commands/completion.js'),
+  },
+
+  // ---- init ------------------------------------------------------------------------------------
+  {
+    path: ['init'],
+    summary: 'Write a new agent project (package.json, tsconfig, agentctl.json, src/index.ts on the ADK, README) and commit it',
+    description: 'Refuses a non-empty directory unless --force. node_modules/agentctl links this agentctl (git-ignored), so the project needs no registry.',
+    args: [{ name: 'dir', description: 'Directory to create (default: the current one)' }],
+    options: [
+      { ...agent, description: 'Agent as namespace/name (default: default/<directory name>)' },
+      { flags: '--acp-type <type>', description: 'async (events; default) or sync (messages answered inline)', choices: ['async', 'sync'], default: 'async' },
+      { flags: '--force', description: 'Write into a non-empty directory (same-named files are replaced)' },
+      { flags: '--no-git', description: 'Do not create a git repository and first commit' },
+    ],
+    examples: ['agentctl init my-bot', 'agentctl init . --agent team/support-bot --force', 'agentctl init answers --acp-type sync'],
+    load: () => import('./commands/init.js'),
   },
 ];

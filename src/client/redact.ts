@@ -1,18 +1,22 @@
 /** Matches an agentctl key secret anywhere in a string. */
 const SECRET_PATTERN = /agk_[0-9A-Za-z]+/g;
+/** Matches a registration token (`agrt_` + base64url). */
+const TOKEN_PATTERN = /agrt_[0-9A-Za-z_-]+/g;
+/** Fields whose string value is a secret: keys, runtime keys, registration tokens, signing secrets. */
+const SECRET_FIELDS = new Set(['key', 'agent_api_key', 'registration_token', 'signing_secret']);
 
-/** Hides key secrets in a string: `agk_...` becomes `agk_[redacted]`. */
+/** Hides key secrets and registration tokens in a string: `agk_...` becomes `agk_[redacted]`. */
 export function redactText(text: string): string {
-  return text.replace(SECRET_PATTERN, 'agk_[redacted]');
+  return text.replace(SECRET_PATTERN, 'agk_[redacted]').replace(TOKEN_PATTERN, 'agrt_[redacted]');
 }
 
-/** A copy of a JSON value with `key` fields and every agk_ string hidden, for debug traces. */
+/** A copy of a JSON value with secret fields and every agk_/agrt_ string hidden, for debug traces. */
 export function redactJson(value: unknown): unknown {
   if (typeof value === 'string') return redactText(value);
   if (Array.isArray(value)) return value.map(redactJson);
   if (value && typeof value === 'object') {
     return Object.fromEntries(
-      Object.entries(value).map(([name, field]) => [name, name === 'key' && typeof field === 'string' ? '[redacted]' : redactJson(field)]),
+      Object.entries(value).map(([name, field]) => [name, SECRET_FIELDS.has(name) && typeof field === 'string' ? '[redacted]' : redactJson(field)]),
     );
   }
   return value;

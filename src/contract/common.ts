@@ -21,6 +21,7 @@ export const ID_PREFIXES = {
   filesystem: 'fs_',
   event: 'evt_',
   message: 'msg_',
+  tracker: 'trk_',
 } as const;
 
 export const TaskStatus = z.enum([

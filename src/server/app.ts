@@ -9,7 +9,12 @@ import { buildOpenApiDocument } from '../contract/openapi.js';
 import type { Store } from './store/db.js';
 import { newId } from './store/ids.js';
 import { registerRoutes } from './routes/index.js';
-import { RawJson, type RouteHost, type ServiceConfig, type ServiceContext } from './route-host.js';
+import { StreamHub } from './delivery/stream-hub.js';
+import { claimIdempotencyKey, completeIdempotencyKey, IDEMPOTENCY_HEADER, readIdempotencyKey, releaseIdempotencyKey, requestHash } from './idempotency.js';
+import { RawJson, Streamed, type RouteHost, type ServiceConfig, type ServiceContext } from './route-host.js';
+import { openBlobStore, type BlobStore } from './blobs/index.js';
+import { ARCHIVE_MEDIA_TYPES } from '../contract/filesystems.js';
+import { DEFAULT_ARCHIVE_LIMITS } from '../sync/archive.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 
@@ -20,12 +25,16 @@ export interface AppOptions {
   store: Store;
   config?: Partial<ServiceConfig>;
   logger?: boolean | object;
+  /** Archive storage; default: AGENTCTL_BLOB_URL, else a temporary directory removed on close. */
+  blobs?: BlobStore;
 }
 
 export const defaultConfig = (): ServiceConfig => ({
   imageRetentionDays: Number(process.env.AGENTCTL_IMAGE_RETENTION_DAYS ?? 30),
   rateLimitPerSecond: Number(process.env.AGENTCTL_RATE_LIMIT ?? 100),
   rateLimitBurst: Number(process.env.AGENTCTL_RATE_LIMIT_BURST ?? 500),
+  archiveMaxBytes: Number(process.env.AGENTCTL_ARCHIVE_MAX_BYTES ?? DEFAULT_ARCHIVE_LIMITS.maxBytes),
+  archiveMaxFiles: Number(process.env.AGENTCTL_ARCHIVE_MAX_FILES ?? DEFAULT_ARCHIVE_LIMITS.maxFiles),
 });
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance & { service: ServiceContext }> {
@@ -36,10 +45,25 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     requestIdHeader: 'x-request-id',
     genReqId: () => newId('event').replace('evt_', 'req_'),
   });
-  const service: ServiceContext = { store: options.store, config, auth: new Authenticator(options.store.db) };
+  const blobs = options.blobs ?? (await openBlobStore({ url: process.env.AGENTCTL_BLOB_URL }));
+  const service: ServiceContext = {
+    store: options.store,
+    config,
+    auth: new Authenticator(options.store.db),
+    streamHub: new StreamHub(options.store, { pollMs: config.streamPollMs }),
+    blobs,
+  };
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
   app.decorate('service', service);
   app.addHook('onClose', async () => service.auth.close());
+  // Before the server waits for open connections: ends every live stream.
+  app.addHook('preClose', async () => service.streamHub.close());
+  // A store the app opened itself is the app's to close.
+  if (!options.blobs) app.addHook('onClose', async () => blobs.close());
+
+  // Archive uploads stream to the blob store: the handler gets the raw body, no size limit here
+  // (the upload enforces its own archive limits as it reads).
+  app.addContentTypeParser([...ARCHIVE_MEDIA_TYPES], (_request, payload, done) => done(null, payload));
 
   // Empty JSON bodies are "no body" (some clients send the header on DELETE); malformed JSON is a 422.
   const defaultJson = app.getDefaultJsonParser('error', 'error');
@@ -93,20 +117,50 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
         method: e.method,
         url: e.path,
         handler: async (request, reply) => {
-          const actor =
-            e.auth === false ? ANONYMOUS : config.authDisabled ? await service.auth.authDisabledActor() : await service.auth.authenticate(request.headers.authorization);
+          // auth 'optional': anonymous without an Authorization header; the handler then requires its body credential.
+          const anonymous = e.auth === false || (e.auth === 'optional' && !request.headers.authorization && !config.authDisabled);
+          const actor = anonymous
+            ? ANONYMOUS
+            : config.authDisabled
+              ? await service.auth.authDisabledActor()
+              : await service.auth.authenticate(request.headers.authorization);
           if (actor.keyId) limiter.take(actor.keyId);
           const input = validate(e, request);
           let permissions: Promise<Permissions> | undefined;
           const access = () =>
             (permissions ??= config.authDisabled ? Promise.resolve(unrestricted(actor)) : loadPermissions(service.store.db, actor));
-          const result = await handler(input as never, { actor, access, service, request, reply });
-          reply.code(e.status);
-          if (result instanceof RawJson) {
-            reply.type('application/json');
-            return result.text;
+          const idempotencyKey = e.idempotencyKey ? readIdempotencyKey(request.headers[IDEMPOTENCY_HEADER]) : undefined;
+          if (idempotencyKey === undefined) {
+            const result = await handler(input as never, { actor, access, service, request, reply });
+            reply.code(e.status);
+            if (result instanceof Streamed) {
+              reply.code(result.status).headers(result.headers);
+              return reply.send(result.status === 304 ? undefined : result.body);
+            }
+            if (result instanceof RawJson) {
+              reply.type('application/json');
+              return result.text;
+            }
+            return result;
           }
-          return result;
+          const scope = { keyId: actor.keyId, route: name, key: idempotencyKey, requestHash: requestHash(request.params, request.body) };
+          const claim = await claimIdempotencyKey(service.store.db, scope);
+          reply.type('application/json');
+          if (claim.kind === 'replay') {
+            reply.code(claim.status).header('Idempotent-Replayed', 'true');
+            return claim.body;
+          }
+          let text: string;
+          try {
+            const result = await handler(input as never, { actor, access, service, request, reply });
+            text = result instanceof RawJson ? result.text : JSON.stringify(result);
+          } catch (error) {
+            await releaseIdempotencyKey(service.store.db, scope);
+            throw error;
+          }
+          await completeIdempotencyKey(service.store.db, scope, e.status, text);
+          reply.code(e.status);
+          return text;
         },
       });
     },
@@ -138,7 +192,7 @@ function validate(e: Endpoint, request: FastifyRequest): { params: unknown; quer
   };
   const params = parse('path', e.params, request.params);
   const query = parse('query', e.query, request.query);
-  const body = parse('body', e.body, request.body);
+  const body = e.binary?.request ? undefined : parse('body', e.body, request.body);
   if (items.length) throw new ValidationFailure(items);
   return { params, query, body };
 }

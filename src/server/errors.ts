@@ -29,7 +29,7 @@ export const invalid = (loc: (string | number)[], msg: string, type = 'value_err
 /** zod issues -> the spec's validation items, `loc` starting with where the value came from. */
 export function zodIssuesToItems(where: 'body' | 'query' | 'path', issues: z.core.$ZodIssue[]): ValidationItem[] {
   return issues.map((issue) => {
-    const missing = issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined;
+    const missing = (issue.code === 'invalid_type' || issue.code === 'invalid_union') && (issue as { input?: unknown }).input === undefined;
     return {
       loc: [where, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))],
       msg: missing ? 'Field required' : issue.message,

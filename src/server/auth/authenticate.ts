@@ -9,6 +9,8 @@ export interface Actor {
   keyId: string;
   orgId: string;
   name: string;
+  /** A runtime key (an agent process's own key): the one agent it may act for. */
+  runtimeAgentId?: string;
 }
 
 const unauthorized = (detail: string) =>
@@ -78,13 +80,13 @@ export class Authenticator {
   private async lookup(hash: string, now: number, generation: number): Promise<CachedKey> {
     const row = await this.db
       .selectFrom('api_keys')
-      .select(['id', 'org_id', 'name', 'expires_at', 'revoked_at'])
+      .select(['id', 'org_id', 'name', 'expires_at', 'revoked_at', 'runtime_agent_id'])
       .where('key_hash', '=', hash)
       .executeTakeFirst();
     if (!row) return { actor: null, expiresAt: null, cachedAt: now, generation, reason: 'Invalid API key' };
     if (row.revoked_at) return { actor: null, expiresAt: null, cachedAt: now, generation, reason: 'API key has been revoked' };
     return {
-      actor: { keyId: row.id, orgId: row.org_id, name: row.name },
+      actor: { keyId: row.id, orgId: row.org_id, name: row.name, ...(row.runtime_agent_id ? { runtimeAgentId: row.runtime_agent_id } : {}) },
       expiresAt: row.expires_at ? new Date(row.expires_at).getTime() : null,
       cachedAt: now,
       generation,

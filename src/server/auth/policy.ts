@@ -4,8 +4,15 @@ import { ApiError } from '../errors.js';
 import type { Actor } from './authenticate.js';
 import { generationOf, hasUnsettledGrants, settleGrants } from './invalidation.js';
 
-export type Permission = 'discover' | 'read' | 'run' | 'write' | 'admin';
+export type Permission = 'discover' | 'read' | 'run' | 'write' | 'admin' | 'write_task_data';
+/** The role ladder; `write_task_data` is not on it (see below). */
 export const PERMISSIONS: readonly Permission[] = ['discover', 'read', 'run', 'write', 'admin'];
+/**
+ * `write_task_data`: writing the records of an agent's tasks (states, messages, events, trackers,
+ * task filesystems). Any key with `write` on the agent has it; a runtime key has it on its own agent
+ * and holds nothing else beyond discover, read and run there (DESIGN section 10).
+ */
+export const RUNTIME_KEY_PERMISSIONS: readonly Permission[] = ['discover', 'read', 'run', 'write_task_data'];
 
 /** What a permission is checked against. Agents and projects carry their namespace. */
 export type ResourceRef =
@@ -97,6 +104,11 @@ export class Permissions {
   }
 
   can(permission: Permission, resource: ResourceRef): boolean {
+    // A runtime key: its own agent only, whatever grants exist.
+    if (this.actor.runtimeAgentId !== undefined) {
+      return resource.type === 'agent' && resource.id === this.actor.runtimeAgentId && RUNTIME_KEY_PERMISSIONS.includes(permission);
+    }
+    if (permission === 'write_task_data') permission = 'write';
     // Agents, projects and namespaces are looked up within the key's org; an org is named outright.
     if (resource.type === 'org' && resource.id !== this.actor.orgId) return false;
     if (this.isOrgAdmin) return true;
@@ -130,6 +142,11 @@ export class Permissions {
    * `{all: true}`, or the namespaces it administers plus the ids it holds the permission on.
    */
   visible(type: 'agent' | 'project', permission: Permission = 'discover'): Visibility {
+    if (this.actor.runtimeAgentId !== undefined) {
+      const ids = type === 'agent' && RUNTIME_KEY_PERMISSIONS.includes(permission) ? [this.actor.runtimeAgentId] : [];
+      return { all: false, namespaceIds: [], ids };
+    }
+    if (permission === 'write_task_data') permission = 'write';
     if (this.isOrgAdmin || (permission === 'discover' && this.isOrgMember)) return { all: true };
     const ids: string[] = [];
     for (const [key, perms] of this.direct) {

@@ -10,6 +10,7 @@ import { agentById, agentByPath, namespaceBySlug } from './lookup.js';
 import { hideUndiscoverableNamespace } from './namespaces.js';
 import { pageOffset, type PageInput } from './paging.js';
 import { visibleRows } from './visibility.js';
+import { recordTaskChange } from './conversation.js';
 
 /** `GET /agents`: live agents the key may discover, optionally in one namespace (by slug). */
 export async function listAgents(db: Db, perms: Permissions, query: PageInput & { namespace?: string }): Promise<{ agents: Agent[]; total: number }> {
@@ -72,6 +73,7 @@ async function softDelete(db: Db, perms: Permissions, agent: Selectable<AgentsTa
       .where('status', 'in', ['RUNNING', 'IDLE'])
       .returning('id')
       .execute();
+    await recordTaskChange(trx, tasks.map((t) => t.id));
     const versions = await trx
       .updateTable('versions')
       .set({ status: 'RETIRED', retired_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })

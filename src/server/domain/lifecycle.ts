@@ -4,11 +4,14 @@ import type { Branch, Version } from '../../contract/resources.js';
 import type { Database, Db, VersionsTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toBranch, toVersion, type BranchRow } from '../store/mappers.js';
-import { ApiError, conflict, invalid } from '../errors.js';
+import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import { filesystemForAccess } from './filesystems.js';
 import type { Permissions } from '../auth/policy.js';
 import { grantOwnership } from '../auth/grants.js';
 import { branchById, lockBranch, namespaceBySlug, versionById } from './lookup.js';
 import { appendEvent, settleDraining } from './events.js';
+import { recordTaskChange } from './conversation.js';
+import { recordReplica } from './registration.js';
 
 type Trx = Kysely<Database>;
 type VersionRow = Selectable<VersionsTable>;
@@ -87,6 +90,11 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
     } else {
       perms.require('write', { type: 'agent', id: agent.id, namespaceId: ns.id }, `Agent ${req.namespace}/${req.agent_name}`);
       if (req.agent_input_type) await trx.updateTable('agents').set({ agent_input_type: req.agent_input_type, updated_at: new Date() }).where('id', '=', agent.id).execute();
+    }
+    if (req.source_filesystem_id) {
+      // The version's source must be a filesystem of this namespace that the caller may read.
+      const source = await filesystemForAccess(trx, perms, req.source_filesystem_id, 'read');
+      if (source.namespace_id !== ns.id) throw notFound('Filesystem', req.source_filesystem_id);
     }
 
     await sql`
@@ -185,80 +193,91 @@ export interface RegisterInput {
  * previous version hands over), ACTIVE <-> UNHEALTHY, DEPLOYING -> FAILED (tasks return to the
  * version still serving).
  */
-export async function registerVersion(db: Db, perms: Permissions, input: RegisterInput): Promise<RegisterResult> {
+export async function registerVersion(db: Db, perms: Permissions, input: RegisterInput & { acp_url?: string }): Promise<RegisterResult> {
   return db.transaction().execute(async (trx) => {
     const found = await versionById(trx, perms, 'write', input.version_id);
-    const branch = await lockBranch(trx, found.branch_id);
-    const version = await trx.selectFrom('versions').selectAll().where('id', '=', found.id).forNoKeyUpdate().executeTakeFirstOrThrow();
-    const now = new Date();
-    let tasksMigrated = 0;
-    const refuse = () => {
-      throw conflict('invalid_transition', `Version ${version.id} is ${version.status}; it cannot become ${input.status}`);
-    };
+    const result = await applyVersionReport(trx, found.branch_id, input);
+    // A runtime without a driver (`--runtime none`) tells where its agent listens.
+    if (input.acp_url && input.status !== 'FAILED') await recordReplica(trx, found.id, input.acp_url, null);
+    return result;
+  });
+}
 
-    if (input.status === 'ACTIVE') {
-      if (version.status === 'DEPLOYING') {
-        const previous = branch.current_version_id && branch.current_version_id !== version.id
-          ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
-          : undefined;
-        await trx
-          .updateTable('versions')
-          .set({ status: 'ACTIVE', replicas: input.replicas ?? version.desired_replicas, updated_at: now })
-          .where('id', '=', version.id)
-          .execute();
-        await trx.updateTable('branches').set({ current_version_id: version.id, updated_at: now }).where('id', '=', branch.id).execute();
-        await appendEvent(trx, branch.id, version.id, 'VERSION_ACTIVATED', {});
-        await handOver(trx, branch.id, previous, version.id);
-      } else if (version.status === 'UNHEALTHY') {
-        await trx.updateTable('versions').set({ status: 'ACTIVE', updated_at: now, ...(input.replicas !== undefined ? { replicas: input.replicas } : {}) }).where('id', '=', version.id).execute();
-        await appendEvent(trx, branch.id, version.id, 'VERSION_RECOVERED', {});
-      } else if (version.status !== 'ACTIVE') refuse();
-      await trx
-        .updateTable('agents')
-        .set({ registered_at: now, updated_at: now, ...(input.registration_metadata ? { registration_metadata: JSON.stringify(input.registration_metadata) } : {}) })
-        .where('id', '=', version.agent_id)
-        .execute();
-    } else if (input.status === 'UNHEALTHY') {
-      if (version.status === 'ACTIVE') {
-        await trx.updateTable('versions').set({ status: 'UNHEALTHY', updated_at: now }).where('id', '=', version.id).execute();
-        await appendEvent(trx, branch.id, version.id, 'VERSION_UNHEALTHY', {});
-      } else if (version.status !== 'UNHEALTHY') refuse();
-    } else {
-      if (version.status !== 'DEPLOYING') refuse();
-      const reason = input.failure_reason ?? 'unknown';
+/**
+ * The status transition of a version report, inside the caller's transaction (the keyed register
+ * above, and a registration with a token: src/server/domain/registration.ts).
+ */
+export async function applyVersionReport(trx: Trx, branchId: string, input: RegisterInput): Promise<RegisterResult> {
+  const branch = await lockBranch(trx, branchId);
+  const version = await trx.selectFrom('versions').selectAll().where('id', '=', input.version_id).forNoKeyUpdate().executeTakeFirstOrThrow();
+  const now = new Date();
+  let tasksMigrated = 0;
+  const refuse = () => {
+    throw conflict('invalid_transition', `Version ${version.id} is ${version.status}; it cannot become ${input.status}`);
+  };
+
+  if (input.status === 'ACTIVE') {
+    if (version.status === 'DEPLOYING') {
+      const previous = branch.current_version_id && branch.current_version_id !== version.id
+        ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
+        : undefined;
       await trx
         .updateTable('versions')
-        .set({
-          status: 'FAILED',
-          failure_reason: reason,
-          failure_diagnostics: JSON.stringify(input.failure_diagnostics ?? { title: 'Deployment failed', description: `The version failed to start (${reason}).`, action: 'Check the version’s logs, fix the cause and deploy again.' }),
-          replicas: 0,
-          updated_at: now,
-        })
+        .set({ status: 'ACTIVE', replicas: input.replicas ?? version.desired_replicas, updated_at: now })
         .where('id', '=', version.id)
         .execute();
-      await appendEvent(trx, branch.id, version.id, 'VERSION_FAILED', { failure_reason: reason });
-      // The branch keeps serving its previous version; tasks moved to the failed one go back.
-      if (branch.current_version_id && branch.current_version_id !== version.id) {
-        tasksMigrated = await moveRunningTasks(trx, branch.id, version.id, branch.current_version_id, 'deploy_failed');
-      }
+      await trx.updateTable('branches').set({ current_version_id: version.id, updated_at: now }).where('id', '=', branch.id).execute();
+      await appendEvent(trx, branch.id, version.id, 'VERSION_ACTIVATED', {});
+      await handOver(trx, branch.id, previous, version.id);
+    } else if (version.status === 'UNHEALTHY') {
+      await trx.updateTable('versions').set({ status: 'ACTIVE', updated_at: now, ...(input.replicas !== undefined ? { replicas: input.replicas } : {}) }).where('id', '=', version.id).execute();
+      await appendEvent(trx, branch.id, version.id, 'VERSION_RECOVERED', {});
+    } else if (version.status !== 'ACTIVE') refuse();
+    await trx
+      .updateTable('agents')
+      .set({ registered_at: now, updated_at: now, ...(input.registration_metadata ? { registration_metadata: JSON.stringify(input.registration_metadata) } : {}) })
+      .where('id', '=', version.agent_id)
+      .execute();
+  } else if (input.status === 'UNHEALTHY') {
+    if (version.status === 'ACTIVE') {
+      await trx.updateTable('versions').set({ status: 'UNHEALTHY', updated_at: now }).where('id', '=', version.id).execute();
+      await appendEvent(trx, branch.id, version.id, 'VERSION_UNHEALTHY', {});
+    } else if (version.status !== 'UNHEALTHY') refuse();
+  } else {
+    if (version.status !== 'DEPLOYING') refuse();
+    const reason = input.failure_reason ?? 'unknown';
+    await trx
+      .updateTable('versions')
+      .set({
+        status: 'FAILED',
+        failure_reason: reason,
+        failure_diagnostics: JSON.stringify(input.failure_diagnostics ?? { title: 'Deployment failed', description: `The version failed to start (${reason}).`, action: 'Check the version’s logs, fix the cause and deploy again.' }),
+        replicas: 0,
+        updated_at: now,
+      })
+      .where('id', '=', version.id)
+      .execute();
+    await appendEvent(trx, branch.id, version.id, 'VERSION_FAILED', { failure_reason: reason });
+    // The branch keeps serving its previous version; tasks moved to the failed one go back.
+    if (branch.current_version_id && branch.current_version_id !== version.id) {
+      tasksMigrated = await moveRunningTasks(trx, branch.id, version.id, branch.current_version_id, 'deploy_failed');
     }
-    const after = await trx.selectFrom('versions').selectAll().where('id', '=', version.id).executeTakeFirstOrThrow();
-    const agent = await trx
-      .selectFrom('agents')
-      .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
-      .select(['agents.id', 'agents.name', 'namespaces.slug'])
-      .where('agents.id', '=', version.agent_id)
-      .executeTakeFirstOrThrow();
-    return {
-      version: toVersion(after),
-      tasks_migrated: tasksMigrated,
-      agent_id: agent.id,
-      agent_name: `${agent.slug}/${agent.name}`,
-      branch_id: branch.id,
-      version_status: toVersion(after).status,
-    };
-  });
+  }
+  const after = await trx.selectFrom('versions').selectAll().where('id', '=', version.id).executeTakeFirstOrThrow();
+  const agent = await trx
+    .selectFrom('agents')
+    .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
+    .select(['agents.id', 'agents.name', 'namespaces.slug'])
+    .where('agents.id', '=', version.agent_id)
+    .executeTakeFirstOrThrow();
+  return {
+    version: toVersion(after),
+    tasks_migrated: tasksMigrated,
+    agent_id: agent.id,
+    agent_name: `${agent.slug}/${agent.name}`,
+    branch_id: branch.id,
+    version_status: toVersion(after).status,
+  };
 }
 
 export interface RollbackResult {
@@ -337,7 +356,14 @@ export async function retireBranch(db: Db, perms: Permissions, branchId: string,
     }
     const now = new Date();
     if (live.n > 0) {
-      await trx.updateTable('tasks').set({ status: 'TERMINATED', status_reason: `Branch retired: ${reason}`, updated_at: now }).where('branch_id', '=', branchId).where('status', 'in', ['RUNNING', 'IDLE']).execute();
+      const terminated = await trx
+        .updateTable('tasks')
+        .set({ status: 'TERMINATED', status_reason: `Branch retired: ${reason}`, updated_at: now })
+        .where('branch_id', '=', branchId)
+        .where('status', 'in', ['RUNNING', 'IDLE'])
+        .returning('id')
+        .execute();
+      await recordTaskChange(trx, terminated.map((t) => t.id));
     }
     const retired = await trx
       .updateTable('versions')

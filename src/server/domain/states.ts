@@ -68,14 +68,14 @@ const versionCondition = (ifMatch: IfMatch, column = 'version'): RawBuilder<unkn
  * (412), or the result would be too large (413).
  */
 async function explainNoRow(db: Db, perms: Permissions, stateId: string, ifMatch: IfMatch): Promise<never> {
-  const row = await stateForAccess(db, perms, 'write', stateId);
+  const row = await stateForAccess(db, perms, 'write_task_data', stateId);
   if (Array.isArray(ifMatch) && !ifMatch.includes(row.version)) throw preconditionFailed(stateId, row.version);
   throw tooLarge();
 }
 
 /** `POST /states`: 200; 409 `state_exists` when the (task, agent) pair has one (the unique index decides, so concurrent creates are safe). */
 export async function createState(db: Db, perms: Permissions, input: { task_id: string; agent_id: string; state: Record<string, unknown> }): Promise<State> {
-  await agentById(db, perms, 'write', input.agent_id);
+  await agentById(db, perms, 'write_task_data', input.agent_id);
   await taskById(db, perms, 'read', input.task_id);
   try {
     const inserted = await sql<StateRow>`
@@ -123,7 +123,7 @@ export async function replaceState(
   input: { task_id: string; agent_id: string; state: Record<string, unknown> },
   ifMatch: IfMatch,
 ): Promise<State> {
-  const current = await stateForAccess(db, perms, 'write', stateId);
+  const current = await stateForAccess(db, perms, 'write_task_data', stateId);
   if (input.task_id !== current.task_id) throw invalid(['body', 'task_id'], `State ${stateId} belongs to task ${current.task_id}`);
   if (input.agent_id !== current.agent_id) throw invalid(['body', 'agent_id'], `State ${stateId} belongs to agent ${current.agent_id}`);
   const updated = await sql<StateRow>`
@@ -141,7 +141,7 @@ export interface WriteScope {
   agents: Visibility;
 }
 
-export const writeScopeOf = (perms: Permissions): WriteScope => ({ orgId: perms.actor.orgId, agents: perms.visible('agent', 'write') });
+export const writeScopeOf = (perms: Permissions): WriteScope => ({ orgId: perms.actor.orgId, agents: perms.visible('agent', 'write_task_data') });
 
 /**
  * The merge as ONE statement, so concurrent merges lose no key: top-level keys of `patch` replace
@@ -172,7 +172,7 @@ export async function mergeState(db: Db, perms: Permissions, stateId: string, pa
 }
 
 export async function deleteState(db: Db, perms: Permissions, stateId: string, ifMatch: IfMatch): Promise<{ id: string; message: string }> {
-  await stateForAccess(db, perms, 'write', stateId);
+  await stateForAccess(db, perms, 'write_task_data', stateId);
   const deleted = await sql<{ id: string }>`DELETE FROM states WHERE id = ${stateId} ${versionCondition(ifMatch)} RETURNING id`.execute(db);
   if (deleted.rows.length === 0) return explainNoRow(db, perms, stateId, ifMatch);
   return { id: stateId, message: `State ${stateId} deleted` };

@@ -11,6 +11,8 @@ import type { Permissions } from '../auth/policy.js';
 import { agentById, agentByPath, lockBranch, taskById } from './lookup.js';
 import { settleDraining } from './events.js';
 import { visibleRows } from './visibility.js';
+import { createTracker, recordTaskChange } from './conversation.js';
+import { enqueueDelivery } from '../delivery/outbox.js';
 
 type Trx = Kysely<Database>;
 
@@ -97,6 +99,9 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
         })
         .returningAll()
         .executeTakeFirstOrThrow();
+      await createTracker(trx, row.id, agent.id);
+      await recordTaskChange(trx, [row.id]);
+      await enqueueDelivery(trx, { taskId: row.id, method: 'task/create', params: req.params ?? null });
       return toTask(row);
     });
   } catch (error) {
@@ -199,6 +204,8 @@ export async function updateTask(db: Db, perms: Permissions, taskId: string, upd
       .returningAll()
       .executeTakeFirstOrThrow();
     if (update.status && isTerminal(update.status)) await settleDraining(trx, [task.current_version_id]);
+    await recordTaskChange(trx, [taskId]);
+    if (update.status === 'CANCELED') await enqueueDelivery(trx, { taskId, method: 'task/cancel' });
     return toTask(row);
   });
 }
@@ -213,6 +220,7 @@ export async function deleteTask(db: Db, perms: Permissions, taskId: string): Pr
     const task = await lockTaskForChange(trx, perms, taskId, true);
     const row = await trx.updateTable('tasks').set({ status: 'DELETED', updated_at: new Date() }).where('id', '=', taskId).returningAll().executeTakeFirstOrThrow();
     await settleDraining(trx, [task.current_version_id]);
+    await recordTaskChange(trx, [taskId]);
     return toTask(row);
   });
 }

@@ -9,6 +9,8 @@ import { registerEnvironmentRoutes } from './environments.js';
 import { registerStateRoutes } from './states.js';
 import { registerKeyRoutes } from './keys.js';
 import { registerGroupRoutes } from './groups.js';
+import { registerConversationRoutes } from './conversation.js';
+import { registerFilesystemRoutes } from './filesystems.js';
 import { registerRuntimeRoutes } from './runtime.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
@@ -22,5 +24,7 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerStateRoutes(host, service);
   registerKeyRoutes(host, service);
   registerGroupRoutes(host, service);
+  registerConversationRoutes(host, service);
+  registerFilesystemRoutes(host, service);
   registerRuntimeRoutes(host, service);
 }

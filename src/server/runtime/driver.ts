@@ -6,16 +6,7 @@
  *
  * Process contract (README, "Running agents"): every replica gets these environment variables.
  */
-export const PROCESS_ENV = {
-  baseUrl: 'AGENTCTL_BASE_URL',
-  versionId: 'AGENTCTL_VERSION_ID',
-  branchId: 'AGENTCTL_BRANCH_ID',
-  registrationToken: 'AGENTCTL_REGISTRATION_TOKEN',
-  signingSecret: 'AGENTCTL_SIGNING_SECRET',
-  port: 'PORT',
-  dataRoot: 'AGENTCTL_DATA_ROOT',
-  replica: 'AGENTCTL_REPLICA',
-} as const;
+export { PROCESS_ENV } from '../../contract/acp.js';
 
 export type RuntimeName = 'local' | 'kubernetes' | 'none';
 

@@ -10,6 +10,8 @@ export interface ApiKeysTable {
   id: string; org_id: string; name: string; description: Generated<string>; key_hash: string; key_prefix: string;
   created_by_key_id: string | null; expires_at: Date | null; revoked_at: Date | null; last_used_at: Date | null;
   created_at: Timestamptz; updated_at: Timestamptz;
+  /** Set on a runtime key: the one agent it may act for (DESIGN section 10). */
+  runtime_agent_id: Generated<string | null>;
 }
 export interface GroupsTable { id: string; org_id: string; name: string; description: Generated<string>; created_at: Timestamptz; updated_at: Timestamptz }
 export interface GroupMembersTable { group_id: string; key_id: string; added_at: Timestamptz }
@@ -35,21 +37,61 @@ export interface VersionsTable {
   description: string; rollback_count: Generated<number>; last_rollback_at: Date | null; rolled_back_at: Date | null;
   retired_at: Date | null; image_expires_at: Date | null; failure_reason: string | null; failure_diagnostics: Json | null;
   source_filesystem_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  /** Signs deliveries to the version's agents; created on first use, never in a Version response. */
+  signing_secret: Generated<string | null>;
 }
 export interface VersionEventsTable { id: string; branch_id: string; version_id: string | null; sequence: number; type: string; data: Json; created_at: Timestamptz }
 export interface EnvironmentsTable { id: string; agent_id: string; name: string; description: string; is_prod: boolean; branch_rules: Json; created_at: Timestamptz; updated_at: Timestamptz }
-export interface FilesystemsTable { id: string; namespace_id: string; project_id: string | null; created_at: Timestamptz }
+export interface FilesystemsTable {
+  id: string; namespace_id: string; project_id: string | null; created_at: Timestamptz;
+  archive_checksum: Generated<string | null>; size_bytes: ColumnType<string | number, number | undefined, number>; files_count: Generated<number>;
+  archive_bytes: ColumnType<string | number, number | undefined, number>; blob_key: Generated<string | null>; manifest_key: Generated<string | null>;
+  created_by_key_id: Generated<string | null>; updated_at: Generated<Date>;
+}
 export interface TasksTable {
   id: string; agent_id: string; branch_id: string; namespace_id: string; filesystem_id: string; project_id: string | null;
   name: string | null; status: string; status_reason: string | null; params: Json | null; task_metadata: Json | null;
   created_version_id: string; current_version_id: string; created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  last_sequence_id: Generated<number>;
 }
+export interface TaskSystemFoldersTable { task_id: string; type: string; filesystem_id: string }
 export interface StatesTable { id: string; task_id: string; agent_id: string; state: Json; version: Generated<number>; created_at: Timestamptz; updated_at: Timestamptz }
+
+export interface EventsTable { id: string; task_id: string; agent_id: string; sequence_id: number; content: Json; created_at: Timestamptz }
+export interface MessagesTable {
+  id: string; task_id: string; author: string; content: Json; streaming_status: string | null; sequence_id: number; updated_sequence_id: number;
+  created_at: Timestamptz; updated_at: Timestamptz;
+}
+export interface TrackersTable {
+  id: string; task_id: string; agent_id: string; status: Generated<string>; status_message: string | null; progress: number | null;
+  last_processed_event_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+}
+export interface TaskStreamTable { task_id: string; sequence_id: number; kind: string; record: Json; created_at: Timestamptz }
+export interface IdempotencyRecordsTable {
+  key_id: string; route: string; idempotency_key: string; request_hash: string; status: number | null; response: string | null; created_at: Timestamptz;
+}
+export interface RegistrationTokensTable {
+  token_hash: string; version_id: string; reusable: boolean; expires_at: Timestamptz; used_at: Date | null;
+  created_by_key_id: string | null; created_at: Timestamptz;
+}
+export interface VersionReplicasTable {
+  version_id: string; replica_key: string; acp_url: string; runtime_key_id: string | null;
+  registered_at: Timestamptz; last_seen_at: Timestamptz; live: boolean;
+}
+export type DeliveryStatus = 'pending' | 'in_flight' | 'done' | 'failed';
+export interface DeliveriesTable {
+  id: Generated<string>; task_id: string; version_id: string | null; method: string; event_id: string | null; payload: Json;
+  status: Generated<DeliveryStatus>; attempts: Generated<number>; next_attempt_at: Timestamptz; failing_since: Date | null;
+  claimed_by: string | null; claimed_until: Date | null; last_error: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+}
 
 export interface Database {
   orgs: OrgsTable; namespaces: NamespacesTable; api_keys: ApiKeysTable; groups: GroupsTable; group_members: GroupMembersTable;
   grants: GrantsTable; projects: ProjectsTable; agents: AgentsTable; branches: BranchesTable; versions: VersionsTable;
   version_events: VersionEventsTable; environments: EnvironmentsTable; filesystems: FilesystemsTable; tasks: TasksTable; states: StatesTable;
+  events: EventsTable; messages: MessagesTable; trackers: TrackersTable; task_stream: TaskStreamTable; idempotency_records: IdempotencyRecordsTable;
+  registration_tokens: RegistrationTokensTable; version_replicas: VersionReplicasTable; deliveries: DeliveriesTable;
+  task_system_folders: TaskSystemFoldersTable;
 }
 
 export type Db = Kysely<Database>;
@@ -60,6 +102,13 @@ export interface Store {
   engine: Engine;
   /** The PostgreSQL URL (postgres engine only): used for LISTEN connections. */
   databaseUrl?: string;
+  /**
+   * Calls `onPayload` for every NOTIFY on `channel` (delivered when the notifying transaction
+   * commits); resolves to a function that stops listening. PostgreSQL: a dedicated connection that
+   * reconnects after an error (notifications sent meanwhile are lost, so listeners must not rely
+   * on every one arriving).
+   */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -89,7 +138,41 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
   // Without a listener an idle client's network error would crash the process.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, engine: 'postgres', databaseUrl, close: () => db.destroy() };
+  const listen = async (channel: string, onPayload: (payload: string) => void) => {
+    let client: InstanceType<typeof pg.default.Client> | undefined;
+    let stopped = false;
+    let retry: NodeJS.Timeout | undefined;
+    const connect = async (): Promise<void> => {
+      const c = new pg.default.Client({ connectionString: databaseUrl });
+      client = c;
+      c.on('notification', (n) => {
+        if (n.channel === channel) onPayload(n.payload ?? '');
+      });
+      let failed = false;
+      c.on('error', () => {
+        if (failed) return;
+        failed = true;
+        c.end().catch(() => {});
+        scheduleReconnect();
+      });
+      await c.connect();
+      await c.query(`LISTEN ${pgIdentifier(channel)}`);
+    };
+    const scheduleReconnect = () => {
+      if (stopped || retry) return;
+      retry = setTimeout(() => {
+        retry = undefined;
+        connect().catch(scheduleReconnect);
+      }, 1000);
+    };
+    await connect();
+    return async () => {
+      stopped = true;
+      clearTimeout(retry);
+      await client?.end().catch(() => {});
+    };
+  };
+  return { db, engine: 'postgres', databaseUrl, listen, close: () => db.destroy() };
 }
 
 async function openPglite(dataDir: string | undefined): Promise<Store> {
@@ -97,8 +180,14 @@ async function openPglite(dataDir: string | undefined): Promise<Store> {
   const pglite = dataDir && dataDir !== 'memory://' ? new PGlite(dataDir) : new PGlite();
   await pglite.waitReady;
   const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
-  return { db, engine: 'pglite', close: () => db.destroy() };
+  const listen = async (channel: string, onPayload: (payload: string) => void) => {
+    const unlisten = await pglite.listen(channel, onPayload);
+    return () => unlisten();
+  };
+  return { db, engine: 'pglite', listen, close: () => db.destroy() };
 }
+
+const pgIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /** An arbitrary constant: the advisory-lock key every replica takes while migrating. */
 const MIGRATION_LOCK_KEY = 7420_0001;
@@ -126,5 +215,5 @@ export async function migrate(db: Db): Promise<void> {
 
 /** Empties every table (tests share one database per file and reset between tests). */
 export async function truncateAll(db: Db): Promise<void> {
-  await sql`TRUNCATE states, tasks, filesystems, environments, version_events, branches, versions, agents, projects, grants, group_members, groups, api_keys, namespaces, orgs RESTART IDENTITY CASCADE`.execute(db);
+  await sql`TRUNCATE task_system_folders, deliveries, version_replicas, registration_tokens, idempotency_records, task_stream, trackers, messages, events, states, tasks, filesystems, environments, version_events, branches, versions, agents, projects, grants, group_members, groups, api_keys, namespaces, orgs RESTART IDENTITY CASCADE`.execute(db);
 }

@@ -1,3 +1,5 @@
+import { SYSTEM_FOLDER_TYPES } from '../../contract/filesystems.js';
+
 /**
  * The schema, as ordered SQL migrations applied identically to PGlite and PostgreSQL.
  * Append new migrations; never edit one that has shipped.
@@ -211,6 +213,160 @@ CREATE TABLE states (
   UNIQUE (task_id, agent_id)
 );
 CREATE INDEX states_agent ON states (agent_id);
+`,
+  },
+  {
+    // The conversation (DESIGN section 9): every task record (event, message, message update, status
+    // change, tracker update) takes the next number of the task's own counter, tasks.last_sequence_id,
+    // in the writing transaction, and lands in task_stream as the snapshot the stream replays.
+    name: '002_conversation',
+    sql: `
+ALTER TABLE tasks ADD COLUMN last_sequence_id integer NOT NULL DEFAULT 0;
+
+CREATE TABLE events (
+  id text PRIMARY KEY,
+  task_id text NOT NULL REFERENCES tasks(id),
+  agent_id text NOT NULL REFERENCES agents(id),
+  sequence_id integer NOT NULL,
+  content jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (task_id, sequence_id)
+);
+
+CREATE TABLE messages (
+  id text PRIMARY KEY,
+  task_id text NOT NULL REFERENCES tasks(id),
+  author text NOT NULL CHECK (author IN ('agent','user')),
+  content jsonb NOT NULL,
+  streaming_status text CHECK (streaming_status IN ('IN_PROGRESS','DONE')),
+  sequence_id integer NOT NULL,
+  updated_sequence_id integer NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (task_id, sequence_id)
+);
+
+CREATE TABLE trackers (
+  id text PRIMARY KEY,
+  task_id text NOT NULL REFERENCES tasks(id),
+  agent_id text NOT NULL REFERENCES agents(id),
+  status text NOT NULL DEFAULT 'idle',
+  status_message text,
+  progress double precision CHECK (progress >= 0 AND progress <= 100),
+  last_processed_event_id text REFERENCES events(id),
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (task_id, agent_id)
+);
+CREATE INDEX trackers_agent ON trackers (agent_id);
+
+CREATE TABLE task_stream (
+  task_id text NOT NULL REFERENCES tasks(id),
+  sequence_id integer NOT NULL,
+  kind text NOT NULL CHECK (kind IN ('event','message','message_update','task','tracker')),
+  record jsonb NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (task_id, sequence_id)
+);
+
+CREATE TABLE idempotency_records (
+  key_id text NOT NULL,
+  route text NOT NULL,
+  idempotency_key text NOT NULL,
+  request_hash text NOT NULL,
+  status integer,
+  response text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (key_id, route, idempotency_key)
+);
+CREATE INDEX idempotency_records_created ON idempotency_records (created_at);
+
+INSERT INTO trackers (id, task_id, agent_id, created_at, updated_at)
+SELECT 'trk_' || substr(id, 6), id, agent_id, created_at, created_at FROM tasks;
+
+UPDATE tasks SET last_sequence_id = 1;
+
+INSERT INTO task_stream (task_id, sequence_id, kind, record, created_at)
+SELECT id, 1, 'task', jsonb_build_object(
+  'id', id, 'filesystem_id', filesystem_id, 'namespace_id', namespace_id, 'name', name, 'status', status,
+  'status_reason', status_reason, 'params', params, 'task_metadata', task_metadata,
+  'created_version_id', created_version_id, 'current_version_id', current_version_id,
+  'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+  'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+), updated_at FROM tasks;
+`,
+  },
+  {
+    // Delivery to agents (DESIGN section 10): registration tokens (hashed), runtime keys (api_keys
+    // confined to one agent), the live replicas of each version and the transactional outbox.
+    name: '003_delivery',
+    sql: `
+ALTER TABLE versions ADD COLUMN signing_secret text;
+ALTER TABLE api_keys ADD COLUMN runtime_agent_id text REFERENCES agents(id);
+
+CREATE TABLE registration_tokens (
+  token_hash text PRIMARY KEY,
+  version_id text NOT NULL REFERENCES versions(id),
+  reusable boolean NOT NULL DEFAULT false,
+  expires_at timestamptz NOT NULL,
+  used_at timestamptz,
+  created_by_key_id text REFERENCES api_keys(id),
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX registration_tokens_version ON registration_tokens (version_id);
+
+CREATE TABLE version_replicas (
+  version_id text NOT NULL REFERENCES versions(id),
+  replica_key text NOT NULL,
+  acp_url text NOT NULL,
+  runtime_key_id text REFERENCES api_keys(id),
+  registered_at timestamptz NOT NULL DEFAULT now(),
+  last_seen_at timestamptz NOT NULL DEFAULT now(),
+  live boolean NOT NULL DEFAULT true,
+  PRIMARY KEY (version_id, replica_key)
+);
+
+CREATE TABLE deliveries (
+  id bigserial PRIMARY KEY,
+  task_id text NOT NULL REFERENCES tasks(id),
+  version_id text REFERENCES versions(id),
+  method text NOT NULL CHECK (method IN ('task/create','event/send','task/cancel','message/send')),
+  event_id text,
+  payload jsonb NOT NULL,
+  status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending','in_flight','done','failed')),
+  attempts integer NOT NULL DEFAULT 0,
+  next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  failing_since timestamptz,
+  claimed_by text,
+  claimed_until timestamptz,
+  last_error text,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX deliveries_open ON deliveries (task_id, id) WHERE status IN ('pending','in_flight');
+`,
+  },
+  {
+    name: '004_filesystems',
+    sql: /* sql */ `
+ALTER TABLE filesystems ADD COLUMN archive_checksum text;
+ALTER TABLE filesystems ADD COLUMN size_bytes bigint NOT NULL DEFAULT 0;
+ALTER TABLE filesystems ADD COLUMN files_count integer NOT NULL DEFAULT 0;
+ALTER TABLE filesystems ADD COLUMN archive_bytes bigint NOT NULL DEFAULT 0;
+ALTER TABLE filesystems ADD COLUMN blob_key text;
+ALTER TABLE filesystems ADD COLUMN manifest_key text;
+ALTER TABLE filesystems ADD COLUMN created_by_key_id text REFERENCES api_keys(id);
+ALTER TABLE filesystems ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now();
+CREATE INDEX filesystems_project ON filesystems (project_id);
+CREATE INDEX tasks_filesystem ON tasks (filesystem_id);
+CREATE INDEX versions_source_filesystem ON versions (source_filesystem_id);
+
+CREATE TABLE task_system_folders (
+  task_id text NOT NULL REFERENCES tasks(id),
+  type text NOT NULL CHECK (type IN (${SYSTEM_FOLDER_TYPES.map((t) => `'${t}'`).join(',')})),
+  filesystem_id text NOT NULL REFERENCES filesystems(id),
+  PRIMARY KEY (task_id, type)
+);
 `,
   },
 ];

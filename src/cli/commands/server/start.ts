@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Handler, Outcome } from '../../command.js';
 import type { CommandContext } from '../../context.js';
@@ -42,6 +43,7 @@ async function foreground(ctx: CommandContext, files: ServerFiles, options: { ho
     dataDir: options.databaseUrl ? undefined : files.database,
     databaseUrl: options.databaseUrl,
     runtime,
+    blobDir: path.join(files.dir, 'blobs'),
     runtimeOptions: { dataDir: files.dir },
   });
   const store = ctx.config();

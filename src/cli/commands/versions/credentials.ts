@@ -1,0 +1,33 @@
+import type { Handler } from '../../command.js';
+import { call } from '../../api.js';
+import { text } from '../../output/view.js';
+import { resolveVersionId } from '../../refs.js';
+
+/** A value as a POSIX shell word: bare when it is plainly safe, else single-quoted. */
+const shellWord = (value: string) => (/^[A-Za-z0-9_./:@%+=,-]*$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`);
+
+/**
+ * What an agent process started by hand needs (DESIGN section 10 process contract), as
+ * shell-sourceable lines on stdout: a fresh one-time registration token and the version's signing
+ * secret. Like `keys create`, the one place these secrets are printed.
+ */
+const credentials: Handler = async (ctx, [ref], options) => {
+  const id = await resolveVersionId(await ctx.client(), ref, options.agent, 'version');
+  const { data: version } = await call(ctx, 'getVersion', { params: { version_id: id } });
+  const { data: secret } = await call(ctx, 'getSigningSecret', { params: { version_id: id } });
+  const { data: token } = await call(ctx, 'createRegistrationToken', { params: { version_id: id } });
+  const baseUrl = ctx.credentials().baseUrl;
+  const values = {
+    AGENTCTL_VERSION_ID: id,
+    AGENTCTL_BRANCH_ID: version.branch_id,
+    AGENTCTL_REGISTRATION_TOKEN: token.registration_token,
+    AGENTCTL_SIGNING_SECRET: secret.signing_secret,
+    AGENTCTL_BASE_URL: baseUrl,
+  };
+  ctx.warn(`The registration token works once, until ${token.expires_at}; keep these lines out of logs and shared files.`);
+  return {
+    json: { version_id: id, branch_id: version.branch_id, registration_token: token.registration_token, expires_at: token.expires_at, signing_secret: secret.signing_secret, base_url: baseUrl },
+    view: text(Object.entries(values).map(([name, value]) => `${name}=${shellWord(value)}`).join('\n')),
+  };
+};
+export default credentials;

@@ -1,0 +1,384 @@
+/**
+ * The dispatcher (DESIGN section 10): one per server replica. It claims outbox rows with
+ * `FOR UPDATE SKIP LOCKED`, at most one in flight per task and in order per task, and POSTs each as
+ * signed JSON-RPC to a live replica of the task's current version (read at claim time, so a
+ * migrated task's next delivery reaches its new version). Failures retry with exponential backoff;
+ * after the retry budget the task becomes FAILED with the reason. At least once: an agent
+ * deduplicates by the JSON-RPC id (the delivery id).
+ */
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { Agent, request } from 'undici';
+import { ACP_PATH, SIGNATURE_HEADER, signBody, type AcpAgentRef, type AcpMethod, type AcpRequest, type AcpResponse } from '../../contract/acp.js';
+import { Content } from '../../contract/conversation.js';
+import { TERMINAL_TASK_STATUSES } from '../../contract/common.js';
+import type { Db, Store } from '../store/db.js';
+import { toTask } from '../store/mappers.js';
+import { signingSecretFor } from '../domain/registration.js';
+import { settleDraining } from '../domain/events.js';
+import { createMessage, recordTaskChange } from '../domain/conversation.js';
+import { unrestricted } from '../auth/policy.js';
+import { ApiError } from '../errors.js';
+import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from './outbox.js';
+
+export interface DispatcherOptions {
+  /** How long a delivery may keep failing before its task becomes FAILED (default 10 minutes). */
+  retryBudgetMs?: number;
+  /** First retry delay, doubled per attempt up to `backoffMaxMs`. */
+  backoffBaseMs?: number;
+  backoffMaxMs?: number;
+  /** One agent call: connection, headers and body. */
+  requestTimeoutMs?: number;
+  /** Safety-net poll (retries come due, missed wake-ups). */
+  pollMs?: number;
+  /** Deliveries in flight at once from this replica (each to a different task). */
+  maxInFlight?: number;
+  /** Where failures are reported; never given secrets. */
+  log?: (message: string) => void;
+}
+
+export const DEFAULT_RETRY_BUDGET_MS = 10 * 60 * 1000;
+
+interface Claimed {
+  id: string;
+  task_id: string;
+  method: AcpMethod;
+  payload: DeliveryPayload;
+  attempts: number;
+  version_id: string;
+}
+
+/** A stable choice among a version's replicas: the same task goes to the same replica. */
+function replicaIndex(taskId: string, count: number): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < taskId.length; i++) hash = Math.imul(hash ^ taskId.charCodeAt(i), 0x01000193) >>> 0;
+  return hash % count;
+}
+
+class DeliveryFailure extends Error {}
+
+export class Dispatcher {
+  readonly id = `dsp_${randomUUID()}`;
+  private readonly db: Db;
+  private readonly http = new Agent({ keepAliveTimeout: 10_000, connections: 128 });
+  private readonly options: Required<Omit<DispatcherOptions, 'log'>> & Pick<DispatcherOptions, 'log'>;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly secrets = new Map<string, string>();
+  private pumping = false;
+  private again = false;
+  private closed = false;
+  private timer: NodeJS.Timeout | undefined;
+  private unsubscribe: () => void;
+  private listener: { end(): Promise<void> } | undefined;
+
+  constructor(private readonly store: Store, options: DispatcherOptions = {}) {
+    this.db = store.db;
+    const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.options = {
+      retryBudgetMs: options.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS,
+      backoffBaseMs: options.backoffBaseMs ?? 500,
+      backoffMaxMs: options.backoffMaxMs ?? 30_000,
+      requestTimeoutMs,
+      pollMs: options.pollMs ?? 1000,
+      maxInFlight: options.maxInFlight ?? 64,
+      log: options.log,
+    };
+    this.unsubscribe = onDeliveryEnqueued(() => this.wake());
+  }
+
+  /** Starts polling and, on PostgreSQL, listening for deliveries committed by any replica. */
+  async start(): Promise<void> {
+    if (this.store.engine === 'postgres' && this.store.databaseUrl) await this.listen(this.store.databaseUrl);
+    this.schedulePoll();
+    this.wake();
+  }
+
+  private async listen(url: string): Promise<void> {
+    const pg = (await import('pg')).default;
+    const client = new pg.Client({ connectionString: url });
+    // A lost LISTEN connection only slows wake-ups to the poll interval; reconnect in the background.
+    client.on('error', () => {
+      this.listener = undefined;
+      if (!this.closed) setTimeout(() => void this.listen(url).catch(() => {}), 1000).unref();
+    });
+    client.on('notification', () => this.wake());
+    await client.connect();
+    await client.query(`LISTEN ${DELIVERY_CHANNEL}`);
+    if (this.closed) await client.end();
+    else this.listener = client;
+  }
+
+  private schedulePoll(): void {
+    if (this.closed) return;
+    this.timer = setTimeout(() => {
+      this.wake();
+      this.schedulePoll();
+    }, this.options.pollMs);
+    this.timer.unref();
+  }
+
+  /** Claims and sends whatever is due; coalesces concurrent wake-ups. */
+  wake(): void {
+    if (this.closed) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    setImmediate(() => void this.pump());
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      do {
+        this.again = false;
+        const room = this.options.maxInFlight - this.inFlight.size;
+        if (room <= 0 || this.closed) break;
+        const claimed = await this.claim(room);
+        for (const delivery of claimed) {
+          const flight: Promise<void> = this.deliver(delivery)
+            .catch((error) => this.options.log?.(`delivery ${delivery.id}: ${(error as Error).message}`))
+            .finally(() => {
+              this.inFlight.delete(flight);
+              this.wake();
+            });
+          this.inFlight.add(flight);
+        }
+        if (claimed.length === room) this.again = true;
+      } while (this.again && !this.closed);
+    } catch (error) {
+      if (!this.closed) this.options.log?.(`dispatcher: ${(error as Error).message}`);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /**
+   * The head of each task's queue, when it is due, its claim free (or expired: its dispatcher
+   * died) and the task's current version has a live replica. Rows another dispatcher holds are
+   * skipped; a later row of a task waits while an earlier one is open.
+   */
+  private async claim(limit: number): Promise<Claimed[]> {
+    const leaseMs = this.options.requestTimeoutMs * 2 + 5000;
+    const result = await sql<Claimed>`
+      UPDATE deliveries AS d
+      SET status = 'in_flight', claimed_by = ${this.id}, claimed_until = now() + ${leaseMs} * interval '1 millisecond',
+          version_id = c.current_version_id, attempts = d.attempts + 1, updated_at = now()
+      FROM (
+        SELECT o.id, t.current_version_id
+        FROM deliveries o
+        JOIN tasks t ON t.id = o.task_id
+        WHERE o.status IN ('pending', 'in_flight')
+          AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status = 'in_flight' AND o.claimed_until < now()))
+          AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN ('pending', 'in_flight') AND e.id < o.id)
+          AND EXISTS (SELECT 1 FROM version_replicas r WHERE r.version_id = t.current_version_id AND r.live)
+        ORDER BY o.id
+        LIMIT ${limit}
+        FOR UPDATE OF o SKIP LOCKED
+      ) AS c
+      WHERE d.id = c.id
+      RETURNING d.id::text AS id, d.task_id, d.method, d.payload, d.attempts, c.current_version_id AS version_id`.execute(this.db);
+    return result.rows;
+  }
+
+  private async secretFor(versionId: string): Promise<string> {
+    let secret = this.secrets.get(versionId);
+    if (!secret) {
+      secret = await signingSecretFor(this.db, versionId);
+      this.secrets.set(versionId, secret);
+    }
+    return secret;
+  }
+
+  private async deliver(delivery: Claimed): Promise<void> {
+    let target = '';
+    try {
+      const context = await this.db
+        .selectFrom('tasks')
+        .innerJoin('agents', 'agents.id', 'tasks.agent_id')
+        .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
+        .innerJoin('versions', 'versions.id', 'tasks.current_version_id')
+        .selectAll('tasks')
+        .select(['agents.name as agent_name', 'namespaces.slug as namespace_slug', 'namespaces.org_id', 'versions.acp_type'])
+        .where('tasks.id', '=', delivery.task_id)
+        .executeTakeFirstOrThrow();
+      const replicas = await this.db
+        .selectFrom('version_replicas')
+        .select('acp_url')
+        .where('version_id', '=', delivery.version_id)
+        .where('live', '=', true)
+        .orderBy('replica_key')
+        .execute();
+      if (replicas.length === 0) {
+        // Its last replica went away since the claim: hold it until one registers.
+        await this.release(delivery, null);
+        return;
+      }
+      target = replicas[replicaIndex(delivery.task_id, replicas.length)].acp_url;
+      const agent: AcpAgentRef = { id: context.agent_id, name: `${context.namespace_slug}/${context.agent_name}` };
+      const task = toTask(context);
+      const rpc = toRequest(delivery, agent, task, context.acp_type);
+      const body = JSON.stringify(rpc);
+      const signature = signBody(await this.secretFor(delivery.version_id), body);
+      const response = await request(target.replace(/\/+$/, '') + ACP_PATH, {
+        method: 'POST',
+        dispatcher: this.http,
+        headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signature },
+        body,
+        headersTimeout: this.options.requestTimeoutMs,
+        bodyTimeout: this.options.requestTimeoutMs,
+      });
+      const text = await response.body.text();
+      if (response.statusCode >= 300) throw new DeliveryFailure(`the agent answered HTTP ${response.statusCode}${rpcErrorOf(text)}`);
+      let answer: AcpResponse;
+      try {
+        answer = JSON.parse(text) as AcpResponse;
+      } catch {
+        throw new DeliveryFailure('the agent answered with a body that is not JSON-RPC');
+      }
+      if (answer.error) throw new DeliveryFailure(`the agent answered JSON-RPC error ${answer.error.code}: ${String(answer.error.message).slice(0, 200)}`);
+      // A sync agent's inline reply is recorded before the delivery is done: a crash in between
+      // repeats the delivery (at least once) rather than losing the reply.
+      if (rpc.method === 'message/send') await this.recordReplies(context.org_id, delivery.task_id, answer.result?.messages ?? []);
+      await this.complete(delivery);
+    } catch (error) {
+      const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
+      this.options.log?.(`delivery ${delivery.id} (${delivery.method}, task ${delivery.task_id}) to ${target || 'its version'} failed: ${reason}`);
+      await this.release(delivery, reason);
+    }
+  }
+
+  /** Done: the task's next delivery may go. */
+  private async complete(delivery: Claimed): Promise<void> {
+    await this.db
+      .updateTable('deliveries')
+      .set({ status: 'done', claimed_by: null, claimed_until: null, last_error: null, updated_at: new Date() })
+      .where('id', '=', delivery.id)
+      .where('claimed_by', '=', this.id)
+      .execute();
+  }
+
+  /** A sync agent's reply, as agent messages, through the domain with a system principal of the task's org. */
+  private async recordReplies(orgId: string, taskId: string, replies: unknown[]): Promise<void> {
+    const system = unrestricted({ keyId: '', orgId, name: 'dispatcher' });
+    for (const reply of replies) {
+      const content = Content.safeParse(reply);
+      if (!content.success) {
+        this.options.log?.(`task ${taskId}: the agent's reply is not a TextPart or DataPart; dropped`);
+        continue;
+      }
+      try {
+        await createMessage(this.db, system, { task_id: taskId, content: content.data, author: 'agent', streaming_status: null });
+      } catch (error) {
+        // A task that ended meanwhile takes no messages: nothing to retry.
+        if (!(error instanceof ApiError)) throw error;
+        this.options.log?.(`task ${taskId}: the agent's reply was not recorded: ${error.detail}`);
+      }
+    }
+  }
+
+  /**
+   * Back to pending after a failure (retry with backoff), or held with no attempt counted (`reason`
+   * null: no live replica). Past the retry budget the task fails with the reason.
+   */
+  private async release(delivery: Claimed, reason: string | null): Promise<void> {
+    if (reason === null) {
+      await this.db
+        .updateTable('deliveries')
+        .set({ status: 'pending', attempts: delivery.attempts - 1, claimed_by: null, claimed_until: null, updated_at: new Date() })
+        .where('id', '=', delivery.id)
+        .where('claimed_by', '=', this.id)
+        .execute();
+      return;
+    }
+    const delayMs = Math.min(this.options.backoffBaseMs * 2 ** Math.min(delivery.attempts - 1, 20), this.options.backoffMaxMs) * (0.75 + Math.random() * 0.25);
+    const row = await sql<{ failing_since: Date }>`
+      UPDATE deliveries SET status = 'pending', claimed_by = NULL, claimed_until = NULL, last_error = ${reason},
+        failing_since = COALESCE(failing_since, now()), next_attempt_at = now() + ${Math.round(delayMs)} * interval '1 millisecond', updated_at = now()
+      WHERE id = ${delivery.id} AND claimed_by = ${this.id}
+      RETURNING failing_since`.execute(this.db);
+    const since = row.rows[0]?.failing_since;
+    if (since && Date.now() - new Date(since).getTime() >= this.options.retryBudgetMs) await this.failTask(delivery, reason);
+  }
+
+  /** The retry budget is spent: the task becomes FAILED naming the cause, and its open deliveries are dropped. */
+  private async failTask(delivery: Claimed, reason: string): Promise<void> {
+    const ms = this.options.retryBudgetMs;
+    const budget = ms >= 60_000 ? `${Math.round(ms / 6000) / 10} minutes` : ms >= 1000 ? `${Math.round(ms / 100) / 10} seconds` : `${ms} ms`;
+    const statusReason = `Delivery failed: ${delivery.method} could not be delivered to the agent within ${budget} (${reason})`;
+    await this.db.transaction().execute(async (trx) => {
+      const task = await trx.selectFrom('tasks').select(['id', 'status', 'current_version_id']).where('id', '=', delivery.task_id).forNoKeyUpdate().executeTakeFirstOrThrow();
+      await trx
+        .updateTable('deliveries')
+        .set({ status: 'failed', claimed_by: null, claimed_until: null, last_error: reason, updated_at: new Date() })
+        .where('task_id', '=', delivery.task_id)
+        .where('status', 'in', ['pending', 'in_flight'])
+        .execute();
+      if ((TERMINAL_TASK_STATUSES as readonly string[]).includes(task.status) || task.status === 'DELETED') return;
+      await trx.updateTable('tasks').set({ status: 'FAILED', status_reason: statusReason, updated_at: new Date() }).where('id', '=', task.id).execute();
+      await settleDraining(trx, [task.current_version_id]);
+      await recordTaskChange(trx, [task.id]);
+    });
+    this.options.log?.(`task ${delivery.task_id} failed: ${statusReason}`);
+  }
+
+  /** Stops claiming, waits for the calls in flight, closes connections. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.unsubscribe();
+    if (this.timer) clearTimeout(this.timer);
+    await Promise.allSettled([...this.inFlight]);
+    await this.listener?.end().catch(() => {});
+    await this.http.close().catch(() => {});
+  }
+}
+
+function toRequest(delivery: Claimed, agent: AcpAgentRef, task: ReturnType<typeof toTask>, acpType: string): AcpRequest {
+  const base = { jsonrpc: '2.0' as const, id: delivery.id };
+  switch (delivery.method) {
+    case 'task/create':
+      return { ...base, method: 'task/create', params: { agent, task, params: delivery.payload.params ?? null } };
+    case 'event/send':
+      // A sync agent answers a user's event inline: it gets message/send with the event's content.
+      if (acpType === 'sync') return { ...base, method: 'message/send', params: { agent, task, content: delivery.payload.event!.content } };
+      return { ...base, method: 'event/send', params: { agent, task, event: delivery.payload.event! } };
+    case 'task/cancel':
+      return { ...base, method: 'task/cancel', params: { agent, task } };
+    case 'message/send':
+      throw new DeliveryFailure('message/send is derived from event/send, never enqueued');
+  }
+}
+
+function rpcErrorOf(text: string): string {
+  try {
+    const parsed = JSON.parse(text) as AcpResponse;
+    if (parsed?.error) return ` (JSON-RPC error ${parsed.error.code}: ${String(parsed.error.message).slice(0, 200)})`;
+  } catch {
+    // not JSON: the status says enough
+  }
+  return '';
+}
+
+function describeNetworkError(error: unknown): string {
+  const e = error as { code?: string; message?: string };
+  switch (e.code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ECONNRESET':
+    case 'UND_ERR_SOCKET':
+      return 'the connection was closed before an answer';
+    case 'UND_ERR_HEADERS_TIMEOUT':
+    case 'UND_ERR_BODY_TIMEOUT':
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return 'the agent did not answer in time';
+    default:
+      return e.code ? `${e.code}: ${e.message ?? ''}`.trim() : (e.message ?? String(error));
+  }
+}
+
+/** Starts a dispatcher on the store; `close()` it before closing the store. */
+export async function startDispatcher(store: Store, options: DispatcherOptions = {}): Promise<Dispatcher> {
+  const dispatcher = new Dispatcher(store, options);
+  await dispatcher.start();
+  return dispatcher;
+}

@@ -1,0 +1,64 @@
+/**
+ * The transactional outbox (DESIGN section 10): creating a task, an event or a cancel writes a
+ * `deliveries` row in the same transaction, so a delivery exists exactly when its cause committed.
+ * The dispatcher (dispatcher.ts) sends them.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { AcpMethod } from '../../contract/acp.js';
+import type { Event } from '../../contract/conversation.js';
+import type { Database } from '../store/db.js';
+
+/** The NOTIFY channel that wakes every replica's dispatcher when a delivery commits (PostgreSQL). */
+export const DELIVERY_CHANNEL = 'agentctl_delivery';
+
+/**
+ * What a delivery carries besides the agent and the task, which the dispatcher reads fresh when it
+ * sends (so a migrated task is described as it is now).
+ */
+export type DeliveryInput =
+  | { taskId: string; method: 'task/create'; params: Record<string, unknown> | null }
+  | { taskId: string; method: 'event/send'; event: Event }
+  | { taskId: string; method: 'task/cancel' };
+
+export type DeliveryPayload = { params?: Record<string, unknown> | null; event?: Event };
+
+const wakers = new Set<() => void>();
+
+/** Registers an in-process dispatcher to be woken on enqueue; returns the unregister function. */
+export function onDeliveryEnqueued(wake: () => void): () => void {
+  wakers.add(wake);
+  return () => wakers.delete(wake);
+}
+
+/**
+ * Writes a delivery in the caller's transaction. Call it after the task row is locked (or
+ * created), so per-task deliveries are numbered in the task's order.
+ */
+export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInput): Promise<void> {
+  const payload: DeliveryPayload =
+    input.method === 'task/create' ? { params: input.params } : input.method === 'event/send' ? { event: input.event } : {};
+  const method: AcpMethod = input.method;
+  await trx
+    .insertInto('deliveries')
+    .values({
+      task_id: input.taskId,
+      version_id: null,
+      method,
+      event_id: input.method === 'event/send' ? input.event.id : null,
+      payload: JSON.stringify(payload),
+      next_attempt_at: new Date(),
+      failing_since: null,
+      claimed_by: null,
+      claimed_until: null,
+      last_error: null,
+      created_at: new Date(),
+      updated_at: new Date(),
+    })
+    .execute();
+  // Delivered at commit, to every replica's LISTEN (PostgreSQL).
+  await sql`SELECT pg_notify(${DELIVERY_CHANNEL}, '')`.execute(trx);
+  // In this process: on PGlite the dispatcher's claim queues behind this transaction (one
+  // connection), so it sees the row; on PostgreSQL an early claim may miss it, and the NOTIFY
+  // above wakes it again after the commit.
+  for (const wake of wakers) wake();
+}

@@ -1,0 +1,175 @@
+// One per server. Writers NOTIFY `agentctl_task` with the task id in their transaction (delivered at
+// commit, to every replica's LISTEN). The hub keeps one group per watched task: on a notification
+// (or the periodic safety poll) the group reads the new stream records once and hands them to each
+// of its watchers, so a hundred watchers of one task cost one read per change. A watcher only ever
+// emits the next sequence number: anything it has not seen (it joined late, a read raced) it reads
+// itself from the table, so a missed notification delays and never loses a record.
+import type { StreamRecord } from '../../contract/conversation.js';
+import type { Store } from '../store/db.js';
+import { readStream, TASK_CHANNEL } from '../domain/conversation.js';
+
+const PAGE = 500;
+
+export interface StreamHubOptions {
+  /** Re-read every watched task this often even without a notification (default 5 s). */
+  pollMs?: number;
+}
+
+interface Watcher {
+  buffer: StreamRecord[];
+  wake: () => void;
+}
+
+class TaskGroup {
+  /** The last sequence number the group has read; null until its first watcher has caught up. */
+  cursor: number | null = null;
+  readonly watchers = new Set<Watcher>();
+  private reading = false;
+  private again = false;
+
+  constructor(private readonly read: (after: number) => Promise<StreamRecord[]>) {}
+
+  /** Reads what is new since the group's cursor, once for all watchers; coalesces overlapping calls. */
+  refresh(): void {
+    if (this.cursor === null) return;
+    if (this.reading) {
+      this.again = true;
+      return;
+    }
+    this.reading = true;
+    void this.readLoop().finally(() => {
+      this.reading = false;
+    });
+  }
+
+  private async readLoop(): Promise<void> {
+    do {
+      this.again = false;
+      let records: StreamRecord[];
+      try {
+        records = await this.read(this.cursor!);
+      } catch {
+        return; // the next notification or poll tries again
+      }
+      if (records.length) {
+        this.cursor = records[records.length - 1]!.sequence_id;
+        for (const watcher of this.watchers) {
+          watcher.buffer.push(...records);
+          watcher.wake();
+        }
+      }
+      if (records.length === PAGE) this.again = true;
+    } while (this.again && this.watchers.size);
+  }
+}
+
+export class StreamHub {
+  private readonly groups = new Map<string, TaskGroup>();
+  private listening?: Promise<() => Promise<void>>;
+  private poll?: NodeJS.Timeout;
+  private closed = false;
+  /** Reads done by groups and watchers: what the benchmark and tests count. */
+  reads = 0;
+
+  constructor(
+    private readonly store: Store,
+    private readonly options: StreamHubOptions = {},
+  ) {}
+
+  /** A write to the task committed (called by the LISTEN connection; in-process writers may call it too). */
+  notify(taskId: string): void {
+    this.groups.get(taskId)?.refresh();
+  }
+
+  private async start(): Promise<void> {
+    this.listening ??= this.store.listen(TASK_CHANNEL, (taskId) => this.notify(taskId));
+    await this.listening;
+    if (!this.poll) {
+      this.poll = setInterval(() => {
+        for (const group of this.groups.values()) group.refresh();
+      }, this.options.pollMs ?? 5000);
+      this.poll.unref();
+    }
+  }
+
+  private async read(taskId: string, after: number): Promise<StreamRecord[]> {
+    this.reads++;
+    return readStream(this.store.db, taskId, after, PAGE);
+  }
+
+  /**
+   * The task's stream records after `afterSequenceId`, in order, without end: the caller stops
+   * (break, or `signal`) when it has what it wants. Ends on its own only when the hub closes.
+   */
+  async *watch(taskId: string, afterSequenceId: number, signal?: AbortSignal): AsyncGenerator<StreamRecord> {
+    if (this.closed) return;
+    await this.start();
+    let group = this.groups.get(taskId);
+    if (!group) {
+      group = new TaskGroup((after) => this.read(taskId, after));
+      this.groups.set(taskId, group);
+    }
+    let wake: () => void = () => {};
+    const watcher: Watcher = { buffer: [], wake: () => wake() };
+    const onAbort = () => wake();
+    signal?.addEventListener('abort', onAbort);
+    // Joined before the catch-up read: whatever commits after it is pushed, whatever before it is read.
+    group.watchers.add(watcher);
+    let cursor = afterSequenceId;
+    const stopped = () => signal?.aborted || this.closed;
+    try {
+      // Catch up alone, then hand over to the group.
+      for (;;) {
+        const records = await this.read(taskId, cursor);
+        for (const record of records) {
+          yield record;
+          cursor = record.sequence_id;
+        }
+        if (records.length < PAGE || stopped()) break;
+      }
+      if (group.cursor === null) {
+        group.cursor = cursor;
+        group.refresh();
+      }
+      while (!stopped()) {
+        const next = watcher.buffer.shift();
+        if (!next) {
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+            if (watcher.buffer.length || stopped()) resolve();
+          });
+          wake = () => {};
+          continue;
+        }
+        if (next.sequence_id <= cursor) continue;
+        if (next.sequence_id > cursor + 1) {
+          // A gap: read it ourselves, then go on with what the group handed over.
+          watcher.buffer.unshift(next);
+          const records = await this.read(taskId, cursor);
+          for (const record of records) {
+            if (record.sequence_id > next.sequence_id) break;
+            if (record.sequence_id <= cursor) continue;
+            yield record;
+            cursor = record.sequence_id;
+          }
+          continue;
+        }
+        yield next;
+        cursor = next.sequence_id;
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      group.watchers.delete(watcher);
+      if (group.watchers.size === 0 && this.groups.get(taskId) === group) this.groups.delete(taskId);
+    }
+  }
+
+  /** Ends every watch and stops listening. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.poll);
+    for (const group of this.groups.values()) for (const watcher of group.watchers) watcher.wake();
+    const unlisten = await this.listening?.catch(() => undefined);
+    await unlisten?.();
+  }
+}

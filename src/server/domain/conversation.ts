@@ -1,0 +1,365 @@
+import { sql, type Kysely, type Selectable } from 'kysely';
+import { TERMINAL_TASK_STATUSES } from '../../contract/common.js';
+import type { Content, Event, Message, StreamRecord, StreamRecordKind, Tracker } from '../../contract/conversation.js';
+import type { Task } from '../../contract/resources.js';
+import type { Database, Db, EventsTable, MessagesTable, TrackersTable } from '../store/db.js';
+import { newId } from '../store/ids.js';
+import { iso, toTask } from '../store/mappers.js';
+import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import type { Permissions } from '../auth/policy.js';
+import { taskById } from './lookup.js';
+import { enqueueDelivery } from '../delivery/outbox.js';
+
+type Trx = Kysely<Database>;
+
+/** The channel every writer NOTIFYs (payload: the task id) and every stream hub LISTENs on. */
+export const TASK_CHANNEL = 'agentctl_task';
+
+const isTerminal = (status: string) => (TERMINAL_TASK_STATUSES as readonly string[]).includes(status);
+
+// ---- mappers ------------------------------------------------------------------------------------
+
+export const toEvent = (r: Selectable<EventsTable>): Event => ({
+  id: r.id,
+  task_id: r.task_id,
+  agent_id: r.agent_id,
+  sequence_id: Number(r.sequence_id),
+  content: r.content as Content,
+  created_at: iso(r.created_at)!,
+});
+
+export const toMessage = (r: Selectable<MessagesTable>): Message => ({
+  id: r.id,
+  task_id: r.task_id,
+  author: r.author as Message['author'],
+  content: r.content as Content,
+  streaming_status: r.streaming_status as Message['streaming_status'],
+  sequence_id: Number(r.sequence_id),
+  updated_sequence_id: Number(r.updated_sequence_id),
+  created_at: iso(r.created_at)!,
+  updated_at: iso(r.updated_at)!,
+});
+
+export const toTracker = (r: Selectable<TrackersTable>): Tracker => ({
+  id: r.id,
+  task_id: r.task_id,
+  agent_id: r.agent_id,
+  status: r.status,
+  status_message: r.status_message,
+  progress: r.progress == null ? null : Number(r.progress),
+  last_processed_event_id: r.last_processed_event_id,
+  created_at: iso(r.created_at)!,
+  updated_at: iso(r.updated_at)!,
+});
+
+// ---- the per-task order -------------------------------------------------------------------------
+
+/**
+ * Takes the task's next sequence number. The UPDATE row-locks the task until the transaction ends,
+ * so writers of one task commit in sequence order and a reader never sees a gap filled later.
+ */
+async function nextSequence(trx: Trx, taskId: string, refuseTerminal: boolean): Promise<number> {
+  const row = await trx
+    .updateTable('tasks')
+    .set({ last_sequence_id: sql`last_sequence_id + 1` })
+    .where('id', '=', taskId)
+    .returning(['last_sequence_id', 'status'])
+    .executeTakeFirst();
+  if (!row) throw notFound('Task', taskId);
+  if (refuseTerminal && isTerminal(row.status)) throw conflict('task_terminal', `Task ${taskId} is ${row.status}; a finished task takes no new events or messages`);
+  return Number(row.last_sequence_id);
+}
+
+/** Appends one record to the task's stream and tells the stream hubs (NOTIFY is delivered at commit). */
+async function appendToStream(trx: Trx, taskId: string, sequenceId: number, kind: StreamRecordKind, record: unknown): Promise<void> {
+  await trx.insertInto('task_stream').values({ task_id: taskId, sequence_id: sequenceId, kind, record: JSON.stringify(record) }).execute();
+  await sql`SELECT pg_notify(${TASK_CHANNEL}, ${taskId})`.execute(trx);
+}
+
+/**
+ * Records the current state of each task as a `task` stream record with its own sequence number.
+ * Every change of a task's status goes through here, in the transaction that made it (cancel,
+ * update, delete, agent delete, branch retire, and the dispatcher when it fails a task).
+ */
+export async function recordTaskChange(trx: Trx, taskIds: readonly string[]): Promise<void> {
+  // Sorted: concurrent callers lock task rows in one order.
+  for (const taskId of [...new Set(taskIds)].sort()) {
+    const sequenceId = await nextSequence(trx, taskId, false);
+    const row = await trx.selectFrom('tasks').selectAll().where('id', '=', taskId).executeTakeFirstOrThrow();
+    await appendToStream(trx, taskId, sequenceId, 'task', toTask(row));
+  }
+}
+
+/** The task as the contract's Task, with no access check: for in-process callers (the dispatcher). */
+export async function readTask(db: Db | Trx, taskId: string): Promise<Task | undefined> {
+  const row = await db.selectFrom('tasks').selectAll().where('id', '=', taskId).executeTakeFirst();
+  return row ? toTask(row) : undefined;
+}
+
+/** Creates a task's tracker for its agent; called by createTask in the task's transaction. */
+export async function createTracker(trx: Trx, taskId: string, agentId: string): Promise<void> {
+  await trx.insertInto('trackers').values({ id: newId('tracker'), task_id: taskId, agent_id: agentId, created_at: new Date(), updated_at: new Date() }).execute();
+}
+
+// ---- events -------------------------------------------------------------------------------------
+
+/** `POST /tasks/{id}/events`: needs `run` on the task's agent; a terminal task refuses (409). */
+export async function createEvent(db: Db, perms: Permissions, taskId: string, content: Content): Promise<Event> {
+  return db.transaction().execute(async (trx) => {
+    const task = await taskById(trx, perms, 'run', taskId);
+    const sequenceId = await nextSequence(trx, taskId, true);
+    const row = await trx
+      .insertInto('events')
+      .values({ id: newId('event'), task_id: taskId, agent_id: task.agent_id, sequence_id: sequenceId, content: JSON.stringify(content), created_at: new Date() })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const event = toEvent(row);
+    await appendToStream(trx, taskId, sequenceId, 'event', event);
+    await enqueueDelivery(trx, { taskId, method: 'event/send', event });
+    return event;
+  });
+}
+
+export interface AfterQuery {
+  task_id: string;
+  after_sequence_id: number;
+  limit: number;
+}
+
+export async function listEvents(db: Db, perms: Permissions, q: AfterQuery): Promise<{ events: Event[]; has_more: boolean }> {
+  await taskById(db, perms, 'run', q.task_id);
+  const rows = await db
+    .selectFrom('events')
+    .selectAll()
+    .where('task_id', '=', q.task_id)
+    .where('sequence_id', '>', q.after_sequence_id)
+    .orderBy('sequence_id')
+    .limit(q.limit + 1)
+    .execute();
+  return { events: rows.slice(0, q.limit).map(toEvent), has_more: rows.length > q.limit };
+}
+
+export async function getEvent(db: Db, perms: Permissions, eventId: string): Promise<Event> {
+  const row = await db.selectFrom('events').selectAll().where('id', '=', eventId).executeTakeFirst();
+  if (!row) throw notFound('Event', eventId);
+  await taskById(db, perms, 'run', row.task_id).catch(hideAs(notFound('Event', eventId)));
+  return toEvent(row);
+}
+
+/** A 404 about the task would name it: answer about the record asked for instead. */
+const hideAs = (replacement: ApiError) => (error: unknown) => {
+  throw error instanceof ApiError && error.status === 404 ? replacement : error;
+};
+
+// ---- messages -----------------------------------------------------------------------------------
+
+export interface NewMessage {
+  task_id: string;
+  content: Content;
+  author: Message['author'];
+  streaming_status: Message['streaming_status'];
+}
+
+/** `POST /messages`: needs `run` on the task's agent; a terminal task refuses (409). */
+export async function createMessage(db: Db, perms: Permissions, input: NewMessage): Promise<Message> {
+  return db.transaction().execute(async (trx) => {
+    await taskById(trx, perms, 'run', input.task_id).catch(hideAs(notFound('Task', input.task_id)));
+    return insertMessage(trx, input);
+  });
+}
+
+async function insertMessage(trx: Trx, input: NewMessage): Promise<Message> {
+  const sequenceId = await nextSequence(trx, input.task_id, true);
+  const now = new Date();
+  const row = await trx
+    .insertInto('messages')
+    .values({
+      id: newId('message'),
+      task_id: input.task_id,
+      author: input.author,
+      content: JSON.stringify(input.content),
+      streaming_status: input.streaming_status,
+      sequence_id: sequenceId,
+      updated_sequence_id: sequenceId,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const message = toMessage(row);
+  await appendToStream(trx, input.task_id, sequenceId, 'message', message);
+  return message;
+}
+
+/** `PUT /messages/{id}`: replaces content and/or streaming status; the update takes a new sequence number. */
+export async function updateMessage(
+  db: Db,
+  perms: Permissions,
+  messageId: string,
+  update: { content?: Content; streaming_status?: Message['streaming_status'] },
+): Promise<Message> {
+  return db.transaction().execute(async (trx) => {
+    const found = await trx.selectFrom('messages').select('task_id').where('id', '=', messageId).executeTakeFirst();
+    if (!found) throw notFound('Message', messageId);
+    await taskById(trx, perms, 'run', found.task_id).catch(hideAs(notFound('Message', messageId)));
+    const sequenceId = await nextSequence(trx, found.task_id, true);
+    const row = await trx
+      .updateTable('messages')
+      .set({
+        updated_sequence_id: sequenceId,
+        updated_at: new Date(),
+        ...(update.content !== undefined ? { content: JSON.stringify(update.content) } : {}),
+        ...(update.streaming_status !== undefined ? { streaming_status: update.streaming_status } : {}),
+      })
+      .where('id', '=', messageId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const message = toMessage(row);
+    await appendToStream(trx, found.task_id, sequenceId, 'message_update', message);
+    return message;
+  });
+}
+
+export async function listMessages(db: Db, perms: Permissions, q: AfterQuery): Promise<{ messages: Message[]; has_more: boolean }> {
+  await taskById(db, perms, 'run', q.task_id);
+  const rows = await db
+    .selectFrom('messages')
+    .selectAll()
+    .where('task_id', '=', q.task_id)
+    .where('sequence_id', '>', q.after_sequence_id)
+    .orderBy('sequence_id')
+    .limit(q.limit + 1)
+    .execute();
+  return { messages: rows.slice(0, q.limit).map(toMessage), has_more: rows.length > q.limit };
+}
+
+export async function getMessage(db: Db, perms: Permissions, messageId: string): Promise<Message> {
+  const row = await db.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirst();
+  if (!row) throw notFound('Message', messageId);
+  await taskById(db, perms, 'run', row.task_id).catch(hideAs(notFound('Message', messageId)));
+  return toMessage(row);
+}
+
+/** `POST /tasks/{id}/handler-errors`: an agent message with a DataPart `{handler_error: {...}}`. */
+export async function reportHandlerError(
+  db: Db,
+  perms: Permissions,
+  taskId: string,
+  report: { handler: string; message: string; event_id: string | null },
+): Promise<Message> {
+  return db.transaction().execute(async (trx) => {
+    await taskById(trx, perms, 'run', taskId);
+    if (report.event_id) {
+      const event = await trx.selectFrom('events').select('id').where('id', '=', report.event_id).where('task_id', '=', taskId).executeTakeFirst();
+      if (!event) throw notFound('Event', report.event_id);
+    }
+    return insertMessage(trx, {
+      task_id: taskId,
+      author: 'agent',
+      streaming_status: null,
+      content: { type: 'data', data: { handler_error: { handler: report.handler, message: report.message, event_id: report.event_id } } },
+    });
+  });
+}
+
+// ---- trackers -----------------------------------------------------------------------------------
+
+export async function listTrackers(db: Db, perms: Permissions, q: { task_id?: string; agent_id?: string }): Promise<{ trackers: Tracker[]; total: number }> {
+  if (!q.task_id && !q.agent_id) throw invalid(['query', 'task_id'], 'Give task_id, agent_id or both');
+  let query = db.selectFrom('trackers').selectAll();
+  if (q.task_id) {
+    await taskById(db, perms, 'run', q.task_id);
+    query = query.where('task_id', '=', q.task_id);
+  }
+  if (q.agent_id) {
+    const agent = await db
+      .selectFrom('agents')
+      .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
+      .select(['agents.id', 'agents.namespace_id'])
+      .where('agents.id', '=', q.agent_id)
+      .where('namespaces.org_id', '=', perms.actor.orgId)
+      .executeTakeFirst();
+    if (!agent) throw notFound('Agent', q.agent_id);
+    perms.require('run', { type: 'agent', id: agent.id, namespaceId: agent.namespace_id }, `Agent ${q.agent_id}`);
+    query = query.where('agent_id', '=', q.agent_id);
+  }
+  const rows = await query.orderBy('created_at').orderBy('id').limit(1000).execute();
+  return { trackers: rows.map(toTracker), total: rows.length };
+}
+
+async function trackerForAccess(db: Db | Trx, perms: Permissions, trackerId: string) {
+  const row = await db.selectFrom('trackers').selectAll().where('id', '=', trackerId).executeTakeFirst();
+  if (!row) throw notFound('Tracker', trackerId);
+  await taskById(db, perms, 'run', row.task_id).catch(hideAs(notFound('Tracker', trackerId)));
+  return row;
+}
+
+export async function getTracker(db: Db, perms: Permissions, trackerId: string): Promise<Tracker> {
+  return toTracker(await trackerForAccess(db, perms, trackerId));
+}
+
+export interface TrackerUpdate {
+  status?: string;
+  status_message?: string | null;
+  progress?: number | null;
+  last_processed_event_id?: string;
+}
+
+/** `PATCH /tracker/{id}`: left-out fields stay; the cursor only moves forward (409), to an event of the task (404). */
+export async function updateTracker(db: Db, perms: Permissions, trackerId: string, update: TrackerUpdate): Promise<Tracker> {
+  return db.transaction().execute(async (trx) => {
+    const found = await trackerForAccess(trx, perms, trackerId);
+    // The sequence number first: it locks the task, so concurrent cursor moves serialize.
+    const sequenceId = await nextSequence(trx, found.task_id, false);
+    const current = await trx.selectFrom('trackers').selectAll().where('id', '=', trackerId).executeTakeFirstOrThrow();
+    if (update.last_processed_event_id !== undefined) {
+      const target = await trx.selectFrom('events').select('sequence_id').where('id', '=', update.last_processed_event_id).where('task_id', '=', found.task_id).executeTakeFirst();
+      if (!target) throw notFound('Event', update.last_processed_event_id);
+      if (current.last_processed_event_id) {
+        const at = await trx.selectFrom('events').select('sequence_id').where('id', '=', current.last_processed_event_id).executeTakeFirstOrThrow();
+        if (Number(target.sequence_id) < Number(at.sequence_id)) {
+          throw conflict('cursor_backwards', `Tracker ${trackerId} has processed up to event ${current.last_processed_event_id}; the cursor only moves forward`);
+        }
+      }
+    }
+    const row = await trx
+      .updateTable('trackers')
+      .set({
+        updated_at: new Date(),
+        ...(update.status !== undefined ? { status: update.status } : {}),
+        ...(update.status_message !== undefined ? { status_message: update.status_message } : {}),
+        ...(update.progress !== undefined ? { progress: update.progress } : {}),
+        ...(update.last_processed_event_id !== undefined ? { last_processed_event_id: update.last_processed_event_id } : {}),
+      })
+      .where('id', '=', trackerId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const tracker = toTracker(row);
+    await appendToStream(trx, found.task_id, sequenceId, 'tracker', tracker);
+    return tracker;
+  });
+}
+
+// ---- the stream's reads -------------------------------------------------------------------------
+
+/** Stream records of a task after a sequence number, ascending. */
+export async function readStream(db: Db, taskId: string, afterSequenceId: number, limit: number): Promise<StreamRecord[]> {
+  const rows = await db
+    .selectFrom('task_stream')
+    .select(['sequence_id', 'kind', 'record'])
+    .where('task_id', '=', taskId)
+    .where('sequence_id', '>', afterSequenceId)
+    .orderBy('sequence_id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ kind: r.kind, sequence_id: Number(r.sequence_id), data: r.record }) as StreamRecord);
+}
+
+/** Where a stream starts: access (`run`), and whether the task has already ended at a sequence number. */
+export async function openStream(db: Db, perms: Permissions, taskId: string): Promise<{ lastSequenceId: number; terminal: boolean }> {
+  const task = await taskById(db, perms, 'run', taskId);
+  return { lastSequenceId: Number(task.last_sequence_id), terminal: isTerminal(task.status) };
+}
+
+/** A `task` record whose status ends the stream. */
+export const endsStream = (record: StreamRecord) => record.kind === 'task' && isTerminal(record.data.status ?? '');

@@ -1,0 +1,83 @@
+import type { StreamRecord } from '../../contract/conversation.js';
+import type { RouteHost, ServiceContext } from '../route-host.js';
+import { invalid } from '../errors.js';
+import {
+  endsStream,
+  openStream,
+  createEvent,
+  createMessage,
+  getEvent,
+  getMessage,
+  getTracker,
+  listEvents,
+  listMessages,
+  listTrackers,
+  reportHandlerError,
+  updateMessage,
+  updateTracker,
+} from '../domain/conversation.js';
+
+export function registerConversationRoutes(host: RouteHost, service: ServiceContext): void {
+  const db = service.store.db;
+  host.handle('createEvent', async ({ params, body }, call) => createEvent(db, await call.access(), params.task_id, body.content));
+  host.handle('listEvents', async ({ query }, call) => listEvents(db, await call.access(), query));
+  host.handle('getEvent', async ({ params }, call) => getEvent(db, await call.access(), params.event_id));
+  host.handle('reportHandlerError', async ({ params, body }, call) => reportHandlerError(db, await call.access(), params.task_id, body));
+  host.handle('createMessage', async ({ body }, call) => createMessage(db, await call.access(), body));
+  host.handle('updateMessage', async ({ params, body }, call) => updateMessage(db, await call.access(), params.message_id, body));
+  host.handle('listMessages', async ({ query }, call) => listMessages(db, await call.access(), query));
+  host.handle('getMessage', async ({ params }, call) => getMessage(db, await call.access(), params.message_id));
+  host.handle('listTrackers', async ({ query }, call) => listTrackers(db, await call.access(), query));
+  host.handle('getTracker', async ({ params }, call) => getTracker(db, await call.access(), params.tracker_id));
+  host.handle('updateTracker', async ({ params, body }, call) => updateTracker(db, await call.access(), params.tracker_id, body));
+
+  // Server-Sent Events. Everything that can fail with a status (auth, 404, a bad Last-Event-ID)
+  // happens before the response starts; after that the reply is raw.
+  host.handle('streamTask', async ({ params, query }, call) => {
+    const lastEventId = parseLastEventId(call.request.headers['last-event-id']);
+    const after = lastEventId ?? query.after_sequence_id;
+    const taskId = params.task_id;
+    const start = await openStream(db, await call.access(), taskId);
+
+    const reply = call.reply;
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'x-request-id': call.request.id,
+    });
+    raw.flushHeaders();
+    const stop = new AbortController();
+    raw.on('close', () => stop.abort());
+    const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), service.config.streamHeartbeatMs ?? 15_000);
+    try {
+      // Resumed past the terminal record: nothing more will come.
+      if (!(start.terminal && after >= start.lastSequenceId)) {
+        for await (const record of service.streamHub.watch(taskId, after, stop.signal)) {
+          if (!raw.write(sseFrame(record))) await new Promise((resolve) => raw.once('drain', resolve).once('close', resolve));
+          if (endsStream(record)) break;
+        }
+      }
+    } catch (error) {
+      call.request.log.error({ err: error }, 'task stream failed');
+    } finally {
+      clearInterval(heartbeat);
+      raw.end();
+    }
+    return undefined as never;
+  });
+}
+
+const sseFrame = (record: StreamRecord) => `id: ${record.sequence_id}\nevent: ${record.kind}\ndata: ${JSON.stringify(record.data)}\n\n`;
+
+function parseLastEventId(header: string | string[] | undefined): number | undefined {
+  if (header === undefined) return undefined;
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined || !/^\d{1,15}$/.test(value.trim())) {
+    throw invalid(['header', 'last-event-id'], 'Last-Event-ID must be a sequence_id (a non-negative integer)');
+  }
+  return Number(value.trim());
+}
