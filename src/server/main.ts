@@ -6,11 +6,12 @@ import { ensureBootstrap, type BootstrapResult } from './bootstrap.js';
 import { openStore, type Engine, type Store } from './store/db.js';
 import { sweepDraining } from './domain/events.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
-import { extractFilesystem, sweepBlobs } from './domain/filesystems.js';
-import { issueRegistrationToken, markReplicaGone, signingSecretFor } from './domain/registration.js';
+import { sweepBlobs } from './domain/filesystems.js';
+import { markReplicaGone } from './domain/registration.js';
 import { openBlobStore, type BlobStore } from './blobs/index.js';
 import type { RuntimeDriver, RuntimeName, VersionSpec } from './runtime/driver.js';
 import { startReconciler, type Reconciler, type RuntimeSecretSource } from './runtime/reconciler.js';
+import { registrationSecrets, sourceFromFilesystem } from './runtime/wiring.js';
 
 /** How often unreferenced blobs are collected. */
 const BLOB_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -131,14 +132,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 }
 
-/** Tokens and secrets from the registration domain (stored hashed / per version). */
-function registrationSecrets(store: Store): RuntimeSecretSource {
-  return {
-    signingSecret: (versionId) => signingSecretFor(store.db, versionId),
-    registrationToken: (versionId, options) => issueRegistrationToken(store.db, versionId, { reusable: options?.reusable }),
-  };
-}
-
 async function createDriver(runtime: RuntimeName, options: ServerOptions, ro: RuntimeOptions, store: Store, blobs: BlobStore): Promise<RuntimeDriver> {
   if (runtime === 'kubernetes') throw new Error('The kubernetes runtime is not part of this build yet; use --runtime local or none');
   const { createLocalDriver } = await import('./runtime/local/index.js');
@@ -146,12 +139,7 @@ async function createDriver(runtime: RuntimeName, options: ServerOptions, ro: Ru
     ro.dataDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.dirname(options.dataDir) : mkdtempSync(path.join(tmpdir(), 'agentctl-runtime-')));
   return createLocalDriver({
     dataDir,
-    prepareSource:
-      ro.prepareSource ??
-      (async (spec, dir) => {
-        const fsId = spec.sourceFilesystemId ?? spec.imageUrl.replace(/^local:\/\//, '');
-        await extractFilesystem(store.db, blobs, fsId, dir);
-      }),
+    prepareSource: ro.prepareSource ?? sourceFromFilesystem(store, blobs),
     healthIntervalMs: ro.healthIntervalMs,
     startTimeoutMs: ro.startTimeoutMs,
     stopGraceMs: ro.graceMs,
