@@ -133,7 +133,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 }
 
 async function createDriver(runtime: RuntimeName, options: ServerOptions, ro: RuntimeOptions, store: Store, blobs: BlobStore): Promise<RuntimeDriver> {
-  if (runtime === 'kubernetes') throw new Error('The kubernetes runtime is not part of this build yet; use --runtime local or none');
+  if (runtime === 'kubernetes') {
+    // Loaded only when chosen: it brings @kubernetes/client-node.
+    const { createKubernetesDriver } = await import('./runtime/kubernetes/index.js');
+    return createKubernetesDriver({ startTimeoutMs: ro.startTimeoutMs, graceMs: ro.graceMs, warn: (message) => process.stderr.write(`[agentctl runtime] ${message}\n`) });
+  }
   const { createLocalDriver } = await import('./runtime/local/index.js');
   const dataDir =
     ro.dataDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.dirname(options.dataDir) : mkdtempSync(path.join(tmpdir(), 'agentctl-runtime-')));
