@@ -3,6 +3,7 @@
 // 2. `ctx.state.update` and `ctx.messages.send` called one after another from one handler's context,
 //    against the same endpoint called bare (undici keep-alive, no ADK) from the same process.
 import { execFileSync, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,8 +61,10 @@ async function callRates(engine: Engine) {
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const pool = new Agent({ connections: 4 });
+  // Creates carry an Idempotency-Key as the ADK's do, so the ratio is the ADK's own cost.
   const bare = async (method: 'POST' | 'PATCH', p: string, body: unknown) => {
-    const res = await request(url + p, { method, dispatcher: pool, headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json', ...(method === 'POST' ? { 'idempotency-key': randomUUID() } : {}) };
+    const res = await request(url + p, { method, dispatcher: pool, headers, body: JSON.stringify(body) });
     const text = await res.body.text();
     if (res.statusCode >= 300) throw new Error(`${method} ${p}: ${res.statusCode} ${text.slice(0, 300)}`);
     return JSON.parse(text);
