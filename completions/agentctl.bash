@@ -35,9 +35,13 @@ _agentctl() {
       case "$prev" in
         --preset) COMPREPLY=($(compgen -W 'deploy read-only agent-runner custom' -- "$cur")); return ;;
       esac ;;
+    'init')
+      case "$prev" in
+        --acp-type) COMPREPLY=($(compgen -W 'async sync' -- "$cur")); return ;;
+      esac ;;
   esac
   local globals='--json --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback branches versions envs tasks states keys groups completion $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback branches versions envs tasks states keys groups completion init $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get set list use' -- "$cur")); return; fi ;;
@@ -104,6 +108,7 @@ _agentctl() {
     'groups list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups create') COMPREPLY=($(compgen -W "--description $globals" -- "$cur")) ;;
     'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
+    'init') COMPREPLY=($(compgen -W "--agent -a --acp-type --force --no-git $globals" -- "$cur")) ;;
   esac
 }
 complete -o default -F _agentctl agentctl
