@@ -8,7 +8,7 @@ _agentctl() {
     w="${words[i]}"
     if ((skip)); then skip=0; continue; fi
     case "$w" in
-      --acp-type|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--group|--host|--if-match|--image|--limit|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--scope|--sdk-type|--status|--task|--timeout|--to|-a|-n) skip=1; continue ;;
+      --acp-type|--after|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--group|--host|--if-match|--image|--limit|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--scope|--sdk-type|--status|--task|--timeout|--to|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
@@ -52,7 +52,7 @@ _agentctl() {
     branches) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get retire' -- "$cur")); return; fi ;;
     versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get register credentials' -- "$cur")); return; fi ;;
     envs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create update delete resolve' -- "$cur")); return; fi ;;
-    tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create cancel delete migrate' -- "$cur")); return; fi ;;
+    tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create cancel delete migrate send watch messages events' -- "$cur")); return; fi ;;
     states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get put list delete' -- "$cur")); return; fi ;;
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get revoke rotate' -- "$cur")); return; fi ;;
     groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
@@ -92,10 +92,14 @@ _agentctl() {
     'envs resolve') COMPREPLY=($(compgen -W "--agent -a --branch $globals" -- "$cur")) ;;
     'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --limit --page $globals" -- "$cur")) ;;
     'tasks get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'tasks create') COMPREPLY=($(compgen -W "--agent -a --branch --name --params --project $globals" -- "$cur")) ;;
+    'tasks create') COMPREPLY=($(compgen -W "--agent -a --branch --name --params --project --watch $globals" -- "$cur")) ;;
     'tasks cancel') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'tasks delete') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'tasks migrate') COMPREPLY=($(compgen -W "--from --task --to --to-latest --agent -a --dry-run $globals" -- "$cur")) ;;
+    'tasks send') COMPREPLY=($(compgen -W "--data $globals" -- "$cur")) ;;
+    'tasks watch') COMPREPLY=($(compgen -W "--after $globals" -- "$cur")) ;;
+    'tasks messages') COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")) ;;
+    'tasks events') COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")) ;;
     'states get') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
     'states put') COMPREPLY=($(compgen -W "--task --agent -a --data --file --merge --if-match $globals" -- "$cur")) ;;
     'states list') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;

@@ -391,6 +391,7 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--name <name>', description: 'Unique task name' },
       { flags: '--params <json>', description: 'Task parameters as a JSON object' },
       { flags: '--project <id>', description: 'Use the filesystem of this project (prj_ id)' },
+      { flags: '--watch', description: 'Then follow the task as `tasks watch` does (exit 0 when it completes)' },
     ],
     examples: ['agentctl tasks create --agent default/bot', 'agentctl tasks create --agent default/bot --name report-42 --params \'{"topic":"sales"}\' --json'],
     notFoundNext: 'agentctl agents list',
@@ -432,6 +433,53 @@ export const registry: readonly CommandSpec[] = [
     ],
     notFoundNext: 'agentctl versions list --agent <ns/name>',
     load: () => import('./commands/tasks/migrate.js'),
+  },
+  {
+    path: ['tasks', 'send'],
+    summary: 'Send an event to a task: TEXT, or structured data with --data',
+    args: [
+      { name: 'task', description: 'task_ id or task name', required: true },
+      { name: 'text', description: 'The event text (or use --data)' },
+    ],
+    options: [{ flags: '--data <json>', description: 'Send a DataPart: a JSON object' }],
+    examples: ['agentctl tasks send task_01J... "hello"', 'agentctl tasks send nightly-report --data \'{"action":"approve"}\' --json'],
+    notFoundNext: 'agentctl tasks list',
+    load: () => import('./commands/tasks/send.js'),
+  },
+  {
+    path: ['tasks', 'watch'],
+    summary: 'Follow a task live: messages on stdout, events, progress and status on stderr',
+    description:
+      'Ends when the task does: exit 0 when it COMPLETED, 1 when it failed, was canceled or terminated; Ctrl-C exits 130. --json prints the stream records as JSON Lines. A dropped connection resumes where it left off.',
+    args: [{ name: 'task', description: 'task_ id or task name', required: true }],
+    options: [{ flags: '--after <sequence>', description: 'Start after this sequence_id (default: from the beginning)', integer: true }],
+    examples: ['agentctl tasks watch task_01J...', 'agentctl tasks watch nightly-report --json | jq -c .kind'],
+    notFoundNext: 'agentctl tasks list',
+    load: () => import('./commands/tasks/watch.js'),
+  },
+  {
+    path: ['tasks', 'messages'],
+    summary: 'List a task’s messages in order (handler errors flagged)',
+    args: [{ name: 'task', description: 'task_ id or task name', required: true }],
+    options: [
+      { flags: '--after <sequence>', description: 'Only messages after this sequence_id', integer: true },
+      { flags: '--limit <n>', description: 'At most this many (1-500, default 50)', integer: true },
+    ],
+    examples: ['agentctl tasks messages task_01J...', 'agentctl tasks messages nightly-report --after 40 --json'],
+    notFoundNext: 'agentctl tasks list',
+    load: () => import('./commands/tasks/messages.js'),
+  },
+  {
+    path: ['tasks', 'events'],
+    summary: 'List the events sent to a task, in order',
+    args: [{ name: 'task', description: 'task_ id or task name', required: true }],
+    options: [
+      { flags: '--after <sequence>', description: 'Only events after this sequence_id', integer: true },
+      { flags: '--limit <n>', description: 'At most this many (1-500, default 100)', integer: true },
+    ],
+    examples: ['agentctl tasks events task_01J...', 'agentctl tasks events nightly-report --json'],
+    notFoundNext: 'agentctl tasks list',
+    load: () => import('./commands/tasks/events.js'),
   },
 
   // ---- states ----------------------------------------------------------------------------------
