@@ -30,6 +30,7 @@ export const NOUNS: Record<string, string> = {
   states: 'Read and write the JSON state of a (task, agent) pair',
   keys: 'Create (wizard or flags), list, revoke and rotate API keys',
   groups: 'List and create sharing groups',
+  fs: 'Filesystems: create, list, inspect, and push or pull a directory',
   completion: 'Print a shell completion script',
 };
 
@@ -535,6 +536,64 @@ export const registry: readonly CommandSpec[] = [
     options: [{ flags: '--description <text>', description: 'Description' }],
     examples: ['agentctl groups create platform --description "Platform team"'],
     load: () => import('./commands/groups/create.js'),
+  },
+
+  // ---- filesystems -----------------------------------------------------------------------------
+  {
+    path: ['fs', 'create'],
+    summary: 'Create a filesystem in a project, or bare in a namespace (default: the default namespace)',
+    options: [
+      { flags: '--project <id>', description: 'Project (prj_ id) the filesystem belongs to' },
+      { flags: '-n, --namespace <slug>', description: 'Namespace of a filesystem outside any project' },
+    ],
+    examples: ['agentctl fs create --project prj_01J...', 'agentctl fs create --namespace default --json'],
+    load: () => import('./commands/fs/create.js'),
+  },
+  {
+    path: ['fs', 'list'],
+    summary: 'List the filesystems of a project, or the bare ones of a namespace',
+    options: [
+      { flags: '--project <id>', description: 'Project (prj_ id)' },
+      { flags: '-n, --namespace <slug>', description: 'Namespace (default: default)' },
+      limit(100),
+      page,
+    ],
+    examples: ['agentctl fs list --project prj_01J...', 'agentctl fs list --namespace default --json'],
+    load: () => import('./commands/fs/list.js'),
+  },
+  {
+    path: ['fs', 'get'],
+    summary: 'Show a filesystem: checksum, file count, size',
+    args: [{ name: 'filesystem', description: 'fs_ id', required: true }],
+    examples: ['agentctl fs get fs_01J...', 'agentctl fs get fs_01J... --json'],
+    load: () => import('./commands/fs/get.js'),
+  },
+  {
+    path: ['fs', 'files'],
+    summary: 'List every file of a filesystem with its mode and size',
+    args: [{ name: 'filesystem', description: 'fs_ id', required: true }],
+    examples: ['agentctl fs files fs_01J...', 'agentctl fs files fs_01J... --json'],
+    load: () => import('./commands/fs/files.js'),
+  },
+  {
+    path: ['fs', 'push'],
+    summary: 'Upload a directory into a filesystem if it changed; refused (exit 5) when the filesystem changed since the last sync',
+    description: 'Leaves out .git/, node_modules/ and what .agentctlignore names. Only an upload based on the filesystem’s current content is accepted.',
+    args: [{ name: 'dir', description: 'Directory to upload', required: true }],
+    options: [
+      { flags: '--fs <id>', description: 'Filesystem (fs_ id)' },
+      { flags: '--force', description: 'Replace the remote content even if it changed since the last sync' },
+    ],
+    examples: ['agentctl fs push ./workspace --fs fs_01J...', 'agentctl fs push . --fs fs_01J... --json'],
+    load: () => import('./commands/fs/push.js'),
+  },
+  {
+    path: ['fs', 'pull'],
+    summary: 'Make a directory equal to a filesystem (created if missing; files the filesystem lacks are removed)',
+    args: [{ name: 'dir', description: 'Directory to write', required: true }],
+    options: [{ flags: '--fs <id>', description: 'Filesystem (fs_ id)' }],
+    examples: ['agentctl fs pull ./workspace --fs fs_01J...', 'agentctl fs pull ./workspace --fs fs_01J... --json'],
+    load: () => import('./commands/fs/pull.js'),
   },
 
   // ---- completion ------------------------------------------------------------------------------
