@@ -3,6 +3,7 @@ import path from 'node:path';
 import { beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { engines, type TestService } from '../support/service.js';
 import { describeTree, tempDir, writeTree } from '../support/trees.js';
+import { execa } from 'execa';
 import { runCli, useCliService } from './support.js';
 
 describe.each(engines)('agentctl fs (%s)', (engine) => {
@@ -92,5 +93,48 @@ describe.each(engines)('agentctl fs (%s)', (engine) => {
     expect(notDir.code).toBe(2);
     const unknown = await runCli(['fs', 'pull', src, '--fs', 'fs_nope'], { env });
     expect(unknown.code).toBe(3);
+  });
+
+  describe('deploy without --image uploads the source', () => {
+    const git = (cwd: string, ...args: string[]) =>
+      execa('git', args, { cwd, env: { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' } });
+    const repo = async () => {
+      const dir = await tempDir('agentctl-repo-');
+      await writeTree(dir, {
+        'agentctl.json': JSON.stringify({ agent: 'default/src-bot', acp_type: 'sync', replicas: 2, description: 'From source', are_tasks_sticky: true }),
+        'src/index.ts': 'console.log("hi")\n',
+        'run.sh': { content: '#!/bin/sh\n', mode: 0o755 },
+      });
+      await git(dir, 'init', '-q', '-b', 'main');
+      await git(dir, 'add', '-A');
+      await git(dir, 'commit', '-q', '-m', 'source');
+      return dir;
+    };
+
+    test('the commit’s tree becomes the version’s source filesystem; agentctl.json gives the defaults', async () => {
+      const dir = await repo();
+      const deployed = await runCli(['deploy', '--detach', '--json', '--replicas', '3'], { env, cwd: dir });
+      expect(deployed.code, deployed.stderr).toBe(0);
+      const version = (await svc.api('GET', `/versions/${deployed.json().version_id}`)).body;
+      expect(version.source_filesystem_id).toMatch(/^fs_/);
+      expect(version).toMatchObject({ image_url: `local://${version.source_filesystem_id}`, acp_type: 'sync', is_dirty: false });
+      expect((await svc.api('GET', '/agents/name/default/src-bot')).body.description).toBe('From source');
+      const files = await svc.api('GET', `/filesystems/${version.source_filesystem_id}/files`);
+      expect(files.body.files.map((f: { path: string; mode: number }) => `${f.path} ${f.mode.toString(8)}`)).toEqual(['agentctl.json 644', 'run.sh 755', 'src 755', 'src/index.ts 644']);
+    });
+
+    test('--allow-dirty uploads the work tree as it is', async () => {
+      const dir = await repo();
+      await writeTree(dir, { 'notes.txt': 'uncommitted' });
+      const refused = await runCli(['deploy', '--detach'], { env, cwd: dir });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('uncommitted changes');
+      const deployed = await runCli(['deploy', '--detach', '--json', '--allow-dirty'], { env, cwd: dir });
+      expect(deployed.code, deployed.stderr).toBe(0);
+      const version = (await svc.api('GET', `/versions/${deployed.json().version_id}`)).body;
+      expect(version.is_dirty).toBe(true);
+      const files = await svc.api('GET', `/filesystems/${version.source_filesystem_id}/files`);
+      expect(files.body.files.map((f: { path: string }) => f.path)).toEqual(['agentctl.json', 'notes.txt', 'run.sh', 'src', 'src/index.ts']);
+    });
   });
 });
