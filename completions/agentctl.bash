@@ -8,7 +8,7 @@ _agentctl() {
     w="${words[i]}"
     if ((skip)); then skip=0; continue; fi
     case "$w" in
-      --acp-type|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--group|--host|--if-match|--image|--limit|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|-a|-n) skip=1; continue ;;
+      --acp-type|--after|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--limit|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
@@ -45,7 +45,7 @@ _agentctl() {
       esac ;;
   esac
   local globals='--json --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback logs branches versions envs tasks states keys groups completion init $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback logs branches versions envs tasks states keys groups fs completion init $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get set list use' -- "$cur")); return; fi ;;
@@ -56,10 +56,11 @@ _agentctl() {
     branches) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get retire' -- "$cur")); return; fi ;;
     versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get register credentials' -- "$cur")); return; fi ;;
     envs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create update delete resolve' -- "$cur")); return; fi ;;
-    tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create cancel delete migrate' -- "$cur")); return; fi ;;
+    tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create cancel delete migrate send watch messages events' -- "$cur")); return; fi ;;
     states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get put list delete' -- "$cur")); return; fi ;;
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get revoke rotate' -- "$cur")); return; fi ;;
     groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
+    fs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get files push pull' -- "$cur")); return; fi ;;
   esac
   case "$noun${verb:+ $verb}" in
     'auth login') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
@@ -97,10 +98,14 @@ _agentctl() {
     'envs resolve') COMPREPLY=($(compgen -W "--agent -a --branch $globals" -- "$cur")) ;;
     'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --limit --page $globals" -- "$cur")) ;;
     'tasks get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'tasks create') COMPREPLY=($(compgen -W "--agent -a --branch --name --params --project $globals" -- "$cur")) ;;
+    'tasks create') COMPREPLY=($(compgen -W "--agent -a --branch --name --params --project --watch $globals" -- "$cur")) ;;
     'tasks cancel') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'tasks delete') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'tasks migrate') COMPREPLY=($(compgen -W "--from --task --to --to-latest --agent -a --dry-run $globals" -- "$cur")) ;;
+    'tasks send') COMPREPLY=($(compgen -W "--data $globals" -- "$cur")) ;;
+    'tasks watch') COMPREPLY=($(compgen -W "--after $globals" -- "$cur")) ;;
+    'tasks messages') COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")) ;;
+    'tasks events') COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")) ;;
     'states get') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
     'states put') COMPREPLY=($(compgen -W "--task --agent -a --data --file --merge --if-match $globals" -- "$cur")) ;;
     'states list') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
@@ -112,6 +117,12 @@ _agentctl() {
     'keys rotate') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups create') COMPREPLY=($(compgen -W "--description $globals" -- "$cur")) ;;
+    'fs create') COMPREPLY=($(compgen -W "--project --namespace -n $globals" -- "$cur")) ;;
+    'fs list') COMPREPLY=($(compgen -W "--project --namespace -n --limit --page $globals" -- "$cur")) ;;
+    'fs get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'fs files') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;
+    'fs pull') COMPREPLY=($(compgen -W "--fs $globals" -- "$cur")) ;;
     'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
     'init') COMPREPLY=($(compgen -W "--agent -a --acp-type --force --no-git $globals" -- "$cur")) ;;
   esac

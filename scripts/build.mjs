@@ -15,7 +15,9 @@ const pkg = JSON.parse((await import('node:fs')).readFileSync(path.join(root, 'p
 // The server's own dependencies load files next to their modules (PGlite's wasm) or are large and
 // only needed by `agentctl server start`: they stay in node_modules. Everything the CLI needs on
 // every start is bundled, which is what keeps start-up near a bare `node -e 0`.
-const serverOnly = ['@electric-sql/pglite', 'kysely-pglite-dialect', 'kysely', 'pg', 'fastify', 'ulid', '@kubernetes/client-node'];
+const serverOnly = ['@electric-sql/pglite', 'kysely-pglite-dialect', 'kysely', 'pg', 'fastify', 'ulid', 'undici', '@kubernetes/client-node'];
+// undici (the dispatcher, sync and stream transports) stays in node_modules too: bundled, its module
+// evaluation fails (lib/interceptor/decompress.js), and only long-lived paths load it.
 
 // zod re-exports all of its ~50 message locales as `z.locales`; the CLI only ever speaks English.
 // Swapping the locale index for one that exports `en` drops ~400 KB that every command would parse.

@@ -4,7 +4,7 @@ import { createUndiciTransport } from '../client/undici-transport.js';
 import type { Content, ContentInput, Event, Message, Tracker } from '../contract/conversation.js';
 import type { EndpointInput, EndpointName, EndpointOutput } from '../contract/endpoints.js';
 import type { Agent, State, Task } from '../contract/resources.js';
-import { SYSTEM_FOLDER_DIRS, type SystemFolderType } from '../contract/filesystems.js';
+import type { SystemFolderType } from '../contract/filesystems.js';
 import type { SyncOptions, SyncResult } from '../sync/index.js';
 import { readProcessConfig } from './config.js';
 import { httpError, NotFoundError, toAdkError } from './errors.js';
@@ -129,10 +129,14 @@ export class Adk {
 
   readonly task = {
     /** A task's SDK config folder (`dot_alpha` -> `.alpha`), by default into `<AGENTCTL_DATA_ROOT or cwd>/tasks/<task>/.alpha`. */
-    syncDownSystemFolder: async (taskId: string, folderType: SystemFolderType, dir = this.systemFolderDir(taskId, folderType), options: SyncOptions = {}): Promise<SyncResult> =>
-      this.sync((sync) => sync.syncDownSystemFolder(this.syncTransport(), taskId, folderType, dir, options)),
-    syncUpSystemFolder: async (taskId: string, folderType: SystemFolderType, dir = this.systemFolderDir(taskId, folderType), options: SyncOptions = {}): Promise<SyncResult> =>
-      this.sync((sync) => sync.syncUpSystemFolder(this.syncTransport(), taskId, folderType, dir, options)),
+    syncDownSystemFolder: async (taskId: string, folderType: SystemFolderType, dir?: string, options: SyncOptions = {}): Promise<SyncResult> => {
+      const target = dir ?? (await this.systemFolderDir(taskId, folderType));
+      return this.sync((sync) => sync.syncDownSystemFolder(this.syncTransport(), taskId, folderType, target, options));
+    },
+    syncUpSystemFolder: async (taskId: string, folderType: SystemFolderType, dir?: string, options: SyncOptions = {}): Promise<SyncResult> => {
+      const target = dir ?? (await this.systemFolderDir(taskId, folderType));
+      return this.sync((sync) => sync.syncUpSystemFolder(this.syncTransport(), taskId, folderType, target, options));
+    },
   };
 
   /** @internal for AgentServer: reports a handler that threw. */
@@ -185,7 +189,9 @@ export class Adk {
     return { baseUrl: this.baseUrl, apiKey: this.options.apiKey ?? readProcessConfig().apiKey, userAgent: 'agentctl-adk' };
   }
 
-  private systemFolderDir(taskId: string, folderType: SystemFolderType): string {
+  /** The contract's folder names come with zod: loaded on first use, like the sync library. */
+  private async systemFolderDir(taskId: string, folderType: SystemFolderType): Promise<string> {
+    const { SYSTEM_FOLDER_DIRS } = await import('../contract/filesystems.js');
     return path.join(readProcessConfig().dataRoot ?? process.cwd(), 'tasks', taskId, SYSTEM_FOLDER_DIRS[folderType]);
   }
 

@@ -30,6 +30,7 @@ export const NOUNS: Record<string, string> = {
   states: 'Read and write the JSON state of a (task, agent) pair',
   keys: 'Create (wizard or flags), list, revoke and rotate API keys',
   groups: 'List and create sharing groups',
+  fs: 'Filesystems: create, list, inspect, and push or pull a directory',
   completion: 'Print a shell completion script',
   init: 'Start a new agent project on the ADK',
 };
@@ -200,22 +201,23 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['deploy'],
     summary: 'Deploy the current git commit as a new version and wait until it is ACTIVE or FAILED',
-    description: 'Reads the commit hash, branch, subject, author and dirty state from git in the current directory.',
+    description: 'Reads the commit hash, branch, subject, author and dirty state from git in the current directory, and defaults (agent, acp_type, replicas, description, are_tasks_sticky) from agentctl.json; flags override them.',
     options: [
       { ...agent, description: 'Agent as namespace/name (created on first deploy)' },
-      { flags: '--image <url>', description: 'Container image of this version' },
+      { flags: '--image <url>', description: 'Container image of this version (without it: the commit’s tree is uploaded and run from source)' },
       { flags: '--branch <name>', description: 'Git branch to deploy as (default: the checked-out branch)' },
       { flags: '--replicas <n>', description: 'Replicas, 1..10', integer: true },
       { flags: '--sticky', description: 'Keep running tasks on their current version' },
       { flags: '--no-sticky', description: 'Move running tasks to the new version (the default)' },
       { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: ['alpha_agent_sdk', 'beta_agent_sdk'], default: 'alpha_agent_sdk' },
-      { flags: '--acp-type <type>', description: 'Client-protocol server type', choices: ['sync', 'async'], default: 'async' },
+      { flags: '--acp-type <type>', description: 'Client-protocol server type (default: agentctl.json, else async)', choices: ['sync', 'async'] },
       { flags: '--description <text>', description: 'Agent description (first deploy)' },
-      { flags: '--allow-dirty', description: 'Deploy even with uncommitted changes' },
+      { flags: '--allow-dirty', description: 'Deploy even with uncommitted changes (without --image: uploads the work tree as it is)' },
       ...waitOptions,
     ],
     examples: [
       'agentctl deploy --agent default/bot --image registry.local/bot:1.4.0',
+      'agentctl deploy  # from agentctl.json, uploading the commit’s tree as the source',
       'agentctl deploy --agent default/bot --image registry.local/bot:pr-12 --branch feature/search --sticky --detach --json',
     ],
     notFoundNext: 'agentctl namespaces list',
@@ -409,6 +411,7 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--name <name>', description: 'Unique task name' },
       { flags: '--params <json>', description: 'Task parameters as a JSON object' },
       { flags: '--project <id>', description: 'Use the filesystem of this project (prj_ id)' },
+      { flags: '--watch', description: 'Then follow the task as `tasks watch` does (exit 0 when it completes)' },
     ],
     examples: ['agentctl tasks create --agent default/bot', 'agentctl tasks create --agent default/bot --name report-42 --params \'{"topic":"sales"}\' --json'],
     notFoundNext: 'agentctl agents list',
@@ -450,6 +453,53 @@ export const registry: readonly CommandSpec[] = [
     ],
     notFoundNext: 'agentctl versions list --agent <ns/name>',
     load: () => import('./commands/tasks/migrate.js'),
+  },
+  {
+    path: ['tasks', 'send'],
+    summary: 'Send an event to a task: TEXT, or structured data with --data',
+    args: [
+      { name: 'task', description: 'task_ id or task name', required: true },
+      { name: 'text', description: 'The event text (or use --data)' },
+    ],
+    options: [{ flags: '--data <json>', description: 'Send a DataPart: a JSON object' }],
+    examples: ['agentctl tasks send task_01J... "hello"', 'agentctl tasks send nightly-report --data \'{"action":"approve"}\' --json'],
+    notFoundNext: 'agentctl tasks list',
+    load: () => import('./commands/tasks/send.js'),
+  },
+  {
+    path: ['tasks', 'watch'],
+    summary: 'Follow a task live: messages on stdout, events, progress and status on stderr',
+    description:
+      'Ends when the task does: exit 0 when it COMPLETED, 1 when it failed, was canceled or terminated; Ctrl-C exits 130. --json prints the stream records as JSON Lines. A dropped connection resumes where it left off.',
+    args: [{ name: 'task', description: 'task_ id or task name', required: true }],
+    options: [{ flags: '--after <sequence>', description: 'Start after this sequence_id (default: from the beginning)', integer: true }],
+    examples: ['agentctl tasks watch task_01J...', 'agentctl tasks watch nightly-report --json | jq -c .kind'],
+    notFoundNext: 'agentctl tasks list',
+    load: () => import('./commands/tasks/watch.js'),
+  },
+  {
+    path: ['tasks', 'messages'],
+    summary: 'List a task’s messages in order (handler errors flagged)',
+    args: [{ name: 'task', description: 'task_ id or task name', required: true }],
+    options: [
+      { flags: '--after <sequence>', description: 'Only messages after this sequence_id', integer: true },
+      { flags: '--limit <n>', description: 'At most this many (1-500, default 50)', integer: true },
+    ],
+    examples: ['agentctl tasks messages task_01J...', 'agentctl tasks messages nightly-report --after 40 --json'],
+    notFoundNext: 'agentctl tasks list',
+    load: () => import('./commands/tasks/messages.js'),
+  },
+  {
+    path: ['tasks', 'events'],
+    summary: 'List the events sent to a task, in order',
+    args: [{ name: 'task', description: 'task_ id or task name', required: true }],
+    options: [
+      { flags: '--after <sequence>', description: 'Only events after this sequence_id', integer: true },
+      { flags: '--limit <n>', description: 'At most this many (1-500, default 100)', integer: true },
+    ],
+    examples: ['agentctl tasks events task_01J...', 'agentctl tasks events nightly-report --json'],
+    notFoundNext: 'agentctl tasks list',
+    load: () => import('./commands/tasks/events.js'),
   },
 
   // ---- states ----------------------------------------------------------------------------------
@@ -564,6 +614,64 @@ export const registry: readonly CommandSpec[] = [
     options: [{ flags: '--description <text>', description: 'Description' }],
     examples: ['agentctl groups create platform --description "Platform team"'],
     load: () => import('./commands/groups/create.js'),
+  },
+
+  // ---- filesystems -----------------------------------------------------------------------------
+  {
+    path: ['fs', 'create'],
+    summary: 'Create a filesystem in a project, or bare in a namespace (default: the default namespace)',
+    options: [
+      { flags: '--project <id>', description: 'Project (prj_ id) the filesystem belongs to' },
+      { flags: '-n, --namespace <slug>', description: 'Namespace of a filesystem outside any project' },
+    ],
+    examples: ['agentctl fs create --project prj_01J...', 'agentctl fs create --namespace default --json'],
+    load: () => import('./commands/fs/create.js'),
+  },
+  {
+    path: ['fs', 'list'],
+    summary: 'List the filesystems of a project, or the bare ones of a namespace',
+    options: [
+      { flags: '--project <id>', description: 'Project (prj_ id)' },
+      { flags: '-n, --namespace <slug>', description: 'Namespace (default: default)' },
+      limit(100),
+      page,
+    ],
+    examples: ['agentctl fs list --project prj_01J...', 'agentctl fs list --namespace default --json'],
+    load: () => import('./commands/fs/list.js'),
+  },
+  {
+    path: ['fs', 'get'],
+    summary: 'Show a filesystem: checksum, file count, size',
+    args: [{ name: 'filesystem', description: 'fs_ id', required: true }],
+    examples: ['agentctl fs get fs_01J...', 'agentctl fs get fs_01J... --json'],
+    load: () => import('./commands/fs/get.js'),
+  },
+  {
+    path: ['fs', 'files'],
+    summary: 'List every file of a filesystem with its mode and size',
+    args: [{ name: 'filesystem', description: 'fs_ id', required: true }],
+    examples: ['agentctl fs files fs_01J...', 'agentctl fs files fs_01J... --json'],
+    load: () => import('./commands/fs/files.js'),
+  },
+  {
+    path: ['fs', 'push'],
+    summary: 'Upload a directory into a filesystem if it changed; refused (exit 5) when the filesystem changed since the last sync',
+    description: 'Leaves out .git/, node_modules/ and what .agentctlignore names. Only an upload based on the filesystem’s current content is accepted.',
+    args: [{ name: 'dir', description: 'Directory to upload', required: true }],
+    options: [
+      { flags: '--fs <id>', description: 'Filesystem (fs_ id)' },
+      { flags: '--force', description: 'Replace the remote content even if it changed since the last sync' },
+    ],
+    examples: ['agentctl fs push ./workspace --fs fs_01J...', 'agentctl fs push . --fs fs_01J... --json'],
+    load: () => import('./commands/fs/push.js'),
+  },
+  {
+    path: ['fs', 'pull'],
+    summary: 'Make a directory equal to a filesystem (created if missing; files the filesystem lacks are removed)',
+    args: [{ name: 'dir', description: 'Directory to write', required: true }],
+    options: [{ flags: '--fs <id>', description: 'Filesystem (fs_ id)' }],
+    examples: ['agentctl fs pull ./workspace --fs fs_01J...', 'agentctl fs pull ./workspace --fs fs_01J... --json'],
+    load: () => import('./commands/fs/pull.js'),
   },
 
   // ---- completion ------------------------------------------------------------------------------

@@ -4,10 +4,13 @@ import { routes, type Route } from '../contract/routes.js';
 import { ApiRequestError, ResponseShapeError, UnreachableError } from './errors.js';
 import { redactHeaders, redactJson, redactText } from './redact.js';
 import { send, TransportError, type ResponseHeaders, type Transport, type TransportResponse } from './transport.js';
+import type { StreamTaskOptions } from './stream.js';
+import type { StreamRecord } from '../contract/conversation.js';
 
 export { ApiRequestError, ResponseShapeError, UnreachableError, formatValidationItem } from './errors.js';
 export { redactText, redactJson } from './redact.js';
 export type { Transport, TransportRequest, TransportResponse } from './transport.js';
+export type { StreamTaskOptions } from './stream.js';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -53,8 +56,11 @@ type Args<K extends EndpointName> = {} extends EndpointInput<K>
   ? [input?: EndpointInput<K>, options?: CallOptions]
   : [input: EndpointInput<K>, options?: CallOptions];
 
+/** Endpoints answering Server-Sent Events: the client streams them (`streamTask`) instead of one JSON answer. */
+type SseEndpointName = { [K in EndpointName]: (typeof routes)[K] extends { sse: true } ? K : never }[EndpointName];
+
 /** One method per endpoint of the contract's table, named as the table names it. */
-export type EndpointMethods = { [K in EndpointName]: (...args: Args<K>) => Promise<EndpointOutput<K>> };
+export type EndpointMethods = { [K in Exclude<EndpointName, SseEndpointName>]: (...args: Args<K>) => Promise<EndpointOutput<K>> };
 
 const RETRY_STATUSES = new Set([429, 503]);
 const MAX_BACKOFF_MS = 5000;
@@ -123,6 +129,26 @@ export class AgentctlClient {
     }
   }
 
+  /**
+   * `GET /tasks/{id}/stream`: the task's records as they happen, in sequence order, ending after
+   * its terminal status; reconnects with Last-Event-ID after a dropped connection. Uses undici
+   * (loaded on first call), not the one-shot transport.
+   */
+  async *streamTask(taskId: string, options: StreamTaskOptions = {}): AsyncGenerator<StreamRecord> {
+    const { streamTask } = await import('./stream.js');
+    yield* streamTask(
+      {
+        baseUrl: this.baseUrl,
+        apiKey: this.options.apiKey,
+        userAgent: this.options.userAgent,
+        debug: this.options.debug,
+        toError: (status, headers, text, request) => toApiError({ status, statusText: '', headers, text }, parseJson(text), request),
+      },
+      taskId,
+      { ...options, signal: options.signal && this.options.signal ? AbortSignal.any([options.signal, this.options.signal]) : (options.signal ?? this.options.signal) },
+    );
+  }
+
   private signalFor(call: CallOptions): AbortSignal {
     const signals = [AbortSignal.timeout(this.options.timeoutMs ?? 30_000)];
     if (this.options.signal) signals.push(this.options.signal);
@@ -164,6 +190,7 @@ export type Client = AgentctlClient & EndpointMethods;
 export function createClient(options: ClientOptions): Client {
   const client = new AgentctlClient(options) as Client;
   for (const name of Object.keys(routes) as EndpointName[]) {
+    if ((routes[name] as Route).sse) continue;
     (client as unknown as Record<string, unknown>)[name] = async (input?: unknown, call?: CallOptions) =>
       (await client.request(name, input as never, call)).data;
   }

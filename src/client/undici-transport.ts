@@ -6,11 +6,12 @@ import { TransportError, type Transport } from './transport.js';
  * agent that imports the ADK starts as fast as one that does not; the CLI never loads it.
  */
 export function createUndiciTransport(options: { connections?: number; keepAliveTimeoutMs?: number } = {}): Transport & { close(): Promise<void> } {
-  let loaded: Promise<{ undici: typeof import('undici'); dispatcher: import('undici').Agent }> | undefined;
+  let loaded: Promise<{ undici: typeof import('undici'); dispatcher: import('undici').Dispatcher }> | undefined;
   const load = () =>
     (loaded ??= import('undici').then((undici) => ({
       undici,
-      dispatcher: new undici.Agent({ connections: options.connections ?? 32, keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000 }),
+      // Honours HTTP_PROXY, HTTPS_PROXY and NO_PROXY like the rest of the project's clients (DESIGN section 9).
+      dispatcher: new undici.EnvHttpProxyAgent({ connections: options.connections ?? 32, keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000 }),
     })));
   const transport: Transport = async (url, req) => {
     const { undici, dispatcher } = await load();

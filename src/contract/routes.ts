@@ -113,8 +113,8 @@ export const routes = {
   getFilesystemFile: route({ method: 'GET', path: '/filesystems/:filesystem_id/files/*', status: 200, idempotent: true, binary: { response: 'application/octet-stream' } }),
   downloadSystemFolderArchive: route({ method: 'GET', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, idempotent: true, binary: { response: 'application/zstd' } }),
   uploadSystemFolderArchive: route({ method: 'PUT', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, binary: { request: ['application/zstd', 'application/octet-stream'] } }),
-  /** JSON `{lines}`; with `follow=true`, Server-Sent Events. */
-  getVersionLogs: route({ method: 'GET', path: '/versions/:version_id/logs', status: 200, idempotent: true, sse: true }),
+  /** JSON `{lines}` (the client's method); with `follow=true` Server-Sent Events instead, so not marked `sse`. */
+  getVersionLogs: route({ method: 'GET', path: '/versions/:version_id/logs', status: 200, idempotent: true }),
 } as const;
 
 export type RouteName = keyof typeof routes;

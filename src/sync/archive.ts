@@ -30,11 +30,38 @@ export function packTree(root: string, paths: readonly string[], level = 3): Rea
     linkCache: { get: () => undefined, set() {} } as unknown as Map<`${number}:${number}`, string>,
   });
   const zstd = zlib.createZstdCompress({ params: { [zlib.constants.ZSTD_c_compressionLevel]: level } });
+  // tar writes each header and file separately; zlib sends every write to the thread pool, so
+  // thousands of small writes cost more than the compression. Hand it larger pieces.
+  const coalesce = coalescer(256 * 1024);
   pack.on('error', (error: unknown) => zstd.destroy(error as Error));
-  pack.pipe(zstd as unknown as Writable);
+  coalesce.on('error', (error) => zstd.destroy(error));
+  pack.pipe(coalesce as unknown as Writable);
+  coalesce.pipe(zstd);
   for (const p of paths) pack.add(p);
   pack.end();
   return zstd;
+}
+
+/** Joins small chunks into pieces of about `size` bytes. */
+function coalescer(size: number): Transform {
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      if (pendingBytes >= size) {
+        this.push(Buffer.concat(pending, pendingBytes));
+        pending = [];
+        pendingBytes = 0;
+      }
+      done();
+    },
+    flush(done) {
+      if (pendingBytes) this.push(Buffer.concat(pending, pendingBytes));
+      done();
+    },
+  });
 }
 
 /** A tar of nothing, compressed: what a filesystem without content serves. */

@@ -150,9 +150,11 @@ export async function walkTree(root: string, rules: IgnoreRules): Promise<Walked
   const out: WalkedEntry[] = [];
   const visit = async (rel: string): Promise<void> => {
     const names = (await readdir(rel ? path.join(root, rel) : root)).sort(comparePaths);
-    for (const name of names) {
+    // One directory's entries are stat'ed together: the walk is bound by file system round trips.
+    const stats = await Promise.all(names.map((name) => lstat(path.join(root, rel ? `${rel}/${name}` : name))));
+    for (const [i, name] of names.entries()) {
       const childRel = rel ? `${rel}/${name}` : name;
-      const st = await lstat(path.join(root, childRel), { bigint: false });
+      const st = stats[i]!;
       const stamp = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
       if (st.isDirectory()) {
         if (rules.ignores(childRel, true)) continue;

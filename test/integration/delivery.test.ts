@@ -1,8 +1,11 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
+import { SIGNATURE_HEADER, verifySignature } from '../../src/contract/acp.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { createTask, deploy } from '../support/fixtures.js';
 import { startAgent, stopAgents, type TestAgent } from '../support/agents.js';
+import { readSse } from '../support/sse.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/server/delivery/dispatcher.js';
 import { markReplicaGone } from '../../src/server/domain/registration.js';
 import { buildApp } from '../../src/server/app.js';
@@ -17,6 +20,16 @@ const methods = (agent: TestAgent) =>
 
 const deliveriesOf = async (svc: TestService, taskId: string) =>
   svc.store.db.selectFrom('deliveries').select(['method', 'status', 'attempts']).where('task_id', '=', taskId).orderBy('id').execute();
+
+/** The task's deliveries once none is open any more (the agent may answer before the row is marked done). */
+async function settledDeliveries(svc: TestService, taskId: string) {
+  for (let i = 0; i < 250; i++) {
+    const rows = await deliveriesOf(svc, taskId);
+    if (rows.every((d) => d.status === 'done' || d.status === 'failed')) return rows;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return deliveriesOf(svc, taskId);
+}
 
 describe.each(engines)('delivery to agents (%s)', (engine) => {
   let svc: TestService;
@@ -57,7 +70,7 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect(cancel.params.task).toMatchObject({ id: task.id, status: 'CANCELED' });
     // Distinct JSON-RPC ids: the agent deduplicates by them.
     expect(new Set(agent.received().map((r) => r.id)).size).toBe(3);
-    expect((await deliveriesOf(svc, task.id)).map((d) => d.status)).toEqual(['done', 'done', 'done']);
+    expect((await settledDeliveries(svc, task.id)).map((d) => d.status)).toEqual(['done', 'done', 'done']);
   });
 
   test('a token registration makes the DEPLOYING version ACTIVE and the agent gets its runtime key', async () => {
@@ -78,7 +91,7 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
 
     // The first delivery was refused twice, then each went once, in order.
     expect(methods(agent)).toEqual(['task/create', 'task/create', 'task/create', 'event/send:one', 'event/send:two']);
-    expect((await deliveriesOf(svc, task.id)).map((d) => [d.method, d.status, d.attempts])).toEqual([
+    expect((await settledDeliveries(svc, task.id)).map((d) => [d.method, d.status, d.attempts])).toEqual([
       ['task/create', 'done', 3],
       ['event/send', 'done', 1],
       ['event/send', 'done', 1],
@@ -157,6 +170,36 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect(messages.map((m) => [m.author, m.content])).toEqual([['agent', { type: 'text', text: 'pong' }]]);
   });
 
+  test('a runtime with no driver registers the version with a key and acp_url: deliveries go there, signed', async () => {
+    const v1 = await deploy(svc);
+    const received: { method: string; signed: boolean }[] = [];
+    const secret = (await svc.api('GET', `/versions/${v1.version_id}/signing-secret`)).body.signing_secret;
+    const agent = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const rpc = JSON.parse(body);
+        received.push({ method: rpc.method, signed: verifySignature(secret, body, req.headers[SIGNATURE_HEADER] as string).ok });
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: { accepted: true } }));
+      });
+    });
+    await new Promise<void>((resolve) => agent.listen(0, '127.0.0.1', resolve));
+    try {
+      const acpUrl = `http://127.0.0.1:${(agent.address() as AddressInfo).port}`;
+      const registered = await svc.api('POST', '/versions/register', { body: { version_id: v1.version_id, acp_url: acpUrl } });
+      expect(registered.status).toBe(200);
+      expect(registered.body.version_status).toBe('ACTIVE');
+      expect(registered.body.agent_api_key).toBeUndefined();
+      dispatcher = await startDispatcher(svc.store, FAST);
+      await createTask(svc);
+      for (let i = 0; i < 250 && received.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(received).toEqual([{ method: 'task/create', signed: true }]);
+    } finally {
+      await new Promise((r) => agent.close(r));
+    }
+  });
+
   test('past the retry budget the task becomes FAILED, naming the cause', async () => {
     const v1 = await deploy(svc);
     const agent = await startAgent(svc, v1.version_id);
@@ -174,7 +217,11 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     }
     expect(current.status).toBe('FAILED');
     expect(current.status_reason).toBe('Delivery failed: task/create could not be delivered to the agent within 300 ms (connection refused)');
-    expect((await deliveriesOf(svc, task.id)).map((d) => d.status)).toEqual(['failed', 'failed']);
+    expect((await settledDeliveries(svc, task.id)).map((d) => d.status)).toEqual(['failed', 'failed']);
+    // Watchers see it: the stream ends with the FAILED task record.
+    const stream = await readSse(svc, `/tasks/${task.id}/stream`, { key: svc.adminKey });
+    expect(stream.ended).toBe(true);
+    expect(stream.frames.at(-1)).toMatchObject({ event: 'task', data: { status: 'FAILED', status_reason: current.status_reason } });
   });
 
   test.runIf(engine === 'postgres')('two server instances on one database: each delivery is made by exactly one of them', async () => {
@@ -214,8 +261,7 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
         const seen = agent.received().filter((r) => r.params.task.id === task.id).map((r) => (r.method === 'event/send' ? r.params.event.content.text : r.method));
         expect(seen).toEqual(['task/create', 'e0', 'e1', 'e2', 'e3']);
       }
-      const claimers = await svc.store.db.selectFrom('deliveries').select('status').where('status', '!=', 'done').execute();
-      expect(claimers).toEqual([]);
+      for (const task of tasks) expect((await settledDeliveries(svc, task.id)).every((d) => d.status === 'done')).toBe(true);
     } finally {
       await otherDispatcher.close();
       await otherApp.close();

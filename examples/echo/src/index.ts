@@ -27,9 +27,10 @@ const server = new AgentServer({
     await ctx.tracker.update(Math.min(100, count * 10), `handled ${count} event${count === 1 ? '' : 's'}`);
   },
 
+  // A canceled task takes no new messages; the tracker still says how far it got.
   async onCancel(ctx) {
-    await ctx.messages.send('Canceled: goodbye.');
-    await ctx.tracker.update(100, 'canceled');
+    const count = Number((await ctx.state.get())?.state.events ?? 0);
+    await ctx.tracker.update(undefined, `canceled after ${count} event${count === 1 ? '' : 's'}`);
   },
 });
 

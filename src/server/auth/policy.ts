@@ -80,7 +80,8 @@ export class Permissions {
     this.groupIds = groupIds;
     let admin = false;
     let member = false;
-    for (const g of grants) {
+    // A runtime key holds no grants: whatever a row says, it is confined to its agent (see can()).
+    for (const g of actor.runtimeAgentId !== undefined ? [] : grants) {
       if (g.resource_type === 'org') {
         if (g.resource_id !== actor.orgId) continue;
         if (g.role === 'admin') admin = true;
@@ -130,7 +131,7 @@ export class Permissions {
   require(permission: Permission, resource: ResourceRef, describe: string): void {
     if (this.can(permission, resource)) return;
     if (permission === 'discover' || !this.can('discover', resource)) throw new ApiError(404, 'not_found', `${describe} was not found`);
-    throw new ApiError(403, 'forbidden', `This API key may not ${permission} ${describe}`);
+    throw new ApiError(403, 'forbidden', `This API key may not ${permission === 'write_task_data' ? 'write' : permission} ${describe}`);
   }
 
   requireOrgAdmin(action: string): void {

@@ -22,7 +22,17 @@ export class S3BlobStore implements BlobStore {
   ) {}
 
   static async open(bucket: string, prefix: string, client?: S3Client): Promise<S3BlobStore> {
-    const s3 = client ?? new S3Client({ forcePathStyle: true, region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1' });
+    const s3 =
+      client ??
+      new S3Client({
+        forcePathStyle: true,
+        region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
+        // Checksums only where S3 demands them: streamed bodies otherwise go aws-chunked, which
+        // S3-compatible servers (MinIO versions, s3rver) do not all understand. Blobs are
+        // content-addressed and verified by their readers anyway.
+        requestChecksumCalculation: 'WHEN_REQUIRED',
+        responseChecksumValidation: 'WHEN_REQUIRED',
+      });
     return new S3BlobStore(s3, bucket, prefix, await mkdtemp(path.join(os.tmpdir(), 'agentctl-s3-staging-')));
   }
 

@@ -11,8 +11,10 @@ import { sql } from 'kysely';
 import { Agent, request } from 'undici';
 import { ACP_PATH, SIGNATURE_HEADER, signBody, type AcpAgentRef, type AcpMethod, type AcpRequest, type AcpResponse } from '../../contract/acp.js';
 import { Content } from '../../contract/conversation.js';
+import type { Task } from '../../contract/resources.js';
 import { TERMINAL_TASK_STATUSES } from '../../contract/common.js';
-import type { Db, Store } from '../store/db.js';
+import type { Selectable } from 'kysely';
+import type { Db, Store, TasksTable } from '../store/db.js';
 import { toTask } from '../store/mappers.js';
 import { signingSecretFor } from '../domain/registration.js';
 import { settleDraining } from '../domain/events.js';
@@ -39,13 +41,22 @@ export interface DispatcherOptions {
 
 export const DEFAULT_RETRY_BUDGET_MS = 10 * 60 * 1000;
 
+/** A claimed delivery with what its request needs, read in the claiming statement. */
 interface Claimed {
   id: string;
   task_id: string;
   method: AcpMethod;
   payload: DeliveryPayload;
   attempts: number;
+  /** The task's current version at claim time. */
   version_id: string;
+  task_row: Selectable<TasksTable>;
+  agent_name: string;
+  namespace_slug: string;
+  org_id: string;
+  acp_type: string;
+  /** Live replicas of the version, in a stable order. */
+  acp_urls: string[];
 }
 
 /** A stable choice among a version's replicas: the same task goes to the same replica. */
@@ -160,24 +171,37 @@ export class Dispatcher {
    */
   private async claim(limit: number): Promise<Claimed[]> {
     const leaseMs = this.options.requestTimeoutMs * 2 + 5000;
+    // One statement claims and reads what the request needs: the task as it is now, its agent, and
+    // the live replicas of its current version.
     const result = await sql<Claimed>`
-      UPDATE deliveries AS d
-      SET status = 'in_flight', claimed_by = ${this.id}, claimed_until = now() + ${leaseMs} * interval '1 millisecond',
-          version_id = c.current_version_id, attempts = d.attempts + 1, updated_at = now()
-      FROM (
-        SELECT o.id, t.current_version_id
-        FROM deliveries o
-        JOIN tasks t ON t.id = o.task_id
-        WHERE o.status IN ('pending', 'in_flight')
-          AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status = 'in_flight' AND o.claimed_until < now()))
-          AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN ('pending', 'in_flight') AND e.id < o.id)
-          AND EXISTS (SELECT 1 FROM version_replicas r WHERE r.version_id = t.current_version_id AND r.live)
-        ORDER BY o.id
-        LIMIT ${limit}
-        FOR UPDATE OF o SKIP LOCKED
-      ) AS c
-      WHERE d.id = c.id
-      RETURNING d.id::text AS id, d.task_id, d.method, d.payload, d.attempts, c.current_version_id AS version_id`.execute(this.db);
+      WITH claimed AS (
+        UPDATE deliveries AS d
+        SET status = 'in_flight', claimed_by = ${this.id}, claimed_until = now() + ${leaseMs} * interval '1 millisecond',
+            version_id = c.current_version_id, attempts = d.attempts + 1, updated_at = now()
+        FROM (
+          SELECT o.id, t.current_version_id
+          FROM deliveries o
+          JOIN tasks t ON t.id = o.task_id
+          WHERE o.status IN ('pending', 'in_flight')
+            AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status = 'in_flight' AND o.claimed_until < now()))
+            AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN ('pending', 'in_flight') AND e.id < o.id)
+            AND EXISTS (SELECT 1 FROM version_replicas r WHERE r.version_id = t.current_version_id AND r.live)
+          ORDER BY o.id
+          LIMIT ${limit}
+          FOR UPDATE OF o SKIP LOCKED
+        ) AS c
+        WHERE d.id = c.id
+        RETURNING d.id, d.task_id, d.method, d.payload, d.attempts, c.current_version_id AS version_id
+      )
+      SELECT claimed.id::text AS id, claimed.task_id, claimed.method, claimed.payload, claimed.attempts, claimed.version_id,
+             row_to_json(t) AS task_row, a.name AS agent_name, n.slug AS namespace_slug, n.org_id, v.acp_type,
+             ARRAY(SELECT r.acp_url FROM version_replicas r WHERE r.version_id = claimed.version_id AND r.live ORDER BY r.replica_key) AS acp_urls
+      FROM claimed
+      JOIN tasks t ON t.id = claimed.task_id
+      JOIN agents a ON a.id = t.agent_id
+      JOIN namespaces n ON n.id = a.namespace_id
+      JOIN versions v ON v.id = claimed.version_id
+      ORDER BY claimed.id`.execute(this.db);
     return result.rows;
   }
 
@@ -193,31 +217,14 @@ export class Dispatcher {
   private async deliver(delivery: Claimed): Promise<void> {
     let target = '';
     try {
-      const context = await this.db
-        .selectFrom('tasks')
-        .innerJoin('agents', 'agents.id', 'tasks.agent_id')
-        .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
-        .innerJoin('versions', 'versions.id', 'tasks.current_version_id')
-        .selectAll('tasks')
-        .select(['agents.name as agent_name', 'namespaces.slug as namespace_slug', 'namespaces.org_id', 'versions.acp_type'])
-        .where('tasks.id', '=', delivery.task_id)
-        .executeTakeFirstOrThrow();
-      const replicas = await this.db
-        .selectFrom('version_replicas')
-        .select('acp_url')
-        .where('version_id', '=', delivery.version_id)
-        .where('live', '=', true)
-        .orderBy('replica_key')
-        .execute();
-      if (replicas.length === 0) {
+      if (delivery.acp_urls.length === 0) {
         // Its last replica went away since the claim: hold it until one registers.
         await this.release(delivery, null);
         return;
       }
-      target = replicas[replicaIndex(delivery.task_id, replicas.length)].acp_url;
-      const agent: AcpAgentRef = { id: context.agent_id, name: `${context.namespace_slug}/${context.agent_name}` };
-      const task = toTask(context);
-      const rpc = toRequest(delivery, agent, task, context.acp_type);
+      target = delivery.acp_urls[replicaIndex(delivery.task_id, delivery.acp_urls.length)];
+      const agent: AcpAgentRef = { id: delivery.task_row.agent_id, name: `${delivery.namespace_slug}/${delivery.agent_name}` };
+      const rpc = toRequest(delivery, agent, toTask(delivery.task_row), delivery.acp_type);
       const body = JSON.stringify(rpc);
       const signature = signBody(await this.secretFor(delivery.version_id), body);
       const response = await request(target.replace(/\/+$/, '') + ACP_PATH, {
@@ -239,7 +246,7 @@ export class Dispatcher {
       if (answer.error) throw new DeliveryFailure(`the agent answered JSON-RPC error ${answer.error.code}: ${String(answer.error.message).slice(0, 200)}`);
       // A sync agent's inline reply is recorded before the delivery is done: a crash in between
       // repeats the delivery (at least once) rather than losing the reply.
-      if (rpc.method === 'message/send') await this.recordReplies(context.org_id, delivery.task_id, answer.result?.messages ?? []);
+      if (rpc.method === 'message/send') await this.recordReplies(delivery.org_id, delivery.task_id, answer.result?.messages ?? []);
       await this.complete(delivery);
     } catch (error) {
       const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
@@ -333,7 +340,7 @@ export class Dispatcher {
   }
 }
 
-function toRequest(delivery: Claimed, agent: AcpAgentRef, task: ReturnType<typeof toTask>, acpType: string): AcpRequest {
+function toRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: string): AcpRequest {
   const base = { jsonrpc: '2.0' as const, id: delivery.id };
   switch (delivery.method) {
     case 'task/create':

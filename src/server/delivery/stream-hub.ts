@@ -76,6 +76,11 @@ export class StreamHub {
     private readonly options: StreamHubOptions = {},
   ) {}
 
+  /** How many streams follow the task on this server right now. */
+  watching(taskId: string): number {
+    return this.groups.get(taskId)?.watchers.size ?? 0;
+  }
+
   /** A write to the task committed (called by the LISTEN connection; in-process writers may call it too). */
   notify(taskId: string): void {
     this.groups.get(taskId)?.refresh();

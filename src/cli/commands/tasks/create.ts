@@ -3,6 +3,7 @@ import { call } from '../../api.js';
 import { parseJsonObject } from '../../json-input.js';
 import { taskRecord } from '../../output/resources.js';
 import { requireAgentOption } from '../../refs.js';
+import { watchTask } from './conversation.js';
 
 const create: Handler = async (ctx, _args, options) => {
   const agent = requireAgentOption(options.agent, 'agentctl tasks create');
@@ -16,6 +17,8 @@ const create: Handler = async (ctx, _args, options) => {
     },
   });
   ctx.success(`Created task ${data.id} on ${data.current_version_id ?? 'no version'}`);
+  // --watch: the task's stream from its first record (its creation) until it ends.
+  if (options.watch) return { exitCode: await watchTask(ctx, data.id) };
   return { json: raw, view: taskRecord(data) };
 };
 export default create;

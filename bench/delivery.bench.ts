@@ -1,0 +1,168 @@
+// Delivery to agents (DESIGN section 10), on each engine, as ratios against floors measured in the
+// same run:
+//  1. latency from `POST /tasks/{id}/events` to the agent's handler start (signature verified), p50
+//     and p99, against a bare loopback HTTP round trip (POST to a server that answers at once);
+//  2. events per second through the dispatcher across 100 tasks (deliveries already in the outbox,
+//     the dispatcher started and timed until the agent has them all), against the bare rate of
+//     single-row INSERTs with the same pool.
+// The agent is a node:http server in this process, so both sides read one clock.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
+import { Agent, request } from 'undici';
+import { verifySignature, SIGNATURE_HEADER } from '../src/contract/acp.js';
+import { buildApp } from '../src/server/app.js';
+import { ensureBootstrap } from '../src/server/bootstrap.js';
+import { openStore, type Engine } from '../src/server/store/db.js';
+import { generateSecret } from '../src/server/auth/secrets.js';
+import { startDispatcher } from '../src/server/delivery/dispatcher.js';
+import { signingSecretFor } from '../src/server/domain/registration.js';
+import { createEvent } from '../src/server/domain/conversation.js';
+import { unrestricted } from '../src/server/auth/policy.js';
+import { benchEngines, fmt, throwawayDatabase } from './support.js';
+
+const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
+const TASKS = 100;
+const EVENTS_PER_TASK = Number(process.env.BENCH_EVENTS_PER_TASK ?? 10);
+const INSERT_CONCURRENCY = 10;
+
+const now = () => performance.now();
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
+const listen = (server: Server) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+
+async function benchEngine(engine: Engine) {
+  const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
+  const store = await openStore({ databaseUrl: database?.url });
+  const adminKey = generateSecret();
+  const { orgId } = await ensureBootstrap(store.db, adminKey);
+  const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const serviceUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const http = new Agent({ connections: 16 });
+  const call = async (method: 'POST' | 'GET', path: string, body?: unknown) => {
+    const res = await request(serviceUrl + path, { method, dispatcher: http, headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await res.body.text();
+    if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 300)}`);
+    return JSON.parse(text);
+  };
+
+  // The agent: verifies each delivery, notes when its handler would start, acknowledges.
+  let secret = '';
+  const handlerStarted = new Map<string, number>();
+  let received = 0;
+  let onReceived: (() => void) | undefined;
+  const agent = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      if (!verifySignature(secret, body, req.headers[SIGNATURE_HEADER] as string).ok) {
+        res.statusCode = 401;
+        return res.end('{}');
+      }
+      const rpc = JSON.parse(body);
+      if (rpc.method === 'event/send') handlerStarted.set(rpc.params.event.id, now());
+      received++;
+      onReceived?.();
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: { accepted: true } }));
+    });
+  });
+  const agentUrl = await listen(agent);
+  // The floor of (1): the same kind of request to a server that does nothing.
+  const bare = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end('{}'));
+  });
+  const bareUrl = await listen(bare);
+  const dispatchers: { close(): Promise<void> }[] = [];
+
+  try {
+    const deployed = await call('POST', '/agents/deploy', { agent_name: 'bench-bot', branch: 'main', git_hash: 'c0ffee00', author_name: 'Bench', author_email: 'bench@example.com', image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async' });
+    await call('POST', '/versions/register', { version_id: deployed.version_id, acp_url: agentUrl });
+    secret = await signingSecretFor(store.db, deployed.version_id);
+
+    // ---- (1) latency -------------------------------------------------------------------------
+    const dispatcher = await startDispatcher(store);
+    dispatchers.push(dispatcher);
+    const task = await call('POST', '/tasks', { agent_id: deployed.agent_id });
+    const waitFor = (count: number) =>
+      new Promise<void>((resolve) => {
+        if (received >= count) return resolve();
+        onReceived = () => {
+          if (received >= count) {
+            onReceived = undefined;
+            resolve();
+          }
+        };
+      });
+    await waitFor(1);
+    const eventLatencies: number[] = [];
+    const bareLatencies: number[] = [];
+    for (let i = 0; i < LATENCY_SAMPLES; i++) {
+      const target = received + 1;
+      const start = now();
+      const event = await call('POST', `/tasks/${task.id}/events`, { content: `hello ${i}` });
+      await waitFor(target);
+      eventLatencies.push(handlerStarted.get(event.id)! - start);
+
+      const bareStart = now();
+      const res = await request(bareUrl + '/api', { method: 'POST', dispatcher: http, headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0"}' });
+      await res.body.text();
+      bareLatencies.push(now() - bareStart);
+    }
+    await dispatcher.close();
+    dispatchers.pop();
+
+    const p = (xs: number[], q: number) => fmt(percentile(xs, q), 2);
+    console.log(`[${engine}] event POST -> agent handler start, ${LATENCY_SAMPLES} sequential events on one task`);
+    console.log(`  p50 ${p(eventLatencies, 50)} ms, p99 ${p(eventLatencies, 99)} ms; bare loopback round trip p50 ${p(bareLatencies, 50)} ms, p99 ${p(bareLatencies, 99)} ms`);
+    console.log(`  ratio p50 ${fmt(percentile(eventLatencies, 50) / percentile(bareLatencies, 50), 1)}x, p99 ${fmt(percentile(eventLatencies, 99) / percentile(bareLatencies, 99), 1)}x the bare round trip`);
+
+    // ---- (2) throughput across 100 tasks ----------------------------------------------------------
+    const tasks: { id: string }[] = [];
+    for (let i = 0; i < TASKS; i++) tasks.push(await call('POST', '/tasks', { agent_id: deployed.agent_id }));
+    const perms = unrestricted({ keyId: '', orgId, name: 'bench' });
+    for (let n = 0; n < EVENTS_PER_TASK; n++) {
+      await Promise.all(tasks.map((t) => createEvent(store.db, perms, t.id, { type: 'text', text: `e${n}` })));
+    }
+    const pending = await store.db.selectFrom('deliveries').select(sql<number>`count(*)::int`.as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
+    const total = pending.n;
+    const before = received;
+    const start = now();
+    const throughputDispatcher = await startDispatcher(store);
+    dispatchers.push(throughputDispatcher);
+    await waitFor(before + total);
+    const dispatchSeconds = (now() - start) / 1000;
+    await throughputDispatcher.close();
+    dispatchers.pop();
+
+    // The floor of (2): the same number of single-row inserts, INSERT_CONCURRENCY at a time.
+    await sql`CREATE TABLE bench_floor (id bigserial PRIMARY KEY, task_id text NOT NULL, payload jsonb NOT NULL)`.execute(store.db);
+    const insertStart = now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: INSERT_CONCURRENCY }, async () => {
+        while (next < total) {
+          const i = next++;
+          await sql`INSERT INTO bench_floor (task_id, payload) VALUES (${tasks[i % TASKS].id}, ${JSON.stringify({ n: i })})`.execute(store.db);
+        }
+      }),
+    );
+    const insertSeconds = (now() - insertStart) / 1000;
+    const dispatchRate = total / dispatchSeconds;
+    const insertRate = total / insertSeconds;
+    console.log(`[${engine}] ${total} deliveries across ${TASKS} tasks through the dispatcher`);
+    console.log(`  ${fmt(dispatchRate)} events/s; bare single-row INSERT ${fmt(insertRate)} rows/s; ratio ${fmt(dispatchRate / insertRate, 2)}`);
+  } finally {
+    for (const d of dispatchers) await d.close();
+    await http.close();
+    await new Promise((r) => agent.close(r));
+    await new Promise((r) => bare.close(r));
+    await app.close();
+    await store.close();
+    await database?.drop();
+  }
+}
+
+for (const engine of await benchEngines()) await benchEngine(engine);

@@ -1,0 +1,89 @@
+// Shared by tasks send/watch/messages/events and create --watch: task references, how content
+// reads for a person, and the live watch loop.
+import { TERMINAL_TASK_STATUSES } from '../../../contract/common.js';
+import type { Content, Message, StreamRecord } from '../../../contract/conversation.js';
+import type { CommandContext } from '../../context.js';
+import { call } from '../../api.js';
+import { ExitCode } from '../../exit-codes.js';
+
+/** A task_ id as it is, or a task name resolved to its id (as `tasks get` takes either). */
+export async function resolveTaskId(ctx: CommandContext, ref: string): Promise<string> {
+  if (ref.startsWith('task_')) return ref;
+  return (await call(ctx, 'getTaskByName', { params: { task_name: ref } })).data.id;
+}
+
+export interface HandlerError {
+  handler: string;
+  message: string;
+  event_id: string | null;
+}
+
+/** The `{handler_error: ...}` DataPart an agent reports when a handler threw. */
+export function handlerErrorOf(content: Content): HandlerError | undefined {
+  if (content.type !== 'data') return undefined;
+  const value = (content.data as { handler_error?: HandlerError }).handler_error;
+  return value && typeof value === 'object' && typeof value.message === 'string' ? value : undefined;
+}
+
+/** Text as it is; structured data as compact JSON. */
+export const contentText = (content: Content) => (content.type === 'text' ? content.text : JSON.stringify(content.data));
+
+/** One line for a list: handler errors flagged. */
+export function contentSummary(content: Content): string {
+  const error = handlerErrorOf(content);
+  return error ? `handler error (${error.handler}): ${error.message}` : contentText(content);
+}
+
+/** Exit code of a finished task: 0 when it completed, 1 otherwise. */
+const exitCodeFor = (status: string | null | undefined) => (status === 'COMPLETED' ? ExitCode.ok : ExitCode.failure);
+
+/**
+ * Follows the task's stream until its terminal status. People: agent messages on stdout as they
+ * complete; events, progress, status and handler errors on stderr. `--json`: JSON Lines of records.
+ */
+export async function watchTask(ctx: CommandContext, taskId: string, afterSequenceId = 0): Promise<number> {
+  const client = await ctx.client();
+  const { stdout, stderr } = ctx.io;
+  const printed = new Set<string>();
+  const note = (line: string) => {
+    if (ctx.chatty) stderr.write(line + '\n');
+  };
+  const showMessage = (message: Message) => {
+    // A streaming message shows once, when finished; its updates before that are progress.
+    if (message.streaming_status === 'IN_PROGRESS' || printed.has(message.id)) return;
+    printed.add(message.id);
+    const error = handlerErrorOf(message.content);
+    if (error) {
+      stderr.write(`${ctx.chalk.red('handler error')} ${error.handler}${error.event_id ? ` (event ${error.event_id})` : ''}: ${error.message}\n`);
+      return;
+    }
+    const text = contentText(message.content);
+    stdout.write(message.author === 'user' ? `${ctx.chalk.dim('you:')} ${text}\n` : `${text}\n`);
+  };
+  for await (const record of client.streamTask(taskId, { afterSequenceId }) as AsyncGenerator<StreamRecord>) {
+    if (ctx.globals.json) {
+      stdout.write(JSON.stringify(record) + '\n');
+    } else {
+      switch (record.kind) {
+        case 'event':
+          note(ctx.chalk.dim(`→ event ${record.data.id}: ${contentText(record.data.content)}`));
+          break;
+        case 'message':
+        case 'message_update':
+          showMessage(record.data);
+          break;
+        case 'tracker': {
+          const t = record.data;
+          const progress = t.progress == null ? '' : ` ${Math.round(t.progress)}%`;
+          note(ctx.chalk.dim(`… ${t.status}${progress}${t.status_message ? ` — ${t.status_message}` : ''}`));
+          break;
+        }
+        case 'task':
+          note(`${ctx.chalk.dim('task')} ${record.data.status}${record.data.status_reason ? ` (${record.data.status_reason})` : ''}`);
+          break;
+      }
+    }
+    if (record.kind === 'task' && (TERMINAL_TASK_STATUSES as readonly string[]).includes(record.data.status ?? '')) return exitCodeFor(record.data.status);
+  }
+  return ExitCode.failure;
+}

@@ -1,0 +1,25 @@
+import type { Handler } from '../../command.js';
+import { call } from '../../api.js';
+import { table } from '../../output/view.js';
+import type { Event } from '../../../contract/conversation.js';
+import { contentSummary, resolveTaskId } from './conversation.js';
+
+const events: Handler = async (ctx, [ref], options) => {
+  const taskId = await resolveTaskId(ctx, ref!);
+  const { data, raw } = await call(ctx, 'listEvents', { query: { task_id: taskId, after_sequence_id: options.after, limit: options.limit } });
+  if (data.has_more) ctx.info(`More events follow: --after ${data.events.at(-1)!.sequence_id}`);
+  return {
+    json: raw,
+    view: table<Event>(
+      [
+        { header: 'SEQ', value: (e) => e.sequence_id },
+        { header: 'ID', value: (e) => e.id },
+        { header: 'CONTENT', value: (e) => contentSummary(e.content) },
+        { header: 'CREATED', value: (e) => e.created_at, format: 'time' },
+      ],
+      data.events,
+      'No events yet',
+    ),
+  };
+};
+export default events;

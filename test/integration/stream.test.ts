@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import type { AddressInfo } from 'node:net';
+import { engines, openTestService, type TestService } from '../support/service.js';
+import { createTask, deployActive } from '../support/fixtures.js';
+import { readSse, type SseFrame } from '../support/sse.js';
+import { buildApp } from '../../src/server/app.js';
+import { openStore } from '../../src/server/store/db.js';
+
+const WRITERS = 10;
+const PER_WRITER = 100;
+
+describe.each(engines)('task stream ordering (%s)', (engine) => {
+  let svc: TestService;
+  let task: { id: string };
+  beforeAll(async () => {
+    // A long safety poll: what the watchers get here comes from notifications.
+    svc = await openTestService(engine, { streamPollMs: 60_000 });
+  });
+  afterAll(async () => svc?.close());
+  beforeEach(async () => {
+    await svc.reset();
+    await deployActive(svc);
+    task = await createTask(svc);
+  });
+
+  const watch = (path: string, options: { lastEventId?: string; stopAfter?: number; onOpen?: () => void } = {}) =>
+    readSse(svc, path, {
+      key: svc.adminKey,
+      headers: options.lastEventId ? { 'last-event-id': options.lastEventId } : {},
+      stopAfter: options.stopAfter,
+      onOpen: options.onOpen,
+      timeoutMs: 120_000,
+    });
+
+  /** 1,000 events and messages from concurrent writers, interleaved, then the task completes. */
+  async function writeInterleaved(): Promise<void> {
+    await Promise.all(
+      Array.from({ length: WRITERS }, async (_, writer) => {
+        for (let i = 0; i < PER_WRITER; i++) {
+          const res =
+            i % 2 === 0
+              ? await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: `w${writer} e${i}` } })
+              : await svc.api('POST', '/messages', { body: { task_id: task.id, content: `w${writer} m${i}` } });
+          expect(res.status).toBe(201);
+        }
+      }),
+    );
+    expect((await svc.api('PATCH', `/tasks/${task.id}`, { body: { status: 'COMPLETED' } })).status).toBe(200);
+  }
+
+  const ids = (frames: SseFrame[]) => frames.map((f) => Number(f.id));
+  const total = WRITERS * PER_WRITER + 2; // + the task's created and completed records
+  const oneToTotal = Array.from({ length: total }, (_, i) => i + 1);
+
+  test('1,000 concurrent writes: a live watcher and a later read see the same gapless order; three resumed pieces equal the whole; the list agrees', async () => {
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    const live = watch(`/tasks/${task.id}/stream`, { onOpen: opened });
+    await open;
+    await writeInterleaved();
+    const liveRead = await live;
+    expect(liveRead.ended).toBe(true);
+    expect(ids(liveRead.frames)).toEqual(oneToTotal);
+
+    const whole = await watch(`/tasks/${task.id}/stream`);
+    expect(whole.frames).toEqual(liveRead.frames);
+    // Events and messages in the stream carry the sequence_id they were given, writer order kept.
+    for (const frame of whole.frames.slice(1, -1)) expect(frame.data.sequence_id).toBe(Number(frame.id));
+    for (let writer = 0; writer < WRITERS; writer++) {
+      const mine = whole.frames.filter((f) => f.event !== 'task' && f.data.content.text.startsWith(`w${writer} `)).map((f) => f.data.content.text);
+      expect(mine).toEqual(Array.from({ length: PER_WRITER }, (_, i) => `w${writer} ${i % 2 === 0 ? 'e' : 'm'}${i}`));
+    }
+
+    const first = await watch(`/tasks/${task.id}/stream`, { stopAfter: 300 });
+    const second = await watch(`/tasks/${task.id}/stream`, { lastEventId: first.frames.at(-1)!.id, stopAfter: 400 });
+    const third = await watch(`/tasks/${task.id}/stream`, { lastEventId: second.frames.at(-1)!.id });
+    expect(third.ended).toBe(true);
+    expect([...first.frames, ...second.frames, ...third.frames]).toEqual(whole.frames);
+
+    // The events list, paged by sequence, agrees with the stream.
+    const events = [];
+    let after = 0;
+    for (;;) {
+      const page = (await svc.api('GET', `/events?task_id=${task.id}&limit=500&after_sequence_id=${after}`)).body;
+      events.push(...page.events);
+      if (!page.has_more) break;
+      after = page.events.at(-1).sequence_id;
+    }
+    expect(events).toHaveLength((WRITERS * PER_WRITER) / 2);
+    expect(whole.frames.filter((f) => f.event === 'event').map((f) => f.data)).toEqual(events);
+  }, 300_000);
+
+  test('many watchers of one task share the reads: one read per change, not one per watcher', async () => {
+    const watchers = 20;
+    let opened = 0;
+    let allOpen!: () => void;
+    const open = new Promise<void>((resolve) => (allOpen = resolve));
+    const reads = Array.from({ length: watchers }, () => watch(`/tasks/${task.id}/stream`, { onOpen: () => ++opened === watchers && allOpen() }));
+    await open;
+    // Let each watcher finish its catch-up read before counting.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const before = svc.service.streamHub.reads;
+    const changes = 20;
+    for (let i = 0; i < changes; i++) expect((await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: `e${i}` } })).status).toBe(201);
+    await svc.api('POST', `/tasks/${task.id}/cancel`);
+    const results = await Promise.all(reads);
+    for (const r of results) expect(ids(r.frames)).toEqual(Array.from({ length: changes + 2 }, (_, i) => i + 1));
+    const readsPerChange = (svc.service.streamHub.reads - before) / (changes + 1);
+    expect(readsPerChange).toBeLessThanOrEqual(2);
+  });
+});
+
+describe.runIf(engines.includes('postgres'))('task stream across two servers on one PostgreSQL', () => {
+  let svc: TestService;
+  let second: { url: string; close: () => Promise<void> };
+  beforeAll(async () => {
+    svc = await openTestService('postgres', { streamPollMs: 60_000 });
+    const store = await openStore({ databaseUrl: svc.store.databaseUrl });
+    const app = await buildApp({ store, config: { rateLimitPerSecond: 0, streamPollMs: 60_000 } });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    second = {
+      url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+      close: async () => {
+        await app.close();
+        await store.close();
+      },
+    };
+  });
+  afterAll(async () => {
+    await second?.close();
+    await svc?.close();
+  });
+
+  test('a write on one server reaches a watcher on the other through NOTIFY', async () => {
+    await deployActive(svc);
+    const task = await createTask(svc);
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    const watching = readSse(second, `/tasks/${task.id}/stream?after_sequence_id=1`, { key: svc.adminKey, onOpen: opened, timeoutMs: 20_000 });
+    await open;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const event = await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: 'across' } });
+    await svc.api('POST', `/tasks/${task.id}/cancel`);
+    const read = await watching;
+    expect(read.ended).toBe(true);
+    expect(read.frames.map((f) => [f.id, f.event])).toEqual([
+      ['2', 'event'],
+      ['3', 'task'],
+    ]);
+    expect(read.frames[0]!.data).toEqual(event.body);
+  });
+});
