@@ -8,12 +8,16 @@ _agentctl() {
     w="${words[i]}"
     if ((skip)); then skip=0; continue; fi
     case "$w" in
-      --acp-type|--after|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--group|--host|--if-match|--image|--limit|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--scope|--sdk-type|--status|--task|--timeout|--to|-a|-n) skip=1; continue ;;
+      --acp-type|--after|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--limit|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
   done
   case "$noun${verb:+ $verb}" in
+    'server start')
+      case "$prev" in
+        --runtime) COMPREPLY=($(compgen -W 'local kubernetes none' -- "$cur")); return ;;
+      esac ;;
     'deploy')
       case "$prev" in
         --sdk-type) COMPREPLY=($(compgen -W 'alpha_agent_sdk beta_agent_sdk' -- "$cur")); return ;;
@@ -35,9 +39,13 @@ _agentctl() {
       case "$prev" in
         --preset) COMPREPLY=($(compgen -W 'deploy read-only agent-runner custom' -- "$cur")); return ;;
       esac ;;
+    'init')
+      case "$prev" in
+        --acp-type) COMPREPLY=($(compgen -W 'async sync' -- "$cur")); return ;;
+      esac ;;
   esac
   local globals='--json --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback branches versions envs tasks states keys groups completion $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback logs branches versions envs tasks states keys groups fs completion init $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get set list use' -- "$cur")); return; fi ;;
@@ -52,6 +60,7 @@ _agentctl() {
     states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get put list delete' -- "$cur")); return; fi ;;
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get revoke rotate' -- "$cur")); return; fi ;;
     groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
+    fs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get files push pull' -- "$cur")); return; fi ;;
   esac
   case "$noun${verb:+ $verb}" in
     'auth login') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
@@ -61,7 +70,7 @@ _agentctl() {
     'config set') COMPREPLY=($(compgen -W "base_url api_key $globals" -- "$cur")) ;;
     'config list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'config use') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'server start') COMPREPLY=($(compgen -W "--host --port --data-dir --database-url --detach $globals" -- "$cur")) ;;
+    'server start') COMPREPLY=($(compgen -W "--host --port --data-dir --database-url --detach --runtime $globals" -- "$cur")) ;;
     'server stop') COMPREPLY=($(compgen -W "--data-dir --timeout $globals" -- "$cur")) ;;
     'server status') COMPREPLY=($(compgen -W "--data-dir $globals" -- "$cur")) ;;
     'namespaces list') COMPREPLY=($(compgen -W "--limit --page $globals" -- "$cur")) ;;
@@ -73,6 +82,7 @@ _agentctl() {
     'agents delete') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'deploy') COMPREPLY=($(compgen -W "--agent -a --image --branch --replicas --sticky --no-sticky --sdk-type --acp-type --description --allow-dirty --timeout --detach $globals" -- "$cur")) ;;
     'rollback') COMPREPLY=($(compgen -W "--agent -a --branch --to --timeout --detach $globals" -- "$cur")) ;;
+    'logs') COMPREPLY=($(compgen -W "--agent -a --branch --follow -f --since --tail $globals" -- "$cur")) ;;
     'branches list') COMPREPLY=($(compgen -W "--agent -a --include-retired --env $globals" -- "$cur")) ;;
     'branches get') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'branches retire') COMPREPLY=($(compgen -W "--agent -a --reason --force $globals" -- "$cur")) ;;
@@ -107,7 +117,14 @@ _agentctl() {
     'keys rotate') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups create') COMPREPLY=($(compgen -W "--description $globals" -- "$cur")) ;;
+    'fs create') COMPREPLY=($(compgen -W "--project --namespace -n $globals" -- "$cur")) ;;
+    'fs list') COMPREPLY=($(compgen -W "--project --namespace -n --limit --page $globals" -- "$cur")) ;;
+    'fs get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'fs files') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;
+    'fs pull') COMPREPLY=($(compgen -W "--fs $globals" -- "$cur")) ;;
     'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
+    'init') COMPREPLY=($(compgen -W "--agent -a --acp-type --force --no-git $globals" -- "$cur")) ;;
   esac
 }
 complete -o default -F _agentctl agentctl

@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { buildAdk } from './build-adk.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const dist = path.join(root, 'dist');
@@ -14,7 +15,9 @@ const pkg = JSON.parse((await import('node:fs')).readFileSync(path.join(root, 'p
 // The server's own dependencies load files next to their modules (PGlite's wasm) or are large and
 // only needed by `agentctl server start`: they stay in node_modules. Everything the CLI needs on
 // every start is bundled, which is what keeps start-up near a bare `node -e 0`.
-const serverOnly = ['@electric-sql/pglite', 'kysely-pglite-dialect', 'kysely', 'pg', 'fastify', 'ulid', '@kubernetes/client-node'];
+const serverOnly = ['@electric-sql/pglite', 'kysely-pglite-dialect', 'kysely', 'pg', 'fastify', 'ulid', 'undici', '@kubernetes/client-node'];
+// undici (the dispatcher, sync and stream transports) stays in node_modules too: bundled, its module
+// evaluation fails (lib/interceptor/decompress.js), and only long-lived paths load it.
 
 // zod re-exports all of its ~50 message locales as `z.locales`; the CLI only ever speaks English.
 // Swapping the locale index for one that exports `en` drops ~400 KB that every command would parse.
@@ -49,6 +52,9 @@ await build({
   logLevel: 'warning',
 });
 
+// The `agentctl/adk` package export: its own bundle and typed declarations.
+await buildAdk();
+
 // openapi.json from the endpoint table, exactly what GET /openapi.json serves.
 const tmp = path.join(dist, '.openapi-build.mjs');
 await build({ absWorkingDir: root, entryPoints: ['src/contract/openapi.ts'], outfile: tmp, bundle: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' });
@@ -62,4 +68,4 @@ for (const [shell, file] of [['bash', 'agentctl.bash'], ['zsh', '_agentctl'], ['
   const script = execFileSync(process.execPath, [path.join(dist, 'agentctl.js'), 'completion', shell], { encoding: 'utf8' });
   writeFileSync(path.join(root, 'completions', file), script);
 }
-console.log('built dist/agentctl.js, openapi.json and completions/');
+console.log('built dist/agentctl.js, dist/adk/, openapi.json and completions/');

@@ -30,7 +30,9 @@ export const NOUNS: Record<string, string> = {
   states: 'Read and write the JSON state of a (task, agent) pair',
   keys: 'Create (wizard or flags), list, revoke and rotate API keys',
   groups: 'List and create sharing groups',
+  fs: 'Filesystems: create, list, inspect, and push or pull a directory',
   completion: 'Print a shell completion script',
+  init: 'Start a new agent project on the ADK',
 };
 
 const agent: OptionSpec = { flags: '-a, --agent <ns/name>', description: 'Agent as namespace/name (or an agt_ id)' };
@@ -111,8 +113,9 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--data-dir <dir>', description: 'Data directory (env AGENTCTL_DATA_DIR; default under the user data dir)' },
       { flags: '--database-url <url>', description: 'PostgreSQL URL instead of embedded PGlite (env DATABASE_URL)' },
       { flags: '--detach', description: 'Run in the background; stop it with agentctl server stop' },
+      { flags: '--runtime <name>', description: 'What runs deployed versions: local child processes, kubernetes, or none (env AGENTCTL_RUNTIME; default local)', choices: ['local', 'kubernetes', 'none'] },
     ],
-    examples: ['agentctl server start', 'agentctl server start --detach --port 7420', 'DATABASE_URL=postgres://localhost/agents agentctl server start --host 0.0.0.0'],
+    examples: ['agentctl server start', 'agentctl server start --detach --port 7420', 'DATABASE_URL=postgres://localhost/agents agentctl server start --host 0.0.0.0', 'agentctl server start --runtime none'],
     load: () => import('./commands/server/start.js'),
   },
   {
@@ -198,22 +201,23 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['deploy'],
     summary: 'Deploy the current git commit as a new version and wait until it is ACTIVE or FAILED',
-    description: 'Reads the commit hash, branch, subject, author and dirty state from git in the current directory.',
+    description: 'Reads the commit hash, branch, subject, author and dirty state from git in the current directory, and defaults (agent, acp_type, replicas, description, are_tasks_sticky) from agentctl.json; flags override them.',
     options: [
       { ...agent, description: 'Agent as namespace/name (created on first deploy)' },
-      { flags: '--image <url>', description: 'Container image of this version' },
+      { flags: '--image <url>', description: 'Container image of this version (without it: the commit’s tree is uploaded and run from source)' },
       { flags: '--branch <name>', description: 'Git branch to deploy as (default: the checked-out branch)' },
       { flags: '--replicas <n>', description: 'Replicas, 1..10', integer: true },
       { flags: '--sticky', description: 'Keep running tasks on their current version' },
       { flags: '--no-sticky', description: 'Move running tasks to the new version (the default)' },
       { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: ['alpha_agent_sdk', 'beta_agent_sdk'], default: 'alpha_agent_sdk' },
-      { flags: '--acp-type <type>', description: 'Client-protocol server type', choices: ['sync', 'async'], default: 'async' },
+      { flags: '--acp-type <type>', description: 'Client-protocol server type (default: agentctl.json, else async)', choices: ['sync', 'async'] },
       { flags: '--description <text>', description: 'Agent description (first deploy)' },
-      { flags: '--allow-dirty', description: 'Deploy even with uncommitted changes' },
+      { flags: '--allow-dirty', description: 'Deploy even with uncommitted changes (without --image: uploads the work tree as it is)' },
       ...waitOptions,
     ],
     examples: [
       'agentctl deploy --agent default/bot --image registry.local/bot:1.4.0',
+      'agentctl deploy  # from agentctl.json, uploading the commit’s tree as the source',
       'agentctl deploy --agent default/bot --image registry.local/bot:pr-12 --branch feature/search --sticky --detach --json',
     ],
     notFoundNext: 'agentctl namespaces list',
@@ -232,6 +236,23 @@ export const registry: readonly CommandSpec[] = [
     examples: ['agentctl rollback --agent default/bot --branch main', 'agentctl rollback --agent default/bot --branch main --to 3f2a9c1 --yes --json'],
     notFoundNext: 'agentctl branches list --agent <ns/name>',
     load: () => import('./commands/rollback.js'),
+  },
+  {
+    path: ['logs'],
+    summary: 'Show (or follow) what a version’s processes write',
+    description:
+      'One version by its ver_ id (or a git-hash prefix with --agent), or every version of an agent’s branch (default main), merged by time. On a terminal each line starts with v<n>/<replica>; --json prints JSON Lines.',
+    args: [{ name: 'version', description: 'A ver_ id, or a git-hash prefix with --agent' }],
+    options: [
+      { ...agent, description: 'Agent as namespace/name: every version of its branch' },
+      { flags: '--branch <name>', description: 'Git branch with --agent (default main)' },
+      { flags: '-f, --follow', description: 'Keep printing new lines until Ctrl-C' },
+      { flags: '--since <when>', description: 'Only lines since a duration ago (10m, 2h, 1d) or a time' },
+      { flags: '--tail <n>', description: 'The last N lines (0..10000)', integer: true, default: 100 },
+    ],
+    examples: ['agentctl logs --agent default/my-bot -f', 'agentctl logs ver_01J9Z3 --since 10m', 'agentctl logs --agent default/my-bot --branch feature/search --json'],
+    notFoundNext: 'agentctl versions list --agent <ns/name>',
+    load: () => import('./commands/logs.js'),
   },
 
   // ---- branches, versions ----------------------------------------------------------------------
@@ -595,6 +616,64 @@ export const registry: readonly CommandSpec[] = [
     load: () => import('./commands/groups/create.js'),
   },
 
+  // ---- filesystems -----------------------------------------------------------------------------
+  {
+    path: ['fs', 'create'],
+    summary: 'Create a filesystem in a project, or bare in a namespace (default: the default namespace)',
+    options: [
+      { flags: '--project <id>', description: 'Project (prj_ id) the filesystem belongs to' },
+      { flags: '-n, --namespace <slug>', description: 'Namespace of a filesystem outside any project' },
+    ],
+    examples: ['agentctl fs create --project prj_01J...', 'agentctl fs create --namespace default --json'],
+    load: () => import('./commands/fs/create.js'),
+  },
+  {
+    path: ['fs', 'list'],
+    summary: 'List the filesystems of a project, or the bare ones of a namespace',
+    options: [
+      { flags: '--project <id>', description: 'Project (prj_ id)' },
+      { flags: '-n, --namespace <slug>', description: 'Namespace (default: default)' },
+      limit(100),
+      page,
+    ],
+    examples: ['agentctl fs list --project prj_01J...', 'agentctl fs list --namespace default --json'],
+    load: () => import('./commands/fs/list.js'),
+  },
+  {
+    path: ['fs', 'get'],
+    summary: 'Show a filesystem: checksum, file count, size',
+    args: [{ name: 'filesystem', description: 'fs_ id', required: true }],
+    examples: ['agentctl fs get fs_01J...', 'agentctl fs get fs_01J... --json'],
+    load: () => import('./commands/fs/get.js'),
+  },
+  {
+    path: ['fs', 'files'],
+    summary: 'List every file of a filesystem with its mode and size',
+    args: [{ name: 'filesystem', description: 'fs_ id', required: true }],
+    examples: ['agentctl fs files fs_01J...', 'agentctl fs files fs_01J... --json'],
+    load: () => import('./commands/fs/files.js'),
+  },
+  {
+    path: ['fs', 'push'],
+    summary: 'Upload a directory into a filesystem if it changed; refused (exit 5) when the filesystem changed since the last sync',
+    description: 'Leaves out .git/, node_modules/ and what .agentctlignore names. Only an upload based on the filesystem’s current content is accepted.',
+    args: [{ name: 'dir', description: 'Directory to upload', required: true }],
+    options: [
+      { flags: '--fs <id>', description: 'Filesystem (fs_ id)' },
+      { flags: '--force', description: 'Replace the remote content even if it changed since the last sync' },
+    ],
+    examples: ['agentctl fs push ./workspace --fs fs_01J...', 'agentctl fs push . --fs fs_01J... --json'],
+    load: () => import('./commands/fs/push.js'),
+  },
+  {
+    path: ['fs', 'pull'],
+    summary: 'Make a directory equal to a filesystem (created if missing; files the filesystem lacks are removed)',
+    args: [{ name: 'dir', description: 'Directory to write', required: true }],
+    options: [{ flags: '--fs <id>', description: 'Filesystem (fs_ id)' }],
+    examples: ['agentctl fs pull ./workspace --fs fs_01J...', 'agentctl fs pull ./workspace --fs fs_01J... --json'],
+    load: () => import('./commands/fs/pull.js'),
+  },
+
   // ---- completion ------------------------------------------------------------------------------
   {
     path: ['completion'],
@@ -602,5 +681,21 @@ export const registry: readonly CommandSpec[] = [
     args: [{ name: 'shell', description: 'bash, zsh or fish', required: true, choices: ['bash', 'zsh', 'fish'] }],
     examples: ['agentctl completion bash > /etc/bash_completion.d/agentctl', 'agentctl completion zsh > "${fpath[1]}/_agentctl"', 'agentctl completion fish > ~/.config/fish/completions/agentctl.fish'],
     load: () => import('./commands/completion.js'),
+  },
+
+  // ---- init ------------------------------------------------------------------------------------
+  {
+    path: ['init'],
+    summary: 'Write a new agent project (package.json, tsconfig, agentctl.json, src/index.ts on the ADK, README) and commit it',
+    description: 'Refuses a non-empty directory unless --force. node_modules/agentctl links this agentctl (git-ignored), so the project needs no registry.',
+    args: [{ name: 'dir', description: 'Directory to create (default: the current one)' }],
+    options: [
+      { ...agent, description: 'Agent as namespace/name (default: default/<directory name>)' },
+      { flags: '--acp-type <type>', description: 'async (events; default) or sync (messages answered inline)', choices: ['async', 'sync'], default: 'async' },
+      { flags: '--force', description: 'Write into a non-empty directory (same-named files are replaced)' },
+      { flags: '--no-git', description: 'Do not create a git repository and first commit' },
+    ],
+    examples: ['agentctl init my-bot', 'agentctl init . --agent team/support-bot --force', 'agentctl init answers --acp-type sync'],
+    load: () => import('./commands/init.js'),
   },
 ];

@@ -3,12 +3,13 @@ import type { EndpointInput, EndpointName, EndpointOutput } from '../contract/en
 import { routes, type Route } from '../contract/routes.js';
 import { ApiRequestError, ResponseShapeError, UnreachableError } from './errors.js';
 import { redactHeaders, redactJson, redactText } from './redact.js';
-import { send, TransportError, type ResponseHeaders, type TransportResponse } from './transport.js';
+import { send, TransportError, type ResponseHeaders, type Transport, type TransportResponse } from './transport.js';
 import type { StreamTaskOptions } from './stream.js';
 import type { StreamRecord } from '../contract/conversation.js';
 
 export { ApiRequestError, ResponseShapeError, UnreachableError, formatValidationItem } from './errors.js';
 export { redactText, redactJson } from './redact.js';
+export type { Transport, TransportRequest, TransportResponse } from './transport.js';
 export type { StreamTaskOptions } from './stream.js';
 
 export interface ClientOptions {
@@ -30,6 +31,11 @@ export interface ClientOptions {
    */
   jitlessSchemas?: boolean;
   userAgent?: string;
+  /**
+   * How requests go out. Default: one-shot node:http, lean for the CLI. Long-lived callers (the ADK)
+   * pass the keep-alive pool of `client/undici-transport.ts`.
+   */
+  transport?: Transport;
 }
 
 export interface CallOptions {
@@ -85,13 +91,17 @@ export class AgentctlClient {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     if (payload !== undefined) headers['content-type'] = 'application/json';
 
-    const attempts = endpoint.idempotent ? 1 + (this.options.retries ?? 3) : 1;
+    // A create carrying an Idempotency-Key is as safe to retry as a GET: the server answers a repeat
+    // with the first response.
+    const retriable = endpoint.idempotent || (endpoint.idempotencyKey === true && Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key'));
+    const attempts = retriable ? 1 + (this.options.retries ?? 3) : 1;
+    const transport = this.options.transport ?? send;
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
       this.trace(`→ ${endpoint.method} ${url} ${JSON.stringify(redactHeaders(headers))}${payload ? ' ' + JSON.stringify(redactJson(body)) : ''}`);
       let response: TransportResponse;
       try {
-        response = await send(url, { method: endpoint.method, headers, body: payload, signal: this.signalFor(call), onSent: () => void this.loadSchemas() });
+        response = await transport(url, { method: endpoint.method, headers, body: payload, signal: this.signalFor(call), onSent: () => void this.loadSchemas() });
       } catch (error) {
         if (this.options.signal?.aborted || call.signal?.aborted) throw error;
         const reason = failureReason(error);

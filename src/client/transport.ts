@@ -9,6 +9,9 @@ export interface TransportRequest {
   onSent?: () => void;
 }
 
+/** One HTTP exchange: resolves with the whole answer, rejects with a TransportError (or the abort reason). */
+export type Transport = (url: string, request: TransportRequest) => Promise<TransportResponse>;
+
 export interface ResponseHeaders {
   get(name: string): string | null;
 }

@@ -8,6 +8,22 @@ import type { Content, Event } from './conversation.js';
 import type { Task } from './resources.js';
 
 export const ACP_PATH = '/api';
+
+/**
+ * The process contract (DESIGN section 10): the environment a runtime gives every agent replica.
+ * Here, not in the server's runtime module, because the ADK reads it and imports nothing of the server.
+ */
+export const PROCESS_ENV = {
+  baseUrl: 'AGENTCTL_BASE_URL',
+  versionId: 'AGENTCTL_VERSION_ID',
+  branchId: 'AGENTCTL_BRANCH_ID',
+  registrationToken: 'AGENTCTL_REGISTRATION_TOKEN',
+  signingSecret: 'AGENTCTL_SIGNING_SECRET',
+  port: 'PORT',
+  dataRoot: 'AGENTCTL_DATA_ROOT',
+  replica: 'AGENTCTL_REPLICA',
+} as const;
+
 export const SIGNATURE_HEADER = 'x-agentctl-signature';
 /** A signature older (or newer) than this is refused: a replayed request. */
 export const SIGNATURE_MAX_AGE_SECONDS = 300;

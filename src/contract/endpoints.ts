@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { VersionLogs, VersionLogsQuery } from './runtime.js';
 import {
   ACPType,
   AgentInputType,
@@ -52,6 +53,7 @@ import {
   VersionEvent,
   Whoami,
 } from './resources.js';
+import { ArchiveBody, CreateFilesystemRequest, FileManifest, Filesystem, FilesystemList, SystemFolderType } from './filesystems.js';
 
 /** A route (routes.ts) with its documentation and the schemas of what goes in and comes out. */
 export interface Endpoint extends Route {
@@ -60,6 +62,8 @@ export interface Endpoint extends Route {
   params?: z.ZodObject;
   query?: z.ZodObject;
   body?: z.ZodType;
+  /** Request headers the endpoint reads (documented in openapi.json). */
+  headers?: z.ZodObject;
   response: z.ZodType;
 }
 
@@ -338,6 +342,19 @@ export const endpoints = lazyTable({
   listGroupMembers: () => ep({ ...routes.listGroupMembers, summary: 'Members of a sharing group', tag: 'groups', params: id('group_id'), response: z.object({ members: z.array(GroupMember), total: z.number().int() }) }),
   addGroupMember: () => ep({ ...routes.addGroupMember, summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: GroupMember }),
   removeGroupMember: () => ep({ ...routes.removeGroupMember, summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: DeleteResponse }),
+
+  // filesystems and system folders (DESIGN section 12)
+  createFilesystem: () => ep({ ...routes.createFilesystem, summary: 'Create a filesystem in a project or a namespace', tag: 'filesystems', body: CreateFilesystemRequest, response: Filesystem }),
+  listFilesystems: () => ep({ ...routes.listFilesystems, summary: 'Filesystems of a project (or of a namespace: those not in a project)', tag: 'filesystems', query: z.object({ project_id: z.string().min(1).optional(), namespace: z.string().min(1).optional(), ...PageQuery }), response: FilesystemList }),
+  getFilesystem: () => ep({ ...routes.getFilesystem, summary: 'Get a filesystem', tag: 'filesystems', params: id('filesystem_id'), response: Filesystem }),
+  deleteFilesystem: () => ep({ ...routes.deleteFilesystem, summary: 'Delete a filesystem no task or version uses', tag: 'filesystems', params: id('filesystem_id'), response: DeleteResponse }),
+  downloadFilesystemArchive: () => ep({ ...routes.downloadFilesystemArchive, summary: 'The current archive (ETag is the tree checksum; If-None-Match answers 304)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
+  uploadFilesystemArchive: () => ep({ ...routes.uploadFilesystemArchive, summary: 'Replace the content (If-Match the base checksum once there is content: 428 without, 412 when stale)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
+  listFilesystemFiles: () => ep({ ...routes.listFilesystemFiles, summary: 'The manifest: every member’s path, type, mode, size and sha256', tag: 'filesystems', params: id('filesystem_id'), response: FileManifest }),
+  getFilesystemFile: () => ep({ ...routes.getFilesystemFile, summary: 'One file’s bytes', tag: 'filesystems', params: z.object({ filesystem_id: z.string().min(1), '*': z.string().min(1) }), response: ArchiveBody }),
+  downloadSystemFolderArchive: () => ep({ ...routes.downloadSystemFolderArchive, summary: 'A task’s system folder archive (read on the agent)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
+  uploadSystemFolderArchive: () => ep({ ...routes.uploadSystemFolderArchive, summary: 'Replace a task’s system folder (run on the agent; same rules as filesystems)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
+  getVersionLogs: () => ep({ ...routes.getVersionLogs, summary: 'Output of a version’s processes (read on the agent); Server-Sent Events with follow=true', tag: 'versions', params: id('version_id'), query: VersionLogsQuery, response: VersionLogs }),
 });
 
 export type Endpoints = typeof endpoints;

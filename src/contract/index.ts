@@ -2,3 +2,4 @@ export * from './common.js';
 export * from './resources.js';
 export * from './endpoints.js';
 export * from './presets.js';
+export * from './runtime.js';

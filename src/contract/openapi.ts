@@ -33,13 +33,13 @@ export function buildOpenApiDocument(version: string): JsonSchema {
 
   const paths: Record<string, Record<string, unknown>> = {};
   for (const [operationId, e] of Object.entries(endpoints) as [string, Endpoint][]) {
-    const path = e.path.replace(/:([a-z_]+)/g, '{$1}');
+    const path = e.path.replace(/:([a-z_]+)/g, '{$1}').replace(/\/\*$/, '/{path}');
     const parameters: unknown[] = [];
-    for (const [where, schema] of [['path', e.params], ['query', e.query]] as const) {
+    for (const [where, schema] of [['path', e.params], ['query', e.query], ['header', e.headers]] as const) {
       if (!schema) continue;
       for (const [name, field] of Object.entries(schema.shape)) {
         parameters.push({
-          name,
+          name: name === '*' ? 'path' : name,
           in: where,
           required: where === 'path' || !(field as z.ZodType).safeParse(undefined).success,
           schema: toSchema(field as z.ZodType, 'input'),
@@ -54,10 +54,11 @@ export function buildOpenApiDocument(version: string): JsonSchema {
       ...(e.auth === false ? { security: [] } : {}),
       ...(parameters.length ? { parameters } : {}),
       ...(e.body
-        ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(e.body, 'input') } } } }
+        ? { requestBody: { required: true, content: Object.fromEntries((e.binary?.request ?? ['application/json']).map((type) => [type, { schema: toSchema(e.body!, 'input') }])) } }
         : {}),
       responses: {
-        [String(e.status)]: { description: 'OK', content: { 'application/json': { schema: toSchema(e.response, 'output') } } },
+        [String(e.status)]: { description: 'OK', content: { [e.binary?.response ?? 'application/json']: { schema: toSchema(e.response, 'output') } } },
+        ...(e.binary?.response ? { '304': { description: 'Not modified (If-None-Match matched the ETag)' } } : {}),
         ...errorResponses,
       },
     };

@@ -21,10 +21,10 @@ export interface Route {
   /** Safe to retry after a connection failure, 429 or 503. */
   idempotent?: boolean;
   /**
-   * The request body is bytes (an archive), not JSON: the JSON checks (the input guard's walk, the
-   * hostile suite's JSON cases) do not apply to it. Such a route registers its own content type.
+   * Bytes rather than JSON: the media types an upload takes (streamed, with its own size limit) or
+   * the one a download answers with. The sync library (src/sync) calls these, not the JSON client.
    */
-  binaryBody?: boolean;
+  binary?: { request?: readonly string[]; response?: string };
 }
 
 const route = <const R extends Route>(r: R): R => r;
@@ -103,6 +103,18 @@ export const routes = {
   listGroupMembers: route({ method: 'GET', path: '/groups/:group_id/members', status: 200, idempotent: true }),
   addGroupMember: route({ method: 'PUT', path: '/groups/:group_id/members/:member_id', status: 200, idempotent: true }),
   removeGroupMember: route({ method: 'DELETE', path: '/groups/:group_id/members/:member_id', status: 200 }),
+  createFilesystem: route({ method: 'POST', path: '/filesystems', status: 201 }),
+  listFilesystems: route({ method: 'GET', path: '/filesystems', status: 200, idempotent: true }),
+  getFilesystem: route({ method: 'GET', path: '/filesystems/:filesystem_id', status: 200, idempotent: true }),
+  deleteFilesystem: route({ method: 'DELETE', path: '/filesystems/:filesystem_id', status: 200 }),
+  downloadFilesystemArchive: route({ method: 'GET', path: '/filesystems/:filesystem_id/archive', status: 200, idempotent: true, binary: { response: 'application/zstd' } }),
+  uploadFilesystemArchive: route({ method: 'PUT', path: '/filesystems/:filesystem_id/archive', status: 200, binary: { request: ['application/zstd', 'application/octet-stream'] } }),
+  listFilesystemFiles: route({ method: 'GET', path: '/filesystems/:filesystem_id/files', status: 200, idempotent: true }),
+  getFilesystemFile: route({ method: 'GET', path: '/filesystems/:filesystem_id/files/*', status: 200, idempotent: true, binary: { response: 'application/octet-stream' } }),
+  downloadSystemFolderArchive: route({ method: 'GET', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, idempotent: true, binary: { response: 'application/zstd' } }),
+  uploadSystemFolderArchive: route({ method: 'PUT', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, binary: { request: ['application/zstd', 'application/octet-stream'] } }),
+  /** JSON `{lines}` (the client's method); with `follow=true` Server-Sent Events instead, so not marked `sse`. */
+  getVersionLogs: route({ method: 'GET', path: '/versions/:version_id/logs', status: 200, idempotent: true }),
 } as const;
 
 export type RouteName = keyof typeof routes;

@@ -14,7 +14,10 @@ import { newId } from './store/ids.js';
 import { registerRoutes } from './routes/index.js';
 import { StreamHub } from './delivery/stream-hub.js';
 import { claimIdempotencyKey, completeIdempotencyKey, IDEMPOTENCY_HEADER, readIdempotencyKey, releaseIdempotencyKey, requestHash } from './idempotency.js';
-import { RawJson, type RouteHost, type ServiceConfig, type ServiceContext } from './route-host.js';
+import { RawJson, Streamed, type RouteHost, type ServiceConfig, type ServiceContext } from './route-host.js';
+import { openBlobStore, type BlobStore } from './blobs/index.js';
+import { ARCHIVE_MEDIA_TYPES } from '../contract/filesystems.js';
+import { DEFAULT_ARCHIVE_LIMITS } from '../sync/archive.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 
@@ -33,6 +36,8 @@ export interface AppOptions {
   store: Store;
   config?: Partial<ServiceConfig>;
   logger?: boolean | object;
+  /** Archive storage; default: AGENTCTL_BLOB_URL, else a temporary directory removed on close. */
+  blobs?: BlobStore;
 }
 
 export const defaultConfig = (): ServiceConfig => ({
@@ -42,6 +47,8 @@ export const defaultConfig = (): ServiceConfig => ({
   authFailuresPerSecond: Number(process.env.AGENTCTL_AUTH_FAILURE_RATE ?? 5),
   authFailureBurst: Number(process.env.AGENTCTL_AUTH_FAILURE_BURST ?? 50),
   requestTimeoutMs: Number(process.env.AGENTCTL_REQUEST_TIMEOUT_MS ?? 30_000),
+  archiveMaxBytes: Number(process.env.AGENTCTL_ARCHIVE_MAX_BYTES ?? DEFAULT_ARCHIVE_LIMITS.maxBytes),
+  archiveMaxFiles: Number(process.env.AGENTCTL_ARCHIVE_MAX_FILES ?? DEFAULT_ARCHIVE_LIMITS.maxFiles),
 });
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance & { service: ServiceContext }> {
@@ -74,11 +81,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     },
     clientErrorHandler: writeClientError,
   });
+  const blobs = options.blobs ?? (await openBlobStore({ url: process.env.AGENTCTL_BLOB_URL }));
   const service: ServiceContext = {
     store: options.store,
     config,
     auth: new Authenticator(options.store.db),
     streamHub: new StreamHub(options.store, { pollMs: config.streamPollMs }),
+    blobs,
   };
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
   const authFailures = new RateLimiter(config.authFailuresPerSecond, config.authFailureBurst, 'this client address: too many failed authentications');
@@ -86,6 +95,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
   app.addHook('onClose', async () => service.auth.close());
   // Before the server waits for open connections: ends every live stream.
   app.addHook('preClose', async () => service.streamHub.close());
+  // A store the app opened itself is the app's to close.
+  if (!options.blobs) app.addHook('onClose', async () => blobs.close());
+
+  // Archive uploads stream to the blob store: the handler gets the raw body, no size limit here
+  // (the upload enforces its own archive limits as it reads).
+  app.addContentTypeParser([...ARCHIVE_MEDIA_TYPES], (_request, payload, done) => done(null, payload));
 
   // Bodies are JSON: text/plain is a 415, not a string for the schema to refuse.
   app.removeContentTypeParser('text/plain');
@@ -195,6 +210,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
           if (idempotencyKey === undefined) {
             const result = await run();
             reply.code(e.status);
+            if (result instanceof Streamed) {
+              reply.code(result.status).headers(result.headers);
+              return reply.send(result.status === 304 ? undefined : result.body);
+            }
             if (result instanceof RawJson) {
               reply.type('application/json');
               return result.text;
@@ -279,7 +298,7 @@ function validate(e: Endpoint, request: FastifyRequest): { params: unknown; quer
   const unsafe = [
     ...unsafeInputItems('path', request.params),
     ...unsafeInputItems('query', request.query),
-    ...(e.body && !e.binaryBody ? unsafeInputItems('body', request.body) : []),
+    ...(e.body && !e.binary?.request ? unsafeInputItems('body', request.body) : []),
   ];
   if (unsafe.length) throw new ValidationFailure(unsafe);
   const items: ValidationItem[] = [];
@@ -295,7 +314,7 @@ function validate(e: Endpoint, request: FastifyRequest): { params: unknown; quer
   };
   const params = parse('path', e.params, request.params);
   const query = parse('query', e.query, request.query);
-  const body = parse('body', e.body, request.body);
+  const body = e.binary?.request ? undefined : parse('body', e.body, request.body);
   if (items.length) throw new ValidationFailure(items);
   return { params, query, body };
 }

@@ -1,11 +1,41 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { buildApp, type ServiceConfig } from './app.js';
 import { ensureBootstrap, type BootstrapResult } from './bootstrap.js';
-import { openStore, type Engine } from './store/db.js';
+import { openStore, type Engine, type Store } from './store/db.js';
 import { sweepDraining } from './domain/events.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
+import { sweepBlobs } from './domain/filesystems.js';
+import { markReplicaGone } from './domain/registration.js';
+import { openBlobStore, type BlobStore } from './blobs/index.js';
+import type { RuntimeDriver, RuntimeName, VersionSpec } from './runtime/driver.js';
+import { startReconciler, type Reconciler, type RuntimeSecretSource } from './runtime/reconciler.js';
+import { registrationSecrets, sourceFromFilesystem } from './runtime/wiring.js';
+
+/** How often unreferenced blobs are collected. */
+const BLOB_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 /** How often drained versions are retired as a safety net (it normally happens in the same transaction). */
 const SWEEP_INTERVAL_MS = 30_000;
+
+export const RUNTIME_NAMES: readonly RuntimeName[] = ['local', 'kubernetes', 'none'];
+
+export interface RuntimeOptions {
+  /** A driver to use instead of the one `runtime` names (tests, embedding). */
+  driver?: RuntimeDriver;
+  /** Where the local driver keeps sources, logs and agents' data (default: beside the PGlite data). */
+  dataDir?: string;
+  /** How the local driver gets a version's source into a directory (default: extract its source filesystem). */
+  prepareSource?: (spec: VersionSpec, dir: string) => Promise<void>;
+  /** Registration tokens and signing secrets (default: the registration domain). */
+  secrets?: RuntimeSecretSource;
+  healthIntervalMs?: number;
+  startTimeoutMs?: number;
+  reconcileIntervalMs?: number;
+  /** SIGTERM-to-SIGKILL grace of stopping versions. */
+  graceMs?: number;
+}
 
 export interface ServerOptions {
   host?: string;
@@ -13,47 +43,109 @@ export interface ServerOptions {
   /** PGlite data directory (ignored when `databaseUrl` is set). */
   dataDir?: string;
   databaseUrl?: string;
+  /** Local blob directory (default: `blobs` beside the PGlite directory); AGENTCTL_BLOB_URL overrides it. */
+  blobDir?: string;
   logger?: boolean | object;
   config?: Partial<ServiceConfig>;
   /** The delivery dispatcher; the retry budget defaults to AGENTCTL_DELIVERY_RETRY_BUDGET_MS, else 10 minutes. */
   delivery?: DispatcherOptions;
+  /** What runs deployed versions (default AGENTCTL_RUNTIME, else `local`); `none`: a person or CI registers them. */
+  runtime?: RuntimeName;
+  runtimeOptions?: RuntimeOptions;
 }
 
 export interface RunningServer {
   url: string;
   engine: Engine;
   bootstrap: BootstrapResult;
+  runtime: RuntimeName;
+  /** The driver and reconciler (absent with runtime `none`). */
+  runner?: { driver: RuntimeDriver; reconciler: Reconciler };
   close(): Promise<void>;
 }
 
-/** Opens the store, applies migrations, bootstraps an empty database and listens. */
+/** The runtime named by the option, else AGENTCTL_RUNTIME, else `local`; anything else is refused. */
+export function runtimeName(option: string | undefined): RuntimeName {
+  const name = option ?? process.env.AGENTCTL_RUNTIME ?? 'local';
+  if (!RUNTIME_NAMES.includes(name as RuntimeName)) throw new Error(`Unknown runtime "${name}": use one of ${RUNTIME_NAMES.join(', ')}`);
+  return name as RuntimeName;
+}
+
+/** Opens the store, applies migrations, bootstraps an empty database, listens, and starts delivery and the runtime. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const runtime = runtimeName(options.runtime);
   const store = await openStore({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
   let app;
   let dispatcher: Dispatcher | undefined;
+  let blobs: BlobStore | undefined;
+  let runner: RunningServer['runner'];
   try {
     const bootstrap = await ensureBootstrap(store.db);
-    app = await buildApp({ store, logger: options.logger, config: options.config });
+    const blobDir = options.blobDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.join(path.dirname(options.dataDir), 'blobs') : undefined);
+    blobs = await openBlobStore({ url: process.env.AGENTCTL_BLOB_URL, dir: blobDir });
+    app = await buildApp({ store, logger: options.logger, config: options.config, blobs });
     const address = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 7420 });
+    const url = address.replace('[::1]', 'localhost');
     const sweep = setInterval(() => void sweepDraining(store.db).catch(() => {}), SWEEP_INTERVAL_MS);
     sweep.unref();
     const budget = process.env.AGENTCTL_DELIVERY_RETRY_BUDGET_MS;
+    const blobSweep = setInterval(() => void sweepBlobs(store.db, blobs!).catch(() => {}), BLOB_SWEEP_INTERVAL_MS);
+    blobSweep.unref();
     dispatcher = await startDispatcher(store, {
       ...(budget ? { retryBudgetMs: Number(budget) } : {}),
       log: (message) => app!.log.warn(message),
       ...options.delivery,
     });
+    if (runtime !== 'none') {
+      const ro = options.runtimeOptions ?? {};
+      const driver = ro.driver ?? (await createDriver(runtime, options, ro, store, blobs));
+      const reconciler = await startReconciler({
+        store,
+        driver,
+        baseUrl: url,
+        secrets: ro.secrets ?? registrationSecrets(store),
+        replicaGone: (versionId, acpUrl) => markReplicaGone(store.db, versionId, acpUrl),
+        intervalMs: ro.reconcileIntervalMs,
+        graceMs: ro.graceMs,
+      });
+      runner = { driver, reconciler };
+      app.service.runtime = driver;
+    }
     const close = async () => {
       clearInterval(sweep);
+      clearInterval(blobSweep);
+      // Agents first: they may still call the API while they finish.
+      await runner?.reconciler.close();
       await dispatcher!.close();
       await app!.close();
+      await blobs!.close();
       await store.close();
     };
-    return { url: address.replace('[::1]', 'localhost'), engine: store.engine, bootstrap, close };
+    return { url, engine: store.engine, bootstrap, runtime, runner, close };
   } catch (error) {
+    await runner?.reconciler.close().catch(() => {});
     await dispatcher?.close().catch(() => {});
     await app?.close().catch(() => {});
+    await blobs?.close().catch(() => {});
     await store.close().catch(() => {});
     throw error;
   }
+}
+
+async function createDriver(runtime: RuntimeName, options: ServerOptions, ro: RuntimeOptions, store: Store, blobs: BlobStore): Promise<RuntimeDriver> {
+  if (runtime === 'kubernetes') {
+    // Loaded only when chosen: it brings @kubernetes/client-node.
+    const { createKubernetesDriver } = await import('./runtime/kubernetes/index.js');
+    return createKubernetesDriver({ startTimeoutMs: ro.startTimeoutMs, graceMs: ro.graceMs, warn: (message) => process.stderr.write(`[agentctl runtime] ${message}\n`) });
+  }
+  const { createLocalDriver } = await import('./runtime/local/index.js');
+  const dataDir =
+    ro.dataDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.dirname(options.dataDir) : mkdtempSync(path.join(tmpdir(), 'agentctl-runtime-')));
+  return createLocalDriver({
+    dataDir,
+    prepareSource: ro.prepareSource ?? sourceFromFilesystem(store, blobs),
+    healthIntervalMs: ro.healthIntervalMs,
+    startTimeoutMs: ro.startTimeoutMs,
+    stopGraceMs: ro.graceMs,
+  });
 }

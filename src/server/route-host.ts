@@ -4,8 +4,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { EndpointName, EndpointOutput, EndpointRequest } from '../contract/endpoints.js';
 import type { Actor, Authenticator } from './auth/authenticate.js';
 import type { Permissions } from './auth/policy.js';
+import type { Readable } from 'node:stream';
 import type { Store } from './store/db.js';
 import type { StreamHub } from './delivery/stream-hub.js';
+import type { BlobStore } from './blobs/index.js';
+import type { RuntimeDriver } from './runtime/driver.js';
 
 export interface ServiceConfig {
   /** Image retention for rollbacks, in days (default 30). */
@@ -24,6 +27,10 @@ export interface ServiceConfig {
   requestTimeoutMs: number;
   /** Switches authentication off (benchmark baseline only; never exposed on the CLI). */
   authDisabled?: boolean;
+  /** Largest total file content of one archive upload (AGENTCTL_ARCHIVE_MAX_BYTES, default 1 GiB). */
+  archiveMaxBytes: number;
+  /** Most members of one archive upload (AGENTCTL_ARCHIVE_MAX_FILES, default 100,000). */
+  archiveMaxFiles: number;
 }
 
 export interface ServiceContext {
@@ -31,6 +38,10 @@ export interface ServiceContext {
   config: ServiceConfig;
   auth: Authenticator;
   streamHub: StreamHub;
+  /** Where filesystem archives and manifests are kept. */
+  blobs: BlobStore;
+  /** The runtime driver of this server (absent with `--runtime none`): the logs endpoint reads it. */
+  runtime?: RuntimeDriver;
 }
 
 /** Everything a handler gets besides its validated input. */
@@ -48,6 +59,15 @@ export class RawJson {
   constructor(readonly text: string) {}
 }
 
+/** A non-JSON answer (archive bytes, or a 304): its status replaces the endpoint's. */
+export class Streamed {
+  constructor(
+    readonly status: number,
+    readonly headers: Record<string, string>,
+    readonly body?: Readable | Buffer,
+  ) {}
+}
+
 export interface RouteHost {
-  handle<K extends EndpointName>(name: K, handler: (input: EndpointRequest<K>, call: Call) => Promise<EndpointOutput<K> | RawJson>): void;
+  handle<K extends EndpointName>(name: K, handler: (input: EndpointRequest<K>, call: Call) => Promise<EndpointOutput<K> | RawJson | Streamed>): void;
 }

@@ -81,13 +81,6 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     expect(failed.stderr).toContain(`Version ${deployed.version_id} is ACTIVE; it cannot become FAILED`);
   });
 
-  test('deploy without --image is a usage error naming it', async () => {
-    await gitRepo(scratch.dir);
-    const result = await runCli(['deploy', '--agent', 'default/bot'], { env, cwd: scratch.dir });
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('Missing --image');
-  });
-
   test('deploy outside a git work tree is a usage error', async () => {
     const result = await runCli(['deploy', '--agent', 'default/bot', '--image', 'img:1'], { env, cwd: scratch.dir });
     expect(result.code).toBe(2);

@@ -26,7 +26,7 @@ function fillPath(e: Endpoint, special?: { name: string; value: string }): strin
 const pathParams = (e: Endpoint) => [...e.path.matchAll(/:([a-z_]+)/g)].map((m) => m[1]);
 const queryNames = (e: Endpoint) => (e.query ? Object.keys(e.query.shape) : []);
 const bodyFields = (e: Endpoint) => (e.body instanceof z.ZodObject ? Object.keys(e.body.shape) : []);
-const hasJsonBody = (e: Endpoint) => e.body !== undefined && !e.binaryBody;
+const hasJsonBody = (e: Endpoint) => e.body !== undefined && !e.binary?.request;
 
 function casesFor(e: Endpoint, adminKey: string): Case[] {
   const cases: Case[] = [];

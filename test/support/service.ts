@@ -4,6 +4,7 @@ import { buildApp, type ServiceConfig, type ServiceContext } from '../../src/ser
 import { ensureBootstrap } from '../../src/server/bootstrap.js';
 import { openStore, truncateAll, type Engine, type Store } from '../../src/server/store/db.js';
 import { generateSecret } from '../../src/server/auth/secrets.js';
+import type { BlobStore } from '../../src/server/blobs/index.js';
 
 /** PGlite always; PostgreSQL too when TEST_DATABASE_URL names a server. */
 export const engines: Engine[] = ['pglite', ...(process.env.TEST_DATABASE_URL ? (['postgres'] as const) : [])];
@@ -21,7 +22,7 @@ export interface TestService {
   /** The org-admin key of the current (reset) database. */
   adminKey: string;
   api<T = any>(method: string, path: string, options?: { body?: unknown; rawBody?: string; key?: string | null; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
-  /** The running server's service context (its stream hub, for tests that count reads). */
+  /** The running server's service context (its stream hub; a runtime driver tests attach). */
   service: ServiceContext;
   /** Empties every table and bootstraps again (new admin key). */
   reset(): Promise<void>;
@@ -48,10 +49,10 @@ export async function createTestDatabase(base = process.env.TEST_DATABASE_URL!, 
   };
 }
 
-export async function openTestService(engine: Engine, config: Partial<ServiceConfig> = {}): Promise<TestService> {
+export async function openTestService(engine: Engine, config: Partial<ServiceConfig> = {}, extra: { blobs?: BlobStore } = {}): Promise<TestService> {
   const database = engine === 'postgres' ? await createTestDatabase() : undefined;
   const store = await openStore({ databaseUrl: database?.url });
-  const app = await buildApp({ store, config: { rateLimitPerSecond: 0, authFailuresPerSecond: 0, ...config } });
+  const app = await buildApp({ store, config: { rateLimitPerSecond: 0, authFailuresPerSecond: 0, ...config }, blobs: extra.blobs });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const service: TestService = {

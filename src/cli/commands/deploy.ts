@@ -6,17 +6,23 @@ import { versionRecord } from '../output/resources.js';
 import { record } from '../output/view.js';
 import { parseAgentPath, requireAgentOption } from '../refs.js';
 import { waitForVersion } from '../wait.js';
+import { gitRoot, readAgentProject, uploadSource } from '../source-upload.js';
 
 const deploy: Handler = async (ctx, _args, options) => {
-  const agent = parseAgentPath(requireAgentOption(options.agent, 'agentctl deploy'));
-  if (!options.image) throw usageError('Missing --image', 'Give the container image of this version (building images is not supported yet).', `agentctl deploy --agent ${options.agent} --image <registry/image:tag>`);
   const git = await readGit(ctx.io.cwd);
+  // agentctl.json gives the defaults; flags override them.
+  const root = await gitRoot(ctx.io.cwd);
+  const project = await readAgentProject(root);
+  const agent = parseAgentPath(requireAgentOption(options.agent ?? project?.agent, 'agentctl deploy'));
+  const agentName = `${agent.namespace_slug}/${agent.agent_name}`;
   if (git.dirty && !options.allowDirty) {
-    throw usageError('The work tree has uncommitted changes', 'Commit them, or pass --allow-dirty to deploy anyway (the version is marked dirty).', `agentctl deploy --agent ${options.agent} --image ${options.image} --allow-dirty`);
+    throw usageError('The work tree has uncommitted changes', 'Commit them, or pass --allow-dirty to deploy anyway (the version is marked dirty).', `agentctl deploy --agent ${agentName}${options.image ? ` --image ${options.image}` : ''} --allow-dirty`);
   }
   const branch = options.branch ?? git.branch;
   if (!branch) throw usageError('HEAD is detached, so there is no branch to deploy to', 'Pass --branch <name>.');
-  ctx.info(`Deploying ${git.hash.slice(0, 7)} "${git.subject}" of ${branch}${git.dirty ? ' (dirty)' : ''} as ${agent.namespace_slug}/${agent.agent_name}`);
+  ctx.info(`Deploying ${git.hash.slice(0, 7)} "${git.subject}" of ${branch}${git.dirty ? ' (dirty)' : ''} as ${agentName}`);
+  // Without an image the source itself is deployed: uploaded as a filesystem the runtime runs from.
+  const sourceFilesystemId = options.image ? undefined : await uploadSource(ctx, root, agent.namespace_slug, Boolean(options.allowDirty));
   const { data, raw } = await call(ctx, 'deploy', {
     body: {
       namespace: agent.namespace_slug,
@@ -26,13 +32,14 @@ const deploy: Handler = async (ctx, _args, options) => {
       git_message: git.subject,
       author_name: git.authorName,
       author_email: git.authorEmail,
-      image_url: options.image,
+      image_url: options.image ?? `local://${sourceFilesystemId}`,
       sdk_type: options.sdkType,
-      acp_type: options.acpType,
+      acp_type: options.acpType ?? project?.acp_type ?? 'async',
       is_dirty: git.dirty,
-      replicas: options.replicas,
-      are_tasks_sticky: options.sticky,
-      description: options.description,
+      replicas: options.replicas ?? project?.replicas,
+      are_tasks_sticky: options.sticky ?? project?.are_tasks_sticky,
+      description: options.description ?? project?.description,
+      source_filesystem_id: sourceFilesystemId ?? null,
     },
   });
   if (data.tasks_migrated) ctx.info(`${data.tasks_migrated} running task(s) moved to ${data.version_id}`);

@@ -4,7 +4,8 @@ import type { Branch, Version } from '../../contract/resources.js';
 import type { Database, Db, VersionsTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toBranch, toVersion, type BranchRow } from '../store/mappers.js';
-import { ApiError, conflict, invalid } from '../errors.js';
+import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import { filesystemForAccess } from './filesystems.js';
 import type { Permissions } from '../auth/policy.js';
 import { grantOwnership } from '../auth/grants.js';
 import { branchById, lockBranch, namespaceBySlug, versionById } from './lookup.js';
@@ -94,6 +95,11 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
     } else {
       perms.require('write', { type: 'agent', id: agent.id, namespaceId: ns.id }, `Agent ${req.namespace}/${req.agent_name}`);
       if (req.agent_input_type) await trx.updateTable('agents').set({ agent_input_type: req.agent_input_type, updated_at: new Date() }).where('id', '=', agent.id).execute();
+    }
+    if (req.source_filesystem_id) {
+      // The version's source must be a filesystem of this namespace that the caller may read.
+      const source = await filesystemForAccess(trx, perms, req.source_filesystem_id, 'read');
+      if (source.namespace_id !== ns.id) throw notFound('Filesystem', req.source_filesystem_id);
     }
 
     // Checked once the key's permission is: the transaction undoes a just-created agent.

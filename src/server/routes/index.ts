@@ -10,6 +10,8 @@ import { registerStateRoutes } from './states.js';
 import { registerKeyRoutes } from './keys.js';
 import { registerGroupRoutes } from './groups.js';
 import { registerConversationRoutes } from './conversation.js';
+import { registerFilesystemRoutes } from './filesystems.js';
+import { registerRuntimeRoutes } from './runtime.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
@@ -23,4 +25,6 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerKeyRoutes(host, service);
   registerGroupRoutes(host, service);
   registerConversationRoutes(host, service);
+  registerFilesystemRoutes(host, service);
+  registerRuntimeRoutes(host, service);
 }

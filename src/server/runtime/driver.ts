@@ -6,16 +6,7 @@
  *
  * Process contract (README, "Running agents"): every replica gets these environment variables.
  */
-export const PROCESS_ENV = {
-  baseUrl: 'AGENTCTL_BASE_URL',
-  versionId: 'AGENTCTL_VERSION_ID',
-  branchId: 'AGENTCTL_BRANCH_ID',
-  registrationToken: 'AGENTCTL_REGISTRATION_TOKEN',
-  signingSecret: 'AGENTCTL_SIGNING_SECRET',
-  port: 'PORT',
-  dataRoot: 'AGENTCTL_DATA_ROOT',
-  replica: 'AGENTCTL_REPLICA',
-} as const;
+export { PROCESS_ENV } from '../../contract/acp.js';
 
 export type RuntimeName = 'local' | 'kubernetes' | 'none';
 
@@ -102,6 +93,12 @@ export interface LogQuery {
 
 export interface RuntimeDriver {
   readonly name: RuntimeName;
+  /**
+   * Whether this driver can run the version at all (the local driver runs source snapshots,
+   * `local://fs_...`, not container images); versions it cannot run are left to whoever registers
+   * them. Absent: every version.
+   */
+  canRun?(spec: VersionSpec): boolean;
   /** Makes the version run `spec.replicas` replicas; idempotent (a second call for a running version does nothing). */
   start(spec: VersionSpec, secrets: LaunchSecrets): Promise<void>;
   /** SIGTERM (or scale to zero), then SIGKILL (or delete) after `graceMs`; resolves when stopped. */

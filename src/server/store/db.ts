@@ -42,7 +42,12 @@ export interface VersionsTable {
 }
 export interface VersionEventsTable { id: string; branch_id: string; version_id: string | null; sequence: number; type: string; data: Json; created_at: Timestamptz }
 export interface EnvironmentsTable { id: string; agent_id: string; name: string; description: string; is_prod: boolean; branch_rules: Json; created_at: Timestamptz; updated_at: Timestamptz }
-export interface FilesystemsTable { id: string; namespace_id: string; project_id: string | null; created_at: Timestamptz }
+export interface FilesystemsTable {
+  id: string; namespace_id: string; project_id: string | null; created_at: Timestamptz;
+  archive_checksum: Generated<string | null>; size_bytes: ColumnType<string | number, number | undefined, number>; files_count: Generated<number>;
+  archive_bytes: ColumnType<string | number, number | undefined, number>; blob_key: Generated<string | null>; manifest_key: Generated<string | null>;
+  created_by_key_id: Generated<string | null>; updated_at: Generated<Date>;
+}
 export interface TasksTable {
   id: string; agent_id: string; branch_id: string; namespace_id: string; filesystem_id: string; project_id: string | null;
   name: string | null; status: string; status_reason: string | null; params: Json | null; task_metadata: Json | null;
@@ -51,6 +56,7 @@ export interface TasksTable {
   /** The namespace's org (migration 005), filled in by a trigger: task names are unique per org. */
   org_id: Generated<string>;
 }
+export interface TaskSystemFoldersTable { task_id: string; type: string; filesystem_id: string }
 export interface StatesTable { id: string; task_id: string; agent_id: string; state: Json; version: Generated<number>; created_at: Timestamptz; updated_at: Timestamptz }
 
 export interface EventsTable { id: string; task_id: string; agent_id: string; sequence_id: number; content: Json; created_at: Timestamptz }
@@ -87,6 +93,7 @@ export interface Database {
   version_events: VersionEventsTable; environments: EnvironmentsTable; filesystems: FilesystemsTable; tasks: TasksTable; states: StatesTable;
   events: EventsTable; messages: MessagesTable; trackers: TrackersTable; task_stream: TaskStreamTable; idempotency_records: IdempotencyRecordsTable;
   registration_tokens: RegistrationTokensTable; version_replicas: VersionReplicasTable; deliveries: DeliveriesTable;
+  task_system_folders: TaskSystemFoldersTable;
 }
 
 export type Db = Kysely<Database>;
@@ -210,5 +217,5 @@ export async function migrate(db: Db): Promise<void> {
 
 /** Empties every table (tests share one database per file and reset between tests). */
 export async function truncateAll(db: Db): Promise<void> {
-  await sql`TRUNCATE deliveries, version_replicas, registration_tokens, idempotency_records, task_stream, trackers, messages, events, states, tasks, filesystems, environments, version_events, branches, versions, agents, projects, grants, group_members, groups, api_keys, namespaces, orgs RESTART IDENTITY CASCADE`.execute(db);
+  await sql`TRUNCATE task_system_folders, deliveries, version_replicas, registration_tokens, idempotency_records, task_stream, trackers, messages, events, states, tasks, filesystems, environments, version_events, branches, versions, agents, projects, grants, group_members, groups, api_keys, namespaces, orgs RESTART IDENTITY CASCADE`.execute(db);
 }

@@ -1,3 +1,5 @@
+import { SYSTEM_FOLDER_TYPES } from '../../contract/filesystems.js';
+
 /**
  * The schema, as ordered SQL migrations applied identically to PGlite and PostgreSQL.
  * Append new migrations; never edit one that has shipped.
@@ -342,6 +344,29 @@ CREATE TABLE deliveries (
   updated_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX deliveries_open ON deliveries (task_id, id) WHERE status IN ('pending','in_flight');
+`,
+  },
+  {
+    name: '004_filesystems',
+    sql: /* sql */ `
+ALTER TABLE filesystems ADD COLUMN archive_checksum text;
+ALTER TABLE filesystems ADD COLUMN size_bytes bigint NOT NULL DEFAULT 0;
+ALTER TABLE filesystems ADD COLUMN files_count integer NOT NULL DEFAULT 0;
+ALTER TABLE filesystems ADD COLUMN archive_bytes bigint NOT NULL DEFAULT 0;
+ALTER TABLE filesystems ADD COLUMN blob_key text;
+ALTER TABLE filesystems ADD COLUMN manifest_key text;
+ALTER TABLE filesystems ADD COLUMN created_by_key_id text REFERENCES api_keys(id);
+ALTER TABLE filesystems ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now();
+CREATE INDEX filesystems_project ON filesystems (project_id);
+CREATE INDEX tasks_filesystem ON tasks (filesystem_id);
+CREATE INDEX versions_source_filesystem ON versions (source_filesystem_id);
+
+CREATE TABLE task_system_folders (
+  task_id text NOT NULL REFERENCES tasks(id),
+  type text NOT NULL CHECK (type IN (${SYSTEM_FOLDER_TYPES.map((t) => `'${t}'`).join(',')})),
+  filesystem_id text NOT NULL REFERENCES filesystems(id),
+  PRIMARY KEY (task_id, type)
+);
 `,
   },
   {

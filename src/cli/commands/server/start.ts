@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Handler, Outcome } from '../../command.js';
 import type { CommandContext } from '../../context.js';
 import { LOCAL_PROFILE } from '../../config.js';
-import { CliError, InterruptedError } from '../../errors.js';
+import { CliError, InterruptedError, usageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { record } from '../../output/view.js';
 import { isServerProcess, readInfo, readPid, removeServerFiles, serverFiles, type ServerFiles, type ServerInfo } from './files.js';
@@ -24,13 +25,27 @@ const start: Handler = async (ctx, _args, options) => {
   }
   const databaseUrl: string | undefined = options.databaseUrl ?? ctx.env.DATABASE_URL;
   if (options.detach && !ctx.env[DETACHED_ENV]) return detach(ctx, files, options);
-  return foreground(ctx, files, { host: options.host, port: options.port, databaseUrl });
+  return foreground(ctx, files, { host: options.host, port: options.port, databaseUrl, runtime: options.runtime ?? ctx.env.AGENTCTL_RUNTIME });
 };
 
-async function foreground(ctx: CommandContext, files: ServerFiles, options: { host: string; port: number; databaseUrl?: string }): Promise<Outcome> {
+async function foreground(ctx: CommandContext, files: ServerFiles, options: { host: string; port: number; databaseUrl?: string; runtime?: string }): Promise<Outcome> {
   const detached = Boolean(ctx.env[DETACHED_ENV]);
-  const { startServer } = await import('../../../server/main.js');
-  const server = await startServer({ host: options.host, port: options.port, dataDir: options.databaseUrl ? undefined : files.database, databaseUrl: options.databaseUrl });
+  const { startServer, runtimeName } = await import('../../../server/main.js');
+  let runtime;
+  try {
+    runtime = runtimeName(options.runtime ?? 'local');
+  } catch (error) {
+    throw usageError((error as Error).message);
+  }
+  const server = await startServer({
+    host: options.host,
+    port: options.port,
+    dataDir: options.databaseUrl ? undefined : files.database,
+    databaseUrl: options.databaseUrl,
+    runtime,
+    blobDir: path.join(files.dir, 'blobs'),
+    runtimeOptions: { dataDir: files.dir },
+  });
   const store = ctx.config();
   let saved = false;
   if (server.bootstrap.secret) {
@@ -52,7 +67,7 @@ async function foreground(ctx: CommandContext, files: ServerFiles, options: { ho
   };
   writeFileSync(files.pid, `${process.pid}\n`);
   writeFileSync(files.info, JSON.stringify(info, null, 2) + '\n');
-  ctx.io.stderr.write(`agentctl server listening on ${server.url} (${server.engine}${server.engine === 'pglite' ? `, data in ${files.database}` : ''})\n`);
+  ctx.io.stderr.write(`agentctl server listening on ${server.url} (${server.engine}${server.engine === 'pglite' ? `, data in ${files.database}` : ''}; runtime ${server.runtime})\n`);
   if (saved) {
     ctx.io.stderr.write(`Created the org-admin key and saved it in profile "${LOCAL_PROFILE}"${store.currentProfile === LOCAL_PROFILE ? ' (the current profile)' : ''}.\n`);
     if (!detached) {
@@ -78,6 +93,7 @@ async function detach(ctx: CommandContext, files: ServerFiles, options: Record<s
   if (!entry) throw new CliError('Cannot find the agentctl entry script to run in the background');
   const args = [entry, 'server', 'start', '--host', String(options.host), '--port', String(options.port), '--data-dir', files.dir];
   if (options.databaseUrl) args.push('--database-url', options.databaseUrl);
+  if (options.runtime) args.push('--runtime', options.runtime);
   if (ctx.globals.profile) args.push('--profile', ctx.globals.profile);
   const log = openSync(files.log, 'a', 0o600);
   const child = spawn(process.execPath, args, {

@@ -1,0 +1,31 @@
+import { PROCESS_ENV } from '../contract/acp.js';
+
+/** Scripts outside a runtime authenticate with this (a runtime's agent gets its key by registering). */
+export const API_KEY_ENV = 'AGENTCTL_API_KEY';
+const DEFAULT_BASE_URL = 'http://127.0.0.1:7420';
+
+/** The process contract (DESIGN section 10) as read from the environment. */
+export interface ProcessConfig {
+  baseUrl: string;
+  apiKey?: string;
+  versionId?: string;
+  branchId?: string;
+  registrationToken?: string;
+  signingSecret?: string;
+  port?: number;
+  dataRoot?: string;
+}
+
+export function readProcessConfig(env: NodeJS.ProcessEnv = process.env): ProcessConfig {
+  const port = env[PROCESS_ENV.port];
+  return {
+    baseUrl: env[PROCESS_ENV.baseUrl] || DEFAULT_BASE_URL,
+    apiKey: env[API_KEY_ENV] || undefined,
+    versionId: env[PROCESS_ENV.versionId] || undefined,
+    branchId: env[PROCESS_ENV.branchId] || undefined,
+    registrationToken: env[PROCESS_ENV.registrationToken] || undefined,
+    signingSecret: env[PROCESS_ENV.signingSecret] || undefined,
+    port: port ? Number(port) : undefined,
+    dataRoot: env[PROCESS_ENV.dataRoot] || undefined,
+  };
+}

@@ -1,0 +1,64 @@
+import type { AcpAgentRef } from '../contract/acp.js';
+import type { Content, ContentInput, Event, Message, Tracker } from '../contract/conversation.js';
+import type { State, Task } from '../contract/resources.js';
+import type { Adk, EventList, JsonObject, ListPage, MessageList } from './adk.js';
+
+/**
+ * What a handler gets: the task, its agent, the event being handled (onEvent), and the toolkit's
+ * calls pre-bound to this (task, agent).
+ */
+export class TaskContext {
+  readonly messages: {
+    /** Adds an agent message to this task's transcript. */
+    send(content: ContentInput): Promise<Message>;
+    list(page?: ListPage): Promise<MessageList>;
+  };
+  readonly state: {
+    /** This (task, agent)'s state, or null before the first create. */
+    get(): Promise<State | null>;
+    create(state: JsonObject): Promise<State>;
+    /** Merges the given top-level keys atomically on the server (`null` removes a key). */
+    update(state: JsonObject): Promise<State>;
+    delete(): Promise<void>;
+  };
+  readonly events: { list(page?: ListPage): Promise<EventList> };
+  readonly tracker: {
+    get(): Promise<Tracker>;
+    /** Progress 0..100 (or null) and a status message; left-out values stay. */
+    update(progress?: number | null, statusMessage?: string | null): Promise<Tracker>;
+  };
+
+  constructor(
+    readonly adk: Adk,
+    readonly task: Task,
+    readonly agent: AcpAgentRef,
+    /** The event being handled: set in onEvent, null elsewhere. */
+    readonly event: Event | null,
+    /** A local directory for this task, synced with the task's filesystem around every handler. */
+    readonly workspace: string,
+    /** Sees every message this context sends (a sync agent answers with them). */
+    onSent?: (content: Content) => void,
+  ) {
+    const taskId = task.id;
+    const agentId = agent.id;
+    this.messages = {
+      send: async (content) => {
+        const message = await adk.messages.send(taskId, content);
+        onSent?.(message.content);
+        return message;
+      },
+      list: (page) => adk.messages.list(taskId, page),
+    };
+    this.state = {
+      get: () => adk.state.get(taskId, agentId),
+      create: (state) => adk.state.create(taskId, agentId, state),
+      update: (state) => adk.state.update(taskId, agentId, state),
+      delete: () => adk.state.delete(taskId, agentId),
+    };
+    this.events = { list: (page) => adk.events.list(taskId, page) };
+    this.tracker = {
+      get: () => adk.agentTaskTracker.get(taskId, agentId),
+      update: (progress, statusMessage) => adk.agentTaskTracker.update(taskId, progress, statusMessage, { agentId }),
+    };
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * `agentctl/adk`: the runtime toolkit for agent code (DESIGN section 10). Imports only the client,
+ * the contract and the sync module: nothing of the CLI or the server.
+ */
+export { Adk, adk, createAdk, type AdkOptions, type EventList, type JsonObject, type ListPage, type MessageList, type TrackerList } from './adk.js';
+export type { Agent, Content, ContentInput, Event, Message, State, Task, Tracker, SyncOptions, SyncResult, SystemFolderType } from './adk.js';
+export { AgentServer, AgentStartError, WorkspaceSyncError, type AgentHandlers, type AgentServerOptions } from './server.js';
+export { TaskContext } from './context.js';
+export {
+  AdkError,
+  AuthenticationError,
+  ConflictError,
+  NotFoundError,
+  PayloadTooLargeError,
+  PermissionDeniedError,
+  RateLimitedError,
+  ServerError,
+  UnreachableError,
+  ValidationError,
+} from './errors.js';
+export { readProcessConfig, type ProcessConfig } from './config.js';
+export type { AcpAgentRef } from '../contract/acp.js';

@@ -1,0 +1,344 @@
+import { mkdir } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ACP_ERRORS, ACP_METHODS, ACP_PATH, SIGNATURE_HEADER, verifySignature, type AcpMethod, type AcpParams, type AcpRequest, type AcpResponse } from '../contract/acp.js';
+import type { Content, ContentInput, Event } from '../contract/conversation.js';
+import { UnreachableError } from '../client/index.js';
+import { adk as defaultAdk, type Adk, type JsonObject } from './adk.js';
+import { readProcessConfig } from './config.js';
+import { TaskContext } from './context.js';
+import { AdkError } from './errors.js';
+
+type Awaitable<T> = T | Promise<T>;
+type HandlerName = 'onCreate' | 'onEvent' | 'onCancel' | 'onMessage';
+
+export interface AgentHandlers {
+  /** A new task: `params` as the task was created with. */
+  onCreate?(ctx: TaskContext, params: JsonObject | null): Awaitable<void>;
+  /** An event sent to the task (`ctx.event` is it too). */
+  onEvent?(ctx: TaskContext, event: Event): Awaitable<void>;
+  onCancel?(ctx: TaskContext): Awaitable<void>;
+  /**
+   * Sync agents (`acp_type: sync`): answers a message inline. What it returns, and what it sends
+   * with `ctx.messages.send`, is recorded as agent messages and returned to the caller.
+   */
+  onMessage?(ctx: TaskContext, content: Content): Awaitable<ContentInput | ContentInput[] | void>;
+}
+
+export interface AgentServerOptions extends AgentHandlers {
+  /** Handlers of different tasks that may run at once (default 32); one task's run one at a time. */
+  concurrency?: number;
+  /** Default: PORT, else a free port. */
+  port?: number;
+  /** Default: HOST, else 127.0.0.1 (a pod sets 0.0.0.0). */
+  host?: string;
+  /** Where the platform reaches this process (default: AGENTCTL_ACP_URL, else http://127.0.0.1:<port>). */
+  acpUrl?: string;
+  /** Default: AGENTCTL_SIGNING_SECRET. */
+  signingSecret?: string;
+  /** How long SIGTERM waits for running and queued handlers (default 25 s). */
+  gracePeriodMs?: number;
+  /** The toolkit handlers use (default: `adk`, which gets the runtime key on registration). */
+  adk?: Adk;
+  /** On a fatal start error print it and exit 1 (default), or let listen() reject. */
+  exitOnFatal?: boolean;
+  /** Registration attempts on 5xx and connection errors (default 5), and the first backoff step (default 500 ms). */
+  registerAttempts?: number;
+  registerBackoffMs?: number;
+}
+
+/** listen() could not start: what went wrong, in a sentence that names the cause. */
+export class AgentStartError extends Error {
+  override name = 'AgentStartError';
+}
+
+const MAX_BODY_BYTES = 2 * 1024 * 1024;
+const REMEMBERED_DELIVERIES = 10_000;
+
+/**
+ * The agent's side of the protocol (DESIGN section 10): serves `GET /healthz` and signed JSON-RPC on
+ * `POST /api`, registers with the one-time token, runs handlers per task in delivery order.
+ */
+export class AgentServer {
+  private server?: Server;
+  private draining = false;
+  private readonly queues: TaskQueues;
+  private readonly seen = new Map<string, Promise<Content[]>>();
+  private readonly adk: Adk;
+  private signingSecret = '';
+  private dataRoot = '';
+  private agentName?: string;
+
+  constructor(private readonly options: AgentServerOptions) {
+    this.queues = new TaskQueues(Math.max(1, options.concurrency ?? 32));
+    this.adk = options.adk ?? defaultAdk;
+  }
+
+  /** Starts serving, then registers; resolves with where it listens. */
+  async listen(): Promise<{ port: number; url: string }> {
+    try {
+      return await this.start();
+    } catch (error) {
+      if (this.options.exitOnFatal === false) throw error;
+      log(`cannot start: ${(error as Error).message}`);
+      process.exit(1);
+    }
+  }
+
+  /** Stops taking work, waits for handlers (up to the grace period), closes the port. Resolves true when every handler finished. */
+  async close(gracePeriodMs = this.options.gracePeriodMs ?? 25_000): Promise<boolean> {
+    this.draining = true;
+    const closed = new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server?.closeIdleConnections();
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([this.queues.idle().then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), gracePeriodMs)))]);
+    clearTimeout(timer);
+    this.server?.closeAllConnections();
+    await closed;
+    return finished;
+  }
+
+  private async start(): Promise<{ port: number; url: string }> {
+    const config = readProcessConfig();
+    const secret = this.options.signingSecret ?? config.signingSecret;
+    if (!secret) throw new AgentStartError('no signing secret: set AGENTCTL_SIGNING_SECRET (a runtime sets it; for a hand-started agent read it with `GET /versions/{id}/signing-secret`)');
+    this.signingSecret = secret;
+    this.dataRoot = path.resolve(config.dataRoot ?? path.join(tmpdir(), `agentctl-agent-${process.pid}`));
+    const server = (this.server = createServer((req, res) => void this.route(req, res)));
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.options.port ?? config.port ?? 0, this.options.host ?? process.env.HOST ?? '127.0.0.1', () => resolve());
+    });
+    const port = (server.address() as AddressInfo).port;
+    const url = (this.options.acpUrl ?? process.env.AGENTCTL_ACP_URL ?? `http://127.0.0.1:${port}`).replace(/\/+$/, '');
+    try {
+      await this.register(config, url);
+    } catch (error) {
+      server.close();
+      throw error;
+    }
+    process.once('SIGTERM', () => void this.shutdown('SIGTERM'));
+    process.once('SIGINT', () => void this.shutdown('SIGINT'));
+    log(`listening on ${url}${this.agentName ? ` as ${this.agentName}` : ''}`);
+    return { port, url };
+  }
+
+  private async register(config: ReturnType<typeof readProcessConfig>, acpUrl: string): Promise<void> {
+    if (!config.registrationToken) return; // started by hand with AGENTCTL_API_KEY: nothing to register
+    if (!config.versionId) throw new AgentStartError('AGENTCTL_REGISTRATION_TOKEN is set but AGENTCTL_VERSION_ID is not');
+    const attempts = this.options.registerAttempts ?? 5;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const registered = await this.adk.call('registerVersion', {
+          body: { version_id: config.versionId, branch_id: config.branchId, acp_url: acpUrl, registration_token: config.registrationToken } as never,
+        });
+        if (!registered.agent_api_key) throw new AgentStartError(`the service at ${this.adk.baseUrl} registered the version but returned no runtime key`);
+        this.adk.useApiKey(registered.agent_api_key);
+        this.agentName = registered.agent_name;
+        return;
+      } catch (error) {
+        const transient = error instanceof UnreachableError || (error instanceof AdkError && error.status >= 500);
+        if (error instanceof AdkError && !transient) {
+          throw new AgentStartError(`registration refused by ${this.adk.baseUrl} (${error.status} ${error.code}): ${error.message}`);
+        }
+        if (!transient) throw error;
+        if (attempt >= attempts) throw new AgentStartError(`could not register with ${this.adk.baseUrl} after ${attempts} attempts: ${error.message}`);
+        const delay = (this.options.registerBackoffMs ?? 500) * 2 ** (attempt - 1);
+        log(`registration attempt ${attempt} of ${attempts} failed (${error.message}); retrying in ${delay} ms`);
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+
+  private async shutdown(signal: string): Promise<void> {
+    log(`${signal}: finishing running handlers, taking no new work`);
+    const finished = await this.close();
+    if (!finished) log('grace period over with handlers still running');
+    process.exit(finished ? 0 : 1);
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = req.url?.split('?')[0];
+    if (req.method === 'GET' && url === '/healthz') return json(res, this.draining ? 503 : 200, { status: this.draining ? 'draining' : 'ok' });
+    if (url !== ACP_PATH) return json(res, 404, { detail: 'Not found', code: 'not_found' });
+    if (req.method !== 'POST') return json(res, 405, { detail: 'Use POST', code: 'method_not_allowed' });
+    let body: string;
+    try {
+      body = await readBody(req);
+    } catch {
+      return rpcError(res, 413, null, ACP_ERRORS.invalidRequest, 'request body too large');
+    }
+    const check = verifySignature(this.signingSecret, body, req.headers[SIGNATURE_HEADER] as string | undefined);
+    if (!check.ok) return rpcError(res, 401, null, ACP_ERRORS.unauthorized, `signature ${check.reason}`);
+    let request: AcpRequest;
+    try {
+      request = JSON.parse(body);
+    } catch {
+      return rpcError(res, 400, null, ACP_ERRORS.parseError, 'body is not JSON');
+    }
+    if (!request || request.jsonrpc !== '2.0' || typeof request.id !== 'string' || !request.params?.task?.id || !request.params.agent?.id) {
+      return rpcError(res, 400, request?.id ?? null, ACP_ERRORS.invalidRequest, 'not a JSON-RPC 2.0 delivery');
+    }
+    if (!(ACP_METHODS as readonly string[]).includes(request.method)) return rpcError(res, 400, request.id, ACP_ERRORS.methodNotFound, `unknown method ${request.method}`);
+    if (request.method === 'message/send' && !this.options.onMessage) return rpcError(res, 400, request.id, ACP_ERRORS.methodNotFound, 'this agent has no onMessage handler (an async agent)');
+    if (this.draining) return rpcError(res, 503, request.id, ACP_ERRORS.internal, 'shutting down');
+
+    // Deliveries are at least once: a repeat is acknowledged (or answered) without running again.
+    let outcome = this.seen.get(request.id);
+    if (!outcome) {
+      outcome = this.queues.run(request.params.task.id, () => this.handle(request));
+      outcome.catch(() => {});
+      this.remember(request.id, outcome);
+    }
+    if (request.method !== 'message/send') return rpcResult(res, request.id, { accepted: true });
+    try {
+      rpcResult(res, request.id, { accepted: true, messages: await outcome });
+    } catch (error) {
+      rpcError(res, 500, request.id, ACP_ERRORS.internal, (error as Error).message);
+    }
+  }
+
+  private remember(id: string, outcome: Promise<Content[]>): void {
+    this.seen.set(id, outcome);
+    if (this.seen.size > REMEMBERED_DELIVERIES) this.seen.delete(this.seen.keys().next().value!);
+  }
+
+  /** Runs one delivery's handler; a throw is reported to the platform (and rethrown for a sync answer). */
+  private async handle(request: AcpRequest): Promise<Content[]> {
+    const method = request.method as AcpMethod;
+    const { task, agent } = request.params;
+    const event = method === 'event/send' ? (request.params as AcpParams['event/send']).event : null;
+    const handlerName = HANDLERS[method];
+    const sent: Content[] = [];
+    const taskDir = path.join(this.dataRoot, 'tasks', task.id);
+    const workspace = path.join(taskDir, 'workspace');
+    const syncOptions = { stateFile: path.join(taskDir, 'workspace.sync.json') };
+    let failure: unknown;
+    let syncedDown = false;
+    try {
+      await mkdir(workspace, { recursive: true });
+      await this.adk.filesystem.syncDown(task.filesystem_id, workspace, syncOptions).catch((error) => {
+        throw new WorkspaceSyncError('down', task.filesystem_id, error);
+      });
+      syncedDown = true;
+      const ctx = new TaskContext(this.adk, task, agent, event, workspace, (content) => sent.push(content));
+      switch (method) {
+        case 'task/create':
+          await this.options.onCreate?.(ctx, (request.params as AcpParams['task/create']).params ?? null);
+          break;
+        case 'event/send':
+          await this.options.onEvent?.(ctx, event!);
+          break;
+        case 'task/cancel':
+          await this.options.onCancel?.(ctx);
+          break;
+        case 'message/send': {
+          const reply = await this.options.onMessage!(ctx, (request.params as AcpParams['message/send']).content);
+          for (const content of reply === undefined ? [] : Array.isArray(reply) ? reply : [reply]) await ctx.messages.send(content);
+          break;
+        }
+      }
+    } catch (error) {
+      failure = error;
+    }
+    // Up after the handler even when it threw: what it wrote before failing is kept, not lost.
+    if (syncedDown) {
+      await this.adk.filesystem.syncUp(task.filesystem_id, workspace, syncOptions).catch((error) => {
+        failure ??= new WorkspaceSyncError('up', task.filesystem_id, error);
+      });
+    }
+    if (failure === undefined) return sent;
+    const message = failure instanceof Error ? failure.message || failure.name : String(failure);
+    log(`${handlerName} of ${task.id} failed: ${failure instanceof Error && failure.stack ? failure.stack : message}`);
+    try {
+      await this.adk.reportHandlerError(task.id, handlerName, message, event?.id ?? null);
+    } catch (reportError) {
+      log(`could not report the failure of ${handlerName} of ${task.id}: ${(reportError as Error).message}`);
+    }
+    throw failure;
+  }
+}
+
+/** The task's workspace could not be synced: the handler fails visibly rather than lose work. */
+export class WorkspaceSyncError extends Error {
+  override name = 'WorkspaceSyncError';
+  constructor(direction: 'down' | 'up', filesystemId: string, cause: unknown) {
+    super(`workspace sync ${direction} (${filesystemId}) failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
+const HANDLERS: Record<AcpMethod, HandlerName> = { 'task/create': 'onCreate', 'event/send': 'onEvent', 'task/cancel': 'onCancel', 'message/send': 'onMessage' };
+
+/** One FIFO per task, and at most `limit` jobs running across tasks. */
+class TaskQueues {
+  private readonly tails = new Map<string, Promise<void>>();
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+
+  run<T>(taskId: string, job: () => Promise<T>): Promise<T> {
+    const result = (this.tails.get(taskId) ?? Promise.resolve()).then(() => this.withSlot(job));
+    const tail = result.then(
+      () => {},
+      () => {},
+    );
+    this.tails.set(taskId, tail);
+    void tail.then(() => {
+      if (this.tails.get(taskId) === tail) this.tails.delete(taskId);
+    });
+    return result;
+  }
+
+  /** Resolves when every job queued so far (and any queued meanwhile) has finished. */
+  async idle(): Promise<void> {
+    while (this.tails.size) await Promise.all(this.tails.values());
+  }
+
+  private async withSlot<T>(job: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running++;
+    try {
+      return await job();
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new Error('too large'));
+        req.destroy();
+      } else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function rpcResult(res: ServerResponse, id: string, result: AcpResponse['result']): void {
+  json(res, 200, { jsonrpc: '2.0', id, result } satisfies AcpResponse);
+}
+
+function rpcError(res: ServerResponse, status: number, id: string | null, code: number, message: string): void {
+  json(res, status, { jsonrpc: '2.0', id, error: { code, message } });
+}
+
+function log(line: string): void {
+  process.stderr.write(`agentctl-adk: ${line}\n`);
+}

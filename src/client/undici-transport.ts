@@ -1,0 +1,40 @@
+import { TransportError, type Transport } from './transport.js';
+
+/**
+ * A keep-alive transport for long-lived callers (the ADK, streams, the dispatcher): one connection
+ * pool per origin, reused across requests. undici loads on the first request, not on import, so an
+ * agent that imports the ADK starts as fast as one that does not; the CLI never loads it.
+ */
+export function createUndiciTransport(options: { connections?: number; keepAliveTimeoutMs?: number } = {}): Transport & { close(): Promise<void> } {
+  let loaded: Promise<{ undici: typeof import('undici'); dispatcher: import('undici').Dispatcher }> | undefined;
+  const load = () =>
+    (loaded ??= import('undici').then((undici) => ({
+      undici,
+      // Honours HTTP_PROXY, HTTPS_PROXY and NO_PROXY like the rest of the project's clients (DESIGN section 9).
+      dispatcher: new undici.EnvHttpProxyAgent({ connections: options.connections ?? 32, keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000 }),
+    })));
+  const transport: Transport = async (url, req) => {
+    const { undici, dispatcher } = await load();
+    try {
+      const res = await undici.request(url, { method: req.method as 'GET', headers: req.headers, body: req.body, signal: req.signal, dispatcher });
+      req.onSent?.();
+      const text = await res.body.text();
+      return {
+        status: res.statusCode,
+        statusText: '',
+        headers: {
+          get(name: string) {
+            const value = res.headers[name.toLowerCase()];
+            return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+          },
+        },
+        text,
+      };
+    } catch (error) {
+      if (req.signal.aborted) throw req.signal.reason;
+      const code = (error as NodeJS.ErrnoException).code ?? (error instanceof undici.errors.UndiciError ? error.name : 'ECONNRESET');
+      throw new TransportError(code, (error as Error).message);
+    }
+  };
+  return Object.assign(transport, { close: async () => (loaded ? (await loaded).dispatcher.close() : undefined) });
+}

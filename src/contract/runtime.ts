@@ -1,0 +1,33 @@
+import { z } from 'zod';
+import { QueryBool, Timestamp } from './common.js';
+
+/** One line an agent process wrote (DESIGN section 11, logs). */
+export const VersionLogLine = z
+  .object({
+    version_id: z.string(),
+    /** The replica (0-based) that wrote it. */
+    replica: z.number().int().min(0),
+    stream: z.enum(['stdout', 'stderr']),
+    /** When the runtime captured it. */
+    time: Timestamp,
+    line: z.string(),
+  })
+  .meta({ id: 'VersionLogLine' });
+export type VersionLogLine = z.infer<typeof VersionLogLine>;
+
+export const VERSION_LOGS_MAX_TAIL = 10_000;
+
+export const VersionLogsQuery = z.object({
+  /** The last N lines (all replicas merged by time); 0 with `follow` sends only new lines. */
+  tail: z.coerce.number().int().min(0).max(VERSION_LOGS_MAX_TAIL).default(100),
+  /** Only lines captured at or after this instant. */
+  since: z.iso.datetime({ offset: true }).optional(),
+  /** Keep the response open as Server-Sent Events (`event: log`), one per new line. */
+  follow: QueryBool.default(false),
+});
+
+export const VersionLogs = z.object({ lines: z.array(VersionLogLine) }).meta({ id: 'VersionLogs' });
+export type VersionLogs = z.infer<typeof VersionLogs>;
+
+/** The SSE event name of a log line when following. */
+export const LOG_SSE_EVENT = 'log';

@@ -1,0 +1,408 @@
+// Filesystems and system folders (DESIGN section 12): rows, access, archive upload and download.
+// Archives live in the blob store; a row names its current archive and manifest blobs.
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { PassThrough, Readable, Transform, Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Kysely, Selectable } from 'kysely';
+import type { CreateFilesystemRequest, FileManifest, Filesystem, ManifestEntry, SystemFolderType } from '../../contract/filesystems.js';
+import { ArchiveRejected, emptyArchive, readArchive, type ArchiveLimits, type ArchiveSummary } from '../../sync/archive.js';
+import { EMPTY_TREE_CHECKSUM } from '../../sync/tree.js';
+import type { Database, Db, FilesystemsTable } from '../store/db.js';
+import { newId } from '../store/ids.js';
+import { iso } from '../store/mappers.js';
+import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import type { Permissions } from '../auth/policy.js';
+import type { BlobStore } from '../blobs/index.js';
+import { namespaceBySlug, taskById } from './lookup.js';
+import { pageOffset } from './paging.js';
+
+type Executor = Db | Kysely<Database>;
+type FsRow = Selectable<FilesystemsTable>;
+
+export const toFilesystem = (r: FsRow): Filesystem => ({
+  id: r.id,
+  namespace_id: r.namespace_id,
+  project_id: r.project_id,
+  archive_checksum: r.archive_checksum,
+  size_bytes: Number(r.size_bytes),
+  files_count: r.files_count,
+  created_at: iso(r.created_at)!,
+  updated_at: iso(r.updated_at)!,
+});
+
+/**
+ * Who may reach a filesystem (DESIGN section 12): through its project (read to read, write to
+ * write); else through an agent whose tasks use it (read; run to write) or whose versions have it
+ * as source (read; write to write); else its creating key; namespace admins always. Unknown and
+ * undiscoverable filesystems are one 404.
+ */
+export async function filesystemForAccess(db: Executor, perms: Permissions, fsId: string, need: 'read' | 'write'): Promise<FsRow> {
+  const row = await db
+    .selectFrom('filesystems')
+    .innerJoin('namespaces', 'namespaces.id', 'filesystems.namespace_id')
+    .selectAll('filesystems')
+    .where('filesystems.id', '=', fsId)
+    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .executeTakeFirst();
+  const describe = `Filesystem ${fsId}`;
+  if (!row) throw notFound('Filesystem', fsId);
+  if (row.project_id) {
+    perms.require(need, { type: 'project', id: row.project_id, namespaceId: row.namespace_id }, describe);
+    return row;
+  }
+  if (perms.can('admin', { type: 'namespace', id: row.namespace_id })) return row;
+  if (row.created_by_key_id && row.created_by_key_id === perms.actor.keyId) return row;
+  const [taskAgents, versionAgents] = await Promise.all([
+    db.selectFrom('tasks').select('agent_id').distinct().where('filesystem_id', '=', fsId).execute(),
+    db.selectFrom('versions').select('agent_id').distinct().where('source_filesystem_id', '=', fsId).execute(),
+  ]);
+  const agent = (id: string) => ({ type: 'agent', id, namespaceId: row.namespace_id }) as const;
+  if (taskAgents.some((a) => perms.can(need === 'read' ? 'read' : 'run', agent(a.agent_id)))) return row;
+  if (versionAgents.some((a) => perms.can(need === 'read' ? 'read' : 'write', agent(a.agent_id)))) return row;
+  const discoverable = [...taskAgents, ...versionAgents].some((a) => perms.can('discover', agent(a.agent_id)));
+  if (discoverable) throw new ApiError(403, 'forbidden', `This API key may not ${need} ${describe}`);
+  throw notFound('Filesystem', fsId);
+}
+
+/** `POST /filesystems`: in a project (write on it), or bare in a namespace (its admin, or a key with write on one of its agents). */
+export async function createFilesystem(db: Db, perms: Permissions, req: CreateFilesystemRequest): Promise<Filesystem> {
+  if (!req.project_id === !req.namespace) throw invalid(['body', req.project_id ? 'namespace' : 'project_id'], 'Give exactly one of project_id and namespace');
+  let namespaceId: string;
+  if (req.project_id) {
+    const project = await db
+      .selectFrom('projects')
+      .innerJoin('namespaces', 'namespaces.id', 'projects.namespace_id')
+      .select(['projects.id', 'projects.namespace_id'])
+      .where('projects.id', '=', req.project_id)
+      .where('namespaces.org_id', '=', perms.actor.orgId)
+      .executeTakeFirst();
+    if (!project) throw notFound('Project', req.project_id);
+    perms.require('write', { type: 'project', id: project.id, namespaceId: project.namespace_id }, `Project ${project.id}`);
+    namespaceId = project.namespace_id;
+  } else {
+    const ns = await namespaceBySlug(db, perms, req.namespace!);
+    if (!perms.can('admin', { type: 'namespace', id: ns.id })) {
+      const writable = perms.visible('agent', 'write');
+      const ids = writable.all ? [] : writable.ids;
+      const agent = ids.length ? await db.selectFrom('agents').select('id').where('namespace_id', '=', ns.id).where('id', 'in', ids).executeTakeFirst() : undefined;
+      if (!agent) perms.require('admin', { type: 'namespace', id: ns.id }, `Namespace ${req.namespace}`);
+    }
+    namespaceId = ns.id;
+  }
+  const row = await db
+    .insertInto('filesystems')
+    .values({ id: newId('filesystem'), namespace_id: namespaceId, project_id: req.project_id ?? null, created_by_key_id: perms.actor.keyId || null })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toFilesystem(row);
+}
+
+export async function getFilesystem(db: Db, perms: Permissions, fsId: string): Promise<Filesystem> {
+  return toFilesystem(await filesystemForAccess(db, perms, fsId, 'read'));
+}
+
+export interface ListFilesystemsQuery {
+  project_id?: string;
+  namespace?: string;
+  limit: number;
+  page_number: number;
+  order_direction: 'asc' | 'desc';
+}
+
+/** `GET /filesystems?project_id=` (read on the project) or `?namespace=` (its bare filesystems: all for its admins, else the key's own). */
+export async function listFilesystems(db: Db, perms: Permissions, query: ListFilesystemsQuery): Promise<{ filesystems: Filesystem[]; total: number }> {
+  if (!query.project_id === !query.namespace) throw invalid(['query', query.project_id ? 'namespace' : 'project_id'], 'Give exactly one of project_id and namespace');
+  let select = db.selectFrom('filesystems');
+  if (query.project_id) {
+    const project = await db
+      .selectFrom('projects')
+      .innerJoin('namespaces', 'namespaces.id', 'projects.namespace_id')
+      .select(['projects.id', 'projects.namespace_id'])
+      .where('projects.id', '=', query.project_id)
+      .where('namespaces.org_id', '=', perms.actor.orgId)
+      .executeTakeFirst();
+    if (!project) throw notFound('Project', query.project_id);
+    perms.require('read', { type: 'project', id: project.id, namespaceId: project.namespace_id }, `Project ${project.id}`);
+    select = select.where('project_id', '=', project.id);
+  } else {
+    const ns = await namespaceBySlug(db, perms, query.namespace!);
+    select = select.where('namespace_id', '=', ns.id).where('project_id', 'is', null);
+    if (!perms.can('admin', { type: 'namespace', id: ns.id })) select = select.where('created_by_key_id', '=', perms.actor.keyId);
+  }
+  const [rows, count] = await Promise.all([
+    select.selectAll().orderBy('created_at', query.order_direction).orderBy('id', query.order_direction).limit(query.limit).offset(pageOffset(query)).execute(),
+    select.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { filesystems: rows.map(toFilesystem), total: Number(count.n) };
+}
+
+/** `DELETE /filesystems/{id}`: only one no task, version or system folder names; its blobs go with the next sweep. */
+export async function deleteFilesystem(db: Db, perms: Permissions, fsId: string): Promise<{ id: string; message: string }> {
+  return db.transaction().execute(async (trx) => {
+    await filesystemForAccess(trx, perms, fsId, 'write');
+    await trx.selectFrom('filesystems').select('id').where('id', '=', fsId).forUpdate().executeTakeFirst();
+    const [task, version, folder] = await Promise.all([
+      trx.selectFrom('tasks').select('id').where('filesystem_id', '=', fsId).executeTakeFirst(),
+      trx.selectFrom('versions').select('id').where('source_filesystem_id', '=', fsId).executeTakeFirst(),
+      trx.selectFrom('task_system_folders').select('task_id').where('filesystem_id', '=', fsId).executeTakeFirst(),
+    ]);
+    const user = task ? `task ${task.id}` : version ? `version ${version.id}` : folder ? `a system folder of task ${folder.task_id}` : undefined;
+    if (user) throw conflict('filesystem_in_use', `Filesystem ${fsId} is used by ${user}`);
+    await trx.deleteFrom('filesystems').where('id', '=', fsId).execute();
+    return { id: fsId, message: `Filesystem ${fsId} deleted` };
+  });
+}
+
+// ---- archives --------------------------------------------------------------------------------
+
+/** `"abc"`, `W/"abc"`, `abc` -> `abc`; a list is split on commas. */
+export function parseEtags(header: string | undefined): string[] {
+  if (!header) return [];
+  return header
+    .split(',')
+    .map((t) => t.trim().replace(/^W\//, '').replace(/^"|"$/g, ''))
+    .filter(Boolean);
+}
+
+const currentChecksum = (row: FsRow) => row.archive_checksum ?? EMPTY_TREE_CHECKSUM;
+
+/** A streamed answer: status, headers and (for 200) the body. */
+export interface ArchiveDownload {
+  status: 200 | 304;
+  headers: Record<string, string>;
+  body?: Readable | Buffer;
+}
+
+/** The current archive, or 304 when `If-None-Match` names its checksum. A filesystem without content serves an empty archive. */
+export async function downloadArchive(blobs: BlobStore, row: FsRow, ifNoneMatch: string | undefined): Promise<ArchiveDownload> {
+  const checksum = currentChecksum(row);
+  const headers = { etag: `"${checksum}"`, 'cache-control': 'no-cache' };
+  const tags = parseEtags(ifNoneMatch);
+  if (tags.includes(checksum) || tags.includes('*')) return { status: 304, headers };
+  if (!row.blob_key) {
+    const body = emptyArchive();
+    return { status: 200, headers: { ...headers, 'content-type': 'application/zstd', 'content-length': String(body.length) }, body };
+  }
+  return { status: 200, headers: { ...headers, 'content-type': 'application/zstd', 'content-length': String(Number(row.archive_bytes)) }, body: await blobs.get(row.blob_key) };
+}
+
+/** Checks `If-Match` against the row: 428 without one once there is content, 412 when stale. */
+function checkPrecondition(row: FsRow, ifMatch: string | undefined): void {
+  const tags = parseEtags(ifMatch);
+  if (tags.includes('*')) return;
+  if (tags.length === 0) {
+    if (row.archive_checksum) {
+      throw new ApiError(428, 'precondition_required', `Filesystem ${row.id} has content: send If-Match with the checksum your change is based on (current: ${row.archive_checksum})`, { etag: `"${row.archive_checksum}"` });
+    }
+    return;
+  }
+  if (!tags.includes(currentChecksum(row))) {
+    throw new ApiError(412, 'stale_base', `Filesystem ${row.id} changed since your base ${tags[0]}: its current checksum is ${currentChecksum(row)}; pull it, then push again`, { etag: `"${currentChecksum(row)}"` });
+  }
+}
+
+export interface UploadLimits extends ArchiveLimits {}
+
+/** Compressed bytes an upload may have: the content limit plus tar's per-member overhead. */
+const maxCompressedBytes = (limits: ArchiveLimits) => limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
+
+/**
+ * Receives an archive into the blob store's staging area (never whole in memory), validates every
+ * member, stores the archive and its manifest as blobs, then makes them current in one
+ * transaction if the base still matches. Any failure leaves the filesystem as it was.
+ */
+export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body: Readable, ifMatch: string | undefined, limits: UploadLimits): Promise<Filesystem> {
+  const before = await db.selectFrom('filesystems').selectAll().where('id', '=', fsId).executeTakeFirstOrThrow();
+  // Refuse a stale or unconditional upload before reading a byte of it.
+  checkPrecondition(before, ifMatch);
+  const staged = path.join(blobs.stagingDir, `upload-${randomBytes(8).toString('hex')}`);
+  const manifestFile = `${staged}.manifest`;
+  try {
+    const hash = createHash('sha256');
+    let received = 0;
+    const cap = maxCompressedBytes(limits);
+    await pipeline(
+      body,
+      new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          received += chunk.length;
+          if (received > cap) return done(new ArchiveRejected(413, 'archive_too_large', `The upload is larger than ${cap} bytes`));
+          hash.update(chunk);
+          done(null, chunk);
+        },
+      }),
+      createWriteStream(staged),
+    ).catch((error) => {
+      // The client went away mid-upload: nothing to answer, nothing changed.
+      if ((error as Error).message === 'aborted' || (error as NodeJS.ErrnoException).code === 'ECONNRESET') throw new ApiError(400, 'upload_aborted', 'The upload ended before its last byte');
+      throw error;
+    });
+    let summary: ArchiveSummary;
+    try {
+      summary = await readArchive(createReadStream(staged), limits);
+    } catch (error) {
+      throw toApiError(error);
+    }
+    const archiveKey = hash.digest('hex');
+    const manifest = JSON.stringify(summary.entries.map(toManifestEntry));
+    const manifestKey = createHash('sha256').update(manifest).digest('hex');
+    await writeFile(manifestFile, manifest);
+    // Blobs first, then the row that names them: a crash in between leaves only unreferenced blobs.
+    await blobs.putFile(archiveKey, staged);
+    await blobs.putFile(manifestKey, manifestFile);
+    return await db.transaction().execute(async (trx) => {
+      const row = await trx.selectFrom('filesystems').selectAll().where('id', '=', fsId).forUpdate().executeTakeFirst();
+      if (!row) throw notFound('Filesystem', fsId);
+      checkPrecondition(row, ifMatch);
+      const updated = await trx
+        .updateTable('filesystems')
+        .set({
+          archive_checksum: summary.checksum,
+          size_bytes: summary.sizeBytes,
+          files_count: summary.filesCount,
+          archive_bytes: received,
+          blob_key: archiveKey,
+          manifest_key: manifestKey,
+          updated_at: new Date(),
+        })
+        .where('id', '=', fsId)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return toFilesystem(updated);
+    });
+  } catch (error) {
+    throw error instanceof ArchiveRejected ? toApiError(error) : error;
+  } finally {
+    await rm(staged, { force: true });
+    await rm(manifestFile, { force: true });
+  }
+}
+
+function toApiError(error: unknown): unknown {
+  if (!(error instanceof ArchiveRejected)) return error;
+  return new ApiError(error.status, error.code, error.message);
+}
+
+const toManifestEntry = (e: ArchiveSummary['entries'][number]): ManifestEntry => ({
+  path: e.path,
+  type: e.kind,
+  mode: e.mode,
+  size: e.size,
+  sha256: e.sha256,
+  ...(e.linkpath !== undefined ? { linkpath: e.linkpath } : {}),
+});
+
+async function readManifest(blobs: BlobStore, row: FsRow): Promise<ManifestEntry[]> {
+  if (!row.manifest_key) return [];
+  const chunks: Buffer[] = [];
+  for await (const chunk of await blobs.get(row.manifest_key)) chunks.push(chunk as Buffer);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8')) as ManifestEntry[];
+}
+
+export async function listFiles(blobs: BlobStore, row: FsRow): Promise<FileManifest> {
+  return { filesystem_id: row.id, archive_checksum: row.archive_checksum, files: await readManifest(blobs, row) };
+}
+
+/** One regular file's bytes, cut from the archive as it streams past. */
+export async function readFile(blobs: BlobStore, row: FsRow, filePath: string): Promise<{ body: Readable; size: number }> {
+  const entry = (await readManifest(blobs, row)).find((e) => e.path === filePath);
+  if (!entry || entry.type !== 'file') throw new ApiError(404, 'not_found', `File ${filePath} was not found in filesystem ${row.id}`);
+  const out = new PassThrough();
+  const source = await blobs.get(row.blob_key!);
+  const discard = () => new Writable({ write: (_c, _e, done) => done() });
+  void readArchive(source, { maxBytes: Number.MAX_SAFE_INTEGER, maxFiles: Number.MAX_SAFE_INTEGER }, {
+    async dir() {},
+    async symlink() {},
+    async file(e) {
+      if (e.path !== filePath) return discard();
+      // Once the file is out, the rest of the archive need not be read.
+      out.once('finish', () => source.destroy());
+      return out;
+    },
+  }).catch((error) => {
+    if (!out.writableFinished) out.destroy(error as Error);
+  });
+  return { body: out, size: entry.size };
+}
+
+/**
+ * Extracts a filesystem's current archive into `dir` (created if missing; it should be empty). For
+ * in-process callers (the runtime), who have already decided the caller may read it. Members are
+ * validated as on upload, so nothing is written outside `dir`.
+ */
+export async function extractFilesystem(db: Executor, blobs: BlobStore, fsId: string, dir: string): Promise<void> {
+  const row = await db.selectFrom('filesystems').selectAll().where('id', '=', fsId).executeTakeFirst();
+  if (!row) throw notFound('Filesystem', fsId);
+  await mkdir(dir, { recursive: true });
+  if (!row.blob_key) return;
+  const root = path.resolve(dir);
+  await readArchive(await blobs.get(row.blob_key), { maxBytes: Number.MAX_SAFE_INTEGER, maxFiles: Number.MAX_SAFE_INTEGER }, {
+    async dir(e) {
+      await mkdir(path.join(root, e.path), { recursive: true, mode: e.mode });
+    },
+    async file(e) {
+      await mkdir(path.dirname(path.join(root, e.path)), { recursive: true });
+      return createWriteStream(path.join(root, e.path), { mode: e.mode });
+    },
+    async symlink(e) {
+      await mkdir(path.dirname(path.join(root, e.path)), { recursive: true });
+      await symlink(e.linkpath!, path.join(root, e.path));
+    },
+  });
+}
+
+// ---- system folders --------------------------------------------------------------------------
+
+/** The filesystem behind a task's system folder: read on the task's agent to read, run to write. Created on first write. */
+export async function systemFolderForAccess(db: Db, perms: Permissions, taskId: string, type: SystemFolderType, need: 'read' | 'write'): Promise<FsRow | undefined> {
+  const task = await taskById(db, perms, need === 'read' ? 'read' : 'run', taskId);
+  const find = () =>
+    db
+      .selectFrom('task_system_folders')
+      .innerJoin('filesystems', 'filesystems.id', 'task_system_folders.filesystem_id')
+      .selectAll('filesystems')
+      .where('task_system_folders.task_id', '=', task.id)
+      .where('task_system_folders.type', '=', type)
+      .executeTakeFirst();
+  const existing = await find();
+  if (existing || need === 'read') return existing;
+  await db.transaction().execute(async (trx) => {
+    const fsId = newId('filesystem');
+    await trx.insertInto('filesystems').values({ id: fsId, namespace_id: task.namespace_id, project_id: null, created_by_key_id: null }).execute();
+    const inserted = await trx.insertInto('task_system_folders').values({ task_id: task.id, type, filesystem_id: fsId }).onConflict((oc) => oc.doNothing()).returning('filesystem_id').executeTakeFirst();
+    // A concurrent first write made it: drop ours.
+    if (!inserted) await trx.deleteFrom('filesystems').where('id', '=', fsId).execute();
+  });
+  return find();
+}
+
+/** The empty filesystem a system folder is before its first upload. */
+export const emptyFolderRow = (taskId: string): FsRow =>
+  ({ id: taskId, namespace_id: '', project_id: null, created_at: new Date(0), archive_checksum: null, size_bytes: 0, files_count: 0, archive_bytes: 0, blob_key: null, manifest_key: null, created_by_key_id: null, updated_at: new Date(0) }) as FsRow;
+
+// ---- blob collection -------------------------------------------------------------------------
+
+/**
+ * Deletes blobs no row names, if older than `graceMs` (an upload in flight has written its blobs
+ * but not yet its row). Returns how many were deleted.
+ */
+export async function sweepBlobs(db: Db, blobs: BlobStore, graceMs = 60 * 60 * 1000): Promise<number> {
+  const rows = await db.selectFrom('filesystems').select(['blob_key', 'manifest_key']).where('blob_key', 'is not', null).execute();
+  const referenced = new Set<string>();
+  for (const r of rows) {
+    if (r.blob_key) referenced.add(r.blob_key);
+    if (r.manifest_key) referenced.add(r.manifest_key);
+  }
+  const cutoff = Date.now() - graceMs;
+  let deleted = 0;
+  for await (const blob of blobs.list()) {
+    if (referenced.has(blob.key) || blob.modifiedAt.getTime() > cutoff) continue;
+    await blobs.delete(blob.key);
+    deleted++;
+  }
+  return deleted;
+}
+

@@ -1,0 +1,55 @@
+import { sql } from 'kysely';
+import type { Db } from '../store/db.js';
+
+/** Version statuses whose processes run. DRAINING runs too while a live task remains on it. */
+export const RUNNING_STATUSES = ['DEPLOYING', 'ACTIVE', 'UNHEALTHY'] as const;
+/** Task statuses that keep a DRAINING version running. */
+export const LIVE_TASK_STATUSES = ['RUNNING', 'IDLE'] as const;
+
+/** What the runtime reconciler needs of a version. */
+export interface RuntimeVersion {
+  id: string;
+  branch_id: string;
+  agent_id: string;
+  agent_name: string;
+  org_id: string;
+  status: string;
+  image_url: string;
+  source_filesystem_id: string | null;
+  desired_replicas: number;
+  acp_type: string;
+}
+
+function selectRuntimeVersions(db: Db) {
+  return db
+    .selectFrom('versions as v')
+    .innerJoin('agents as a', 'a.id', 'v.agent_id')
+    .innerJoin('namespaces as n', 'n.id', 'a.namespace_id')
+    .select(['v.id', 'v.branch_id', 'v.agent_id', 'v.status', 'v.image_url', 'v.source_filesystem_id', 'v.desired_replicas', 'v.acp_type', 'n.org_id'])
+    .select(sql<string>`n.slug || '/' || a.name`.as('agent_name'));
+}
+
+/**
+ * Every version that should have processes now (level-triggered: the reconciler compares this
+ * with what runs): DEPLOYING, ACTIVE and UNHEALTHY versions of live agents, and DRAINING ones
+ * while a task still runs on them.
+ */
+export async function versionsThatShouldRun(db: Db): Promise<RuntimeVersion[]> {
+  return selectRuntimeVersions(db)
+    .where('a.status', '=', 'ACTIVE')
+    .where((eb) =>
+      eb.or([
+        eb('v.status', 'in', [...RUNNING_STATUSES]),
+        eb.and([
+          eb('v.status', '=', 'DRAINING'),
+          eb.exists(eb.selectFrom('tasks as t').select('t.id').whereRef('t.current_version_id', '=', 'v.id').where('t.status', 'in', [...LIVE_TASK_STATUSES])),
+        ]),
+      ]),
+    )
+    .orderBy('v.deployed_at')
+    .execute();
+}
+
+export async function runtimeVersion(db: Db, versionId: string): Promise<RuntimeVersion | undefined> {
+  return selectRuntimeVersions(db).where('v.id', '=', versionId).executeTakeFirst();
+}

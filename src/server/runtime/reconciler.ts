@@ -1,0 +1,251 @@
+import type { Actor } from '../auth/authenticate.js';
+import { unrestricted } from '../auth/policy.js';
+import { registerVersion, type RegisterInput } from '../domain/lifecycle.js';
+import { runtimeVersion, versionsThatShouldRun, type RuntimeVersion } from '../domain/runtime.js';
+import { ApiError } from '../errors.js';
+import type { Store } from '../store/db.js';
+import type { LaunchSecrets, RuntimeDriver, RuntimeHappening, VersionSpec } from './driver.js';
+
+/** Where the reconciler gets the secrets of the process contract (delivery's registration domain). */
+export interface RuntimeSecretSource {
+  signingSecret(versionId: string): Promise<string>;
+  registrationToken(versionId: string, options?: { reusable?: boolean }): Promise<string>;
+}
+
+export interface ReconcilerOptions {
+  store: Store;
+  driver: RuntimeDriver;
+  /** The URL agents call back. */
+  baseUrl: string;
+  secrets: RuntimeSecretSource;
+  /** A replica went away (crashed or stopped): the dispatcher stops sending it work. */
+  replicaGone?: (versionId: string, acpUrl: string) => Promise<void>;
+  /** How often what runs is compared with what should (default 2 s). */
+  intervalMs?: number;
+  /** SIGTERM-to-SIGKILL grace for versions that stop (default 10 s). */
+  graceMs?: number;
+  /** How often a standby tries to take the runtime lease (default 5 s). */
+  leaseRetryMs?: number;
+  /** Errors of a pass (the database was away, ...): the next pass retries. */
+  onError?: (error: unknown) => void;
+}
+
+export interface Reconciler {
+  /** Runs one pass now (and waits for it); a no-op without the lease. */
+  reconcileNow(): Promise<void>;
+  holdsLease(): boolean;
+  /** Stops the loop, stops every version this server runs, and releases the lease. */
+  close(): Promise<void>;
+}
+
+/** The advisory-lock key of the runtime lease ('agentctl runtime' as a number; any fixed value works). */
+export const RUNTIME_LEASE_KEY = 0x61677274;
+
+/** The system principal of one org: runtime transitions act for the platform, not a key. */
+const systemActor = (orgId: string): Actor => ({ keyId: '', orgId, name: 'agentctl runtime' });
+
+/**
+ * The runtime reconciler (DESIGN section 11): one per server, active only while it holds the
+ * runtime lease. Level-triggered: every pass starts what should run and stops what should not, so
+ * a restart brings everything back. What the driver observes becomes a version transition through
+ * the domain, in-process.
+ */
+export async function startReconciler(options: ReconcilerOptions): Promise<Reconciler> {
+  const { store, driver } = options;
+  const intervalMs = options.intervalMs ?? 2_000;
+  const graceMs = options.graceMs ?? 10_000;
+  const leaseRetryMs = options.leaseRetryMs ?? 5_000;
+  const onError = options.onError ?? ((error: unknown) => process.stderr.write(`[agentctl runtime] ${(error as Error).message ?? error}\n`));
+  const lease = await openLease(store, () => {
+    // The lease's connection broke: another server may take over, so nothing runs here any more.
+    for (const versionId of driver.running()) void driver.stop(versionId, { graceMs }).catch(onError);
+  });
+  let closed = false;
+  let pass: Promise<void> | undefined;
+  const stopping = new Set<string>();
+  let happenings: Promise<void> = Promise.resolve();
+
+  driver.onHappening((versionId, happening) => {
+    // Captured now: a restart gives the replica a new port.
+    const acpUrl = happening.kind === 'crashed' ? acpUrlOf(versionId, happening.replica) : undefined;
+    happenings = happenings.then(() => onHappening(versionId, happening, acpUrl)).catch(onError);
+  });
+
+  function acpUrlOf(versionId: string, replica: number): string | undefined {
+    const port = driver.status(versionId)?.replicas.find((r) => r.replica === replica)?.port;
+    return port ? `http://127.0.0.1:${port}` : undefined;
+  }
+
+  async function transition(version: RuntimeVersion, input: Omit<RegisterInput, 'version_id'>) {
+    try {
+      await registerVersion(store.db, unrestricted(systemActor(version.org_id)), { version_id: version.id, ...input });
+    } catch (error) {
+      // The version moved on meanwhile (a rollback, a retire, a registration): the next pass sees it.
+      if (error instanceof ApiError && (error.status === 409 || error.status === 404)) return;
+      throw error;
+    }
+  }
+
+  const anyUnhealthy = (versionId: string) => driver.status(versionId)?.replicas.some((r) => r.phase === 'unhealthy') ?? false;
+  const readyCount = (versionId: string) => driver.status(versionId)?.replicas.filter((r) => r.phase === 'ready').length ?? 0;
+
+  async function onHappening(versionId: string, happening: RuntimeHappening, acpUrl: string | undefined) {
+    if (closed) return;
+    if (happening.kind === 'crashed') {
+      if (acpUrl && options.replicaGone) await options.replicaGone(versionId, acpUrl);
+      return;
+    }
+    if (happening.kind === 'started' || happening.kind === 'stopped') return;
+    const version = await runtimeVersion(store.db, versionId);
+    if (!version) return;
+    switch (happening.kind) {
+      case 'ready':
+        if (version.status === 'DEPLOYING') await transition(version, { status: 'ACTIVE', replicas: readyCount(versionId) });
+        else if (version.status === 'UNHEALTHY' && !anyUnhealthy(versionId)) await transition(version, { status: 'ACTIVE' });
+        return;
+      case 'recovered':
+        if (version.status === 'UNHEALTHY' && !anyUnhealthy(versionId)) await transition(version, { status: 'ACTIVE' });
+        return;
+      case 'unhealthy':
+        if (version.status === 'ACTIVE') await transition(version, { status: 'UNHEALTHY' });
+        return;
+      case 'failed':
+        if (version.status === 'DEPLOYING') {
+          await transition(version, { status: 'FAILED', failure_reason: happening.reason, failure_diagnostics: happening.diagnostics });
+        } else if (version.status === 'ACTIVE') {
+          // A serving version (a rollback target) that cannot start: unhealthy; the next pass tries again.
+          await transition(version, { status: 'UNHEALTHY' });
+        }
+        return;
+    }
+  }
+
+  function specOf(version: RuntimeVersion): VersionSpec {
+    return {
+      versionId: version.id,
+      branchId: version.branch_id,
+      agentId: version.agent_id,
+      agentName: version.agent_name,
+      imageUrl: version.image_url,
+      sourceFilesystemId: version.source_filesystem_id,
+      replicas: Math.max(1, version.desired_replicas),
+      acpType: version.acp_type === 'sync' ? 'sync' : 'async',
+      env: {},
+    };
+  }
+
+  async function launchSecrets(versionId: string): Promise<LaunchSecrets> {
+    return {
+      baseUrl: options.baseUrl,
+      signingSecret: await options.secrets.signingSecret(versionId),
+      registrationToken: (tokenOptions) => options.secrets.registrationToken(versionId, tokenOptions),
+    };
+  }
+
+  async function reconcile() {
+    if (closed || !(await lease.hold())) return;
+    const shouldRun = (await versionsThatShouldRun(store.db)).map(specOf).filter((spec) => driver.canRun?.(spec) ?? true);
+    const wanted = new Set(shouldRun.map((s) => s.versionId));
+    const running = new Set(driver.running());
+    for (const spec of shouldRun) {
+      if (running.has(spec.versionId) || stopping.has(spec.versionId)) continue;
+      const secrets = await launchSecrets(spec.versionId);
+      if (closed) return;
+      // Not awaited: preparing a source can take a while and must not hold up the other versions.
+      void driver.start(spec, secrets).catch(onError);
+    }
+    for (const versionId of running) {
+      if (wanted.has(versionId) || stopping.has(versionId)) continue;
+      stopping.add(versionId);
+      void driver
+        .stop(versionId, { graceMs })
+        .catch(onError)
+        .finally(() => stopping.delete(versionId));
+    }
+  }
+
+  const reconcileNow = () => {
+    // One pass at a time; a call during a pass waits for it and then runs its own.
+    const next = (pass ?? Promise.resolve()).then(() => reconcile().catch(onError));
+    pass = next;
+    return next;
+  };
+
+  let timer: NodeJS.Timeout | undefined;
+  const tick = () => {
+    timer = setTimeout(
+      () => void reconcileNow().finally(() => !closed && tick()),
+      lease.held() ? intervalMs : leaseRetryMs,
+    );
+  };
+  await reconcileNow();
+  tick();
+
+  return {
+    reconcileNow,
+    holdsLease: () => lease.held(),
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await pass;
+      await driver.close().catch(onError);
+      await happenings;
+      await lease.release();
+    },
+  };
+}
+
+interface Lease {
+  /** Takes the lease if it is free; true while this server holds it. */
+  hold(): Promise<boolean>;
+  held(): boolean;
+  release(): Promise<void>;
+}
+
+/**
+ * The one runtime lease among server replicas: a PostgreSQL session advisory lock on a connection
+ * of its own (it lasts as long as that session, so a server that dies releases it). PGlite is one
+ * process's database: the lease is always held.
+ */
+async function openLease(store: Store, lost: () => void): Promise<Lease> {
+  if (store.engine !== 'postgres' || !store.databaseUrl) {
+    return { hold: async () => true, held: () => true, release: async () => {} };
+  }
+  const pg = (await import('pg')).default;
+  let client: InstanceType<typeof pg.Client> | undefined;
+  let holding = false;
+  const drop = () => {
+    const wasHolding = holding;
+    holding = false;
+    const c = client;
+    client = undefined;
+    void c?.end().catch(() => {});
+    if (wasHolding) lost();
+  };
+  return {
+    async hold() {
+      if (holding) return true;
+      try {
+        if (!client) {
+          const c = new pg.Client({ connectionString: store.databaseUrl });
+          c.on('error', drop);
+          client = c;
+          await c.connect();
+        }
+        const result = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [RUNTIME_LEASE_KEY]);
+        holding = result.rows[0]?.locked === true;
+      } catch {
+        drop();
+      }
+      return holding;
+    },
+    held: () => holding,
+    async release() {
+      const c = client;
+      client = undefined;
+      holding = false;
+      // Ending the session releases the advisory lock.
+      await c?.end().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,310 @@
+// syncUp / syncDown of DESIGN section 12, over a small transport (base URL and key) so the CLI,
+// the ADK and tests share them. Archive bodies stream through undici both ways.
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { chmod, lstat, mkdir, rename, rm, rmdir, symlink } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { request } from 'undici';
+import { routes } from '../contract/routes.js';
+import type { SystemFolderType } from '../contract/filesystems.js';
+import { ARCHIVE_CONTENT_TYPE, DEFAULT_ARCHIVE_LIMITS, packTree, readArchive, type ArchiveLimits } from './archive.js';
+import { cachedHash, defaultStateFile, loadState, saveState, toCachedEntry, type SyncState } from './state.js';
+import { eachLimit, hashFile, loadIgnoreRules, treeChecksum, walkTree, type StatStamp, type TreeEntry } from './tree.js';
+
+/** Where the archives live and the key that may read or write them. */
+export interface SyncTransport {
+  baseUrl: string;
+  apiKey?: string;
+  userAgent?: string;
+}
+
+export interface SyncProgress {
+  phase: 'hash' | 'upload' | 'download' | 'apply';
+  /** Bytes done in this phase (archive bytes for upload/download, content bytes for hash). */
+  bytes: number;
+  /** Total bytes of the phase when known. */
+  total?: number;
+}
+
+export interface SyncOptions {
+  /** The stat cache and base checksum; default under $XDG_CACHE_HOME/agentctl/sync/. */
+  stateFile?: string;
+  onProgress?: (progress: SyncProgress) => void;
+  /** syncUp only: replace the remote content whatever it is (`If-Match: *`). */
+  force?: boolean;
+  /** zstd level of uploads (default 3). */
+  level?: number;
+  /** syncDown only: limits the downloaded archive must keep (default 1 GiB, 100,000 members). */
+  limits?: ArchiveLimits;
+  signal?: AbortSignal;
+}
+
+/** What a sync changed: counts of files and symlinks (directories are not counted), archive bytes moved. */
+export interface SyncResult {
+  files_changed: number;
+  added: number;
+  modified: number;
+  deleted: number;
+  /** Compressed archive bytes sent (syncUp) or received (syncDown); 0 when nothing moved. */
+  bytes: number;
+  /** The tree checksum both sides now have. */
+  checksum: string;
+}
+
+/** A non-2xx answer of an archive endpoint, with the server's `{detail, code}`. */
+export class SyncHttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    readonly detail: unknown,
+  ) {
+    super(typeof detail === 'string' ? detail : `HTTP ${status}: ${JSON.stringify(detail)}`);
+  }
+}
+
+/**
+ * The remote changed since this directory's base (412), or the directory has no base for a
+ * remote that has content (428). Nothing local was changed.
+ */
+export class SyncConflictError extends SyncHttpError {}
+
+const filesystemArchivePath = (fsId: string) => routes.uploadFilesystemArchive.path.replace(':filesystem_id', encodeURIComponent(fsId));
+const systemFolderArchivePath = (taskId: string, type: SystemFolderType) =>
+  routes.uploadSystemFolderArchive.path.replace(':task_id', encodeURIComponent(taskId)).replace(':folder_type', encodeURIComponent(type));
+
+/** Makes the filesystem `fsId` equal to `dir`: uploads only when the tree differs from the base. */
+export function syncUp(transport: SyncTransport, fsId: string, dir: string, options: SyncOptions = {}): Promise<SyncResult> {
+  return syncUpTo(transport, filesystemArchivePath(fsId), dir, options);
+}
+
+/** Makes `dir` equal to the filesystem `fsId`: nothing is downloaded when they already match. */
+export function syncDown(transport: SyncTransport, fsId: string, dir: string, options: SyncOptions = {}): Promise<SyncResult> {
+  return syncDownFrom(transport, filesystemArchivePath(fsId), dir, options);
+}
+
+export function syncUpSystemFolder(transport: SyncTransport, taskId: string, type: SystemFolderType, dir: string, options: SyncOptions = {}): Promise<SyncResult> {
+  return syncUpTo(transport, systemFolderArchivePath(taskId, type), dir, options);
+}
+
+export function syncDownSystemFolder(transport: SyncTransport, taskId: string, type: SystemFolderType, dir: string, options: SyncOptions = {}): Promise<SyncResult> {
+  return syncDownFrom(transport, systemFolderArchivePath(taskId, type), dir, options);
+}
+
+interface LocalTree {
+  entries: (TreeEntry & { stamp?: StatStamp })[];
+  checksum: string;
+  /** Files whose hash was computed rather than taken from the cache. */
+  rehashed: number;
+}
+
+/** Walks and hashes `dir`, taking unchanged files' hashes from the stat cache. */
+async function scanTree(dir: string, state: SyncState, onProgress?: SyncOptions['onProgress']): Promise<LocalTree> {
+  const walked = await walkTree(dir, await loadIgnoreRules(dir));
+  const toHash = walked.filter((e) => e.kind === 'file' && !(e.sha256 = cachedHash(state, e.path, e.stamp!)));
+  const total = toHash.reduce((n, e) => n + e.size, 0);
+  let done = 0;
+  await eachLimit(toHash, 8, async (e) => {
+    e.sha256 = await hashFile(path.join(dir, e.path), e.size);
+    done += e.size;
+    onProgress?.({ phase: 'hash', bytes: done, total });
+  });
+  const entries = walked as LocalTree['entries'];
+  return { entries, checksum: treeChecksum(entries), rehashed: toHash.length };
+}
+
+const isContent = (e: { kind: string }) => e.kind !== 'dir';
+
+function countChanges(before: Map<string, { kind: string; mode: number; sha256: string }>, after: Map<string, { kind: string; mode: number; sha256: string }>) {
+  let added = 0;
+  let modified = 0;
+  let deleted = 0;
+  for (const [p, e] of after) {
+    if (!isContent(e)) continue;
+    const old = before.get(p);
+    if (!old || !isContent(old)) added++;
+    else if (old.kind !== e.kind || old.mode !== e.mode || old.sha256 !== e.sha256) modified++;
+  }
+  for (const [p, e] of before) if (isContent(e) && !after.get(p)) deleted++;
+  return { files_changed: added + modified + deleted, added, modified, deleted };
+}
+
+function headers(transport: SyncTransport, extra: Record<string, string>): Record<string, string> {
+  return {
+    ...(transport.apiKey ? { authorization: `Bearer ${transport.apiKey}` } : {}),
+    ...(transport.userAgent ? { 'user-agent': transport.userAgent } : {}),
+    ...extra,
+  };
+}
+
+async function failure(statusCode: number, body: Readable & { text(): Promise<string> }): Promise<SyncHttpError> {
+  const text = await body.text().catch(() => '');
+  let detail: unknown = text || `HTTP ${statusCode}`;
+  let code = 'http_error';
+  try {
+    const parsed = JSON.parse(text) as { detail?: unknown; code?: string };
+    detail = parsed.detail ?? detail;
+    code = parsed.code ?? code;
+  } catch {
+    /* not JSON */
+  }
+  return statusCode === 412 || statusCode === 428 ? new SyncConflictError(statusCode, code, detail) : new SyncHttpError(statusCode, code, detail);
+}
+
+const unquote = (etag: string | string[] | undefined) => (Array.isArray(etag) ? etag[0] : etag)?.replace(/^W\//, '').replace(/^"|"$/g, '');
+
+async function syncUpTo(transport: SyncTransport, archivePath: string, dir: string, options: SyncOptions): Promise<SyncResult> {
+  const url = new URL(archivePath, transport.baseUrl).toString();
+  const stateFile = options.stateFile ?? defaultStateFile(url, dir);
+  const state = await loadState(stateFile);
+  const startedAt = Date.now();
+  const local = await scanTree(dir, state, options.onProgress);
+  const localMap = new Map(local.entries.map((e) => [e.path, e]));
+  if (state.base === local.checksum && !options.force) {
+    if (local.rehashed) await saveState(stateFile, { base: state.base, recordedAt: startedAt, entries: Object.fromEntries(local.entries.map((e) => [e.path, toCachedEntry(e)])) });
+    return { files_changed: 0, added: 0, modified: 0, deleted: 0, bytes: 0, checksum: local.checksum };
+  }
+  const counts = countChanges(new Map(Object.entries(state.entries)), localMap);
+
+  let sent = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      sent += chunk.length;
+      options.onProgress?.({ phase: 'upload', bytes: sent });
+      done(null, chunk);
+    },
+  });
+  const archive = packTree(dir, local.entries.map((e) => e.path), options.level);
+  archive.on('error', (error) => meter.destroy(error));
+  archive.pipe(meter);
+  const ifMatch = options.force ? '*' : state.base ? `"${state.base}"` : undefined;
+  const response = await request(url, {
+    method: 'PUT',
+    headers: headers(transport, { 'content-type': ARCHIVE_CONTENT_TYPE, ...(ifMatch ? { 'if-match': ifMatch } : {}) }),
+    body: meter,
+    signal: options.signal,
+  });
+  if (response.statusCode >= 300) throw await failure(response.statusCode, response.body);
+  const accepted = (await response.body.json()) as { archive_checksum: string };
+  // The server's checksum is the base: if a file changed while it was packed, the next syncUp sees it.
+  await saveState(stateFile, { base: accepted.archive_checksum, recordedAt: startedAt, entries: Object.fromEntries(local.entries.map((e) => [e.path, toCachedEntry(e)])) });
+  return { ...counts, bytes: sent, checksum: accepted.archive_checksum };
+}
+
+async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: string, options: SyncOptions): Promise<SyncResult> {
+  const url = new URL(archivePath, transport.baseUrl).toString();
+  const stateFile = options.stateFile ?? defaultStateFile(url, dir);
+  const state = await loadState(stateFile);
+  await mkdir(dir, { recursive: true });
+  const startedAt = Date.now();
+  const local = await scanTree(dir, state, options.onProgress);
+  const response = await request(url, {
+    method: 'GET',
+    headers: headers(transport, { 'if-none-match': `"${local.checksum}"` }),
+    signal: options.signal,
+  });
+  if (response.statusCode === 304) {
+    await response.body.dump();
+    await saveState(stateFile, { base: local.checksum, recordedAt: startedAt, entries: Object.fromEntries(local.entries.map((e) => [e.path, toCachedEntry(e)])) });
+    return { files_changed: 0, added: 0, modified: 0, deleted: 0, bytes: 0, checksum: local.checksum };
+  }
+  if (response.statusCode >= 300) throw await failure(response.statusCode, response.body);
+  const remoteChecksum = unquote(response.headers.etag);
+  const total = Number(response.headers['content-length']) || undefined;
+
+  const absolute = path.resolve(dir);
+  const staging = path.join(path.dirname(absolute), `.${path.basename(absolute)}.agentctl-staging-${randomBytes(6).toString('hex')}`);
+  await mkdir(staging, { mode: 0o700 });
+  try {
+    let received = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        received += chunk.length;
+        options.onProgress?.({ phase: 'download', bytes: received, total });
+        done(null, chunk);
+      },
+    });
+    response.body.on('error', (error) => meter.destroy(error));
+    response.body.pipe(meter);
+    const summary = await readArchive(meter, options.limits ?? DEFAULT_ARCHIVE_LIMITS, {
+      async dir(entry) {
+        await mkdir(path.join(staging, entry.path), { recursive: true });
+      },
+      async file(entry) {
+        await mkdir(path.dirname(path.join(staging, entry.path)), { recursive: true });
+        return createWriteStream(path.join(staging, entry.path), { mode: entry.mode });
+      },
+      async symlink(entry) {
+        await mkdir(path.dirname(path.join(staging, entry.path)), { recursive: true });
+        await symlink(entry.linkpath!, path.join(staging, entry.path));
+      },
+    });
+    if (remoteChecksum && summary.checksum !== remoteChecksum) {
+      throw new SyncHttpError(502, 'checksum_mismatch', `The downloaded archive's checksum ${summary.checksum} is not the server's ${remoteChecksum}`);
+    }
+    options.onProgress?.({ phase: 'apply', bytes: received, total });
+    const localMap = new Map(local.entries.map((e) => [e.path, e]));
+    const remoteMap = new Map(summary.entries.map((e) => [e.path, e]));
+    await applyStaged(absolute, staging, summary.entries, local.entries, localMap);
+    const counts = countChanges(localMap, remoteMap);
+    // Stamps of what is now in place: unchanged files keep theirs, new ones are stat'ed afresh.
+    const entries: SyncState['entries'] = {};
+    for (const e of summary.entries) {
+      const before = localMap.get(e.path);
+      const same = before && before.kind === e.kind && before.sha256 === e.sha256 && before.mode === e.mode;
+      let stamp = same ? before.stamp : undefined;
+      if (!same && e.kind === 'file') {
+        const st = await lstat(path.join(absolute, e.path));
+        stamp = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
+      }
+      entries[e.path] = toCachedEntry({ ...e, stamp });
+    }
+    await saveState(stateFile, { base: summary.checksum, recordedAt: Date.now(), entries });
+    return { ...counts, bytes: received, checksum: summary.checksum };
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+/** Removes whatever is at `p` unless it is a real directory, then makes sure one is there. */
+async function ensureRealDir(p: string, mode: number): Promise<void> {
+  const st = await lstat(p).catch(() => undefined);
+  if (st && !st.isDirectory()) await rm(p, { recursive: true, force: true });
+  if (!st || !st.isDirectory()) await mkdir(p, { mode });
+  if (st?.isDirectory() && (st.mode & 0o7777) !== mode) await chmod(p, mode);
+}
+
+async function ensureParents(root: string, rel: string): Promise<void> {
+  const parts = rel.split('/');
+  for (let i = 1; i < parts.length; i++) await ensureRealDir(path.join(root, ...parts.slice(0, i)), 0o755);
+}
+
+/** Renames changed members from staging into `root` and removes local entries the remote lacks. */
+async function applyStaged(root: string, staging: string, remote: TreeEntry[], local: TreeEntry[], localMap: Map<string, TreeEntry>): Promise<void> {
+  const remotePaths = new Set(remote.map((e) => e.path));
+  // Deletions first (deepest first), so a path that changes kind is free for its new entry.
+  for (const e of [...local].reverse()) {
+    if (remotePaths.has(e.path)) continue;
+    const p = path.join(root, e.path);
+    if (e.kind === 'dir') await rmdir(p).catch(() => undefined); // keeps directories holding ignored files
+    else await rm(p, { force: true });
+  }
+  for (const e of remote) {
+    const dest = path.join(root, e.path);
+    const before = localMap.get(e.path);
+    if (e.kind === 'dir') {
+      await ensureParents(root, e.path);
+      await ensureRealDir(dest, e.mode);
+      continue;
+    }
+    if (before && before.kind === e.kind && before.sha256 === e.sha256) {
+      if (before.mode !== e.mode && e.kind === 'file') await chmod(dest, e.mode);
+      continue;
+    }
+    await ensureParents(root, e.path);
+    const st = await lstat(dest).catch(() => undefined);
+    if (st?.isDirectory()) await rm(dest, { recursive: true, force: true });
+    await rename(path.join(staging, e.path), dest);
+    if (e.kind === 'file') await chmod(dest, e.mode);
+  }
+}

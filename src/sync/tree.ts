@@ -1,0 +1,198 @@
+// The tree model shared by the archive writer, the archive reader and the sync functions: which
+// paths are in a tree, their canonical modes, and the tree hash of DESIGN section 12.
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
+import path from 'node:path';
+import ignore, { type Ignore } from 'ignore';
+
+export type EntryKind = 'file' | 'dir' | 'symlink';
+
+/** One member of a tree. `path` is relative, `/`-separated, without a trailing slash. */
+export interface TreeEntry {
+  path: string;
+  kind: EntryKind;
+  /** Permission bits as the archive stores them (see canonicalMode). */
+  mode: number;
+  /** Content bytes (files), 0 otherwise. */
+  size: number;
+  /** sha256 of the content (files) or of the link target (symlinks); '' for directories. */
+  sha256: string;
+  linkpath?: string;
+}
+
+/** Directory names never synced, matched as whole path components (`.github/` is synced). */
+export const DEFAULT_IGNORED_NAMES: readonly string[] = ['.git', 'node_modules'];
+export const IGNORE_FILE = '.agentctlignore';
+
+const EMPTY_SHA256 = createHash('sha256').digest('hex');
+
+/** Byte order of the UTF-8 paths: the archive's member order and the tree hash's line order. */
+export const comparePaths = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/**
+ * The mode an archive keeps: the owner can always read and write, group/other never write
+ * (the `tar` package's portable rule), directories listable where readable. Equal trees on
+ * machines with different umasks hash alike; the executable bits survive.
+ */
+export function canonicalMode(mode: number, kind: EntryKind): number {
+  if (kind === 'symlink') return 0o777;
+  let m = ((mode & 0o7777) | 0o600) & ~0o22;
+  if (kind === 'dir') {
+    if (m & 0o400) m |= 0o100;
+    if (m & 0o40) m |= 0o10;
+    if (m & 0o4) m |= 0o1;
+  }
+  return m;
+}
+
+/**
+ * The tree hash: sha256 over the sorted lines `path NUL mode NUL sha256(content)` (kind letter
+ * before the octal mode; directories end in `/`), so equal trees have equal checksums whatever
+ * the compression or the member order.
+ */
+export function treeChecksum(entries: Iterable<TreeEntry>): string {
+  const sorted = [...entries].sort((a, b) => comparePaths(a.path, b.path));
+  const hash = createHash('sha256');
+  for (const e of sorted) {
+    const kind = e.kind === 'file' ? 'f' : e.kind === 'dir' ? 'd' : 'l';
+    hash.update(`${e.kind === 'dir' ? e.path + '/' : e.path}\0${kind}${e.mode.toString(8)}\0${e.kind === 'dir' ? EMPTY_SHA256 : e.sha256}\n`);
+  }
+  return hash.digest('hex');
+}
+
+/** The checksum of a filesystem with no content. */
+export const EMPTY_TREE_CHECKSUM = treeChecksum([]);
+
+/**
+ * Why a member path may not be written, or undefined when it is safe: relative, no `.`/`..`
+ * components, no NUL or backslash, not empty.
+ */
+export function unsafeMemberPath(p: string): string | undefined {
+  if (p === '') return 'empty path';
+  if (p.includes('\0')) return 'NUL in path';
+  if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) return 'absolute path';
+  if (p.includes('\\')) return 'backslash in path';
+  for (const part of p.split('/')) {
+    if (part === '..') return '".." in path';
+    if (part === '.' || part === '') return 'empty or "." component';
+  }
+  return undefined;
+}
+
+/** A member path as tar gives it (`./a/`, `a/`) in the tree's form (`a`). */
+export function normalizeMemberPath(p: string): string {
+  let out = p;
+  while (out.startsWith('./')) out = out.slice(2);
+  while (out.endsWith('/')) out = out.slice(0, -1);
+  return out;
+}
+
+/**
+ * Whether a symlink at `linkPath` with `target` stays inside the tree: relative, and `..` only as
+ * leading components, no more of them than the link's depth. (A `..` after another component could
+ * climb out through a symlinked directory, so it is refused.)
+ */
+export function linkStaysInside(linkPath: string, target: string): boolean {
+  if (target === '' || target.startsWith('/') || target.includes('\0') || target.includes('\\')) return false;
+  const depth = linkPath.split('/').length - 1;
+  let ups = 0;
+  let descended = false;
+  for (const part of target.split('/')) {
+    if (part === '..') {
+      if (descended) return false;
+      ups++;
+    } else if (part !== '.' && part !== '') descended = true;
+  }
+  return ups <= depth;
+}
+
+export interface IgnoreRules {
+  ignores(relPath: string, isDir: boolean): boolean;
+}
+
+/** The `.agentctlignore` rules of `dir` (gitignore syntax) plus the default names. */
+export async function loadIgnoreRules(dir: string): Promise<IgnoreRules> {
+  const rules: Ignore = ignore();
+  try {
+    rules.add(await readFile(path.join(dir, IGNORE_FILE), 'utf8'));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  return {
+    ignores(relPath, isDir) {
+      const name = relPath.slice(relPath.lastIndexOf('/') + 1);
+      if (isDir && DEFAULT_IGNORED_NAMES.includes(name)) return true;
+      return rules.ignores(isDir ? relPath + '/' : relPath);
+    },
+  };
+}
+
+/** What a walk saw of a path: enough to tell whether a cached hash still holds. */
+export interface StatStamp {
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  ino: number;
+}
+
+export interface WalkedEntry extends Omit<TreeEntry, 'sha256'> {
+  sha256?: string;
+  stamp?: StatStamp;
+}
+
+/**
+ * Lists a directory tree in path byte order: regular files, directories, and symlinks that stay
+ * inside the tree. Ignored paths, other file types and escaping links are left out. Hashes are
+ * not computed here (see hashEntries).
+ */
+export async function walkTree(root: string, rules: IgnoreRules): Promise<WalkedEntry[]> {
+  const out: WalkedEntry[] = [];
+  const visit = async (rel: string): Promise<void> => {
+    const names = (await readdir(rel ? path.join(root, rel) : root)).sort(comparePaths);
+    // One directory's entries are stat'ed together: the walk is bound by file system round trips.
+    const stats = await Promise.all(names.map((name) => lstat(path.join(root, rel ? `${rel}/${name}` : name))));
+    for (const [i, name] of names.entries()) {
+      const childRel = rel ? `${rel}/${name}` : name;
+      const st = stats[i]!;
+      const stamp = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
+      if (st.isDirectory()) {
+        if (rules.ignores(childRel, true)) continue;
+        out.push({ path: childRel, kind: 'dir', mode: canonicalMode(st.mode, 'dir'), size: 0, sha256: '' });
+        await visit(childRel);
+      } else if (st.isFile()) {
+        if (rules.ignores(childRel, false)) continue;
+        out.push({ path: childRel, kind: 'file', mode: canonicalMode(st.mode, 'file'), size: st.size, stamp });
+      } else if (st.isSymbolicLink()) {
+        if (rules.ignores(childRel, false)) continue;
+        const target = await readlink(path.join(root, childRel));
+        if (!linkStaysInside(childRel, target)) continue;
+        out.push({ path: childRel, kind: 'symlink', mode: 0o777, size: 0, linkpath: target, sha256: sha256Text(target) });
+      }
+    }
+  };
+  await visit('');
+  // Depth-first order is not byte order ('a-b' < 'a/b'): sort once at the end.
+  return out.sort((a, b) => comparePaths(a.path, b.path));
+}
+
+export const sha256Text = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+const SMALL_FILE = 64 * 1024;
+
+/** sha256 of a file's bytes, streamed (memory does not grow with the file). */
+export async function hashFile(file: string, size: number): Promise<string> {
+  if (size <= SMALL_FILE) return createHash('sha256').update(await readFile(file)).digest('hex');
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/** Runs `fn` over `items` with at most `limit` in flight. */
+export async function eachLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}

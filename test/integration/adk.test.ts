@@ -1,0 +1,180 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { createAdk, ConflictError, NotFoundError, ValidationError, type Adk } from '../../src/adk/index.js';
+import { startDispatcher, type Dispatcher } from '../../src/server/delivery/dispatcher.js';
+import { issueRegistrationToken, signingSecretFor } from '../../src/server/domain/registration.js';
+import { buildAdkBundle, repoRoot, startAgentProcess, type AgentProcess } from '../support/agent-process.js';
+import { createTask, deploy } from '../support/fixtures.js';
+import { engines, openTestService, type TestService } from '../support/service.js';
+
+// The ADK against the real service: every module in-process, and the echo example as a real agent
+// process registered with a one-time token, fed by the real dispatcher.
+
+const echoDir = path.join(repoRoot, 'examples/echo');
+
+async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe.each(engines)('ADK against the service (%s)', (engine) => {
+  let svc: TestService;
+  let dispatcher: Dispatcher | undefined;
+  let agent: AgentProcess | undefined;
+  let dataRoot: string;
+  let adk: Adk;
+
+  beforeAll(async () => {
+    buildAdkBundle();
+    const link = path.join(echoDir, 'node_modules', 'agentctl');
+    if (!existsSync(link)) {
+      mkdirSync(path.dirname(link), { recursive: true });
+      symlinkSync(repoRoot, link, 'dir');
+    }
+    svc = await openTestService(engine);
+  });
+  afterAll(async () => svc?.close());
+  beforeEach(async () => {
+    await svc.reset();
+    dataRoot = mkdtempSync(path.join(tmpdir(), 'adk-it-'));
+    adk = createAdk({ baseUrl: svc.url, apiKey: svc.adminKey, retries: 0 });
+  });
+  afterEach(async () => {
+    await dispatcher?.close();
+    dispatcher = undefined;
+    agent?.stop();
+    if (agent) await agent.exited;
+    agent = undefined;
+    rmSync(dataRoot, { recursive: true, force: true });
+  });
+
+  async function startEcho(versionId: string, branchId: string): Promise<AgentProcess> {
+    agent = startAgentProcess(
+      'src/index.ts',
+      {
+        AGENTCTL_BASE_URL: svc.url,
+        AGENTCTL_VERSION_ID: versionId,
+        AGENTCTL_BRANCH_ID: branchId,
+        AGENTCTL_REGISTRATION_TOKEN: await issueRegistrationToken(svc.store.db, versionId),
+        AGENTCTL_SIGNING_SECRET: await signingSecretFor(svc.store.db, versionId),
+        AGENTCTL_DATA_ROOT: dataRoot,
+        PORT: '0',
+      },
+      echoDir,
+    );
+    const a = agent;
+    await until('the echo agent listening', async () => a.stderr(), (text) => text.includes('listening on') || a.child.exitCode !== null);
+    expect(a.stderr()).toContain('agentctl-adk: listening on http://127.0.0.1:');
+    expect(a.stderr()).toContain(' as default/support-bot');
+    return a;
+  }
+
+  test('the echo agent, registered with a token, handles create, events and cancel: messages, state, tracker and workspace are as expected', async () => {
+    const v1 = await deploy(svc);
+    await startEcho(v1.version_id, v1.branch_id);
+    expect((await svc.api('GET', `/versions/${v1.version_id}`)).body.status).toBe('ACTIVE');
+    dispatcher = await startDispatcher(svc.store, { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 });
+
+    const task = await createTask(svc, { params: { topic: 'x' } });
+    for (const text of ['hello', 'world']) expect((await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: text } })).status).toBe(201);
+    const texts = (list: { messages: { content: { type: string; text?: string } }[] }) => list.messages.map((m) => m.content.text);
+    const messages = await until('three agent messages', () => adk.messages.list(task.id), (l) => l.messages.length === 3);
+    expect(texts(messages)).toEqual(['Hello! Send me anything about x and I will echo it.', 'echo #1: hello', 'echo #2: world']);
+    expect(messages.messages.map((m) => m.author)).toEqual(['agent', 'agent', 'agent']);
+    expect((await adk.state.get(task.id, v1.agent_id))?.state).toEqual({ events: 2 });
+    const tracker = await until('the tracker after two events', () => adk.agentTaskTracker.get(task.id, v1.agent_id), (t) => t.status_message === 'handled 2 events');
+    expect(tracker.progress).toBe(20);
+
+    expect((await svc.api('POST', `/tasks/${task.id}/cancel`)).status).toBe(200);
+    const canceled = await until('the tracker after cancel', () => adk.agentTaskTracker.get(task.id, v1.agent_id), (t) => t.status_message === 'canceled after 2 events');
+    expect(canceled.progress).toBe(20);
+    // The workspace went up after each handler: the task's filesystem holds the last event's text.
+    const file = await fetch(`${svc.url}/filesystems/${task.filesystem_id}/files/last-event.txt`, { headers: { authorization: `Bearer ${svc.adminKey}` } });
+    expect(file.status).toBe(200);
+    expect(await file.text()).toBe('world\n');
+    expect(texts(await adk.messages.list(task.id))).toHaveLength(3);
+  });
+
+  test('a handler that throws is reported as a handler_error message of the task', async () => {
+    const v1 = await deploy(svc);
+    agent = startAgentProcess(path.join(repoRoot, 'test/fixtures/adk/protocol-agent.ts'), {
+      AGENTCTL_BASE_URL: svc.url,
+      AGENTCTL_VERSION_ID: v1.version_id,
+      AGENTCTL_BRANCH_ID: v1.branch_id,
+      AGENTCTL_REGISTRATION_TOKEN: await issueRegistrationToken(svc.store.db, v1.version_id),
+      AGENTCTL_SIGNING_SECRET: await signingSecretFor(svc.store.db, v1.version_id),
+      AGENTCTL_DATA_ROOT: dataRoot,
+      PORT: '0',
+    });
+    await agent.waitFor((l) => l.phase === 'listening');
+    dispatcher = await startDispatcher(svc.store, { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 });
+    const task = await createTask(svc);
+    const event = (await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: { type: 'data', data: { throw: 'the model said no' } } } })).body;
+    const list = await until('the handler error message', () => adk.messages.list(task.id), (l) => l.messages.length === 1);
+    expect(list.messages[0]!.content).toEqual({ type: 'data', data: { handler_error: { handler: 'onEvent', message: 'the model said no', event_id: event.id } } });
+  });
+
+  test('every module, called in-process with a key', async () => {
+    const v1 = await deploy(svc);
+    const agents = await adk.agents.list();
+    expect(agents.agents.map((a) => a.name)).toEqual(['support-bot']);
+    expect((await adk.agents.get(v1.agent_id)).id).toBe(v1.agent_id);
+    expect((await adk.agents.get('default/support-bot')).id).toBe(v1.agent_id);
+    await expect(adk.agents.get('default/nobody')).rejects.toBeInstanceOf(NotFoundError);
+
+    const task = await adk.acp.createTask('default/support-bot', { topic: 'modules' }, { name: 'modules-task' });
+    expect(task.params).toEqual({ topic: 'modules' });
+    expect((await adk.tasks.get(task.id)).id).toBe(task.id);
+    expect((await adk.tasks.get('modules-task')).id).toBe(task.id);
+
+    const event = await adk.acp.sendEvent(task.id, 'first');
+    expect(event.content).toEqual({ type: 'text', text: 'first' });
+    expect((await adk.events.get(event.id)).id).toBe(event.id);
+    expect((await adk.events.list(task.id)).events.map((e) => e.id)).toEqual([event.id]);
+
+    const sent = await adk.messages.send(task.id, { type: 'data', data: { table: [1, 2] } });
+    expect((await adk.messages.list(task.id)).messages.map((m) => m.id)).toEqual([sent.id]);
+
+    expect(await adk.state.get(task.id, v1.agent_id)).toBeNull();
+    await expect(adk.state.update(task.id, v1.agent_id, { a: 1 })).rejects.toBeInstanceOf(NotFoundError);
+    await adk.state.create(task.id, v1.agent_id, { a: 1, b: 2 });
+    await expect(adk.state.create(task.id, v1.agent_id, { a: 1 })).rejects.toBeInstanceOf(ConflictError);
+    expect((await adk.state.update(task.id, v1.agent_id, { b: null, c: 3 })).state).toEqual({ a: 1, c: 3 });
+    await adk.state.delete(task.id, v1.agent_id);
+    expect(await adk.state.get(task.id, v1.agent_id)).toBeNull();
+
+    const tracker = await adk.agentTaskTracker.update(task.id, 75, 'three quarters');
+    expect(tracker).toMatchObject({ task_id: task.id, agent_id: v1.agent_id, progress: 75, status_message: 'three quarters' });
+    expect((await adk.agentTaskTracker.get(task.id)).progress).toBe(75);
+    expect((await adk.agentTaskTracker.list({ taskId: task.id })).trackers).toHaveLength(1);
+    await expect(adk.agentTaskTracker.update(task.id, 101)).rejects.toBeInstanceOf(ValidationError);
+
+    const local = path.join(dataRoot, 'up');
+    mkdirSync(local);
+    writeFileSync(path.join(local, 'notes.md'), '# notes\n');
+    expect(await adk.filesystem.syncUp(task.filesystem_id, local)).toMatchObject({ files_changed: 1, added: 1 });
+    const copy = path.join(dataRoot, 'down');
+    expect(await adk.filesystem.syncDown(task.filesystem_id, copy)).toMatchObject({ files_changed: 1, added: 1 });
+    expect(readFileSync(path.join(copy, 'notes.md'), 'utf8')).toBe('# notes\n');
+
+    const alpha = path.join(dataRoot, 'alpha');
+    mkdirSync(alpha);
+    writeFileSync(path.join(alpha, 'config.json'), '{}\n');
+    expect(await adk.task.syncUpSystemFolder(task.id, 'dot_alpha', alpha)).toMatchObject({ files_changed: 1 });
+    const alphaCopy = path.join(dataRoot, 'alpha-copy');
+    expect(await adk.task.syncDownSystemFolder(task.id, 'dot_alpha', alphaCopy)).toMatchObject({ files_changed: 1 });
+    expect(readFileSync(path.join(alphaCopy, 'config.json'), 'utf8')).toBe('{}\n');
+
+    expect((await adk.acp.cancelTask(task.id)).status).toBe('CANCELED');
+    await expect(adk.acp.sendEvent(task.id, 'too late')).rejects.toBeInstanceOf(ConflictError);
+    expect((await adk.tasks.delete(task.id)).id).toBe(task.id);
+    expect((await adk.tasks.get(task.id)).status).toBe('DELETED');
+  });
+});

@@ -1,0 +1,333 @@
+import { readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { openBlobStore, type BlobStore } from '../../src/server/blobs/index.js';
+import { syncDown, syncDownSystemFolder, syncUp, syncUpSystemFolder, SyncConflictError, EMPTY_TREE_CHECKSUM, type SyncTransport } from '../../src/sync/index.js';
+import { engines, openTestService, type TestService } from '../support/service.js';
+import { createTask, deployActive } from '../support/fixtures.js';
+import { describeTree, rawTar, tempDir, writeTree, zstd } from '../support/trees.js';
+
+const MiB = 1024 * 1024;
+
+describe.each(engines)('filesystems (%s)', (engine) => {
+  let svc: TestService;
+  let blobs: BlobStore;
+  let blobDir: string;
+  let transport: SyncTransport;
+
+  beforeAll(async () => {
+    process.env.XDG_CACHE_HOME = await tempDir('agentctl-cache-');
+    blobDir = await tempDir('agentctl-blobs-');
+    blobs = await openBlobStore({ dir: blobDir });
+    svc = await openTestService(engine, { archiveMaxBytes: 8 * MiB, archiveMaxFiles: 200 }, { blobs });
+  });
+  afterAll(async () => {
+    await svc?.close();
+    await blobs?.close();
+    await rm(blobDir, { recursive: true, force: true });
+  });
+  beforeEach(async () => {
+    await svc.reset();
+    transport = { baseUrl: svc.url, apiKey: svc.adminKey };
+  });
+
+  const createFs = async (body: Record<string, unknown> = { namespace: 'default' }, key?: string) => {
+    const res = await svc.api('POST', '/filesystems', { body, key });
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body as { id: string; archive_checksum: string | null };
+  };
+  const put = (fsId: string, body: Buffer, headers: Record<string, string> = {}, key?: string) =>
+    fetch(`${svc.url}/filesystems/${fsId}/archive`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${key ?? svc.adminKey}`, 'content-type': 'application/zstd', ...headers },
+      body: new Uint8Array(body),
+    }).then(async (r) => ({ status: r.status, body: await r.json(), etag: r.headers.get('etag') }));
+  const stagingEmpty = async () => expect(await readdir(path.join(blobDir, '.staging'))).toEqual([]);
+
+  test('a new filesystem is empty: no checksum, an empty archive with the empty-tree ETag', async () => {
+    const fs = await createFs();
+    expect(fs).toMatchObject({ archive_checksum: null, size_bytes: 0, files_count: 0, project_id: null });
+    const res = await fetch(`${svc.url}/filesystems/${fs.id}/archive`, { headers: { authorization: `Bearer ${svc.adminKey}` } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('etag')).toBe(`"${EMPTY_TREE_CHECKSUM}"`);
+    expect(res.headers.get('content-type')).toBe('application/zstd');
+  });
+
+  test('round trip byte for byte: executable bits, empty directories, unicode and space names, symlinks inside', async () => {
+    const fs = await createFs();
+    const src = await tempDir();
+    await writeTree(src, {
+      'run.sh': { content: '#!/bin/sh\necho hi\n', mode: 0o755 },
+      'notes with spaces.txt': 'hello',
+      'ünïcödé/日本語.md': '# 見出し\n',
+      'empty/nested/': { dir: true },
+      'lib/data.bin': Buffer.from([0, 1, 2, 255]),
+      'lib/link-to-run': { link: '../run.sh' },
+      '.github/workflows/ci.yml': 'on: push\n',
+      '.gitignore': 'dist/\n',
+    });
+    const up = await syncUp(transport, fs.id, src);
+    expect(up).toMatchObject({ added: 7, modified: 0, deleted: 0, files_changed: 7 });
+    expect(up.bytes).toBeGreaterThan(0);
+    const dest = await tempDir();
+    const down = await syncDown(transport, fs.id, dest);
+    expect(down).toMatchObject({ added: 7, modified: 0, deleted: 0, files_changed: 7, checksum: up.checksum });
+    expect(await describeTree(dest)).toEqual(await describeTree(src));
+    const got = await svc.api('GET', `/filesystems/${fs.id}`);
+    expect(got.body).toMatchObject({ archive_checksum: up.checksum, files_count: 6, size_bytes: 18 + 5 + 12 + 4 + 9 + 6 });
+  });
+
+  test('.git/ and node_modules/ are left out as whole components, .agentctlignore rules apply', async () => {
+    const fs = await createFs();
+    const src = await tempDir();
+    await writeTree(src, {
+      '.git/HEAD': 'ref',
+      'node_modules/x/index.js': 'x',
+      'pkg/node_modules/y.js': 'y',
+      'node_modules_notes.txt': 'kept',
+      '.gitkeep': '',
+      '.agentctlignore': '*.log\nbuild/\n',
+      'debug.log': 'noise',
+      'build/out.js': 'out',
+      'src/main.ts': 'main',
+    });
+    await syncUp(transport, fs.id, src);
+    const files = await svc.api('GET', `/filesystems/${fs.id}/files`);
+    expect(files.status).toBe(200);
+    expect(files.body.files.map((f: { path: string }) => f.path)).toEqual(['.agentctlignore', '.gitkeep', 'node_modules_notes.txt', 'pkg', 'src', 'src/main.ts']);
+  });
+
+  test('an unchanged second syncUp uploads nothing; a same-size rewrite in the same second is detected', async () => {
+    const fs = await createFs();
+    const src = await tempDir();
+    await writeTree(src, { 'a.txt': 'aaaa', 'b.txt': 'bbbb' });
+    const first = await syncUp(transport, fs.id, src);
+    const again = await syncUp(transport, fs.id, src);
+    expect(again).toEqual({ files_changed: 0, added: 0, modified: 0, deleted: 0, bytes: 0, checksum: first.checksum });
+    const before = await stat(path.join(src, 'a.txt'));
+    await writeFile(path.join(src, 'a.txt'), 'AAAA');
+    // Same size, same mtime: only the racy-timestamp rule can tell.
+    await utimes(path.join(src, 'a.txt'), before.atime, before.mtime);
+    const third = await syncUp(transport, fs.id, src);
+    expect(third).toMatchObject({ files_changed: 1, modified: 1, added: 0, deleted: 0 });
+    expect(third.checksum).not.toBe(first.checksum);
+    const file = await fetch(`${svc.url}/filesystems/${fs.id}/files/a.txt`, { headers: { authorization: `Bearer ${svc.adminKey}` } });
+    expect(await file.text()).toBe('AAAA');
+  });
+
+  test('deletions propagate both ways', async () => {
+    const fs = await createFs();
+    const a = await tempDir();
+    const b = await tempDir();
+    await writeTree(a, { 'keep.txt': 'k', 'gone.txt': 'g', 'dir/inner.txt': 'i' });
+    await syncUp(transport, fs.id, a);
+    await syncDown(transport, fs.id, b);
+    await rm(path.join(a, 'gone.txt'));
+    await rm(path.join(a, 'dir'), { recursive: true });
+    expect(await syncUp(transport, fs.id, a)).toMatchObject({ deleted: 2, added: 0, modified: 0 });
+    expect(await syncDown(transport, fs.id, b)).toMatchObject({ deleted: 2, added: 0, modified: 0, files_changed: 2 });
+    expect(await describeTree(b)).toEqual(await describeTree(a));
+    await rm(path.join(b, 'keep.txt'));
+    expect(await syncUp(transport, fs.id, b)).toMatchObject({ deleted: 1 });
+    expect(await syncDown(transport, fs.id, a)).toMatchObject({ deleted: 1 });
+    expect(await describeTree(a)).toEqual({});
+  });
+
+  test('syncDown of an unchanged tree downloads nothing (If-None-Match -> 304)', async () => {
+    const fs = await createFs();
+    const src = await tempDir();
+    await writeTree(src, { 'x.txt': 'x' });
+    const up = await syncUp(transport, fs.id, src);
+    const dest = await tempDir();
+    await syncDown(transport, fs.id, dest);
+    expect(await syncDown(transport, fs.id, dest)).toEqual({ files_changed: 0, added: 0, modified: 0, deleted: 0, bytes: 0, checksum: up.checksum });
+    const res = await fetch(`${svc.url}/filesystems/${fs.id}/archive`, { headers: { authorization: `Bearer ${svc.adminKey}`, 'if-none-match': `"${up.checksum}"` } });
+    expect(res.status).toBe(304);
+    expect(res.headers.get('etag')).toBe(`"${up.checksum}"`);
+  });
+
+  test('two writers from one base: one wins, the other gets 412 and keeps its files', async () => {
+    const fs = await createFs();
+    const seed = await tempDir();
+    await writeTree(seed, { 'shared.txt': 'v1' });
+    await syncUp(transport, fs.id, seed);
+    const alice = await tempDir();
+    const bob = await tempDir();
+    await syncDown(transport, fs.id, alice);
+    await syncDown(transport, fs.id, bob);
+    await writeFile(path.join(alice, 'shared.txt'), 'alice');
+    await writeFile(path.join(bob, 'shared.txt'), 'bob!!');
+    const won = await syncUp(transport, fs.id, alice);
+    const lost = await syncUp(transport, fs.id, bob).catch((e) => e);
+    expect(lost).toBeInstanceOf(SyncConflictError);
+    expect(lost).toMatchObject({ status: 412, code: 'stale_base' });
+    expect(await readFile(path.join(bob, 'shared.txt'), 'utf8')).toBe('bob!!');
+    expect((await svc.api('GET', `/filesystems/${fs.id}`)).body.archive_checksum).toBe(won.checksum);
+  });
+
+  test('an upload without If-Match to a filesystem with content is 428; a stale one is 412, before the body is read', async () => {
+    const fs = await createFs();
+    const body = zstd(rawTar([{ path: 'a.txt', body: Buffer.from('a') }]));
+    const first = await put(fs.id, body);
+    expect(first.status).toBe(200);
+    const again = await put(fs.id, body);
+    expect(again.status).toBe(428);
+    expect(again.body).toMatchObject({ code: 'precondition_required' });
+    const stale = await put(fs.id, body, { 'if-match': `"${EMPTY_TREE_CHECKSUM}"` });
+    expect(stale.status).toBe(412);
+    expect(stale.body).toMatchObject({ code: 'stale_base' });
+    expect(stale.etag).toBe(`"${first.body.archive_checksum}"`);
+    const ok = await put(fs.id, zstd(rawTar([{ path: 'b.txt', body: Buffer.from('b') }])), { 'if-match': `"${first.body.archive_checksum}"` });
+    expect(ok.status).toBe(200);
+    await stagingEmpty();
+  });
+
+  test('an upload killed half-way changes nothing', async () => {
+    const fs = await createFs();
+    const src = await tempDir();
+    await writeTree(src, { 'v1.txt': 'one' });
+    const v1 = await syncUp(transport, fs.id, src);
+    const big = zstd(rawTar([{ path: 'big.bin', body: Buffer.alloc(4 * MiB, 7) }]));
+    const controller = new AbortController();
+    const { request } = await import('undici');
+    const { Readable } = await import('node:stream');
+    const half = Readable.from(
+      (async function* () {
+        yield big.subarray(0, big.length >> 1);
+        await new Promise((r) => setTimeout(r, 100));
+        controller.abort();
+        await new Promise(() => {});
+      })(),
+    );
+    await expect(
+      request(`${svc.url}/filesystems/${fs.id}/archive`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${svc.adminKey}`, 'content-type': 'application/zstd', 'if-match': `"${v1.checksum}"` },
+        body: half,
+        signal: controller.signal,
+      }),
+    ).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await svc.api('GET', `/filesystems/${fs.id}`)).body.archive_checksum).toBe(v1.checksum);
+    const dest = await tempDir();
+    await syncDown(transport, fs.id, dest);
+    expect(await describeTree(dest)).toEqual({ 'v1.txt': expect.stringMatching(/^file 644 /) });
+    await stagingEmpty();
+  });
+
+  describe('hostile archives are refused with the documented body and nothing is kept', () => {
+    const cases: [string, Buffer, number, string, RegExp][] = [
+      ['a ../ path', zstd(rawTar([{ path: '../x', body: Buffer.from('x') }])), 422, 'invalid_archive', /"\.\." in path/],
+      ['an absolute path', zstd(rawTar([{ path: '/etc/x', body: Buffer.from('x') }])), 422, 'invalid_archive', /absolute path/],
+      ['a symlink to /', zstd(rawTar([{ path: 'root', type: 'SymbolicLink', linkpath: '/' }])), 422, 'invalid_archive', /points outside the tree/],
+      ['a symlink climbing out', zstd(rawTar([{ path: 'a/up', type: 'SymbolicLink', linkpath: '../../etc' }])), 422, 'invalid_archive', /points outside the tree/],
+      ['a file written through a symlink', zstd(rawTar([{ path: 'd', type: 'SymbolicLink', linkpath: '.' }, { path: 'd/x', body: Buffer.from('x') }])), 422, 'invalid_archive', /not a directory/],
+      ['a device', zstd(rawTar([{ path: 'null', type: 'CharacterDevice' }])), 422, 'invalid_archive', /CharacterDevice/],
+      ['a fifo', zstd(rawTar([{ path: 'pipe', type: 'FIFO' }])), 422, 'invalid_archive', /FIFO/],
+      ['a hard link', zstd(rawTar([{ path: 'a', body: Buffer.from('a') }, { path: 'b', type: 'Link', linkpath: 'a' }])), 422, 'invalid_archive', /Link/],
+      ['a 10 GB sparse size claim', zstd(rawTar([{ path: 'huge', size: 10 * 1024 ** 3 }], { end: false })), 413, 'archive_too_large', /larger than 8388608 bytes/],
+      ['a zip bomb past the size limit', zstd(rawTar([{ path: 'zeros', body: Buffer.alloc(9 * MiB) }])), 413, 'archive_too_large', /larger than 8388608 bytes/],
+      ['more members than allowed', zstd(rawTar(Array.from({ length: 201 }, (_, i) => ({ path: `f${i}` })))), 413, 'archive_too_large', /more than 200 members/],
+      ['bytes that are not zstd', Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), Buffer.alloc(600, 1)]), 422, 'invalid_archive', /not valid zstd|not a valid tar/],
+      ['a truncated tar', zstd(rawTar([{ path: 'a', body: Buffer.alloc(4096, 1) }]).subarray(0, 1024)), 422, 'invalid_archive', /truncated|not a valid tar/],
+    ];
+    test.each(cases)('%s', async (_name, body, status, code, detail) => {
+      const fs = await createFs();
+      const blobsBefore = (await readdir(blobDir)).sort();
+      const res = await put(fs.id, body);
+      expect(res.status, JSON.stringify(res.body)).toBe(status);
+      expect(res.body.code).toBe(code);
+      expect(res.body.detail).toMatch(detail);
+      expect((await svc.api('GET', `/filesystems/${fs.id}`)).body).toMatchObject({ archive_checksum: null, files_count: 0 });
+      await stagingEmpty();
+      expect((await readdir(blobDir)).sort()).toEqual(blobsBefore);
+    });
+  });
+
+  test('bad input: wrong media type 415, create with both or neither target 422, unknown ids 404', async () => {
+    const fs = await createFs();
+    const json = await svc.api('PUT', `/filesystems/${fs.id}/archive`, { body: { files: [] } });
+    expect(json.status).toBe(415);
+    expect((await svc.api('POST', '/filesystems', { body: {} })).status).toBe(422);
+    expect((await svc.api('POST', '/filesystems', { body: { namespace: 'default', project_id: 'prj_x' } })).status).toBe(422);
+    expect((await svc.api('GET', '/filesystems')).status).toBe(422);
+    expect((await svc.api('GET', '/filesystems/fs_nope')).status).toBe(404);
+    expect((await svc.api('GET', '/filesystems/fs_nope/archive')).status).toBe(404);
+    expect((await svc.api('GET', `/filesystems/${fs.id}/files/missing.txt`)).status).toBe(404);
+    expect((await svc.api('POST', '/filesystems', { body: { project_id: 'prj_nope' } })).status).toBe(404);
+    expect((await svc.api('GET', '/tasks/task_nope/system-folders/dot_alpha/archive')).status).toBe(404);
+    expect((await svc.api('GET', '/tasks/task_nope/system-folders/dot_gamma/archive')).status).toBe(422);
+  });
+
+  test('create, list by project and by namespace, delete; a filesystem in use cannot be deleted', async () => {
+    const project = (await svc.api('POST', '/projects', { body: { name: 'docs' } })).body;
+    const inProject = await createFs({ project_id: project.id });
+    const bare = await createFs();
+    const byProject = await svc.api('GET', `/filesystems?project_id=${project.id}`);
+    expect(byProject.body).toMatchObject({ total: 1, filesystems: [{ id: inProject.id, project_id: project.id }] });
+    const byNs = await svc.api('GET', '/filesystems?namespace=default');
+    expect(byNs.body.filesystems.map((f: { id: string }) => f.id)).toEqual([bare.id]);
+    await deployActive(svc);
+    const task = await createTask(svc, { filesystem_id: bare.id });
+    expect(task.filesystem_id).toBe(bare.id);
+    const refused = await svc.api('DELETE', `/filesystems/${bare.id}`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe('filesystem_in_use');
+    expect((await svc.api('DELETE', `/filesystems/${inProject.id}`)).status).toBe(200);
+    expect((await svc.api('GET', `/filesystems/${inProject.id}`)).status).toBe(404);
+  });
+
+  test('access: through the project (viewer reads, may not write), through the task agent, unknown to others', async () => {
+    const project = (await svc.api('POST', '/projects', { body: { name: 'docs' } })).body;
+    const fs = await createFs({ project_id: project.id });
+    const keyWith = async (scopes: object[]) => (await svc.api('POST', '/api_keys', { body: { name: 'k', scopes } })).body.key as string;
+    const viewer = await keyWith([{ resource_type: 'project', resource_id: project.id, role: 'viewer' }]);
+    const editor = await keyWith([{ resource_type: 'project', resource_id: project.id, role: 'editor' }]);
+    const archive = zstd(rawTar([{ path: 'a.txt', body: Buffer.from('a') }]));
+    expect((await svc.api('GET', `/filesystems/${fs.id}`, { key: viewer })).status).toBe(200);
+    expect((await put(fs.id, archive, {}, viewer)).status).toBe(403);
+    expect((await put(fs.id, archive, {}, editor)).status).toBe(200);
+    expect((await svc.api('GET', `/filesystems/${fs.id}/files`, { key: viewer })).status).toBe(200);
+
+    const d = await deployActive(svc);
+    const task = await createTask(svc);
+    const agentViewer = await keyWith([{ resource_type: 'agent', resource_id: d.agent_id, role: 'viewer' }]);
+    const discoverer = await keyWith([{ resource_type: 'agent', resource_id: d.agent_id, role: 'discoverer' }]);
+    const stranger = await keyWith([{ resource_type: 'project', resource_id: project.id, role: 'discoverer' }]);
+    // A task's private filesystem: read and run on its agent reach it.
+    expect((await svc.api('GET', `/filesystems/${task.filesystem_id}`, { key: agentViewer })).status).toBe(200);
+    expect((await put(task.filesystem_id, archive, {}, agentViewer)).status).toBe(200);
+    expect((await svc.api('GET', `/filesystems/${task.filesystem_id}`, { key: discoverer })).status).toBe(403);
+    expect((await svc.api('GET', `/filesystems/${task.filesystem_id}`, { key: stranger })).status).toBe(404);
+    expect((await svc.api('GET', `/tasks/${task.id}/system-folders/dot_alpha/archive`, { key: discoverer })).status).toBe(403);
+    expect((await svc.api('GET', `/tasks/${task.id}/system-folders/dot_alpha/archive`, { key: stranger })).status).toBe(404);
+  });
+
+  test('system folders: per task and type, synced like filesystems', async () => {
+    await deployActive(svc);
+    const task = await createTask(svc);
+    const src = await tempDir();
+    await writeTree(src, { 'settings.json': '{"model":"x"}', 'skills/a.md': 'A' });
+    const up = await syncUpSystemFolder(transport, task.id, 'dot_alpha', src);
+    expect(up).toMatchObject({ added: 2 });
+    const dest = await tempDir();
+    expect(await syncDownSystemFolder(transport, task.id, 'dot_alpha', dest)).toMatchObject({ added: 2, checksum: up.checksum });
+    expect(await describeTree(dest)).toEqual(await describeTree(src));
+    const other = await tempDir();
+    expect(await syncDownSystemFolder(transport, task.id, 'dot_beta', other)).toMatchObject({ added: 0, checksum: EMPTY_TREE_CHECKSUM });
+    expect(await readdir(other)).toEqual([]);
+  });
+
+  test('deploy checks source_filesystem_id: unknown is 404, a reachable one is recorded', async () => {
+    const missing = await svc.api('POST', '/agents/deploy', {
+      body: { agent_name: 'src-bot', branch: 'main', git_hash: 'abcdef1', author_name: 'A', author_email: 'a@x', image_url: 'local://fs_x', sdk_type: 'alpha_agent_sdk', acp_type: 'async', source_filesystem_id: 'fs_nope' },
+    });
+    expect(missing.status).toBe(404);
+    const fs = await createFs();
+    const ok = await svc.api('POST', '/agents/deploy', {
+      body: { agent_name: 'src-bot', branch: 'main', git_hash: 'abcdef1', author_name: 'A', author_email: 'a@x', image_url: `local://${fs.id}`, sdk_type: 'alpha_agent_sdk', acp_type: 'async', source_filesystem_id: fs.id },
+    });
+    expect(ok.status, JSON.stringify(ok.body)).toBe(201);
+    expect((await svc.api('DELETE', `/filesystems/${fs.id}`)).status).toBe(409);
+  });
+});

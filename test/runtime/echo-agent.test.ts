@@ -1,0 +1,70 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { fileURLToPath } from 'node:url';
+import { openBlobStore, type BlobStore } from '../../src/server/blobs/index.js';
+import { startDispatcher, type Dispatcher } from '../../src/server/delivery/dispatcher.js';
+import { markReplicaGone } from '../../src/server/domain/registration.js';
+import { createLocalDriver } from '../../src/server/runtime/local/index.js';
+import { startReconciler, type Reconciler } from '../../src/server/runtime/reconciler.js';
+import { registrationSecrets, sourceFromFilesystem } from '../../src/server/runtime/wiring.js';
+import { syncUp } from '../../src/sync/index.js';
+import { engines, openTestService, type TestService } from '../support/service.js';
+import { deploy } from '../support/fixtures.js';
+import { tempDir, waitFor } from './support/agents.js';
+
+const ECHO = fileURLToPath(new URL('../../examples/echo/', import.meta.url));
+
+// The real thing: the echo example (an ADK agent) deployed from a source filesystem, started by the
+// local driver, registered with its one-time token, answering an event delivered by the dispatcher.
+describe.each(engines)('the echo agent on the local runtime (%s)', (engine) => {
+  let svc: TestService;
+  let blobs: BlobStore;
+  let dispatcher: Dispatcher;
+  let reconciler: Reconciler;
+  const data = tempDir('agentctl-echo-');
+  beforeAll(async () => {
+    blobs = await openBlobStore({ dir: `${data.path}/blobs` });
+    svc = await openTestService(engine, {}, { blobs });
+  });
+  afterAll(async () => {
+    await svc?.close();
+    await blobs?.close();
+    data.remove();
+  });
+  beforeEach(async () => {
+    await svc.reset();
+    dispatcher = await startDispatcher(svc.store, { pollMs: 200, backoffBaseMs: 100 });
+    const driver = createLocalDriver({ dataDir: data.path, prepareSource: sourceFromFilesystem(svc.store, blobs), healthIntervalMs: 200, stopGraceMs: 2_000 });
+    svc.service.runtime = driver;
+    reconciler = await startReconciler({
+      store: svc.store,
+      driver,
+      baseUrl: svc.url,
+      secrets: registrationSecrets(svc.store),
+      replicaGone: (versionId, acpUrl) => markReplicaGone(svc.store.db, versionId, acpUrl),
+      intervalMs: 100,
+      graceMs: 2_000,
+    });
+  });
+  afterEach(async () => {
+    await reconciler?.close();
+    await dispatcher?.close();
+  });
+
+  test('deployed from its source snapshot, it registers, becomes ACTIVE and answers an event', async () => {
+    const fs = await svc.api('POST', '/filesystems', { body: { namespace: 'default' } });
+    expect(fs.status).toBe(201);
+    await syncUp({ baseUrl: svc.url, apiKey: svc.adminKey }, fs.body.id, ECHO);
+    const d = await deploy(svc, { agent_name: 'echo', image_url: `local://${fs.body.id}`, source_filesystem_id: fs.body.id });
+    await waitFor('ACTIVE', async () => (await svc.api('GET', `/versions/${d.version_id}`)).body.status === 'ACTIVE', 60_000);
+
+    const task = await svc.api('POST', '/tasks', { body: { agent_name: 'default/echo', params: { topic: 'runtimes' } } });
+    expect(task.status).toBe(201);
+    const sent = await svc.api('POST', `/tasks/${task.body.id}/events`, { body: { content: 'hello' } });
+    expect(sent.status).toBe(201);
+    const texts = async () => (await svc.api('GET', `/messages?task_id=${task.body.id}`)).body.messages.map((m: any) => m.content.text);
+    await waitFor('the echo', async () => (await texts()).includes('echo #1: hello'), 60_000);
+    expect(await texts()).toEqual(['Hello! Send me anything about runtimes and I will echo it.', 'echo #1: hello']);
+    const logs = await svc.api('GET', `/versions/${d.version_id}/logs`);
+    expect(logs.status).toBe(200);
+  });
+});

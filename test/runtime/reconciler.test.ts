@@ -1,0 +1,145 @@
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { createLocalDriver } from '../../src/server/runtime/local/index.js';
+import { startReconciler, type Reconciler, type RuntimeSecretSource } from '../../src/server/runtime/reconciler.js';
+import type { RuntimeDriver } from '../../src/server/runtime/driver.js';
+import { engines, openTestService, type TestService } from '../support/service.js';
+import { createTask, deploy } from '../support/fixtures.js';
+import { alive, copyFixture, tempDir, waitFor } from './support/agents.js';
+
+const secrets: RuntimeSecretSource = {
+  signingSecret: async (versionId) => `whsec_for_${versionId}`,
+  registrationToken: async () => `rt_${Math.random().toString(36).slice(2)}`,
+};
+
+describe.each(engines)('runtime reconciler with the local driver (%s)', (engine) => {
+  let svc: TestService;
+  const data = tempDir('agentctl-reconciler-');
+  let driver: RuntimeDriver;
+  let reconciler: Reconciler;
+  beforeAll(async () => {
+    svc = await openTestService(engine);
+  });
+  afterAll(async () => {
+    await svc?.close();
+    data.remove();
+  });
+  beforeEach(async () => {
+    await svc.reset();
+    driver = createLocalDriver({ dataDir: data.path, prepareSource: copyFixture, healthIntervalMs: 100, startTimeoutMs: 15_000, stopGraceMs: 2_000 });
+    reconciler = await startReconciler({ store: svc.store, driver, baseUrl: svc.url, secrets, intervalMs: 100, graceMs: 2_000 });
+  });
+  afterEach(async () => reconciler?.close());
+
+  const version = async (id: string) => (await svc.api('GET', `/versions/${id}`)).body;
+  const statusOf = async (id: string) => (await version(id)).status as string;
+  const becomes = (id: string, status: string) => waitFor(`${id} to become ${status}`, async () => (await statusOf(id)) === status);
+  const pids = (id: string) => driver.status(id)?.replicas.map((r) => r.pid!) ?? [];
+  const plain = { agent_name: 'plain', image_url: 'local://plain' };
+
+  test('a deploy starts the version’s processes and makes it ACTIVE once they are ready', async () => {
+    const d = await deploy(svc, { ...plain, replicas: 2 });
+    await becomes(d.version_id, 'ACTIVE');
+    await waitFor('both replicas ready', () => driver.status(d.version_id)!.replicas.every((r) => r.phase === 'ready'));
+    expect(driver.status(d.version_id)!.replicas.map((r) => r.phase)).toEqual(['ready', 'ready']);
+    const events = (await svc.api('GET', `/versions/${d.version_id}/events`)).body.events.map((e: any) => e.type);
+    expect(events).toEqual(expect.arrayContaining(['VERSION_CREATED', 'VERSION_ACTIVATED']));
+  });
+
+  test('versions with a container image are left to whoever registers them', async () => {
+    const d = await deploy(svc, { agent_name: 'imaged', image_url: 'registry.local/imaged:1' });
+    await reconciler.reconcileNow();
+    await reconciler.reconcileNow();
+    expect(driver.running()).toEqual([]);
+    expect(await statusOf(d.version_id)).toBe('DEPLOYING');
+  });
+
+  test('a deploy that crashes at start is FAILED crash_loop with its stderr; the branch keeps serving v1 and its task returns', async () => {
+    const v1 = await deploy(svc, plain);
+    await becomes(v1.version_id, 'ACTIVE');
+    const task = await createTask(svc, { agent_name: 'default/plain' });
+    const v2 = await deploy(svc, { agent_name: 'plain', image_url: 'local://exits-at-start', are_tasks_sticky: false });
+    expect(v2.tasks_migrated).toBe(1);
+    await becomes(v2.version_id, 'FAILED');
+
+    const failed = await version(v2.version_id);
+    expect(failed.failure_reason).toBe('crash_loop');
+    expect(failed.failure_diagnostics.title).toBe('The agent keeps exiting at start');
+    expect(failed.failure_diagnostics.description).toContain('Error: OPENAI_API_KEY is not set');
+    expect((await svc.api('GET', `/branches/${v1.branch_id}`)).body.current_version.id).toBe(v1.version_id);
+    expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.version_id);
+    expect(await statusOf(v1.version_id)).toBe('ACTIVE');
+    await waitFor('the failed version to stop running', () => !driver.running().includes(v2.version_id));
+    expect(driver.running()).toEqual([v1.version_id]);
+  });
+
+  test('draining: a sticky deploy leaves v1 running while its task remains; migrating the task stops v1 and retires it', async () => {
+    const v1 = await deploy(svc, plain);
+    await becomes(v1.version_id, 'ACTIVE');
+    const task = await createTask(svc, { agent_name: 'default/plain' });
+    const v2 = await deploy(svc, { ...plain, are_tasks_sticky: true });
+    await becomes(v2.version_id, 'ACTIVE');
+    expect(await statusOf(v1.version_id)).toBe('DRAINING');
+    const v1Pids = pids(v1.version_id);
+    await reconciler.reconcileNow();
+    expect(driver.running().sort()).toEqual([v1.version_id, v2.version_id].sort());
+    expect(v1Pids.every(alive)).toBe(true);
+
+    const migrated = await svc.api('POST', '/tasks/migrate', { body: { task_ids: [task.id], to_version_id: v2.version_id } });
+    expect(migrated.status).toBe(200);
+    expect(await statusOf(v1.version_id)).toBe('RETIRED');
+    await waitFor('v1’s processes to stop', () => !driver.running().includes(v1.version_id) && !v1Pids.some(alive));
+    expect(driver.running()).toEqual([v2.version_id]);
+  });
+
+  test('rollback brings the old version’s processes back and stops the rolled-back one', async () => {
+    const v1 = await deploy(svc, plain);
+    await becomes(v1.version_id, 'ACTIVE');
+    const v2 = await deploy(svc, plain);
+    await becomes(v2.version_id, 'ACTIVE');
+    await waitFor('v1 (retired) to stop', () => !driver.running().includes(v1.version_id));
+
+    const rolled = await svc.api('POST', `/branches/${v1.branch_id}/rollback`, { body: {} });
+    expect(rolled.status).toBe(200);
+    expect(await statusOf(v1.version_id)).toBe('ACTIVE');
+    await waitFor('v1 to run again, ready', () => driver.status(v1.version_id)?.replicas[0]?.phase === 'ready');
+    await waitFor('v2 (rolled back) to stop', () => !driver.running().includes(v2.version_id));
+    expect(await statusOf(v2.version_id)).toBe('ROLLED_BACK');
+  });
+
+  test('failing health checks make the version UNHEALTHY; passing again makes it ACTIVE', async () => {
+    const d = await deploy(svc, plain);
+    await becomes(d.version_id, 'ACTIVE');
+    const port = driver.status(d.version_id)!.replicas[0]!.port;
+    await fetch(`http://127.0.0.1:${port}/test/health`, { method: 'POST', body: '{"ok":false}' });
+    await becomes(d.version_id, 'UNHEALTHY');
+    await fetch(`http://127.0.0.1:${port}/test/health`, { method: 'POST', body: '{"ok":true}' });
+    await becomes(d.version_id, 'ACTIVE');
+    const events = (await svc.api('GET', `/versions/${d.version_id}/events`)).body.events.map((e: any) => e.type);
+    expect(events).toEqual(expect.arrayContaining(['VERSION_UNHEALTHY', 'VERSION_RECOVERED']));
+  });
+
+  test('closing the reconciler stops every process it started', async () => {
+    const d = await deploy(svc, plain);
+    await becomes(d.version_id, 'ACTIVE');
+    const running = pids(d.version_id);
+    await reconciler.close();
+    expect(running.some(alive)).toBe(false);
+  });
+
+  test.runIf(engine === 'postgres')('one runtime lease among servers: a standby takes over when the holder stops', async () => {
+    const standbyDriver = createLocalDriver({ dataDir: tempDir('agentctl-standby-').path, prepareSource: copyFixture, healthIntervalMs: 100 });
+    const standby = await startReconciler({ store: svc.store, driver: standbyDriver, baseUrl: svc.url, secrets, intervalMs: 100, leaseRetryMs: 100 });
+    try {
+      expect(reconciler.holdsLease()).toBe(true);
+      expect(standby.holdsLease()).toBe(false);
+      const d = await deploy(svc, plain);
+      await becomes(d.version_id, 'ACTIVE');
+      expect(standbyDriver.running()).toEqual([]);
+      await reconciler.close();
+      await waitFor('the standby to take the lease', () => standby.holdsLease());
+      await waitFor('the standby to run the version', () => standbyDriver.status(d.version_id)?.replicas[0]?.phase === 'ready');
+    } finally {
+      await standby.close();
+    }
+  });
+});

@@ -1,0 +1,72 @@
+import { createHash } from 'node:crypto';
+import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, symlink, writeFile, chmod } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { Header } from 'tar';
+
+export const tempDir = (prefix = 'agentctl-fs-') => mkdtemp(path.join(os.tmpdir(), prefix));
+
+/** Writes `files` (path -> content, or {content, mode}, or {link}, or {dir: true}) under `root`. */
+export async function writeTree(root: string, files: Record<string, string | Buffer | { content?: string | Buffer; mode?: number; link?: string; dir?: true }>): Promise<void> {
+  for (const [rel, spec] of Object.entries(files)) {
+    const file = path.join(root, rel);
+    await mkdir(path.dirname(file), { recursive: true });
+    if (typeof spec === 'string' || Buffer.isBuffer(spec)) await writeFile(file, spec);
+    else if (spec.dir) await mkdir(file, { recursive: true });
+    else if (spec.link !== undefined) await symlink(spec.link, file);
+    else {
+      await writeFile(file, spec.content ?? '');
+      if (spec.mode !== undefined) await chmod(file, spec.mode);
+    }
+  }
+}
+
+/**
+ * Everything in a tree, for exact comparison: per path its kind, permission bits and content hash
+ * (link target for symlinks). `skip` names top-level entries to leave out.
+ */
+export async function describeTree(root: string, skip: string[] = []): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const visit = async (rel: string) => {
+    for (const name of (await readdir(path.join(root, rel))).sort()) {
+      const child = rel ? `${rel}/${name}` : name;
+      if (!rel && skip.includes(name)) continue;
+      const st = await lstat(path.join(root, child));
+      if (st.isDirectory()) {
+        out[child + '/'] = `dir ${(st.mode & 0o777).toString(8)}`;
+        await visit(child);
+      } else if (st.isSymbolicLink()) out[child] = `link ${await readlink(path.join(root, child))}`;
+      else out[child] = `file ${(st.mode & 0o777).toString(8)} ${createHash('sha256').update(await readFile(path.join(root, child))).digest('hex')}`;
+    }
+  };
+  await visit('');
+  return out;
+}
+
+export interface RawMember {
+  path: string;
+  type?: 'File' | 'Directory' | 'SymbolicLink' | 'CharacterDevice' | 'FIFO' | 'Link';
+  body?: Buffer;
+  /** The size the header claims (default: the body's length). */
+  size?: number;
+  linkpath?: string;
+  mode?: number;
+}
+
+/** A tar built member by member from raw headers, for archives no honest writer makes. */
+export function rawTar(members: RawMember[], { end = true }: { end?: boolean } = {}): Buffer {
+  const blocks: Buffer[] = [];
+  for (const m of members) {
+    const body = m.body ?? Buffer.alloc(0);
+    const header = new Header({ path: m.path, type: m.type ?? 'File', size: m.size ?? body.length, mode: m.mode ?? 0o644, linkpath: m.linkpath, mtime: new Date(0), uid: 0, gid: 0 });
+    const block = Buffer.alloc(512);
+    header.encode(block, 0);
+    blocks.push(block, body);
+    if (body.length % 512) blocks.push(Buffer.alloc(512 - (body.length % 512)));
+  }
+  if (end) blocks.push(Buffer.alloc(1024));
+  return Buffer.concat(blocks);
+}
+
+export const zstd = (data: Buffer) => zlib.zstdCompressSync(data);
