@@ -8,7 +8,7 @@ _agentctl() {
     w="${words[i]}"
     if ((skip)); then skip=0; continue; fi
     case "$w" in
-      --acp-type|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--group|--host|--if-match|--image|--limit|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--scope|--sdk-type|--status|--task|--timeout|--to|-a|-n) skip=1; continue ;;
+      --acp-type|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--limit|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--scope|--sdk-type|--status|--task|--timeout|--to|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
@@ -37,7 +37,7 @@ _agentctl() {
       esac ;;
   esac
   local globals='--json --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback branches versions envs tasks states keys groups completion $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback branches versions envs tasks states keys groups fs completion $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get set list use' -- "$cur")); return; fi ;;
@@ -52,6 +52,7 @@ _agentctl() {
     states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get put list delete' -- "$cur")); return; fi ;;
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get revoke rotate' -- "$cur")); return; fi ;;
     groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
+    fs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get files push pull' -- "$cur")); return; fi ;;
   esac
   case "$noun${verb:+ $verb}" in
     'auth login') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
@@ -102,6 +103,12 @@ _agentctl() {
     'keys rotate') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups create') COMPREPLY=($(compgen -W "--description $globals" -- "$cur")) ;;
+    'fs create') COMPREPLY=($(compgen -W "--project --namespace -n $globals" -- "$cur")) ;;
+    'fs list') COMPREPLY=($(compgen -W "--project --namespace -n --limit --page $globals" -- "$cur")) ;;
+    'fs get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'fs files') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;
+    'fs pull') COMPREPLY=($(compgen -W "--fs $globals" -- "$cur")) ;;
     'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
   esac
 }
