@@ -36,14 +36,15 @@ async function bareWalk(dir: string): Promise<number> {
 }
 
 /** Runs `fn` while sampling RSS every 10 ms; returns seconds and the peak RSS in MiB. */
-async function withPeak(fn: () => Promise<unknown>): Promise<{ seconds: number; peakMiB: number }> {
+async function withPeak(fn: () => Promise<unknown>): Promise<{ seconds: number; peakMiB: number; baseMiB: number }> {
   (globalThis as { gc?: () => void }).gc?.();
-  let peak = process.memoryUsage().rss;
+  const base = process.memoryUsage().rss;
+  let peak = base;
   const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10);
   const ms = await timed(fn);
   clearInterval(timer);
   peak = Math.max(peak, process.memoryUsage().rss);
-  return { seconds: ms / 1000, peakMiB: peak / MiB };
+  return { seconds: ms / 1000, peakMiB: peak / MiB, baseMiB: base / MiB };
 }
 
 /** A shell pipeline's wall time and peak RSS (GNU time's %M covers its largest process). */
@@ -101,8 +102,8 @@ try {
     // Half incompressible, half repetitive: a tree of sources and binaries.
     await writeFile(path.join(big, `blob-${i}.bin`), i % 2 ? randomBytes(4 * MiB) : Buffer.alloc(4 * MiB, i));
   }
-  const upRuns: { seconds: number; peakMiB: number }[] = [];
-  const downRuns: { seconds: number; peakMiB: number }[] = [];
+  const upRuns: { seconds: number; peakMiB: number; baseMiB: number }[] = [];
+  const downRuns: { seconds: number; peakMiB: number; baseMiB: number }[] = [];
   for (let i = 0; i < RUNS; i++) {
     const fsId = await createFs();
     upRuns.push(await withPeak(() => syncUp(transport, fsId, big, { stateFile: path.join(work, `up-${i}.json`) })));
@@ -112,6 +113,7 @@ try {
   }
   const up = { seconds: median(upRuns.map((r) => r.seconds)), peakMiB: Math.max(...upRuns.map((r) => r.peakMiB)) };
   const down = { seconds: median(downRuns.map((r) => r.seconds)), peakMiB: Math.max(...downRuns.map((r) => r.peakMiB)) };
+  console.log(`process RSS before the first full sync: ${fmt(upRuns[0]!.baseMiB)} MiB (PGlite, the server and the client together)`);
   const hasZstd = spawnSync('zstd', ['--version']).status === 0;
   if (!hasZstd) {
     console.log(`full syncUp of ${BIG_TREE_MIB} MiB: ${fmt(up.seconds, 2)} s (peak RSS ${fmt(up.peakMiB)} MiB); syncDown: ${fmt(down.seconds, 2)} s (peak RSS ${fmt(down.peakMiB)} MiB)`);

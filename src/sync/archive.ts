@@ -195,8 +195,11 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
       done(null, chunk);
     },
   });
+  let parserFailure: ArchiveRejected | undefined;
   parser.on('error', (error: Error) => {
-    failure ??= new ArchiveRejected(422, 'invalid_archive', `The archive is not a valid tar: ${error.message}`);
+    parserFailure = new ArchiveRejected(422, 'invalid_archive', `The archive is not a valid tar: ${error.message}`);
+    if (allZero && decompressed > 0 && (error as { code?: string }).code === 'TAR_BAD_ARCHIVE') return;
+    failure ??= parserFailure;
   });
   const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   const first = await chunks.next();
@@ -224,7 +227,9 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     failure ??= error;
   }
   await chain;
-  if (failure && allZero && entries.length === 0 && !(failure instanceof ArchiveRejected && failure.status === 413)) failure = undefined;
+  // Only zero blocks decoded and only the parser objected: an archive of no members.
+  const emptyTar = allZero && decompressed > 0 && entries.length === 0 && parserFailure !== undefined;
+  if (emptyTar && (failure === undefined || !(failure instanceof ArchiveRejected))) failure = undefined;
   if (failure) throw failure;
   return { entries, checksum: treeChecksum(entries), sizeBytes, filesCount: entries.filter((e) => e.kind === 'file').length };
 }

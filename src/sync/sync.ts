@@ -226,17 +226,27 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
     });
     response.body.on('error', (error) => meter.destroy(error));
     response.body.pipe(meter);
+    // Directories made so far: most members share their parent with the one before.
+    const made = new Set<string>([staging]);
+    const parentOf = async (p: string) => {
+      const parent = path.dirname(p);
+      if (!made.has(parent)) {
+        await mkdir(parent, { recursive: true });
+        made.add(parent);
+      }
+      return p;
+    };
     const summary = await readArchive(meter, options.limits ?? DEFAULT_ARCHIVE_LIMITS, {
       async dir(entry) {
-        await mkdir(path.join(staging, entry.path), { recursive: true });
+        const p = path.join(staging, entry.path);
+        await mkdir(p, { recursive: true });
+        made.add(p);
       },
       async file(entry) {
-        await mkdir(path.dirname(path.join(staging, entry.path)), { recursive: true });
-        return createWriteStream(path.join(staging, entry.path), { mode: entry.mode });
+        return createWriteStream(await parentOf(path.join(staging, entry.path)), { mode: entry.mode });
       },
       async symlink(entry) {
-        await mkdir(path.dirname(path.join(staging, entry.path)), { recursive: true });
-        await symlink(entry.linkpath!, path.join(staging, entry.path));
+        await symlink(entry.linkpath!, await parentOf(path.join(staging, entry.path)));
       },
     });
     if (remoteChecksum && summary.checksum !== remoteChecksum) {
@@ -266,6 +276,10 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
   }
 }
 
+let processUmask: number | undefined;
+/** The process's umask, read once (reading it sets it, briefly). */
+const umask = () => (processUmask ??= process.umask());
+
 /** Removes whatever is at `p` unless it is a real directory, then makes sure one is there. */
 async function ensureRealDir(p: string, mode: number): Promise<void> {
   const st = await lstat(p).catch(() => undefined);
@@ -274,14 +288,22 @@ async function ensureRealDir(p: string, mode: number): Promise<void> {
   if (st?.isDirectory() && (st.mode & 0o7777) !== mode) await chmod(p, mode);
 }
 
-async function ensureParents(root: string, rel: string): Promise<void> {
+/** Makes every parent of `rel` a real directory; `checked` remembers the ones already made sure of. */
+async function ensureParents(root: string, rel: string, checked: Set<string>): Promise<void> {
   const parts = rel.split('/');
-  for (let i = 1; i < parts.length; i++) await ensureRealDir(path.join(root, ...parts.slice(0, i)), 0o755);
+  for (let i = 1; i < parts.length; i++) {
+    const dir = parts.slice(0, i).join('/');
+    if (checked.has(dir)) continue;
+    const st = await lstat(path.join(root, dir)).catch(() => undefined);
+    if (!st?.isDirectory()) await ensureRealDir(path.join(root, dir), 0o755);
+    checked.add(dir);
+  }
 }
 
 /** Renames changed members from staging into `root` and removes local entries the remote lacks. */
 async function applyStaged(root: string, staging: string, remote: TreeEntry[], local: TreeEntry[], localMap: Map<string, TreeEntry>): Promise<void> {
   const remotePaths = new Set(remote.map((e) => e.path));
+  const checked = new Set<string>();
   // Deletions first (deepest first), so a path that changes kind is free for its new entry.
   for (const e of [...local].reverse()) {
     if (remotePaths.has(e.path)) continue;
@@ -293,18 +315,24 @@ async function applyStaged(root: string, staging: string, remote: TreeEntry[], l
     const dest = path.join(root, e.path);
     const before = localMap.get(e.path);
     if (e.kind === 'dir') {
-      await ensureParents(root, e.path);
+      await ensureParents(root, e.path, checked);
       await ensureRealDir(dest, e.mode);
+      checked.add(e.path);
       continue;
     }
     if (before && before.kind === e.kind && before.sha256 === e.sha256) {
       if (before.mode !== e.mode && e.kind === 'file') await chmod(dest, e.mode);
       continue;
     }
-    await ensureParents(root, e.path);
-    const st = await lstat(dest).catch(() => undefined);
-    if (st?.isDirectory()) await rm(dest, { recursive: true, force: true });
-    await rename(path.join(staging, e.path), dest);
-    if (e.kind === 'file') await chmod(dest, e.mode);
+    await ensureParents(root, e.path, checked);
+    // rename replaces a file or link in place; only a directory in the way must go first.
+    if (before?.kind === 'dir') await rm(dest, { recursive: true, force: true });
+    await rename(path.join(staging, e.path), dest).catch(async (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EISDIR' && error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error;
+      await rm(dest, { recursive: true, force: true });
+      await rename(path.join(staging, e.path), dest);
+    });
+    // The staged file was created with this mode, less the umask.
+    if (e.kind === 'file' && (e.mode & umask()) !== 0) await chmod(dest, e.mode);
   }
 }
