@@ -116,6 +116,10 @@ export async function run(argv: readonly string[], io: CliIO, options: RunOption
     const { CommandContext } = await import('./context.js');
     const ctx = new CommandContext(io, globals, signal);
     const { default: handler } = await spec.load();
+    if (opts.agent === undefined && spec.options?.some((option) => option.flags.includes('--agent '))) {
+      const { projectAgent } = await import('./project-file.js');
+      opts.agent = await projectAgent(io.cwd);
+    }
     const outcome: Outcome = await handler(ctx, args, opts);
     await print(ctx, outcome);
     exitCode = outcome.exitCode ?? ExitCode.ok;

@@ -226,7 +226,7 @@ export const registry: readonly CommandSpec[] = [
     options: [
       { ...agent, description: 'Agent as namespace/name' },
       { flags: '--branch <name>', description: 'Git branch (or a br_ id)' },
-      { flags: '--to <ref>', description: 'Target version: a ver_ id or a git-hash prefix' },
+      { flags: '--to <ref>', description: 'Target version: vN, a git-hash prefix (4+ characters) or a ver_ id' },
       ...waitOptions,
     ],
     examples: ['agentctl rollback --agent default/bot --branch main', 'agentctl rollback --agent default/bot --branch main --to 3f2a9c1 --yes --json'],
@@ -272,9 +272,9 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['versions', 'get'],
     summary: 'Show a version (and with --events its lifecycle events)',
-    args: [{ name: 'version', description: 'ver_ id, or a git-hash prefix with --agent', required: true }],
+    args: [{ name: 'version', description: 'vN or a git-hash prefix (4+ characters) of the --agent, or a ver_ id', required: true }],
     options: [agent, { flags: '--events', description: 'List its lifecycle events instead' }],
-    examples: ['agentctl versions get ver_01J...', 'agentctl versions get 3f2a9c1 --agent default/bot --events'],
+    examples: ['agentctl versions get v3 --agent default/bot', 'agentctl versions get 3f2a9c1 --agent default/bot --events', 'agentctl versions get ver_01J...'],
     notFoundNext: 'agentctl versions list --agent <ns/name>',
     load: () => import('./commands/versions/get.js'),
   },
@@ -283,7 +283,7 @@ export const registry: readonly CommandSpec[] = [
     path: ['versions', 'register'],
     summary: 'Report a version ready, unhealthy or failed, as its runtime does',
     description: 'What an agent container reports when it starts (POST /versions/register). Use it with a runtime that has no driver here, or by hand: a DEPLOYING version becomes ACTIVE and the branch\'s previous version hands over.',
-    args: [{ name: 'version', description: 'ver_ id, or a git-hash prefix with --agent', required: true }],
+    args: [{ name: 'version', description: 'vN or a git-hash prefix (4+ characters) of the --agent, or a ver_ id', required: true }],
     options: [
       agent,
       { flags: '--status <status>', description: 'What to report', choices: ['ACTIVE', 'UNHEALTHY', 'FAILED'], default: 'ACTIVE' },
@@ -355,7 +355,7 @@ export const registry: readonly CommandSpec[] = [
     options: [
       agent,
       { flags: '--branch <name>', description: 'Only this git branch (with --agent) or br_ id' },
-      { flags: '--on-version <ref>', description: 'Only tasks currently on this version (ver_ id, or git-hash prefix with --agent)' },
+      { flags: '--on-version <ref>', description: 'Only tasks currently on this version (vN or git-hash prefix of the --agent, or a ver_ id)' },
       { flags: '--status <status>', description: 'Only this status', choices: TASK_STATUSES },
       limit(100),
       page,
@@ -405,16 +405,17 @@ export const registry: readonly CommandSpec[] = [
     path: ['tasks', 'migrate'],
     summary: 'Move tasks between versions of one branch (shows the plan and asks on a terminal)',
     description:
-      'Source: --from REF (every RUNNING task on that version) or --task ID (repeat). Target: --to REF or --to-latest. A REF is a ver_ id, or with --agent a unique git-hash prefix. --yes or --json applies without asking.',
+      'Source: --from REF (every RUNNING task on that version) or --task ID (repeat). Target: --to REF or --to-latest. A REF is vN or a unique git-hash prefix (4+ characters) of the --agent (default: agentctl.json), or a ver_ id. --yes or --json applies without asking.',
     options: [
       { flags: '--from <ref>', description: 'Move every RUNNING task of this version' },
       { flags: '--task <id>', description: 'Move this task; repeat for more', repeatable: true },
       { flags: '--to <ref>', description: 'Target version' },
       { flags: '--to-latest', description: 'Target the branch’s newest ACTIVE or DEPLOYING version' },
-      { ...agent, description: 'Agent (namespace/name) for git-hash references' },
+      { ...agent, description: 'Agent (namespace/name) for vN and git-hash references' },
       { flags: '--dry-run', description: 'Only show what would move' },
     ],
     examples: [
+      'agentctl tasks migrate --from v1 --to-latest --agent default/bot',
       'agentctl tasks migrate --from ver_01J... --to-latest',
       'agentctl tasks migrate --agent default/bot --from 3f2a9c1 --to 9b8e7d6 --yes',
       'agentctl tasks migrate --task task_01J... --task task_01K... --to ver_01J... --json',

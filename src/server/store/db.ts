@@ -22,6 +22,8 @@ export interface AgentsTable {
   id: string; namespace_id: string; name: string; description: Generated<string>; status: Generated<'ACTIVE' | 'DELETED'>;
   status_reason: string | null; agent_input_type: 'text' | 'json' | null; registered_at: Date | null; registration_metadata: Json | null;
   created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  /** 006: the number of the agent's newest version (0 before its first deploy). */
+  last_version_number: Generated<number>;
 }
 export interface BranchesTable {
   id: string; agent_id: string; git_branch: string; git_branch_normalized: string; replicas: Generated<number>;
@@ -35,6 +37,8 @@ export interface VersionsTable {
   description: string; rollback_count: Generated<number>; last_rollback_at: Date | null; rolled_back_at: Date | null;
   retired_at: Date | null; image_expires_at: Date | null; failure_reason: string | null; failure_diagnostics: Json | null;
   source_filesystem_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  /** 006: 1, 2, 3, ... per agent in deploy order (`v3`). */
+  number: number;
 }
 export interface VersionEventsTable { id: string; branch_id: string; version_id: string | null; sequence: number; type: string; data: Json; created_at: Timestamptz }
 export interface EnvironmentsTable { id: string; agent_id: string; name: string; description: string; is_prod: boolean; branch_rules: Json; created_at: Timestamptz; updated_at: Timestamptz }

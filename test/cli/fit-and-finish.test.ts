@@ -1,0 +1,98 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeEach, describe, expect, test } from 'vitest';
+import { engines, type TestService } from '../support/service.js';
+import { deployActive, randomHash, runCli, useCliService, type CliService } from './support.js';
+
+describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
+  const cli = useCliService(engine, (dir) => path.join(dir, 'config'));
+  let svc: TestService;
+  let scratch: CliService['scratch'];
+  let env: Record<string, string>;
+  beforeEach(() => {
+    ({ svc, scratch, env } = cli);
+  });
+
+  const createTask = async () => (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id as string;
+
+  describe('version numbers', () => {
+    test('tasks migrate --from v1 --to-latest --agent default/bot moves the tasks of v1 to the newest version', async () => {
+      const v1 = await deployActive(svc, 'default/bot');
+      const task = await createTask();
+      const v2 = await deployActive(svc, 'default/bot', 'main', randomHash(), { are_tasks_sticky: true });
+      const result = await runCli(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/bot', '--yes', '--json'], { env });
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      expect(result.json().tasks.map((t: { id: string }) => t.id)).toEqual([task]);
+      expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v2.versionId);
+      expect(v1.versionId).not.toBe(v2.versionId);
+    });
+
+    test('versions list shows each version as vN', async () => {
+      const v1 = await deployActive(svc, 'default/bot');
+      const v2 = await deployActive(svc, 'default/bot');
+      const result = await runCli(['versions', 'list', '--agent', 'default/bot'], { env });
+      expect(result.code).toBe(0);
+      const rows = result.stdout.trim().split('\n').map((line) => line.split('\t').slice(0, 2));
+      expect(rows).toEqual([
+        ['v2', v2.versionId],
+        ['v1', v1.versionId],
+      ]);
+    });
+
+    test('the agentctl.json of the current directory gives --agent its default', async () => {
+      await deployActive(svc, 'default/bot');
+      const v2 = await deployActive(svc, 'default/bot');
+      writeFileSync(path.join(scratch.dir, 'agentctl.json'), JSON.stringify({ agent: 'default/bot' }));
+      const result = await runCli(['versions', 'get', 'v2', '--json'], { env, cwd: scratch.dir });
+      expect(result.stderr).toBe('');
+      expect(result.json()).toMatchObject({ id: v2.versionId, number: 2 });
+    });
+
+    test('--agent wins over agentctl.json', async () => {
+      await deployActive(svc, 'default/bot');
+      const other = await deployActive(svc, 'default/other');
+      writeFileSync(path.join(scratch.dir, 'agentctl.json'), JSON.stringify({ agent: 'default/bot' }));
+      const result = await runCli(['versions', 'get', 'v1', '--agent', 'default/other', '--json'], { env, cwd: scratch.dir });
+      expect(result.json().id).toBe(other.versionId);
+    });
+
+    test('an invalid agentctl.json is a usage error naming the file', async () => {
+      writeFileSync(path.join(scratch.dir, 'agentctl.json'), JSON.stringify({ agent: 'Not A Name' }));
+      const result = await runCli(['versions', 'list'], { env, cwd: scratch.dir });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`${path.join(scratch.dir, 'agentctl.json')} is not a valid agentctl.json: agent: namespace/name, e.g. default/my-bot`);
+    });
+
+    test('vN without an agent says to add --agent or an agentctl.json', async () => {
+      const result = await runCli(['versions', 'get', 'v1'], { env, cwd: scratch.dir });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('version v1 names a version of an agent: add --agent namespace/name (or run where agentctl.json names the agent)');
+    });
+
+    test('a three-character hash is refused with the minimum length', async () => {
+      const result = await runCli(['versions', 'get', 'abc', '--agent', 'default/bot'], { env });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('version abc is not a version reference');
+      expect(result.stderr).toContain('a git-hash prefix of at least 4 hex characters');
+    });
+
+    test('two deploys of one commit are told apart by number and deploy time', async () => {
+      const hash = randomHash();
+      await deployActive(svc, 'default/bot', 'main', hash);
+      await deployActive(svc, 'default/bot', 'feature/x', hash);
+      const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', hash.slice(0, 6), '--yes'], { env });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(new RegExp(`--to ${hash.slice(0, 6)} matches several versions of default/bot: v2 \\(${hash.slice(0, 12)}, deployed \\S+\\), v1 \\(${hash.slice(0, 12)}, deployed \\S+\\)`));
+      expect(result.stderr).toContain('Name the version by its number (vN) or give more characters of the hash.');
+    });
+
+    test('a number the agent has not reached is exit 3 pointing at versions list', async () => {
+      await deployActive(svc, 'default/bot');
+      const result = await runCli(['versions', 'get', 'v7', '--agent', 'default/bot'], { env });
+      expect(result.code).toBe(3);
+      expect(result.stderr).toContain('Agent default/bot has no version v7');
+      expect(result.stderr).toContain('agentctl versions list --agent default/bot');
+    });
+  });
+});
