@@ -104,7 +104,7 @@ export const registry: readonly CommandSpec[] = [
     path: ['server', 'start'],
     summary: 'Start the service (foreground, or --detach with a pid file and a log file)',
     description:
-      'Uses embedded PGlite under the data directory, or PostgreSQL when --database-url / DATABASE_URL is set. On a fresh database the bootstrap org-admin key is saved into the "local" profile (made current when there is none).',
+      'Uses embedded PGlite under the data directory, or PostgreSQL when --database-url / DATABASE_URL is set. On a fresh database the bootstrap org-admin key is saved into the server’s own profile: "local" for the default data directory, "local-<dir name>" for another (made current when there is none).',
     options: [
       { flags: '--host <host>', description: 'Interface to listen on', default: '127.0.0.1' },
       { flags: '--port <port>', description: 'Port to listen on (0 picks a free one)', integer: true, default: 7420 },

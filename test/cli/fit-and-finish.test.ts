@@ -1,6 +1,8 @@
 import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { engines, type TestService } from '../support/service.js';
 import { deployActive, randomHash, runCli, useCliService, type CliService } from './support.js';
 
@@ -94,5 +96,45 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
       expect(result.stderr).toContain('Agent default/bot has no version v7');
       expect(result.stderr).toContain('agentctl versions list --agent default/bot');
     });
+  });
+});
+
+describe('answers that are not the service’s JSON', () => {
+  let answer: { status: number; type?: string; body: string } = { status: 200, body: '' };
+  let server: http.Server;
+  let baseUrl: string;
+  beforeAll(async () => {
+    server = http.createServer((_req, res) => {
+      res.writeHead(answer.status, answer.type ? { 'content-type': answer.type } : {});
+      res.end(answer.body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+  const env = () => ({ AGENTCTL_BASE_URL: baseUrl, AGENTCTL_API_KEY: 'ak_test', AGENTCTL_RETRIES: '0', AGENTCTL_CONFIG_DIR: '/nonexistent/agentctl-test' });
+
+  test.each([
+    { status: 502, type: 'text/html', body: '<html><body><h1>502 Bad Gateway</h1></body></html>', what: 'an HTML page' },
+    { status: 404, type: undefined, body: '', what: 'an empty body' },
+    { status: 200, type: undefined, body: '', what: 'an empty body' },
+    { status: 500, type: 'text/plain', body: 'upstream connect error', what: 'a body that is not JSON' },
+  ])('HTTP $status with $what: exit 6 asking whether AGENTCTL_BASE_URL is right', async ({ status, type, body, what }) => {
+    answer = { status, type, body };
+    const result = await runCli(['versions', 'list', '--agent', 'default/bot'], { env: env() });
+    expect(result.code).toBe(6);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toContain(`error: HTTP ${status} with ${what} from GET ${baseUrl}/agents/default/bot/versions?limit=20: that is not an answer of the agentctl service`);
+    expect(result.stderr).toContain(`hint: Is AGENTCTL_BASE_URL right? This agentctl talks to ${baseUrl}`);
+  });
+
+  test('JSON cut short is exit 1 saying the answer was cut off', async () => {
+    answer = { status: 200, type: 'application/json', body: '{"versions": [{"id": "ver_' };
+    const result = await runCli(['versions', 'list', '--agent', 'default/bot', '--json'], { env: env() });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'truncated_response', status: 200, hint: 'A proxy or the network cut the answer short; run the command again.' });
   });
 });

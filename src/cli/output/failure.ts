@@ -1,5 +1,5 @@
 import type { ChalkInstance } from 'chalk';
-import { ApiRequestError, ResponseShapeError, UnreachableError } from '../../client/errors.js';
+import { ApiRequestError, NotServiceAnswerError, ResponseShapeError, UnreachableError } from '../../client/errors.js';
 import { CliError, InterruptedError } from '../errors.js';
 import { ExitCode, exitCodeForStatus } from '../exit-codes.js';
 
@@ -43,6 +43,19 @@ export function toFailure(error: unknown, context: FailureContext = {}): Failure
       message: error.message,
       hint: `Is the service running at ${error.baseUrl}? Set another URL with --base-url or AGENTCTL_BASE_URL.`,
       next: 'agentctl server start',
+    };
+  }
+  if (error instanceof NotServiceAnswerError) {
+    if (error.body === 'truncated_json') {
+      return { exitCode: ExitCode.failure, code: 'truncated_response', status: error.status, message: error.message, hint: 'A proxy or the network cut the answer short; run the command again.' };
+    }
+    return {
+      exitCode: ExitCode.unreachable,
+      code: 'not_the_service',
+      status: error.status,
+      message: error.message,
+      hint: `Is AGENTCTL_BASE_URL right? This agentctl talks to ${error.baseUrl} (set with --base-url, AGENTCTL_BASE_URL or the profile).`,
+      next: 'agentctl auth status',
     };
   }
   if (error instanceof ResponseShapeError) {
