@@ -1,6 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { CommandSpec, OptionSpec, Outcome } from './command.js';
 import type { CliIO, GlobalOptions } from './context.js';
+import { CliError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import { GLOBAL_OPTIONS, NOUNS, registry } from './registry.js';
 import { VERSION } from './version.js';
@@ -151,6 +152,8 @@ async function print(ctx: import('./context.js').CommandContext, outcome: Outcom
 }
 
 async function reportFailure(error: unknown, io: CliIO, globals: GlobalOptions | undefined, spec: CommandSpec | undefined): Promise<number> {
+  // Data first: a script still gets the record (e.g. the version a timed-out deploy created) on stdout.
+  if (globals?.json && error instanceof CliError && error.json !== undefined) io.stdout.write(JSON.stringify(error.json, null, 2) + '\n');
   const { toFailure, formatFailure, jsonFailure } = await import('./output/failure.js');
   const { Chalk } = await import('chalk');
   const failure = toFailure(error, { commandPath: spec?.path, notFoundNext: spec?.notFoundNext });

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { engines, type TestService } from '../support/service.js';
-import { deployActive, randomHash, runCli, useCliService, type CliService } from './support.js';
+import { deployActive, gitRepo, randomHash, runCli, useCliService, type CliService } from './support.js';
 
 describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
   const cli = useCliService(engine, (dir) => path.join(dir, 'config'));
@@ -16,6 +16,15 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
   });
 
   const createTask = async () => (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id as string;
+
+  test('deploy --json that times out prints the version on stdout and the error on stderr, exit 1', async () => {
+    await gitRepo(scratch.dir);
+    const result = await runCli(['deploy', '--agent', 'default/bot', '--image', 'img:1', '--timeout', '0', '--json'], { env, cwd: scratch.dir });
+    expect(result.code).toBe(1);
+    expect(result.json()).toMatchObject({ number: 1, status: 'DEPLOYING', image_url: 'img:1' });
+    const versionId = result.json().id;
+    expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'timeout', message: `${versionId} is still DEPLOYING after 0 s` });
+  });
 
   describe('version numbers', () => {
     test('tasks migrate --from v1 --to-latest --agent default/bot moves the tasks of v1 to the newest version', async () => {
