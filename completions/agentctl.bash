@@ -8,12 +8,16 @@ _agentctl() {
     w="${words[i]}"
     if ((skip)); then skip=0; continue; fi
     case "$w" in
-      --acp-type|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--group|--host|--if-match|--image|--limit|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--scope|--sdk-type|--status|--task|--timeout|--to|-a|-n) skip=1; continue ;;
+      --acp-type|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--group|--host|--if-match|--image|--limit|--log-level|--metrics-port|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--scope|--sdk-type|--status|--task|--timeout|--to|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
   done
   case "$noun${verb:+ $verb}" in
+    'server start')
+      case "$prev" in
+        --log-level) COMPREPLY=($(compgen -W 'fatal error warn info debug trace silent' -- "$cur")); return ;;
+      esac ;;
     'deploy')
       case "$prev" in
         --sdk-type) COMPREPLY=($(compgen -W 'alpha_agent_sdk beta_agent_sdk' -- "$cur")); return ;;
@@ -61,7 +65,7 @@ _agentctl() {
     'config set') COMPREPLY=($(compgen -W "base_url api_key $globals" -- "$cur")) ;;
     'config list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'config use') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'server start') COMPREPLY=($(compgen -W "--host --port --data-dir --database-url --detach $globals" -- "$cur")) ;;
+    'server start') COMPREPLY=($(compgen -W "--host --port --data-dir --database-url --detach --log-level --metrics-port $globals" -- "$cur")) ;;
     'server stop') COMPREPLY=($(compgen -W "--data-dir --timeout $globals" -- "$cur")) ;;
     'server status') COMPREPLY=($(compgen -W "--data-dir $globals" -- "$cur")) ;;
     'namespaces list') COMPREPLY=($(compgen -W "--limit --page $globals" -- "$cur")) ;;

@@ -81,6 +81,8 @@ complete -c agentctl -n '__fish_seen_subcommand_from server; and __fish_seen_sub
 complete -c agentctl -n '__fish_seen_subcommand_from server; and __fish_seen_subcommand_from start' -l data-dir -r -d 'Data directory (env AGENTCTL_DATA_DIR; default under the user data dir)'
 complete -c agentctl -n '__fish_seen_subcommand_from server; and __fish_seen_subcommand_from start' -l database-url -r -d 'PostgreSQL URL instead of embedded PGlite (env DATABASE_URL)'
 complete -c agentctl -n '__fish_seen_subcommand_from server; and __fish_seen_subcommand_from start' -l detach -d 'Run in the background; stop it with agentctl server stop'
+complete -c agentctl -n '__fish_seen_subcommand_from server; and __fish_seen_subcommand_from start' -l log-level -x -a 'fatal error warn info debug trace silent' -d 'Request log: one JSON line per request on stderr (readable on a terminal)'
+complete -c agentctl -n '__fish_seen_subcommand_from server; and __fish_seen_subcommand_from start' -l metrics-port -r -d 'Also serve GET /metrics without a key on this port (on the main port it needs an org-admin key)'
 complete -c agentctl -n '__fish_seen_subcommand_from server; and __fish_seen_subcommand_from stop' -l data-dir -r -d 'Data directory of the server (env AGENTCTL_DATA_DIR)'
 complete -c agentctl -n '__fish_seen_subcommand_from server; and __fish_seen_subcommand_from stop' -l timeout -r -d 'How long to wait for it to exit'
 complete -c agentctl -n '__fish_seen_subcommand_from server; and __fish_seen_subcommand_from status' -l data-dir -r -d 'Data directory of the server (env AGENTCTL_DATA_DIR)'

@@ -111,6 +111,8 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--data-dir <dir>', description: 'Data directory (env AGENTCTL_DATA_DIR; default under the user data dir)' },
       { flags: '--database-url <url>', description: 'PostgreSQL URL instead of embedded PGlite (env DATABASE_URL)' },
       { flags: '--detach', description: 'Run in the background; stop it with agentctl server stop' },
+      { flags: '--log-level <level>', description: 'Request log: one JSON line per request on stderr (readable on a terminal)', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+      { flags: '--metrics-port <port>', description: 'Also serve GET /metrics without a key on this port (on the main port it needs an org-admin key)', integer: true },
     ],
     examples: ['agentctl server start', 'agentctl server start --detach --port 7420', 'DATABASE_URL=postgres://localhost/agents agentctl server start --host 0.0.0.0'],
     load: () => import('./commands/server/start.js'),

@@ -10,6 +10,7 @@ import type { Store } from './store/db.js';
 import { newId } from './store/ids.js';
 import { registerRoutes } from './routes/index.js';
 import { RawJson, type RouteHost, type ServiceConfig, type ServiceContext } from './route-host.js';
+import { ServiceMetrics } from './metrics.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 
@@ -19,6 +20,7 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 export interface AppOptions {
   store: Store;
   config?: Partial<ServiceConfig>;
+  /** Fastify's logger (pino options): one line per request (see the onResponse hook); false for none. */
   logger?: boolean | object;
 }
 
@@ -34,9 +36,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     logger: options.logger ?? false,
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',
+    // One line per request, written in onResponse below, instead of Fastify's two.
+    disableRequestLogging: true,
     genReqId: () => newId('event').replace('evt_', 'req_'),
   });
-  const service: ServiceContext = { store: options.store, config, auth: new Authenticator(options.store.db) };
+  const service: ServiceContext = { store: options.store, config, auth: new Authenticator(options.store.db), metrics: new ServiceMetrics() };
+  if (options.store.pool) service.metrics.watchPool(options.store.pool);
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
   app.decorate('service', service);
   app.addHook('onClose', async () => service.auth.close());
@@ -53,6 +58,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+  });
+
+  // The request log line and metrics. The route is the template (ids stay out of metric labels);
+  // the path carries no query string and nothing here reads a header, so no secret reaches the log.
+  app.decorateRequest('keyId', '');
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    service.metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+    request.log.info(
+      { method: request.method, route, path: request.url.split('?')[0], status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 10) / 10, key_id: request.keyId || null },
+      'request',
+    );
   });
 
   app.setNotFoundHandler((request, reply) => {
@@ -95,6 +112,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
         handler: async (request, reply) => {
           const actor =
             e.auth === false ? ANONYMOUS : config.authDisabled ? await service.auth.authDisabledActor() : await service.auth.authenticate(request.headers.authorization);
+          request.keyId = actor.keyId;
           if (actor.keyId) limiter.take(actor.keyId);
           const input = validate(e, request);
           let permissions: Promise<Permissions> | undefined;
@@ -112,6 +130,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     },
   };
   registerRoutes(host, service);
+  // Prometheus metrics for org admins (a scraper without a key uses --metrics-port instead).
+  app.get('/metrics', async (request, reply) => {
+    const actor = config.authDisabled ? await service.auth.authDisabledActor() : await service.auth.authenticate(request.headers.authorization);
+    request.keyId = actor.keyId;
+    if (!config.authDisabled) (await loadPermissions(service.store.db, actor)).requireOrgAdmin('read the metrics');
+    const { contentType, text } = await service.metrics.expose();
+    reply.type(contentType).send(text);
+  });
   let openapi: string | undefined;
   app.get('/openapi.json', async (_request, reply) => {
     openapi ??= JSON.stringify(buildOpenApiDocument(SERVICE_VERSION));
@@ -141,4 +167,11 @@ function validate(e: Endpoint, request: FastifyRequest): { params: unknown; quer
   const body = parse('body', e.body, request.body);
   if (items.length) throw new ValidationFailure(items);
   return { params, query, body };
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The id of the key that made the request ('' before authentication), for the request log. */
+    keyId: string;
+  }
 }

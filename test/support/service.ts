@@ -16,6 +16,8 @@ export interface ApiResponse<T = any> {
 
 export interface TestService {
   engine: Engine;
+  /** The app's metrics registry (ServiceMetrics). */
+  metrics: import('../../src/server/metrics.js').ServiceMetrics;
   url: string;
   store: Store;
   /** The org-admin key of the current (reset) database. */
@@ -46,16 +48,17 @@ export async function createTestDatabase(base = process.env.TEST_DATABASE_URL!, 
   };
 }
 
-export async function openTestService(engine: Engine, config: Partial<ServiceConfig> = {}): Promise<TestService> {
+export async function openTestService(engine: Engine, config: Partial<ServiceConfig> = {}, appOptions: { logger?: object } = {}): Promise<TestService> {
   const database = engine === 'postgres' ? await createTestDatabase() : undefined;
   const store = await openStore({ databaseUrl: database?.url });
-  const app = await buildApp({ store, config: { rateLimitPerSecond: 0, ...config } });
+  const app = await buildApp({ store, config: { rateLimitPerSecond: 0, ...config }, logger: appOptions.logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const service: TestService = {
     engine,
     url,
     store,
+    metrics: app.service.metrics,
     adminKey: '',
     async api(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };

@@ -64,6 +64,8 @@ export interface Store {
   engine: Engine;
   /** The PostgreSQL URL (postgres engine only): used for LISTEN connections. */
   databaseUrl?: string;
+  /** The connection pool (postgres engine only), for the pool-use metric. */
+  pool?: { totalCount: number; idleCount: number; waitingCount: number };
   close(): Promise<void>;
 }
 
@@ -93,7 +95,7 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
   // Without a listener an idle client's network error would crash the process.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, engine: 'postgres', databaseUrl, close: () => db.destroy() };
+  return { db, engine: 'postgres', databaseUrl, pool, close: () => db.destroy() };
 }
 
 async function openPglite(dataDir: string | undefined): Promise<Store> {

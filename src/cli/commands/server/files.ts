@@ -14,6 +14,8 @@ export interface ServerInfo {
   bootstrap_key_saved: boolean;
   /** The profile that points at this server (its own: see serverProfileName), when one does. */
   profile?: string | null;
+  /** Where `GET /metrics` answers without a key (`--metrics-port`). */
+  metrics_url?: string | null;
 }
 
 export interface ServerFiles {

@@ -25,13 +25,27 @@ const start: Handler = async (ctx, _args, options) => {
   }
   const databaseUrl: string | undefined = options.databaseUrl ?? ctx.env.DATABASE_URL;
   if (options.detach && !ctx.env[DETACHED_ENV]) return detach(ctx, files, options);
-  return foreground(ctx, files, { host: options.host, port: options.port, databaseUrl });
+  return foreground(ctx, files, { host: options.host, port: options.port, databaseUrl, logLevel: options.logLevel, metricsPort: options.metricsPort });
 };
 
-async function foreground(ctx: CommandContext, files: ServerFiles, options: { host: string; port: number; databaseUrl?: string }): Promise<Outcome> {
+async function foreground(
+  ctx: CommandContext,
+  files: ServerFiles,
+  options: { host: string; port: number; databaseUrl?: string; logLevel: string; metricsPort?: number },
+): Promise<Outcome> {
   const detached = Boolean(ctx.env[DETACHED_ENV]);
-  const { startServer } = await import('../../../server/main.js');
-  const server = await startServer({ host: options.host, port: options.port, dataDir: options.databaseUrl ? undefined : files.database, databaseUrl: options.databaseUrl });
+  const [{ startServer }, { readableLogStream }] = await Promise.all([import('../../../server/main.js'), import('../../../server/log-format.js')]);
+  const level = options.logLevel.toLowerCase();
+  // JSON lines on stderr (the log file when detached); readable lines on a terminal.
+  const logger = level === 'silent' ? false : { level, stream: ctx.io.stderr.isTTY ? readableLogStream(ctx.io.stderr) : ctx.io.stderr };
+  const server = await startServer({
+    host: options.host,
+    port: options.port,
+    dataDir: options.databaseUrl ? undefined : files.database,
+    databaseUrl: options.databaseUrl,
+    logger,
+    metricsPort: options.metricsPort,
+  });
   const store = ctx.config();
   let saved = false;
   let profile: string | null = serverProfileName(files, ctx.env);
@@ -55,10 +69,12 @@ async function foreground(ctx: CommandContext, files: ServerFiles, options: { ho
     started_at: new Date().toISOString(),
     bootstrap_key_saved: saved,
     profile,
+    metrics_url: server.metricsUrl ?? null,
   };
   writeFileSync(files.pid, `${process.pid}\n`);
   writeFileSync(files.info, JSON.stringify(info, null, 2) + '\n');
   ctx.io.stderr.write(`agentctl server listening on ${server.url} (${server.engine}${server.engine === 'pglite' ? `, data in ${files.database}` : ''})\n`);
+  if (server.metricsUrl) ctx.io.stderr.write(`Metrics (no key needed) at ${server.metricsUrl}/metrics\n`);
   if (saved) {
     ctx.io.stderr.write(`Created the org-admin key and saved it in profile "${profile}"${store.currentProfile === profile ? ' (the current profile)' : `: use it with --profile ${profile} or agentctl config use ${profile}`} (config: ${store.path}).\n`);
     if (!detached) {
@@ -84,6 +100,8 @@ async function detach(ctx: CommandContext, files: ServerFiles, options: Record<s
   if (!entry) throw new CliError('Cannot find the agentctl entry script to run in the background');
   const args = [entry, 'server', 'start', '--host', String(options.host), '--port', String(options.port), '--data-dir', files.dir];
   if (options.databaseUrl) args.push('--database-url', options.databaseUrl);
+  args.push('--log-level', String(options.logLevel));
+  if (options.metricsPort !== undefined) args.push('--metrics-port', String(options.metricsPort));
   if (ctx.globals.profile) args.push('--profile', ctx.globals.profile);
   const log = openSync(files.log, 'a', 0o600);
   const child = spawn(process.execPath, args, {
