@@ -72,7 +72,7 @@ _agentctl() {
     'namespaces create') COMPREPLY=($(compgen -W "--name $globals" -- "$cur")) ;;
     'projects list') COMPREPLY=($(compgen -W "--namespace -n --limit --page $globals" -- "$cur")) ;;
     'projects create') COMPREPLY=($(compgen -W "--namespace -n --description $globals" -- "$cur")) ;;
-    'agents list') COMPREPLY=($(compgen -W "--namespace -n --limit --page $globals" -- "$cur")) ;;
+    'agents list') COMPREPLY=($(compgen -W "--namespace -n --limit --page --all $globals" -- "$cur")) ;;
     'agents get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'agents delete') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'deploy') COMPREPLY=($(compgen -W "--agent -a --image --branch --replicas --sticky --no-sticky --sdk-type --acp-type --description --allow-dirty --timeout --detach $globals" -- "$cur")) ;;
@@ -89,7 +89,7 @@ _agentctl() {
     'envs update') COMPREPLY=($(compgen -W "--agent -a --rule --description $globals" -- "$cur")) ;;
     'envs delete') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs resolve') COMPREPLY=($(compgen -W "--agent -a --branch $globals" -- "$cur")) ;;
-    'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --limit --page $globals" -- "$cur")) ;;
+    'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --limit --page --all $globals" -- "$cur")) ;;
     'tasks get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'tasks create') COMPREPLY=($(compgen -W "--agent -a --branch --name --params --project $globals" -- "$cur")) ;;
     'tasks cancel') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;

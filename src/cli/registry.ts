@@ -36,6 +36,7 @@ export const NOUNS: Record<string, string> = {
 const agent: OptionSpec = { flags: '-a, --agent <ns/name>', description: 'Agent as namespace/name (or an agt_ id)' };
 const limit = (fallback: number, max = 1000): OptionSpec => ({ flags: '--limit <n>', description: `How many to list (1..${max})`, integer: true, default: fallback });
 const page: OptionSpec = { flags: '--page <n>', description: 'Page number, from 1', integer: true, default: 1 };
+const all: OptionSpec = { flags: '--all', description: 'Every page, --limit rows per request (--json keeps total)' };
 const VERSION_STATUSES = ['DEPLOYING', 'ACTIVE', 'FAILED', 'UNHEALTHY', 'DRAINING', 'RETIRED', 'ROLLED_BACK'] as const;
 const TASK_STATUSES = ['IDLE', 'CANCELED', 'COMPLETED', 'FAILED', 'RUNNING', 'TERMINATED', 'TIMED_OUT', 'DELETED'] as const;
 const waitOptions: OptionSpec[] = [
@@ -174,7 +175,7 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['agents', 'list'],
     summary: 'List agents',
-    options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(100), page],
+    options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(100), page, all],
     examples: ['agentctl agents list', 'agentctl agents list --namespace default --json'],
     notFoundNext: 'agentctl namespaces list',
     load: () => import('./commands/agents/list.js'),
@@ -361,8 +362,9 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--status <status>', description: 'Only this status', choices: TASK_STATUSES },
       limit(100),
       page,
+      all,
     ],
-    examples: ['agentctl tasks list --agent default/bot --status RUNNING', 'agentctl tasks list --on-version ver_01J... --json'],
+    examples: ['agentctl tasks list --agent default/bot --status RUNNING', 'agentctl tasks list --agent default/bot --all --json', 'agentctl tasks list --on-version ver_01J... --json'],
     load: () => import('./commands/tasks/list.js'),
   },
   {

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { endpoints, type Endpoint } from '../contract/endpoints.js';
 import { ApiError, ValidationFailure, zodIssuesToItems, type ValidationItem } from './errors.js';
@@ -37,7 +37,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',
     // One line per request, written in onResponse below, instead of Fastify's two.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => newId('event').replace('evt_', 'req_'),
   });
   const service: ServiceContext = { store: options.store, config, auth: new Authenticator(options.store.db), metrics: new ServiceMetrics() };

@@ -26,6 +26,40 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
     expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'timeout', message: `${versionId} is still DEPLOYING after 0 s` });
   });
 
+  describe('lists cut by --limit', () => {
+    const fiveTasks = async () => {
+      await deployActive(svc, 'default/bot');
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) ids.push(await createTask());
+      return ids;
+    };
+
+    test('on a terminal, a cut list says how many there are and how to see the rest', async () => {
+      await fiveTasks();
+      const result = await runCli(['tasks', 'list', '--agent', 'default/bot', '--limit', '2'], { env, tty: true });
+      expect(result.code).toBe(0);
+      expect(result.stderr).toBe('showing 2 of 5; --page 2 or --all\n');
+      const later = await runCli(['tasks', 'list', '--agent', 'default/bot', '--limit', '2', '--page', '2'], { env, tty: true });
+      expect(later.stderr).toBe('showing 3-4 of 5; --page 3 or --all\n');
+    });
+
+    test('piped, the rows are the only output', async () => {
+      await fiveTasks();
+      const result = await runCli(['tasks', 'list', '--agent', 'default/bot', '--limit', '2'], { env });
+      expect(result.stderr).toBe('');
+      expect(result.stdout.trim().split('\n')).toHaveLength(2);
+    });
+
+    test('--all pages through every row; --json keeps total', async () => {
+      const ids = await fiveTasks();
+      const result = await runCli(['tasks', 'list', '--agent', 'default/bot', '--limit', '2', '--all', '--json'], { env });
+      expect(result.code).toBe(0);
+      const listed = result.json();
+      expect(listed.total).toBe(5);
+      expect(listed.tasks.map((t: { id: string }) => t.id).sort()).toEqual([...ids].sort());
+    });
+  });
+
   describe('version numbers', () => {
     test('tasks migrate --from v1 --to-latest --agent default/bot moves the tasks of v1 to the newest version', async () => {
       const v1 = await deployActive(svc, 'default/bot');
