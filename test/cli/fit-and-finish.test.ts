@@ -60,6 +60,22 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
     });
   });
 
+  test('a validation error names the flag the user typed, not the API field', async () => {
+    const result = await runCli(['tasks', 'list', '--limit', '5000'], { env });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('error: Invalid request: --limit: ');
+    expect(result.stderr).not.toContain('query.limit');
+  });
+
+  test('a conflict on a finished task says what to do instead', async () => {
+    await deployActive(svc, 'default/bot');
+    const task = await createTask();
+    await svc.api('POST', `/tasks/${task}/cancel`);
+    const result = await runCli(['tasks', 'cancel', task, '--yes'], { env });
+    expect(result.code).toBe(5);
+    expect(result.stderr).toContain('hint: The task has ended (COMPLETED, FAILED, CANCELED, ...): it takes no more changes; create a new task instead.');
+  });
+
   describe('version numbers', () => {
     test('tasks migrate --from v1 --to-latest --agent default/bot moves the tasks of v1 to the newest version', async () => {
       const v1 = await deployActive(svc, 'default/bot');

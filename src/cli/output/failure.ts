@@ -19,6 +19,8 @@ const CONFLICT_HINTS: Record<string, string> = {
   no_routable_version: 'The branch has no ACTIVE or DEPLOYING version: deploy one first.',
   image_expired: 'That version’s image is past its retention; pick a newer version.',
   precondition_failed: 'The record changed since you read it: read it again, then retry with the new version.',
+  task_terminal: 'The task has ended (COMPLETED, FAILED, CANCELED, ...): it takes no more changes; create a new task instead.',
+  ambiguous_version: 'Name the version by its number (vN) or give more characters of the hash.',
 };
 
 export interface FailureContext {
@@ -26,6 +28,19 @@ export interface FailureContext {
   commandPath?: readonly string[];
   notFoundNext?: string;
   baseUrl?: string;
+  /** The command's long flags (`--limit`), to name them in validation errors instead of `query.limit`. */
+  flags?: readonly string[];
+}
+
+/** API fields whose flag has another name. */
+const FIELD_FLAGS: Record<string, string> = { page_number: '--page' };
+
+/** `query.limit: Too big` as `--limit: Too big` when the command has that flag, else as the API says. */
+function validationText(item: { loc: (string | number)[]; msg: string }, flags: readonly string[] = []): string {
+  const field = String(item.loc[item.loc.length - 1] ?? '');
+  const flag = FIELD_FLAGS[field] ?? `--${field.replace(/_/g, '-')}`;
+  if (item.loc.length === 2 && (item.loc[0] === 'query' || item.loc[0] === 'body') && flags.includes(flag)) return `${flag}: ${item.msg}`;
+  return `${item.loc.join('.')}: ${item.msg}`;
 }
 
 export function toFailure(error: unknown, context: FailureContext = {}): Failure {
@@ -77,7 +92,12 @@ export function toFailure(error: unknown, context: FailureContext = {}): Failure
       case 413:
       case 415:
       case 422:
-        return { ...base, message: `Invalid request: ${error.message}`, hint: 'Fix the values named above.', next: `${command} --help` };
+        return {
+          ...base,
+          message: `Invalid request: ${error.validationItems.length ? error.validationItems.map((item) => validationText(item, context.flags)).join('; ') : error.message}`,
+          hint: 'Fix the values named above.',
+          next: `${command} --help`,
+        };
       case 429:
         return { ...base, hint: `Rate limited${error.retryAfter !== undefined ? `: retry in ${Math.ceil(error.retryAfter)} s` : ''}.` };
       default:
