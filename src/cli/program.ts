@@ -53,6 +53,9 @@ export function buildProgram(
       command.addArgument(argument);
     }
     for (const option of spec.options ?? []) command.addOption(toOption(option));
+    // `ls` and `rm`, as gh, docker and kubectl users type them.
+    const alias = spec.path.length === 2 ? VERB_ALIASES[spec.path[1]] : undefined;
+    if (alias) command.alias(alias);
     command.addHelpText('after', `\nExamples:\n${spec.examples.map((e) => `  $ ${e}`).join('\n')}\n`);
     command.action(async (...received: unknown[]) => {
       const self = received[received.length - 1] as Command;
@@ -89,9 +92,20 @@ function commandWord(argv: readonly string[]): string | undefined {
   return undefined;
 }
 
+const VERB_ALIASES: Record<string, string> = { list: 'ls', delete: 'rm' };
+
 function toOption(spec: OptionSpec): Option {
   const option = new Option(spec.flags, spec.description);
-  if (spec.choices) option.choices(spec.choices);
+  if (spec.choices) {
+    const choices = spec.choices;
+    option.choices(choices);
+    // Any case: `--status running` is RUNNING; the handler sees the canonical value.
+    option.argParser((value: string) => {
+      const match = choices.find((choice) => choice.toLowerCase() === value.toLowerCase());
+      if (match === undefined) throw new InvalidArgumentError(`Allowed choices are ${choices.join(', ')}.`);
+      return match;
+    });
+  }
   if (spec.integer) {
     option.argParser((value: string) => {
       if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError('Not an integer.');

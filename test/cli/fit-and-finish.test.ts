@@ -76,6 +76,27 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
     expect(result.stderr).toContain('hint: The task has ended (COMPLETED, FAILED, CANCELED, ...): it takes no more changes; create a new task instead.');
   });
 
+  test('enum flags take any case', async () => {
+    await deployActive(svc, 'default/bot');
+    const task = await createTask();
+    const result = await runCli(['tasks', 'list', '--agent', 'default/bot', '--status', 'running', '--json'], { env });
+    expect(result.code).toBe(0);
+    expect(result.json().tasks.map((t: { id: string }) => t.id)).toEqual([task]);
+    const wrong = await runCli(['tasks', 'list', '--status', 'sleeping'], { env });
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain('Allowed choices are IDLE, CANCELED, COMPLETED, FAILED, RUNNING, TERMINATED, TIMED_OUT, DELETED.');
+  });
+
+  test('ls and rm are list and delete', async () => {
+    await deployActive(svc, 'default/bot');
+    const task = await createTask();
+    const listed = await runCli(['tasks', 'ls', '--agent', 'default/bot', '--json'], { env });
+    expect(listed.json().tasks.map((t: { id: string }) => t.id)).toEqual([task]);
+    const removed = await runCli(['agents', 'rm', 'default/bot', '--yes', '--json'], { env });
+    expect(removed.code).toBe(0);
+    expect((await svc.api('GET', '/agents/name/default/bot')).status).toBe(404);
+  });
+
   describe('version numbers', () => {
     test('tasks migrate --from v1 --to-latest --agent default/bot moves the tasks of v1 to the newest version', async () => {
       const v1 = await deployActive(svc, 'default/bot');

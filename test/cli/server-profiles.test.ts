@@ -42,5 +42,6 @@ describe.each(engines)('agentctl server start: one profile per server (%s)', (en
     expect(config.profiles['local-second-server']).toEqual({ base_url: second.info.url, api_key: second.result.stdout.trim() });
     expect(first.result.stdout.trim()).not.toBe(second.result.stdout.trim());
     expect(second.result.stderr).toContain('Created the org-admin key and saved it in profile "local-second-server": use it with --profile local-second-server or agentctl config use local-second-server');
-  });
+    // Two first starts of embedded PGlite (initdb each) take a while on a busy machine.
+  }, 240_000);
 });
