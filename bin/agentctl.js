@@ -1,6 +1,37 @@
 #!/usr/bin/env node
-// Launcher: Node's compile cache makes every start after the first skip parsing the bundle.
+// Launcher. First the Node version, in syntax any Node parses: the dependencies fail in obscure
+// ways on an older one (`TEXT_ENCODINGS.union is not a function`), so say what to install instead.
+import { readFileSync } from 'node:fs';
 import module from 'node:module';
 
+const range = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node;
+if (!satisfies(process.versions.node, range)) {
+  process.stderr.write(
+    `agentctl needs Node.js ${range.split('||').map(describe).join(', or ')}; this is Node.js ${process.versions.node}.\n` +
+      'Install Node.js 24 LTS (https://nodejs.org, or: nvm install 24 / fnm install 24 / volta install node@24) and run agentctl again.\n',
+  );
+  process.exit(1);
+}
+
+// Node's compile cache makes every start after the first skip parsing the bundle.
 module.enableCompileCache?.();
 await import('../dist/agentctl.js');
+
+/** `^22.22.2` as "22.22.2 or a later 22.x", `>=26.0.0` as "26.0.0 or later". */
+function describe(part) {
+  const [, op, version] = /(\^|>=)\s*(\S+)/.exec(part) ?? [, '', part.trim()];
+  return op === '^' ? `${version} or a later ${version.split('.')[0]}.x` : `${version} or later`;
+}
+
+/** `^a.b.c` and `>=a.b.c` alternatives joined by `||`: all package.json's `engines.node` uses. */
+function satisfies(version, range) {
+  const parse = (text) => text.split('.').map(Number);
+  const compare = (a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
+  const have = parse(version);
+  return range.split('||').some((part) => {
+    const match = /^\s*(\^|>=)\s*(\d+\.\d+\.\d+)\s*$/.exec(part);
+    if (!match) return false;
+    const want = parse(match[2]);
+    return compare(have, want) >= 0 && (match[1] === '>=' || have[0] === want[0]);
+  });
+}

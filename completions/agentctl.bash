@@ -8,7 +8,7 @@ _agentctl() {
     w="${words[i]}"
     if ((skip)); then skip=0; continue; fi
     case "$w" in
-      --acp-type|--after|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--limit|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|-a|-n) skip=1; continue ;;
+      --acp-type|--after|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--limit|--log-level|--metrics-port|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
@@ -17,6 +17,7 @@ _agentctl() {
     'server start')
       case "$prev" in
         --runtime) COMPREPLY=($(compgen -W 'local kubernetes none' -- "$cur")); return ;;
+        --log-level) COMPREPLY=($(compgen -W 'fatal error warn info debug trace silent' -- "$cur")); return ;;
       esac ;;
     'deploy')
       case "$prev" in
@@ -70,14 +71,14 @@ _agentctl() {
     'config set') COMPREPLY=($(compgen -W "base_url api_key $globals" -- "$cur")) ;;
     'config list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'config use') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'server start') COMPREPLY=($(compgen -W "--host --port --data-dir --database-url --detach --runtime $globals" -- "$cur")) ;;
+    'server start') COMPREPLY=($(compgen -W "--host --port --data-dir --database-url --detach --runtime --log-level --metrics-port $globals" -- "$cur")) ;;
     'server stop') COMPREPLY=($(compgen -W "--data-dir --timeout $globals" -- "$cur")) ;;
     'server status') COMPREPLY=($(compgen -W "--data-dir $globals" -- "$cur")) ;;
     'namespaces list') COMPREPLY=($(compgen -W "--limit --page $globals" -- "$cur")) ;;
     'namespaces create') COMPREPLY=($(compgen -W "--name $globals" -- "$cur")) ;;
     'projects list') COMPREPLY=($(compgen -W "--namespace -n --limit --page $globals" -- "$cur")) ;;
     'projects create') COMPREPLY=($(compgen -W "--namespace -n --description $globals" -- "$cur")) ;;
-    'agents list') COMPREPLY=($(compgen -W "--namespace -n --limit --page $globals" -- "$cur")) ;;
+    'agents list') COMPREPLY=($(compgen -W "--namespace -n --limit --page --all $globals" -- "$cur")) ;;
     'agents get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'agents delete') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'deploy') COMPREPLY=($(compgen -W "--agent -a --image --branch --replicas --sticky --no-sticky --sdk-type --acp-type --description --allow-dirty --timeout --detach $globals" -- "$cur")) ;;
@@ -96,7 +97,7 @@ _agentctl() {
     'envs update') COMPREPLY=($(compgen -W "--agent -a --rule --description $globals" -- "$cur")) ;;
     'envs delete') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs resolve') COMPREPLY=($(compgen -W "--agent -a --branch $globals" -- "$cur")) ;;
-    'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --limit --page $globals" -- "$cur")) ;;
+    'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --limit --page --all $globals" -- "$cur")) ;;
     'tasks get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'tasks create') COMPREPLY=($(compgen -W "--agent -a --branch --name --params --project --watch $globals" -- "$cur")) ;;
     'tasks cancel') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;

@@ -33,7 +33,8 @@ const say = (text) => process.stderr.write(`\n\x1b[1m# ${text}\x1b[0m\n`);
 
 /** Runs agentctl, showing the command and its output; returns stdout when asked to capture it. */
 function agentctl(args, { capture = false } = {}) {
-  process.stderr.write(`$ agentctl ${args.join(' ')}\n`);
+  // Printed shell-quoted, so each line pastes as it ran.
+  process.stderr.write(`$ agentctl ${args.map(shellQuote).join(' ')}\n`);
   const result = spawnSync(process.execPath, [bin, ...args], { cwd: repo, env, encoding: 'utf8', stdio: ['ignore', capture ? 'pipe' : 'inherit', 'inherit'] });
   if (result.status !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.status}`);
   return capture ? result.stdout : '';
@@ -79,7 +80,7 @@ try {
   agentctl(['versions', 'list', '--agent', 'default/demo-bot']);
 
   say('Migrate every running task of the first version to the latest');
-  agentctl(['tasks', 'migrate', '--from', v1, '--to-latest', '--yes']);
+  agentctl(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/demo-bot', '--yes']);
   agentctl(['versions', 'list', '--agent', 'default/demo-bot']);
   agentctl(['tasks', 'list', '--agent', 'default/demo-bot']);
 
@@ -93,4 +94,9 @@ try {
 } finally {
   if (started) agentctl(['server', 'stop']);
   rmSync(scratch, { recursive: true, force: true });
+}
+
+/** The quoting of src/cli/shell.ts (this script runs without a build step). */
+function shellQuote(arg) {
+  return arg !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`;
 }

@@ -40,6 +40,9 @@ export interface Spinner {
   stop(): void;
 }
 
+/** The one mark of success, for spinners and plain lines alike. */
+export const SUCCESS_GLYPH = '✓';
+
 const truthy = (value: string | undefined) => value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false';
 
 export class CommandContext {
@@ -76,7 +79,7 @@ export class CommandContext {
   }
 
   success(message: string): void {
-    if (this.chatty) this.io.stderr.write(`${this.chalk.green('✓')} ${message}\n`);
+    if (this.chatty) this.io.stderr.write(`${this.chalk.green(SUCCESS_GLYPH)} ${message}\n`);
   }
 
   /** Warnings still show under --quiet (they matter), but never under --json. */
@@ -156,7 +159,8 @@ export class CommandContext {
       update: (t) => {
         spinner.text = t;
       },
-      succeed: (t) => spinner.succeed(t),
+      // Not ora's own ✔: one success glyph everywhere.
+      succeed: (t) => spinner.stopAndPersist({ symbol: this.chalk.green(SUCCESS_GLYPH), text: t }),
       fail: (t) => spinner.fail(t),
       stop: () => spinner.stop(),
     };

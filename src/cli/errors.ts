@@ -7,6 +7,8 @@ export interface CliErrorOptions {
   hint?: string;
   /** The next command to try. */
   next?: string;
+  /** What `--json` still prints on stdout although the command failed (the record it got as far as). */
+  json?: unknown;
 }
 
 /** A failure the CLI itself detects (bad flags, a needed --yes, missing credentials). */
@@ -16,12 +18,14 @@ export class CliError extends Error {
   readonly code: string;
   readonly hint?: string;
   readonly next?: string;
+  readonly json?: unknown;
   constructor(message: string, options: CliErrorOptions = {}) {
     super(message);
     this.exitCode = options.exitCode ?? ExitCode.failure;
     this.code = options.code ?? 'cli_error';
     this.hint = options.hint;
     this.next = options.next;
+    this.json = options.json;
   }
 }
 

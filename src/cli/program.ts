@@ -1,6 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { CommandSpec, OptionSpec, Outcome } from './command.js';
 import type { CliIO, GlobalOptions } from './context.js';
+import { CliError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import { GLOBAL_OPTIONS, NOUNS, registry } from './registry.js';
 import { VERSION } from './version.js';
@@ -52,6 +53,9 @@ export function buildProgram(
       command.addArgument(argument);
     }
     for (const option of spec.options ?? []) command.addOption(toOption(option));
+    // `ls` and `rm`, as gh, docker and kubectl users type them.
+    const alias = spec.path.length === 2 ? VERB_ALIASES[spec.path[1]] : undefined;
+    if (alias) command.alias(alias);
     command.addHelpText('after', `\nExamples:\n${spec.examples.map((e) => `  $ ${e}`).join('\n')}\n`);
     command.action(async (...received: unknown[]) => {
       const self = received[received.length - 1] as Command;
@@ -88,9 +92,20 @@ function commandWord(argv: readonly string[]): string | undefined {
   return undefined;
 }
 
+const VERB_ALIASES: Record<string, string> = { list: 'ls', delete: 'rm' };
+
 function toOption(spec: OptionSpec): Option {
   const option = new Option(spec.flags, spec.description);
-  if (spec.choices) option.choices(spec.choices);
+  if (spec.choices) {
+    const choices = spec.choices;
+    option.choices(choices);
+    // Any case: `--status running` is RUNNING; the handler sees the canonical value.
+    option.argParser((value: string) => {
+      const match = choices.find((choice) => choice.toLowerCase() === value.toLowerCase());
+      if (match === undefined) throw new InvalidArgumentError(`Allowed choices are ${choices.join(', ')}.`);
+      return match;
+    });
+  }
   if (spec.integer) {
     option.argParser((value: string) => {
       if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError('Not an integer.');
@@ -116,6 +131,10 @@ export async function run(argv: readonly string[], io: CliIO, options: RunOption
     const { CommandContext } = await import('./context.js');
     const ctx = new CommandContext(io, globals, signal);
     const { default: handler } = await spec.load();
+    if (opts.agent === undefined && spec.options?.some((option) => option.flags.includes('--agent '))) {
+      const { projectAgent } = await import('./project-file.js');
+      opts.agent = await projectAgent(io.cwd);
+    }
     const outcome: Outcome = await handler(ctx, args, opts);
     await print(ctx, outcome);
     exitCode = outcome.exitCode ?? ExitCode.ok;
@@ -147,9 +166,12 @@ async function print(ctx: import('./context.js').CommandContext, outcome: Outcom
 }
 
 async function reportFailure(error: unknown, io: CliIO, globals: GlobalOptions | undefined, spec: CommandSpec | undefined): Promise<number> {
+  // Data first: a script still gets the record (e.g. the version a timed-out deploy created) on stdout.
+  if (globals?.json && error instanceof CliError && error.json !== undefined) io.stdout.write(JSON.stringify(error.json, null, 2) + '\n');
   const { toFailure, formatFailure, jsonFailure } = await import('./output/failure.js');
   const { Chalk } = await import('chalk');
-  const failure = toFailure(error, { commandPath: spec?.path, notFoundNext: spec?.notFoundNext });
+  const flags = (spec?.options ?? []).map((option) => /--[a-z0-9-]+/.exec(option.flags)?.[0]).filter((flag): flag is string => Boolean(flag));
+  const failure = toFailure(error, { commandPath: spec?.path, notFoundNext: spec?.notFoundNext, flags });
   if (globals?.json) io.stderr.write(jsonFailure(failure));
   else {
     const colour = globals?.color !== false && !io.env.NO_COLOR && Boolean(io.stderr.isTTY);

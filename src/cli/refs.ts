@@ -1,5 +1,7 @@
 import type { Client } from '../client/index.js';
 import type { Agent, Branch, Version } from '../contract/resources.js';
+import { parseVersionRef, VERSION_REF_FORMS } from '../contract/version-ref.js';
+import { ApiRequestError } from '../client/errors.js';
 import { CliError, usageError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 
@@ -17,7 +19,7 @@ export function parseAgentPath(ref: string): AgentPath {
 }
 
 export function requireAgentOption(agent: string | undefined, command: string): string {
-  if (!agent) throw usageError('Missing --agent', 'Name the agent as --agent namespace/name.', `${command} --agent default/<name>`);
+  if (!agent) throw usageError('Missing --agent', 'Name the agent as --agent namespace/name, or run where an agentctl.json names it.', `${command} --agent default/<name>`);
   return agent;
 }
 
@@ -37,31 +39,35 @@ export async function agentPathOf(client: Client, ref: string): Promise<AgentPat
   return { namespace_slug: namespace.slug, agent_name: agent.name };
 }
 
-const HEX = /^[0-9a-f]{4,64}$/i;
-
 /**
- * A version reference: a `ver_` id, or with an agent a unique git-hash prefix (looked up among the
- * agent's 100 newest versions).
+ * A version reference (`ver_` id, `vN`, or a git-hash prefix) as a version id. Numbers and prefixes
+ * need the agent (`--agent`, or the directory's agentctl.json) and are resolved by the server in one
+ * request; a `ver_` id is used as given.
  */
 export async function resolveVersionId(client: Client, ref: string, agentRef: string | undefined, flag: string): Promise<string> {
-  if (ref.startsWith('ver_')) return ref;
-  if (!HEX.test(ref)) throw usageError(`${flag} ${ref} is neither a ver_ id nor a git-hash prefix`);
-  if (!agentRef) throw usageError(`${flag} ${ref} looks like a git hash: add --agent namespace/name to look it up`, undefined, `agentctl versions list --agent <ns/name>`);
-  const versions = await versionsByHashPrefix(client, agentRef, ref);
-  if (versions.length === 0) {
-    throw new CliError(`No version of ${agentRef} has a git hash starting with ${ref}`, { exitCode: ExitCode.notFound, code: 'not_found', next: `agentctl versions list --agent ${agentRef}` });
-  }
-  if (versions.length > 1) {
-    throw usageError(`${flag} ${ref} matches ${versions.length} versions (${versions.map((v) => `${v.id} ${v.git_hash.slice(0, 10)}`).join(', ')})`, 'Give more characters of the hash, or the ver_ id.');
-  }
-  return versions[0].id;
+  return (await resolveVersion(client, ref, agentRef, flag))?.id ?? ref;
 }
 
-async function versionsByHashPrefix(client: Client, agentRef: string, prefix: string): Promise<Version[]> {
+/** The version a `vN` or git-hash reference names; undefined for a `ver_` id (nothing to look up). */
+export async function resolveVersion(client: Client, ref: string, agentRef: string | undefined, flag: string): Promise<Version | undefined> {
+  const parsed = parseVersionRef(ref);
+  if (!parsed) throw usageError(`${flag} ${ref} is not a version reference`, `Give ${VERSION_REF_FORMS}.`, agentRef ? `agentctl versions list --agent ${agentRef}` : undefined);
+  if (parsed.kind === 'id') return undefined;
+  if (!agentRef) {
+    throw usageError(`${flag} ${ref} names a version of an agent: add --agent namespace/name (or run where agentctl.json names the agent)`, undefined, `agentctl versions list --agent <ns/name>`);
+  }
   const path = await agentPathOf(client, agentRef);
-  const { versions } = await client.listAgentVersions({ params: path, query: { limit: 100 } });
-  const wanted = prefix.toLowerCase();
-  return versions.filter((v) => v.git_hash.toLowerCase().startsWith(wanted));
+  try {
+    return await client.resolveAgentVersion({ params: { ...path, ref } });
+  } catch (error) {
+    if (error instanceof ApiRequestError && error.code === 'ambiguous_version') {
+      throw usageError(`${flag} ${error.message}`, 'Name the version by its number (vN) or give more characters of the hash.', `agentctl versions list --agent ${agentRef}`);
+    }
+    if (error instanceof ApiRequestError && error.status === 404 && !/was not found$/.test(error.message)) {
+      throw new CliError(error.message, { exitCode: ExitCode.notFound, code: 'not_found', next: `agentctl versions list --agent ${agentRef}` });
+    }
+    throw error;
+  }
 }
 
 /** A branch by `br_` id, or by git branch name with an agent. */

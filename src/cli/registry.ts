@@ -38,6 +38,7 @@ export const NOUNS: Record<string, string> = {
 const agent: OptionSpec = { flags: '-a, --agent <ns/name>', description: 'Agent as namespace/name (or an agt_ id)' };
 const limit = (fallback: number, max = 1000): OptionSpec => ({ flags: '--limit <n>', description: `How many to list (1..${max})`, integer: true, default: fallback });
 const page: OptionSpec = { flags: '--page <n>', description: 'Page number, from 1', integer: true, default: 1 };
+const all: OptionSpec = { flags: '--all', description: 'Every page, --limit rows per request (--json keeps total)' };
 const VERSION_STATUSES = ['DEPLOYING', 'ACTIVE', 'FAILED', 'UNHEALTHY', 'DRAINING', 'RETIRED', 'ROLLED_BACK'] as const;
 const TASK_STATUSES = ['IDLE', 'CANCELED', 'COMPLETED', 'FAILED', 'RUNNING', 'TERMINATED', 'TIMED_OUT', 'DELETED'] as const;
 const waitOptions: OptionSpec[] = [
@@ -106,7 +107,7 @@ export const registry: readonly CommandSpec[] = [
     path: ['server', 'start'],
     summary: 'Start the service (foreground, or --detach with a pid file and a log file)',
     description:
-      'Uses embedded PGlite under the data directory, or PostgreSQL when --database-url / DATABASE_URL is set. On a fresh database the bootstrap org-admin key is saved into the "local" profile (made current when there is none).',
+      'Uses embedded PGlite under the data directory, or PostgreSQL when --database-url / DATABASE_URL is set. On a fresh database the bootstrap org-admin key is saved into the server’s own profile: "local" for the default data directory, "local-<dir name>" for another (made current when there is none).',
     options: [
       { flags: '--host <host>', description: 'Interface to listen on', default: '127.0.0.1' },
       { flags: '--port <port>', description: 'Port to listen on (0 picks a free one)', integer: true, default: 7420 },
@@ -114,6 +115,8 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--database-url <url>', description: 'PostgreSQL URL instead of embedded PGlite (env DATABASE_URL)' },
       { flags: '--detach', description: 'Run in the background; stop it with agentctl server stop' },
       { flags: '--runtime <name>', description: 'What runs deployed versions: local child processes, kubernetes, or none (env AGENTCTL_RUNTIME; default local)', choices: ['local', 'kubernetes', 'none'] },
+      { flags: '--log-level <level>', description: 'Request log: one JSON line per request on stderr (readable on a terminal)', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+      { flags: '--metrics-port <port>', description: 'Also serve GET /metrics without a key on this port (on the main port it needs an org-admin key)', integer: true },
     ],
     examples: ['agentctl server start', 'agentctl server start --detach --port 7420', 'DATABASE_URL=postgres://localhost/agents agentctl server start --host 0.0.0.0', 'agentctl server start --runtime none'],
     load: () => import('./commands/server/start.js'),
@@ -175,7 +178,7 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['agents', 'list'],
     summary: 'List agents',
-    options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(100), page],
+    options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(100), page, all],
     examples: ['agentctl agents list', 'agentctl agents list --namespace default --json'],
     notFoundNext: 'agentctl namespaces list',
     load: () => import('./commands/agents/list.js'),
@@ -230,7 +233,7 @@ export const registry: readonly CommandSpec[] = [
     options: [
       { ...agent, description: 'Agent as namespace/name' },
       { flags: '--branch <name>', description: 'Git branch (or a br_ id)' },
-      { flags: '--to <ref>', description: 'Target version: a ver_ id or a git-hash prefix' },
+      { flags: '--to <ref>', description: 'Target version: vN, a git-hash prefix (4+ characters) or a ver_ id' },
       ...waitOptions,
     ],
     examples: ['agentctl rollback --agent default/bot --branch main', 'agentctl rollback --agent default/bot --branch main --to 3f2a9c1 --yes --json'],
@@ -293,9 +296,9 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['versions', 'get'],
     summary: 'Show a version (and with --events its lifecycle events)',
-    args: [{ name: 'version', description: 'ver_ id, or a git-hash prefix with --agent', required: true }],
+    args: [{ name: 'version', description: 'vN or a git-hash prefix (4+ characters) of the --agent, or a ver_ id', required: true }],
     options: [agent, { flags: '--events', description: 'List its lifecycle events instead' }],
-    examples: ['agentctl versions get ver_01J...', 'agentctl versions get 3f2a9c1 --agent default/bot --events'],
+    examples: ['agentctl versions get v3 --agent default/bot', 'agentctl versions get 3f2a9c1 --agent default/bot --events', 'agentctl versions get ver_01J...'],
     notFoundNext: 'agentctl versions list --agent <ns/name>',
     load: () => import('./commands/versions/get.js'),
   },
@@ -304,7 +307,7 @@ export const registry: readonly CommandSpec[] = [
     path: ['versions', 'register'],
     summary: 'Report a version ready, unhealthy or failed, as its runtime does',
     description: 'What an agent container reports when it starts (POST /versions/register). Use it with a runtime that has no driver here, or by hand: a DEPLOYING version becomes ACTIVE and the branch\'s previous version hands over.',
-    args: [{ name: 'version', description: 'ver_ id, or a git-hash prefix with --agent', required: true }],
+    args: [{ name: 'version', description: 'vN or a git-hash prefix (4+ characters) of the --agent, or a ver_ id', required: true }],
     options: [
       agent,
       { flags: '--status <status>', description: 'What to report', choices: ['ACTIVE', 'UNHEALTHY', 'FAILED'], default: 'ACTIVE' },
@@ -386,12 +389,13 @@ export const registry: readonly CommandSpec[] = [
     options: [
       agent,
       { flags: '--branch <name>', description: 'Only this git branch (with --agent) or br_ id' },
-      { flags: '--on-version <ref>', description: 'Only tasks currently on this version (ver_ id, or git-hash prefix with --agent)' },
+      { flags: '--on-version <ref>', description: 'Only tasks currently on this version (vN or git-hash prefix of the --agent, or a ver_ id)' },
       { flags: '--status <status>', description: 'Only this status', choices: TASK_STATUSES },
       limit(100),
       page,
+      all,
     ],
-    examples: ['agentctl tasks list --agent default/bot --status RUNNING', 'agentctl tasks list --on-version ver_01J... --json'],
+    examples: ['agentctl tasks list --agent default/bot --status RUNNING', 'agentctl tasks list --agent default/bot --all --json', 'agentctl tasks list --on-version ver_01J... --json'],
     load: () => import('./commands/tasks/list.js'),
   },
   {
@@ -437,16 +441,17 @@ export const registry: readonly CommandSpec[] = [
     path: ['tasks', 'migrate'],
     summary: 'Move tasks between versions of one branch (shows the plan and asks on a terminal)',
     description:
-      'Source: --from REF (every RUNNING task on that version) or --task ID (repeat). Target: --to REF or --to-latest. A REF is a ver_ id, or with --agent a unique git-hash prefix. --yes or --json applies without asking.',
+      'Source: --from REF (every RUNNING task on that version) or --task ID (repeat). Target: --to REF or --to-latest. A REF is vN or a unique git-hash prefix (4+ characters) of the --agent (default: agentctl.json), or a ver_ id. --yes or --json applies without asking.',
     options: [
       { flags: '--from <ref>', description: 'Move every RUNNING task of this version' },
       { flags: '--task <id>', description: 'Move this task; repeat for more', repeatable: true },
       { flags: '--to <ref>', description: 'Target version' },
       { flags: '--to-latest', description: 'Target the branch’s newest ACTIVE or DEPLOYING version' },
-      { ...agent, description: 'Agent (namespace/name) for git-hash references' },
+      { ...agent, description: 'Agent (namespace/name) for vN and git-hash references' },
       { flags: '--dry-run', description: 'Only show what would move' },
     ],
     examples: [
+      'agentctl tasks migrate --from v1 --to-latest --agent default/bot',
       'agentctl tasks migrate --from ver_01J... --to-latest',
       'agentctl tasks migrate --agent default/bot --from 3f2a9c1 --to 9b8e7d6 --yes',
       'agentctl tasks migrate --task task_01J... --task task_01K... --to ver_01J... --json',

@@ -43,6 +43,7 @@ export async function waitForVersion(ctx: CommandContext, versionId: string, tim
           code: 'timeout',
           hint: `The deploy goes on on the server; wait longer with --timeout. A version becomes ACTIVE when its runtime reports it ready (by hand: agentctl versions register ${versionId}).`,
           next: `agentctl versions get ${versionId}`,
+          json: raw,
         });
       }
       spinner.update(`Waiting for ${versionId} to become ACTIVE (now ${data.status})`);

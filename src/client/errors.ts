@@ -47,3 +47,21 @@ export class ResponseShapeError extends Error {
     super(`The service's answer to ${endpoint} does not match this agentctl's contract: ${issues}`);
   }
 }
+
+/**
+ * An answer that is not the service's JSON: an empty body, an HTML page or other text (a proxy's
+ * 502, a load balancer's 404, another program on the port), or JSON cut short.
+ */
+export class NotServiceAnswerError extends Error {
+  readonly name = 'NotServiceAnswerError';
+  constructor(
+    readonly baseUrl: string,
+    readonly status: number,
+    /** What came back instead of the service's JSON. */
+    readonly body: 'empty' | 'html' | 'text' | 'truncated_json',
+    readonly request: { method: string; url: string },
+  ) {
+    const what = { empty: 'an empty body', html: 'an HTML page', text: 'a body that is not JSON', truncated_json: 'JSON that is cut short' }[body];
+    super(`HTTP ${status} with ${what} from ${request.method} ${request.url}: ${body === 'truncated_json' ? 'the answer was cut off on the way' : 'that is not an answer of the agentctl service'}`);
+  }
+}

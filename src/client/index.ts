@@ -1,13 +1,13 @@
 import type { z } from 'zod';
 import type { EndpointInput, EndpointName, EndpointOutput } from '../contract/endpoints.js';
 import { routes, type Route } from '../contract/routes.js';
-import { ApiRequestError, ResponseShapeError, UnreachableError } from './errors.js';
+import { ApiRequestError, NotServiceAnswerError, ResponseShapeError, UnreachableError } from './errors.js';
 import { redactHeaders, redactJson, redactText } from './redact.js';
 import { send, TransportError, type ResponseHeaders, type Transport, type TransportResponse } from './transport.js';
 import type { StreamTaskOptions } from './stream.js';
 import type { StreamRecord } from '../contract/conversation.js';
 
-export { ApiRequestError, ResponseShapeError, UnreachableError, formatValidationItem } from './errors.js';
+export { ApiRequestError, NotServiceAnswerError, ResponseShapeError, UnreachableError, formatValidationItem } from './errors.js';
 export { redactText, redactJson } from './redact.js';
 export type { Transport, TransportRequest, TransportResponse } from './transport.js';
 export type { StreamTaskOptions } from './stream.js';
@@ -113,7 +113,15 @@ export class AgentctlClient {
         throw new UnreachableError(this.baseUrl, reason);
       }
       const raw = parseJson(response.text);
-      this.trace(`← ${response.status} ${endpoint.method} ${url} (${Math.round(performance.now() - started)} ms, request ${response.headers.get('x-request-id') ?? '-'}) ${typeof raw === 'string' ? redactText(raw).slice(0, 4000) : JSON.stringify(redactJson(raw)).slice(0, 4000)}`);
+      this.trace(`← ${response.status} ${endpoint.method} ${url} (${Math.round(performance.now() - started)} ms, request ${response.headers.get('x-request-id') ?? '-'}) ${raw === undefined ? '(empty body)' : typeof raw === 'string' ? redactText(raw).slice(0, 4000) : JSON.stringify(redactJson(raw)).slice(0, 4000)}`);
+      // Every answer of the service is a JSON body; anything else came from something in between, or from another program.
+      if (raw === undefined || typeof raw === 'string') {
+        if (RETRY_STATUSES.has(response.status) && attempt < attempts) {
+          await this.pause(this.backoff(attempt), call);
+          continue;
+        }
+        throw new NotServiceAnswerError(this.baseUrl, response.status, notJsonKind(response), { method: endpoint.method, url });
+      }
       if (response.status >= 200 && response.status < 300) {
         const schema = (await this.loadSchemas()).endpoints[name].response as z.ZodType;
         const parsed = schema.safeParse(raw, this.options.jitlessSchemas ? { jitless: true } : undefined);
@@ -214,6 +222,14 @@ function buildQuery(query: Record<string, unknown> | undefined): string {
   }
   const text = search.toString();
   return text ? `?${text}` : '';
+}
+
+function notJsonKind(response: TransportResponse): NotServiceAnswerError['body'] {
+  if (!response.text.trim()) return 'empty';
+  const type = response.headers.get('content-type') ?? '';
+  if (/\bjson\b/i.test(type)) return 'truncated_json';
+  if (/html/i.test(type) || /^\s*<(!doctype|html|head|body)/i.test(response.text)) return 'html';
+  return 'text';
 }
 
 function parseJson(text: string): unknown {

@@ -17,6 +17,7 @@ import {
   VersionStatus,
 } from './common.js';
 import { routes, type Route } from './routes.js';
+import { parseVersionRef, VERSION_REF_FORMS } from './version-ref.js';
 import {
   CreateEventRequest,
   CreateMessageRequest,
@@ -163,6 +164,8 @@ export const DeployResponse = z.object({
   version_status: VersionStatus,
   message: z.string(),
   tasks_migrated: z.number().int(),
+  /** The new version's number: `v3`. */
+  version_number: z.number().int().min(1),
 });
 
 /**
@@ -284,6 +287,7 @@ export const endpoints = lazyTable({
   getVersion: () => ep({ ...routes.getVersion, summary: 'Get a version', tag: 'versions', params: id('version_id'), response: Version }),
   listVersionEvents: () => ep({ ...routes.listVersionEvents, summary: 'Lifecycle events of a version', tag: 'versions', params: id('version_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
   listBranchEvents: () => ep({ ...routes.listBranchEvents, summary: 'Lifecycle events of a branch', tag: 'branches', params: id('branch_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
+  resolveAgentVersion: () => ep({ ...routes.resolveAgentVersion, summary: 'One version of an agent by reference: vN, a git-hash prefix (409 ambiguous_version when it matches several) or a ver_ id', tag: 'versions', params: AgentPath.extend({ ref: z.string().refine((ref) => parseVersionRef(ref) !== null, `must be ${VERSION_REF_FORMS}`) }), response: Version }),
 
   // environments
   listEnvironments: () => ep({ ...routes.listEnvironments, summary: 'Environments of an agent', tag: 'environments', params: AgentPath, response: z.object({ environments: z.array(Environment), total: z.number().int() }) }),

@@ -32,6 +32,8 @@ export type Agent = z.infer<typeof Agent>;
 export const Version = z
   .object({
     id: z.string(),
+    /** 1, 2, 3, ... per agent in deploy order; `v3` in tables and version references. */
+    number: z.number().int().min(1),
     branch_id: z.string(),
     git_hash: z.string(),
     git_branch: z.string(),

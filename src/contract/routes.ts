@@ -55,6 +55,7 @@ export const routes = {
   getVersion: route({ method: 'GET', path: '/versions/:version_id', status: 200, idempotent: true }),
   listVersionEvents: route({ method: 'GET', path: '/versions/:version_id/events', status: 200, idempotent: true }),
   listBranchEvents: route({ method: 'GET', path: '/branches/:branch_id/events', status: 200, idempotent: true }),
+  resolveAgentVersion: route({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/versions/:ref', status: 200, idempotent: true }),
   listEnvironments: route({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments', status: 200, idempotent: true }),
   createEnvironment: route({ method: 'POST', path: '/agents/:namespace_slug/:agent_name/environments', status: 201 }),
   getEnvironment: route({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', status: 200, idempotent: true }),

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Socket } from 'node:net';
 import type { z } from 'zod';
 import { endpoints, type Endpoint } from '../contract/endpoints.js';
@@ -18,6 +18,7 @@ import { RawJson, Streamed, type RouteHost, type ServiceConfig, type ServiceCont
 import { openBlobStore, type BlobStore } from './blobs/index.js';
 import { ARCHIVE_MEDIA_TYPES } from '../contract/filesystems.js';
 import { DEFAULT_ARCHIVE_LIMITS } from '../sync/archive.js';
+import { ServiceMetrics } from './metrics.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 
@@ -35,6 +36,7 @@ const TRANSACTION_ATTEMPTS = 4;
 export interface AppOptions {
   store: Store;
   config?: Partial<ServiceConfig>;
+  /** Fastify's logger (pino options): one line per request (see the onResponse hook); false for none. */
   logger?: boolean | object;
   /** Archive storage; default: AGENTCTL_BLOB_URL, else a temporary directory removed on close. */
   blobs?: BlobStore;
@@ -58,6 +60,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     logger: options.logger ?? false,
     bodyLimit: BODY_LIMIT_BYTES,
     requestIdHeader: 'x-request-id',
+    // One line per request, written in onResponse below, instead of Fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => newId('event').replace('evt_', 'req_'),
     routerOptions: { maxParamLength: MAX_PATH_PARAM_BYTES },
     // A client gets requestTimeout for its whole request (headers and body); then Node closes the
@@ -88,7 +92,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     auth: new Authenticator(options.store.db),
     streamHub: new StreamHub(options.store, { pollMs: config.streamPollMs }),
     blobs,
+    metrics: new ServiceMetrics(),
   };
+  if (options.store.pool) service.metrics.watchPool(options.store.pool);
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
   const authFailures = new RateLimiter(config.authFailuresPerSecond, config.authFailureBurst, 'this client address: too many failed authentications');
   app.decorate('service', service);
@@ -118,6 +124,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+  });
+
+  // The request log line and metrics. The route is the template (ids stay out of metric labels);
+  // the path carries no query string and nothing here reads a header, so no secret reaches the log.
+  app.decorateRequest('keyId', '');
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    service.metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+    request.log.info(
+      { method: request.method, route, path: request.url.split('?')[0], status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 10) / 10, key_id: request.keyId || null },
+      'request',
+    );
   });
 
   app.setNotFoundHandler((request, reply) => {
@@ -190,6 +208,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
         },
         handler: async (request, reply) => {
           const actor = actors.get(request)!;
+          request.keyId = actor.keyId;
           const input = validate(e, request);
           let permissions: Promise<Permissions> | undefined;
           const access = () =>
@@ -243,6 +262,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     },
   };
   registerRoutes(host, service);
+  // Prometheus metrics for org admins (a scraper without a key uses --metrics-port instead).
+  app.get('/metrics', async (request, reply) => {
+    const actor = config.authDisabled ? await service.auth.authDisabledActor() : await service.auth.authenticate(request.headers.authorization);
+    request.keyId = actor.keyId;
+    if (!config.authDisabled) (await loadPermissions(service.store.db, actor)).requireOrgAdmin('read the metrics');
+    const { contentType, text } = await service.metrics.expose();
+    reply.type(contentType).send(text);
+  });
   let openapi: string | undefined;
   app.get('/openapi.json', async (_request, reply) => {
     openapi ??= JSON.stringify(buildOpenApiDocument(SERVICE_VERSION));
@@ -317,4 +344,11 @@ function validate(e: Endpoint, request: FastifyRequest): { params: unknown; quer
   const body = e.binary?.request ? undefined : parse('body', e.body, request.body);
   if (items.length) throw new ValidationFailure(items);
   return { params, query, body };
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The id of the key that made the request ('' before authentication), for the request log. */
+    keyId: string;
+  }
 }

@@ -15,6 +15,9 @@ import { registrationSecrets, sourceFromFilesystem } from './runtime/wiring.js';
 
 /** How often unreferenced blobs are collected. */
 const BLOB_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ServiceMetrics } from './metrics.js';
 
 /** How often drained versions are retired as a safety net (it normally happens in the same transaction). */
 const SWEEP_INTERVAL_MS = 30_000;
@@ -52,6 +55,8 @@ export interface ServerOptions {
   /** What runs deployed versions (default AGENTCTL_RUNTIME, else `local`); `none`: a person or CI registers them. */
   runtime?: RuntimeName;
   runtimeOptions?: RuntimeOptions;
+  /** Also serve `GET /metrics` without a key on this port (0 picks one): for a scraper on a private network. */
+  metricsPort?: number;
 }
 
 export interface RunningServer {
@@ -61,6 +66,8 @@ export interface RunningServer {
   runtime: RuntimeName;
   /** The driver and reconciler (absent with runtime `none`). */
   runner?: { driver: RuntimeDriver; reconciler: Reconciler };
+  /** The metrics listener's URL, with `metricsPort`. */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 
@@ -111,8 +118,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       runner = { driver, reconciler };
       app.service.runtime = driver;
     }
+    const metricsServer = options.metricsPort === undefined ? undefined : await listenMetrics(app.service.metrics, options.host ?? '127.0.0.1', options.metricsPort);
     const close = async () => {
       clearInterval(sweep);
+      if (metricsServer) await new Promise((resolve) => metricsServer.server.close(resolve));
       clearInterval(blobSweep);
       // Agents first: they may still call the API while they finish.
       await runner?.reconciler.close();
@@ -121,7 +130,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await blobs!.close();
       await store.close();
     };
-    return { url, engine: store.engine, bootstrap, runtime, runner, close };
+    return { url, engine: store.engine, bootstrap, runtime, runner, metricsUrl: metricsServer?.url, close };
   } catch (error) {
     await runner?.reconciler.close().catch(() => {});
     await dispatcher?.close().catch(() => {});
@@ -148,4 +157,21 @@ async function createDriver(runtime: RuntimeName, options: ServerOptions, ro: Ru
     startTimeoutMs: ro.startTimeoutMs,
     stopGraceMs: ro.graceMs,
   });
+}
+
+/** `GET /metrics` without a key on a port of its own; everything else there is 404. */
+async function listenMetrics(metrics: ServiceMetrics, host: string, port: number): Promise<{ server: http.Server; url: string }> {
+  const server = http.createServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'Only GET /metrics is served here', code: 'not_found' }));
+      return;
+    }
+    metrics.expose().then(
+      ({ contentType, text }) => response.writeHead(200, { 'content-type': contentType }).end(text),
+      () => response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'Collecting the metrics failed', code: 'internal_error' })),
+    );
+  });
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve));
+  const address = server.address() as AddressInfo;
+  return { server, url: `http://${host.includes(':') ? `[${host}]` : host}:${address.port}` };
 }

@@ -1,6 +1,7 @@
 // What routes see of the app: the handler registration surface and the service context. Kept apart
 // from app.ts so routes depend on this small contract, not on the app that registers them.
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ServiceMetrics } from './metrics.js';
 import type { EndpointName, EndpointOutput, EndpointRequest } from '../contract/endpoints.js';
 import type { Actor, Authenticator } from './auth/authenticate.js';
 import type { Permissions } from './auth/policy.js';
@@ -42,6 +43,8 @@ export interface ServiceContext {
   blobs: BlobStore;
   /** The runtime driver of this server (absent with `--runtime none`): the logs endpoint reads it. */
   runtime?: RuntimeDriver;
+  /** Prometheus metrics: add scrape-time gauges with `metrics.addGauge` (see metrics.ts). */
+  metrics: ServiceMetrics;
 }
 
 /** Everything a handler gets besides its validated input. */

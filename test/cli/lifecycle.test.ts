@@ -194,7 +194,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
     const result = await runCli(['tasks', 'migrate', '--task', a, '--to', v2.versionId, '--yes'], { env });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`No undo: ${v1.versionId} is now RETIRED and takes no tasks (agentctl rollback --to ${v1.versionId} would serve it again).`);
+    expect(result.stderr).toContain(`No undo: ${v1.versionId} is now RETIRED and takes no tasks (agentctl rollback --agent default/bot --branch main --to ${v1.versionId} --yes would serve it again).`);
     expect(result.stderr).not.toContain('Undo with:');
   });
 

@@ -10,6 +10,7 @@ export interface Deployed {
   branch_id: string;
   version_id: string;
   tasks_migrated: number;
+  version_number: number;
 }
 
 /** `POST /agents/deploy` with sensible defaults; asserts 201. */

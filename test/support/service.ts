@@ -17,6 +17,8 @@ export interface ApiResponse<T = any> {
 
 export interface TestService {
   engine: Engine;
+  /** The app's metrics registry (ServiceMetrics). */
+  metrics: import('../../src/server/metrics.js').ServiceMetrics;
   url: string;
   store: Store;
   /** The org-admin key of the current (reset) database. */
@@ -49,10 +51,10 @@ export async function createTestDatabase(base = process.env.TEST_DATABASE_URL!, 
   };
 }
 
-export async function openTestService(engine: Engine, config: Partial<ServiceConfig> = {}, extra: { blobs?: BlobStore } = {}): Promise<TestService> {
+export async function openTestService(engine: Engine, config: Partial<ServiceConfig> = {}, extra: { blobs?: BlobStore; logger?: object } = {}): Promise<TestService> {
   const database = engine === 'postgres' ? await createTestDatabase() : undefined;
   const store = await openStore({ databaseUrl: database?.url });
-  const app = await buildApp({ store, config: { rateLimitPerSecond: 0, authFailuresPerSecond: 0, ...config }, blobs: extra.blobs });
+  const app = await buildApp({ store, config: { rateLimitPerSecond: 0, authFailuresPerSecond: 0, ...config }, blobs: extra.blobs, logger: extra.logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const service: TestService = {
@@ -60,6 +62,7 @@ export async function openTestService(engine: Engine, config: Partial<ServiceCon
     url,
     store,
     service: app.service,
+    metrics: app.service.metrics,
     adminKey: '',
     async api(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };

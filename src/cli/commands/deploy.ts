@@ -49,7 +49,8 @@ const deploy: Handler = async (ctx, _args, options) => {
     return {
       json: raw,
       view: record([
-        ['Version', data.version_id],
+        ['Version', `v${data.version_number}`],
+        ['ID', data.version_id],
         ['Status', data.version_status, 'status'],
         ['Agent', data.agent_id],
         ['Branch', data.branch_id],

@@ -2,6 +2,7 @@ import type { Handler } from '../command.js';
 import { needsFlag, usageError } from '../errors.js';
 import { record } from '../output/view.js';
 import { requireAgentOption, resolveBranch, resolveVersionId, shortHash } from '../refs.js';
+import { shellCommand } from '../shell.js';
 import { waitForVersion } from '../wait.js';
 
 const rollback: Handler = async (ctx, _args, options) => {
@@ -22,7 +23,7 @@ const rollback: Handler = async (ctx, _args, options) => {
     await ctx.confirm('Roll back?');
   }
   const { data, raw } = await request(false);
-  const undo = `agentctl rollback --agent ${agent} --branch ${branch.git_branch} --to ${data.rolled_back_version_id} --yes`;
+  const undo = shellCommand('agentctl', 'rollback', '--agent', agent, '--branch', branch.git_branch, '--to', data.rolled_back_version_id, '--yes');
   ctx.success(`Rolled back ${branch.git_branch}: ${data.rolled_back_version_id} → ${data.target_version.id} (${data.tasks_migrated} task(s) moved)`);
   ctx.info('Not rolled back: state records, API keys, environments and tasks that already ended stay as they are.');
   ctx.info(`Undo with: ${undo}`);

@@ -1,5 +1,5 @@
 import type { ChalkInstance } from 'chalk';
-import { ApiRequestError, ResponseShapeError, UnreachableError } from '../../client/errors.js';
+import { ApiRequestError, NotServiceAnswerError, ResponseShapeError, UnreachableError } from '../../client/errors.js';
 import { CliError, InterruptedError } from '../errors.js';
 import { ExitCode, exitCodeForStatus } from '../exit-codes.js';
 
@@ -19,6 +19,8 @@ const CONFLICT_HINTS: Record<string, string> = {
   no_routable_version: 'The branch has no ACTIVE or DEPLOYING version: deploy one first.',
   image_expired: 'That version’s image is past its retention; pick a newer version.',
   precondition_failed: 'The record changed since you read it: read it again, then retry with the new version.',
+  task_terminal: 'The task has ended (COMPLETED, FAILED, CANCELED, ...): it takes no more changes; create a new task instead.',
+  ambiguous_version: 'Name the version by its number (vN) or give more characters of the hash.',
 };
 
 export interface FailureContext {
@@ -26,6 +28,19 @@ export interface FailureContext {
   commandPath?: readonly string[];
   notFoundNext?: string;
   baseUrl?: string;
+  /** The command's long flags (`--limit`), to name them in validation errors instead of `query.limit`. */
+  flags?: readonly string[];
+}
+
+/** API fields whose flag has another name. */
+const FIELD_FLAGS: Record<string, string> = { page_number: '--page' };
+
+/** `query.limit: Too big` as `--limit: Too big` when the command has that flag, else as the API says. */
+function validationText(item: { loc: (string | number)[]; msg: string }, flags: readonly string[] = []): string {
+  const field = String(item.loc[item.loc.length - 1] ?? '');
+  const flag = FIELD_FLAGS[field] ?? `--${field.replace(/_/g, '-')}`;
+  if (item.loc.length === 2 && (item.loc[0] === 'query' || item.loc[0] === 'body') && flags.includes(flag)) return `${flag}: ${item.msg}`;
+  return `${item.loc.join('.')}: ${item.msg}`;
 }
 
 export function toFailure(error: unknown, context: FailureContext = {}): Failure {
@@ -43,6 +58,19 @@ export function toFailure(error: unknown, context: FailureContext = {}): Failure
       message: error.message,
       hint: `Is the service running at ${error.baseUrl}? Set another URL with --base-url or AGENTCTL_BASE_URL.`,
       next: 'agentctl server start',
+    };
+  }
+  if (error instanceof NotServiceAnswerError) {
+    if (error.body === 'truncated_json') {
+      return { exitCode: ExitCode.failure, code: 'truncated_response', status: error.status, message: error.message, hint: 'A proxy or the network cut the answer short; run the command again.' };
+    }
+    return {
+      exitCode: ExitCode.unreachable,
+      code: 'not_the_service',
+      status: error.status,
+      message: error.message,
+      hint: `Is AGENTCTL_BASE_URL right? This agentctl talks to ${error.baseUrl} (set with --base-url, AGENTCTL_BASE_URL or the profile).`,
+      next: 'agentctl auth status',
     };
   }
   if (error instanceof ResponseShapeError) {
@@ -64,7 +92,12 @@ export function toFailure(error: unknown, context: FailureContext = {}): Failure
       case 413:
       case 415:
       case 422:
-        return { ...base, message: `Invalid request: ${error.message}`, hint: 'Fix the values named above.', next: `${command} --help` };
+        return {
+          ...base,
+          message: `Invalid request: ${error.validationItems.length ? error.validationItems.map((item) => validationText(item, context.flags)).join('; ') : error.message}`,
+          hint: 'Fix the values named above.',
+          next: `${command} --help`,
+        };
       case 429:
         return { ...base, hint: `Rate limited${error.retryAfter !== undefined ? `: retry in ${Math.ceil(error.retryAfter)} s` : ''}.` };
       default:

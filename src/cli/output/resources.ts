@@ -1,4 +1,5 @@
 import type { Agent, ApiKey, Branch, Environment, Group, Namespace, Project, State, Task, Version, VersionEvent } from '../../contract/resources.js';
+import { versionLabel } from '../../contract/version-ref.js';
 import { record, table, type Column, type View } from './view.js';
 
 const short = (hash: string | null | undefined) => (hash ? hash.slice(0, 7) : hash);
@@ -65,6 +66,7 @@ export const branchRecord = (b: Branch): View =>
   ]);
 
 export const versionColumns: Column<Version>[] = [
+  { header: 'VERSION', value: (v) => versionLabel(v.number) },
   { header: 'ID', value: (v) => v.id },
   { header: 'HASH', value: (v) => short(v.git_hash) },
   { header: 'BRANCH', value: (v) => v.git_branch },
@@ -76,6 +78,7 @@ export const versionColumns: Column<Version>[] = [
 
 export const versionRecord = (v: Version): View =>
   record([
+    ['Version', versionLabel(v.number)],
     ['ID', v.id],
     ['Status', v.status, 'status'],
     ['Branch', `${v.git_branch} (${v.branch_id})`],

@@ -4,7 +4,8 @@ import type { Branch, Version, VersionEvent } from '../../contract/resources.js'
 import type { VersionStatus } from '../../contract/common.js';
 import type { Db } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
-import { ApiError } from '../errors.js';
+import { ApiError, ValidationFailure } from '../errors.js';
+import { parseVersionRef, VERSION_REF_FORMS, versionLabel } from '../../contract/version-ref.js';
 import { toBranch, toVersion, toVersionEvent, type BranchRow } from '../store/mappers.js';
 import { agentByPath, branchById, versionById } from './lookup.js';
 import { selectBranchRows } from './lifecycle.js';
@@ -112,4 +113,50 @@ export async function listBranchEvents(db: Db, perms: Permissions, branchId: str
   const branch = await branchById(db, perms, 'read', branchId);
   const rows = await db.selectFrom('version_events').selectAll().where('branch_id', '=', branch.id).orderBy('sequence').execute();
   return { events: rows.map(toVersionEvent), total: rows.length };
+}
+
+/** At most this many candidates are named when a git-hash prefix is ambiguous. */
+const AMBIGUOUS_SHOWN = 5;
+
+/**
+ * `GET /agents/{ns}/{agent}/versions/{ref}`: the agent's version named by `vN`, a git-hash prefix or
+ * a `ver_` id, in one query (the agent left-joined with its matching versions, so "no such agent"
+ * and "no such version" stay apart). A prefix matching several versions is 409 `ambiguous_version`,
+ * naming them with their numbers and deploy times (two deploys of one commit differ only there).
+ */
+export async function resolveAgentVersion(db: Db, perms: Permissions, ref: AgentRef & { ref: string }): Promise<Version> {
+  const parsed = parseVersionRef(ref.ref);
+  if (!parsed) throw new ValidationFailure([{ loc: ['path', 'ref'], msg: `must be ${VERSION_REF_FORMS}`, type: 'value_error' }]);
+  const describe = `${ref.namespace_slug}/${ref.agent_name}`;
+  const rows = await db
+    .selectFrom('agents as a')
+    .innerJoin('namespaces as n', 'n.id', 'a.namespace_id')
+    .leftJoin('versions as v', (join) => {
+      const on = join.onRef('v.agent_id', '=', 'a.id');
+      if (parsed.kind === 'number') return on.on('v.number', '=', parsed.number);
+      if (parsed.kind === 'id') return on.on('v.id', '=', parsed.id);
+      return on.on(sql<string>`lower(v.git_hash)`, 'like', `${parsed.prefix}%`);
+    })
+    .selectAll('v')
+    .select(['a.id as found_agent_id', 'a.namespace_id as found_namespace_id'])
+    .where('n.slug', '=', ref.namespace_slug)
+    .where('n.org_id', '=', perms.actor.orgId)
+    .where('a.name', '=', ref.agent_name)
+    .where('a.status', '=', 'ACTIVE')
+    .orderBy('v.deployed_at', 'desc')
+    .limit(AMBIGUOUS_SHOWN + 1)
+    .execute();
+  if (rows.length === 0) throw new ApiError(404, 'not_found', `Agent ${describe} was not found`);
+  perms.require('read', { type: 'agent', id: rows[0].found_agent_id, namespaceId: rows[0].found_namespace_id }, `Agent ${describe}`);
+  const versions = rows.filter((row) => row.id !== null).map(({ found_agent_id: _a, found_namespace_id: _n, ...row }) => toVersion(row as Parameters<typeof toVersion>[0]));
+  if (versions.length === 0) {
+    const what = parsed.kind === 'git_hash' ? `with a git hash starting with ${parsed.prefix}` : ref.ref;
+    throw new ApiError(404, 'not_found', `Agent ${describe} has no version ${what}`);
+  }
+  if (versions.length > 1) {
+    const listed = versions.slice(0, AMBIGUOUS_SHOWN).map((v) => `${versionLabel(v.number)} (${v.git_hash.slice(0, 12)}, deployed ${v.deployed_at})`);
+    const more = versions.length > AMBIGUOUS_SHOWN ? ', and more' : '';
+    throw new ApiError(409, 'ambiguous_version', `${ref.ref} matches several versions of ${describe}: ${listed.join(', ')}${more}. Name one by vN or give more of the hash.`);
+  }
+  return versions[0];
 }

@@ -58,6 +58,7 @@ export interface DeployResult {
   version_status: Version['status'];
   message: string;
   tasks_migrated: number;
+  version_number: number;
 }
 
 /** `POST /agents/deploy`: agent and branch created on first use, a new DEPLOYING version, stickiness applied. */
@@ -119,10 +120,18 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
 
     const versionId = newId('version');
     const now = new Date();
+    // The agent row's lock serializes concurrent deploys to any branch of the agent: numbers are gapless and in deploy order.
+    const { last_version_number: number } = await trx
+      .updateTable('agents')
+      .set((eb) => ({ last_version_number: eb('last_version_number', '+', 1) }))
+      .where('id', '=', agent.id)
+      .returning('last_version_number')
+      .executeTakeFirstOrThrow();
     await trx
       .insertInto('versions')
       .values({
         id: versionId,
+        number,
         branch_id: branch.id,
         agent_id: agent.id,
         git_hash: req.git_hash,
@@ -174,8 +183,9 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
       branch_id: branch.id,
       version_id: versionId,
       version_status: 'DEPLOYING',
-      message: `Version ${versionId} of ${req.namespace}/${req.agent_name} is deploying on branch ${req.branch}`,
+      message: `Version v${number} (${versionId}) of ${req.namespace}/${req.agent_name} is deploying on branch ${req.branch}`,
       tasks_migrated: tasksMigrated,
+      version_number: number,
     };
   });
 }

@@ -8,6 +8,7 @@ import {
   listBranchVersions,
   listEnvironmentBranches,
   listVersionEvents,
+  resolveAgentVersion,
 } from '../domain/branches.js';
 
 export function registerBranchRoutes(host: RouteHost, service: ServiceContext): void {
@@ -20,4 +21,5 @@ export function registerBranchRoutes(host: RouteHost, service: ServiceContext): 
   host.handle('getVersion', async ({ params }, call) => getVersion(db, await call.access(), params.version_id));
   host.handle('listVersionEvents', async ({ params }, call) => listVersionEvents(db, await call.access(), params.version_id));
   host.handle('listBranchEvents', async ({ params }, call) => listBranchEvents(db, await call.access(), params.branch_id));
+  host.handle('resolveAgentVersion', async ({ params }, call) => resolveAgentVersion(db, await call.access(), params));
 }

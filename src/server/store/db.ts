@@ -24,6 +24,8 @@ export interface AgentsTable {
   id: string; namespace_id: string; name: string; description: Generated<string>; status: Generated<'ACTIVE' | 'DELETED'>;
   status_reason: string | null; agent_input_type: 'text' | 'json' | null; registered_at: Date | null; registration_metadata: Json | null;
   created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  /** 006: the number of the agent's newest version (0 before its first deploy). */
+  last_version_number: Generated<number>;
 }
 export interface BranchesTable {
   id: string; agent_id: string; git_branch: string; git_branch_normalized: string; replicas: Generated<number>;
@@ -39,6 +41,8 @@ export interface VersionsTable {
   source_filesystem_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
   /** Signs deliveries to the version's agents; created on first use, never in a Version response. */
   signing_secret: Generated<string | null>;
+  /** 006: 1, 2, 3, ... per agent in deploy order (`v3`). */
+  number: number;
 }
 export interface VersionEventsTable { id: string; branch_id: string; version_id: string | null; sequence: number; type: string; data: Json; created_at: Timestamptz }
 export interface EnvironmentsTable { id: string; agent_id: string; name: string; description: string; is_prod: boolean; branch_rules: Json; created_at: Timestamptz; updated_at: Timestamptz }
@@ -111,6 +115,8 @@ export interface Store {
    * on every one arriving).
    */
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /** The connection pool (postgres engine only), for the pool-use metric. */
+  pool?: { totalCount: number; idleCount: number; waitingCount: number };
   close(): Promise<void>;
 }
 
@@ -174,7 +180,7 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
       await client?.end().catch(() => {});
     };
   };
-  return { db, engine: 'postgres', databaseUrl, listen, close: () => db.destroy() };
+  return { db, engine: 'postgres', databaseUrl, pool, listen, close: () => db.destroy() };
 }
 
 async function openPglite(dataDir: string | undefined): Promise<Store> {

@@ -25,6 +25,7 @@ export const toAgent = (r: Row<AgentsTable>): Agent => ({
 
 export const toVersion = (r: Row<VersionsTable>): Version => ({
   id: r.id,
+  number: r.number,
   branch_id: r.branch_id,
   git_hash: r.git_hash,
   git_branch: r.git_branch,

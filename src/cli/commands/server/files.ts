@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { dataDir, type Env } from '../../config.js';
+import { dataDir, LOCAL_PROFILE, type Env } from '../../config.js';
 
 /** What a running server writes next to its data: where it listens and how to stop it. */
 export interface ServerInfo {
@@ -10,8 +10,12 @@ export interface ServerInfo {
   data_dir: string;
   log_file: string | null;
   started_at: string;
-  /** True when this start created the org-admin key and saved it into the `local` profile. */
+  /** True when this start created the org-admin key and saved it into `profile`. */
   bootstrap_key_saved: boolean;
+  /** The profile that points at this server (its own: see serverProfileName), when one does. */
+  profile?: string | null;
+  /** Where `GET /metrics` answers without a key (`--metrics-port`). */
+  metrics_url?: string | null;
 }
 
 export interface ServerFiles {
@@ -61,4 +65,14 @@ export function removeServerFiles(files: ServerFiles, pid?: number): void {
   if (pid !== undefined && readPid(files) !== pid) return;
   rmSync(files.pid, { force: true });
   rmSync(files.info, { force: true });
+}
+
+/**
+ * The profile of the server with this data directory: `local` for the default directory, else
+ * `local-<directory name>`, so a second server never takes the first one's key.
+ */
+export function serverProfileName(files: ServerFiles, env: Env): string {
+  if (files.dir === dataDir(env)) return LOCAL_PROFILE;
+  const name = path.basename(files.dir).toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '');
+  return `${LOCAL_PROFILE}-${name || 'server'}`;
 }

@@ -3,11 +3,12 @@ import path from 'node:path';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Handler, Outcome } from '../../command.js';
 import type { CommandContext } from '../../context.js';
-import { LOCAL_PROFILE } from '../../config.js';
+import { dataDir } from '../../config.js';
+import { shellQuote } from '../../shell.js';
 import { CliError, InterruptedError, usageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { record } from '../../output/view.js';
-import { isServerProcess, readInfo, readPid, removeServerFiles, serverFiles, type ServerFiles, type ServerInfo } from './files.js';
+import { isServerProcess, readInfo, readPid, removeServerFiles, serverFiles, serverProfileName, type ServerFiles, type ServerInfo } from './files.js';
 
 /** Set in the environment of the background child so it neither prints the key nor re-detaches. */
 const DETACHED_ENV = 'AGENTCTL_SERVER_DETACHED';
@@ -25,18 +26,25 @@ const start: Handler = async (ctx, _args, options) => {
   }
   const databaseUrl: string | undefined = options.databaseUrl ?? ctx.env.DATABASE_URL;
   if (options.detach && !ctx.env[DETACHED_ENV]) return detach(ctx, files, options);
-  return foreground(ctx, files, { host: options.host, port: options.port, databaseUrl, runtime: options.runtime ?? ctx.env.AGENTCTL_RUNTIME });
+  return foreground(ctx, files, { host: options.host, port: options.port, databaseUrl, runtime: options.runtime ?? ctx.env.AGENTCTL_RUNTIME, logLevel: options.logLevel, metricsPort: options.metricsPort });
 };
 
-async function foreground(ctx: CommandContext, files: ServerFiles, options: { host: string; port: number; databaseUrl?: string; runtime?: string }): Promise<Outcome> {
+async function foreground(
+  ctx: CommandContext,
+  files: ServerFiles,
+  options: { host: string; port: number; databaseUrl?: string; runtime?: string; logLevel: string; metricsPort?: number },
+): Promise<Outcome> {
   const detached = Boolean(ctx.env[DETACHED_ENV]);
-  const { startServer, runtimeName } = await import('../../../server/main.js');
+  const [{ startServer, runtimeName }, { readableLogStream }] = await Promise.all([import('../../../server/main.js'), import('../../../server/log-format.js')]);
   let runtime;
   try {
     runtime = runtimeName(options.runtime ?? 'local');
   } catch (error) {
     throw usageError((error as Error).message);
   }
+  const level = options.logLevel.toLowerCase();
+  // JSON lines on stderr (the log file when detached); readable lines on a terminal.
+  const logger = level === 'silent' ? false : { level, stream: ctx.io.stderr.isTTY ? readableLogStream(ctx.io.stderr) : ctx.io.stderr };
   const server = await startServer({
     host: options.host,
     port: options.port,
@@ -45,17 +53,23 @@ async function foreground(ctx: CommandContext, files: ServerFiles, options: { ho
     runtime,
     blobDir: path.join(files.dir, 'blobs'),
     runtimeOptions: { dataDir: files.dir },
+    logger,
+    metricsPort: options.metricsPort,
   });
   const store = ctx.config();
   let saved = false;
+  let profile: string | null = serverProfileName(files, ctx.env);
   if (server.bootstrap.secret) {
-    await store.updateProfile(LOCAL_PROFILE, { base_url: server.url, api_key: server.bootstrap.secret });
-    if (!store.currentProfile) await store.setCurrentProfile(LOCAL_PROFILE);
+    const existing = store.profile(profile);
+    // A key for another server (a wiped directory served elsewhere, or a namesake directory) is kept: this one gets a profile of its own.
+    if (existing?.api_key && existing.base_url !== server.url) profile = `${profile}-${new URL(server.url).port}`;
+    await store.updateProfile(profile, { base_url: server.url, api_key: server.bootstrap.secret });
+    if (!store.currentProfile) await store.setCurrentProfile(profile);
     saved = true;
-  } else if (store.profile(LOCAL_PROFILE)) {
-    // Same database, maybe another port: keep the local profile pointing at this server.
-    await store.updateProfile(LOCAL_PROFILE, { base_url: server.url });
-  }
+  } else if (store.profile(profile)) {
+    // Same database, maybe another port: keep its profile pointing at this server.
+    await store.updateProfile(profile, { base_url: server.url });
+  } else profile = null;
   const info: ServerInfo = {
     pid: process.pid,
     url: server.url,
@@ -64,12 +78,15 @@ async function foreground(ctx: CommandContext, files: ServerFiles, options: { ho
     log_file: detached ? files.log : null,
     started_at: new Date().toISOString(),
     bootstrap_key_saved: saved,
+    profile,
+    metrics_url: server.metricsUrl ?? null,
   };
   writeFileSync(files.pid, `${process.pid}\n`);
   writeFileSync(files.info, JSON.stringify(info, null, 2) + '\n');
   ctx.io.stderr.write(`agentctl server listening on ${server.url} (${server.engine}${server.engine === 'pglite' ? `, data in ${files.database}` : ''}; runtime ${server.runtime})\n`);
+  if (server.metricsUrl) ctx.io.stderr.write(`Metrics (no key needed) at ${server.metricsUrl}/metrics\n`);
   if (saved) {
-    ctx.io.stderr.write(`Created the org-admin key and saved it in profile "${LOCAL_PROFILE}"${store.currentProfile === LOCAL_PROFILE ? ' (the current profile)' : ''}.\n`);
+    ctx.io.stderr.write(`Created the org-admin key and saved it in profile "${profile}"${store.currentProfile === profile ? ' (the current profile)' : `: use it with --profile ${profile} or agentctl config use ${profile}`} (config: ${store.path}).\n`);
     if (!detached) {
       ctx.io.stderr.write('It is shown once, below; store it if you need it elsewhere.\n');
       ctx.io.stdout.write(`${server.bootstrap.secret}\n`);
@@ -94,6 +111,8 @@ async function detach(ctx: CommandContext, files: ServerFiles, options: Record<s
   const args = [entry, 'server', 'start', '--host', String(options.host), '--port', String(options.port), '--data-dir', files.dir];
   if (options.databaseUrl) args.push('--database-url', options.databaseUrl);
   if (options.runtime) args.push('--runtime', options.runtime);
+  args.push('--log-level', String(options.logLevel));
+  if (options.metricsPort !== undefined) args.push('--metrics-port', String(options.metricsPort));
   if (ctx.globals.profile) args.push('--profile', ctx.globals.profile);
   const log = openSync(files.log, 'a', 0o600);
   const child = spawn(process.execPath, args, {
@@ -113,7 +132,9 @@ async function detach(ctx: CommandContext, files: ServerFiles, options: Record<s
       if (info && info.pid === child.pid) {
         child.unref();
         spinner.succeed(`Server running at ${info.url} (pid ${info.pid}, ${info.engine})`);
-        if (info.bootstrap_key_saved) ctx.info(`The org-admin key was saved in profile "${LOCAL_PROFILE}". Stop the server with: agentctl server stop`);
+        const stop = `agentctl server stop${files.dir === dataDir(ctx.env) ? '' : ` --data-dir ${shellQuote(files.dir)}`}`;
+        if (info.bootstrap_key_saved) ctx.info(`The org-admin key was saved in profile "${info.profile}" (use it with --profile ${info.profile}). Stop the server with: ${stop}`);
+        else ctx.info(`Stop the server with: ${stop}`);
         return {
           json: info,
           view: record([
@@ -121,6 +142,7 @@ async function detach(ctx: CommandContext, files: ServerFiles, options: Record<s
             ['PID', info.pid],
             ['Engine', info.engine],
             ['Data', info.data_dir],
+            ['Profile', info.profile],
             ['Log', info.log_file],
           ]),
         };

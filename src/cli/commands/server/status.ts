@@ -28,6 +28,7 @@ const status: Handler = async (ctx, _args, options) => {
       ['Engine', info.engine],
       ['Health', health, 'status'],
       ['Data', info.data_dir],
+      ['Profile', info.profile],
       ['Log', info.log_file],
       ['Started', info.started_at, 'time'],
     ]),

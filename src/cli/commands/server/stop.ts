@@ -17,19 +17,19 @@ const stop: Handler = async (ctx, _args, options) => {
   }
   const info = readInfo(files);
   process.kill(pid, 'SIGTERM');
-  const spinner = await ctx.spinner(`Stopping the server (pid ${pid})`);
+  const spinner = await ctx.spinner(`Stopping the server of ${files.dir} (pid ${pid})`);
   const deadline = Date.now() + options.timeout * 1000;
   while (isServerProcess(pid)) {
     if (Date.now() > deadline) {
       process.kill(pid, 'SIGKILL');
       spinner.fail(`The server did not stop within ${options.timeout} s; killed it`);
       removeServerFiles(files, pid);
-      return { json: { pid, url: info?.url ?? null, stopped: true, killed: true }, view: record([['PID', pid], ['Stopped', 'killed']]), exitCode: ExitCode.failure };
+      return { json: { pid, url: info?.url ?? null, data_dir: files.dir, stopped: true, killed: true }, view: record([['PID', pid], ['Data', files.dir], ['Stopped', 'killed']]), exitCode: ExitCode.failure };
     }
     await ctx.sleep(100);
   }
   removeServerFiles(files, pid);
-  spinner.succeed(`Stopped the server (pid ${pid})`);
-  return { json: { pid, url: info?.url ?? null, stopped: true, killed: false }, view: record([['PID', pid], ['URL', info?.url], ['Stopped', 'yes']]) };
+  spinner.succeed(`Stopped the server of ${files.dir} (pid ${pid})`);
+  return { json: { pid, url: info?.url ?? null, data_dir: files.dir, stopped: true, killed: false }, view: record([['PID', pid], ['URL', info?.url], ['Data', files.dir], ['Stopped', 'yes']]) };
 };
 export default stop;

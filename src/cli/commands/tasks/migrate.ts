@@ -3,7 +3,8 @@ import type { Handler } from '../../command.js';
 import type { CommandContext } from '../../context.js';
 import { needsFlag, usageError } from '../../errors.js';
 import { table, taskColumns } from '../../output/resources.js';
-import { resolveVersionId, shortHash } from '../../refs.js';
+import { agentPathOf, resolveVersionId, shortHash } from '../../refs.js';
+import { shellCommand } from '../../shell.js';
 
 const migrate: Handler = async (ctx, _args, options) => {
   const taskIds: string[] = options.task ?? [];
@@ -20,17 +21,15 @@ const migrate: Handler = async (ctx, _args, options) => {
     to_version_id: options.to ? await resolveVersionId(client, options.to, options.agent, '--to') : null,
     to_latest: Boolean(options.toLatest),
   };
-  const retry = [
-    'agentctl tasks migrate',
-    options.agent && `--agent ${options.agent}`,
-    options.from && `--from ${options.from}`,
-    ...taskIds.map((id) => `--task ${id}`),
-    options.to && `--to ${options.to}`,
+  const retry = shellCommand(
+    'agentctl', 'tasks', 'migrate',
+    ...(options.agent ? ['--agent', options.agent] : []),
+    ...(options.from ? ['--from', options.from] : []),
+    ...taskIds.flatMap((id) => ['--task', id]),
+    ...(options.to ? ['--to', options.to] : []),
     options.toLatest && '--to-latest',
     '--yes',
-  ]
-    .filter(Boolean)
-    .join(' ');
+  );
 
   // Where each task is now, so the undo command can send it back (specific mode may span versions).
   const before = body.task_ids ? await currentVersions(ctx, body.task_ids) : undefined;
@@ -91,9 +90,13 @@ async function undoLines(ctx: CommandContext, response: MigrateTasksResponse, bo
   for (const [from, ids] of sources(response, body, before)) {
     const status = (await client.getVersion({ params: { version_id: from } })).status;
     if (status === 'ACTIVE' || status === 'DEPLOYING') {
-      lines.push(`Undo with: agentctl tasks migrate ${ids.map((id) => `--task ${id}`).join(' ')} --to ${from} --yes`);
+      lines.push(`Undo with: ${shellCommand('agentctl', 'tasks', 'migrate', ...ids.flatMap((id) => ['--task', id]), '--to', from, '--yes')}`);
     } else {
-      lines.push(`No undo: ${from} is now ${status} and takes no tasks (agentctl rollback --to ${from} would serve it again).`);
+      // A pasteable rollback names the agent and branch, which the migration's answer gives only as ids.
+      const branch = await client.getBranch({ params: { branch_id: response.branch_id } });
+      const agent = await agentPathOf(client, branch.agent_id);
+      const rollback = shellCommand('agentctl', 'rollback', '--agent', `${agent.namespace_slug}/${agent.agent_name}`, '--branch', branch.git_branch, '--to', from, '--yes');
+      lines.push(`No undo: ${from} is now ${status} and takes no tasks (${rollback} would serve it again).`);
     }
   }
   return lines;

@@ -1,0 +1,45 @@
+import type { CommandContext } from './context.js';
+import type { Options } from './command.js';
+
+/** One page of a paged list endpoint (`limit` + `page_number`, answering `{<key>: [...], total}`). */
+export interface Page<T> {
+  items: T[];
+  total: number;
+  /** The endpoint's JSON, for `--json`. */
+  raw: unknown;
+}
+
+/**
+ * A paged list as the command's options ask for it: `--page N` of `--limit` rows, or `--all` pages.
+ * `--json` of `--all` is the first page's object with every row under `key` (and `total` kept).
+ * When rows are left out, a terminal is told on stderr: "showing 2 of 5; --page 2 or --all".
+ */
+export async function listPaged<T>(ctx: CommandContext, options: Options, key: string, fetchPage: (page: number, limit: number) => Promise<Page<T>>): Promise<Page<T>> {
+  const limit: number = options.limit;
+  if (options.all) {
+    const first = await fetchPage(1, limit);
+    const items = [...first.items];
+    // --json prints the rows as the server sent them, page after page.
+    const rawRows = [...rowsOf(first.raw, key)];
+    for (let page = 2; items.length < first.total; page++) {
+      const next = await fetchPage(page, limit);
+      if (next.items.length === 0) break;
+      items.push(...next.items);
+      rawRows.push(...rowsOf(next.raw, key));
+    }
+    return { items, total: first.total, raw: { ...(first.raw as Record<string, unknown>), [key]: rawRows } };
+  }
+  const page: number = options.page ?? 1;
+  const result = await fetchPage(page, limit);
+  const shownTo = (page - 1) * limit + result.items.length;
+  if (ctx.chatty && ctx.io.stderr.isTTY && result.items.length > 0 && shownTo < result.total) {
+    const shown = page === 1 ? `${result.items.length}` : `${(page - 1) * limit + 1}-${shownTo}`;
+    ctx.info(`showing ${shown} of ${result.total}; --page ${page + 1} or --all`);
+  }
+  return result;
+}
+
+const rowsOf = (raw: unknown, key: string): unknown[] => {
+  const rows = (raw as Record<string, unknown> | null)?.[key];
+  return Array.isArray(rows) ? rows : [];
+};
