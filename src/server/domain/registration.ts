@@ -92,6 +92,27 @@ export async function recordReplica(trx: Executor, versionId: string, acpUrl: st
     .values({ version_id: versionId, replica_key: acpUrl, acp_url: acpUrl, runtime_key_id: runtimeKeyId, registered_at: now, last_seen_at: now, live: true })
     .onConflict((oc) => oc.columns(['version_id', 'replica_key']).doUpdateSet({ acp_url: acpUrl, runtime_key_id: runtimeKeyId, registered_at: now, last_seen_at: now, live: true }))
     .execute();
+  // Work that backed off while the version had no reachable replica goes out now, not at its next
+  // backoff step (which can be half a minute away).
+  await sql`
+    UPDATE deliveries d SET next_attempt_at = now(), updated_at = now()
+    FROM tasks t
+    WHERE d.task_id = t.id AND t.current_version_id = ${versionId} AND d.status = 'pending' AND d.next_attempt_at > now()`.execute(trx);
+}
+
+/** Every replica of a version is gone (the runtime stopped it): nothing is sent to them any more. */
+export async function markVersionReplicasGone(db: Db, versionId: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    const gone = await trx
+      .updateTable('version_replicas')
+      .set({ live: false, last_seen_at: new Date() })
+      .where('version_id', '=', versionId)
+      .where('live', '=', true)
+      .returning('runtime_key_id')
+      .execute();
+    const keys = gone.map((g) => g.runtime_key_id).filter((k): k is string => k !== null);
+    if (keys.length) await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', 'in', keys).where('revoked_at', 'is', null).execute();
+  });
 }
 
 export interface TokenRegistration {

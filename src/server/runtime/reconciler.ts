@@ -1,6 +1,7 @@
 import type { Actor } from '../auth/authenticate.js';
 import { unrestricted } from '../auth/policy.js';
 import { registerVersion, type RegisterInput } from '../domain/lifecycle.js';
+import { markVersionReplicasGone } from '../domain/registration.js';
 import { runtimeVersion, versionsThatShouldRun, type RuntimeVersion } from '../domain/runtime.js';
 import { ApiError } from '../errors.js';
 import type { Store } from '../store/db.js';
@@ -95,7 +96,12 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
       if (acpUrl && options.replicaGone) await options.replicaGone(versionId, acpUrl);
       return;
     }
-    if (happening.kind === 'started' || happening.kind === 'stopped') return;
+    if (happening.kind === 'stopped') {
+      // Its processes are gone: deliveries wait for the next replica instead of backing off on dead addresses.
+      await markVersionReplicasGone(store.db, versionId);
+      return;
+    }
+    if (happening.kind === 'started') return;
     const version = await runtimeVersion(store.db, versionId);
     if (!version) return;
     switch (happening.kind) {
