@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// The user story, end to end, through the built CLI against a real server on embedded PGlite:
-// start the service, deploy two versions of an agent from git, run tasks on the first, migrate
-// them to the latest, look at versions and tasks, create a read-only key, stop the service.
+// The user story of DESIGN part two, end to end, through the built CLI against a real server on
+// embedded PGlite with the local runtime: a new agent from `agentctl init`, deployed from git and run
+// as a real process, a task it answers, a sticky second deploy, the task migrated to it (and answered
+// by it), the logs of both versions, a rollback, and the server stopped with its agents.
 // Everything lives in a scratch directory, so your own agentctl profile is left alone.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const bin = path.join(root, 'bin', 'agentctl.js');
 const scratch = mkdtempSync(path.join(tmpdir(), 'agentctl-demo-'));
-const repo = path.join(scratch, 'demo-bot');
+const repo = path.join(scratch, 'my-bot');
 const env = {
   ...process.env,
   AGENTCTL_CONFIG_DIR: path.join(scratch, 'config'),
@@ -32,10 +33,10 @@ for (const name of ['AGENTCTL_API_KEY', 'AGENTCTL_BASE_URL', 'AGENTCTL_PROFILE',
 const say = (text) => process.stderr.write(`\n\x1b[1m# ${text}\x1b[0m\n`);
 
 /** Runs agentctl, showing the command and its output; returns stdout when asked to capture it. */
-function agentctl(args, { capture = false } = {}) {
+function agentctl(args, { capture = false, cwd = repo } = {}) {
   // Printed shell-quoted, so each line pastes as it ran.
   process.stderr.write(`$ agentctl ${args.map(shellQuote).join(' ')}\n`);
-  const result = spawnSync(process.execPath, [bin, ...args], { cwd: repo, env, encoding: 'utf8', stdio: ['ignore', capture ? 'pipe' : 'inherit', 'inherit'] });
+  const result = spawnSync(process.execPath, [bin, ...args], { cwd, env, encoding: 'utf8', stdio: ['ignore', capture ? 'pipe' : 'inherit', 'inherit'] });
   if (result.status !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.status}`);
   return capture ? result.stdout : '';
 }
@@ -53,41 +54,58 @@ async function freePort() {
   return port;
 }
 
+/** Waits for the agent's reply that matches, then prints the transcript. */
+async function awaitReply(task, pattern) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const result = spawnSync(process.execPath, [bin, 'tasks', 'messages', task, '--json'], { cwd: repo, env, encoding: 'utf8' });
+    const messages = result.status === 0 ? JSON.parse(result.stdout).messages : [];
+    if (messages.some((m) => m.author === 'agent' && m.content.type === 'text' && pattern.test(m.content.text))) break;
+    if (Date.now() > deadline) throw new Error(`the agent did not answer ${pattern}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  agentctl(['tasks', 'messages', task]);
+}
+
 let started = false;
 try {
-  mkdirSync(repo);
-  git('init', '-q', '-b', 'main');
-  writeFileSync(path.join(repo, 'agent.py'), 'print("hello from demo-bot v1")\n');
-  git('add', '.');
-  git('commit', '-q', '-m', 'First version of the demo bot');
+  say('A new agent project on the ADK: package.json, agentctl.json, src/index.ts, a git repository');
+  agentctl(['init', 'my-bot'], { cwd: scratch });
 
-  say('Start the service on embedded PGlite (no PostgreSQL needed); its admin key lands in the `local` profile');
+  say('Start the service on embedded PGlite with the local runtime; its admin key lands in the `local` profile');
   agentctl(['server', 'start', '--detach', '--port', String(await freePort())]);
   started = true;
 
-  say('Deploy the current commit, then report it ready, as its container would on start');
-  const v1 = JSON.parse(agentctl(['deploy', '--agent', 'default/demo-bot', '--image', 'registry.local/demo-bot:1', '--detach', '--json'], { capture: true })).version_id;
-  agentctl(['versions', 'register', v1]);
+  say('Deploy the commit: its tree is uploaded as the source, the runtime starts the agent, the version turns ACTIVE');
+  agentctl(['deploy']);
 
-  say('Three tasks run on the first version');
-  for (let i = 1; i <= 3; i++) agentctl(['tasks', 'create', '--agent', 'default/demo-bot', '--name', `demo-task-${i}`, '--params', `{"n": ${i}}`]);
+  say('A task (the agent greets it), then an event: the agent answers');
+  const task = JSON.parse(agentctl(['tasks', 'create', '--agent', 'default/my-bot', '--params', '{"topic": "x"}', '--json'], { capture: true })).id;
+  agentctl(['tasks', 'send', task, 'hello']);
+  await awaitReply(task, /hello/);
 
-  say('A second commit, deployed sticky: its tasks stay where they are until moved');
-  writeFileSync(path.join(repo, 'agent.py'), 'print("hello from demo-bot v2")\n');
-  git('commit', '-q', '-am', 'Second version: a friendlier greeting');
-  const v2 = JSON.parse(agentctl(['deploy', '--agent', 'default/demo-bot', '--image', 'registry.local/demo-bot:2', '--sticky', '--detach', '--json'], { capture: true })).version_id;
-  agentctl(['versions', 'register', v2]);
-  agentctl(['versions', 'list', '--agent', 'default/demo-bot']);
+  say('Edit, commit, deploy again (sticky): the task stays on v1 while v2 starts');
+  const source = path.join(repo, 'src', 'index.ts');
+  writeFileSync(source, readFileSync(source, 'utf8').replace('`echo #${count}: ${text}`', '`v2 echo #${count}: ${text}`'));
+  git('commit', '-q', '-am', 'v2: say which version answers');
+  agentctl(['deploy', '--sticky']);
+  agentctl(['versions', 'list']);
 
-  say('Migrate every running task of the first version to the latest');
-  agentctl(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/demo-bot', '--yes']);
-  agentctl(['versions', 'list', '--agent', 'default/demo-bot']);
-  agentctl(['tasks', 'list', '--agent', 'default/demo-bot']);
+  say('Migrate the running tasks of v1 to the latest: the next event is handled by v2, and v1 retires');
+  agentctl(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--yes']);
+  agentctl(['tasks', 'send', task, 'again']);
+  await awaitReply(task, /v2 echo #2: again/);
+  agentctl(['versions', 'list']);
 
-  say('A read-only key for a dashboard (the secret is shown once)');
-  agentctl(['keys', 'create', '--preset', 'read-only', '--scope', 'agent:default/demo-bot', '--name', 'dashboard', '--expires', '90d']);
+  say('The output of both versions');
+  agentctl(['logs', '--agent', 'default/my-bot']);
 
-  say('Done. Run your own: agentctl server start (see README.md)');
+  say('Roll back: v1 runs again and the task follows it');
+  agentctl(['rollback', '--branch', 'main', '--yes']);
+  agentctl(['tasks', 'send', task, 'back']);
+  await awaitReply(task, /^echo #3: back$/);
+
+  say('Done. Run your own: agentctl init, agentctl server start, agentctl deploy (see README.md)');
 } catch (error) {
   process.stderr.write(`\ndemo failed: ${error.message}\n`);
   process.exitCode = 1;
