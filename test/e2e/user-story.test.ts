@@ -98,7 +98,8 @@ describe('e2e: start a server, deploy two versions, migrate tasks', () => {
     expect(listed.tasks.map((t) => [t.current_version_id, t.created_version_id])).toEqual(tasks.map(() => [v2.version_id, v1.version_id]));
 
     const table = await agentctl('versions', 'list', '--agent', 'default/story');
-    expect(table.stdout.split('\n').map((l) => l.split('\t')[3])).toEqual(['ACTIVE', 'RETIRED']);
+    const columns = table.stdout.split('\n').map((l) => l.split('\t'));
+    expect(columns.map((c) => [c[0], c[4]])).toEqual([['v2', 'ACTIVE'], ['v1', 'RETIRED']]);
   });
 
   test('Ctrl-C (SIGINT) while a deploy waits exits 130', async () => {

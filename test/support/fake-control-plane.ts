@@ -70,7 +70,7 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
         if (r.kind === 'refuse') return send(r.status, { detail: r.detail, code: r.code });
         if (r.kind === 'unavailable') return send(503, { detail: 'Starting up', code: 'unavailable' });
         return send(200, {
-          version: { id: body.version_id, branch_id: 'br_1', git_hash: 'abc', git_branch: 'main', author_name: 'a', author_email: 'a@x', image_url: 'local://fs_1', status: 'ACTIVE', deployed_at: now(), sdk_type: 'alpha_agent_sdk', acp_type: 'async' },
+          version: { id: body.version_id, branch_id: 'br_1', git_hash: 'abc', git_branch: 'main', author_name: 'a', author_email: 'a@x', image_url: 'local://fs_1', status: 'ACTIVE', number: 1, deployed_at: now(), sdk_type: 'alpha_agent_sdk', acp_type: 'async' },
           tasks_migrated: 0,
           agent_id: 'agt_1',
           agent_name: 'default/fake',
