@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -67,7 +67,6 @@ describe.each(engines)('e2e on %s: a deployed agent answers, migrates to v2 and 
   let agentPids: number[] = [];
 
   beforeAll(async () => {
-    if (!existsSync('dist/agentctl.js') || !existsSync('dist/adk/index.js')) await execa(process.execPath, ['scripts/build.mjs']);
     if (engine === 'postgres') {
       const db = await createTestDatabase(process.env.TEST_DATABASE_URL, 'agentctl_e2e');
       databaseUrl = db.url;

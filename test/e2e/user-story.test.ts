@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
@@ -47,8 +46,6 @@ describe('e2e: start a server, deploy two versions, migrate tasks', () => {
   };
 
   beforeAll(async () => {
-    // `npm test` on a fresh clone: build the binary the user would run.
-    if (!existsSync('dist/agentctl.js')) await execa(process.execPath, ['scripts/build.mjs']);
     const { mkdirSync } = await import('node:fs');
     mkdirSync(repoDir, { recursive: true });
     await gitRepo(repoDir, 'First version of the story agent');
