@@ -1,20 +1,12 @@
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { endpoints, MigrateTasksResponse } from '../../src/contract/endpoints.js';
 import { Task } from '../../src/contract/resources.js';
 import { gitRepo, tempDir } from '../cli/support.js';
+import { freePort } from '../support/ports.js';
 
 const BIN = path.resolve('bin/agentctl.js');
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 // The built binary, as a user runs it, against `agentctl server start --detach` in a real process.
 describe('e2e: start a server, deploy two versions, migrate tasks', () => {
