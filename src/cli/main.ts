@@ -21,5 +21,10 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+// A reader that went away (`agentctl tasks watch T | head -1`) is not an error: stop quietly.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(0);
+  throw error;
+});
 const code = await run(argv, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() }, { signal: controller.signal });
 process.exit(code);

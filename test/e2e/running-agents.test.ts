@@ -95,11 +95,13 @@ describe.each(engines)('e2e on %s: a deployed agent answers, migrates to v2 and 
 
     // tasks watch follows the stream from its start (--after 0): the event and the agent's reply to it.
     const watch = execa(process.execPath, [BIN, 'tasks', 'watch', task.id, '--after', '0', '--json'], { env: env(), extendEnv: true, cwd: botDir, reject: false });
+    let watchErr = '';
+    watch.stderr!.on('data', (chunk: Buffer) => (watchErr += chunk.toString()));
     const sent = await agentctl(['tasks', 'send', task.id, 'hello']);
     expect(sent.exitCode, sent.stderr).toBe(0);
     const seen: any[] = [];
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`watch saw no echo: ${JSON.stringify(seen)}`)), 60_000);
+      const timer = setTimeout(() => reject(new Error(`watch saw no echo: ${JSON.stringify(seen)}; its stderr: ${watchErr}`)), 90_000);
       let buffer = '';
       watch.stdout!.on('data', (chunk: Buffer) => {
         buffer += chunk.toString();

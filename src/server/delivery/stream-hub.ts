@@ -63,6 +63,9 @@ class TaskGroup {
   }
 }
 
+/** How long a new watch waits for the LISTEN connection before relying on the poll. */
+const LISTEN_WAIT_MS = 2000;
+
 export class StreamHub {
   private readonly groups = new Map<string, TaskGroup>();
   private listening?: Promise<() => Promise<void>>;
@@ -87,8 +90,19 @@ export class StreamHub {
   }
 
   private async start(): Promise<void> {
-    this.listening ??= this.store.listen(TASK_CHANNEL, (taskId) => this.notify(taskId));
-    await this.listening;
+    if (!this.listening) {
+      const listening = this.store.listen(TASK_CHANNEL, (taskId) => this.notify(taskId));
+      this.listening = listening;
+      // A LISTEN that failed is tried again by the next watch, not remembered as failed for good.
+      listening.catch(() => {
+        if (this.listening === listening) this.listening = undefined;
+      });
+    }
+    // A watch waits for LISTEN a little, never for ever: the poll below re-reads meanwhile, so a
+    // slow or failed LISTEN connection only delays what watchers see.
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.listening.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, LISTEN_WAIT_MS)))]);
+    clearTimeout(timer);
     if (!this.poll) {
       this.poll = setInterval(() => {
         for (const group of this.groups.values()) group.refresh();

@@ -151,7 +151,7 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
     let stopped = false;
     let retry: NodeJS.Timeout | undefined;
     const connect = async (): Promise<void> => {
-      const c = new pg.default.Client({ connectionString: databaseUrl });
+      const c = new pg.default.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 10_000 });
       client = c;
       c.on('notification', (n) => {
         if (n.channel === channel) onPayload(n.payload ?? '');
