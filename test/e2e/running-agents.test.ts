@@ -93,32 +93,12 @@ describe.each(engines)('e2e on %s: a deployed agent answers, migrates to v2 and 
     expect(task.current_version_id).toBe(v1.id);
     expect(await replyMatching(task.id, /about x/)).toBe('Hello! Send me anything about x and I will echo it.');
 
-    // tasks watch follows the stream from its start (--after 0): the event and the agent's reply to it.
-    const watch = execa(process.execPath, [BIN, 'tasks', 'watch', task.id, '--after', '0', '--json'], { env: env(), extendEnv: true, cwd: botDir, reject: false });
-    let watchErr = '';
-    watch.stderr!.on('data', (chunk: Buffer) => (watchErr += chunk.toString()));
+    // tasks watch follows the task through the whole story (migration and rollback included) and
+    // exits when it ends; its JSON Lines are read once it has.
+    const watch = execa(process.execPath, [BIN, 'tasks', 'watch', task.id, '--json'], { env: env(), extendEnv: true, cwd: botDir, reject: false });
     const sent = await agentctl(['tasks', 'send', task.id, 'hello']);
     expect(sent.exitCode, sent.stderr).toBe(0);
-    const seen: any[] = [];
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`watch saw no echo: ${JSON.stringify(seen)}; its stderr: ${watchErr}`)), 90_000);
-      let buffer = '';
-      watch.stdout!.on('data', (chunk: Buffer) => {
-        buffer += chunk.toString();
-        for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
-          const record = JSON.parse(buffer.slice(0, nl));
-          buffer = buffer.slice(nl + 1);
-          seen.push(record);
-          if (record.kind === 'message' && record.data.content.text === 'echo #1: hello') {
-            clearTimeout(timer);
-            resolve();
-          }
-        }
-      });
-    });
-    watch.kill('SIGINT');
-    expect((await watch).exitCode).toBe(130);
-    expect(seen.filter((r) => r.kind === 'event').map((r) => r.data.content)).toEqual([{ type: 'text', text: 'hello' }]);
+    expect(await replyMatching(task.id, /hello/)).toBe('echo #1: hello');
 
     // A second commit, deployed sticky: the task stays on v1 until it is moved.
     const source = path.join(botDir, 'src', 'index.ts');
@@ -162,6 +142,22 @@ describe.each(engines)('e2e on %s: a deployed agent answers, migrates to v2 and 
 
     agentPids = findAgentPids(scratch.dir);
     expect(agentPids.length).toBeGreaterThan(0);
+
+    // Canceling the task ends the watch: exit 1 (the task did not complete), every record in order.
+    expect(await agentctl(['tasks', 'cancel', task.id])).toMatchObject({ exitCode: 0 });
+    const watched = await watch;
+    expect(watched.exitCode, watched.stderr).toBe(1);
+    const records = watched.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const sequence = records.map((r) => r.sequence_id);
+    expect(sequence).toEqual(sequence.map((_, i) => i + 1));
+    expect(records.filter((r) => r.kind === 'event').map((r) => r.data.content.text)).toEqual(['hello', 'again', 'back']);
+    expect(records.filter((r) => r.kind === 'message').map((r) => r.data.content.text)).toEqual([
+      'Hello! Send me anything about x and I will echo it.',
+      'echo #1: hello',
+      'v2 echo #2: again',
+      'echo #3: back',
+    ]);
+    expect(records.at(-1)).toMatchObject({ kind: 'task', data: { status: 'CANCELED' } });
   });
 });
 
