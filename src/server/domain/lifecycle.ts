@@ -283,21 +283,21 @@ export async function applyVersionReport(trx: Trx, branchId: string, input: Regi
       tasksMigrated = await moveRunningTasks(trx, branch.id, version.id, branch.current_version_id, 'deploy_failed');
     }
   }
-  const after = await trx.selectFrom('versions').selectAll().where('id', '=', version.id).executeTakeFirstOrThrow();
-  const agent = await trx
-    .selectFrom('agents')
+  return describeVersion(trx, version.id, tasksMigrated);
+}
+
+/** A version as the register endpoint answers it: the record, its agent's `namespace/name`, its branch. */
+export async function describeVersion(trx: Trx, versionId: string, tasksMigrated = 0): Promise<RegisterResult> {
+  const row = await trx
+    .selectFrom('versions')
+    .innerJoin('agents', 'agents.id', 'versions.agent_id')
     .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
-    .select(['agents.id', 'agents.name', 'namespaces.slug'])
-    .where('agents.id', '=', version.agent_id)
+    .selectAll('versions')
+    .select(['agents.name as agent_name', 'namespaces.slug'])
+    .where('versions.id', '=', versionId)
     .executeTakeFirstOrThrow();
-  return {
-    version: toVersion(after),
-    tasks_migrated: tasksMigrated,
-    agent_id: agent.id,
-    agent_name: `${agent.slug}/${agent.name}`,
-    branch_id: branch.id,
-    version_status: toVersion(after).status,
-  };
+  const version = toVersion(row);
+  return { version, tasks_migrated: tasksMigrated, agent_id: row.agent_id, agent_name: `${row.slug}/${row.agent_name}`, branch_id: row.branch_id, version_status: version.status };
 }
 
 export interface RollbackResult {

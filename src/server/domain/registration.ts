@@ -8,12 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { toVersion } from '../store/mappers.js';
 import { ApiError, conflict, invalid } from '../errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { generateSecret, hashSecret, secretPrefix } from '../auth/secrets.js';
 import { versionById } from './lookup.js';
-import { applyVersionReport, type RegisterResult } from './lifecycle.js';
+import { applyVersionReport, describeVersion, type RegisterResult } from './lifecycle.js';
 
 type Executor = Kysely<Database>;
 
@@ -182,19 +181,6 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
         : await describeVersion(trx, version.id);
     return { ...result, agent_api_key: secret };
   });
-}
-
-async function describeVersion(trx: Executor, versionId: string): Promise<RegisterResult> {
-  const row = await trx
-    .selectFrom('versions')
-    .innerJoin('agents', 'agents.id', 'versions.agent_id')
-    .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
-    .selectAll('versions')
-    .select(['agents.name as agent_name', 'namespaces.slug'])
-    .where('versions.id', '=', versionId)
-    .executeTakeFirstOrThrow();
-  const version = toVersion(row);
-  return { version, tasks_migrated: 0, agent_id: row.agent_id, agent_name: `${row.slug}/${row.agent_name}`, branch_id: row.branch_id, version_status: version.status };
 }
 
 /** `POST /versions/{id}/registration-tokens`: for an agent started by hand (write on the agent). */
