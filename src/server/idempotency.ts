@@ -104,3 +104,12 @@ export async function releaseIdempotencyKey(db: Db, scope: IdempotencyScope): Pr
     .where('status', 'is', null)
     .execute();
 }
+
+/** Deletes records past the TTL (they no longer answer retries); returns how many went. */
+export async function sweepIdempotencyRecords(db: Db): Promise<number> {
+  const result = await db
+    .deleteFrom('idempotency_records')
+    .where('created_at', '<', sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

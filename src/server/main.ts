@@ -7,6 +7,7 @@ import { openStore, type Engine, type Store } from './store/db.js';
 import { sweepDraining } from './domain/events.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
 import { sweepBlobs } from './domain/filesystems.js';
+import { sweepIdempotencyRecords } from './idempotency.js';
 import { markReplicaGone } from './domain/registration.js';
 import { openBlobStore, type BlobStore } from './blobs/index.js';
 import type { RuntimeDriver, RuntimeName, VersionSpec } from './runtime/driver.js';
@@ -96,7 +97,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const sweep = setInterval(() => void sweepDraining(store.db).catch(() => {}), SWEEP_INTERVAL_MS);
     sweep.unref();
     const budget = process.env.AGENTCTL_DELIVERY_RETRY_BUDGET_MS;
-    const blobSweep = setInterval(() => void sweepBlobs(store.db, blobs!).catch(() => {}), BLOB_SWEEP_INTERVAL_MS);
+    // Hourly housekeeping: unreferenced blobs, and idempotency records past their TTL.
+    const blobSweep = setInterval(() => {
+      void sweepBlobs(store.db, blobs!).catch(() => {});
+      void sweepIdempotencyRecords(store.db).catch(() => {});
+    }, BLOB_SWEEP_INTERVAL_MS);
     blobSweep.unref();
     dispatcher = await startDispatcher(store, {
       ...(budget ? { retryBudgetMs: Number(budget) } : {}),
