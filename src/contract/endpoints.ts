@@ -65,6 +65,8 @@ export interface Endpoint extends Route {
   body?: z.ZodType;
   /** Request headers the endpoint reads (documented in openapi.json). */
   headers?: z.ZodObject;
+  /** Response headers beyond the usual ones, by name: what each carries. */
+  responseHeaders?: Record<string, string>;
   response: z.ZodType;
 }
 
@@ -91,6 +93,14 @@ function lazyTable<T extends Record<string, () => Endpoint>>(thunks: T): { reado
 const PathParam = z.string().min(1).max(255);
 const AgentPath = z.object({ namespace_slug: PathParam, agent_name: PathParam });
 const id = (name: string) => z.object({ [name]: PathParam });
+
+// ---- conditional requests ---------------------------------------------------------------------
+
+const STATE_IF_MATCH = z.object({
+  'if-match': z.string().optional().describe('Write only if the state is at one of these versions (`"3"`, `W/"3"`, a list, or `*`); 412 otherwise'),
+});
+const STATE_ETAG = { ETag: 'The state\'s version, `"<version>"`: send it back in If-Match' };
+const TREE_ETAG = { ETag: 'The tree checksum, `"<checksum>"`: send it back in If-None-Match (304) or If-Match' };
 
 // ---- request and response bodies -------------------------------------------------------------
 
@@ -322,12 +332,12 @@ export const endpoints = lazyTable({
   updateTracker: () => ep({ ...routes.updateTracker, summary: 'Update a tracker (left-out fields stay; the cursor only moves forward)', tag: 'conversation', params: id('tracker_id'), body: UpdateTrackerRequest, response: Tracker }),
 
   // states
-  createState: () => ep({ ...routes.createState, summary: 'Create a state record', tag: 'states', body: CreateStateRequest, response: State }),
+  createState: () => ep({ ...routes.createState, responseHeaders: STATE_ETAG, summary: 'Create a state record', tag: 'states', body: CreateStateRequest, response: State }),
   listStates: () => ep({ ...routes.listStates, summary: 'Find states by task and/or agent', tag: 'states', query: z.object({ task_id: z.string().optional(), agent_id: z.string().optional() }), response: z.object({ states: z.array(State), total: z.number().int() }) }),
-  getState: () => ep({ ...routes.getState, summary: 'Get a state record', tag: 'states', params: id('state_id'), response: State }),
-  replaceState: () => ep({ ...routes.replaceState, summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, response: State }),
-  mergeState: () => ep({ ...routes.mergeState, summary: 'Merge top-level keys atomically (null deletes a key)', tag: 'states', params: id('state_id'), body: MergeStateRequest, response: State }),
-  deleteState: () => ep({ ...routes.deleteState, summary: 'Delete a state record', tag: 'states', params: id('state_id'), response: DeleteResponse }),
+  getState: () => ep({ ...routes.getState, responseHeaders: STATE_ETAG, summary: 'Get a state record', tag: 'states', params: id('state_id'), response: State }),
+  replaceState: () => ep({ ...routes.replaceState, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, response: State }),
+  mergeState: () => ep({ ...routes.mergeState, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Merge top-level keys atomically (null deletes a key)', tag: 'states', params: id('state_id'), body: MergeStateRequest, response: State }),
+  deleteState: () => ep({ ...routes.deleteState, headers: STATE_IF_MATCH, summary: 'Delete a state record', tag: 'states', params: id('state_id'), response: DeleteResponse }),
 
   // access control
   whoami: () => ep({ ...routes.whoami, summary: 'The calling key', tag: 'keys', response: Whoami }),
@@ -352,11 +362,11 @@ export const endpoints = lazyTable({
   listFilesystems: () => ep({ ...routes.listFilesystems, summary: 'Filesystems of a project (or of a namespace: those not in a project)', tag: 'filesystems', query: z.object({ project_id: z.string().min(1).optional(), namespace: z.string().min(1).optional(), ...PageQuery }), response: FilesystemList }),
   getFilesystem: () => ep({ ...routes.getFilesystem, summary: 'Get a filesystem', tag: 'filesystems', params: id('filesystem_id'), response: Filesystem }),
   deleteFilesystem: () => ep({ ...routes.deleteFilesystem, summary: 'Delete a filesystem no task or version uses', tag: 'filesystems', params: id('filesystem_id'), response: DeleteResponse }),
-  downloadFilesystemArchive: () => ep({ ...routes.downloadFilesystemArchive, summary: 'The current archive (ETag is the tree checksum; If-None-Match answers 304)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
+  downloadFilesystemArchive: () => ep({ ...routes.downloadFilesystemArchive, responseHeaders: TREE_ETAG, summary: 'The current archive (ETag is the tree checksum; If-None-Match answers 304)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
   uploadFilesystemArchive: () => ep({ ...routes.uploadFilesystemArchive, summary: 'Replace the content (If-Match the base checksum once there is content: 428 without, 412 when stale)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
   listFilesystemFiles: () => ep({ ...routes.listFilesystemFiles, summary: 'The manifest: every member’s path, type, mode, size and sha256', tag: 'filesystems', params: id('filesystem_id'), response: FileManifest }),
   getFilesystemFile: () => ep({ ...routes.getFilesystemFile, summary: 'One file’s bytes', tag: 'filesystems', params: z.object({ filesystem_id: z.string().min(1), '*': z.string().min(1) }), response: ArchiveBody }),
-  downloadSystemFolderArchive: () => ep({ ...routes.downloadSystemFolderArchive, summary: 'A task’s system folder archive (read on the agent)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
+  downloadSystemFolderArchive: () => ep({ ...routes.downloadSystemFolderArchive, responseHeaders: TREE_ETAG, summary: 'A task’s system folder archive (read on the agent)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
   uploadSystemFolderArchive: () => ep({ ...routes.uploadSystemFolderArchive, summary: 'Replace a task’s system folder (run on the agent; same rules as filesystems)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
   getVersionLogs: () => ep({ ...routes.getVersionLogs, summary: 'Output of a version’s processes (read on the agent); Server-Sent Events with follow=true', tag: 'versions', params: id('version_id'), query: VersionLogsQuery, response: VersionLogs }),
 });

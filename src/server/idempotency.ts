@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Db } from './store/db.js';
-import { ApiError, invalid } from './errors.js';
+import { ApiError } from './errors.js';
+import { invalid } from './domain/errors.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** How long a stored response answers retries. */

@@ -20,7 +20,7 @@ import { signingSecretFor } from '../domain/registration.js';
 import { settleDraining } from '../domain/events.js';
 import { createMessage, recordTaskChange } from '../domain/conversation.js';
 import { unrestricted } from '../auth/policy.js';
-import { ApiError } from '../errors.js';
+import { DomainError } from '../domain/errors.js';
 import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from './outbox.js';
 
 export interface DispatcherOptions {
@@ -280,7 +280,7 @@ export class Dispatcher {
         await createMessage(this.db, system, { task_id: taskId, content: content.data, author: 'agent', streaming_status: null });
       } catch (error) {
         // A task that ended meanwhile takes no messages: nothing to retry.
-        if (!(error instanceof ApiError)) throw error;
+        if (!(error instanceof DomainError)) throw error;
         this.options.log?.(`task ${taskId}: the agent's reply was not recorded: ${error.detail}`);
       }
     }

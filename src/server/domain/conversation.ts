@@ -5,7 +5,7 @@ import type { Task } from '../../contract/resources.js';
 import type { Database, Db, EventsTable, MessagesTable, TrackersTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso, toTask } from '../store/mappers.js';
-import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import { DomainError, conflict, invalid, isNotFound, notFound } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { taskById } from './lookup.js';
 import { enqueueDelivery } from '../delivery/outbox.js';
@@ -147,8 +147,8 @@ export async function getEvent(db: Db, perms: Permissions, eventId: string): Pro
 }
 
 /** A 404 about the task would name it: answer about the record asked for instead. */
-const hideAs = (replacement: ApiError) => (error: unknown) => {
-  throw error instanceof ApiError && error.status === 404 ? replacement : error;
+const hideAs = (replacement: DomainError) => (error: unknown) => {
+  throw isNotFound(error) ? replacement : error;
 };
 
 // ---- messages -----------------------------------------------------------------------------------

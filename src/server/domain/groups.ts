@@ -3,7 +3,7 @@ import type { Group } from '../../contract/resources.js';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso } from '../store/mappers.js';
-import { ApiError, conflict, notFound } from '../errors.js';
+import { conflict, missing, notFound } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { accessChanged } from '../auth/invalidation.js';
 
@@ -120,7 +120,7 @@ export async function removeGroupMember(db: Db, perms: Permissions, groupId: str
   const group = await visibleGroup(db, perms, groupId);
   perms.requireOrgAdmin(MANAGE);
   const removed = await db.deleteFrom('group_members').where('group_id', '=', groupId).where('key_id', '=', keyId).executeTakeFirst();
-  if (Number(removed.numDeletedRows) === 0) throw new ApiError(404, 'not_found', `API key ${keyId} is not a member of sharing group ${group.name}`);
+  if (Number(removed.numDeletedRows) === 0) throw missing(`API key ${keyId} is not a member of sharing group ${group.name}`);
   accessChanged(db);
   return { id: keyId, message: `API key ${keyId} removed from sharing group ${group.name}` };
 }

@@ -5,7 +5,7 @@ import { PRESETS } from '../../contract/presets.js';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso } from '../store/mappers.js';
-import { ApiError, ValidationFailure, conflict, notFound, type ValidationItem } from '../errors.js';
+import { ValidationFailure, conflict, notFound, unauthenticated, type ValidationItem } from './errors.js';
 import type { Actor } from '../auth/authenticate.js';
 import type { Permissions } from '../auth/policy.js';
 import { accessChanged } from '../auth/invalidation.js';
@@ -355,7 +355,7 @@ export async function rotateKey(db: Db, perms: Permissions, keyId: string): Prom
 
 /** `GET /whoami`: the calling key as it stands. */
 export async function whoami(db: Db, actor: Actor): Promise<Whoami> {
-  if (!actor.keyId) throw new ApiError(401, 'unauthorized', 'This request carries no API key', { 'WWW-Authenticate': 'Bearer' });
+  if (!actor.keyId) throw unauthenticated('unauthorized', 'This request carries no API key');
   const key = await keyRecord(db, actor.orgId, actor.keyId);
   return {
     id: key.id,

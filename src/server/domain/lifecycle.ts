@@ -4,7 +4,7 @@ import type { Branch, Version } from '../../contract/resources.js';
 import type { Database, Db, VersionsTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toBranch, toVersion, type BranchRow } from '../store/mappers.js';
-import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import { conflict, invalid, missing, notFound } from './errors.js';
 import { filesystemForAccess } from './filesystems.js';
 import type { Permissions } from '../auth/policy.js';
 import { grantOwnership } from '../auth/grants.js';
@@ -106,7 +106,7 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
     // Checked once the key's permission is: the transaction undoes a just-created agent.
     if (req.source_filesystem_id !== null) {
       const source = await trx.selectFrom('filesystems').select('id').where('id', '=', req.source_filesystem_id).where('namespace_id', '=', ns.id).executeTakeFirst();
-      if (!source) throw new ApiError(404, 'not_found', `Filesystem ${req.source_filesystem_id} was not found`);
+      if (!source) throw missing(`Filesystem ${req.source_filesystem_id} was not found`);
     }
     await sql`
       INSERT INTO branches (id, agent_id, git_branch, git_branch_normalized, replicas)
@@ -372,7 +372,7 @@ export async function retireBranch(db: Db, perms: Permissions, branchId: string,
     await lockBranch(trx, branchId);
     const live = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('branch_id', '=', branchId).where('status', 'in', ['RUNNING', 'IDLE']).executeTakeFirstOrThrow();
     if (live.n > 0 && !force) {
-      throw new ApiError(409, 'branch_has_tasks', `Branch ${branchId} still has ${live.n} running or idle task(s); pass force: true to terminate them`);
+      throw conflict('branch_has_tasks', `Branch ${branchId} still has ${live.n} running or idle task(s); pass force: true to terminate them`);
     }
     const now = new Date();
     if (live.n > 0) {

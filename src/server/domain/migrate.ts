@@ -5,7 +5,7 @@ import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toVersion } from '../store/mappers.js';
 import { taskJsonSql } from '../store/sql.js';
-import { ApiError, ValidationFailure, conflict, invalid, type ValidationItem } from '../errors.js';
+import { ValidationFailure, conflict, invalid, notFound, type ValidationItem } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { ROUTABLE } from './lifecycle.js';
 import { settleDraining } from './events.js';
@@ -98,8 +98,8 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
         .where('tasks.status', '!=', 'DELETED')
         .execute();
       const byId = new Map(seen.map((t) => [t.id, t]));
-      const missing = taskIds.find((id) => !byId.has(id));
-      if (missing) throw new ApiError(404, 'not_found', `Task ${missing} was not found`);
+      const unknown = taskIds.find((id) => !byId.has(id));
+      if (unknown) throw notFound('Task', unknown);
       const checkedAgents = new Set<string>();
       for (const t of seen) {
         if (checkedAgents.has(t.agent_id)) continue;

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { ApiError, conflict, invalid } from '../errors.js';
+import { conflict, invalid, missing, unauthenticated } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { generateSecret, hashSecret, secretPrefix } from '../auth/secrets.js';
 import { versionById } from './lookup.js';
@@ -55,7 +55,7 @@ export async function signingSecretFor(db: Db | Executor, versionId: string): Pr
   const row = await sql<{ signing_secret: string }>`
     UPDATE versions SET signing_secret = COALESCE(signing_secret, ${fresh})
     WHERE id = ${versionId} RETURNING signing_secret`.execute(db);
-  if (!row.rows[0]) throw new ApiError(404, 'not_found', `Version ${versionId} was not found`);
+  if (!row.rows[0]) throw missing(`Version ${versionId} was not found`);
   return row.rows[0].signing_secret;
 }
 
@@ -122,7 +122,7 @@ export interface TokenRegistration {
   registration_metadata?: Record<string, unknown>;
 }
 
-const badToken = (detail: string) => new ApiError(401, 'invalid_registration_token', detail);
+const badToken = (detail: string) => unauthenticated('invalid_registration_token', detail);
 
 /** Statuses in which a version's processes run and may (re)register. */
 const REGISTRABLE = ['DEPLOYING', 'ACTIVE', 'UNHEALTHY', 'DRAINING'];

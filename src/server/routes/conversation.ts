@@ -1,6 +1,6 @@
 import type { StreamRecord } from '../../contract/conversation.js';
 import type { RouteHost, ServiceContext } from '../route-host.js';
-import { invalid } from '../errors.js';
+import { invalid } from '../domain/errors.js';
 import {
   endsStream,
   openStream,
