@@ -121,6 +121,8 @@ export const MigrateTasksResponse = z
     to_version: Version,
     tasks: z.array(Task),
     from_version_id: z.string().nullable().optional(),
+    /** True when the request was a dry run: `tasks` is the plan and nothing moved. */
+    dry_run: z.boolean(),
   })
   .meta({ id: 'MigrateTasksResponse' });
 export type MigrateTasksResponse = z.infer<typeof MigrateTasksResponse>;
