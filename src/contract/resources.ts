@@ -222,6 +222,8 @@ export const Preset = z
     id: z.enum(PRESET_IDS),
     name: z.string(),
     use: z.string(),
+    /** What its scopes allow, in a sentence. */
+    description: z.string(),
     scopes: z.array(z.object({ resource_type: ResourceType, role: Role })),
   })
   .meta({ id: 'Preset' });
