@@ -148,11 +148,11 @@ _agentctl() {
     tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create cancel delete migrate send watch messages events' -- "$cur")); return; fi ;;
     states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get put list delete' -- "$cur")); return; fi ;;
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get revoke rotate' -- "$cur")); return; fi ;;
-    groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
+    groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create add-member remove-member' -- "$cur")); return; fi ;;
     fs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get files push pull' -- "$cur")); return; fi ;;
   esac
   case "$noun${verb:+ $verb}" in
-    'auth login') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'auth login') COMPREPLY=($(compgen -W "--with-token $globals" -- "$cur")) ;;
     'auth logout') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'auth status') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'config get') COMPREPLY=($(compgen -W "--reveal base_url api_key current_profile $globals" -- "$cur")) ;;
@@ -206,6 +206,8 @@ _agentctl() {
     'keys rotate') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups create') COMPREPLY=($(compgen -W "--description $globals" -- "$cur")) ;;
+    'groups add-member') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'groups remove-member') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'fs create') COMPREPLY=($(compgen -W "--project --namespace -n $globals" -- "$cur")) ;;
     'fs list') COMPREPLY=($(compgen -W "--project --namespace -n --limit --page $globals" -- "$cur")) ;;
     'fs get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;

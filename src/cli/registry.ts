@@ -1,5 +1,6 @@
 import { ACP_TYPES, PRESET_IDS, REGISTER_STATUSES, SDK_TYPES, TASK_STATUSES, VERSION_STATUSES } from '../contract/enums.js';
 import type { CommandSpec, OptionSpec } from './command.js';
+import { DEFAULT_KEY_EXPIRY } from './key-expiry.js';
 
 /** Flags every command accepts (DESIGN.md section 7). */
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
@@ -30,7 +31,7 @@ export const NOUNS: Record<string, string> = {
   tasks: 'Create, inspect, cancel and migrate tasks',
   states: 'Read and write the JSON state of a (task, agent) pair',
   keys: 'Create (wizard or flags), list, revoke and rotate API keys',
-  groups: 'List and create sharing groups',
+  groups: 'List and create sharing groups, and add or remove their members',
   fs: 'Filesystems: create, list, inspect, and push or pull a directory',
   completion: 'Print a shell completion script',
   init: 'Start a new agent project on the ADK',
@@ -54,8 +55,9 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['auth', 'login'],
     summary: 'Save an API key (and base URL) into a profile after checking it',
-    description: 'Prompts for the key on a terminal; otherwise pass it with --api-key.',
-    examples: ['agentctl auth login', 'agentctl auth login --api-key "$KEY" --base-url https://agents.example.com --profile prod'],
+    description: 'Prompts for the key on a terminal; otherwise pipe it in with --with-token (kept out of shell history and ps), or pass --api-key.',
+    options: [{ flags: '--with-token', description: 'Read the API key from standard input' }],
+    examples: ['agentctl auth login', 'agentctl auth login --with-token --profile prod < key.txt', 'echo "$KEY" | agentctl auth login --with-token --base-url https://agents.example.com --profile prod'],
     load: () => import('./commands/auth/login.js'),
   },
   {
@@ -415,7 +417,7 @@ export const registry: readonly CommandSpec[] = [
       agent,
       { flags: '--branch <name>', description: 'Git branch (default: the one the production environment names)' },
       { flags: '--name <name>', description: 'Unique task name' },
-      { flags: '--params <json>', description: 'Task parameters as a JSON object' },
+      { flags: '--params <json>', description: 'Task parameters: a JSON object, @file.json, or - for standard input' },
       { flags: '--project <id>', description: 'Use the filesystem of this project (prj_ id)' },
       { flags: '--watch', description: 'Then follow the task as `tasks watch` does (exit 0 when it completes)' },
     ],
@@ -468,7 +470,7 @@ export const registry: readonly CommandSpec[] = [
       { name: 'task', description: 'task_ id or task name', required: true },
       { name: 'text', description: 'The event text (or use --data)' },
     ],
-    options: [{ flags: '--data <json>', description: 'Send a DataPart: a JSON object' }],
+    options: [{ flags: '--data <json>', description: 'Send a DataPart: a JSON object, @file.json, or - for standard input' }],
     examples: ['agentctl tasks send task_01J... "hello"', 'agentctl tasks send nightly-report --data \'{"action":"approve"}\' --json'],
     notFoundNext: 'agentctl tasks list',
     load: () => import('./commands/tasks/send.js'),
@@ -522,12 +524,12 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['states', 'put'],
     summary: 'Write a state record: replaces by default, --merge merges; creates it when the pair has none',
-    description: 'The JSON object comes from --data, --file (- for standard input) or piped standard input.',
+    description: 'The JSON object comes from --data (JSON, @file.json, or - for standard input), --file, or piped standard input.',
     args: [{ name: 'state', description: 'st_ id (or use --task and --agent)' }],
     options: [
       { flags: '--task <id>', description: 'Task id' },
       { ...agent, description: 'Agent (namespace/name or agt_ id)' },
-      { flags: '--data <json>', description: 'The state as a JSON object' },
+      { flags: '--data <json>', description: 'The state: a JSON object, @file.json, or - for standard input' },
       { flags: '--file <path>', description: 'Read the JSON object from a file (- for standard input)' },
       { flags: '--merge', description: 'Merge top-level keys (null deletes a key) instead of replacing' },
       { flags: '--if-match <version>', description: 'Only if the record is still at this version (else exit 5)', integer: true },
@@ -568,7 +570,7 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--group <id>', description: 'Sharing group (grp_ id or name); repeat for more', repeatable: true },
       { flags: '--name <name>', description: 'Key name' },
       { flags: '--description <text>', description: 'Description' },
-      { flags: '--expires <when>', description: 'Lifetime (90d, 12h, 2w, 1y), an ISO date, or never (the default without the wizard)' },
+      { flags: '--expires <when>', description: `Lifetime (90d, 12h, 2w, 1y), an ISO date, or never (default ${DEFAULT_KEY_EXPIRY}, as in the wizard)` },
     ],
     examples: [
       'agentctl keys create',
@@ -621,6 +623,28 @@ export const registry: readonly CommandSpec[] = [
     options: [{ flags: '--description <text>', description: 'Description' }],
     examples: ['agentctl groups create platform --description "Platform team"'],
     load: () => import('./commands/groups/create.js'),
+  },
+  {
+    path: ['groups', 'add-member'],
+    summary: 'Add an API key to a sharing group (org admins): it shares the group’s access',
+    args: [
+      { name: 'group', description: 'grp_ id or group name', required: true },
+      { name: 'key', description: 'key_ id or key name', required: true },
+    ],
+    examples: ['agentctl groups add-member platform ci-deploy', 'agentctl groups add-member grp_01J... key_01J... --json'],
+    notFoundNext: 'agentctl groups list',
+    load: () => import('./commands/groups/add-member.js'),
+  },
+  {
+    path: ['groups', 'remove-member'],
+    summary: 'Remove an API key from a sharing group (asks first; --yes to skip)',
+    args: [
+      { name: 'group', description: 'grp_ id or group name', required: true },
+      { name: 'key', description: 'key_ id or key name', required: true },
+    ],
+    examples: ['agentctl groups remove-member platform ci-deploy --yes', 'agentctl groups remove-member grp_01J... key_01J... --yes --json'],
+    notFoundNext: 'agentctl groups list',
+    load: () => import('./commands/groups/remove-member.js'),
   },
 
   // ---- filesystems -----------------------------------------------------------------------------
