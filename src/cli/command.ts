@@ -1,3 +1,4 @@
+import type { CompletionKind } from './complete.js';
 import type { CommandContext } from './context.js';
 import type { View } from './output/view.js';
 
@@ -24,6 +25,8 @@ export interface OptionSpec {
   repeatable?: boolean;
   /** Parses the value as an integer (usage error otherwise). */
   integer?: boolean;
+  /** Completion scripts offer live values for it through the hidden `agentctl __complete KIND`. */
+  complete?: CompletionKind;
 }
 
 export interface ArgSpec {
@@ -32,6 +35,7 @@ export interface ArgSpec {
   required?: boolean;
   variadic?: boolean;
   choices?: readonly string[];
+  complete?: CompletionKind;
 }
 
 /** One command of the registry: drives `--help`, completions and lazy loading of its handler. */

@@ -3,7 +3,7 @@ import type { CommandSpec, OptionSpec, Outcome } from './command.js';
 import type { CliIO, GlobalOptions } from './context.js';
 import { CliError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
-import { GLOBAL_OPTIONS, NOUNS, registry } from './registry.js';
+import { GLOBAL_OPTIONS, NOUNS, registry, VERB_ALIASES } from './registry.js';
 import { VERSION } from './version.js';
 
 export interface RunOptions {
@@ -53,7 +53,6 @@ export function buildProgram(
       command.addArgument(argument);
     }
     for (const option of spec.options ?? []) command.addOption(toOption(option));
-    // `ls` and `rm`, as gh, docker and kubectl users type them.
     const alias = spec.path.length === 2 ? VERB_ALIASES[spec.path[1]] : undefined;
     if (alias) command.alias(alias);
     command.addHelpText('after', `\nExamples:\n${spec.examples.map((e) => `  $ ${e}`).join('\n')}\n`);
@@ -91,8 +90,6 @@ function commandWord(argv: readonly string[]): string | undefined {
   }
   return undefined;
 }
-
-const VERB_ALIASES: Record<string, string> = { list: 'ls', delete: 'rm' };
 
 function toOption(spec: OptionSpec): Option {
   const option = new Option(spec.flags, spec.description);

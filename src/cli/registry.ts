@@ -1,9 +1,11 @@
+import { ACP_TYPES, PRESET_IDS, REGISTER_STATUSES, SDK_TYPES, TASK_STATUSES, VERSION_STATUSES } from '../contract/enums.js';
 import type { CommandSpec, OptionSpec } from './command.js';
+import { DEFAULT_KEY_EXPIRY } from './key-expiry.js';
 
 /** Flags every command accepts (DESIGN.md section 7). */
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
   { flags: '--json', description: 'Print the API’s JSON response (errors as {"error": ...} on stderr); never prompts' },
-  { flags: '--profile <name>', description: 'Config profile to use (env AGENTCTL_PROFILE)' },
+  { flags: '--profile <name>', description: 'Config profile to use (env AGENTCTL_PROFILE)', complete: 'profiles' },
   { flags: '--base-url <url>', description: 'Service URL (env AGENTCTL_BASE_URL; default http://127.0.0.1:7420)' },
   { flags: '--api-key <key>', description: 'API key (env AGENTCTL_API_KEY)' },
   { flags: '--no-color', description: 'Plain output without colour (also NO_COLOR)' },
@@ -29,18 +31,19 @@ export const NOUNS: Record<string, string> = {
   tasks: 'Create, inspect, cancel and migrate tasks',
   states: 'Read and write the JSON state of a (task, agent) pair',
   keys: 'Create (wizard or flags), list, revoke and rotate API keys',
-  groups: 'List and create sharing groups',
+  groups: 'List and create sharing groups, and add or remove their members',
   fs: 'Filesystems: create, list, inspect, and push or pull a directory',
   completion: 'Print a shell completion script',
   init: 'Start a new agent project on the ADK',
 };
 
-const agent: OptionSpec = { flags: '-a, --agent <ns/name>', description: 'Agent as namespace/name (or an agt_ id)' };
+/** `ls` and `rm` for `list` and `delete` of every noun, as gh, docker and kubectl users type them. */
+export const VERB_ALIASES: Readonly<Record<string, string>> = { list: 'ls', delete: 'rm' };
+
+const agent: OptionSpec = { flags: '-a, --agent <ns/name>', description: 'Agent as namespace/name (or an agt_ id)', complete: 'agents' };
 const limit = (fallback: number, max = 1000): OptionSpec => ({ flags: '--limit <n>', description: `How many to list (1..${max})`, integer: true, default: fallback });
 const page: OptionSpec = { flags: '--page <n>', description: 'Page number, from 1', integer: true, default: 1 };
 const all: OptionSpec = { flags: '--all', description: 'Every page, --limit rows per request (--json keeps total)' };
-const VERSION_STATUSES = ['DEPLOYING', 'ACTIVE', 'FAILED', 'UNHEALTHY', 'DRAINING', 'RETIRED', 'ROLLED_BACK'] as const;
-const TASK_STATUSES = ['IDLE', 'CANCELED', 'COMPLETED', 'FAILED', 'RUNNING', 'TERMINATED', 'TIMED_OUT', 'DELETED'] as const;
 const waitOptions: OptionSpec[] = [
   { flags: '--timeout <seconds>', description: 'How long to wait for ACTIVE or FAILED', integer: true, default: 300 },
   { flags: '--detach', description: 'Return at once instead of waiting' },
@@ -52,8 +55,9 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['auth', 'login'],
     summary: 'Save an API key (and base URL) into a profile after checking it',
-    description: 'Prompts for the key on a terminal; otherwise pass it with --api-key.',
-    examples: ['agentctl auth login', 'agentctl auth login --api-key "$KEY" --base-url https://agents.example.com --profile prod'],
+    description: 'Prompts for the key on a terminal; otherwise pipe it in with --with-token (kept out of shell history and ps), or pass --api-key.',
+    options: [{ flags: '--with-token', description: 'Read the API key from standard input' }],
+    examples: ['agentctl auth login', 'agentctl auth login --with-token --profile prod < key.txt', 'echo "$KEY" | agentctl auth login --with-token --base-url https://agents.example.com --profile prod'],
     load: () => import('./commands/auth/login.js'),
   },
   {
@@ -97,7 +101,7 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['config', 'use'],
     summary: 'Make a profile the current one',
-    args: [{ name: 'profile', description: 'Profile name', required: true }],
+    args: [{ name: 'profile', description: 'Profile name', required: true, complete: 'profiles' }],
     examples: ['agentctl config use prod', 'agentctl config use local'],
     load: () => import('./commands/config/use.js'),
   },
@@ -186,7 +190,7 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['agents', 'get'],
     summary: 'Show an agent',
-    args: [{ name: 'agent', description: 'namespace/name or an agt_ id', required: true }],
+    args: [{ name: 'agent', description: 'namespace/name or an agt_ id', required: true, complete: 'agents' }],
     examples: ['agentctl agents get default/bot', 'agentctl agents get agt_01J... --json'],
     notFoundNext: 'agentctl agents list',
     load: () => import('./commands/agents/get.js'),
@@ -194,7 +198,7 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['agents', 'delete'],
     summary: 'Delete an agent (asks first; --yes to skip)',
-    args: [{ name: 'agent', description: 'namespace/name or an agt_ id', required: true }],
+    args: [{ name: 'agent', description: 'namespace/name or an agt_ id', required: true, complete: 'agents' }],
     examples: ['agentctl agents delete default/old-bot', 'agentctl agents delete default/old-bot --yes --json'],
     notFoundNext: 'agentctl agents list',
     load: () => import('./commands/agents/delete.js'),
@@ -212,8 +216,8 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--replicas <n>', description: 'Replicas, 1..10', integer: true },
       { flags: '--sticky', description: 'Keep running tasks on their current version' },
       { flags: '--no-sticky', description: 'Move running tasks to the new version (the default)' },
-      { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: ['alpha_agent_sdk', 'beta_agent_sdk'], default: 'alpha_agent_sdk' },
-      { flags: '--acp-type <type>', description: 'Client-protocol server type (default: agentctl.json, else async)', choices: ['sync', 'async'] },
+      { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: SDK_TYPES, default: 'alpha_agent_sdk' },
+      { flags: '--acp-type <type>', description: 'Client-protocol server type (default: agentctl.json, else async)', choices: ACP_TYPES },
       { flags: '--description <text>', description: 'Agent description (first deploy)' },
       { flags: '--allow-dirty', description: 'Deploy even with uncommitted changes (without --image: uploads the work tree as it is)' },
       ...waitOptions,
@@ -310,7 +314,7 @@ export const registry: readonly CommandSpec[] = [
     args: [{ name: 'version', description: 'vN or a git-hash prefix (4+ characters) of the --agent, or a ver_ id', required: true }],
     options: [
       agent,
-      { flags: '--status <status>', description: 'What to report', choices: ['ACTIVE', 'UNHEALTHY', 'FAILED'], default: 'ACTIVE' },
+      { flags: '--status <status>', description: 'What to report', choices: REGISTER_STATUSES, default: 'ACTIVE' },
       { flags: '--reason <reason>', description: 'With --status FAILED: image_pull_failed, crash_loop, scheduling_failed, ...' },
     ],
     examples: ['agentctl versions register ver_01J...', 'agentctl versions register 3f2a9c1 --agent default/bot --status FAILED --reason crash_loop'],
@@ -413,7 +417,7 @@ export const registry: readonly CommandSpec[] = [
       agent,
       { flags: '--branch <name>', description: 'Git branch (default: the one the production environment names)' },
       { flags: '--name <name>', description: 'Unique task name' },
-      { flags: '--params <json>', description: 'Task parameters as a JSON object' },
+      { flags: '--params <json>', description: 'Task parameters: a JSON object, @file.json, or - for standard input' },
       { flags: '--project <id>', description: 'Use the filesystem of this project (prj_ id)' },
       { flags: '--watch', description: 'Then follow the task as `tasks watch` does (exit 0 when it completes)' },
     ],
@@ -466,7 +470,7 @@ export const registry: readonly CommandSpec[] = [
       { name: 'task', description: 'task_ id or task name', required: true },
       { name: 'text', description: 'The event text (or use --data)' },
     ],
-    options: [{ flags: '--data <json>', description: 'Send a DataPart: a JSON object' }],
+    options: [{ flags: '--data <json>', description: 'Send a DataPart: a JSON object, @file.json, or - for standard input' }],
     examples: ['agentctl tasks send task_01J... "hello"', 'agentctl tasks send nightly-report --data \'{"action":"approve"}\' --json'],
     notFoundNext: 'agentctl tasks list',
     load: () => import('./commands/tasks/send.js'),
@@ -520,12 +524,12 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['states', 'put'],
     summary: 'Write a state record: replaces by default, --merge merges; creates it when the pair has none',
-    description: 'The JSON object comes from --data, --file (- for standard input) or piped standard input.',
+    description: 'The JSON object comes from --data (JSON, @file.json, or - for standard input), --file, or piped standard input.',
     args: [{ name: 'state', description: 'st_ id (or use --task and --agent)' }],
     options: [
       { flags: '--task <id>', description: 'Task id' },
       { ...agent, description: 'Agent (namespace/name or agt_ id)' },
-      { flags: '--data <json>', description: 'The state as a JSON object' },
+      { flags: '--data <json>', description: 'The state: a JSON object, @file.json, or - for standard input' },
       { flags: '--file <path>', description: 'Read the JSON object from a file (- for standard input)' },
       { flags: '--merge', description: 'Merge top-level keys (null deletes a key) instead of replacing' },
       { flags: '--if-match <version>', description: 'Only if the record is still at this version (else exit 5)', integer: true },
@@ -561,12 +565,12 @@ export const registry: readonly CommandSpec[] = [
     description:
       'Steps: preset, scopes, sharing groups, review. Every step has a flag, so CI never prompts. --scope is type:id:role (type namespace, agent, project or org; an agent may be namespace/name, a namespace its slug); with --preset, type:id takes the preset’s role for that type. The secret is printed once, on stdout.',
     options: [
-      { flags: '--preset <preset>', description: 'Scope preset', choices: ['deploy', 'read-only', 'agent-runner', 'custom'] },
+      { flags: '--preset <preset>', description: 'Scope preset', choices: PRESET_IDS },
       { flags: '--scope <type:id[:role]>', description: 'A scope; repeat for more', repeatable: true },
       { flags: '--group <id>', description: 'Sharing group (grp_ id or name); repeat for more', repeatable: true },
       { flags: '--name <name>', description: 'Key name' },
       { flags: '--description <text>', description: 'Description' },
-      { flags: '--expires <when>', description: 'Lifetime (90d, 12h, 2w, 1y), an ISO date, or never (the default without the wizard)' },
+      { flags: '--expires <when>', description: `Lifetime (90d, 12h, 2w, 1y), an ISO date, or never (default ${DEFAULT_KEY_EXPIRY}, as in the wizard)` },
     ],
     examples: [
       'agentctl keys create',
@@ -619,6 +623,28 @@ export const registry: readonly CommandSpec[] = [
     options: [{ flags: '--description <text>', description: 'Description' }],
     examples: ['agentctl groups create platform --description "Platform team"'],
     load: () => import('./commands/groups/create.js'),
+  },
+  {
+    path: ['groups', 'add-member'],
+    summary: 'Add an API key to a sharing group (org admins): it shares the group’s access',
+    args: [
+      { name: 'group', description: 'grp_ id or group name', required: true },
+      { name: 'key', description: 'key_ id or key name', required: true },
+    ],
+    examples: ['agentctl groups add-member platform ci-deploy', 'agentctl groups add-member grp_01J... key_01J... --json'],
+    notFoundNext: 'agentctl groups list',
+    load: () => import('./commands/groups/add-member.js'),
+  },
+  {
+    path: ['groups', 'remove-member'],
+    summary: 'Remove an API key from a sharing group (asks first; --yes to skip)',
+    args: [
+      { name: 'group', description: 'grp_ id or group name', required: true },
+      { name: 'key', description: 'key_ id or key name', required: true },
+    ],
+    examples: ['agentctl groups remove-member platform ci-deploy --yes', 'agentctl groups remove-member grp_01J... key_01J... --yes --json'],
+    notFoundNext: 'agentctl groups list',
+    load: () => import('./commands/groups/remove-member.js'),
   },
 
   // ---- filesystems -----------------------------------------------------------------------------
@@ -695,8 +721,8 @@ export const registry: readonly CommandSpec[] = [
     description: 'Refuses a non-empty directory unless --force. node_modules/agentctl links this agentctl (git-ignored), so the project needs no registry.',
     args: [{ name: 'dir', description: 'Directory to create (default: the current one)' }],
     options: [
-      { ...agent, description: 'Agent as namespace/name (default: default/<directory name>)' },
-      { flags: '--acp-type <type>', description: 'async (events; default) or sync (messages answered inline)', choices: ['async', 'sync'], default: 'async' },
+      { ...agent, description: 'Agent as namespace/name (default: default/<directory name>)', complete: undefined },
+      { flags: '--acp-type <type>', description: 'async (events; default) or sync (messages answered inline)', choices: ACP_TYPES, default: 'async' },
       { flags: '--force', description: 'Write into a non-empty directory (same-named files are replaced)' },
       { flags: '--no-git', description: 'Do not create a git repository and first commit' },
     ],

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { REGISTER_STATUSES } from './enums.js';
 import { VersionLogs, VersionLogsQuery } from './runtime.js';
 import {
   ACPType,
@@ -130,6 +131,8 @@ export const MigrateTasksResponse = z
     to_version: Version,
     tasks: z.array(Task),
     from_version_id: z.string().nullable().optional(),
+    /** True when the request was a dry run: `tasks` is the plan and nothing moved. */
+    dry_run: z.boolean(),
   })
   .meta({ id: 'MigrateTasksResponse' });
 export type MigrateTasksResponse = z.infer<typeof MigrateTasksResponse>;
@@ -190,7 +193,7 @@ export const RegisterVersionRequest = z.object({
   acp_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
   registration_token: z.string().min(1).max(200).optional(),
   /** ACTIVE: ready (or recovered); UNHEALTHY: failing health checks; FAILED: could not start. */
-  status: z.enum(['ACTIVE', 'UNHEALTHY', 'FAILED']).default('ACTIVE'),
+  status: z.enum(REGISTER_STATUSES).default('ACTIVE'),
   replicas: z.number().int().min(0).max(10).optional(),
   failure_reason: z.string().max(200).optional(),
   failure_diagnostics: z

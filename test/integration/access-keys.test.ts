@@ -1,3 +1,4 @@
+import { PRESETS } from '../../src/contract/presets.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { engines, openTestService, type ApiResponse, type TestService } from '../support/service.js';
 
@@ -214,23 +215,15 @@ describe.each(engines)('API keys (%s)', (engine) => {
   test('GET /api_keys/presets: the spec’s four presets, for any valid key', async () => {
     const res = await svc.api('GET', '/api_keys/presets', { key: await memberKey() });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({
-      presets: [
-        {
-          id: 'deploy',
-          name: 'Deploy',
-          use: 'CI/CD and deployments',
-          scopes: [
-            { resource_type: 'namespace', role: 'admin' },
-            { resource_type: 'agent', role: 'editor' },
-            { resource_type: 'project', role: 'editor' },
-          ],
-        },
-        { id: 'read-only', name: 'Read-Only', use: 'Monitoring, dashboards', scopes: [{ resource_type: 'agent', role: 'viewer' }, { resource_type: 'project', role: 'viewer' }] },
-        { id: 'agent-runner', name: 'Agent Runner', use: 'Run tasks, manage files', scopes: [{ resource_type: 'agent', role: 'viewer' }, { resource_type: 'project', role: 'editor' }] },
-        { id: 'custom', name: 'Custom', use: 'Manual scope configuration', scopes: [] },
-      ],
-    });
+    expect(res.body).toEqual({ presets: PRESETS });
+    expect(res.body.presets.map((p: { id: string; name: string; use: string; scopes: { resource_type: string; role: string }[] }) => [p.id, p.name, p.use, p.scopes.map((s) => `${s.resource_type}:${s.role}`)])).toEqual([
+      ['deploy', 'Deploy', 'CI/CD and deployments', ['namespace:admin', 'agent:editor', 'project:editor']],
+      ['read-only', 'Read-Only', 'Monitoring, dashboards', ['agent:viewer', 'project:viewer']],
+      ['agent-runner', 'Agent Runner', 'Run tasks, manage files', ['agent:viewer', 'project:editor']],
+      ['custom', 'Custom', 'Manual scope configuration', []],
+    ]);
+    // The spec's role table: an agent viewer may run tasks, and the Read-Only preset says so.
+    expect(res.body.presets[1].description).toContain('agent viewers can also run tasks');
     expect((await svc.api('GET', '/api_keys/presets', { key: null })).status).toBe(401);
   });
 

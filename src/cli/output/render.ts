@@ -35,7 +35,8 @@ export async function renderView(view: View, target: RenderTarget): Promise<{ st
         chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ' },
       });
       for (const row of view.rows) table.push(view.columns.map((c) => humanCell(c.value(row), c.format ?? 'text', target.chalk)));
-      return { stdout: table.toString().split('\n').map((line) => line.trimEnd()).join('\n') + '\n' };
+      const heading = view.title ? `${target.chalk.bold(view.title)}\n` : '';
+      return { stdout: heading + table.toString().split('\n').map((line) => line.trimEnd()).join('\n') + '\n' };
     }
   }
 }

@@ -16,6 +16,8 @@ export interface Prompter {
   input(options: { message: string; default?: string; required?: boolean; validate?: (value: string) => true | string }): Promise<string>;
   password(options: { message: string }): Promise<string>;
   confirm(options: { message: string; default?: boolean }): Promise<boolean>;
+  /** A line between prompts (why a step is skipped), on the prompts' stream. */
+  note(message: string): void;
 }
 
 /** @inquirer/prompts on the given terminal; prompts are written to stderr so stdout stays data. */
@@ -38,5 +40,6 @@ export async function inquirerPrompter(io: CliIO, signal: AbortSignal): Promise<
     input: (o) => guard(() => inquirer.input({ message: o.message, default: o.default, required: o.required, validate: o.validate }, context)),
     password: (o) => guard(() => inquirer.password({ message: o.message, mask: '*' }, context)),
     confirm: (o) => guard(() => inquirer.confirm({ message: o.message, default: o.default }, context)),
+    note: (message) => void io.stderr.write(`${message}\n`),
   };
 }

@@ -20,6 +20,7 @@ export interface MigrationResult {
   /** The moved tasks as a JSON array, built by the database (see taskJsonSql). */
   tasksJson: string;
   count: number;
+  dry_run: boolean;
 }
 
 /** The valid shapes: exactly one source and exactly one target (DESIGN.md 5, Migration). */
@@ -163,6 +164,7 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       to_version: toVersion(target),
       tasksJson: result.tasks,
       count: result.n,
+      dry_run: req.dry_run,
     };
   });
 }
@@ -185,5 +187,6 @@ export function migrationResponseJson(result: MigrationResult): string {
   const head: Record<string, unknown> = { branch_id: result.branch_id };
   if (result.from_version_id !== undefined) head.from_version_id = result.from_version_id;
   head.to_version = result.to_version;
+  head.dry_run = result.dry_run;
   return `${JSON.stringify(head).slice(0, -1)},"tasks":${result.tasksJson}}`;
 }

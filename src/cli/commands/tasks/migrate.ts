@@ -37,7 +37,7 @@ const migrate: Handler = async (ctx, _args, options) => {
   if (options.dryRun) {
     const { data, raw } = await client.request('migrateTasks', { body: { ...body, dry_run: true } });
     ctx.info(planText(data, body, before));
-    return { json: raw, view: table(taskColumns, data.tasks, 'Nothing would move.') };
+    return { json: raw, view: table(taskColumns, data.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };
   }
   if (!ctx.globals.yes && !ctx.globals.json) {
     if (!ctx.canPrompt()) throw needsFlag('--yes', 'Migrating tasks needs confirmation', retry);
