@@ -143,8 +143,8 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['namespaces', 'list'],
     summary: 'List namespaces',
-    options: [limit(100), page],
-    examples: ['agentctl namespaces list', 'agentctl namespaces list --json'],
+    options: [limit(100), page, all],
+    examples: ['agentctl namespaces list', 'agentctl namespaces list --all --json'],
     load: () => import('./commands/namespaces/list.js'),
   },
   {
@@ -158,8 +158,8 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['projects', 'list'],
     summary: 'List projects',
-    options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(100), page],
-    examples: ['agentctl projects list', 'agentctl projects list --namespace research --json'],
+    options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(100), page, all],
+    examples: ['agentctl projects list', 'agentctl projects list --namespace research --all --json'],
     load: () => import('./commands/projects/list.js'),
   },
   {
@@ -640,6 +640,7 @@ export const registry: readonly CommandSpec[] = [
       { flags: '-n, --namespace <slug>', description: 'Namespace (default: default)' },
       limit(100),
       page,
+      all,
     ],
     examples: ['agentctl fs list --project prj_01J...', 'agentctl fs list --namespace default --json'],
     load: () => import('./commands/fs/list.js'),
