@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { engines, type TestService } from '../support/service.js';
-import { deployActive, runCli, useCliService, type CliService } from './support.js';
+import { deployActive, gitRepo, runCli, useCliService, type CliService } from './support.js';
 
 // Issue 13, defects 4-7: every paged list says when it is cut and pages with --all, names where
 // there are names, pasteable hints, errors in the user's terms.
@@ -50,6 +50,38 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       expect(cut.stderr).toBe('showing 2 of 3; --limit 3\n');
       const piped = await runCli(['versions', 'list', '--agent', 'default/bot', '--limit', '2'], { env });
       expect(piped.stderr).toBe('');
+    });
+  });
+
+  describe('validation errors name the flag the user typed', () => {
+    test('a body field filled by a flag of another name (--image is image_url)', async () => {
+      await gitRepo(scratch.dir);
+      const result = await runCli(['deploy', '--agent', 'default/bot', '--image', '', '--detach'], { env, cwd: scratch.dir });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('error: Invalid request: --image: ');
+      expect(result.stderr).not.toContain('image_url');
+    });
+
+    test('an item of a repeated flag is counted from 1 (--rule #2)', async () => {
+      await deployActive(svc, 'default/bot');
+      const result = await runCli(['envs', 'create', 'staging', '--agent', 'default/bot', '--rule', 'staging', '--rule', ''], { env });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('error: Invalid request: --rule #2: ');
+      expect(result.stderr).not.toContain('branch_rules');
+    });
+
+    test('a query field of another name (--after is after_sequence_id)', async () => {
+      await deployActive(svc, 'default/bot');
+      const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
+      const result = await runCli(['tasks', 'events', task, '--after', '-1'], { env });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('error: Invalid request: --after: ');
+    });
+
+    test('an argument is named as the command help names it (SLUG, not body.slug)', async () => {
+      const result = await runCli(['namespaces', 'create', 'Not A Slug'], { env });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('error: Invalid request: SLUG: ');
     });
   });
 });

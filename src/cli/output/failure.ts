@@ -28,19 +28,20 @@ export interface FailureContext {
   commandPath?: readonly string[];
   notFoundNext?: string;
   baseUrl?: string;
-  /** The command's long flags (`--limit`), to name them in validation errors instead of `query.limit`. */
-  flags?: readonly string[];
+  /** The command's flag for each API field (flagsByField), to name `--limit` instead of `query.limit`. */
+  flags?: ReadonlyMap<string, string>;
 }
 
-/** API fields whose flag has another name. */
-const FIELD_FLAGS: Record<string, string> = { page_number: '--page' };
-
-/** `query.limit: Too big` as `--limit: Too big` when the command has that flag, else as the API says. */
-function validationText(item: { loc: (string | number)[]; msg: string }, flags: readonly string[] = []): string {
-  const field = String(item.loc[item.loc.length - 1] ?? '');
-  const flag = FIELD_FLAGS[field] ?? `--${field.replace(/_/g, '-')}`;
-  if (item.loc.length === 2 && (item.loc[0] === 'query' || item.loc[0] === 'body') && flags.includes(flag)) return `${flag}: ${item.msg}`;
-  return `${item.loc.join('.')}: ${item.msg}`;
+/**
+ * `query.limit: Too big` as `--limit: Too big` when the command has a flag for that field, and
+ * `body.branch_rules.1: Too small` as `--rule #2: Too small`; else as the API says.
+ */
+function validationText(item: { loc: (string | number)[]; msg: string }, flags: ReadonlyMap<string, string> = new Map()): string {
+  const [where, field, ...rest] = item.loc;
+  const flag = (where === 'query' || where === 'body' || where === 'path') && typeof field === 'string' ? flags.get(field) : undefined;
+  if (!flag) return `${item.loc.join('.')}: ${item.msg}`;
+  const inside = rest.map((part) => (typeof part === 'number' ? ` #${part + 1}` : ` ${part}`)).join('');
+  return `${flag}${inside}: ${item.msg}`;
 }
 
 export function toFailure(error: unknown, context: FailureContext = {}): Failure {
