@@ -1,4 +1,6 @@
 import type { z } from 'zod';
+import type { ConflictCode } from '../contract/common.js';
+import { versionLabel } from '../contract/version-ref.js';
 
 export type ValidationItem = { loc: (string | number)[]; msg: string; type: string };
 
@@ -22,7 +24,16 @@ export class ValidationFailure extends Error {
 }
 
 export const notFound = (what: string, id: string) => new ApiError(404, 'not_found', `${what} ${id} was not found`);
-export const conflict = (code: string, detail: string) => new ApiError(409, code, detail);
+export const conflict = (code: ConflictCode, detail: string) => new ApiError(409, code, detail);
+/** A 412: the request names a version (If-Match) that is no longer current. */
+export const preconditionFailed = (code: ConflictCode, detail: string, headers: Record<string, string>) => new ApiError(412, code, detail, headers);
+/**
+ * A resource in an error sentence: its name, with the id that API clients match on (`main
+ * (br_01J...)`, `v3 (ver_01J...)`), or the id alone when it has no name.
+ */
+export const named = (name: string | null | undefined, id: string) => (name ? `${name} (${id})` : id);
+export const namedVersion = (version: { id: string; number: number }) => named(versionLabel(version.number), version.id);
+
 export const forbidden = (detail: string) => new ApiError(403, 'forbidden', detail);
 export const invalid = (loc: (string | number)[], msg: string, type = 'value_error') => new ValidationFailure([{ loc, msg, type }]);
 

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Db } from './store/db.js';
-import { ApiError, invalid } from './errors.js';
+import { ApiError, conflict, invalid } from './errors.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** How long a stored response answers retries. */
@@ -77,7 +77,7 @@ export async function claimIdempotencyKey(db: Db, scope: IdempotencyScope): Prom
     }
     if (existing.status !== null && existing.response !== null) return { kind: 'replay', status: existing.status, body: existing.response };
     if (Date.now() > deadline) {
-      throw new ApiError(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry later');
+      throw conflict('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry later');
     }
     await sleep(POLL_MS);
   }

@@ -78,7 +78,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     expect(parse('registerVersion', result.stdout).version).toMatchObject({ id: deployed.version_id, status: 'ACTIVE' });
     const failed = await runCli(['versions', 'register', deployed.version_id, '--status', 'FAILED', '--reason', 'crash_loop'], { env, cwd: scratch.dir });
     expect(failed.code).toBe(5);
-    expect(failed.stderr).toContain(`Version ${deployed.version_id} is ACTIVE; it cannot become FAILED`);
+    expect(failed.stderr).toContain(`Version v1 (${deployed.version_id}) is ACTIVE; it cannot become FAILED`);
   });
 
   test('deploy outside a git work tree is a usage error', async () => {

@@ -4,7 +4,7 @@ import type { Branch, Version, VersionEvent } from '../../contract/resources.js'
 import type { VersionStatus } from '../../contract/common.js';
 import type { Db } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
-import { ApiError, ValidationFailure } from '../errors.js';
+import { ApiError, conflict, ValidationFailure } from '../errors.js';
 import { parseVersionRef, VERSION_REF_FORMS, versionLabel } from '../../contract/version-ref.js';
 import { toBranch, toVersion, toVersionEvent, type BranchRow } from '../store/mappers.js';
 import { agentByPath, branchById, versionById } from './lookup.js';
@@ -156,7 +156,7 @@ export async function resolveAgentVersion(db: Db, perms: Permissions, ref: Agent
   if (versions.length > 1) {
     const listed = versions.slice(0, AMBIGUOUS_SHOWN).map((v) => `${versionLabel(v.number)} (${v.git_hash.slice(0, 12)}, deployed ${v.deployed_at})`);
     const more = versions.length > AMBIGUOUS_SHOWN ? ', and more' : '';
-    throw new ApiError(409, 'ambiguous_version', `${ref.ref} matches several versions of ${describe}: ${listed.join(', ')}${more}. Name one by vN or give more of the hash.`);
+    throw conflict('ambiguous_version', `${ref.ref} matches several versions of ${describe}: ${listed.join(', ')}${more}. Name one by vN or give more of the hash.`);
   }
   return versions[0];
 }

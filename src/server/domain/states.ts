@@ -3,7 +3,7 @@ import type { State } from '../../contract/resources.js';
 import type { Db, StatesTable } from '../store/db.js';
 import type { Selectable } from 'kysely';
 import type { Permission, Permissions, Visibility } from '../auth/policy.js';
-import { ApiError, conflict, invalid, ValidationFailure } from '../errors.js';
+import { ApiError, conflict, invalid, named, preconditionFailed, ValidationFailure } from '../errors.js';
 import { newId } from '../store/ids.js';
 import { toState } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
@@ -37,8 +37,8 @@ export const etagOf = (version: number) => `"${version}"`;
 
 const tooLarge = () => new ApiError(413, 'state_too_large', `A state object may be at most ${STATE_MAX_BYTES} bytes serialized`);
 
-const preconditionFailed = (stateId: string, current: number) =>
-  new ApiError(412, 'precondition_failed', `State ${stateId} is at version ${current}; If-Match does not name it`, { ETag: etagOf(current) });
+const staleVersion = (stateId: string, current: number) =>
+  preconditionFailed('precondition_failed', `State ${stateId} is at version ${current}; If-Match does not name it`, { ETag: etagOf(current) });
 
 /** The state with its agent's namespace, checked against `permission` on that agent (404 when not discoverable). */
 async function stateForAccess(db: Db, perms: Permissions, permission: Permission, stateId: string): Promise<StateRow> {
@@ -69,14 +69,14 @@ const versionCondition = (ifMatch: IfMatch, column = 'version'): RawBuilder<unkn
  */
 async function explainNoRow(db: Db, perms: Permissions, stateId: string, ifMatch: IfMatch): Promise<never> {
   const row = await stateForAccess(db, perms, 'write_task_data', stateId);
-  if (Array.isArray(ifMatch) && !ifMatch.includes(row.version)) throw preconditionFailed(stateId, row.version);
+  if (Array.isArray(ifMatch) && !ifMatch.includes(row.version)) throw staleVersion(stateId, row.version);
   throw tooLarge();
 }
 
 /** `POST /states`: 200; 409 `state_exists` when the (task, agent) pair has one (the unique index decides, so concurrent creates are safe). */
 export async function createState(db: Db, perms: Permissions, input: { task_id: string; agent_id: string; state: Record<string, unknown> }): Promise<State> {
-  await agentById(db, perms, 'write_task_data', input.agent_id);
-  await taskById(db, perms, 'read', input.task_id);
+  const agent = await agentById(db, perms, 'write_task_data', input.agent_id);
+  const task = await taskById(db, perms, 'read', input.task_id);
   try {
     const inserted = await sql<StateRow>`
       INSERT INTO states (id, task_id, agent_id, state)
@@ -86,7 +86,7 @@ export async function createState(db: Db, perms: Permissions, input: { task_id: 
     if (inserted.rows.length === 0) throw tooLarge();
     return toState(inserted.rows[0]);
   } catch (error) {
-    if (isUniqueViolation(error)) throw conflict('state_exists', `Task ${input.task_id} already has a state for agent ${input.agent_id}`);
+    if (isUniqueViolation(error)) throw conflict('state_exists', `Task ${named(task.name, input.task_id)} already has a state for agent ${named(agent.name, input.agent_id)}`);
     throw error;
   }
 }
