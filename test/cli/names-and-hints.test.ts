@@ -1,4 +1,6 @@
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { engines, type TestService } from '../support/service.js';
 import { deployActive, gitRepo, runCli, useCliService, type CliService } from './support.js';
@@ -82,6 +84,89 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       const result = await runCli(['namespaces', 'create', 'Not A Slug'], { env });
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('error: Invalid request: SLUG: ');
+    });
+  });
+
+  describe('conflicts: the resource by name, and a hint for the code', () => {
+    test('branch_has_tasks names the branch and says to migrate or --force', async () => {
+      const v1 = await deployActive(svc, 'default/bot');
+      await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } });
+      const result = await runCli(['branches', 'retire', 'main', '--agent', 'default/bot', '--reason', 'merged', '--yes'], { env });
+      expect(result.code).toBe(5);
+      expect(result.stderr).toBe(
+        `error: Branch main (${v1.branchId}) still has 1 running or idle task(s); pass force: true to terminate them (409 branch_has_tasks)\n` +
+          'hint: Move its tasks first (agentctl tasks migrate), or pass --force to terminate them.\n',
+      );
+    });
+
+    test('image_expired names the version by number', async () => {
+      const v1 = await deployActive(svc, 'default/bot');
+      await deployActive(svc, 'default/bot');
+      await sql`UPDATE versions SET image_expires_at = '2020-01-01T00:00:00Z' WHERE id = ${v1.versionId}`.execute(svc.store.db);
+      const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', 'v1', '--yes'], { env });
+      expect(result.code).toBe(5);
+      expect(result.stderr).toBe(
+        `error: The image of version v1 (${v1.versionId}) expired at 2020-01-01T00:00:00.000Z; deploy it again instead (409 image_expired)\n` +
+          'hint: That version’s image is past its retention; pick a newer version.\n',
+      );
+    });
+
+    test('no_routable_version says to deploy first', async () => {
+      await deployActive(svc, 'default/bot');
+      await svc.api('POST', '/agents/deploy', {
+        body: { namespace: 'default', agent_name: 'bot', branch: 'feature/x', git_hash: 'a'.repeat(40), git_message: 'x', author_name: 'Ada', author_email: 'ada@example.com', image_url: 'img:x', sdk_type: 'alpha_agent_sdk', acp_type: 'async' },
+      });
+      const version = (await svc.api('GET', '/agents/default/bot/versions?branch=feature/x')).body.versions[0].id;
+      expect((await svc.api('POST', '/versions/register', { body: { version_id: version, status: 'FAILED', failure_reason: 'crash_loop' } })).status).toBe(200);
+      const result = await runCli(['tasks', 'create', '--agent', 'default/bot', '--branch', 'feature/x'], { env });
+      expect(result.code).toBe(5);
+      expect(result.stderr).toContain('(409 no_routable_version)\nhint: The branch has no ACTIVE or DEPLOYING version: deploy one first.\n');
+    });
+
+    test('task_terminal names the task', async () => {
+      await deployActive(svc, 'default/bot');
+      const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot', name: 'nightly' } })).body.id;
+      await svc.api('POST', `/tasks/${task}/cancel`);
+      const result = await runCli(['tasks', 'send', 'nightly', 'late'], { env });
+      expect(result.code).toBe(5);
+      expect(result.stderr).toContain(`error: Task nightly (${task}) is CANCELED; a finished task takes no new events or messages (409 task_terminal)\n`);
+    });
+  });
+
+  describe('printed commands paste into a shell as they are', () => {
+    test('branches retire without --yes: the reason is single-quoted ($ and quotes survive)', async () => {
+      const v1 = await deployActive(svc, 'default/bot', 'feature/x');
+      const result = await runCli(['branches', 'retire', 'feature/x', '--agent', 'default/bot', '--reason', "it's $done"], { env });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`try:  agentctl branches retire ${v1.branchId} --reason 'it'\\''s $done' --yes\n`);
+    });
+
+    test('rollback without --yes: a branch name with shell characters is quoted', async () => {
+      await deployActive(svc, 'default/bot', 'fix(ui)');
+      await deployActive(svc, 'default/bot', 'fix(ui)');
+      const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'fix(ui)', '--to', 'v1'], { env });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain("try:  agentctl rollback --agent default/bot --branch 'fix(ui)' --to v1 --yes\n");
+    });
+
+    test('fs pull without --fs: a directory with a space is quoted, the placeholder is not', async () => {
+      const result = await runCli(['fs', 'pull', 'my dir'], { env, cwd: scratch.dir });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain("try:  agentctl fs pull 'my dir' --fs <fs_id>\n");
+    });
+
+    test('init: the next step cds into a directory with a space', async () => {
+      const result = await runCli(['init', 'my bot', '--no-git'], { env, cwd: scratch.dir });
+      expect(result.code).toBe(0);
+      expect(result.stderr).toContain("Next: cd 'my bot' && agentctl deploy\n");
+    });
+
+    test('deploy of a dirty tree: the --allow-dirty retry keeps the flags given', async () => {
+      await gitRepo(scratch.dir);
+      writeFileSync(path.join(scratch.dir, 'notes.txt'), 'uncommitted');
+      const result = await runCli(['deploy', '--agent', 'default/bot', '--image', 'registry.local/bot:1', '--branch', 'fix(ui)'], { env, cwd: scratch.dir });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain("try:  agentctl deploy --agent default/bot --image registry.local/bot:1 --branch 'fix(ui)' --allow-dirty\n");
     });
   });
 });

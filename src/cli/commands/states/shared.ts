@@ -3,6 +3,7 @@ import type { CommandContext } from '../../context.js';
 import { CliError, usageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { resolveAgent } from '../../refs.js';
+import { agentctl } from '../../shell.js';
 
 export interface StateTarget {
   /** The record when it exists. */
@@ -31,7 +32,7 @@ export function noState(target: StateTarget, agentRef: string | undefined): CliE
   return new CliError(`Task ${target.taskId} has no state for agent ${agentRef}`, {
     exitCode: ExitCode.notFound,
     code: 'not_found',
-    next: `agentctl states put --task ${target.taskId} --agent ${agentRef} --data '{}'`,
+    next: agentctl('states', 'put', '--task', target.taskId, '--agent', agentRef, '--data', '{}'),
   });
 }
 
