@@ -23,6 +23,8 @@ export interface CliIO {
 
 export interface GlobalOptions {
   json: boolean;
+  /** Ids beside names in tables and records (`--wide`). */
+  wide: boolean;
   profile?: string;
   baseUrl?: string;
   apiKey?: string;

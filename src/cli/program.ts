@@ -62,6 +62,7 @@ export function buildProgram(
       const globals = self.optsWithGlobals() as Record<string, any>;
       await onAction(spec, self.processedArgs.flat().filter((a) => a !== undefined).map(String), self.opts(), {
         json: Boolean(globals.json),
+        wide: Boolean(globals.wide),
         profile: globals.profile,
         baseUrl: globals.baseUrl,
         apiKey: globals.apiKey,
@@ -160,7 +161,7 @@ async function print(ctx: import('./context.js').CommandContext, outcome: Outcom
   }
   if (!outcome.view) return;
   const { renderView } = await import('./output/render.js');
-  const rendered = await renderView(outcome.view, { tty: Boolean(ctx.io.stdout.isTTY), chalk: ctx.chalk, columns: ctx.io.stdout.columns });
+  const rendered = await renderView(outcome.view, { tty: Boolean(ctx.io.stdout.isTTY), chalk: ctx.chalk, columns: ctx.io.stdout.columns, wide: ctx.globals.wide });
   ctx.io.stdout.write(rendered.stdout);
   if (rendered.note && ctx.io.stderr.isTTY) ctx.info(rendered.note);
 }

@@ -84,5 +84,31 @@ export async function resolveBranch(client: Client, ref: string, agentRef: strin
   return found;
 }
 
+/** A `task_` id as it is, or a task name (unique in the org) as its id: every command that takes a task takes either, as `tasks get` does. */
+export async function resolveTaskId(client: Client, ref: string): Promise<string> {
+  if (ref.startsWith('task_')) return ref;
+  return (await client.getTaskByName({ params: { task_name: ref } })).id;
+}
+
+/**
+ * A `key_` id as it is, or a key name as its id. Names need not be unique: a name several keys
+ * share is refused, naming their ids. Revoked keys count only with `includeRevoked`.
+ */
+export async function resolveKeyId(client: Client, ref: string, includeRevoked: boolean): Promise<string> {
+  if (ref.startsWith('key_')) return ref;
+  const { api_keys: keys } = await client.listKeys({ query: { include_revoked: includeRevoked ? 'true' : 'false' } });
+  const named = keys.filter((k) => k.name === ref);
+  if (named.length === 1) return named[0]!.id;
+  if (named.length === 0) {
+    throw new CliError(`No API key is named "${ref}"${includeRevoked ? '' : ' (revoked keys left out)'}`, {
+      exitCode: ExitCode.notFound,
+      code: 'not_found',
+      hint: 'Give a key_ id or the name of a key.',
+      next: agentctl('keys', 'list', ...(includeRevoked ? ['--include-revoked'] : [])),
+    });
+  }
+  throw usageError(`${named.length} API keys are named "${ref}": ${named.map((k) => k.id).join(', ')}`, 'Give the key_ id of the one you mean.', agentctl('keys', 'list'));
+}
+
 /** Short form of a git hash for people. */
 export const shortHash = (hash: string) => hash.slice(0, 7);

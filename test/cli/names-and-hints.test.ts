@@ -169,4 +169,71 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       expect(result.stderr).toContain("try:  agentctl deploy --agent default/bot --image registry.local/bot:1 --branch 'fix(ui)' --allow-dirty\n");
     });
   });
+
+  describe('names where there are names; ids under --json and --wide', () => {
+    test('agents list: the namespace by slug, its id with --wide', async () => {
+      const namespace = (await svc.api('POST', '/namespaces', { body: { slug: 'research', name: 'Research' } })).body;
+      const { agentId } = await deployActive(svc, 'research/bot');
+      const rows = (result: { stdout: string }) => result.stdout.trim().split('\n').map((line) => line.split('\t'));
+      const plain = await runCli(['agents', 'list'], { env });
+      expect(rows(plain).map((row) => row.slice(0, 4))).toEqual([[agentId, 'bot', 'research', 'ACTIVE']]);
+      const wide = await runCli(['agents', 'list', '--wide'], { env });
+      expect(rows(wide).map((row) => row.slice(0, 5))).toEqual([[agentId, 'bot', 'research', namespace.id, 'ACTIVE']]);
+      const json = await runCli(['agents', 'list', '--json'], { env });
+      expect(json.json().agents[0].namespace_id).toBe(namespace.id);
+    });
+
+    test('keys list: scopes as --scope takes them, ids with --wide', async () => {
+      const { agentId } = await deployActive(svc, 'default/bot');
+      const namespaceId = (await svc.api('GET', '/namespaces')).body.namespaces[0].id;
+      const scopes = [
+        { resource_type: 'namespace', resource_id: namespaceId, role: 'admin' },
+        { resource_type: 'agent', resource_id: agentId, role: 'viewer' },
+      ];
+      const key = (await svc.api('POST', '/api_keys', { body: { name: 'ci', scopes } })).body.api_key;
+      const scopesOf = (result: { stdout: string }, column: number) => result.stdout.trim().split('\n').map((line) => line.split('\t')).find((row) => row[0] === key.id)![column];
+      expect(scopesOf(await runCli(['keys', 'list'], { env }), 3)).toBe('namespace:default:admin, agent:default/bot:viewer');
+      expect(scopesOf(await runCli(['keys', 'list', '--wide'], { env }), 4)).toBe(`namespace:${namespaceId}:admin, agent:${agentId}:viewer`);
+    });
+
+    test('keys get, revoke and rotate take a key name; a name two keys share is refused naming both', async () => {
+      const scopes = [{ resource_type: 'org', resource_id: (await svc.api('GET', '/whoami')).body.org_id, role: 'member' }];
+      const ci = (await svc.api('POST', '/api_keys', { body: { name: 'ci', scopes } })).body.api_key;
+      const got = await runCli(['keys', 'get', 'ci', '--json'], { env });
+      expect(got.json().id).toBe(ci.id);
+      const revoked = await runCli(['keys', 'revoke', 'ci', '--yes', '--json'], { env });
+      expect(revoked.code).toBe(0);
+      expect(revoked.json()).toMatchObject({ id: ci.id, revoked_at: expect.any(String) });
+      const gone = await runCli(['keys', 'rotate', 'ci', '--yes'], { env });
+      expect(gone.code).toBe(3);
+      expect(gone.stderr).toContain('error: No API key is named "ci" (revoked keys left out)\n');
+      const a = (await svc.api('POST', '/api_keys', { body: { name: 'bot', scopes } })).body.api_key;
+      const b = (await svc.api('POST', '/api_keys', { body: { name: 'bot', scopes } })).body.api_key;
+      const twice = await runCli(['keys', 'get', 'bot'], { env });
+      expect(twice.code).toBe(2);
+      expect(twice.stderr).toContain(`error: 2 API keys are named "bot": `);
+      expect(twice.stderr).toContain(a.id);
+      expect(twice.stderr).toContain(b.id);
+    });
+
+    test('tasks cancel, delete, migrate --task and states --task take a task name', async () => {
+      await deployActive(svc, 'default/bot');
+      const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
+      const create = async (name: string) => (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot', name } })).body.id as string;
+      const [report, digest, old] = [await create('report'), await create('digest'), await create('old')];
+      const moved = await runCli(['tasks', 'migrate', '--task', 'report', '--task', digest, '--to', v2.versionId, '--yes', '--json'], { env });
+      expect(moved.code).toBe(0);
+      expect(moved.json().tasks.map((t: { id: string }) => t.id).sort()).toEqual([report, digest].sort());
+      expect(moved.json().to_version.id).toBe(v2.versionId);
+      const put = await runCli(['states', 'put', '--task', 'report', '--agent', 'default/bot', '--data', '{"step": 1}', '--json'], { env });
+      expect(put.code).toBe(0);
+      expect(put.json()).toMatchObject({ task_id: report, state: { step: 1 } });
+      const got = await runCli(['states', 'get', '--task', 'report', '--agent', 'default/bot', '--json'], { env });
+      expect(got.json()).toMatchObject({ task_id: report, state: { step: 1 } });
+      const canceled = await runCli(['tasks', 'cancel', 'digest', '--json'], { env });
+      expect(canceled.json()).toMatchObject({ id: digest, status: 'CANCELED' });
+      const deleted = await runCli(['tasks', 'delete', 'old', '--yes', '--json'], { env });
+      expect(deleted.json()).toMatchObject({ id: old, status: 'DELETED' });
+    });
+  });
 });

@@ -90,8 +90,11 @@ describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal
       await terminal.keys('Enter'); // the default, 90 days
       const review = await terminal.waitFor('Create this key?');
       expect(review).toMatch(/Name\s+wizard-key/);
-      expect(review).toMatch(new RegExp(`namespace\\s+${namespaceId}\\s+admin`));
-      expect(review).toMatch(new RegExp(`agent\\s+${agentId}\\s+editor`));
+      // The review names what the pick lists named: the namespace by slug, the agent as ns/name, the group by name.
+      expect(review).toMatch(/Sharing groups\s+platform\n/);
+      expect(review).toMatch(/namespace\s+default\s+admin/);
+      expect(review).toMatch(/agent\s+default\/bot\s+editor/);
+      expect(review).not.toContain(agentId);
       await terminal.keys('Enter');
       const done = await terminal.waitFor('EXIT=');
       expect(done).toContain('EXIT=0');
@@ -118,7 +121,7 @@ describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal
     const terminal = await Terminal.start(`env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} tasks migrate --from ${v1.versionId} --to-latest; echo "EXIT=$?"`);
     try {
       const plan = await terminal.waitFor('Move 1 task(s)?');
-      expect(plan).toContain(`Plan: move 1 task(s) on branch ${v1.branchId} from ${v1.versionId} to ${v2.versionId}`);
+      expect(plan).toContain(`Plan: move 1 task(s) on branch main from v1 to v2`);
       expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v1.versionId);
       await terminal.type('y');
       await terminal.keys('Enter');

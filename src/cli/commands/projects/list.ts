@@ -1,6 +1,7 @@
 import type { Handler } from '../../command.js';
 import { call } from '../../api.js';
 import { projectColumns, table } from '../../output/resources.js';
+import { nameBook } from '../../names.js';
 import { listPaged } from '../../paging.js';
 
 const list: Handler = async (ctx, _args, options) => {
@@ -8,6 +9,6 @@ const list: Handler = async (ctx, _args, options) => {
     const { data, raw } = await call(ctx, 'listProjects', { query: { namespace: options.namespace, limit, page_number: page } });
     return { items: data.projects, total: data.total, raw };
   });
-  return { json: raw, view: table(projectColumns, items, 'No projects.') };
+  return { json: raw, view: table(projectColumns(await nameBook(ctx, ['namespaces'])), items, 'No projects.') };
 };
 export default list;
