@@ -134,7 +134,7 @@ export class CommandContext {
 
   /** Prompts, loaded on first use; callers check canPrompt() first. */
   prompts(): Promise<Prompter> {
-    return (this.prompter ??= import('./prompts/prompter.js').then((m) => m.inquirerPrompter(this.io, this.signal)));
+    return (this.prompter ??= import('./prompts/prompter.js').then((m) => m.inquirerPrompter(this.io, this.signal, this.chalk.green(SUCCESS_GLYPH))));
   }
 
   /**

@@ -53,8 +53,10 @@ const deploy: Handler = async (ctx, _args, options) => {
         ['Version', `v${data.version_number}`],
         ['ID', data.version_id],
         ['Status', data.version_status, 'status'],
-        ['Agent', data.agent_id],
-        ['Branch', data.branch_id],
+        ['Agent', agentName],
+        ['Agent ID', data.agent_id, 'text', 'wide'],
+        ['Branch', branch],
+        ['Branch ID', data.branch_id, 'text', 'wide'],
         ['Tasks moved', data.tasks_migrated],
       ]),
     };
