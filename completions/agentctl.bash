@@ -133,7 +133,7 @@ _agentctl() {
   case "$prev" in
     --profile) COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); return ;;
   esac
-  local globals='--json --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
+  local globals='--json --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
   if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback logs branches versions envs tasks states keys groups fs completion init $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
@@ -162,9 +162,9 @@ _agentctl() {
     'server start') COMPREPLY=($(compgen -W "--host --port --data-dir --database-url --detach --runtime --log-level --metrics-port $globals" -- "$cur")) ;;
     'server stop') COMPREPLY=($(compgen -W "--data-dir --timeout $globals" -- "$cur")) ;;
     'server status') COMPREPLY=($(compgen -W "--data-dir $globals" -- "$cur")) ;;
-    'namespaces list') COMPREPLY=($(compgen -W "--limit --page $globals" -- "$cur")) ;;
+    'namespaces list') COMPREPLY=($(compgen -W "--limit --page --all $globals" -- "$cur")) ;;
     'namespaces create') COMPREPLY=($(compgen -W "--name $globals" -- "$cur")) ;;
-    'projects list') COMPREPLY=($(compgen -W "--namespace -n --limit --page $globals" -- "$cur")) ;;
+    'projects list') COMPREPLY=($(compgen -W "--namespace -n --limit --page --all $globals" -- "$cur")) ;;
     'projects create') COMPREPLY=($(compgen -W "--namespace -n --description $globals" -- "$cur")) ;;
     'agents list') COMPREPLY=($(compgen -W "--namespace -n --limit --page --all $globals" -- "$cur")) ;;
     'agents get') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); fi ;;
@@ -209,7 +209,7 @@ _agentctl() {
     'groups add-member') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups remove-member') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'fs create') COMPREPLY=($(compgen -W "--project --namespace -n $globals" -- "$cur")) ;;
-    'fs list') COMPREPLY=($(compgen -W "--project --namespace -n --limit --page $globals" -- "$cur")) ;;
+    'fs list') COMPREPLY=($(compgen -W "--project --namespace -n --limit --page --all $globals" -- "$cur")) ;;
     'fs get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'fs files') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;

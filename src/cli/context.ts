@@ -23,6 +23,8 @@ export interface CliIO {
 
 export interface GlobalOptions {
   json: boolean;
+  /** Ids beside names in tables and records (`--wide`). */
+  wide: boolean;
   profile?: string;
   baseUrl?: string;
   apiKey?: string;
@@ -141,7 +143,7 @@ export class CommandContext {
 
   /** Prompts, loaded on first use; callers check canPrompt() first. */
   prompts(): Promise<Prompter> {
-    return (this.prompter ??= import('./prompts/prompter.js').then((m) => m.inquirerPrompter(this.io, this.signal)));
+    return (this.prompter ??= import('./prompts/prompter.js').then((m) => m.inquirerPrompter(this.io, this.signal, this.chalk.green(SUCCESS_GLYPH))));
   }
 
   /**

@@ -75,6 +75,43 @@ export type ValidationErrorBody = z.infer<typeof ValidationErrorBody>;
  */
 export const RESPONSE_STATUSES = [200, 201, 304, 400, 401, 403, 404, 408, 409, 412, 413, 414, 415, 422, 428, 429, 431, 500, 503] as const;
 
+/**
+ * Every code of a 409 (or 412) the service answers: the server's conflicts are typed by it and
+ * the CLI keeps one hint for each (src/cli/output/failure.ts).
+ */
+export const CONFLICT_CODES = [
+  'ambiguous_version',
+  'branch_has_tasks',
+  'branch_retired',
+  'branch_rule_conflict',
+  'cursor_backwards',
+  'environment_exists',
+  'filesystem_in_use',
+  'group_exists',
+  'idempotency_key_in_use',
+  'image_expired',
+  'invalid_target',
+  'invalid_transition',
+  'key_revoked',
+  'last_org_admin',
+  'migration_too_large',
+  'namespace_exists',
+  'no_rollback_target',
+  'no_routable_version',
+  'no_runtime',
+  'nothing_to_roll_back',
+  'precondition_failed',
+  'prod_environment',
+  'project_exists',
+  'stale_base',
+  'state_exists',
+  'target_not_routable',
+  'task_name_taken',
+  'task_not_migratable',
+  'task_terminal',
+] as const;
+export type ConflictCode = (typeof CONFLICT_CODES)[number];
+
 /** Every other error: one human sentence and a stable snake_case code. */
 export const ErrorBody = z.object({ detail: z.string(), code: z.string() });
 export type ErrorBody = z.infer<typeof ErrorBody>;

@@ -146,7 +146,9 @@ export type VersionList = z.infer<typeof VersionList>;
 export const BranchList = z.object({ branches: z.array(Branch), total: z.number().int() });
 export type BranchList = z.infer<typeof BranchList>;
 
-export const VersionLimit = QueryInt(1, 100).default(20);
+/** Version lists show the newest versions only: at most this many (no pages). */
+export const VERSION_LIST_MAX = 100;
+export const VersionLimit = QueryInt(1, VERSION_LIST_MAX).default(20);
 
 export const DeployRequest = z
   .object({

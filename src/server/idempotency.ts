@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Db } from './store/db.js';
 import { ApiError } from './errors.js';
-import { invalid } from './domain/errors.js';
+import { conflict, invalid } from './domain/errors.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** How long a stored response answers retries. */
@@ -78,7 +78,7 @@ export async function claimIdempotencyKey(db: Db, scope: IdempotencyScope): Prom
     }
     if (existing.status !== null && existing.response !== null) return { kind: 'replay', status: existing.status, body: existing.response };
     if (Date.now() > deadline) {
-      throw new ApiError(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry later');
+      throw conflict('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry later');
     }
     await sleep(POLL_MS);
   }

@@ -194,7 +194,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
   test('a revoked key cannot be rotated or changed (409 key_revoked)', async () => {
     const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] });
     await svc.api('DELETE', `/api_keys/${created.body.api_key.id}`);
-    const detail = `API key ${created.body.api_key.id} has been revoked`;
+    const detail = `API key ci (${created.body.api_key.id}) has been revoked`;
     expect((await svc.api('POST', `/api_keys/${created.body.api_key.id}/rotate`)).body).toEqual({ detail, code: 'key_revoked' });
     const patch = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}`, { body: { scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } });
     expect([patch.status, patch.body]).toEqual([409, { detail, code: 'key_revoked' }]);
@@ -202,7 +202,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
 
   test('the org keeps at least one org-admin key (409 last_org_admin)', async () => {
     const me = await svc.api('GET', '/whoami');
-    const detail = `API key ${me.body.id} is the org's last org-admin key; create another org-admin key first`;
+    const detail = `API key bootstrap (${me.body.id}) is the org's last org-admin key; create another org-admin key first`;
     const revoke = await svc.api('DELETE', `/api_keys/${me.body.id}`);
     expect([revoke.status, revoke.body]).toEqual([409, { detail, code: 'last_org_admin' }]);
     const demote = await svc.api('PATCH', `/api_keys/${me.body.id}`, { body: { scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } });

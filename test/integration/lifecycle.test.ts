@@ -133,7 +133,7 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
     test('an impossible transition is a 409', async () => {
       const v1 = await deployActive(svc);
       const res = await svc.api('POST', '/versions/register', { body: { version_id: v1.version_id, status: 'FAILED' } });
-      expect(res).toMatchObject({ status: 409, body: { code: 'invalid_transition', detail: `Version ${v1.version_id} is ACTIVE; it cannot become FAILED` } });
+      expect(res).toMatchObject({ status: 409, body: { code: 'invalid_transition', detail: `Version v1 (${v1.version_id}) is ACTIVE; it cannot become FAILED` } });
     });
 
     test('registering an unknown version is a 404', async () => {

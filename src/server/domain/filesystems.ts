@@ -13,7 +13,7 @@ import { EMPTY_TREE_CHECKSUM } from '../../sync/tree.js';
 import type { Database, Db, FilesystemsTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso } from '../store/mappers.js';
-import { badRequest, conflict, forbidden, invalid, missing, notFound, preconditionRequired, stale, tooLarge, unprocessable } from './errors.js';
+import { badRequest, conflict, forbidden, invalid, missing, notFound, preconditionRequired, stale, tooLarge, unprocessable, named, namedVersion } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import type { BlobStore } from '../blobs/index.js';
 import { namespaceBySlug, taskById } from './lookup.js';
@@ -145,11 +145,11 @@ export async function deleteFilesystem(db: Db, perms: Permissions, fsId: string)
     await filesystemForAccess(trx, perms, fsId, 'write');
     await trx.selectFrom('filesystems').select('id').where('id', '=', fsId).forUpdate().executeTakeFirst();
     const [task, version, folder] = await Promise.all([
-      trx.selectFrom('tasks').select('id').where('filesystem_id', '=', fsId).executeTakeFirst(),
-      trx.selectFrom('versions').select('id').where('source_filesystem_id', '=', fsId).executeTakeFirst(),
+      trx.selectFrom('tasks').select(['id', 'name']).where('filesystem_id', '=', fsId).executeTakeFirst(),
+      trx.selectFrom('versions').select(['id', 'number']).where('source_filesystem_id', '=', fsId).executeTakeFirst(),
       trx.selectFrom('task_system_folders').select('task_id').where('filesystem_id', '=', fsId).executeTakeFirst(),
     ]);
-    const user = task ? `task ${task.id}` : version ? `version ${version.id}` : folder ? `a system folder of task ${folder.task_id}` : undefined;
+    const user = task ? `task ${named(task.name, task.id)}` : version ? `version ${namedVersion(version)}` : folder ? `a system folder of task ${folder.task_id}` : undefined;
     if (user) throw conflict('filesystem_in_use', `Filesystem ${fsId} is used by ${user}`);
     await trx.deleteFrom('filesystems').where('id', '=', fsId).execute();
     return { id: fsId, message: `Filesystem ${fsId} deleted` };

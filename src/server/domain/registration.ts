@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { conflict, invalid, missing, unauthenticated } from './errors.js';
+import { conflict, invalid, missing, unauthenticated, namedVersion } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { generateSecret, hashSecret, secretPrefix } from '../auth/secrets.js';
 import { versionById } from './lookup.js';
@@ -144,12 +144,12 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
       .selectFrom('versions')
       .innerJoin('agents', 'agents.id', 'versions.agent_id')
       .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
-      .select(['versions.id', 'versions.branch_id', 'versions.status', 'versions.agent_id', 'agents.name as agent_name', 'agents.status as agent_status', 'namespaces.org_id'])
+      .select(['versions.id', 'versions.number', 'versions.branch_id', 'versions.status', 'versions.agent_id', 'agents.name as agent_name', 'agents.status as agent_status', 'namespaces.org_id'])
       .where('versions.id', '=', input.version_id)
       .executeTakeFirstOrThrow();
     if (input.branch_id !== undefined && input.branch_id !== version.branch_id) throw badToken(`The registration token is not for branch ${input.branch_id}`);
     if (version.agent_status !== 'ACTIVE') throw badToken(`The agent of version ${version.id} was deleted`);
-    if (!REGISTRABLE.includes(version.status)) throw conflict('invalid_transition', `Version ${version.id} is ${version.status}; its processes cannot register`);
+    if (!REGISTRABLE.includes(version.status)) throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
     await trx.updateTable('registration_tokens').set({ used_at: new Date() }).where('token_hash', '=', token.token_hash).execute();
 
     const secret = generateSecret();
@@ -186,7 +186,7 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
 /** `POST /versions/{id}/registration-tokens`: for an agent started by hand (write on the agent). */
 export async function createRegistrationToken(db: Db, perms: Permissions, versionId: string): Promise<{ registration_token: string; expires_at: string }> {
   const version = await versionById(db, perms, 'write', versionId);
-  if (!REGISTRABLE.includes(version.status)) throw conflict('invalid_transition', `Version ${versionId} is ${version.status}; its processes cannot register`);
+  if (!REGISTRABLE.includes(version.status)) throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
   const { token, expiresAt } = await insertToken(db, versionId, { createdByKeyId: perms.actor.keyId || null });
   return { registration_token: token, expires_at: expiresAt.toISOString() };
 }

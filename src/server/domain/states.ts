@@ -3,7 +3,7 @@ import type { State } from '../../contract/resources.js';
 import type { Db, StatesTable } from '../store/db.js';
 import type { Selectable } from 'kysely';
 import type { Permission, Permissions, Visibility } from '../auth/policy.js';
-import { ValidationFailure, conflict, invalid, missing, notFound, stale, tooLarge } from './errors.js';
+import { ValidationFailure, conflict, invalid, missing, notFound, stale, tooLarge, named } from './errors.js';
 import { newId } from '../store/ids.js';
 import { toState } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
@@ -60,8 +60,8 @@ async function explainNoRow(db: Db, perms: Permissions, stateId: string, expecte
 
 /** `POST /states`: 200; 409 `state_exists` when the (task, agent) pair has one (the unique index decides, so concurrent creates are safe). */
 export async function createState(db: Db, perms: Permissions, input: { task_id: string; agent_id: string; state: Record<string, unknown> }): Promise<State> {
-  await agentById(db, perms, 'write_task_data', input.agent_id);
-  await taskById(db, perms, 'read', input.task_id);
+  const agent = await agentById(db, perms, 'write_task_data', input.agent_id);
+  const task = await taskById(db, perms, 'read', input.task_id);
   try {
     const inserted = await sql<StateRow>`
       INSERT INTO states (id, task_id, agent_id, state)
@@ -71,7 +71,7 @@ export async function createState(db: Db, perms: Permissions, input: { task_id: 
     if (inserted.rows.length === 0) throw stateTooLarge();
     return toState(inserted.rows[0]);
   } catch (error) {
-    if (isUniqueViolation(error)) throw conflict('state_exists', `Task ${input.task_id} already has a state for agent ${input.agent_id}`);
+    if (isUniqueViolation(error)) throw conflict('state_exists', `Task ${named(task.name, input.task_id)} already has a state for agent ${named(agent.name, input.agent_id)}`);
     throw error;
   }
 }

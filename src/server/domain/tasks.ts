@@ -6,7 +6,7 @@ import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toTask } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
-import { conflict, invalid, isNotFound, missing, notFound } from './errors.js';
+import { conflict, invalid, isNotFound, missing, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { agentById, agentByPath, lockBranch, taskById } from './lookup.js';
 import { settleDraining } from './events.js';
@@ -178,7 +178,7 @@ async function lockTaskForChange(trx: Trx, perms: Permissions, taskId: string, a
   await lockBranch(trx, found.branch_id);
   const task = await trx.selectFrom('tasks').selectAll().where('id', '=', taskId).forNoKeyUpdate().executeTakeFirstOrThrow();
   if (task.status === 'DELETED') throw notFound('Task', taskId);
-  if (!allowTerminal && isTerminal(task.status)) throw conflict('task_terminal', `Task ${taskId} is ${task.status}; a finished task cannot change`);
+  if (!allowTerminal && isTerminal(task.status)) throw conflict('task_terminal', `Task ${named(task.name, taskId)} is ${task.status}; a finished task cannot change`);
   return task;
 }
 

@@ -3,6 +3,7 @@ import type { Handler } from '../../command.js';
 import { needsFlag, usageError } from '../../errors.js';
 import { record } from '../../output/view.js';
 import { VERSION } from '../../version.js';
+import { agentctl } from '../../shell.js';
 
 const login: Handler = async (ctx, _args, options) => {
   const store = ctx.config();
@@ -27,7 +28,7 @@ const login: Handler = async (ctx, _args, options) => {
   await store.updateProfile(profile, { base_url: baseUrl, api_key: apiKey });
   if (!store.currentProfile) await store.setCurrentProfile(profile);
   ctx.success(`Logged in to ${baseUrl} as ${whoami.name} (${whoami.key_prefix}…); saved in profile "${profile}"`);
-  if (store.currentProfile !== profile) ctx.info(`Profile "${store.currentProfile}" is still the current one: agentctl config use ${profile}`);
+  if (store.currentProfile !== profile) ctx.info(`Profile "${store.currentProfile}" is still the current one: ${agentctl('config', 'use', profile)}`);
   return { json: raw, view: record([['Profile', profile], ['Base URL', baseUrl], ['Key', whoami.name], ['Prefix', whoami.key_prefix]]) };
 };
 export default login;

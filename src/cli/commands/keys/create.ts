@@ -11,6 +11,7 @@ import { plural } from '../../output/plural.js';
 import { keyWizard, NO_GROUP_WARNING, parseScopeFlag, type KeyDraft, type ResourceChoices } from '../../prompts/key-wizard.js';
 import { parseAgentPath } from '../../refs.js';
 import { resolveGroupIds } from '../groups/shared.js';
+import { kindsOfScopes, nameBook } from '../../names.js';
 
 const create: Handler = async (ctx, _args, options) => {
   const client = await ctx.client();
@@ -90,13 +91,16 @@ async function visibleResources(client: Client): Promise<ResourceChoices> {
 
 /** The review: the key's fields, then its scopes as a table, on stderr (stdout is for the secret). */
 async function showReview(ctx: CommandContext, draft: KeyDraft): Promise<void> {
-  const target = { tty: true, chalk: ctx.chalk };
+  // Names, as the pick lists showed them; --wide adds the ids.
+  const names = await nameBook(ctx, [...kindsOfScopes([draft]), 'groups']);
+  const target = { tty: true, chalk: ctx.chalk, wide: ctx.globals.wide };
   const fields = await renderView(
     record([
       ['Name', draft.name],
       ['Description', draft.description],
       ['Expires', describeExpiry(draft.expires_at)],
-      ['Sharing groups', draft.sharing_group_ids.length ? draft.sharing_group_ids.join(', ') : 'none'],
+      ['Sharing groups', draft.sharing_group_ids.length ? draft.sharing_group_ids.map((id) => names.group(id)).join(', ') : 'none'],
+      ['Sharing group ids', draft.sharing_group_ids.join(', '), 'text', 'wide'],
     ]),
     target,
   );
@@ -104,7 +108,8 @@ async function showReview(ctx: CommandContext, draft: KeyDraft): Promise<void> {
     table<Scope>(
       [
         { header: 'TYPE', value: (s) => s.resource_type },
-        { header: 'RESOURCE', value: (s) => s.resource_id },
+        { header: 'RESOURCE', value: (s) => names.resource(s) },
+        { header: 'RESOURCE ID', value: (s) => s.resource_id, wide: true },
         { header: 'ROLE', value: (s) => s.role },
       ],
       draft.scopes,
