@@ -1,7 +1,6 @@
 import type { Handler } from '../../command.js';
 import { unknownProfile } from '../../errors.js';
 import { record } from '../../output/view.js';
-import { agentctl, placeholder } from '../../shell.js';
 
 const use: Handler = async (ctx, [name]) => {
   const store = ctx.config();
