@@ -321,7 +321,7 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
 
   test('lost leases count against the retry budget: past it the task becomes FAILED, naming the cause', async () => {
     const v1 = await deploy(svc);
-    await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    const agent = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
     dispatcher = await startDispatcher(svc.store, { ...FAST, leaseMs: 1000, retryBudgetMs: 1500 });
     const task = await createTask(svc);
     await until('FAILED', async () => (await svc.api('GET', `/tasks/${task.id}`)).body.status === 'FAILED', 20_000);
@@ -329,6 +329,13 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
       'Delivery failed: task/create could not be delivered to the agent within 1.5 seconds (the agent did not report its handler finished within the completion lease)',
     );
     expect(await statusesOf(svc, task.id)).toEqual(['failed']);
+    // The handler finishing now changes nothing.
+    const id = agent.received()[0].id;
+    expect(await asAgent(agent, 'POST', `/deliveries/${id}/renew`)).toEqual({ status: 409, body: { detail: `Delivery ${id} is no longer leased (failed): it failed`, code: 'lease_lost' } });
+    expect(await asAgent(agent, 'POST', `/deliveries/${id}/complete`)).toEqual({
+      status: 409,
+      body: { detail: `Delivery ${id} failed (the agent did not report its handler finished within the completion lease); there is nothing to complete`, code: 'delivery_failed' },
+    });
   });
 
   test('a cancel while a handler holds the lease: the task is CANCELED at once and task/cancel follows the completion', async () => {

@@ -67,5 +67,10 @@ export async function announceDeliveries(trx: Kysely<Database>): Promise<void> {
   await sql`SELECT pg_notify(${DELIVERY_CHANNEL}, '')`.execute(trx);
   // In this process (PGlite dispatchers): the claim queues behind this transaction on PGlite's one
   // connection, so it sees the row.
+  wakeDispatchers();
+}
+
+/** Wakes this process's PGlite dispatchers (on PostgreSQL they listen for the NOTIFY instead). */
+export function wakeDispatchers(): void {
   for (const wake of wakers) wake();
 }

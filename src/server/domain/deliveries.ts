@@ -11,9 +11,8 @@ import type { AcpMethod } from '../../contract/acp.js';
 import type { Database, DeliveriesTable, Db } from '../store/db.js';
 import { iso } from '../store/mappers.js';
 import type { Permissions } from '../auth/policy.js';
-import { ApiError, conflict, notFound } from '../errors.js';
-import { announceDeliveries } from '../delivery/outbox.js';
-import { taskById } from './lookup.js';
+import { conflict, notFound } from '../errors.js';
+import { announceDeliveries, DELIVERY_CHANNEL, wakeDispatchers } from '../delivery/outbox.js';
 
 type Executor = Kysely<Database>;
 
@@ -31,13 +30,22 @@ function toDelivery(row: Selectable<DeliveriesTable>): Delivery {
   };
 }
 
-/** The delivery, locked, when the key may run its task's agent; else 404 as if it did not exist. */
-async function deliveryForAgent(trx: Executor, perms: Permissions, deliveryId: string) {
-  const row = await trx.selectFrom('deliveries').selectAll().where('id', '=', deliveryId).forUpdate().executeTakeFirst();
+/**
+ * The delivery when the key may run its task's agent (404 as if it did not exist when it may not
+ * discover it). Not locked: the change that follows is one conditional UPDATE.
+ */
+async function deliveryForAgent(db: Executor, perms: Permissions, deliveryId: string) {
+  const row = await db
+    .selectFrom('deliveries')
+    .innerJoin('tasks', 'tasks.id', 'deliveries.task_id')
+    .innerJoin('namespaces', 'namespaces.id', 'tasks.namespace_id')
+    .selectAll('deliveries')
+    .select(['tasks.agent_id', 'tasks.namespace_id'])
+    .where('deliveries.id', '=', deliveryId)
+    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .executeTakeFirst();
   if (!row) throw notFound('Delivery', deliveryId);
-  await taskById(trx, perms, 'run', row.task_id).catch((error) => {
-    throw error instanceof ApiError && error.status === 404 ? notFound('Delivery', deliveryId) : error;
-  });
+  perms.require('run', { type: 'agent', id: row.agent_id, namespaceId: row.namespace_id }, `Delivery ${deliveryId}`);
   return row;
 }
 
@@ -47,22 +55,26 @@ async function deliveryForAgent(trx: Executor, perms: Permissions, deliveryId: s
  * delivery again answers it as it is; one never sent, or one that failed, is a conflict.
  */
 export async function completeDelivery(db: Db, perms: Permissions, deliveryId: string): Promise<Delivery> {
-  return db.transaction().execute(async (trx) => {
-    const row = await deliveryForAgent(trx, perms, deliveryId);
-    if (row.status === 'done') return toDelivery(row);
-    if (row.status === 'failed') throw conflict('delivery_failed', `Delivery ${deliveryId} failed (${row.last_error ?? 'its task failed'}); there is nothing to complete`);
-    // Claimed but not acknowledged yet is fine: a fast handler can finish before the dispatcher
-    // records the acknowledgement (it then finds the row done and leaves it).
-    if (row.status === 'pending' && row.attempts === 0) throw conflict('delivery_not_sent', `Delivery ${deliveryId} has not been sent to the agent yet`);
-    const done = await trx
-      .updateTable('deliveries')
-      .set({ status: 'done', claimed_by: null, claimed_until: null, leased_to: null, last_error: null, updated_at: new Date() })
-      .where('id', '=', deliveryId)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    await announceDeliveries(trx);
-    return toDelivery(done);
-  });
+  await deliveryForAgent(db, perms, deliveryId);
+  // Claimed but not acknowledged yet counts: a fast handler can finish before the dispatcher records
+  // the acknowledgement (it then finds the row done and leaves it). One statement changes the row
+  // and wakes the dispatchers (the task's next delivery is due).
+  const done = await sql<Selectable<DeliveriesTable>>`
+    WITH done AS (
+      UPDATE deliveries SET status = 'done', claimed_by = NULL, claimed_until = NULL, leased_to = NULL, last_error = NULL, updated_at = now()
+      WHERE id = ${deliveryId} AND (status IN ('in_flight', 'leased') OR (status = 'pending' AND attempts > 0))
+      RETURNING *
+    )
+    SELECT done.*, pg_notify(${DELIVERY_CHANNEL}, '') FROM done`.execute(db);
+  if (done.rows[0]) {
+    wakeDispatchers();
+    return toDelivery(done.rows[0]);
+  }
+  // Nothing changed: say why, from the row as it is now.
+  const row = await deliveryForAgent(db, perms, deliveryId);
+  if (row.status === 'done') return toDelivery(row);
+  if (row.status === 'failed') throw conflict('delivery_failed', `Delivery ${deliveryId} failed (${row.last_error ?? 'its task failed'}); there is nothing to complete`);
+  throw conflict('delivery_not_sent', `Delivery ${deliveryId} has not been sent to the agent yet`);
 }
 
 /**
@@ -71,17 +83,14 @@ export async function completeDelivery(db: Db, perms: Permissions, deliveryId: s
  * is 409 `lease_lost`: it will be delivered again.
  */
 export async function renewDeliveryLease(db: Db, perms: Permissions, deliveryId: string): Promise<Delivery> {
-  return db.transaction().execute(async (trx) => {
-    const row = await deliveryForAgent(trx, perms, deliveryId);
-    if (row.status === 'in_flight' || row.status === 'done') return toDelivery(row);
-    if (row.status !== 'leased') {
-      throw conflict('lease_lost', `Delivery ${deliveryId} is no longer leased (${row.status}): it ${row.status === 'failed' ? 'failed' : 'will be delivered again'}`);
-    }
-    const renewed = await sql<Selectable<DeliveriesTable>>`
-      UPDATE deliveries SET claimed_until = now() + lease_ms * interval '1 millisecond', updated_at = now()
-      WHERE id = ${deliveryId} RETURNING *`.execute(trx);
-    return toDelivery(renewed.rows[0]!);
-  });
+  await deliveryForAgent(db, perms, deliveryId);
+  const renewed = await sql<Selectable<DeliveriesTable>>`
+    UPDATE deliveries SET claimed_until = now() + lease_ms * interval '1 millisecond', updated_at = now()
+    WHERE id = ${deliveryId} AND status = 'leased' RETURNING *`.execute(db);
+  if (renewed.rows[0]) return toDelivery(renewed.rows[0]);
+  const row = await deliveryForAgent(db, perms, deliveryId);
+  if (row.status === 'in_flight' || row.status === 'done') return toDelivery(row);
+  throw conflict('lease_lost', `Delivery ${deliveryId} is no longer leased (${row.status}): it ${row.status === 'failed' ? 'failed' : 'will be delivered again'}`);
 }
 
 /**
