@@ -22,6 +22,8 @@ import { parseVersionRef, VERSION_REF_FORMS } from './version-ref.js';
 import {
   CreateEventRequest,
   CreateMessageRequest,
+  Delivery,
+  DeliveryId,
   Event,
   EventList,
   HandlerErrorRequest,
@@ -328,6 +330,8 @@ export const endpoints = lazyTable({
   listEvents: () => ep({ ...routes.listEvents, summary: 'Events of a task, ascending sequence_id', tag: 'conversation', query: ListEventsQuery, response: EventList }),
   getEvent: () => ep({ ...routes.getEvent, summary: 'Get an event', tag: 'conversation', params: id('event_id'), response: Event }),
   reportHandlerError: () => ep({ ...routes.reportHandlerError, summary: 'Report a handler that threw (recorded as an agent message)', tag: 'conversation', params: id('task_id'), body: HandlerErrorRequest, response: Message }),
+  completeDelivery: () => ep({ ...routes.completeDelivery, summary: 'An async agent’s handler of this delivery finished (run on the task’s agent): the task’s next delivery may go', tag: 'conversation', params: z.object({ delivery_id: DeliveryId }), response: Delivery }),
+  renewDeliveryLease: () => ep({ ...routes.renewDeliveryLease, summary: 'Extend the lease of a delivery whose handler still runs (run on the task’s agent); 409 lease_lost once it was released for redelivery', tag: 'conversation', params: z.object({ delivery_id: DeliveryId }), response: Delivery }),
   createMessage: () => ep({ ...routes.createMessage, summary: 'Add a message to a task’s transcript', tag: 'conversation', body: CreateMessageRequest, response: Message }),
   updateMessage: () => ep({ ...routes.updateMessage, summary: 'Replace a message’s content or finish its streaming', tag: 'conversation', params: id('message_id'), body: UpdateMessageRequest, response: Message }),
   listMessages: () => ep({ ...routes.listMessages, summary: 'Messages of a task, ascending sequence_id', tag: 'conversation', query: ListMessagesQuery, response: MessageList }),

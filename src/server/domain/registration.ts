@@ -13,6 +13,7 @@ import type { Permissions } from '../auth/policy.js';
 import { generateSecret, hashSecret, secretPrefix } from '../auth/secrets.js';
 import { versionById } from './lookup.js';
 import { applyVersionReport, describeVersion, type RegisterResult } from './lifecycle.js';
+import { releaseLeases } from './deliveries.js';
 
 type Executor = Kysely<Database>;
 
@@ -60,8 +61,9 @@ export async function signingSecretFor(db: Db | Executor, versionId: string): Pr
 }
 
 /**
- * A replica of `versionId` stopped (its process exited): deliveries stop going to it, and its
- * runtime key is revoked.
+ * A replica of `versionId` stopped (its process exited): deliveries stop going to it, what it held
+ * leased goes out again (to its restarted successor or another replica), and its runtime key is
+ * revoked.
  */
 export async function markReplicaGone(db: Db, versionId: string, acpUrl: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
@@ -73,6 +75,7 @@ export async function markReplicaGone(db: Db, versionId: string, acpUrl: string)
       .returning('runtime_key_id')
       .executeTakeFirst();
     if (gone?.runtime_key_id) await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', '=', gone.runtime_key_id).where('revoked_at', 'is', null).execute();
+    await releaseLeases(trx, versionId, acpUrl);
   });
 }
 
@@ -99,7 +102,10 @@ export async function recordReplica(trx: Executor, versionId: string, acpUrl: st
     WHERE d.task_id = t.id AND t.current_version_id = ${versionId} AND d.status = 'pending' AND d.next_attempt_at > now()`.execute(trx);
 }
 
-/** Every replica of a version is gone (the runtime stopped it): nothing is sent to them any more. */
+/**
+ * Every replica of a version is gone (the runtime stopped it, or a server started after the one that
+ * ran it died): nothing is sent to them any more, and what they held leased goes out again.
+ */
 export async function markVersionReplicasGone(db: Db, versionId: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const gone = await trx
@@ -111,6 +117,7 @@ export async function markVersionReplicasGone(db: Db, versionId: string): Promis
       .execute();
     const keys = gone.map((g) => g.runtime_key_id).filter((k): k is string => k !== null);
     if (keys.length) await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', 'in', keys).where('revoked_at', 'is', null).execute();
+    await releaseLeases(trx, versionId, null);
   });
 }
 

@@ -157,6 +157,9 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
       if (running.has(spec.versionId) || stopping.has(spec.versionId)) continue;
       const secrets = await launchSecrets(spec.versionId);
       if (closed) return;
+      // Replicas still recorded live were a previous server's (killed, its agents gone with it):
+      // nothing may be sent to their addresses, and what they held leased goes out again.
+      if (driver.replicasEndWithServer) await markVersionReplicasGone(store.db, spec.versionId);
       // Not awaited: preparing a source can take a while and must not hold up the other versions.
       void driver.start(spec, secrets).catch(onError);
     }
