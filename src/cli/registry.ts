@@ -1,4 +1,5 @@
 import type { CommandSpec, OptionSpec } from './command.js';
+import { REPORTED_VERSION_STATUSES, TASK_STATUSES, VERSION_STATUSES } from '../contract/lifecycle.js';
 
 /** Flags every command accepts (DESIGN.md section 7). */
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
@@ -39,8 +40,6 @@ const agent: OptionSpec = { flags: '-a, --agent <ns/name>', description: 'Agent 
 const limit = (fallback: number, max = 1000): OptionSpec => ({ flags: '--limit <n>', description: `How many to list (1..${max})`, integer: true, default: fallback });
 const page: OptionSpec = { flags: '--page <n>', description: 'Page number, from 1', integer: true, default: 1 };
 const all: OptionSpec = { flags: '--all', description: 'Every page, --limit rows per request (--json keeps total)' };
-const VERSION_STATUSES = ['DEPLOYING', 'ACTIVE', 'FAILED', 'UNHEALTHY', 'DRAINING', 'RETIRED', 'ROLLED_BACK'] as const;
-const TASK_STATUSES = ['IDLE', 'CANCELED', 'COMPLETED', 'FAILED', 'RUNNING', 'TERMINATED', 'TIMED_OUT', 'DELETED'] as const;
 const waitOptions: OptionSpec[] = [
   { flags: '--timeout <seconds>', description: 'How long to wait for ACTIVE or FAILED', integer: true, default: 300 },
   { flags: '--detach', description: 'Return at once instead of waiting' },
@@ -310,7 +309,7 @@ export const registry: readonly CommandSpec[] = [
     args: [{ name: 'version', description: 'vN or a git-hash prefix (4+ characters) of the --agent, or a ver_ id', required: true }],
     options: [
       agent,
-      { flags: '--status <status>', description: 'What to report', choices: ['ACTIVE', 'UNHEALTHY', 'FAILED'], default: 'ACTIVE' },
+      { flags: '--status <status>', description: 'What to report', choices: REPORTED_VERSION_STATUSES, default: 'ACTIVE' },
       { flags: '--reason <reason>', description: 'With --status FAILED: image_pull_failed, crash_loop, scheduling_failed, ...' },
     ],
     examples: ['agentctl versions register ver_01J...', 'agentctl versions register 3f2a9c1 --agent default/bot --status FAILED --reason crash_loop'],

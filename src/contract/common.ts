@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AGENT_STATUSES, TASK_STATUSES, TERMINAL_TASK_STATUSES, VERSION_STATUSES } from './lifecycle.js';
 
 /** ISO 8601 UTC with milliseconds and `Z`, as every timestamp the service writes. */
 export const Timestamp = z.string().meta({ format: 'date-time' });
@@ -24,40 +25,15 @@ export const ID_PREFIXES = {
   tracker: 'trk_',
 } as const;
 
-export const TaskStatus = z.enum([
-  'IDLE',
-  'CANCELED',
-  'COMPLETED',
-  'FAILED',
-  'RUNNING',
-  'TERMINATED',
-  'TIMED_OUT',
-  'DELETED',
-]);
+export const TaskStatus = z.enum(TASK_STATUSES);
 export type TaskStatus = z.infer<typeof TaskStatus>;
+/** Statuses from which a task never comes back (lifecycle.ts). */
+export { TERMINAL_TASK_STATUSES };
 
-/** Statuses from which a task never comes back. */
-export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = [
-  'CANCELED',
-  'COMPLETED',
-  'FAILED',
-  'TERMINATED',
-  'TIMED_OUT',
-  'DELETED',
-];
-
-export const VersionStatus = z.enum([
-  'DEPLOYING',
-  'ACTIVE',
-  'FAILED',
-  'UNHEALTHY',
-  'DRAINING',
-  'RETIRED',
-  'ROLLED_BACK',
-]);
+export const VersionStatus = z.enum(VERSION_STATUSES);
 export type VersionStatus = z.infer<typeof VersionStatus>;
 
-export const AgentStatus = z.enum(['ACTIVE', 'DELETED']);
+export const AgentStatus = z.enum(AGENT_STATUSES);
 export const AgentInputType = z.enum(['text', 'json']);
 export const ACPType = z.enum(['sync', 'async']);
 export const SDKType = z.enum(['alpha_agent_sdk', 'beta_agent_sdk']);

@@ -16,6 +16,7 @@ import {
   Timestamp,
   VersionStatus,
 } from './common.js';
+import { REPORTED_VERSION_STATUSES, SETTABLE_TASK_STATUSES } from './lifecycle.js';
 import { routes, type Route } from './routes.js';
 import { parseVersionRef, VERSION_REF_FORMS } from './version-ref.js';
 import {
@@ -180,7 +181,7 @@ export const RegisterVersionRequest = z.object({
   acp_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
   registration_token: z.string().min(1).max(200).optional(),
   /** ACTIVE: ready (or recovered); UNHEALTHY: failing health checks; FAILED: could not start. */
-  status: z.enum(['ACTIVE', 'UNHEALTHY', 'FAILED']).default('ACTIVE'),
+  status: z.enum(REPORTED_VERSION_STATUSES).default('ACTIVE'),
   replicas: z.number().int().min(0).max(10).optional(),
   failure_reason: z.string().max(200).optional(),
   failure_diagnostics: z
@@ -233,7 +234,7 @@ export type CreateTaskRequest = z.infer<typeof CreateTaskRequest>;
 
 export const UpdateTaskRequest = z.object({
   task_metadata: JsonObject.nullable().optional(),
-  status: z.enum(['RUNNING', 'IDLE', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED', 'TIMED_OUT']).optional(),
+  status: z.enum(SETTABLE_TASK_STATUSES).optional(),
   status_reason: z.string().max(1000).nullable().optional(),
 });
 

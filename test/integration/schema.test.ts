@@ -1,11 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { sql, type Selectable } from 'kysely';
-import { describe, expect, test } from 'vitest';
-import { applySchemaChanges, openDatabase, openStore, type Database, type Engine, type StoreOptions } from '../../src/server/store/db.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { applySchemaChanges, openDatabase, openStore, type Database, type Engine, type Store, type StoreOptions } from '../../src/server/store/db.js';
 import { schemaChanges } from '../../src/server/store/schema/index.js';
 import { runScript } from '../../src/server/store/schema/script.js';
 import { createTestDatabase, engines } from '../support/service.js';
+import { AGENT_STATUSES, TASK_STATUSES, VERSION_STATUSES } from '../../src/contract/lifecycle.js';
 
 /** An empty database of the engine: PGlite (in memory, or a data directory that outlives a close), or PostgreSQL. */
 async function emptyDatabase(engine: Engine, reopened = false): Promise<{ options: StoreOptions; drop: () => Promise<void> }> {
@@ -21,43 +22,7 @@ async function emptyDatabase(engine: Engine, reopened = false): Promise<{ option
 const names = Object.keys(schemaChanges);
 
 describe.each(engines)('schema changes (%s)', (engine) => {
-  test('a change whose function and trigger bodies hold semicolons applies whole, and its trigger notifies a listener', async () => {
-    const database = await emptyDatabase(engine);
-    const store = await openDatabase(database.options);
-    try {
-      await applySchemaChanges(store.db, {
-        ...schemaChanges,
-        '900_org_created_notice': {
-          up: (db) =>
-            runScript(db, /* sql */ `
-CREATE FUNCTION org_created_notice() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  payload text;
-BEGIN
-  payload := NEW.id || ';' || NEW.name;
-  PERFORM pg_notify('org_created', payload);
-  RETURN NEW;
-END;
-$$;
-CREATE TRIGGER org_created_notice AFTER INSERT ON orgs FOR EACH ROW EXECUTE FUNCTION org_created_notice();
-`),
-        },
-      });
-      const applied = await sql<{ name: string }>`SELECT name FROM schema_changes ORDER BY name`.execute(store.db);
-      expect(applied.rows.map((r) => r.name)).toEqual([...names, '900_org_created_notice']);
-
-      const heard: string[] = [];
-      const stop = await store.listen('org_created', (payload) => heard.push(payload));
-      await sql`INSERT INTO orgs (id, name) VALUES ('org_notice', 'Notice; with a semicolon')`.execute(store.db);
-      for (let i = 0; i < 100 && heard.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
-      await stop();
-      expect(heard).toEqual(['org_notice;Notice; with a semicolon']);
-    } finally {
-      await store.close();
-      await database.drop();
-    }
-  });
-
+  // First, and alone: this one needs a database of its own, opened twice.
   test('a database whose schema the earlier runner made (schema_migrations) upgrades in place: what it recorded does not run again, what came after does', async () => {
     const database = await emptyDatabase(engine, true);
     try {
@@ -97,10 +62,49 @@ CREATE TRIGGER org_created_notice AFTER INSERT ON orgs FOR EACH ROW EXECUTE FUNC
     }
   });
 
-  test('the table types (store/db.ts) name every column of every table, with its type and whether it takes null', async () => {
-    const database = await emptyDatabase(engine);
-    const store = await openStore(database.options);
-    try {
+  describe('on a database brought up to date at start', () => {
+    let database: Awaited<ReturnType<typeof emptyDatabase>>;
+    let store: Store;
+    beforeAll(async () => {
+      database = await emptyDatabase(engine);
+      store = await openStore(database.options);
+    });
+    afterAll(async () => {
+      await store?.close();
+      await database?.drop();
+    });
+
+    test('a later change whose function and trigger bodies hold semicolons applies whole, and its trigger notifies a listener', async () => {
+      await applySchemaChanges(store.db, {
+        ...schemaChanges,
+        '900_org_created_notice': {
+          up: (db) =>
+            runScript(db, /* sql */ `
+CREATE FUNCTION org_created_notice() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  payload text;
+BEGIN
+  payload := NEW.id || ';' || NEW.name;
+  PERFORM pg_notify('org_created', payload);
+  RETURN NEW;
+END;
+$$;
+CREATE TRIGGER org_created_notice AFTER INSERT ON orgs FOR EACH ROW EXECUTE FUNCTION org_created_notice();
+`),
+        },
+      });
+      const applied = await sql<{ name: string }>`SELECT name FROM schema_changes ORDER BY name`.execute(store.db);
+      expect(applied.rows.map((r) => r.name)).toEqual([...names, '900_org_created_notice']);
+
+      const heard: string[] = [];
+      const stop = await store.listen('org_created', (payload) => heard.push(payload));
+      await sql`INSERT INTO orgs (id, name) VALUES ('org_notice', 'Notice; with a semicolon')`.execute(store.db);
+      for (let i = 0; i < 100 && heard.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      await stop();
+      expect(heard).toEqual(['org_notice;Notice; with a semicolon']);
+    });
+
+    test('the table types (store/db.ts) name every column of every table, with its type and whether it takes null', async () => {
       const columns = await sql<{ table_name: string; column_name: string; data_type: string; is_nullable: 'YES' | 'NO' }>`
         SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns
         WHERE table_schema = current_schema() AND table_name NOT LIKE 'schema_changes%'
@@ -108,10 +112,20 @@ CREATE TRIGGER org_created_notice AFTER INSERT ON orgs FOR EACH ROW EXECUTE FUNC
       const actual: Record<string, Record<string, string>> = {};
       for (const c of columns.rows) (actual[c.table_name] ??= {})[c.column_name] = c.data_type + (c.is_nullable === 'YES' ? ' null' : '');
       expect(actual).toEqual(TABLE_COLUMNS);
-    } finally {
-      await store.close();
-      await database.drop();
-    }
+    });
+
+    test('the status columns take exactly the statuses of the contract (src/contract/lifecycle.ts)', async () => {
+      const allowed = async (table: string) => {
+        const checks = await sql<{ def: string }>`
+          SELECT pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
+          WHERE c.conrelid = ${table}::regclass AND c.contype = 'c' AND pg_get_constraintdef(c.oid) LIKE '%(status %'`.execute(store.db);
+        expect(checks.rows).toHaveLength(1);
+        return [...checks.rows[0].def.matchAll(/'([A-Z_]+)'/g)].map((m) => m[1]).sort();
+      };
+      expect(await allowed('versions')).toEqual([...VERSION_STATUSES].sort());
+      expect(await allowed('tasks')).toEqual([...TASK_STATUSES].sort());
+      expect(await allowed('agents')).toEqual([...AGENT_STATUSES].sort());
+    });
   });
 });
 

@@ -1,6 +1,7 @@
 import { Kysely, PostgresAdapter, PostgresDialect, sql, type ColumnType, type DatabaseConnection, type Dialect, type Driver, type Generated, type TransactionSettings } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
 import type { PGlite } from '@electric-sql/pglite';
+import type { AgentStatus, TaskStatus, VersionStatus } from '../../contract/lifecycle.js';
 import { schemaChanges } from './schema/index.js';
 import { SCRIPT_MARK } from './schema/script.js';
 
@@ -24,7 +25,7 @@ export interface GrantsTable {
 }
 export interface ProjectsTable { id: string; namespace_id: string; name: string; description: Generated<string>; created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz }
 export interface AgentsTable {
-  id: string; namespace_id: string; name: string; description: Generated<string>; status: Generated<'ACTIVE' | 'DELETED'>;
+  id: string; namespace_id: string; name: string; description: Generated<string>; status: Generated<AgentStatus>;
   status_reason: string | null; agent_input_type: 'text' | 'json' | null; registered_at: Date | null; registration_metadata: Json | null;
   created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
   /** 006: the number of the agent's newest version (0 before its first deploy). */
@@ -37,7 +38,7 @@ export interface BranchesTable {
 }
 export interface VersionsTable {
   id: string; branch_id: string; agent_id: string; git_hash: string; git_branch: string; git_message: string;
-  author_name: string; author_email: string; image_url: string; status: string; deployed_at: Timestamptz;
+  author_name: string; author_email: string; image_url: string; status: VersionStatus; deployed_at: Timestamptz;
   sdk_type: string; acp_type: string; is_dirty: boolean; replicas: number; desired_replicas: number; are_tasks_sticky: boolean;
   description: string; rollback_count: Generated<number>; last_rollback_at: Date | null; rolled_back_at: Date | null;
   retired_at: Date | null; image_expires_at: Date | null; failure_reason: string | null; failure_diagnostics: Json | null;
@@ -57,10 +58,10 @@ export interface FilesystemsTable {
 }
 export interface TasksTable {
   id: string; agent_id: string; branch_id: string; namespace_id: string; filesystem_id: string; project_id: string | null;
-  name: string | null; status: string; status_reason: string | null; params: Json | null; task_metadata: Json | null;
+  name: string | null; status: TaskStatus; status_reason: string | null; params: Json | null; task_metadata: Json | null;
   created_version_id: string; current_version_id: string; created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
   last_sequence_id: Generated<number>;
-  /** The namespace's org (migration 005), filled in by a trigger: task names are unique per org. */
+  /** The namespace's org (schema change 005), filled in by a trigger: task names are unique per org. */
   org_id: Generated<string>;
 }
 export interface TaskSystemFoldersTable { task_id: string; type: string; filesystem_id: string }
