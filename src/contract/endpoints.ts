@@ -268,9 +268,6 @@ export const endpoints = lazyTable({
 
   // agents
   deploy: () => ep({ ...routes.deploy, summary: 'Deploy a version (creates agent and branch if needed)', tag: 'agents', body: DeployRequest, response: DeployResponse }),
-  registerVersion: () => ep({ ...routes.registerVersion, summary: 'Register an agent process (registration token) or report a version ready, unhealthy or failed (key)', tag: 'versions', body: RegisterVersionRequest, response: RegisterVersionResponse }),
-  createRegistrationToken: () => ep({ ...routes.createRegistrationToken, summary: 'A one-time registration token for an agent process started by hand (write on the agent)', tag: 'versions', params: id('version_id'), response: RegistrationTokenResponse }),
-  getSigningSecret: () => ep({ ...routes.getSigningSecret, summary: 'The version’s delivery signing secret (admin on the agent)', tag: 'versions', params: id('version_id'), response: SigningSecretResponse }),
   listAgents: () => ep({ ...routes.listAgents, summary: 'List agents', tag: 'agents', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ agents: z.array(Agent), total: z.number().int() }) }),
   getAgent: () => ep({ ...routes.getAgent, summary: 'Get an agent by id', tag: 'agents', params: id('agent_id'), response: Agent }),
   getAgentByName: () => ep({ ...routes.getAgentByName, summary: 'Get an agent by namespace and name', tag: 'agents', params: AgentPath, response: Agent }),
@@ -289,6 +286,9 @@ export const endpoints = lazyTable({
   listVersionEvents: () => ep({ ...routes.listVersionEvents, summary: 'Lifecycle events of a version', tag: 'versions', params: id('version_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
   listBranchEvents: () => ep({ ...routes.listBranchEvents, summary: 'Lifecycle events of a branch', tag: 'branches', params: id('branch_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
   resolveAgentVersion: () => ep({ ...routes.resolveAgentVersion, summary: 'One version of an agent by reference: vN, a git-hash prefix (409 ambiguous_version when it matches several) or a ver_ id', tag: 'versions', params: AgentPath.extend({ ref: z.string().refine((ref) => parseVersionRef(ref) !== null, `must be ${VERSION_REF_FORMS}`) }), response: Version }),
+  registerVersion: () => ep({ ...routes.registerVersion, summary: 'Register an agent process (registration token) or report a version ready, unhealthy or failed (key)', tag: 'versions', body: RegisterVersionRequest, response: RegisterVersionResponse }),
+  createRegistrationToken: () => ep({ ...routes.createRegistrationToken, summary: 'A one-time registration token for an agent process started by hand (write on the agent)', tag: 'versions', params: id('version_id'), response: RegistrationTokenResponse }),
+  getSigningSecret: () => ep({ ...routes.getSigningSecret, summary: 'The version’s delivery signing secret (admin on the agent)', tag: 'versions', params: id('version_id'), response: SigningSecretResponse }),
 
   // environments
   listEnvironments: () => ep({ ...routes.listEnvironments, summary: 'Environments of an agent', tag: 'environments', params: AgentPath, response: z.object({ environments: z.array(Environment), total: z.number().int() }) }),
