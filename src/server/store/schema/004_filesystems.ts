@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { runScript } from './script.js';
 
 /**
- * Filesystems (DESIGN section 12): archive metadata on filesystems and each task's system folders.
+ * Filesystems: archive metadata on filesystems, and each task's system folders.
  * The folder types are written out (they were read from the contract's SYSTEM_FOLDER_TYPES when
  * this shipped): a schema change never changes once applied; a new type takes a new schema change.
  */
