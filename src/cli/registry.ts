@@ -1,6 +1,7 @@
-import { ACP_TYPES, PRESET_IDS, REGISTER_STATUSES, SDK_TYPES, TASK_STATUSES, VERSION_STATUSES } from '../contract/enums.js';
+import { ACP_TYPES, PRESET_IDS, SDK_TYPES } from '../contract/enums.js';
 import type { CommandSpec, OptionSpec } from './command.js';
 import { DEFAULT_KEY_EXPIRY } from './key-expiry.js';
+import { REPORTED_VERSION_STATUSES, TASK_STATUSES, VERSION_STATUSES } from '../contract/lifecycle.js';
 
 /** Flags every command accepts (DESIGN.md section 7). */
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
@@ -315,7 +316,7 @@ export const registry: readonly CommandSpec[] = [
     args: [{ name: 'version', description: 'vN or a git-hash prefix (4+ characters) of the --agent, or a ver_ id', required: true }],
     options: [
       agent,
-      { flags: '--status <status>', description: 'What to report', choices: REGISTER_STATUSES, default: 'ACTIVE' },
+      { flags: '--status <status>', description: 'What to report', choices: REPORTED_VERSION_STATUSES, default: 'ACTIVE' },
       { flags: '--reason <reason>', description: 'With --status FAILED: image_pull_failed, crash_loop, scheduling_failed, ...', field: 'failure_reason' },
     ],
     examples: ['agentctl versions register ver_01J...', 'agentctl versions register 3f2a9c1 --agent default/bot --status FAILED --reason crash_loop'],

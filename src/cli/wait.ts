@@ -1,11 +1,10 @@
 import type { Version } from '../contract/resources.js';
+import { isIn, SETTLED_VERSION_STATUSES } from '../contract/lifecycle.js';
 import type { CommandContext } from './context.js';
 import { CliError, InterruptedError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import { agentctl } from './shell.js';
 
-/** Statuses a version settles in after DEPLOYING. */
-const SETTLED = new Set(['ACTIVE', 'FAILED', 'UNHEALTHY', 'RETIRED', 'ROLLED_BACK', 'DRAINING']);
 
 export interface WaitResult {
   version: Version;
@@ -24,7 +23,7 @@ export async function waitForVersion(ctx: CommandContext, versionId: string, tim
   try {
     for (;;) {
       const { data, raw } = await client.request('getVersion', { params: { version_id: versionId } });
-      if (SETTLED.has(data.status)) {
+      if (isIn(SETTLED_VERSION_STATUSES, data.status)) {
         if (data.status === 'FAILED') {
           spinner.fail(`${what} failed: ${versionId} is FAILED${data.failure_reason ? ` (${data.failure_reason})` : ''}`);
           const d = data.failure_diagnostics;

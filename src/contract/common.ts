@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { ACP_TYPES, SDK_TYPES, TASK_STATUSES, VERSION_STATUSES } from './enums.js';
+import { ACP_TYPES, SDK_TYPES } from './enums.js';
+import { AGENT_STATUSES, TASK_STATUSES, TERMINAL_TASK_STATUSES, VERSION_STATUSES } from './lifecycle.js';
 
 /** ISO 8601 UTC with milliseconds and `Z`, as every timestamp the service writes. */
 export const Timestamp = z.string().meta({ format: 'date-time' });
@@ -27,21 +28,13 @@ export const ID_PREFIXES = {
 
 export const TaskStatus = z.enum(TASK_STATUSES);
 export type TaskStatus = z.infer<typeof TaskStatus>;
-
-/** Statuses from which a task never comes back. */
-export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = [
-  'CANCELED',
-  'COMPLETED',
-  'FAILED',
-  'TERMINATED',
-  'TIMED_OUT',
-  'DELETED',
-];
+/** Statuses from which a task never comes back (lifecycle.ts). */
+export { TERMINAL_TASK_STATUSES };
 
 export const VersionStatus = z.enum(VERSION_STATUSES);
 export type VersionStatus = z.infer<typeof VersionStatus>;
 
-export const AgentStatus = z.enum(['ACTIVE', 'DELETED']);
+export const AgentStatus = z.enum(AGENT_STATUSES);
 export const AgentInputType = z.enum(['text', 'json']);
 export const ACPType = z.enum(ACP_TYPES);
 export const SDKType = z.enum(SDK_TYPES);

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { REGISTER_STATUSES } from './enums.js';
 import { VersionLogs, VersionLogsQuery } from './runtime.js';
 import {
   ACPType,
@@ -17,6 +16,7 @@ import {
   Timestamp,
   VersionStatus,
 } from './common.js';
+import { REPORTED_VERSION_STATUSES, SETTABLE_TASK_STATUSES } from './lifecycle.js';
 import { routes, type Route } from './routes.js';
 import { parseVersionRef, VERSION_REF_FORMS } from './version-ref.js';
 import {
@@ -197,7 +197,7 @@ export const RegisterVersionRequest = z.object({
   acp_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
   registration_token: z.string().min(1).max(200).optional(),
   /** ACTIVE: ready (or recovered); UNHEALTHY: failing health checks; FAILED: could not start. */
-  status: z.enum(REGISTER_STATUSES).default('ACTIVE'),
+  status: z.enum(REPORTED_VERSION_STATUSES).default('ACTIVE'),
   replicas: z.number().int().min(0).max(10).optional(),
   failure_reason: z.string().max(200).optional(),
   failure_diagnostics: z
@@ -250,7 +250,7 @@ export type CreateTaskRequest = z.infer<typeof CreateTaskRequest>;
 
 export const UpdateTaskRequest = z.object({
   task_metadata: JsonObject.nullable().optional(),
-  status: z.enum(['RUNNING', 'IDLE', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED', 'TIMED_OUT']).optional(),
+  status: z.enum(SETTABLE_TASK_STATUSES).optional(),
   status_reason: z.string().max(1000).nullable().optional(),
 });
 
@@ -284,9 +284,6 @@ export const endpoints = lazyTable({
 
   // agents
   deploy: () => ep({ ...routes.deploy, summary: 'Deploy a version (creates agent and branch if needed)', tag: 'agents', body: DeployRequest, response: DeployResponse }),
-  registerVersion: () => ep({ ...routes.registerVersion, summary: 'Register an agent process (registration token) or report a version ready, unhealthy or failed (key)', tag: 'versions', body: RegisterVersionRequest, response: RegisterVersionResponse }),
-  createRegistrationToken: () => ep({ ...routes.createRegistrationToken, summary: 'A one-time registration token for an agent process started by hand (write on the agent)', tag: 'versions', params: id('version_id'), response: RegistrationTokenResponse }),
-  getSigningSecret: () => ep({ ...routes.getSigningSecret, summary: 'The version’s delivery signing secret (admin on the agent)', tag: 'versions', params: id('version_id'), response: SigningSecretResponse }),
   listAgents: () => ep({ ...routes.listAgents, summary: 'List agents', tag: 'agents', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ agents: z.array(Agent), total: z.number().int() }) }),
   getAgent: () => ep({ ...routes.getAgent, summary: 'Get an agent by id', tag: 'agents', params: id('agent_id'), response: Agent }),
   getAgentByName: () => ep({ ...routes.getAgentByName, summary: 'Get an agent by namespace and name', tag: 'agents', params: AgentPath, response: Agent }),
@@ -305,6 +302,9 @@ export const endpoints = lazyTable({
   listVersionEvents: () => ep({ ...routes.listVersionEvents, summary: 'Lifecycle events of a version', tag: 'versions', params: id('version_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
   listBranchEvents: () => ep({ ...routes.listBranchEvents, summary: 'Lifecycle events of a branch', tag: 'branches', params: id('branch_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
   resolveAgentVersion: () => ep({ ...routes.resolveAgentVersion, summary: 'One version of an agent by reference: vN, a git-hash prefix (409 ambiguous_version when it matches several) or a ver_ id', tag: 'versions', params: AgentPath.extend({ ref: z.string().refine((ref) => parseVersionRef(ref) !== null, `must be ${VERSION_REF_FORMS}`) }), response: Version }),
+  registerVersion: () => ep({ ...routes.registerVersion, summary: 'Register an agent process (registration token) or report a version ready, unhealthy or failed (key)', tag: 'versions', body: RegisterVersionRequest, response: RegisterVersionResponse }),
+  createRegistrationToken: () => ep({ ...routes.createRegistrationToken, summary: 'A one-time registration token for an agent process started by hand (write on the agent)', tag: 'versions', params: id('version_id'), response: RegistrationTokenResponse }),
+  getSigningSecret: () => ep({ ...routes.getSigningSecret, summary: 'The version’s delivery signing secret (admin on the agent)', tag: 'versions', params: id('version_id'), response: SigningSecretResponse }),
 
   // environments
   listEnvironments: () => ep({ ...routes.listEnvironments, summary: 'Environments of an agent', tag: 'environments', params: AgentPath, response: z.object({ environments: z.array(Environment), total: z.number().int() }) }),

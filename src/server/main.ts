@@ -82,7 +82,7 @@ export function runtimeName(option: string | undefined): RuntimeName {
   return name as RuntimeName;
 }
 
-/** Opens the store, applies migrations, bootstraps an empty database, listens, and starts delivery and the runtime. */
+/** Opens the store (its schema brought up to date), bootstraps an empty database, listens, and starts delivery and the runtime. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const runtime = runtimeName(options.runtime);
   const store = await openStore({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });

@@ -1,18 +1,18 @@
 import { describe, expect, test } from 'vitest';
 import { sql } from 'kysely';
 import { openStore } from '../../src/server/store/db.js';
-import { migrations } from '../../src/server/store/migrations.js';
+import { schemaChanges } from '../../src/server/store/schema/index.js';
 import { ensureBootstrap } from '../../src/server/bootstrap.js';
 import { createTestDatabase } from '../support/service.js';
 
 describe.skipIf(!process.env.TEST_DATABASE_URL)('store on PostgreSQL: replicas starting at once', () => {
-  test('two replicas migrating and bootstrapping one empty database at the same moment apply everything once', async () => {
+  test('two replicas changing the schema of and bootstrapping one empty database at the same moment apply everything once', async () => {
     const database = await createTestDatabase();
     try {
       const [a, b] = await Promise.all([openStore({ databaseUrl: database.url }), openStore({ databaseUrl: database.url })]);
       const [ra, rb] = await Promise.all([ensureBootstrap(a.db), ensureBootstrap(b.db)]);
-      const applied = await sql<{ name: string }>`SELECT name FROM schema_migrations ORDER BY name`.execute(a.db);
-      expect(applied.rows.map((r) => r.name)).toEqual(migrations.map((m) => m.name));
+      const applied = await sql<{ name: string }>`SELECT name FROM schema_changes ORDER BY name`.execute(a.db);
+      expect(applied.rows.map((r) => r.name)).toEqual(Object.keys(schemaChanges));
       const orgs = await sql<{ n: number }>`SELECT count(*)::int AS n FROM orgs`.execute(a.db);
       expect(orgs.rows[0].n).toBe(1);
       // Exactly one of the two created the admin key and got its secret.
@@ -25,7 +25,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('store on PostgreSQL: replicas s
 });
 
 describe('store on PGlite', () => {
-  test('a data directory keeps its rows across a restart, and migrations are not applied twice', async () => {
+  test('a data directory keeps its rows across a restart, and schema changes are not applied twice', async () => {
     const { mkdtempSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const dir = mkdtempSync(`${tmpdir()}/agentctl-store-`);

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { migrate } from '../../src/server/store/db.js';
+import { applySchemaChanges } from '../../src/server/store/db.js';
 import { deploy, deployActive, nextHash } from '../support/fixtures.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 
@@ -94,7 +94,7 @@ describe.each(engines)('version numbers and version references (%s)', (engine) =
     expect(res.status).toBe(404);
   });
 
-  test('migration 006 numbers existing versions per agent by deployed_at, and the next deploy continues after them', async () => {
+  test('schema change 006 numbers existing versions per agent by deployed_at, and the next deploy continues after them', async () => {
     const a = await deploy(svc);
     const b = await deploy(svc);
     const c = await deploy(svc);
@@ -104,9 +104,9 @@ describe.each(engines)('version numbers and version references (%s)', (engine) =
     await sql`DROP INDEX versions_agent_git_hash`.execute(db);
     await sql`ALTER TABLE versions DROP COLUMN number`.execute(db);
     await sql`ALTER TABLE agents DROP COLUMN last_version_number`.execute(db);
-    await sql`DELETE FROM schema_migrations WHERE name = '006_version_numbers'`.execute(db);
+    await sql`DELETE FROM schema_changes WHERE name = '006_version_numbers'`.execute(db);
     await sql`UPDATE versions SET deployed_at = now() - interval '1 day' WHERE id = ${c.version_id}`.execute(db);
-    await migrate(db);
+    await applySchemaChanges(db);
     expect(await numbersOf('support-bot')).toEqual([
       [b.version_id, 3],
       [a.version_id, 2],

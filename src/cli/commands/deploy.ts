@@ -1,3 +1,4 @@
+import { isIn, SETTLED_VERSION_STATUSES } from '../../contract/lifecycle.js';
 import type { Handler } from '../command.js';
 import { call } from '../api.js';
 import { usageError } from '../errors.js';
@@ -44,7 +45,7 @@ const deploy: Handler = async (ctx, _args, options) => {
     },
   });
   if (data.tasks_migrated) ctx.info(`${data.tasks_migrated} running task(s) moved to ${data.version_id}`);
-  if (options.detach || data.version_status !== 'DEPLOYING') {
+  if (options.detach || isIn(SETTLED_VERSION_STATUSES, data.version_status)) {
     ctx.success(`${data.message} (${data.version_id}, ${data.version_status})`);
     if (options.detach) ctx.info(`Follow it with: ${agentctl('versions', 'get', data.version_id)} (it turns ACTIVE when its runtime reports ready: ${agentctl('versions', 'register', data.version_id)})`);
     return {

@@ -1,6 +1,7 @@
 import type { Client } from '../../client/index.js';
 import { readEventStream } from '../../client/sse.js';
 import { LOG_SSE_EVENT, type VersionLogLine } from '../../contract/runtime.js';
+import { isIn, LIVE_VERSION_STATUSES } from '../../contract/lifecycle.js';
 import type { Handler } from '../command.js';
 import type { CommandContext } from '../context.js';
 import { CliError, usageError } from '../errors.js';
@@ -20,8 +21,6 @@ export function parseSince(value: string, now = Date.now()): string {
   return new Date(time).toISOString();
 }
 
-/** Versions whose processes may still be running. */
-const LIVE_VERSION_STATUSES: readonly string[] = ['DEPLOYING', 'ACTIVE', 'UNHEALTHY', 'DRAINING'];
 
 interface Source {
   versionId: string;
@@ -90,7 +89,7 @@ async function sourcesOf(ctx: CommandContext, client: Client, versionRef: string
   const numbered = [...versions].reverse().map((v, index) => ({ versionId: v.id, label: `v${index + 1}`, status: v.status }));
   if (!options.follow) return numbered;
   // Following: the versions that can still write, else the newest.
-  const live = numbered.filter((v) => LIVE_VERSION_STATUSES.includes(v.status));
+  const live = numbered.filter((v) => isIn(LIVE_VERSION_STATUSES, v.status));
   return live.length > 0 ? live : numbered.slice(-1);
 }
 

@@ -1,3 +1,4 @@
+import { isIn, SETTLED_VERSION_STATUSES } from '../../contract/lifecycle.js';
 import type { Handler } from '../command.js';
 import { needsFlag, usageError } from '../errors.js';
 import { record } from '../output/view.js';
@@ -28,7 +29,7 @@ const rollback: Handler = async (ctx, _args, options) => {
   ctx.info('Not rolled back: state records, API keys, environments and tasks that already ended stay as they are.');
   ctx.info(`Undo with: ${undo}`);
   let target = data.target_version;
-  if (target.status === 'DEPLOYING' && !options.detach) target = (await waitForVersion(ctx, target.id, options.timeout, 'Rollback')).version;
+  if (!isIn(SETTLED_VERSION_STATUSES, target.status) && !options.detach) target = (await waitForVersion(ctx, target.id, options.timeout, 'Rollback')).version;
   return {
     json: raw,
     view: record([

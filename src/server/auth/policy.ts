@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
 import { forbidden, missing } from '../domain/errors.js';
+import { statusLit } from '../store/sql.js';
+import { LIVE_AGENT_STATUS } from '../../contract/lifecycle.js';
 import type { Actor } from './authenticate.js';
 import { generationOf, hasUnsettledGrants, settleGrants } from './invalidation.js';
 
@@ -169,7 +171,7 @@ async function loadGrantRows(db: Db, keyId: string): Promise<GrantRow[]> {
     SELECT g.id, g.resource_type, g.resource_id, g.role, g.legacy_role,
            COALESCE(a.namespace_id, p.namespace_id) AS namespace_id
     FROM grants g
-    LEFT JOIN agents a ON g.resource_type = 'agent' AND a.id = g.resource_id AND a.status = 'ACTIVE'
+    LEFT JOIN agents a ON g.resource_type = 'agent' AND a.id = g.resource_id AND a.status = ${statusLit(LIVE_AGENT_STATUS)}
     LEFT JOIN projects p ON g.resource_type = 'project' AND p.id = g.resource_id
     WHERE (g.principal_type = 'key' AND g.principal_id = ${keyId})
        OR (g.principal_type = 'group' AND g.principal_id IN (SELECT group_id FROM group_members WHERE key_id = ${keyId}))`.execute(db);

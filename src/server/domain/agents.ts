@@ -11,6 +11,8 @@ import { hideUndiscoverableNamespace } from './namespaces.js';
 import { pageOffset, type PageInput } from './paging.js';
 import { visibleRows } from './visibility.js';
 import { recordTaskChange } from './conversation.js';
+import { bulkMove } from './version-lifecycle.js';
+import { LIVE_TASK_STATUSES } from '../../contract/lifecycle.js';
 
 /** `GET /agents`: live agents the key may discover, optionally in one namespace (by slug). */
 export async function listAgents(db: Db, perms: Permissions, query: PageInput & { namespace?: string }): Promise<{ agents: Agent[]; total: number }> {
@@ -73,15 +75,16 @@ async function softDelete(db: Db, perms: Permissions, agent: Selectable<AgentsTa
       .updateTable('tasks')
       .set({ status: 'TERMINATED', status_reason: 'Agent deleted', updated_at: sql<Date>`now()` })
       .where('agent_id', '=', agent.id)
-      .where('status', 'in', ['RUNNING', 'IDLE'])
+      .where('status', 'in', LIVE_TASK_STATUSES)
       .returning('id')
       .execute();
     await recordTaskChange(trx, tasks.map((t) => t.id));
+    const retire = bulkMove('retired');
     const versions = await trx
       .updateTable('versions')
-      .set({ status: 'RETIRED', retired_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+      .set({ status: retire.to, retired_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
       .where('agent_id', '=', agent.id)
-      .where('status', 'in', ['DEPLOYING', 'ACTIVE', 'UNHEALTHY', 'DRAINING'])
+      .where('status', 'in', retire.from)
       .returning(['id', 'branch_id'])
       .execute();
     await trx

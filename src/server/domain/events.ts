@@ -2,6 +2,9 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { lockBranches } from './lookup.js';
+import { bulkMove } from './version-lifecycle.js';
+import { LIVE_TASK_STATUSES } from '../../contract/lifecycle.js';
+import { statusList, statusLit } from '../store/sql.js';
 
 type Trx = Kysely<Database>;
 
@@ -33,10 +36,11 @@ export async function appendEvent(trx: Trx, branchId: string, versionId: string 
 export async function settleDraining(trx: Trx, versionIds: Iterable<string>): Promise<string[]> {
   const ids = [...new Set(versionIds)];
   if (ids.length === 0) return [];
+  const drained = bulkMove('drained');
   const retired = await sql<{ id: string; branch_id: string }>`
-    UPDATE versions v SET status = 'RETIRED', retired_at = now(), updated_at = now()
-    WHERE v.id = ANY(${ids}) AND v.status = 'DRAINING'
-      AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.current_version_id = v.id AND t.status IN ('RUNNING', 'IDLE'))
+    UPDATE versions v SET status = ${statusLit(drained.to)}, retired_at = now(), updated_at = now()
+    WHERE v.id = ANY(${ids}) AND v.status IN (${statusList(drained.from)})
+      AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.current_version_id = v.id AND t.status IN (${statusList(LIVE_TASK_STATUSES)}))
     RETURNING v.id, v.branch_id`.execute(trx);
   for (const v of retired.rows) await appendEvent(trx, v.branch_id, v.id, 'VERSION_RETIRED', { reason: 'drained' });
   return retired.rows.map((r) => r.id);

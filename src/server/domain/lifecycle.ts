@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable, type UpdateObject } from 'kysely';
 import type { DeployRequest } from '../../contract/endpoints.js';
 import type { Branch, Version } from '../../contract/resources.js';
 import type { Database, Db, VersionsTable } from '../store/db.js';
@@ -12,14 +12,12 @@ import { branchById, lockBranch, namespaceBySlug, versionById } from './lookup.j
 import { appendEvent, settleDraining } from './events.js';
 import { recordTaskChange } from './conversation.js';
 import { recordReplica } from './registration.js';
+import { bulkMove, isRefusal, next, refusing, type VersionHappening } from './version-lifecycle.js';
+import { LIVE_AGENT_STATUS, LIVE_TASK_STATUSES, NEW_VERSION_STATUS, type REPORTED_VERSION_STATUSES, type VersionStatus } from '../../contract/lifecycle.js';
+import { statusLit } from '../store/sql.js';
 
 type Trx = Kysely<Database>;
 type VersionRow = Selectable<VersionsTable>;
-
-/** Statuses a task can be routed to. */
-export const ROUTABLE: readonly string[] = ['ACTIVE', 'DEPLOYING'];
-/** Statuses of a version that is serving (or was, until something replaced it). */
-const SERVING: readonly string[] = ['ACTIVE', 'UNHEALTHY'];
 
 /** `feature/Login_Page` -> `feature-login-page`. */
 export function normalizeGitBranch(name: string): string {
@@ -30,7 +28,7 @@ export function normalizeGitBranch(name: string): string {
 async function moveRunningTasks(trx: Trx, branchId: string, from: string, to: string, reason: string): Promise<number> {
   const moved = await sql<{ id: string }>`
     UPDATE tasks SET current_version_id = ${to}, updated_at = now()
-    WHERE current_version_id = ${from} AND status = 'RUNNING' RETURNING id`.execute(trx);
+    WHERE current_version_id = ${from} AND status = ${statusLit('RUNNING')} RETURNING id`.execute(trx);
   if (moved.rows.length > 0) {
     await appendEvent(trx, branchId, to, 'TASKS_MIGRATED', {
       from_version_ids: [from],
@@ -43,12 +41,28 @@ async function moveRunningTasks(trx: Trx, branchId: string, from: string, to: st
   return moved.rows.length;
 }
 
-/** The old serving version hands over: DRAINING while live tasks remain on it, else RETIRED. */
-async function handOver(trx: Trx, branchId: string, previous: VersionRow | undefined, next: string): Promise<void> {
-  if (!previous || previous.id === next || !SERVING.includes(previous.status)) return;
-  await trx.updateTable('versions').set({ status: 'DRAINING', updated_at: new Date() }).where('id', '=', previous.id).execute();
-  await appendEvent(trx, branchId, previous.id, 'VERSION_DRAINING', { replaced_by: next });
+/** The old serving version hands over (superseded): DRAINING while live tasks remain on it, else RETIRED. */
+async function handOver(trx: Trx, branchId: string, previous: VersionRow | undefined, replacedBy: string): Promise<void> {
+  if (!previous || previous.id === replacedBy) return;
+  const to = next(previous.status, 'superseded');
+  if (isRefusal(to)) return;
+  await setStatus(trx, previous, to);
+  await appendEvent(trx, branchId, previous.id, 'VERSION_DRAINING', { replaced_by: replacedBy });
   await settleDraining(trx, [previous.id]);
+}
+
+/**
+ * Writes a status that version-lifecycle.ts gave for the version as read (and locked): guarded by
+ * that status, so a version that moved meanwhile is not overwritten.
+ */
+async function setStatus(trx: Trx, version: Pick<VersionRow, 'id' | 'status'>, to: VersionStatus, more: UpdateObject<Database, 'versions'> = {}): Promise<void> {
+  const updated = await trx
+    .updateTable('versions')
+    .set({ ...more, status: to, updated_at: new Date() })
+    .where('id', '=', version.id)
+    .where('status', '=', version.status)
+    .executeTakeFirst();
+  if (updated.numUpdatedRows !== 1n) throw conflict('invalid_transition', `Version ${version.id} changed while it was becoming ${to}; try again`);
 }
 
 export interface DeployResult {
@@ -68,7 +82,7 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
     const nsRef = { type: 'namespace', id: ns.id } as const;
     // Locked, so a concurrent delete of the agent cannot slip between this read and the new version.
     // NO KEY UPDATE, not UPDATE: foreign-key checks of other transactions (KEY SHARE) must pass.
-    let agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', 'ACTIVE').forNoKeyUpdate().executeTakeFirst();
+    let agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', LIVE_AGENT_STATUS).forNoKeyUpdate().executeTakeFirst();
     // An agent the key may not discover answers exactly as an unused name does (the namespace
     // admin check below): otherwise 404 against 403 would tell the key that the name is taken.
     if (agent && !perms.can('discover', { type: 'agent', id: agent.id, namespaceId: ns.id })) {
@@ -80,7 +94,7 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
       const inserted = await sql<{ id: string }>`
         INSERT INTO agents (id, namespace_id, name, description, agent_input_type, created_by_key_id)
         VALUES (${agentId}, ${ns.id}, ${req.agent_name}, ${req.description}, ${req.agent_input_type}, ${perms.actor.keyId || null})
-        ON CONFLICT (namespace_id, name) WHERE status = 'ACTIVE' DO NOTHING RETURNING id`.execute(trx);
+        ON CONFLICT (namespace_id, name) WHERE status = ${statusLit(LIVE_AGENT_STATUS)} DO NOTHING RETURNING id`.execute(trx);
       if (inserted.rows.length > 0) {
         await grantOwnership(trx, perms.actor, 'agent', agentId);
         await trx
@@ -92,7 +106,7 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
           .execute();
       }
       // Either ours, or a concurrent deploy created it first: both are fine.
-      agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', 'ACTIVE').executeTakeFirstOrThrow();
+      agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', LIVE_AGENT_STATUS).executeTakeFirstOrThrow();
     } else {
       perms.require('write', { type: 'agent', id: agent.id, namespaceId: ns.id }, `Agent ${req.namespace}/${req.agent_name}`);
       if (req.agent_input_type) await trx.updateTable('agents').set({ agent_input_type: req.agent_input_type, updated_at: new Date() }).where('id', '=', agent.id).execute();
@@ -140,7 +154,7 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
         author_name: req.author_name,
         author_email: req.author_email,
         image_url: req.image_url,
-        status: 'DEPLOYING',
+        status: NEW_VERSION_STATUS,
         deployed_at: now,
         sdk_type: req.sdk_type,
         acp_type: req.acp_type,
@@ -182,7 +196,7 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
       agent_id: agent.id,
       branch_id: branch.id,
       version_id: versionId,
-      version_status: 'DEPLOYING',
+      version_status: NEW_VERSION_STATUS,
       message: `Version v${number} (${versionId}) of ${req.namespace}/${req.agent_name} is deploying on branch ${req.branch}`,
       tasks_migrated: tasksMigrated,
       version_number: number,
@@ -199,14 +213,21 @@ export interface RegisterResult {
   version_status: Version['status'];
 }
 
-export interface RegisterInput {
+export interface RegisterInput extends VersionDetails {
   version_id: string;
-  status: 'ACTIVE' | 'UNHEALTHY' | 'FAILED';
+  status: (typeof REPORTED_VERSION_STATUSES)[number];
+}
+
+/** What comes with a happening: the ready replica count, why it failed, what the agent said of itself. */
+export interface VersionDetails {
   replicas?: number;
   failure_reason?: string;
   failure_diagnostics?: { title: string; description: string; action: string };
   registration_metadata?: Record<string, unknown>;
 }
+
+/** What each reported status means for the version. */
+const REPORTS: Record<RegisterInput['status'], VersionHappening> = { ACTIVE: 'ready', UNHEALTHY: 'unhealthy', FAILED: 'failed' };
 
 /**
  * `POST /versions/register`: what the runtime reports about a version. DEPLOYING -> ACTIVE (the
@@ -216,7 +237,7 @@ export interface RegisterInput {
 export async function registerVersion(db: Db, perms: Permissions, input: RegisterInput & { acp_url?: string }): Promise<RegisterResult> {
   return db.transaction().execute(async (trx) => {
     const found = await versionById(trx, perms, 'write', input.version_id);
-    const result = await applyVersionReport(trx, found.branch_id, input);
+    const result = await applyVersionHappening(trx, found.branch_id, found.id, REPORTS[input.status], input, `it cannot become ${input.status}`);
     // A runtime without a driver (`--runtime none`) tells where its agent listens.
     if (input.acp_url && input.status !== 'FAILED') await recordReplica(trx, found.id, input.acp_url, null);
     return result;
@@ -224,64 +245,66 @@ export async function registerVersion(db: Db, perms: Permissions, input: Registe
 }
 
 /**
- * The status transition of a version report, inside the caller's transaction (the keyed register
- * above, and a registration with a token: src/server/domain/registration.ts).
+ * What the runtime observed about a version (the reconciler, in-process, with a system principal):
+ * the same transition as a report, refused (409) where the table has no row.
  */
-export async function applyVersionReport(trx: Trx, branchId: string, input: RegisterInput): Promise<RegisterResult> {
+export async function recordRuntimeHappening(db: Db, perms: Permissions, versionId: string, happening: VersionHappening, details: VersionDetails = {}): Promise<RegisterResult> {
+  return db.transaction().execute(async (trx) => {
+    const found = await versionById(trx, perms, 'write', versionId);
+    return applyVersionHappening(trx, found.branch_id, found.id, happening, details, `${happening.replace('_', ' ')} does not apply`);
+  });
+}
+
+/**
+ * A happening of the version's own (ready, recovered, unhealthy, failed, runtime_failed,
+ * registered), inside the caller's transaction: the keyed register above, the runtime, and a
+ * registration with a token (src/server/domain/registration.ts). The branch and the version are
+ * locked, the new status comes from version-lifecycle.ts; `refusal` ends the 409's detail.
+ */
+export async function applyVersionHappening(trx: Trx, branchId: string, versionId: string, happening: VersionHappening, details: VersionDetails, refusal: string): Promise<RegisterResult> {
   const branch = await lockBranch(trx, branchId);
-  const version = await trx.selectFrom('versions').selectAll().where('id', '=', input.version_id).forNoKeyUpdate().executeTakeFirstOrThrow();
+  const version = await trx.selectFrom('versions').selectAll().where('id', '=', versionId).forNoKeyUpdate().executeTakeFirstOrThrow();
+  const to = next(version.status, happening);
+  if (isRefusal(to)) throw conflict('invalid_transition', `Version ${version.id} is ${version.status}; ${refusal}`);
   const now = new Date();
   let tasksMigrated = 0;
-  const refuse = () => {
-    throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; it cannot become ${input.status}`);
-  };
 
-  if (input.status === 'ACTIVE') {
-    if (version.status === 'DEPLOYING') {
-      const previous = branch.current_version_id && branch.current_version_id !== version.id
-        ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
-        : undefined;
-      await trx
-        .updateTable('versions')
-        .set({ status: 'ACTIVE', replicas: input.replicas ?? version.desired_replicas, updated_at: now })
-        .where('id', '=', version.id)
-        .execute();
-      await trx.updateTable('branches').set({ current_version_id: version.id, updated_at: now }).where('id', '=', branch.id).execute();
-      await appendEvent(trx, branch.id, version.id, 'VERSION_ACTIVATED', {});
-      await handOver(trx, branch.id, previous, version.id);
-    } else if (version.status === 'UNHEALTHY') {
-      await trx.updateTable('versions').set({ status: 'ACTIVE', updated_at: now, ...(input.replicas !== undefined ? { replicas: input.replicas } : {}) }).where('id', '=', version.id).execute();
-      await appendEvent(trx, branch.id, version.id, 'VERSION_RECOVERED', {});
-    } else if (version.status !== 'ACTIVE') refuse();
-    await trx
-      .updateTable('agents')
-      .set({ registered_at: now, updated_at: now, ...(input.registration_metadata ? { registration_metadata: JSON.stringify(input.registration_metadata) } : {}) })
-      .where('id', '=', version.agent_id)
-      .execute();
-  } else if (input.status === 'UNHEALTHY') {
-    if (version.status === 'ACTIVE') {
-      await trx.updateTable('versions').set({ status: 'UNHEALTHY', updated_at: now }).where('id', '=', version.id).execute();
-      await appendEvent(trx, branch.id, version.id, 'VERSION_UNHEALTHY', {});
-    } else if (version.status !== 'UNHEALTHY') refuse();
-  } else {
-    if (version.status !== 'DEPLOYING') refuse();
-    const reason = input.failure_reason ?? 'unknown';
-    await trx
-      .updateTable('versions')
-      .set({
-        status: 'FAILED',
-        failure_reason: reason,
-        failure_diagnostics: JSON.stringify(input.failure_diagnostics ?? { title: 'Deployment failed', description: `The version failed to start (${reason}).`, action: 'Check the version’s logs, fix the cause and deploy again.' }),
-        replicas: 0,
-        updated_at: now,
-      })
-      .where('id', '=', version.id)
-      .execute();
+  if (version.status === 'DEPLOYING' && to === 'ACTIVE') {
+    const previous = branch.current_version_id && branch.current_version_id !== version.id
+      ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
+      : undefined;
+    await setStatus(trx, version, to, { replicas: details.replicas ?? version.desired_replicas });
+    await trx.updateTable('branches').set({ current_version_id: version.id, updated_at: now }).where('id', '=', branch.id).execute();
+    await appendEvent(trx, branch.id, version.id, 'VERSION_ACTIVATED', {});
+    await handOver(trx, branch.id, previous, version.id);
+  } else if (version.status === 'UNHEALTHY' && to === 'ACTIVE') {
+    await setStatus(trx, version, to, details.replicas !== undefined ? { replicas: details.replicas } : {});
+    await appendEvent(trx, branch.id, version.id, 'VERSION_RECOVERED', {});
+  } else if (version.status === 'ACTIVE' && to === 'UNHEALTHY') {
+    await setStatus(trx, version, to);
+    await appendEvent(trx, branch.id, version.id, 'VERSION_UNHEALTHY', {});
+  } else if (to === 'FAILED') {
+    const reason = details.failure_reason ?? 'unknown';
+    await setStatus(trx, version, to, {
+      failure_reason: reason,
+      failure_diagnostics: JSON.stringify(details.failure_diagnostics ?? { title: 'Deployment failed', description: `The version failed to start (${reason}).`, action: 'Check the version’s logs, fix the cause and deploy again.' }),
+      replicas: 0,
+    });
     await appendEvent(trx, branch.id, version.id, 'VERSION_FAILED', { failure_reason: reason });
     // The branch keeps serving its previous version; tasks moved to the failed one go back.
     if (branch.current_version_id && branch.current_version_id !== version.id) {
       tasksMigrated = await moveRunningTasks(trx, branch.id, version.id, branch.current_version_id, 'deploy_failed');
     }
+  } else if (to !== version.status) {
+    throw new Error(`No effects defined for version ${version.status} -> ${to} (${happening})`);
+  }
+  if (to === 'ACTIVE') {
+    // A replica of the agent is up: when, and what it said of itself.
+    await trx
+      .updateTable('agents')
+      .set({ registered_at: now, updated_at: now, ...(details.registration_metadata ? { registration_metadata: JSON.stringify(details.registration_metadata) } : {}) })
+      .where('id', '=', version.agent_id)
+      .execute();
   }
   return describeVersion(trx, version.id, tasksMigrated);
 }
@@ -316,7 +339,8 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
     const current = branch.current_version_id
       ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
       : undefined;
-    if (!current || !['ACTIVE', 'UNHEALTHY', 'DEPLOYING'].includes(current.status)) {
+    const currentTo = current ? next(current.status, 'rolled_back') : undefined;
+    if (!current || !currentTo || isRefusal(currentTo)) {
       throw conflict('nothing_to_roll_back', `Branch ${named(branch.git_branch, branchId)} has no serving version to roll back`);
     }
     let target: VersionRow | undefined;
@@ -324,14 +348,14 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
       target = await trx.selectFrom('versions').selectAll().where('id', '=', targetId).executeTakeFirst();
       if (!target || target.branch_id !== branchId) throw invalid(['body', 'target_version_id'], `Version ${targetId} is not a version of branch ${branchId}`);
       if (target.id === current.id) throw invalid(['body', 'target_version_id'], `Version ${targetId} is already the branch’s current version`);
-      if (target.status === 'FAILED') throw conflict('invalid_target', `Version ${namedVersion(target)} failed to deploy; it cannot serve`);
+      if (isRefusal(next(target.status, 'restored'))) throw conflict('invalid_target', `Version ${namedVersion(target)} failed to deploy; it cannot serve`);
     } else {
       target = await trx
         .selectFrom('versions')
         .selectAll()
         .where('branch_id', '=', branchId)
         .where('id', '!=', current.id)
-        .where('status', '!=', 'FAILED')
+        .where('status', 'not in', refusing('restored'))
         .where('deployed_at', '<', current.deployed_at)
         .where((eb) => eb.or([eb('image_expires_at', 'is', null), eb('image_expires_at', '>', new Date())]))
         .orderBy('deployed_at', 'desc')
@@ -348,14 +372,12 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
       return { branch_id: branchId, rolled_back_version_id: current.id, target_version: toVersion(target), tasks_migrated: count.n };
     }
     const now = new Date();
-    await trx.updateTable('versions').set({ status: 'ROLLED_BACK', rolled_back_at: now, updated_at: now }).where('id', '=', current.id).execute();
+    await setStatus(trx, current, currentTo, { rolled_back_at: now });
     await appendEvent(trx, branchId, current.id, 'VERSION_ROLLED_BACK_FROM', { to_version_id: target.id });
     // The target redeploys from its retained image; no runtime driver runs images yet, so it is ready at once.
-    await trx
-      .updateTable('versions')
-      .set({ status: 'ACTIVE', rollback_count: sql`rollback_count + 1`, last_rollback_at: now, retired_at: null, replicas: target.desired_replicas, updated_at: now })
-      .where('id', '=', target.id)
-      .execute();
+    const targetTo = next(target.status, 'restored');
+    if (isRefusal(targetTo)) throw conflict('invalid_target', `Version ${target.id} failed to deploy; it cannot serve`);
+    await setStatus(trx, target, targetTo, { rollback_count: sql`rollback_count + 1`, last_rollback_at: now, retired_at: null, replicas: target.desired_replicas });
     await trx.updateTable('branches').set({ current_version_id: target.id, updated_at: now }).where('id', '=', branchId).execute();
     await appendEvent(trx, branchId, target.id, 'VERSION_ROLLED_BACK_TO', { from_version_id: current.id });
     await appendEvent(trx, branchId, target.id, 'VERSION_ACTIVATED', { rollback: true });
@@ -370,7 +392,7 @@ export async function retireBranch(db: Db, perms: Permissions, branchId: string,
   return db.transaction().execute(async (trx) => {
     await branchById(trx, perms, 'write', branchId);
     const branch = await lockBranch(trx, branchId);
-    const live = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('branch_id', '=', branchId).where('status', 'in', ['RUNNING', 'IDLE']).executeTakeFirstOrThrow();
+    const live = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('branch_id', '=', branchId).where('status', 'in', LIVE_TASK_STATUSES).executeTakeFirstOrThrow();
     if (live.n > 0 && !force) {
       throw conflict('branch_has_tasks', `Branch ${named(branch.git_branch, branchId)} still has ${live.n} running or idle task(s); pass force: true to terminate them`);
     }
@@ -380,16 +402,17 @@ export async function retireBranch(db: Db, perms: Permissions, branchId: string,
         .updateTable('tasks')
         .set({ status: 'TERMINATED', status_reason: `Branch retired: ${reason}`, updated_at: now })
         .where('branch_id', '=', branchId)
-        .where('status', 'in', ['RUNNING', 'IDLE'])
+        .where('status', 'in', LIVE_TASK_STATUSES)
         .returning('id')
         .execute();
       await recordTaskChange(trx, terminated.map((t) => t.id));
     }
+    const retire = bulkMove('retired');
     const retired = await trx
       .updateTable('versions')
-      .set({ status: 'RETIRED', retired_at: now, updated_at: now })
+      .set({ status: retire.to, retired_at: now, updated_at: now })
       .where('branch_id', '=', branchId)
-      .where('status', 'in', ['DEPLOYING', 'ACTIVE', 'UNHEALTHY', 'DRAINING'])
+      .where('status', 'in', retire.from)
       .returning('id')
       .execute();
     for (const v of retired) await appendEvent(trx, branchId, v.id, 'VERSION_RETIRED', { reason: 'branch_retired' });

@@ -7,7 +7,8 @@ import { toVersion } from '../store/mappers.js';
 import { taskJsonSql } from '../store/sql.js';
 import { ValidationFailure, conflict, invalid, notFound, named, namedVersion, type ValidationItem } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
-import { ROUTABLE } from './lifecycle.js';
+import { LIVE_TASK_STATUSES, ROUTABLE_VERSION_STATUSES, isIn } from '../../contract/lifecycle.js';
+import { statusLit } from '../store/sql.js';
 import { settleDraining } from './events.js';
 import { lockBranch, versionById } from './lookup.js';
 
@@ -54,7 +55,7 @@ async function resolveTarget(trx: Trx, perms: Permissions, branch: { id: string;
       .selectFrom('versions')
       .selectAll()
       .where('branch_id', '=', branchId)
-      .where('status', 'in', [...ROUTABLE])
+      .where('status', 'in', ROUTABLE_VERSION_STATUSES)
       .orderBy('deployed_at', 'desc')
       .orderBy('id', 'desc')
       .limit(1)
@@ -66,7 +67,7 @@ async function resolveTarget(trx: Trx, perms: Permissions, branch: { id: string;
   if (target.branch_id !== branchId) {
     throw invalid(['body', 'to_version_id'], `Version ${target.id} is on branch ${target.branch_id}, not on the tasks’ branch ${branchId}`);
   }
-  if (!ROUTABLE.includes(target.status)) {
+  if (!isIn(ROUTABLE_VERSION_STATUSES, target.status)) {
     throw conflict('target_not_routable', `Version ${namedVersion(target)} is ${target.status}; tasks can only move to an ACTIVE or DEPLOYING version`);
   }
   return target;
@@ -114,7 +115,7 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       branchId = seen[0].branch_id;
       branch = await lockBranch(trx, branchId);
       const locked = await trx.selectFrom('tasks').select(['id', 'name', 'status', 'current_version_id']).where('id', 'in', taskIds).orderBy('id').forNoKeyUpdate().execute();
-      const stuck = locked.filter((t) => t.status !== 'RUNNING' && t.status !== 'IDLE');
+      const stuck = locked.filter((t) => !isIn(LIVE_TASK_STATUSES, t.status));
       if (stuck.length) {
         const listed = stuck.slice(0, 10).map((t) => (t.name ? `${t.name} (${t.id}, ${t.status})` : `${t.id} (${t.status})`)).join(', ');
         throw conflict('task_not_migratable', `Only RUNNING or IDLE tasks can migrate: ${listed}${stuck.length > 10 ? ` and ${stuck.length - 10} more` : ''}`);
@@ -130,8 +131,8 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
     const where = taskIds
       ? sql`id = ANY(${taskIds})`
       : req.limit !== null
-        ? sql`id IN (SELECT id FROM tasks WHERE current_version_id = ${req.from_version_id} AND status = 'RUNNING' ORDER BY id LIMIT ${req.limit})`
-        : sql`current_version_id = ${req.from_version_id} AND status = 'RUNNING'`;
+        ? sql`id IN (SELECT id FROM tasks WHERE current_version_id = ${req.from_version_id} AND status = ${statusLit('RUNNING')} ORDER BY id LIMIT ${req.limit})`
+        : sql`current_version_id = ${req.from_version_id} AND status = ${statusLit('RUNNING')}`;
     if (!taskIds && req.limit === null) await refuseOversizeBulk(trx, req.from_version_id!);
     let result: { n: number; tasks: string };
     if (req.dry_run) {
@@ -174,9 +175,9 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
 /** A bulk migration without `limit` moves at most MIGRATION_MAX_TASKS tasks (see the contract). */
 async function refuseOversizeBulk(trx: Trx, versionId: string): Promise<void> {
   const probe = await sql<{ n: number }>`
-    SELECT count(*)::int AS n FROM (SELECT 1 FROM tasks WHERE current_version_id = ${versionId} AND status = 'RUNNING' LIMIT ${MIGRATION_MAX_TASKS + 1}) s`.execute(trx);
+    SELECT count(*)::int AS n FROM (SELECT 1 FROM tasks WHERE current_version_id = ${versionId} AND status = ${statusLit('RUNNING')} LIMIT ${MIGRATION_MAX_TASKS + 1}) s`.execute(trx);
   if (probe.rows[0].n <= MIGRATION_MAX_TASKS) return;
-  const total = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${versionId} AND status = 'RUNNING'`.execute(trx);
+  const total = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${versionId} AND status = ${statusLit('RUNNING')}`.execute(trx);
   const version = await trx.selectFrom('versions').select(['id', 'number']).where('id', '=', versionId).executeTakeFirstOrThrow();
   throw conflict(
     'migration_too_large',

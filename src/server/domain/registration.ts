@@ -12,8 +12,10 @@ import { conflict, invalid, missing, unauthenticated, namedVersion } from './err
 import type { Permissions } from '../auth/policy.js';
 import { generateSecret, hashSecret, secretPrefix } from '../auth/secrets.js';
 import { versionById } from './lookup.js';
-import { applyVersionReport, describeVersion, type RegisterResult } from './lifecycle.js';
+import { applyVersionHappening, describeVersion, type RegisterResult } from './lifecycle.js';
 import { releaseLeases } from './deliveries.js';
+import { isRefusal, next } from './version-lifecycle.js';
+import { LIVE_AGENT_STATUS, type VersionStatus } from '../../contract/lifecycle.js';
 
 type Executor = Kysely<Database>;
 
@@ -131,8 +133,8 @@ export interface TokenRegistration {
 
 const badToken = (detail: string) => unauthenticated('invalid_registration_token', detail);
 
-/** Statuses in which a version's processes run and may (re)register. */
-const REGISTRABLE = ['DEPLOYING', 'ACTIVE', 'UNHEALTHY', 'DRAINING'];
+/** Whether a process of a version in `status` may (re)register: where the lifecycle has a `registered` row. */
+const registrable = (status: VersionStatus) => !isRefusal(next(status, 'registered'));
 
 /**
  * `POST /versions/register` with a registration token and no key: checks the token (unused,
@@ -155,8 +157,8 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
       .where('versions.id', '=', input.version_id)
       .executeTakeFirstOrThrow();
     if (input.branch_id !== undefined && input.branch_id !== version.branch_id) throw badToken(`The registration token is not for branch ${input.branch_id}`);
-    if (version.agent_status !== 'ACTIVE') throw badToken(`The agent of version ${version.id} was deleted`);
-    if (!REGISTRABLE.includes(version.status)) throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
+    if (version.agent_status !== LIVE_AGENT_STATUS) throw badToken(`The agent of version ${version.id} was deleted`);
+    if (!registrable(version.status)) throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
     await trx.updateTable('registration_tokens').set({ used_at: new Date() }).where('token_hash', '=', token.token_hash).execute();
 
     const secret = generateSecret();
@@ -182,10 +184,7 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
       .execute();
     await recordReplica(trx, version.id, input.acp_url!, keyId);
 
-    const result =
-      version.status === 'DEPLOYING' || version.status === 'ACTIVE'
-        ? await applyVersionReport(trx, version.branch_id, { version_id: version.id, status: 'ACTIVE', registration_metadata: input.registration_metadata })
-        : await describeVersion(trx, version.id);
+    const result = await applyVersionHappening(trx, version.branch_id, version.id, 'registered', { registration_metadata: input.registration_metadata }, 'its processes cannot register');
     return { ...result, agent_api_key: secret };
   });
 }
@@ -193,7 +192,7 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
 /** `POST /versions/{id}/registration-tokens`: for an agent started by hand (write on the agent). */
 export async function createRegistrationToken(db: Db, perms: Permissions, versionId: string): Promise<{ registration_token: string; expires_at: string }> {
   const version = await versionById(db, perms, 'write', versionId);
-  if (!REGISTRABLE.includes(version.status)) throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
+  if (!registrable(version.status)) throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
   const { token, expiresAt } = await insertToken(db, versionId, { createdByKeyId: perms.actor.keyId || null });
   return { registration_token: token, expires_at: expiresAt.toISOString() };
 }

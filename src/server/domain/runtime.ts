@@ -1,10 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
+import { LIVE_AGENT_STATUS, LIVE_TASK_STATUSES, RUNNING_VERSION_STATUSES, type VersionStatus } from '../../contract/lifecycle.js';
 
-/** Version statuses whose processes run. DRAINING runs too while a live task remains on it. */
-export const RUNNING_STATUSES = ['DEPLOYING', 'ACTIVE', 'UNHEALTHY'] as const;
-/** Task statuses that keep a DRAINING version running. */
-export const LIVE_TASK_STATUSES = ['RUNNING', 'IDLE'] as const;
 
 /** What the runtime reconciler needs of a version. */
 export interface RuntimeVersion {
@@ -13,7 +10,7 @@ export interface RuntimeVersion {
   agent_id: string;
   agent_name: string;
   org_id: string;
-  status: string;
+  status: VersionStatus;
   image_url: string;
   source_filesystem_id: string | null;
   desired_replicas: number;
@@ -36,13 +33,13 @@ function selectRuntimeVersions(db: Db) {
  */
 export async function versionsThatShouldRun(db: Db): Promise<RuntimeVersion[]> {
   return selectRuntimeVersions(db)
-    .where('a.status', '=', 'ACTIVE')
+    .where('a.status', '=', LIVE_AGENT_STATUS)
     .where((eb) =>
       eb.or([
-        eb('v.status', 'in', [...RUNNING_STATUSES]),
+        eb('v.status', 'in', RUNNING_VERSION_STATUSES),
         eb.and([
           eb('v.status', '=', 'DRAINING'),
-          eb.exists(eb.selectFrom('tasks as t').select('t.id').whereRef('t.current_version_id', '=', 'v.id').where('t.status', 'in', [...LIVE_TASK_STATUSES])),
+          eb.exists(eb.selectFrom('tasks as t').select('t.id').whereRef('t.current_version_id', '=', 'v.id').where('t.status', 'in', LIVE_TASK_STATUSES)),
         ]),
       ]),
     )

@@ -6,7 +6,8 @@ import type { Permission, Permissions, Visibility } from '../auth/policy.js';
 import { ValidationFailure, conflict, invalid, missing, notFound, stale, tooLarge, named } from './errors.js';
 import { newId } from '../store/ids.js';
 import { toState } from '../store/mappers.js';
-import { isUniqueViolation } from '../store/sql.js';
+import { isUniqueViolation, statusLit } from '../store/sql.js';
+import { LIVE_AGENT_STATUS } from '../../contract/lifecycle.js';
 import { agentById, taskById } from './lookup.js';
 
 /** DESIGN.md section 4: a state object is at most 256 KiB, measured as PostgreSQL stores its JSON text. */
@@ -144,7 +145,7 @@ export function mergeStatement(stateId: string, patch: Record<string, unknown>, 
   return sql<StateRow>`
     UPDATE states AS s SET state = ${merged}, version = s.version + 1, updated_at = now()
     FROM agents AS a JOIN namespaces AS n ON n.id = a.namespace_id
-    WHERE s.id = ${stateId} AND a.id = s.agent_id AND a.status = 'ACTIVE' AND n.org_id = ${scope.orgId} ${access}
+    WHERE s.id = ${stateId} AND a.id = s.agent_id AND a.status = ${statusLit(LIVE_AGENT_STATUS)} AND n.org_id = ${scope.orgId} ${access}
       ${versionCondition(expected, 's.version')} AND octet_length(${merged}::text) <= ${STATE_MAX_BYTES}
     RETURNING s.*`;
 }

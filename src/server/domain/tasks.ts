@@ -5,7 +5,8 @@ import type { Task } from '../../contract/resources.js';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toTask } from '../store/mappers.js';
-import { isUniqueViolation } from '../store/sql.js';
+import { isUniqueViolation, statusLit } from '../store/sql.js';
+import { NEW_TASK_STATUS, ROUTABLE_VERSION_STATUSES } from '../../contract/lifecycle.js';
 import { conflict, invalid, isNotFound, missing, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { agentById, agentByPath, lockBranch, taskById } from './lookup.js';
@@ -49,8 +50,8 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
         .selectFrom('versions')
         .select(['id', 'status'])
         .where('branch_id', '=', branch.id)
-        .where('status', 'in', ['ACTIVE', 'DEPLOYING'])
-        .orderBy(sql`status = 'ACTIVE'`, 'desc')
+        .where('status', 'in', ROUTABLE_VERSION_STATUSES)
+        .orderBy(sql`status = ${statusLit(ROUTABLE_VERSION_STATUSES[0])}`, 'desc')
         .orderBy('deployed_at', 'desc')
         .orderBy('id', 'desc')
         .limit(1)
@@ -87,7 +88,7 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
           filesystem_id: filesystemId,
           project_id: req.project_id ?? null,
           name: req.name ?? null,
-          status: 'RUNNING',
+          status: NEW_TASK_STATUS,
           status_reason: null,
           params: req.params == null ? null : JSON.stringify(req.params),
           task_metadata: null,

@@ -5,6 +5,7 @@ import { registerTaskRoutes } from './tasks.js';
 import { registerNamespaceRoutes } from './namespaces.js';
 import { registerAgentRoutes } from './agents.js';
 import { registerBranchRoutes } from './branches.js';
+import { registerVersionRoutes } from './versions.js';
 import { registerEnvironmentRoutes } from './environments.js';
 import { registerStateRoutes } from './states.js';
 import { registerKeyRoutes } from './keys.js';
@@ -20,6 +21,7 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerNamespaceRoutes(host, service);
   registerAgentRoutes(host, service);
   registerBranchRoutes(host, service);
+  registerVersionRoutes(host, service);
   registerEnvironmentRoutes(host, service);
   registerStateRoutes(host, service);
   registerKeyRoutes(host, service);

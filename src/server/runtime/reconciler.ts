@@ -1,6 +1,7 @@
 import type { Actor } from '../auth/authenticate.js';
 import { unrestricted } from '../auth/policy.js';
-import { registerVersion, type RegisterInput } from '../domain/lifecycle.js';
+import { recordRuntimeHappening, type VersionDetails } from '../domain/lifecycle.js';
+import { isRefusal, next, type VersionHappening } from '../domain/version-lifecycle.js';
 import { markVersionReplicasGone } from '../domain/registration.js';
 import { runtimeVersion, versionsThatShouldRun, type RuntimeVersion } from '../domain/runtime.js';
 import { DomainError } from '../domain/errors.js';
@@ -77,9 +78,12 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
     return port ? `http://127.0.0.1:${port}` : undefined;
   }
 
-  async function transition(version: RuntimeVersion, input: Omit<RegisterInput, 'version_id'>) {
+  /** Hands a happening to the domain unless the lifecycle says it changes nothing, or refuses it. */
+  async function transition(version: RuntimeVersion, happening: VersionHappening, details: VersionDetails = {}) {
+    const to = next(version.status, happening);
+    if (isRefusal(to) || to === version.status) return;
     try {
-      await registerVersion(store.db, unrestricted(systemActor(version.org_id)), { version_id: version.id, ...input });
+      await recordRuntimeHappening(store.db, unrestricted(systemActor(version.org_id)), version.id, happening, details);
     } catch (error) {
       // The version moved on meanwhile (a rollback, a retire, a registration): the next pass sees it.
       if (error instanceof DomainError && (error.kind === 'conflict' || error.kind === 'not_found')) return;
@@ -106,22 +110,18 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
     if (!version) return;
     switch (happening.kind) {
       case 'ready':
-        if (version.status === 'DEPLOYING') await transition(version, { status: 'ACTIVE', replicas: readyCount(versionId) });
-        else if (version.status === 'UNHEALTHY' && !anyUnhealthy(versionId)) await transition(version, { status: 'ACTIVE' });
+        // An UNHEALTHY version recovers only once no replica is unhealthy any more.
+        if (version.status === 'UNHEALTHY' && anyUnhealthy(versionId)) return;
+        await transition(version, 'ready', version.status === 'DEPLOYING' ? { replicas: readyCount(versionId) } : {});
         return;
       case 'recovered':
-        if (version.status === 'UNHEALTHY' && !anyUnhealthy(versionId)) await transition(version, { status: 'ACTIVE' });
+        if (!anyUnhealthy(versionId)) await transition(version, 'recovered');
         return;
       case 'unhealthy':
-        if (version.status === 'ACTIVE') await transition(version, { status: 'UNHEALTHY' });
+        await transition(version, 'unhealthy');
         return;
       case 'failed':
-        if (version.status === 'DEPLOYING') {
-          await transition(version, { status: 'FAILED', failure_reason: happening.reason, failure_diagnostics: happening.diagnostics });
-        } else if (version.status === 'ACTIVE') {
-          // A serving version (a rollback target) that cannot start: unhealthy; the next pass tries again.
-          await transition(version, { status: 'UNHEALTHY' });
-        }
+        await transition(version, 'runtime_failed', { failure_reason: happening.reason, failure_diagnostics: happening.diagnostics });
         return;
     }
   }

@@ -1,5 +1,9 @@
-import { Kysely, PostgresDialect, sql, type ColumnType, type Generated } from 'kysely';
-import { migrations } from './migrations.js';
+import { Kysely, PostgresAdapter, PostgresDialect, sql, type ColumnType, type DatabaseConnection, type Dialect, type Driver, type Generated, type TransactionSettings } from 'kysely';
+import { Migrator, type Migration } from 'kysely/migration';
+import type { PGlite } from '@electric-sql/pglite';
+import type { AgentStatus, TaskStatus, VersionStatus } from '../../contract/lifecycle.js';
+import { schemaChanges } from './schema/index.js';
+import { SCRIPT_MARK } from './schema/script.js';
 import type { DeliveryStatus } from '../../contract/conversation.js';
 
 type Timestamptz = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -22,7 +26,7 @@ export interface GrantsTable {
 }
 export interface ProjectsTable { id: string; namespace_id: string; name: string; description: Generated<string>; created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz }
 export interface AgentsTable {
-  id: string; namespace_id: string; name: string; description: Generated<string>; status: Generated<'ACTIVE' | 'DELETED'>;
+  id: string; namespace_id: string; name: string; description: Generated<string>; status: Generated<AgentStatus>;
   status_reason: string | null; agent_input_type: 'text' | 'json' | null; registered_at: Date | null; registration_metadata: Json | null;
   created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
   /** 006: the number of the agent's newest version (0 before its first deploy). */
@@ -35,7 +39,7 @@ export interface BranchesTable {
 }
 export interface VersionsTable {
   id: string; branch_id: string; agent_id: string; git_hash: string; git_branch: string; git_message: string;
-  author_name: string; author_email: string; image_url: string; status: string; deployed_at: Timestamptz;
+  author_name: string; author_email: string; image_url: string; status: VersionStatus; deployed_at: Timestamptz;
   sdk_type: string; acp_type: string; is_dirty: boolean; replicas: number; desired_replicas: number; are_tasks_sticky: boolean;
   description: string; rollback_count: Generated<number>; last_rollback_at: Date | null; rolled_back_at: Date | null;
   retired_at: Date | null; image_expires_at: Date | null; failure_reason: string | null; failure_diagnostics: Json | null;
@@ -55,10 +59,10 @@ export interface FilesystemsTable {
 }
 export interface TasksTable {
   id: string; agent_id: string; branch_id: string; namespace_id: string; filesystem_id: string; project_id: string | null;
-  name: string | null; status: string; status_reason: string | null; params: Json | null; task_metadata: Json | null;
+  name: string | null; status: TaskStatus; status_reason: string | null; params: Json | null; task_metadata: Json | null;
   created_version_id: string; current_version_id: string; created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
   last_sequence_id: Generated<number>;
-  /** The namespace's org (migration 005), filled in by a trigger: task names are unique per org. */
+  /** The namespace's org (schema change 005), filled in by a trigger: task names are unique per org. */
   org_id: Generated<string>;
 }
 export interface TaskSystemFoldersTable { task_id: string; type: string; filesystem_id: string }
@@ -131,14 +135,19 @@ export interface StoreOptions {
 
 /** Opens the database named by the options and brings its schema up to date. */
 export async function openStore(options: StoreOptions): Promise<Store> {
-  const store = options.databaseUrl ? await openPostgres(options.databaseUrl) : await openPglite(options.dataDir);
+  const store = await openDatabase(options);
   try {
-    await migrate(store.db);
+    await applySchemaChanges(store.db);
   } catch (error) {
     await store.close();
     throw error;
   }
   return store;
+}
+
+/** Opens the database named by the options as it is, schema untouched (openStore applies the changes). */
+export async function openDatabase(options: StoreOptions): Promise<Store> {
+  return options.databaseUrl ? openPostgres(options.databaseUrl) : openPglite(options.dataDir);
 }
 
 async function openPostgres(databaseUrl: string): Promise<Store> {
@@ -147,7 +156,7 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
   const pool = new Pool({ connectionString: databaseUrl, max: Number(process.env.AGENTCTL_DB_POOL ?? 10) });
   // Without a listener an idle client's network error would crash the process.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: withSchemaLock(new PostgresDialect({ pool })) });
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
     let client: InstanceType<typeof pg.default.Client> | undefined;
     let stopped = false;
@@ -189,7 +198,10 @@ async function openPglite(dataDir: string | undefined): Promise<Store> {
   const [{ PGlite }, { PGliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('kysely-pglite-dialect')]);
   const pglite = dataDir && dataDir !== 'memory://' ? new PGlite(dataDir) : new PGlite();
   await pglite.waitReady;
-  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  const dialect = new PGliteDialect(pglite);
+  const createDriver = dialect.createDriver.bind(dialect);
+  dialect.createDriver = () => new ScriptAwareDriver(createDriver(), pglite);
+  const db = new Kysely<Database>({ dialect: withSchemaLock(dialect) });
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
     const unlisten = await pglite.listen(channel, onPayload);
     return () => unlisten();
@@ -199,28 +211,138 @@ async function openPglite(dataDir: string | undefined): Promise<Store> {
 
 const pgIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
-/** An arbitrary constant: the advisory-lock key every replica takes while migrating. */
-const MIGRATION_LOCK_KEY = 7420_0001;
+/**
+ * PGlite's driver, except that a script (schema/script.ts: text starting with SCRIPT_MARK, no
+ * parameters) goes through exec(), which takes several statements; query() takes one. Same session,
+ * so a script runs inside the open transaction.
+ */
+class ScriptAwareDriver implements Driver {
+  readonly #connections = new WeakMap<DatabaseConnection, DatabaseConnection>();
+  readonly #inner = new WeakMap<DatabaseConnection, DatabaseConnection>();
+
+  constructor(
+    private readonly driver: Driver,
+    private readonly pglite: PGlite,
+  ) {}
+
+  init() {
+    return this.driver.init();
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const connection = await this.driver.acquireConnection();
+    let wrapped = this.#connections.get(connection);
+    if (!wrapped) {
+      const pglite = this.pglite;
+      wrapped = {
+        async executeQuery(query) {
+          if (query.parameters.length === 0 && query.sql.startsWith(SCRIPT_MARK)) {
+            await pglite.exec(query.sql);
+            return { rows: [] };
+          }
+          return connection.executeQuery(query);
+        },
+        streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
+      };
+      this.#connections.set(connection, wrapped);
+      this.#inner.set(wrapped, connection);
+    }
+    return wrapped;
+  }
+
+  #unwrap(connection: DatabaseConnection): DatabaseConnection {
+    return this.#inner.get(connection) ?? connection;
+  }
+
+  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings) {
+    return this.driver.beginTransaction(this.#unwrap(connection), settings);
+  }
+
+  commitTransaction(connection: DatabaseConnection) {
+    return this.driver.commitTransaction(this.#unwrap(connection));
+  }
+
+  rollbackTransaction(connection: DatabaseConnection) {
+    return this.driver.rollbackTransaction(this.#unwrap(connection));
+  }
+
+  releaseConnection(connection: DatabaseConnection) {
+    return this.driver.releaseConnection(this.#unwrap(connection));
+  }
+
+  destroy() {
+    return this.driver.destroy();
+  }
+}
+
+/** An arbitrary constant: the advisory-lock key every replica takes while changing the schema. */
+const SCHEMA_LOCK_KEY = 7420_0001;
 
 /**
- * Applies pending migrations in one transaction under an advisory lock, so replicas that start at
- * the same moment apply each migration exactly once.
+ * Kysely's PostgreSQL adapter, except for the Migrator's lock: Kysely's own is a session-level
+ * advisory lock, which a failed change (an aborted transaction) could neither release nor report
+ * past; ours is SCHEMA_LOCK_KEY for the transaction, released by its commit or rollback.
  */
-export async function migrate(db: Db): Promise<void> {
+class SchemaLockAdapter extends PostgresAdapter {
+  override async acquireMigrationLock(db: Kysely<unknown>): Promise<void> {
+    await sql`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK_KEY})`.execute(db);
+  }
+
+  override async releaseMigrationLock(): Promise<void> {}
+}
+
+function withSchemaLock<D extends Dialect>(dialect: D): D {
+  dialect.createAdapter = () => new SchemaLockAdapter();
+  return dialect;
+}
+
+/** Where Kysely's Migrator records the schema changes applied (its own table layout). */
+export const SCHEMA_CHANGES_TABLE = 'schema_changes';
+/** What the runner before Kysely's Migrator recorded (name, applied_at): adopted once, then left as it was. */
+const OLD_TRACKING_TABLE = 'schema_migrations';
+
+/**
+ * Applies pending schema changes (schema/index.ts) with Kysely's Migrator, in one transaction under
+ * an advisory lock, so replicas that start at the same moment apply each change exactly once. A
+ * database whose schema the earlier runner made has its record adopted first: nothing runs twice.
+ */
+export async function applySchemaChanges(db: Db, changes: Record<string, Migration> = schemaChanges): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    await sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`.execute(trx);
-    await sql`CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(trx);
-    const applied = await sql<{ name: string }>`SELECT name FROM schema_migrations`.execute(trx);
-    const done = new Set(applied.rows.map((r) => r.name));
-    for (const migration of migrations) {
-      if (done.has(migration.name)) continue;
-      // One statement at a time: PGlite's extended protocol takes a single command per query.
-      for (const statement of migration.sql.split(/;\s*\n/).map((s) => s.trim()).filter(Boolean)) {
-        await sql.raw(statement).execute(trx);
-      }
-      await sql`INSERT INTO schema_migrations (name) VALUES (${migration.name})`.execute(trx);
+    // Taken here as well as by the Migrator (SchemaLockAdapter): adopting the old record needs it too.
+    await sql`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK_KEY})`.execute(trx);
+    await adoptOldRecord(trx);
+    const migrator = new Migrator({
+      db: trx,
+      provider: { getMigrations: async () => changes },
+      migrationTableName: SCHEMA_CHANGES_TABLE,
+      migrationLockTableName: `${SCHEMA_CHANGES_TABLE}_lock`,
+      // As the earlier runner did: whatever is missing runs, in name order, even when a later one
+      // has run (two branches each adding a change).
+      allowUnorderedMigrations: true,
+    });
+    const { error, results } = await migrator.migrateToLatest();
+    if (error) {
+      const failed = results?.find((r) => r.status === 'Error');
+      throw Object.assign(error instanceof Error ? error : new Error(String(error)), failed ? { schemaChange: failed.migrationName } : {});
     }
   });
+}
+
+/**
+ * The earlier runner's table lists what it applied: the same names, so the Migrator's table starts
+ * with them (their timestamps from applied_at) and runs only what came after.
+ */
+async function adoptOldRecord(trx: Db): Promise<void> {
+  const tables = await sql<{ name: string }>`
+    SELECT table_name AS name FROM information_schema.tables
+    WHERE table_schema = current_schema() AND table_name IN (${SCHEMA_CHANGES_TABLE}, ${OLD_TRACKING_TABLE})`.execute(trx);
+  const present = new Set(tables.rows.map((t) => t.name));
+  if (present.has(SCHEMA_CHANGES_TABLE) || !present.has(OLD_TRACKING_TABLE)) return;
+  // The layout Kysely's Migrator creates (and would create itself when the table is missing).
+  await sql`CREATE TABLE ${sql.table(SCHEMA_CHANGES_TABLE)} (name varchar(255) PRIMARY KEY, "timestamp" varchar(255) NOT NULL)`.execute(trx);
+  await sql`
+    INSERT INTO ${sql.table(SCHEMA_CHANGES_TABLE)} (name, "timestamp")
+    SELECT name, to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') FROM ${sql.table(OLD_TRACKING_TABLE)}`.execute(trx);
 }
 
 /** Empties every table (tests share one database per file and reset between tests). */

@@ -1,4 +1,12 @@
 import { sql, type RawBuilder } from 'kysely';
+import type { AgentStatus, TaskStatus, VersionStatus } from '../../contract/lifecycle.js';
+
+type Status = AgentStatus | TaskStatus | VersionStatus;
+
+/** A status written into SQL text as a literal (a partial index's predicate matches it), typed by the contract. */
+export const statusLit = (status: Status): RawBuilder<unknown> => sql.lit(status);
+/** Statuses for `IN (...)`, as literals: `status IN (${statusList(LIVE_TASK_STATUSES)})`. */
+export const statusList = (statuses: readonly Status[]): RawBuilder<unknown> => sql.join(statuses.map(statusLit));
 
 /** PostgreSQL's unique_violation, optionally on one named constraint or index. */
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {

@@ -1,4 +1,5 @@
 import type { MigrateTasksRequest, MigrateTasksResponse } from '../../../contract/endpoints.js';
+import { isIn, ROUTABLE_VERSION_STATUSES } from '../../../contract/lifecycle.js';
 import type { Handler } from '../../command.js';
 import type { CommandContext } from '../../context.js';
 import { needsFlag, usageError } from '../../errors.js';
@@ -98,7 +99,7 @@ async function undoLines(ctx: CommandContext, response: MigrateTasksResponse, bo
   const lines: string[] = [];
   for (const [from, ids] of sources(response, body, before)) {
     const status = (await client.getVersion({ params: { version_id: from } })).status;
-    if (status === 'ACTIVE' || status === 'DEPLOYING') {
+    if (isIn(ROUTABLE_VERSION_STATUSES, status)) {
       lines.push(`Undo with: ${shellCommand('agentctl', 'tasks', 'migrate', ...ids.flatMap((id) => ['--task', id]), '--to', from, '--yes')}`);
     } else {
       // A pasteable rollback names the agent and branch, which the migration's answer gives only as ids.

@@ -1,0 +1,24 @@
+import type { Migration } from 'kysely/migration';
+import * as initial from './001_initial.js';
+import * as conversation from './002_conversation.js';
+import * as delivery from './003_delivery.js';
+import * as filesystems from './004_filesystems.js';
+import * as hardening from './005_hardening.js';
+import * as versionNumbers from './006_version_numbers.js';
+import * as deliveryCompletion from './007_delivery_completion.js';
+
+/**
+ * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
+ * each. Listed here rather than read from the directory: the server runs from a bundle (dist/),
+ * where these files do not exist. A new change is a new file `NNN_what.ts` exporting `up(db)`,
+ * plus its line here; a change that has been applied anywhere is never edited.
+ */
+export const schemaChanges: Record<string, Migration> = {
+  '001_initial': initial,
+  '002_conversation': conversation,
+  '003_delivery': delivery,
+  '004_filesystems': filesystems,
+  '005_hardening': hardening,
+  '006_version_numbers': versionNumbers,
+  '007_delivery_completion': deliveryCompletion,
+};
