@@ -265,7 +265,7 @@ export async function applyVersionHappening(trx: Trx, branchId: string, versionI
   const branch = await lockBranch(trx, branchId);
   const version = await trx.selectFrom('versions').selectAll().where('id', '=', versionId).forNoKeyUpdate().executeTakeFirstOrThrow();
   const to = next(version.status, happening);
-  if (isRefusal(to)) throw conflict('invalid_transition', `Version ${version.id} is ${version.status}; ${refusal}`);
+  if (isRefusal(to)) throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; ${refusal}`);
   const now = new Date();
   let tasksMigrated = 0;
 
@@ -376,7 +376,7 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
     await appendEvent(trx, branchId, current.id, 'VERSION_ROLLED_BACK_FROM', { to_version_id: target.id });
     // The target redeploys from its retained image; no runtime driver runs images yet, so it is ready at once.
     const targetTo = next(target.status, 'restored');
-    if (isRefusal(targetTo)) throw conflict('invalid_target', `Version ${target.id} failed to deploy; it cannot serve`);
+    if (isRefusal(targetTo)) throw conflict('invalid_target', `Version ${namedVersion(target)} failed to deploy; it cannot serve`);
     await setStatus(trx, target, targetTo, { rollback_count: sql`rollback_count + 1`, last_rollback_at: now, retired_at: null, replicas: target.desired_replicas });
     await trx.updateTable('branches').set({ current_version_id: target.id, updated_at: now }).where('id', '=', branchId).execute();
     await appendEvent(trx, branchId, target.id, 'VERSION_ROLLED_BACK_TO', { from_version_id: current.id });
