@@ -1,67 +1,181 @@
-// The archive format of DESIGN section 12: POSIX tar (the `tar` package), members in path byte
-// order, owners zeroed, mtimes fixed, zstd from node:zlib. One reader validates every member for
+// The archive format of DESIGN section 12: POSIX tar (headers encoded by the `tar` package), members
+// in path byte order, owners zeroed, mtimes fixed, zstd from node:zlib. One reader validates every member for
 // the server (before an upload becomes current) and for syncDown (before anything is written).
 import { once } from 'node:events';
 import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createHash } from 'node:crypto';
 import zlib from 'node:zlib';
-import { Pack, Parser, type ReadEntry } from 'tar';
-import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type TreeEntry } from './tree.js';
+import { constants as fsConstants } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { Header, Parser, Pax, type ReadEntry } from 'tar';
+import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type StatStamp, type TreeEntry } from './tree.js';
 
 /** Fixed member mtime: equal trees give equal archive bytes. */
 const ARCHIVE_MTIME = new Date(0);
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
 export const ARCHIVE_CONTENT_TYPE = 'application/zstd';
 
-/**
- * A zstd-compressed tar of `paths` (relative to `root`, already in byte order, as walkTree gives
- * them). Streams: files are read as the consumer pulls.
- */
-export function packTree(root: string, paths: readonly string[], level = 3): Readable {
-  // The tar package writes nothing at all for no members; an archive is at least its end blocks.
-  if (paths.length === 0) return Readable.from([emptyArchive()]);
-  const pack = new Pack({
-    cwd: root,
-    portable: true,
-    mtime: ARCHIVE_MTIME,
-    noDirRecurse: true,
-    // Hard links are archived as separate files: a link member would tie the tree to its inode layout.
-    linkCache: { get: () => undefined, set() {} } as unknown as Map<`${number}:${number}`, string>,
-  });
-  const zstd = zlib.createZstdCompress({ params: { [zlib.constants.ZSTD_c_compressionLevel]: level } });
-  // tar writes each header and file separately; zlib sends every write to the thread pool, so
-  // thousands of small writes cost more than the compression. Hand it larger pieces.
-  const coalesce = coalescer(256 * 1024);
-  pack.on('error', (error: unknown) => zstd.destroy(error as Error));
-  coalesce.on('error', (error) => zstd.destroy(error));
-  pack.pipe(coalesce as unknown as Writable);
-  coalesce.pipe(zstd);
-  for (const p of paths) pack.add(p);
-  pack.end();
-  return zstd;
+/** Files up to this size are read whole, ahead of their turn; larger ones are streamed in reads of READ_SIZE. */
+const SMALL_FILE = 256 * 1024;
+const READ_SIZE = 1024 * 1024;
+/** How many files are opened (and small ones read) ahead of the one being written. */
+const READ_AHEAD = 16;
+/** Headers and small files are gathered into pieces of this size: zlib sends every write to the thread pool. */
+const BATCH_SIZE = 1024 * 1024;
+
+/** What packTree archives: a walked entry. Files without a sha256 are hashed as they are read. */
+export interface PackEntry {
+  path: string;
+  kind: TreeEntry['kind'];
+  mode: number;
+  size: number;
+  sha256?: string;
+  linkpath?: string;
+  stamp?: StatStamp;
+  /** Set by packTree: the file was gone when its turn came, and is not in the archive. */
+  vanished?: boolean;
 }
 
-/** Joins small chunks into pieces of about `size` bytes. */
-function coalescer(size: number): Transform {
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
-  return new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      pending.push(chunk);
-      pendingBytes += chunk.length;
-      if (pendingBytes >= size) {
-        this.push(Buffer.concat(pending, pendingBytes));
-        pending = [];
-        pendingBytes = 0;
+/** A file changed while it was being archived: the archive would not match any state of the tree. */
+export class TreeChangedError extends Error {}
+
+/**
+ * A zstd-compressed tar of `entries` (relative to `root`, in byte order, as walkTree gives them),
+ * streamed with bounded memory: a few files read ahead, large ones in 1 MiB reads. Headers are the
+ * `tar` package's (Header, and Pax for long or non-ASCII names). Each file is described by what was
+ * read from its open descriptor, so as the stream ends every file entry's size, mode, stamp and
+ * sha256 (computed on the way when missing: one read per file) are those of the archived bytes.
+ */
+export function packTree(root: string, entries: PackEntry[], level = 3): Readable {
+  const zstd = zlib.createZstdCompress({ chunkSize: 128 * 1024, params: { [zlib.constants.ZSTD_c_compressionLevel]: level } });
+  const tar = Readable.from(tarStream(root, entries), { objectMode: false, highWaterMark: BATCH_SIZE });
+  tar.on('error', (error) => zstd.destroy(error));
+  return tar.pipe(zstd);
+}
+
+interface OpenedFile {
+  handle?: FileHandle;
+  /** The whole content, for small files. */
+  content?: Buffer;
+  size: number;
+  mode: number;
+  stamp: StatStamp;
+}
+
+/** Opens a file without following a link that replaced it since the walk; small files are read whole. */
+async function openMember(file: string): Promise<OpenedFile | undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw new TreeChangedError(`${file} became a symlink while it was being archived: sync again`);
+    throw error;
+  }
+  try {
+    const st = await handle.stat();
+    if (!st.isFile()) throw new TreeChangedError(`${file} is no longer a regular file: sync again`);
+    const opened: OpenedFile = { size: st.size, mode: st.mode, stamp: { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino } };
+    if (st.size > SMALL_FILE) return { ...opened, handle };
+    const content = Buffer.allocUnsafe(st.size);
+    let got = 0;
+    while (got < st.size) {
+      const { bytesRead } = await handle.read(content, got, st.size - got, got);
+      if (bytesRead === 0) throw new TreeChangedError(`${file} shrank while it was being archived: sync again`);
+      got += bytesRead;
+    }
+    await handle.close();
+    return { ...opened, content };
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+function memberHeader(path_: string, type: 'File' | 'Directory' | 'SymbolicLink', mode: number, size: number, linkpath?: string): Buffer[] {
+  const header = new Header({ path: path_, type, mode, size, linkpath, mtime: ARCHIVE_MTIME, uid: 0, gid: 0, uname: '', gname: '' });
+  const needPax = header.encode();
+  const block = header.block!;
+  return needPax ? [new Pax({ path: path_, linkpath, size, mtime: ARCHIVE_MTIME }).encode(), block] : [block];
+}
+
+/** The tar bytes of `entries`, in pieces of about BATCH_SIZE. */
+async function* tarStream(root: string, entries: PackEntry[]): AsyncGenerator<Buffer> {
+  const files = entries.filter((e) => e.kind === 'file');
+  // Files opened ahead, in archive order; a failure surfaces when its turn comes.
+  const ahead: Promise<OpenedFile | undefined>[] = [];
+  let nextToOpen = 0;
+  const fill = () => {
+    while (ahead.length < READ_AHEAD && nextToOpen < files.length) {
+      const p = openMember(path.join(root, files[nextToOpen++]!.path));
+      p.catch(() => undefined); // observed when taken
+      ahead.push(p);
+    }
+  };
+  let batch: Buffer[] = [];
+  let batched = 0;
+  const add = (...pieces: Buffer[]) => {
+    for (const piece of pieces) {
+      batch.push(piece);
+      batched += piece.length;
+    }
+  };
+  const take = () => {
+    const out = Buffer.concat(batch, batched);
+    batch = [];
+    batched = 0;
+    return out;
+  };
+  try {
+    fill();
+    for (const e of entries) {
+      if (e.kind === 'dir') add(...memberHeader(`${e.path}/`, 'Directory', e.mode, 0));
+      else if (e.kind === 'symlink') add(...memberHeader(e.path, 'SymbolicLink', 0o777, 0, e.linkpath));
+      else {
+        const opened = await ahead.shift()!;
+        fill();
+        if (!opened) {
+          e.vanished = true;
+          continue;
+        }
+        e.size = opened.size;
+        e.mode = canonicalMode(opened.mode, 'file');
+        e.stamp = opened.stamp;
+        const hash = e.sha256 ? undefined : createHash('sha256');
+        add(...memberHeader(e.path, 'File', e.mode, e.size));
+        if (opened.content) {
+          hash?.update(opened.content);
+          add(opened.content);
+        } else {
+          const handle = opened.handle!;
+          try {
+            if (batched) yield take();
+            for (let pos = 0; pos < opened.size; ) {
+              const buffer = Buffer.allocUnsafe(Math.min(READ_SIZE, opened.size - pos));
+              const { bytesRead } = await handle.read(buffer, 0, buffer.length, pos);
+              if (bytesRead === 0) throw new TreeChangedError(`${path.join(root, e.path)} shrank while it was being archived: sync again`);
+              const chunk = bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead);
+              hash?.update(chunk);
+              pos += bytesRead;
+              yield chunk;
+            }
+          } finally {
+            await handle.close();
+          }
+        }
+        if (hash) e.sha256 = hash.digest('hex');
+        if (e.size % 512) add(Buffer.alloc(512 - (e.size % 512)));
       }
-      done();
-    },
-    flush(done) {
-      if (pendingBytes) this.push(Buffer.concat(pending, pendingBytes));
-      done();
-    },
-  });
+      if (batched >= BATCH_SIZE) yield take();
+    }
+    add(Buffer.alloc(1024));
+    yield take();
+  } finally {
+    // Stopped early (an error, or the consumer went away): close what was opened ahead.
+    for (const p of ahead) void p.then((o) => o?.handle?.close()).catch(() => undefined);
+  }
 }
 
 /** A tar of nothing, compressed: what a filesystem without content serves. */
@@ -148,6 +262,30 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     return { path: p, kind: kind!, mode: canonicalMode(raw.mode ?? 0o644, kind!), size, sha256: linkpath === undefined ? '' : sha256Text(linkpath), linkpath };
   };
 
+  // If the input fails part-way, the member being read never ends by itself: its reader is stopped.
+  let inputFailed = false;
+  let stopReading: (() => void) | undefined;
+  const nextChunk = (chunks: AsyncIterator<Buffer>) =>
+    new Promise<IteratorResult<Buffer>>((resolve, reject) => {
+      if (inputFailed) return resolve({ done: true, value: undefined });
+      stopReading = () => resolve({ done: true, value: undefined });
+      chunks.next().then(resolve, reject);
+    });
+  /** Waits for `out` to take more; fails if it closes or fails instead (its reader went away). */
+  const drained = (out: Writable) =>
+    new Promise<void>((resolve, reject) => {
+      const settle = (error?: unknown) => {
+        out.off('drain', settle);
+        out.off('close', settle);
+        out.off('error', settle);
+        if (error instanceof Error) reject(error);
+        else if (out.destroyed) reject(new Error("The member's writer closed before its end"));
+        else resolve();
+      };
+      out.on('drain', settle);
+      out.on('close', settle);
+      out.on('error', settle);
+    });
   const consume = async (raw: ReadEntry): Promise<void> => {
     const entry = check(raw);
     entries.push(entry);
@@ -155,10 +293,12 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
       const hash = createHash('sha256');
       const out = sink ? await sink.file(entry) : undefined;
       let seen = 0;
-      for await (const chunk of raw as AsyncIterable<Buffer>) {
+      const chunks = (raw as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+      for (let next = await nextChunk(chunks); !next.done; next = await nextChunk(chunks)) {
+        const chunk = next.value;
         seen += chunk.length;
         hash.update(chunk);
-        if (out && !out.write(chunk)) await once(out, 'drain');
+        if (out && !out.write(chunk)) await drained(out);
       }
       if (seen !== entry.size) refuse(422, `Member ${JSON.stringify(entry.path)} is truncated`, entry.path);
       if (out) {
@@ -215,7 +355,7 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
   const isZstd = head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC);
   try {
     if (isZstd) {
-      const zstd = zlib.createZstdDecompress();
+      const zstd = zlib.createZstdDecompress({ chunkSize: 256 * 1024 });
       const zstdFailure = (e: Error) => new ArchiveRejected(422, 'invalid_archive', `The archive is not valid zstd: ${e.message}`);
       await pipeline(body, zstd, counter, parser as unknown as Writable).catch((e) => {
         throw (e as { code?: string }).code?.startsWith('ERR__ZSTD') || (e as { code?: string }).code?.startsWith('ZSTD') ? zstdFailure(e) : e;
@@ -225,6 +365,10 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     }
   } catch (error) {
     failure ??= error;
+  }
+  if (failure) {
+    inputFailed = true;
+    stopReading?.();
   }
   await chain;
   // Only zero blocks decoded and only the parser objected: an archive of no members.
