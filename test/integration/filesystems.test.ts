@@ -97,6 +97,41 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     expect(files.body.files.map((f: { path: string }) => f.path)).toEqual(['.agentctlignore', '.gitkeep', 'node_modules_notes.txt', 'pkg', 'src', 'src/main.ts']);
   });
 
+  test('a nested .agentctlignore applies to its own subtree, relative to its directory: negation, directory and anchored patterns', async () => {
+    const fs = await createFs();
+    const src = await tempDir();
+    await writeTree(src, {
+      '.agentctlignore': '*.log\ntmp/\n',
+      'root.log': 'ignored at the root',
+      'keep.txt': 'kept',
+      'app/.agentctlignore': '!important.log\ncache/\n/local.txt\n',
+      'app/important.log': 're-included by the deeper file',
+      'app/debug.log': 'still ignored by the root file',
+      'app/cache/c.bin': 'a directory pattern of app/',
+      'app/local.txt': 'anchored to app/',
+      'app/sub/local.txt': 'the anchored pattern does not reach app/sub/',
+      'app/sub/cache': 'a file, not a directory: cache/ does not match it',
+      'app/tmp/t.txt': "the root file's unanchored tmp/ applies at any depth",
+      'lib/cache/kept.txt': "app/'s rules do not reach lib/",
+      'lib/important.log': "the re-inclusion is app/'s only",
+    });
+    await syncUp(transport, fs.id, src);
+    const files = await svc.api('GET', `/filesystems/${fs.id}/files`);
+    expect(files.body.files.map((f: { path: string }) => f.path)).toEqual([
+      '.agentctlignore',
+      'app',
+      'app/.agentctlignore',
+      'app/important.log',
+      'app/sub',
+      'app/sub/cache',
+      'app/sub/local.txt',
+      'keep.txt',
+      'lib',
+      'lib/cache',
+      'lib/cache/kept.txt',
+    ]);
+  });
+
   test('an unchanged second syncUp uploads nothing; a same-size rewrite in the same second is detected', async () => {
     const fs = await createFs();
     const src = await tempDir();
