@@ -337,6 +337,8 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
   });
   let parserFailure: ArchiveRejected | undefined;
   parser.on('error', (error: Error) => {
+    // The pipeline hands the parser the failure of a stage before it (the expansion limit): keep it as it is.
+    if (error instanceof ArchiveRejected) return void (failure ??= error);
     parserFailure = new ArchiveRejected(422, 'invalid_archive', `The archive is not a valid tar: ${error.message}`);
     if (allZero && decompressed > 0 && (error as { code?: string }).code === 'TAR_BAD_ARCHIVE') return;
     failure ??= parserFailure;
