@@ -6,8 +6,8 @@ import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createHash } from 'node:crypto';
 import zlib from 'node:zlib';
-import { constants as fsConstants } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import fs from 'node:fs';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { Header, Parser, Pax, type ReadEntry } from 'tar';
 import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type StatStamp, type TreeEntry } from './tree.js';
@@ -17,9 +17,8 @@ const ARCHIVE_MTIME = new Date(0);
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
 export const ARCHIVE_CONTENT_TYPE = 'application/zstd';
 
-/** Files up to this size are read whole, ahead of their turn; larger ones are streamed in reads of READ_SIZE. */
+/** Files up to this size are read whole, ahead of their turn; larger ones are streamed in reads of BATCH_SIZE. */
 const SMALL_FILE = 256 * 1024;
-const READ_SIZE = 1024 * 1024;
 /** How many files are opened (and small ones read) ahead of the one being written. */
 const READ_AHEAD = 16;
 /** Headers and small files are gathered into pieces of this size: zlib sends every write to the thread pool. */
@@ -49,50 +48,120 @@ export class TreeChangedError extends Error {}
  * sha256 (computed on the way when missing: one read per file) are those of the archived bytes.
  */
 export function packTree(root: string, entries: PackEntry[], level = 3): Readable {
-  const zstd = zlib.createZstdCompress({ chunkSize: 128 * 1024, params: { [zlib.constants.ZSTD_c_compressionLevel]: level } });
-  const tar = Readable.from(tarStream(root, entries), { objectMode: false, highWaterMark: BATCH_SIZE });
-  tar.on('error', (error) => zstd.destroy(error));
-  return tar.pipe(zstd);
+  // Two pieces may wait while one is compressed: reading and compressing overlap.
+  const zstd = zlib.createZstdCompress({ chunkSize: 128 * 1024, writableHighWaterMark: 2 * BATCH_SIZE, params: { [zlib.constants.ZSTD_c_compressionLevel]: level } } as zlib.ZstdOptions);
+  const pools = { batch: new BufferPool(BATCH_SIZE, 4), small: new BufferPool(SMALL_FILE, READ_AHEAD + 1) };
+  void (async () => {
+    try {
+      for await (const piece of tarStream(root, entries, pools)) {
+        if (zstd.destroyed) return;
+        // zlib calls back once it has consumed the bytes: only then may the buffer be read into again.
+        const room = zstd.write(piece.data, () => piece.pooled && pools.batch.put(piece.pooled));
+        if (!room && !(await drainedOrClosed(zstd))) return;
+      }
+      zstd.end();
+    } catch (error) {
+      zstd.destroy(error as Error);
+    }
+  })();
+  return zstd;
+}
+
+/** Resolves true when `stream` wants more, false when it closed instead (its reader went away). */
+const drainedOrClosed = (stream: Writable) =>
+  new Promise<boolean>((resolve) => {
+    const settle = () => {
+      stream.off('drain', settle);
+      stream.off('close', settle);
+      resolve(!stream.destroyed);
+    };
+    stream.on('drain', settle);
+    stream.on('close', settle);
+  });
+
+/**
+ * Buffers of one size, reused: the packer reads a whole tree through a handful of them, so its
+ * memory and the garbage collector's work do not grow with the tree.
+ */
+class BufferPool {
+  private readonly free: Buffer[] = [];
+  constructor(
+    readonly size: number,
+    private readonly keep: number,
+  ) {}
+  get(): Buffer {
+    return this.free.pop() ?? Buffer.allocUnsafeSlow(this.size);
+  }
+  put(buffer: Buffer): void {
+    if (this.free.length < this.keep) this.free.push(buffer);
+  }
+}
+
+/** A piece of the tar stream; `pooled` is the batch-pool buffer it lies in, if any. */
+interface Piece {
+  data: Buffer;
+  pooled?: Buffer;
 }
 
 interface OpenedFile {
-  handle?: FileHandle;
-  /** The whole content, for small files. */
+  /** A large file's descriptor, to be streamed. */
+  fd?: number;
+  /** The whole content (small files), in `pooled` (a small-pool buffer to give back). */
   content?: Buffer;
+  pooled?: Buffer;
   size: number;
   mode: number;
-  stamp: StatStamp;
+  stamp?: StatStamp;
 }
 
-/** Opens a file without following a link that replaced it since the walk; small files are read whole. */
-async function openMember(file: string): Promise<OpenedFile | undefined> {
-  let handle: FileHandle;
+// The callback forms: FileHandle objects cost more than the small reads they would serve.
+const openFd = promisify(fs.open);
+const readFd = promisify(fs.read);
+const closeFd = promisify(fs.close);
+const fstatFd = promisify(fs.fstat);
+/** No link followed (one may have replaced the file since the walk), no wait on a fifo. */
+const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+
+/**
+ * Opens a walked file. A small one is read whole in one read (a short read is its end) and keeps
+ * the walk's mode and stamp: a later change moves its mtime past that stamp, so the stat cache will
+ * not vouch for it. A large one is fstat'ed and left open for streaming.
+ */
+async function openMember(file: string, walked: PackEntry, small: BufferPool): Promise<OpenedFile | undefined> {
+  let fd: number;
   try {
-    handle = await open(file, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW);
+    fd = await openFd(file, OPEN_FLAGS);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw new TreeChangedError(`${file} became a symlink while it was being archived: sync again`);
     throw error;
   }
+  let pooled: Buffer | undefined;
   try {
-    const st = await handle.stat();
-    if (!st.isFile()) throw new TreeChangedError(`${file} is no longer a regular file: sync again`);
-    const opened: OpenedFile = { size: st.size, mode: st.mode, stamp: { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino } };
-    if (st.size > SMALL_FILE) return { ...opened, handle };
-    const content = Buffer.allocUnsafe(st.size);
-    let got = 0;
-    while (got < st.size) {
-      const { bytesRead } = await handle.read(content, got, st.size - got, got);
-      if (bytesRead === 0) throw new TreeChangedError(`${file} shrank while it was being archived: sync again`);
-      got += bytesRead;
+    if (walked.size < SMALL_FILE) {
+      pooled = small.get();
+      const { bytesRead } = await readFd(fd, pooled, 0, pooled.length, 0).catch((error: NodeJS.ErrnoException) => {
+        throw error.code === 'EISDIR' || error.code === 'EAGAIN' ? new TreeChangedError(`${file} is no longer a regular file: sync again`) : error;
+      });
+      if (bytesRead < pooled.length) {
+        await closeFd(fd);
+        return { content: pooled.subarray(0, bytesRead), pooled, size: bytesRead, mode: walked.mode, stamp: walked.stamp };
+      }
+      // It grew past a small file since the walk: stream it.
+      small.put(pooled);
+      pooled = undefined;
     }
-    await handle.close();
-    return { ...opened, content };
+    const st = await fstatFd(fd);
+    if (!st.isFile()) throw new TreeChangedError(`${file} is no longer a regular file: sync again`);
+    return { fd, size: st.size, mode: st.mode, stamp: { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino } };
   } catch (error) {
-    await handle.close().catch(() => undefined);
+    if (pooled) small.put(pooled);
+    await closeFd(fd).catch(() => undefined);
     throw error;
   }
 }
+
+const ZERO_BLOCKS = Buffer.alloc(1024);
 
 function memberHeader(path_: string, type: 'File' | 'Directory' | 'SymbolicLink', mode: number, size: number, linkpath?: string): Buffer[] {
   const header = new Header({ path: path_, type, mode, size, linkpath, mtime: ARCHIVE_MTIME, uid: 0, gid: 0, uname: '', gname: '' });
@@ -102,37 +171,45 @@ function memberHeader(path_: string, type: 'File' | 'Directory' | 'SymbolicLink'
 }
 
 /** The tar bytes of `entries`, in pieces of about BATCH_SIZE. */
-async function* tarStream(root: string, entries: PackEntry[]): AsyncGenerator<Buffer> {
+/** The tar bytes of `entries`, in pieces of about BATCH_SIZE. */
+async function* tarStream(root: string, entries: PackEntry[], pools: { batch: BufferPool; small: BufferPool }): AsyncGenerator<Piece> {
   const files = entries.filter((e) => e.kind === 'file');
   // Files opened ahead, in archive order; a failure surfaces when its turn comes.
   const ahead: Promise<OpenedFile | undefined>[] = [];
   let nextToOpen = 0;
   const fill = () => {
     while (ahead.length < READ_AHEAD && nextToOpen < files.length) {
-      const p = openMember(path.join(root, files[nextToOpen++]!.path));
+      const file = files[nextToOpen++]!;
+      const p = openMember(path.join(root, file.path), file, pools.small);
       p.catch(() => undefined); // observed when taken
       ahead.push(p);
     }
   };
-  let batch: Buffer[] = [];
+  let batch = pools.batch.get();
   let batched = 0;
-  const add = (...pieces: Buffer[]) => {
+  const flush = (): Piece => {
+    const piece = { data: batch.subarray(0, batched), pooled: batch };
+    batch = pools.batch.get();
+    batched = 0;
+    return piece;
+  };
+  /** Copies `pieces` into the batch, handing out full batches. */
+  function* add(...pieces: Buffer[]): Generator<Piece> {
     for (const piece of pieces) {
-      batch.push(piece);
+      if (batched + piece.length > batch.length && batched) yield flush();
+      if (piece.length > batch.length) {
+        yield { data: Buffer.from(piece) };
+        continue;
+      }
+      piece.copy(batch, batched);
       batched += piece.length;
     }
-  };
-  const take = () => {
-    const out = Buffer.concat(batch, batched);
-    batch = [];
-    batched = 0;
-    return out;
-  };
+  }
   try {
     fill();
     for (const e of entries) {
-      if (e.kind === 'dir') add(...memberHeader(`${e.path}/`, 'Directory', e.mode, 0));
-      else if (e.kind === 'symlink') add(...memberHeader(e.path, 'SymbolicLink', 0o777, 0, e.linkpath));
+      if (e.kind === 'dir') yield* add(...memberHeader(`${e.path}/`, 'Directory', e.mode, 0));
+      else if (e.kind === 'symlink') yield* add(...memberHeader(e.path, 'SymbolicLink', 0o777, 0, e.linkpath));
       else {
         const opened = await ahead.shift()!;
         fill();
@@ -144,37 +221,38 @@ async function* tarStream(root: string, entries: PackEntry[]): AsyncGenerator<Bu
         e.mode = canonicalMode(opened.mode, 'file');
         e.stamp = opened.stamp;
         const hash = e.sha256 ? undefined : createHash('sha256');
-        add(...memberHeader(e.path, 'File', e.mode, e.size));
+        yield* add(...memberHeader(e.path, 'File', e.mode, e.size));
         if (opened.content) {
           hash?.update(opened.content);
-          add(opened.content);
+          yield* add(opened.content);
+          pools.small.put(opened.pooled!);
         } else {
-          const handle = opened.handle!;
+          const fd = opened.fd!;
           try {
-            if (batched) yield take();
+            if (batched) yield flush();
             for (let pos = 0; pos < opened.size; ) {
-              const buffer = Buffer.allocUnsafe(Math.min(READ_SIZE, opened.size - pos));
-              const { bytesRead } = await handle.read(buffer, 0, buffer.length, pos);
+              const buffer = pools.batch.get();
+              const { bytesRead } = await readFd(fd, buffer, 0, Math.min(buffer.length, opened.size - pos), pos);
               if (bytesRead === 0) throw new TreeChangedError(`${path.join(root, e.path)} shrank while it was being archived: sync again`);
-              const chunk = bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead);
+              const chunk = buffer.subarray(0, bytesRead);
               hash?.update(chunk);
               pos += bytesRead;
-              yield chunk;
+              yield { data: chunk, pooled: buffer };
             }
           } finally {
-            await handle.close();
+            await closeFd(fd);
           }
         }
         if (hash) e.sha256 = hash.digest('hex');
-        if (e.size % 512) add(Buffer.alloc(512 - (e.size % 512)));
+        if (e.size % 512) yield* add(ZERO_BLOCKS.subarray(0, 512 - (e.size % 512)));
       }
-      if (batched >= BATCH_SIZE) yield take();
+      if (batched >= BATCH_SIZE - 512) yield flush();
     }
-    add(Buffer.alloc(1024));
-    yield take();
+    yield* add(ZERO_BLOCKS);
+    if (batched) yield flush();
   } finally {
     // Stopped early (an error, or the consumer went away): close what was opened ahead.
-    for (const p of ahead) void p.then((o) => o?.handle?.close()).catch(() => undefined);
+    for (const p of ahead) void p.then((o) => (o?.fd === undefined ? undefined : closeFd(o.fd))).catch(() => undefined);
   }
 }
 

@@ -2,7 +2,9 @@
 // the ADK and tests share them. Archive bodies stream through undici both ways.
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { chmod, lstat, mkdir, rename, rm, rmdir, symlink, writeFile } from 'node:fs/promises';
+import fs from 'node:fs';
+import { chmod, lstat, mkdir, rename, rm, rmdir, symlink } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { Transform, Writable, type Readable } from 'node:stream';
 import { request } from 'undici';
@@ -276,6 +278,8 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
   }
 }
 
+/** The callback form: a FileHandle per small file costs more than its write. */
+const writeSmallFile = promisify(fs.writeFile);
 /** Files up to this size are gathered in memory and written in one call, several at a time. */
 const SMALL_FILE = 256 * 1024;
 const WRITES_IN_FLIGHT = 16;
@@ -319,7 +323,7 @@ function stagingSink(staging: string): ArchiveSink & { settled(): Promise<void> 
       if (writeError) throw writeError;
       const p = await parentOf(path.join(staging, entry.path));
       if (entry.size > SMALL_FILE) {
-        const out = createWriteStream(p, { mode: entry.mode });
+        const out = createWriteStream(p, { mode: entry.mode, flags: 'wx' });
         out.once('finish', () => track(exactMode(p, entry.mode)));
         return out;
       }
@@ -331,7 +335,7 @@ function stagingSink(staging: string): ArchiveSink & { settled(): Promise<void> 
           done();
         },
         final(done) {
-          track(writeFile(p, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), { mode: entry.mode }).then(() => exactMode(p, entry.mode)));
+          track(writeSmallFile(p, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), { mode: entry.mode, flag: 'wx' }).then(() => exactMode(p, entry.mode)));
           done();
         },
       });
