@@ -8,6 +8,9 @@
 // side's memory is its own: a side's figure is its peak RSS (VmHWM, reset through
 // /proc/self/clear_refs just before the operation) less its RSS at that moment. "Streams end to
 // end" means these growths stay flat as the tree grows.
+//
+// Knobs: BENCH_RUNS (3), BENCH_SYNC_FILES (10,000), BENCH_SYNC_TREES (mixed-48,mixed-200,one-100,small-100),
+// BENCH_SYNC_SAMPLE=1 (the client's heap and Buffer peaks), BENCH_SYNC_PROF=DIR (a --cpu-prof of each client run).
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
@@ -47,13 +50,22 @@ if (process.argv[2] === '--client') {
   gc();
   resetPeak();
   const base = status('VmRSS');
+  // BENCH_SYNC_SAMPLE=1: also print where the memory went (V8 heap, Buffers), sampled every 2 ms.
   const peaks = { rss: 0, heapUsed: 0, heapTotal: 0, external: 0, arrayBuffers: 0 };
-  const sampler = process.env.BENCH_SYNC_SAMPLE ? setInterval(() => { const m = process.memoryUsage(); for (const k of Object.keys(peaks) as (keyof typeof peaks)[]) peaks[k] = Math.max(peaks[k], m[k] / MiB); }, 2) : undefined;
+  const sample = () => {
+    const now = process.memoryUsage();
+    for (const k of Object.keys(peaks) as (keyof typeof peaks)[]) peaks[k] = Math.max(peaks[k], now[k] / MiB);
+  };
+  const sampler = process.env.BENCH_SYNC_SAMPLE ? setInterval(sample, 2) : undefined;
   let result: { bytes: number } | undefined;
   const ms = await timed(async () => {
     result = await (job.op === 'up' ? syncUp : syncDown)(job.transport, job.fsId, job.dir, { stateFile: job.stateFile });
   });
-  if (sampler) { clearInterval(sampler); process.stderr.write(`${job.op} base ${base.toFixed(0)} peaks ${JSON.stringify(Object.fromEntries(Object.entries(peaks).map(([k, v]) => [k, Math.round(v)])))}\n`); }
+  if (sampler) {
+    clearInterval(sampler);
+    const rounded = Object.fromEntries(Object.entries(peaks).map(([k, v]) => [k, Math.round(v)]));
+    process.stderr.write(`  (${job.op} client: RSS ${base.toFixed(0)} MiB before; peaks in MiB ${JSON.stringify(rounded)})\n`);
+  }
   const report: ClientReport = { seconds: ms / 1000, growthMiB: status('VmHWM') - base, bytes: result!.bytes };
   process.stdout.write(JSON.stringify(report));
   process.exit(0);
