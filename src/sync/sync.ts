@@ -194,6 +194,8 @@ async function syncUpTo(transport: SyncTransport, archivePath: string, dir: stri
     meter.destroy(error);
   });
   archive.pipe(meter);
+  // The request may end before the archive does (an early 412, a dropped connection): stop packing.
+  meter.once('close', () => archive.destroy());
   const ifMatch = options.force ? '*' : state.base ? `"${state.base}"` : undefined;
   const response = await request(url, {
     method: 'PUT',
