@@ -9,7 +9,7 @@
 // /proc/self/clear_refs just before the operation) less its RSS at that moment. "Streams end to
 // end" means these growths stay flat as the tree grows.
 //
-// Knobs: BENCH_RUNS (3), BENCH_SYNC_FILES (10,000), BENCH_SYNC_TREES (mixed-48,mixed-200,one-100,small-100),
+// Knobs: BENCH_RUNS (3), BENCH_SYNC_FILES (10,000), BENCH_SYNC_TREES (mixed-48,mixed-200,one-100,small-100; also mixed-400),
 // BENCH_SYNC_SAMPLE=1 (the client's heap and Buffer peaks), BENCH_SYNC_PROF=DIR (a --cpu-prof of each client run).
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -191,6 +191,7 @@ try {
     .map((name) => {
       if (name === 'mixed-48') return { name: '48 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 48, 4) };
       if (name === 'mixed-200') return { name: '200 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 200, 4) };
+      if (name === 'mixed-400') return { name: '400 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 400, 4) };
       if (name === 'one-100') return { name: 'one 100 MiB file', make: (d: string) => bigFiles(d, 100, 100) };
       if (name === 'small-100') return { name: '10,000 files of 10 KiB', make: (d: string) => smallFiles(d, 10_000, 10 * 1024) };
       throw new Error(`unknown tree ${name}`);
