@@ -5,8 +5,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
-import { ArchiveRejected, readArchive, syncDown, treeChecksum, EMPTY_TREE_CHECKSUM, type ArchiveSink } from '../../src/sync/index.js';
-import { describeTree, rawTar, tempDir, zstd } from '../support/trees.js';
+import { spawnSync } from 'node:child_process';
+import zlib from 'node:zlib';
+import { ArchiveRejected, loadIgnoreRules, packTree, readArchive, syncDown, treeChecksum, walkTree, EMPTY_TREE_CHECKSUM, type ArchiveSink } from '../../src/sync/index.js';
+import { describeTree, rawTar, tempDir, writeTree, zstd } from '../support/trees.js';
 
 /** A sink like syncDown's: writes members under `staging`. */
 const stagingSink = (staging: string): ArchiveSink => ({
@@ -21,6 +23,30 @@ const stagingSink = (staging: string): ArchiveSink => ({
     await mkdir(path.dirname(path.join(staging, e.path)), { recursive: true });
     await symlink(e.linkpath!, path.join(staging, e.path));
   },
+});
+
+describe('packTree', () => {
+  test('writes a tar that GNU tar extracts to the same tree, and hashes what it read', async () => {
+    const src = await tempDir();
+    const long = `${'d'.repeat(120)}/${'f'.repeat(90)}.txt`;
+    await writeTree(src, {
+      'run.sh': { content: '#!/bin/sh\n', mode: 0o755 },
+      'ünï côdé/日本語.md': '# 見出し\n',
+      [long]: 'a path past the 100 bytes of a plain header',
+      'big.bin': Buffer.alloc(3 * 1024 * 1024 + 7, 5),
+      'empty/': { dir: true },
+      'lib/link': { link: '../run.sh' },
+    });
+    const entries = await walkTree(src, await loadIgnoreRules(src));
+    const tar = Buffer.concat(await packTree(src, entries).pipe(zlib.createZstdDecompress()).toArray());
+    const out = await tempDir();
+    const gnu = spawnSync('tar', ['-xf', '-', '-C', out], { input: tar });
+    expect(gnu.status, String(gnu.stderr)).toBe(0);
+    expect(await describeTree(out)).toEqual(await describeTree(src));
+    const read = await readArchive(Readable.from([tar]));
+    expect(read.entries).toEqual(entries.map(({ path: p, kind, mode, size, sha256, linkpath }) => ({ path: p, kind, mode, size, sha256, linkpath })));
+    expect(read.checksum).toBe(treeChecksum(entries as never));
+  });
 });
 
 describe('readArchive on the receiving side', () => {
