@@ -1,26 +1,86 @@
 // The sync library against the floors the issue names, in the same run:
 // 1. syncUp of a clean 10,000-file tree (the stat-cache re-check) against a bare recursive lstat walk.
-// 2. Full syncUp and syncDown of a 200 MiB tree against `tar | zstd -1` and `zstd -d | tar -x` of
-//    the same tree (Debian's zstd; skipped with a note when it is missing), with peak memory.
-// Client and server share this process, so its peak RSS covers both sides of the sync.
-import { spawnSync } from 'node:child_process';
+// 2. Full syncUp and syncDown of several trees (48 MiB and 200 MiB of 4 MiB files, one 100 MiB file,
+//    10,000 files of 10 KiB) against `tar | zstd -1` and `zstd -d | tar -x` of the same tree
+//    (Debian's zstd; skipped with a note when it is missing), with the peak memory of each side.
+//
+// The client runs in a child process (this file with --client) and the server in this one, so each
+// side's memory is its own: a side's figure is its peak RSS (VmHWM, reset through
+// /proc/self/clear_refs just before the operation) less its RSS at that moment. "Streams end to
+// end" means these growths stay flat as the tree grows.
+//
+// Knobs: BENCH_RUNS (3), BENCH_SYNC_FILES (10,000), BENCH_SYNC_TREES (mixed-48,mixed-200,one-100,small-100; also mixed-400),
+// BENCH_SYNC_SAMPLE=1 (the client's heap and Buffer peaks), BENCH_SYNC_PROF=DIR (a --cpu-prof of each client run).
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
 import { lstat, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { buildApp } from '../src/server/app.js';
-import { ensureBootstrap } from '../src/server/bootstrap.js';
-import { openStore } from '../src/server/store/db.js';
-import { generateSecret } from '../src/server/auth/secrets.js';
-import { openBlobStore } from '../src/server/blobs/index.js';
+import { fileURLToPath } from 'node:url';
 import { syncDown, syncUp, type SyncTransport } from '../src/sync/index.js';
 import { fmt, median, timed } from './support.js';
 
 const MiB = 1024 * 1024;
+const status = (key: 'VmRSS' | 'VmHWM') => Number(new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync('/proc/self/status', 'utf8'))![1]) / 1024;
+/** Forgets this process's peak so far: Linux then counts VmHWM from the current RSS. */
+const resetPeak = () => writeFileSync('/proc/self/clear_refs', '5');
+const gc = () => (globalThis as { gc?: () => void }).gc?.();
+
+interface ClientJob {
+  op: 'up' | 'down';
+  transport: SyncTransport;
+  fsId: string;
+  dir: string;
+  stateFile: string;
+  cacheHome: string;
+}
+interface ClientReport {
+  seconds: number;
+  growthMiB: number;
+  bytes: number;
+}
+
+if (process.argv[2] === '--client') {
+  // ---- the client side, in its own process ---------------------------------------------------
+  const job = JSON.parse(process.argv[3]!) as ClientJob;
+  process.env.XDG_CACHE_HOME = job.cacheHome;
+  gc();
+  resetPeak();
+  const base = status('VmRSS');
+  // BENCH_SYNC_SAMPLE=1: also print where the memory went (V8 heap, Buffers), sampled every 2 ms.
+  const peaks = { rss: 0, heapUsed: 0, heapTotal: 0, external: 0, arrayBuffers: 0 };
+  const sample = () => {
+    const now = process.memoryUsage();
+    for (const k of Object.keys(peaks) as (keyof typeof peaks)[]) peaks[k] = Math.max(peaks[k], now[k] / MiB);
+  };
+  const sampler = process.env.BENCH_SYNC_SAMPLE ? setInterval(sample, 2) : undefined;
+  let result: { bytes: number } | undefined;
+  const ms = await timed(async () => {
+    result = await (job.op === 'up' ? syncUp : syncDown)(job.transport, job.fsId, job.dir, { stateFile: job.stateFile });
+  });
+  if (sampler) {
+    clearInterval(sampler);
+    const rounded = Object.fromEntries(Object.entries(peaks).map(([k, v]) => [k, Math.round(v)]));
+    process.stderr.write(`  (${job.op} client: RSS ${base.toFixed(0)} MiB before; peaks in MiB ${JSON.stringify(rounded)})\n`);
+  }
+  const report: ClientReport = { seconds: ms / 1000, growthMiB: status('VmHWM') - base, bytes: result!.bytes };
+  process.stdout.write(JSON.stringify(report));
+  process.exit(0);
+}
+
+const { buildApp } = await import('../src/server/app.js');
+const { ensureBootstrap } = await import('../src/server/bootstrap.js');
+const { openStore } = await import('../src/server/store/db.js');
+const { generateSecret } = await import('../src/server/auth/secrets.js');
+const { openBlobStore } = await import('../src/server/blobs/index.js');
+const { benchEngines, throwawayDatabase } = await import('./support.js');
+
 const SMALL_FILES = Number(process.env.BENCH_SYNC_FILES ?? 10_000);
-const BIG_TREE_MIB = Number(process.env.BENCH_SYNC_MIB ?? 200);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const self = fileURLToPath(import.meta.url);
 
 async function bareWalk(dir: string): Promise<number> {
   let n = 0;
@@ -35,19 +95,7 @@ async function bareWalk(dir: string): Promise<number> {
   return n;
 }
 
-/** Runs `fn` while sampling RSS every 10 ms; returns seconds and the peak RSS in MiB. */
-async function withPeak(fn: () => Promise<unknown>): Promise<{ seconds: number; peakMiB: number; baseMiB: number }> {
-  (globalThis as { gc?: () => void }).gc?.();
-  const base = process.memoryUsage().rss;
-  let peak = base;
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 10);
-  const ms = await timed(fn);
-  clearInterval(timer);
-  peak = Math.max(peak, process.memoryUsage().rss);
-  return { seconds: ms / 1000, peakMiB: peak / MiB, baseMiB: base / MiB };
-}
-
-/** A shell pipeline's wall time and peak RSS (GNU time's %M covers its largest process). */
+/** A shell pipeline's wall time and peak RSS (GNU time's %M is its largest process). */
 function shell(command: string): { seconds: number; peakMiB: number } {
   const started = performance.now();
   const r = spawnSync('/usr/bin/time', ['-f', '%M', 'bash', '-o', 'pipefail', '-c', command], { encoding: 'utf8' });
@@ -58,7 +106,9 @@ function shell(command: string): { seconds: number; peakMiB: number } {
 
 const work = await mkdtemp(path.join(os.tmpdir(), 'agentctl-bench-sync-'));
 process.env.XDG_CACHE_HOME = path.join(work, 'cache');
-const store = await openStore({});
+// PostgreSQL when it answers: PGlite's memory would blur the server's own figure.
+const database = (await benchEngines()).includes('postgres') ? await throwawayDatabase() : undefined;
+const store = await openStore({ databaseUrl: database?.url });
 const secret = generateSecret();
 await ensureBootstrap(store.db, secret);
 const blobs = await openBlobStore({ dir: path.join(work, 'blobs') });
@@ -69,6 +119,45 @@ const createFs = async () => {
   const res = await fetch(`${transport.baseUrl}/filesystems`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ namespace: 'default' }) });
   return ((await res.json()) as { id: string }).id;
 };
+
+/** Runs one sync in a child process; returns its report and the server's peak growth meanwhile. */
+async function clientRun(job: Omit<ClientJob, 'transport' | 'cacheHome'>): Promise<ClientReport & { serverGrowthMiB: number }> {
+  gc();
+  resetPeak();
+  const serverBase = status('VmRSS');
+  const child = spawn(process.execPath, ['--expose-gc', ...(process.env.BENCH_SYNC_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SYNC_PROF}`] : []), '--import', 'tsx', self, '--client', JSON.stringify({ ...job, transport, cacheHome: path.join(work, 'cache') })], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const [code] = (await once(child, 'exit')) as [number];
+  const serverGrowthMiB = status('VmHWM') - serverBase;
+  if (code !== 0) throw new Error(`the client exited ${code}`);
+  return { ...(JSON.parse(out) as ClientReport), serverGrowthMiB };
+}
+
+/** Files of 4 MiB (or `fileMiB`), half incompressible, half repetitive: a tree of sources and binaries. */
+async function bigFiles(dir: string, totalMiB: number, fileMiB: number): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (let i = 0; i < totalMiB / fileMiB; i++) {
+    const out = createWriteStream(path.join(dir, `blob-${i}.bin`));
+    for (let m = 0; m < fileMiB; m++) {
+      if (!out.write(m % 2 ? randomBytes(MiB) : Buffer.alloc(MiB, i + m))) await once(out, 'drain');
+    }
+    out.end();
+    await once(out, 'finish');
+  }
+}
+
+async function smallFiles(dir: string, count: number, size: number): Promise<void> {
+  for (let d = 0; d < count / 100; d++) {
+    await mkdir(path.join(dir, `d${d}`), { recursive: true });
+    await Promise.all(Array.from({ length: 100 }, (_, f) => writeFile(path.join(dir, `d${d}`, `f${f}.txt`), f % 2 ? randomBytes(size) : Buffer.alloc(size, f))));
+  }
+}
+
+const max = (xs: number[]) => Math.max(...xs);
+const hasZstd = spawnSync('zstd', ['--version']).status === 0;
 
 try {
   // ---- 1. clean re-check of a 10,000-file tree -----------------------------------------------
@@ -94,50 +183,61 @@ try {
     );
   }
   console.log(`clean syncUp of ${fmt(SMALL_FILES)} files: ${fmt(median(cleanMs))} ms; bare lstat walk: ${fmt(median(walkMs))} ms; ratio ${fmt(median(cleanMs) / median(walkMs), 2)}x (median of ${RUNS})`);
+  await rm(small, { recursive: true, force: true });
 
-  // ---- 2. full sync of a 200 MiB tree --------------------------------------------------------
-  const big = path.join(work, 'big');
-  await mkdir(big, { recursive: true });
-  for (let i = 0; i < BIG_TREE_MIB / 4; i++) {
-    // Half incompressible, half repetitive: a tree of sources and binaries.
-    await writeFile(path.join(big, `blob-${i}.bin`), i % 2 ? randomBytes(4 * MiB) : Buffer.alloc(4 * MiB, i));
-  }
-  const upRuns: { seconds: number; peakMiB: number; baseMiB: number }[] = [];
-  const downRuns: { seconds: number; peakMiB: number; baseMiB: number }[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const fsId = await createFs();
-    upRuns.push(await withPeak(() => syncUp(transport, fsId, big, { stateFile: path.join(work, `up-${i}.json`) })));
-    const dest = path.join(work, `down-${i}`);
-    downRuns.push(await withPeak(() => syncDown(transport, fsId, dest, { stateFile: path.join(work, `down-${i}.json`) })));
-    await rm(dest, { recursive: true, force: true });
-  }
-  const up = { seconds: median(upRuns.map((r) => r.seconds)), peakMiB: Math.max(...upRuns.map((r) => r.peakMiB)) };
-  const down = { seconds: median(downRuns.map((r) => r.seconds)), peakMiB: Math.max(...downRuns.map((r) => r.peakMiB)) };
-  console.log(`process RSS before the first full sync: ${fmt(upRuns[0]!.baseMiB)} MiB (PGlite, the server and the client together)`);
-  const hasZstd = spawnSync('zstd', ['--version']).status === 0;
-  if (!hasZstd) {
-    console.log(`full syncUp of ${BIG_TREE_MIB} MiB: ${fmt(up.seconds, 2)} s (peak RSS ${fmt(up.peakMiB)} MiB); syncDown: ${fmt(down.seconds, 2)} s (peak RSS ${fmt(down.peakMiB)} MiB)`);
-    console.log('zstd is not installed (Debian package zstd): the tar | zstd comparison is skipped');
-  } else {
-    const archive = path.join(work, 'big.tar.zst');
-    const packRuns: { seconds: number; peakMiB: number }[] = [];
-    const unpackRuns: { seconds: number; peakMiB: number }[] = [];
+  // ---- 2. full syncs, speed and memory per side ------------------------------------------------
+  const trees: { name: string; make: (dir: string) => Promise<void> }[] = (process.env.BENCH_SYNC_TREES ?? 'mixed-48,mixed-200,one-100,small-100')
+    .split(',')
+    .map((name) => {
+      if (name === 'mixed-48') return { name: '48 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 48, 4) };
+      if (name === 'mixed-200') return { name: '200 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 200, 4) };
+      if (name === 'mixed-400') return { name: '400 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 400, 4) };
+      if (name === 'one-100') return { name: 'one 100 MiB file', make: (d: string) => bigFiles(d, 100, 100) };
+      if (name === 'small-100') return { name: '10,000 files of 10 KiB', make: (d: string) => smallFiles(d, 10_000, 10 * 1024) };
+      throw new Error(`unknown tree ${name}`);
+    });
+  console.log(`client in a child process, server (${database ? 'PostgreSQL' : 'PGlite'}) in this one; memory is each side's peak RSS growth during the operation; times are medians of ${RUNS}, peaks the largest`);
+  for (const [t, tree] of trees.entries()) {
+    const dir = path.join(work, 'tree');
+    await tree.make(dir);
+    const up: Awaited<ReturnType<typeof clientRun>>[] = [];
+    const down: Awaited<ReturnType<typeof clientRun>>[] = [];
     for (let i = 0; i < RUNS; i++) {
-      packRuns.push(shell(`tar -cf - -C '${big}' . | zstd -1 -q -f -o '${archive}'`));
-      const dest = path.join(work, `untar-${i}`);
-      await mkdir(dest);
-      unpackRuns.push(shell(`zstd -d -q -c '${archive}' | tar -xf - -C '${dest}'`));
+      const fsId = await createFs();
+      up.push(await clientRun({ op: 'up', fsId, dir, stateFile: path.join(work, `up-${t}-${i}.json`) }));
+      const dest = path.join(work, `down-${i}`);
+      down.push(await clientRun({ op: 'down', fsId, dir: dest, stateFile: path.join(work, `down-${t}-${i}.json`) }));
       await rm(dest, { recursive: true, force: true });
     }
-    const pack = { seconds: median(packRuns.map((r) => r.seconds)), peakMiB: Math.max(...packRuns.map((r) => r.peakMiB)) };
-    const unpack = { seconds: median(unpackRuns.map((r) => r.seconds)), peakMiB: Math.max(...unpackRuns.map((r) => r.peakMiB)) };
-    console.log(`full syncUp of ${BIG_TREE_MIB} MiB: ${fmt(up.seconds, 2)} s, peak RSS ${fmt(up.peakMiB)} MiB | tar | zstd -1: ${fmt(pack.seconds, 2)} s, peak RSS ${fmt(pack.peakMiB)} MiB | ratio ${fmt(up.seconds / pack.seconds, 2)}x`);
-    console.log(`full syncDown of ${BIG_TREE_MIB} MiB: ${fmt(down.seconds, 2)} s, peak RSS ${fmt(down.peakMiB)} MiB | zstd -d | tar -x: ${fmt(unpack.seconds, 2)} s, peak RSS ${fmt(unpack.peakMiB)} MiB | ratio ${fmt(down.seconds / unpack.seconds, 2)}x`);
-    console.log('(syncUp includes hashing, the HTTP upload, the server-side validation and blob store write; syncDown the download, validation, staging and apply; peak RSS is this process: client, server and PGlite)');
+    const upS = median(up.map((r) => r.seconds));
+    const downS = median(down.map((r) => r.seconds));
+    console.log(`\n${tree.name}:`);
+    console.log(`  syncUp   ${fmt(upS, 2)} s | client +${fmt(max(up.map((r) => r.growthMiB)))} MiB | server (receive, validate, store) +${fmt(max(up.map((r) => r.serverGrowthMiB)))} MiB | archive ${fmt(up[0]!.bytes / MiB, 1)} MiB`);
+    console.log(`  syncDown ${fmt(downS, 2)} s | client +${fmt(max(down.map((r) => r.growthMiB)))} MiB | server (serve) +${fmt(max(down.map((r) => r.serverGrowthMiB)))} MiB`);
+    if (hasZstd) {
+      const archive = path.join(work, 'tree.tar.zst');
+      const packRuns: { seconds: number; peakMiB: number }[] = [];
+      const unpackRuns: { seconds: number; peakMiB: number }[] = [];
+      for (let i = 0; i < RUNS; i++) {
+        packRuns.push(shell(`tar -cf - -C '${dir}' . | zstd -1 -q -f -o '${archive}'`));
+        const dest = path.join(work, `untar-${i}`);
+        await mkdir(dest);
+        unpackRuns.push(shell(`zstd -d -q -c '${archive}' | tar -xf - -C '${dest}'`));
+        await rm(dest, { recursive: true, force: true });
+      }
+      const packS = median(packRuns.map((r) => r.seconds));
+      const unpackS = median(unpackRuns.map((r) => r.seconds));
+      console.log(`  tar | zstd -1      ${fmt(packS, 2)} s (peak ${fmt(max(packRuns.map((r) => r.peakMiB)))} MiB) -> syncUp ratio ${fmt(upS / packS, 2)}x`);
+      console.log(`  zstd -d | tar -x   ${fmt(unpackS, 2)} s (peak ${fmt(max(unpackRuns.map((r) => r.peakMiB)))} MiB) -> syncDown ratio ${fmt(downS / unpackS, 2)}x`);
+    }
+    await rm(dir, { recursive: true, force: true });
   }
+  if (!hasZstd) console.log('\nzstd is not installed (Debian package zstd): the tar | zstd comparison is skipped');
+  console.log('\n(syncUp: hashing, packing, the HTTP upload, the server-side validation and blob store write; syncDown: the download, validation, staging and apply)');
 } finally {
   await app.close();
   await blobs.close();
   await store.close();
+  await database?.drop();
   await rm(work, { recursive: true, force: true });
 }

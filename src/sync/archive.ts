@@ -1,67 +1,259 @@
-// The archive format of DESIGN section 12: POSIX tar (the `tar` package), members in path byte
-// order, owners zeroed, mtimes fixed, zstd from node:zlib. One reader validates every member for
+// The archive format of DESIGN section 12: POSIX tar (headers encoded by the `tar` package), members
+// in path byte order, owners zeroed, mtimes fixed, zstd from node:zlib. One reader validates every member for
 // the server (before an upload becomes current) and for syncDown (before anything is written).
 import { once } from 'node:events';
 import { Readable, Transform, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createHash } from 'node:crypto';
 import zlib from 'node:zlib';
-import { Pack, Parser, type ReadEntry } from 'tar';
-import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type TreeEntry } from './tree.js';
+import fs from 'node:fs';
+import { promisify } from 'node:util';
+import path from 'node:path';
+import { Header, Parser, Pax, type ReadEntry } from 'tar';
+import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type StatStamp, type TreeEntry } from './tree.js';
 
 /** Fixed member mtime: equal trees give equal archive bytes. */
 const ARCHIVE_MTIME = new Date(0);
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
 export const ARCHIVE_CONTENT_TYPE = 'application/zstd';
 
+/** Files up to this size are read whole, ahead of their turn; larger ones are streamed in reads of BATCH_SIZE. */
+const SMALL_FILE = 256 * 1024;
+/** How many files are opened (and small ones read) ahead of the one being written. */
+const READ_AHEAD = 16;
+/** Headers and small files are gathered into pieces of this size: zlib sends every write to the thread pool. */
+const BATCH_SIZE = 1024 * 1024;
+
+/** What packTree archives: a walked entry. Files without a sha256 are hashed as they are read. */
+export interface PackEntry {
+  path: string;
+  kind: TreeEntry['kind'];
+  mode: number;
+  size: number;
+  sha256?: string;
+  linkpath?: string;
+  stamp?: StatStamp;
+  /** Set by packTree: the file was gone when its turn came, and is not in the archive. */
+  vanished?: boolean;
+}
+
+/** A file changed while it was being archived: the archive would not match any state of the tree. */
+export class TreeChangedError extends Error {}
+
 /**
- * A zstd-compressed tar of `paths` (relative to `root`, already in byte order, as walkTree gives
- * them). Streams: files are read as the consumer pulls.
+ * A zstd-compressed tar of `entries` (relative to `root`, in byte order, as walkTree gives them),
+ * streamed with bounded memory: a few files read ahead, large ones in 1 MiB reads. Headers are the
+ * `tar` package's (Header, and Pax for long or non-ASCII names). Each file is described by what was
+ * read from its open descriptor, so as the stream ends every file entry's size, mode, stamp and
+ * sha256 (computed on the way when missing: one read per file) are those of the archived bytes.
  */
-export function packTree(root: string, paths: readonly string[], level = 3): Readable {
-  // The tar package writes nothing at all for no members; an archive is at least its end blocks.
-  if (paths.length === 0) return Readable.from([emptyArchive()]);
-  const pack = new Pack({
-    cwd: root,
-    portable: true,
-    mtime: ARCHIVE_MTIME,
-    noDirRecurse: true,
-    // Hard links are archived as separate files: a link member would tie the tree to its inode layout.
-    linkCache: { get: () => undefined, set() {} } as unknown as Map<`${number}:${number}`, string>,
-  });
-  const zstd = zlib.createZstdCompress({ params: { [zlib.constants.ZSTD_c_compressionLevel]: level } });
-  // tar writes each header and file separately; zlib sends every write to the thread pool, so
-  // thousands of small writes cost more than the compression. Hand it larger pieces.
-  const coalesce = coalescer(256 * 1024);
-  pack.on('error', (error: unknown) => zstd.destroy(error as Error));
-  coalesce.on('error', (error) => zstd.destroy(error));
-  pack.pipe(coalesce as unknown as Writable);
-  coalesce.pipe(zstd);
-  for (const p of paths) pack.add(p);
-  pack.end();
+export function packTree(root: string, entries: PackEntry[], level = 3): Readable {
+  // Two pieces may wait while one is compressed: reading and compressing overlap.
+  const zstd = zlib.createZstdCompress({ chunkSize: 128 * 1024, writableHighWaterMark: 2 * BATCH_SIZE, params: { [zlib.constants.ZSTD_c_compressionLevel]: level } } as zlib.ZstdOptions);
+  const pools = { batch: new BufferPool(BATCH_SIZE, 4), small: new BufferPool(SMALL_FILE, READ_AHEAD + 1) };
+  void (async () => {
+    try {
+      for await (const piece of tarStream(root, entries, pools)) {
+        if (zstd.destroyed) return;
+        // zlib calls back once it has consumed the bytes: only then may the buffer be read into again.
+        const room = zstd.write(piece.data, () => piece.pooled && pools.batch.put(piece.pooled));
+        if (!room && !(await drainedOrClosed(zstd))) return;
+      }
+      zstd.end();
+    } catch (error) {
+      zstd.destroy(error as Error);
+    }
+  })();
   return zstd;
 }
 
-/** Joins small chunks into pieces of about `size` bytes. */
-function coalescer(size: number): Transform {
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
-  return new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      pending.push(chunk);
-      pendingBytes += chunk.length;
-      if (pendingBytes >= size) {
-        this.push(Buffer.concat(pending, pendingBytes));
-        pending = [];
-        pendingBytes = 0;
-      }
-      done();
-    },
-    flush(done) {
-      if (pendingBytes) this.push(Buffer.concat(pending, pendingBytes));
-      done();
-    },
+/** Resolves true when `stream` wants more, false when it closed instead (its reader went away). */
+const drainedOrClosed = (stream: Writable) =>
+  new Promise<boolean>((resolve) => {
+    const settle = () => {
+      stream.off('drain', settle);
+      stream.off('close', settle);
+      resolve(!stream.destroyed);
+    };
+    stream.on('drain', settle);
+    stream.on('close', settle);
   });
+
+/**
+ * Buffers of one size, reused: the packer reads a whole tree through a handful of them, so its
+ * memory and the garbage collector's work do not grow with the tree.
+ */
+class BufferPool {
+  private readonly free: Buffer[] = [];
+  constructor(
+    readonly size: number,
+    private readonly keep: number,
+  ) {}
+  get(): Buffer {
+    return this.free.pop() ?? Buffer.allocUnsafeSlow(this.size);
+  }
+  put(buffer: Buffer): void {
+    if (this.free.length < this.keep) this.free.push(buffer);
+  }
+}
+
+/** A piece of the tar stream; `pooled` is the batch-pool buffer it lies in, if any. */
+interface Piece {
+  data: Buffer;
+  pooled?: Buffer;
+}
+
+interface OpenedFile {
+  /** A large file's descriptor, to be streamed. */
+  fd?: number;
+  /** The whole content (small files), in `pooled` (a small-pool buffer to give back). */
+  content?: Buffer;
+  pooled?: Buffer;
+  size: number;
+  mode: number;
+  stamp?: StatStamp;
+}
+
+// The callback forms: FileHandle objects cost more than the small reads they would serve.
+const openFd = promisify(fs.open);
+const readFd = promisify(fs.read);
+const closeFd = promisify(fs.close);
+const fstatFd = promisify(fs.fstat);
+/** No link followed (one may have replaced the file since the walk), no wait on a fifo. */
+const OPEN_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK;
+
+/**
+ * Opens a walked file. A small one is read whole in one read (a short read is its end) and keeps
+ * the walk's mode and stamp: a later change moves its mtime past that stamp, so the stat cache will
+ * not vouch for it. A large one is fstat'ed and left open for streaming.
+ */
+async function openMember(file: string, walked: PackEntry, small: BufferPool): Promise<OpenedFile | undefined> {
+  let fd: number;
+  try {
+    fd = await openFd(file, OPEN_FLAGS);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw new TreeChangedError(`${file} became a symlink while it was being archived: sync again`);
+    throw error;
+  }
+  let pooled: Buffer | undefined;
+  try {
+    if (walked.size < SMALL_FILE) {
+      pooled = small.get();
+      const { bytesRead } = await readFd(fd, pooled, 0, pooled.length, 0).catch((error: NodeJS.ErrnoException) => {
+        throw error.code === 'EISDIR' || error.code === 'EAGAIN' ? new TreeChangedError(`${file} is no longer a regular file: sync again`) : error;
+      });
+      if (bytesRead < pooled.length) {
+        await closeFd(fd);
+        return { content: pooled.subarray(0, bytesRead), pooled, size: bytesRead, mode: walked.mode, stamp: walked.stamp };
+      }
+      // It grew past a small file since the walk: stream it.
+      small.put(pooled);
+      pooled = undefined;
+    }
+    const st = await fstatFd(fd);
+    if (!st.isFile()) throw new TreeChangedError(`${file} is no longer a regular file: sync again`);
+    return { fd, size: st.size, mode: st.mode, stamp: { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino } };
+  } catch (error) {
+    if (pooled) small.put(pooled);
+    await closeFd(fd).catch(() => undefined);
+    throw error;
+  }
+}
+
+const ZERO_BLOCKS = Buffer.alloc(1024);
+
+function memberHeader(path_: string, type: 'File' | 'Directory' | 'SymbolicLink', mode: number, size: number, linkpath?: string): Buffer[] {
+  const header = new Header({ path: path_, type, mode, size, linkpath, mtime: ARCHIVE_MTIME, uid: 0, gid: 0, uname: '', gname: '' });
+  const needPax = header.encode();
+  const block = header.block!;
+  return needPax ? [new Pax({ path: path_, linkpath, size, mtime: ARCHIVE_MTIME }).encode(), block] : [block];
+}
+
+/** The tar bytes of `entries`, in pieces of about BATCH_SIZE. */
+/** The tar bytes of `entries`, in pieces of about BATCH_SIZE. */
+async function* tarStream(root: string, entries: PackEntry[], pools: { batch: BufferPool; small: BufferPool }): AsyncGenerator<Piece> {
+  const files = entries.filter((e) => e.kind === 'file');
+  // Files opened ahead, in archive order; a failure surfaces when its turn comes.
+  const ahead: Promise<OpenedFile | undefined>[] = [];
+  let nextToOpen = 0;
+  const fill = () => {
+    while (ahead.length < READ_AHEAD && nextToOpen < files.length) {
+      const file = files[nextToOpen++]!;
+      const p = openMember(path.join(root, file.path), file, pools.small);
+      p.catch(() => undefined); // observed when taken
+      ahead.push(p);
+    }
+  };
+  let batch = pools.batch.get();
+  let batched = 0;
+  const flush = (): Piece => {
+    const piece = { data: batch.subarray(0, batched), pooled: batch };
+    batch = pools.batch.get();
+    batched = 0;
+    return piece;
+  };
+  /** Copies `pieces` into the batch, handing out full batches. */
+  function* add(...pieces: Buffer[]): Generator<Piece> {
+    for (const piece of pieces) {
+      if (batched + piece.length > batch.length && batched) yield flush();
+      if (piece.length > batch.length) {
+        yield { data: Buffer.from(piece) };
+        continue;
+      }
+      piece.copy(batch, batched);
+      batched += piece.length;
+    }
+  }
+  try {
+    fill();
+    for (const e of entries) {
+      if (e.kind === 'dir') yield* add(...memberHeader(`${e.path}/`, 'Directory', e.mode, 0));
+      else if (e.kind === 'symlink') yield* add(...memberHeader(e.path, 'SymbolicLink', 0o777, 0, e.linkpath));
+      else {
+        const opened = await ahead.shift()!;
+        fill();
+        if (!opened) {
+          e.vanished = true;
+          continue;
+        }
+        e.size = opened.size;
+        e.mode = canonicalMode(opened.mode, 'file');
+        e.stamp = opened.stamp;
+        const hash = e.sha256 ? undefined : createHash('sha256');
+        yield* add(...memberHeader(e.path, 'File', e.mode, e.size));
+        if (opened.content) {
+          hash?.update(opened.content);
+          yield* add(opened.content);
+          pools.small.put(opened.pooled!);
+        } else {
+          const fd = opened.fd!;
+          try {
+            if (batched) yield flush();
+            for (let pos = 0; pos < opened.size; ) {
+              const buffer = pools.batch.get();
+              const { bytesRead } = await readFd(fd, buffer, 0, Math.min(buffer.length, opened.size - pos), pos);
+              if (bytesRead === 0) throw new TreeChangedError(`${path.join(root, e.path)} shrank while it was being archived: sync again`);
+              const chunk = buffer.subarray(0, bytesRead);
+              hash?.update(chunk);
+              pos += bytesRead;
+              yield { data: chunk, pooled: buffer };
+            }
+          } finally {
+            await closeFd(fd);
+          }
+        }
+        if (hash) e.sha256 = hash.digest('hex');
+        if (e.size % 512) yield* add(ZERO_BLOCKS.subarray(0, 512 - (e.size % 512)));
+      }
+      if (batched >= BATCH_SIZE - 512) yield flush();
+    }
+    yield* add(ZERO_BLOCKS);
+    if (batched) yield flush();
+  } finally {
+    // Stopped early (an error, or the consumer went away): close what was opened ahead.
+    for (const p of ahead) void p.then((o) => (o?.fd === undefined ? undefined : closeFd(o.fd))).catch(() => undefined);
+  }
 }
 
 /** A tar of nothing, compressed: what a filesystem without content serves. */
@@ -148,6 +340,30 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     return { path: p, kind: kind!, mode: canonicalMode(raw.mode ?? 0o644, kind!), size, sha256: linkpath === undefined ? '' : sha256Text(linkpath), linkpath };
   };
 
+  // If the input fails part-way, the member being read never ends by itself: its reader is stopped.
+  let inputFailed = false;
+  let stopReading: (() => void) | undefined;
+  const nextChunk = (chunks: AsyncIterator<Buffer>) =>
+    new Promise<IteratorResult<Buffer>>((resolve, reject) => {
+      if (inputFailed) return resolve({ done: true, value: undefined });
+      stopReading = () => resolve({ done: true, value: undefined });
+      chunks.next().then(resolve, reject);
+    });
+  /** Waits for `out` to take more; fails if it closes or fails instead (its reader went away). */
+  const drained = (out: Writable) =>
+    new Promise<void>((resolve, reject) => {
+      const settle = (error?: unknown) => {
+        out.off('drain', settle);
+        out.off('close', settle);
+        out.off('error', settle);
+        if (error instanceof Error) reject(error);
+        else if (out.destroyed) reject(new Error("The member's writer closed before its end"));
+        else resolve();
+      };
+      out.on('drain', settle);
+      out.on('close', settle);
+      out.on('error', settle);
+    });
   const consume = async (raw: ReadEntry): Promise<void> => {
     const entry = check(raw);
     entries.push(entry);
@@ -155,10 +371,12 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
       const hash = createHash('sha256');
       const out = sink ? await sink.file(entry) : undefined;
       let seen = 0;
-      for await (const chunk of raw as AsyncIterable<Buffer>) {
+      const chunks = (raw as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+      for (let next = await nextChunk(chunks); !next.done; next = await nextChunk(chunks)) {
+        const chunk = next.value;
         seen += chunk.length;
         hash.update(chunk);
-        if (out && !out.write(chunk)) await once(out, 'drain');
+        if (out && !out.write(chunk)) await drained(out);
       }
       if (seen !== entry.size) refuse(422, `Member ${JSON.stringify(entry.path)} is truncated`, entry.path);
       if (out) {
@@ -197,6 +415,8 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
   });
   let parserFailure: ArchiveRejected | undefined;
   parser.on('error', (error: Error) => {
+    // The pipeline hands the parser the failure of a stage before it (the expansion limit): keep it as it is.
+    if (error instanceof ArchiveRejected) return void (failure ??= error);
     parserFailure = new ArchiveRejected(422, 'invalid_archive', `The archive is not a valid tar: ${error.message}`);
     if (allZero && decompressed > 0 && (error as { code?: string }).code === 'TAR_BAD_ARCHIVE') return;
     failure ??= parserFailure;
@@ -215,7 +435,7 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
   const isZstd = head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC);
   try {
     if (isZstd) {
-      const zstd = zlib.createZstdDecompress();
+      const zstd = zlib.createZstdDecompress({ chunkSize: 256 * 1024 });
       const zstdFailure = (e: Error) => new ArchiveRejected(422, 'invalid_archive', `The archive is not valid zstd: ${e.message}`);
       await pipeline(body, zstd, counter, parser as unknown as Writable).catch((e) => {
         throw (e as { code?: string }).code?.startsWith('ERR__ZSTD') || (e as { code?: string }).code?.startsWith('ZSTD') ? zstdFailure(e) : e;
@@ -225,6 +445,10 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     }
   } catch (error) {
     failure ??= error;
+  }
+  if (failure) {
+    inputFailed = true;
+    stopReading?.();
   }
   await chain;
   // Only zero blocks decoded and only the parser objected: an archive of no members.

@@ -2,13 +2,15 @@
 // the ADK and tests share them. Archive bodies stream through undici both ways.
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
+import fs from 'node:fs';
 import { chmod, lstat, mkdir, rename, rm, rmdir, symlink } from 'node:fs/promises';
+import { promisify } from 'node:util';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import { Transform, Writable, type Readable } from 'node:stream';
 import { request } from 'undici';
 import { routes } from '../contract/routes.js';
 import type { SystemFolderType } from '../contract/filesystems.js';
-import { ARCHIVE_CONTENT_TYPE, DEFAULT_ARCHIVE_LIMITS, packTree, readArchive, type ArchiveLimits } from './archive.js';
+import { ARCHIVE_CONTENT_TYPE, DEFAULT_ARCHIVE_LIMITS, packTree, readArchive, type ArchiveLimits, type ArchiveSink, type PackEntry } from './archive.js';
 import { cachedHash, defaultStateFile, loadState, saveState, toCachedEntry, type SyncState } from './state.js';
 import { eachLimit, hashFile, loadIgnoreRules, treeChecksum, walkTree, type StatStamp, type TreeEntry } from './tree.js';
 
@@ -91,26 +93,31 @@ export function syncDownSystemFolder(transport: SyncTransport, taskId: string, t
   return syncDownFrom(transport, systemFolderArchivePath(taskId, type), dir, options);
 }
 
-interface LocalTree {
-  entries: (TreeEntry & { stamp?: StatStamp })[];
-  checksum: string;
-  /** Files whose hash was computed rather than taken from the cache. */
-  rehashed: number;
+type LocalEntry = TreeEntry & { stamp?: StatStamp };
+
+/** Walks `dir`, taking unchanged files' hashes from the stat cache; the other files have none yet. */
+async function walkLocal(dir: string, state: SyncState): Promise<{ entries: PackEntry[]; unhashed: PackEntry[] }> {
+  const walked: PackEntry[] = await walkTree(dir, await loadIgnoreRules(dir));
+  const unhashed = walked.filter((e) => e.kind === 'file' && !(e.sha256 = cachedHash(state, e.path, e.stamp!)));
+  return { entries: walked, unhashed };
 }
 
-/** Walks and hashes `dir`, taking unchanged files' hashes from the stat cache. */
-async function scanTree(dir: string, state: SyncState, onProgress?: SyncOptions['onProgress']): Promise<LocalTree> {
-  const walked = await walkTree(dir, await loadIgnoreRules(dir));
-  const toHash = walked.filter((e) => e.kind === 'file' && !(e.sha256 = cachedHash(state, e.path, e.stamp!)));
-  const total = toHash.reduce((n, e) => n + e.size, 0);
+/** Hashes the files the stat cache could not vouch for, a few at a time. */
+async function hashFiles(dir: string, files: PackEntry[], onProgress?: SyncOptions['onProgress']): Promise<void> {
+  const total = files.reduce((n, e) => n + e.size, 0);
   let done = 0;
-  await eachLimit(toHash, 8, async (e) => {
+  await eachLimit(files, 8, async (e) => {
     e.sha256 = await hashFile(path.join(dir, e.path), e.size);
     done += e.size;
     onProgress?.({ phase: 'hash', bytes: done, total });
   });
-  const entries = walked as LocalTree['entries'];
-  return { entries, checksum: treeChecksum(entries), rehashed: toHash.length };
+}
+
+/** Walks and hashes `dir` (syncDown's view of the local tree). */
+async function scanTree(dir: string, state: SyncState, onProgress?: SyncOptions['onProgress']): Promise<{ entries: LocalEntry[]; checksum: string; rehashed: number }> {
+  const { entries, unhashed } = await walkLocal(dir, state);
+  await hashFiles(dir, unhashed, onProgress);
+  return { entries: entries as LocalEntry[], checksum: treeChecksum(entries as LocalEntry[]), rehashed: unhashed.length };
 }
 
 const isContent = (e: { kind: string }) => e.kind !== 'dir';
@@ -153,18 +160,24 @@ async function failure(statusCode: number, body: Readable & { text(): Promise<st
 
 const unquote = (etag: string | string[] | undefined) => (Array.isArray(etag) ? etag[0] : etag)?.replace(/^W\//, '').replace(/^"|"$/g, '');
 
+const cacheOf = (entries: LocalEntry[]) => Object.fromEntries(entries.map((e) => [e.path, toCachedEntry(e)]));
+
 async function syncUpTo(transport: SyncTransport, archivePath: string, dir: string, options: SyncOptions): Promise<SyncResult> {
   const url = new URL(archivePath, transport.baseUrl).toString();
   const stateFile = options.stateFile ?? defaultStateFile(url, dir);
   const state = await loadState(stateFile);
   const startedAt = Date.now();
-  const local = await scanTree(dir, state, options.onProgress);
-  const localMap = new Map(local.entries.map((e) => [e.path, e]));
-  if (state.base === local.checksum && !options.force) {
-    if (local.rehashed) await saveState(stateFile, { base: state.base, recordedAt: startedAt, entries: Object.fromEntries(local.entries.map((e) => [e.path, toCachedEntry(e)])) });
-    return { files_changed: 0, added: 0, modified: 0, deleted: 0, bytes: 0, checksum: local.checksum };
+  const { entries, unhashed } = await walkLocal(dir, state);
+  // With a base, the tree may equal it: hash what the cache cannot vouch for, and upload only on a
+  // difference. Without one (or forced) the upload happens anyway, and packing hashes as it reads.
+  if (state.base && !options.force) {
+    await hashFiles(dir, unhashed, options.onProgress);
+    const checksum = treeChecksum(entries as LocalEntry[]);
+    if (checksum === state.base) {
+      if (unhashed.length) await saveState(stateFile, { base: state.base, recordedAt: startedAt, entries: cacheOf(entries as LocalEntry[]) });
+      return { files_changed: 0, added: 0, modified: 0, deleted: 0, bytes: 0, checksum };
+    }
   }
-  const counts = countChanges(new Map(Object.entries(state.entries)), localMap);
 
   let sent = 0;
   const meter = new Transform({
@@ -174,20 +187,31 @@ async function syncUpTo(transport: SyncTransport, archivePath: string, dir: stri
       done(null, chunk);
     },
   });
-  const archive = packTree(dir, local.entries.map((e) => e.path), options.level);
-  archive.on('error', (error) => meter.destroy(error));
+  const archive = packTree(dir, entries, options.level);
+  let archiveError: Error | undefined;
+  archive.on('error', (error) => {
+    archiveError = error;
+    meter.destroy(error);
+  });
   archive.pipe(meter);
+  // The request may end before the archive does (an early 412, a dropped connection): stop packing.
+  meter.once('close', () => archive.destroy());
   const ifMatch = options.force ? '*' : state.base ? `"${state.base}"` : undefined;
   const response = await request(url, {
     method: 'PUT',
     headers: headers(transport, { 'content-type': ARCHIVE_CONTENT_TYPE, ...(ifMatch ? { 'if-match': ifMatch } : {}) }),
     body: meter,
     signal: options.signal,
+  }).catch((error: unknown) => {
+    throw archiveError ?? error;
   });
   if (response.statusCode >= 300) throw await failure(response.statusCode, response.body);
   const accepted = (await response.body.json()) as { archive_checksum: string };
+  // What was archived: sizes, modes and hashes as read, files gone since the walk left out.
+  const packed = (entries as (LocalEntry & { vanished?: boolean })[]).filter((e) => !e.vanished);
+  const counts = countChanges(new Map(Object.entries(state.entries)), new Map(packed.map((e) => [e.path, e])));
   // The server's checksum is the base: if a file changed while it was packed, the next syncUp sees it.
-  await saveState(stateFile, { base: accepted.archive_checksum, recordedAt: startedAt, entries: Object.fromEntries(local.entries.map((e) => [e.path, toCachedEntry(e)])) });
+  await saveState(stateFile, { base: accepted.archive_checksum, recordedAt: startedAt, entries: cacheOf(packed) });
   return { ...counts, bytes: sent, checksum: accepted.archive_checksum };
 }
 
@@ -226,29 +250,9 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
     });
     response.body.on('error', (error) => meter.destroy(error));
     response.body.pipe(meter);
-    // Directories made so far: most members share their parent with the one before.
-    const made = new Set<string>([staging]);
-    const parentOf = async (p: string) => {
-      const parent = path.dirname(p);
-      if (!made.has(parent)) {
-        await mkdir(parent, { recursive: true });
-        made.add(parent);
-      }
-      return p;
-    };
-    const summary = await readArchive(meter, options.limits ?? DEFAULT_ARCHIVE_LIMITS, {
-      async dir(entry) {
-        const p = path.join(staging, entry.path);
-        await mkdir(p, { recursive: true });
-        made.add(p);
-      },
-      async file(entry) {
-        return createWriteStream(await parentOf(path.join(staging, entry.path)), { mode: entry.mode });
-      },
-      async symlink(entry) {
-        await symlink(entry.linkpath!, await parentOf(path.join(staging, entry.path)));
-      },
-    });
+    const sink = stagingSink(staging);
+    const summary = await readArchive(meter, options.limits ?? DEFAULT_ARCHIVE_LIMITS, sink).finally(() => sink.settled().catch(() => undefined));
+    await sink.settled();
     if (remoteChecksum && summary.checksum !== remoteChecksum) {
       throw new SyncHttpError(502, 'checksum_mismatch', `The downloaded archive's checksum ${summary.checksum} is not the server's ${remoteChecksum}`);
     }
@@ -259,7 +263,7 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
     const counts = countChanges(localMap, remoteMap);
     // Stamps of what is now in place: unchanged files keep theirs, new ones are stat'ed afresh.
     const entries: SyncState['entries'] = {};
-    for (const e of summary.entries) {
+    await eachLimit(summary.entries, 16, async (e) => {
       const before = localMap.get(e.path);
       const same = before && before.kind === e.kind && before.sha256 === e.sha256 && before.mode === e.mode;
       let stamp = same ? before.stamp : undefined;
@@ -268,12 +272,84 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
         stamp = { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino };
       }
       entries[e.path] = toCachedEntry({ ...e, stamp });
-    }
+    });
     await saveState(stateFile, { base: summary.checksum, recordedAt: Date.now(), entries });
     return { ...counts, bytes: received, checksum: summary.checksum };
   } finally {
     await rm(staging, { recursive: true, force: true });
   }
+}
+
+/** The callback form: a FileHandle per small file costs more than its write. */
+const writeSmallFile = promisify(fs.writeFile);
+/** Files up to this size are gathered in memory and written in one call, several at a time. */
+const SMALL_FILE = 256 * 1024;
+const WRITES_IN_FLIGHT = 16;
+
+/**
+ * Where syncDown's readArchive puts members: under `staging`, with their final modes, so a staged
+ * directory can be moved into place whole. Small files are written in the background (a few at a
+ * time); `settled` waits for them and reports the first failure.
+ */
+function stagingSink(staging: string): ArchiveSink & { settled(): Promise<void> } {
+  // Directories made so far: most members share their parent with the one before.
+  const made = new Set<string>([staging]);
+  const parentOf = async (p: string) => {
+    const parent = path.dirname(p);
+    if (!made.has(parent)) {
+      await mkdir(parent, { recursive: true });
+      made.add(parent);
+    }
+    return p;
+  };
+  const exactMode = async (p: string, mode: number) => {
+    if ((mode & umask()) !== 0) await chmod(p, mode);
+  };
+  const pending = new Set<Promise<void>>();
+  let writeError: unknown;
+  const track = (write: Promise<void>) => {
+    const p = write.catch((error) => void (writeError ??= error)).finally(() => pending.delete(p));
+    pending.add(p);
+  };
+  return {
+    async dir(entry) {
+      const p = await parentOf(path.join(staging, entry.path));
+      await mkdir(p, { mode: entry.mode }).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EEXIST') throw error;
+        return chmod(p, entry.mode);
+      });
+      await exactMode(p, entry.mode);
+      made.add(p);
+    },
+    async file(entry) {
+      if (writeError) throw writeError;
+      const p = await parentOf(path.join(staging, entry.path));
+      if (entry.size > SMALL_FILE) {
+        const out = createWriteStream(p, { mode: entry.mode, flags: 'wx' });
+        out.once('finish', () => track(exactMode(p, entry.mode)));
+        return out;
+      }
+      while (pending.size >= WRITES_IN_FLIGHT) await Promise.race(pending);
+      const chunks: Buffer[] = [];
+      return new Writable({
+        write(chunk: Buffer, _enc, done) {
+          chunks.push(chunk);
+          done();
+        },
+        final(done) {
+          track(writeSmallFile(p, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), { mode: entry.mode, flag: 'wx' }).then(() => exactMode(p, entry.mode)));
+          done();
+        },
+      });
+    },
+    async symlink(entry) {
+      await symlink(entry.linkpath!, await parentOf(path.join(staging, entry.path)));
+    },
+    async settled() {
+      await Promise.all(pending);
+      if (writeError) throw writeError;
+    },
+  };
 }
 
 let processUmask: number | undefined;
@@ -300,7 +376,11 @@ async function ensureParents(root: string, rel: string, checked: Set<string>): P
   }
 }
 
-/** Renames changed members from staging into `root` and removes local entries the remote lacks. */
+/**
+ * Renames changed members from staging into `root` and removes local entries the remote lacks. A
+ * remote directory with nothing of the local tree at or below it (and nothing on disk there) is
+ * moved in whole.
+ */
 async function applyStaged(root: string, staging: string, remote: TreeEntry[], local: TreeEntry[], localMap: Map<string, TreeEntry>): Promise<void> {
   const remotePaths = new Set(remote.map((e) => e.path));
   const checked = new Set<string>();
@@ -311,11 +391,29 @@ async function applyStaged(root: string, staging: string, remote: TreeEntry[], l
     if (e.kind === 'dir') await rmdir(p).catch(() => undefined); // keeps directories holding ignored files
     else await rm(p, { force: true });
   }
+  // Every local path and its ancestors: a remote directory outside this set is new here.
+  const occupied = new Set<string>();
+  for (const e of local) {
+    for (let i = e.path.indexOf('/'); i >= 0; i = e.path.indexOf('/', i + 1)) occupied.add(e.path.slice(0, i));
+    occupied.add(e.path);
+  }
+  const movedWhole = new Set<string>();
+  const insideMoved = (p: string) => {
+    for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) if (movedWhole.has(p.slice(0, i))) return true;
+    return false;
+  };
   for (const e of remote) {
+    // Byte order puts `a-b` between `a` and `a/x`: what lies below a moved directory is not contiguous.
+    if (movedWhole.size && insideMoved(e.path)) continue;
     const dest = path.join(root, e.path);
     const before = localMap.get(e.path);
     if (e.kind === 'dir') {
       await ensureParents(root, e.path, checked);
+      if (!occupied.has(e.path) && !(await lstat(dest).catch(() => undefined))) {
+        await rename(path.join(staging, e.path), dest);
+        movedWhole.add(e.path);
+        continue;
+      }
       await ensureRealDir(dest, e.mode);
       checked.add(e.path);
       continue;
@@ -332,7 +430,5 @@ async function applyStaged(root: string, staging: string, remote: TreeEntry[], l
       await rm(dest, { recursive: true, force: true });
       await rename(path.join(staging, e.path), dest);
     });
-    // The staged file was created with this mode, less the umask.
-    if (e.kind === 'file' && (e.mode & umask()) !== 0) await chmod(dest, e.mode);
   }
 }

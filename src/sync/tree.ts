@@ -107,23 +107,50 @@ export function linkStaysInside(linkPath: string, target: string): boolean {
   return ups <= depth;
 }
 
+/**
+ * The ignore rules of a tree: every `.agentctlignore` (gitignore syntax, the `ignore` package)
+ * applies to its own directory's subtree with patterns relative to that directory, a deeper file's
+ * match (or `!` re-inclusion) overriding a shallower one's, as git does with `.gitignore`. The
+ * default names are never synced. Directories are asked before their contents, so `forDir` can
+ * read a directory's own file when the walk enters it.
+ */
 export interface IgnoreRules {
   ignores(relPath: string, isDir: boolean): boolean;
+  /** Reads `relDir`'s `.agentctlignore`, if any, before its entries are asked about. */
+  enter(relDir: string): Promise<void>;
 }
 
-/** The `.agentctlignore` rules of `dir` (gitignore syntax) plus the default names. */
-export async function loadIgnoreRules(dir: string): Promise<IgnoreRules> {
-  const rules: Ignore = ignore();
-  try {
-    rules.add(await readFile(path.join(dir, IGNORE_FILE), 'utf8'));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
+export async function loadIgnoreRules(root: string): Promise<IgnoreRules> {
+  // Directory ('' for the root) -> its rules; only directories that have a file are present.
+  const levels = new Map<string, Ignore>();
+  const read = async (relDir: string) => {
+    try {
+      levels.set(relDir, ignore().add(await readFile(path.join(root, relDir, IGNORE_FILE), 'utf8')));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'EISDIR') throw error;
+    }
+  };
+  await read('');
   return {
+    enter: (relDir) => (relDir === '' ? Promise.resolve() : read(relDir)),
     ignores(relPath, isDir) {
       const name = relPath.slice(relPath.lastIndexOf('/') + 1);
       if (isDir && DEFAULT_IGNORED_NAMES.includes(name)) return true;
-      return rules.ignores(isDir ? relPath + '/' : relPath);
+      let ignored = false;
+      // From the root down to the path's own directory: the deepest rule that matches decides.
+      for (let end = -1; end < relPath.length; end = relPath.indexOf('/', end + 1)) {
+        const dir = end < 0 ? '' : relPath.slice(0, end);
+        const rules = levels.get(dir);
+        if (rules) {
+          const rel = relPath.slice(end + 1) + (isDir ? '/' : '');
+          const verdict = rules.test(rel);
+          if (verdict.ignored) ignored = true;
+          else if (verdict.unignored) ignored = false;
+        }
+        if (relPath.indexOf('/', end + 1) < 0) break;
+      }
+      return ignored;
     },
   };
 }
@@ -149,6 +176,7 @@ export interface WalkedEntry extends Omit<TreeEntry, 'sha256'> {
 export async function walkTree(root: string, rules: IgnoreRules): Promise<WalkedEntry[]> {
   const out: WalkedEntry[] = [];
   const visit = async (rel: string): Promise<void> => {
+    await rules.enter(rel);
     const names = (await readdir(rel ? path.join(root, rel) : root)).sort(comparePaths);
     // One directory's entries are stat'ed together: the walk is bound by file system round trips.
     const stats = await Promise.all(names.map((name) => lstat(path.join(root, rel ? `${rel}/${name}` : name))));

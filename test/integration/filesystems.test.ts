@@ -97,6 +97,41 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     expect(files.body.files.map((f: { path: string }) => f.path)).toEqual(['.agentctlignore', '.gitkeep', 'node_modules_notes.txt', 'pkg', 'src', 'src/main.ts']);
   });
 
+  test('a nested .agentctlignore applies to its own subtree, relative to its directory: negation, directory and anchored patterns', async () => {
+    const fs = await createFs();
+    const src = await tempDir();
+    await writeTree(src, {
+      '.agentctlignore': '*.log\ntmp/\n',
+      'root.log': 'ignored at the root',
+      'keep.txt': 'kept',
+      'app/.agentctlignore': '!important.log\ncache/\n/local.txt\n',
+      'app/important.log': 're-included by the deeper file',
+      'app/debug.log': 'still ignored by the root file',
+      'app/cache/c.bin': 'a directory pattern of app/',
+      'app/local.txt': 'anchored to app/',
+      'app/sub/local.txt': 'the anchored pattern does not reach app/sub/',
+      'app/sub/cache': 'a file, not a directory: cache/ does not match it',
+      'app/tmp/t.txt': "the root file's unanchored tmp/ applies at any depth",
+      'lib/cache/kept.txt': "app/'s rules do not reach lib/",
+      'lib/important.log': "the re-inclusion is app/'s only",
+    });
+    await syncUp(transport, fs.id, src);
+    const files = await svc.api('GET', `/filesystems/${fs.id}/files`);
+    expect(files.body.files.map((f: { path: string }) => f.path)).toEqual([
+      '.agentctlignore',
+      'app',
+      'app/.agentctlignore',
+      'app/important.log',
+      'app/sub',
+      'app/sub/cache',
+      'app/sub/local.txt',
+      'keep.txt',
+      'lib',
+      'lib/cache',
+      'lib/cache/kept.txt',
+    ]);
+  });
+
   test('an unchanged second syncUp uploads nothing; a same-size rewrite in the same second is detected', async () => {
     const fs = await createFs();
     const src = await tempDir();
@@ -227,6 +262,7 @@ describe.each(engines)('filesystems (%s)', (engine) => {
       ['a hard link', zstd(rawTar([{ path: 'a', body: Buffer.from('a') }, { path: 'b', type: 'Link', linkpath: 'a' }])), 422, 'invalid_archive', /Link/],
       ['a 10 GB sparse size claim', zstd(rawTar([{ path: 'huge', size: 10 * 1024 ** 3 }], { end: false })), 413, 'archive_too_large', /larger than 8388608 bytes/],
       ['a zip bomb past the size limit', zstd(rawTar([{ path: 'zeros', body: Buffer.alloc(9 * MiB) }])), 413, 'archive_too_large', /larger than 8388608 bytes/],
+      ['a zip bomb that claims nothing: a small stream expanding far past the limits', zstd(Buffer.concat([rawTar([{ path: 'a', body: Buffer.from('a') }], { end: false }), Buffer.alloc(64 * MiB)])), 413, 'archive_too_large', /expands past/],
       ['more members than allowed', zstd(rawTar(Array.from({ length: 201 }, (_, i) => ({ path: `f${i}` })))), 413, 'archive_too_large', /more than 200 members/],
       ['bytes that are not zstd', Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), Buffer.alloc(600, 1)]), 422, 'invalid_archive', /not valid zstd|not a valid tar/],
       ['a truncated tar', zstd(rawTar([{ path: 'a', body: Buffer.alloc(4096, 1) }]).subarray(0, 1024)), 422, 'invalid_archive', /truncated|not a valid tar/],
@@ -248,6 +284,10 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     const fs = await createFs();
     const json = await svc.api('PUT', `/filesystems/${fs.id}/archive`, { body: { files: [] } });
     expect(json.status).toBe(415);
+    const empty = await put(fs.id, Buffer.alloc(0));
+    expect(empty).toMatchObject({ status: 422, body: { code: 'invalid_archive' } });
+    const badTag = await put(fs.id, zstd(rawTar([{ path: 'a', body: Buffer.from('a') }])), { 'if-match': 'not a checksum' });
+    expect(badTag).toMatchObject({ status: 412, body: { code: 'stale_base' } });
     expect((await svc.api('POST', '/filesystems', { body: {} })).status).toBe(422);
     expect((await svc.api('POST', '/filesystems', { body: { namespace: 'default', project_id: 'prj_x' } })).status).toBe(422);
     expect((await svc.api('GET', '/filesystems')).status).toBe(422);
@@ -301,6 +341,81 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     expect((await svc.api('GET', `/filesystems/${task.filesystem_id}`, { key: stranger })).status).toBe(404);
     expect((await svc.api('GET', `/tasks/${task.id}/system-folders/dot_alpha/archive`, { key: discoverer })).status).toBe(403);
     expect((await svc.api('GET', `/tasks/${task.id}/system-folders/dot_alpha/archive`, { key: stranger })).status).toBe(404);
+  });
+
+  test('permissions of every filesystem endpoint: allowed, 403 where the key can discover the owner, 404 where it cannot', async () => {
+    const project = (await svc.api('POST', '/projects', { body: { name: 'docs' } })).body;
+    const sibling = (await svc.api('POST', '/projects', { body: { name: 'notes' } })).body;
+    const archive = zstd(rawTar([{ path: 'a.txt', body: Buffer.from('a') }]));
+    const withContent = async (fsId: string) => expect((await put(fsId, archive, { 'if-match': '*' })).status).toBe(200);
+    const inProject = await createFs({ project_id: project.id });
+    const doomed = await createFs({ project_id: project.id });
+    await withContent(inProject.id);
+    const { agent_id: agentId } = await deployActive(svc);
+    const task = await createTask(svc);
+    await withContent(task.filesystem_id);
+    const folder = `/tasks/${task.id}/system-folders/dot_alpha/archive`;
+    expect((await fetch(`${svc.url}${folder}`, { method: 'PUT', headers: { authorization: `Bearer ${svc.adminKey}`, 'content-type': 'application/zstd' }, body: new Uint8Array(archive) })).status).toBe(200);
+    const keyWith = async (resource_type: string, resource_id: string, role: string) => {
+      const res = await svc.api('POST', '/api_keys', { body: { name: `${resource_type}-${role}`, scopes: [{ resource_type, resource_id, role }] } });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      return res.body.key as string;
+    };
+    const keys = {
+      projectViewer: await keyWith('project', project.id, 'viewer'),
+      projectEditor: await keyWith('project', project.id, 'editor'),
+      projectDiscoverer: await keyWith('project', project.id, 'discoverer'),
+      agentViewer: await keyWith('agent', agentId, 'viewer'),
+      agentEditor: await keyWith('agent', agentId, 'editor'),
+      agentDiscoverer: await keyWith('agent', agentId, 'discoverer'),
+      stranger: await keyWith('project', sibling.id, 'editor'),
+    };
+    type Who = keyof typeof keys;
+    const call = async (who: Who, method: string, url: string, body?: unknown): Promise<number> => {
+      if (method === 'PUT') {
+        const res = await fetch(`${svc.url}${url}`, { method, headers: { authorization: `Bearer ${keys[who]}`, 'content-type': 'application/zstd', 'if-match': '*' }, body: new Uint8Array(archive) });
+        await res.arrayBuffer();
+        return res.status;
+      }
+      return (await svc.api(method, url, { key: keys[who], body })).status;
+    };
+    const fsUrl = `/filesystems/${inProject.id}`;
+    const taskFsUrl = `/filesystems/${task.filesystem_id}`;
+    const rows: [string, string, string, unknown, Partial<Record<Who, number>>][] = [
+      ['create in project', 'POST', '/filesystems', { project_id: project.id }, { projectViewer: 403, projectEditor: 201, projectDiscoverer: 403, stranger: 404 }],
+      ['create bare', 'POST', '/filesystems', { namespace: 'default' }, { agentViewer: 403, agentEditor: 201 }],
+      ['list by project', 'GET', `/filesystems?project_id=${project.id}`, undefined, { projectViewer: 200, projectDiscoverer: 403, stranger: 404 }],
+      ['get', 'GET', fsUrl, undefined, { projectViewer: 200, projectDiscoverer: 403, stranger: 404, agentViewer: 404 }],
+      ['download', 'GET', `${fsUrl}/archive`, undefined, { projectViewer: 200, projectDiscoverer: 403, stranger: 404 }],
+      ['upload', 'PUT', `${fsUrl}/archive`, undefined, { projectViewer: 403, projectEditor: 200, projectDiscoverer: 403, stranger: 404 }],
+      ['list files', 'GET', `${fsUrl}/files`, undefined, { projectViewer: 200, projectDiscoverer: 403, stranger: 404 }],
+      ['read a file', 'GET', `${fsUrl}/files/a.txt`, undefined, { projectViewer: 200, projectDiscoverer: 403, stranger: 404 }],
+      ['delete', 'DELETE', `/filesystems/${doomed.id}`, undefined, { projectViewer: 403, projectDiscoverer: 403, stranger: 404, projectEditor: 200 }],
+      ["get a task's filesystem", 'GET', taskFsUrl, undefined, { agentViewer: 200, agentDiscoverer: 403, projectEditor: 404 }],
+      ["download a task's filesystem", 'GET', `${taskFsUrl}/archive`, undefined, { agentViewer: 200, agentDiscoverer: 403, projectEditor: 404 }],
+      ["upload to a task's filesystem", 'PUT', `${taskFsUrl}/archive`, undefined, { agentViewer: 200, agentDiscoverer: 403, projectEditor: 404 }],
+      ["list a task's files", 'GET', `${taskFsUrl}/files`, undefined, { agentViewer: 200, agentDiscoverer: 403, projectEditor: 404 }],
+      ["read a task's file", 'GET', `${taskFsUrl}/files/a.txt`, undefined, { agentViewer: 200, agentDiscoverer: 403, projectEditor: 404 }],
+      ["delete a task's filesystem (reachable, but in use)", 'DELETE', taskFsUrl, undefined, { agentViewer: 409, agentDiscoverer: 403, projectEditor: 404 }],
+      ['download a system folder', 'GET', folder, undefined, { agentViewer: 200, agentDiscoverer: 403, projectEditor: 404 }],
+      ['upload a system folder', 'PUT', folder, undefined, { agentViewer: 200, agentDiscoverer: 403, projectEditor: 404 }],
+    ];
+    const got: Record<string, number> = {};
+    const want: Record<string, number> = {};
+    for (const [label, method, url, body, expected] of rows) {
+      for (const [who, status] of Object.entries(expected) as [Who, number][]) {
+        want[`${label} as ${who}`] = status;
+        got[`${label} as ${who}`] = await call(who, method, url, body);
+      }
+    }
+    expect(got).toEqual(want);
+    // A bare filesystem is its creator's (and the namespace admins'): unknown to other keys.
+    const bare = (await svc.api('POST', '/filesystems', { key: keys.agentEditor, body: { namespace: 'default' } })).body;
+    expect((await svc.api('GET', `/filesystems/${bare.id}`, { key: keys.agentEditor })).status).toBe(200);
+    expect((await svc.api('GET', `/filesystems/${bare.id}`, { key: keys.agentViewer })).status).toBe(404);
+    expect((await svc.api('GET', `/filesystems/${bare.id}`)).status).toBe(200);
+    expect((await svc.api('GET', '/filesystems?namespace=default', { key: keys.agentEditor })).body.filesystems.map((f: { id: string }) => f.id)).toContain(bare.id);
+    expect((await svc.api('GET', '/filesystems?namespace=default', { key: keys.agentViewer })).body.filesystems).toEqual([]);
   });
 
   test('system folders: per task and type, synced like filesystems', async () => {

@@ -4,7 +4,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { syncDown, syncUp, type SyncTransport } from '../../src/sync/index.js';
+import { syncDown, syncUp, SyncConflictError, type SyncTransport } from '../../src/sync/index.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { describeTree, tempDir } from '../support/trees.js';
 
@@ -51,6 +51,11 @@ describe.each(engines.slice(0, 1))('sync of large trees (%s)', (engine) => {
     expect(await syncDown(transport, fsId, dest)).toMatchObject({ added: 1, checksum: up.checksum });
     expect((await describeTree(dest))['big.bin']).toBe(`file 644 ${hash.digest('hex')}`);
     expect((await svc.api('GET', `/filesystems/${fsId}`)).body).toMatchObject({ size_bytes: 100 * MiB, files_count: 1 });
+    // A writer with no base is refused before the server reads its body; the push stops there.
+    const stranger = await syncUp(transport, fsId, src, { stateFile: path.join(await dir(), 'state.json') }).catch((e) => e);
+    expect(stranger).toBeInstanceOf(SyncConflictError);
+    expect(stranger).toMatchObject({ status: 428, code: 'precondition_required' });
+    expect((await svc.api('GET', `/filesystems/${fsId}`)).body).toMatchObject({ archive_checksum: up.checksum });
   }, 120_000);
 
   test('10,000 small files round-trip; an unchanged second syncUp uploads nothing', async () => {

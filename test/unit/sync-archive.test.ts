@@ -1,10 +1,14 @@
 import { createWriteStream } from 'node:fs';
-import { mkdir, readdir, symlink } from 'node:fs/promises';
+import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
-import { ArchiveRejected, readArchive, treeChecksum, EMPTY_TREE_CHECKSUM, type ArchiveSink } from '../../src/sync/index.js';
-import { rawTar, tempDir, zstd } from '../support/trees.js';
+import { spawnSync } from 'node:child_process';
+import zlib from 'node:zlib';
+import { ArchiveRejected, loadIgnoreRules, packTree, readArchive, syncDown, treeChecksum, walkTree, EMPTY_TREE_CHECKSUM, type ArchiveSink } from '../../src/sync/index.js';
+import { describeTree, rawTar, tempDir, writeTree, zstd } from '../support/trees.js';
 
 /** A sink like syncDown's: writes members under `staging`. */
 const stagingSink = (staging: string): ArchiveSink => ({
@@ -19,6 +23,30 @@ const stagingSink = (staging: string): ArchiveSink => ({
     await mkdir(path.dirname(path.join(staging, e.path)), { recursive: true });
     await symlink(e.linkpath!, path.join(staging, e.path));
   },
+});
+
+describe('packTree', () => {
+  test('writes a tar that GNU tar extracts to the same tree, and hashes what it read', async () => {
+    const src = await tempDir();
+    const long = `${'d'.repeat(120)}/${'f'.repeat(90)}.txt`;
+    await writeTree(src, {
+      'run.sh': { content: '#!/bin/sh\n', mode: 0o755 },
+      'ünï côdé/日本語.md': '# 見出し\n',
+      [long]: 'a path past the 100 bytes of a plain header',
+      'big.bin': Buffer.alloc(3 * 1024 * 1024 + 7, 5),
+      'empty/': { dir: true },
+      'lib/link': { link: '../run.sh' },
+    });
+    const entries = await walkTree(src, await loadIgnoreRules(src));
+    const tar = Buffer.concat(await packTree(src, entries).pipe(zlib.createZstdDecompress()).toArray());
+    const out = await tempDir();
+    const gnu = spawnSync('tar', ['-xf', '-', '-C', out], { input: tar });
+    expect(gnu.status, String(gnu.stderr)).toBe(0);
+    expect(await describeTree(out)).toEqual(await describeTree(src));
+    const read = await readArchive(Readable.from([tar]));
+    expect(read.entries).toEqual(entries.map(({ path: p, kind, mode, size, sha256, linkpath }) => ({ path: p, kind, mode, size, sha256, linkpath })));
+    expect(read.checksum).toBe(treeChecksum(entries as never));
+  });
 });
 
 describe('readArchive on the receiving side', () => {
@@ -44,5 +72,64 @@ describe('readArchive on the receiving side', () => {
     expect(a.checksum).toBe(treeChecksum(a.entries));
     const empty = await readArchive(Readable.from([zstd(Buffer.alloc(1024))]));
     expect(empty).toMatchObject({ checksum: EMPTY_TREE_CHECKSUM, filesCount: 0, sizeBytes: 0 });
+  });
+});
+
+/** An archive endpoint that answers every GET with `send`, on a loopback port; closed after `fn`. */
+async function withArchiveServer(send: (res: http.ServerResponse) => void, fn: (baseUrl: string) => Promise<void>): Promise<void> {
+  const server = http.createServer((_req, res) => send(res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    await fn(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
+
+describe('syncDown against a hostile or failing server', () => {
+  /** A directory `work` with one file of its own, alone in its parent; the state file lives elsewhere. */
+  const workTree = async () => {
+    const parent = await tempDir();
+    const dir = path.join(parent, 'work');
+    await mkdir(dir);
+    await writeFile(path.join(dir, 'mine.txt'), 'mine');
+    return { parent, dir, before: await describeTree(dir), stateFile: path.join(await tempDir(), 'state.json') };
+  };
+
+  test.each([
+    ['../x', [{ path: 'ok.txt', body: Buffer.from('ok') }, { path: '../escape.txt', body: Buffer.from('x') }]],
+    ['/etc/x', [{ path: '/tmp/escape.txt', body: Buffer.from('x') }]],
+    ['a symlink to / then a file through it', [{ path: 'root', type: 'SymbolicLink' as const, linkpath: '/' }, { path: 'root/tmp/escape.txt', body: Buffer.from('x') }]],
+    ['a device', [{ path: 'null', type: 'CharacterDevice' as const }]],
+    ['a 10 GB size claim', [{ path: 'huge', size: 10 * 1024 ** 3 }]],
+  ])('%s: refused; the local tree is untouched and nothing is left beside it', async (_name, members) => {
+    const body = zstd(rawTar(members));
+    const { parent, dir, before, stateFile } = await workTree();
+    await withArchiveServer(
+      (res) => res.writeHead(200, { 'content-type': 'application/zstd', etag: '"0000"', 'content-length': body.length }).end(body),
+      async (baseUrl) => {
+        const error = await syncDown({ baseUrl }, 'fs_x', dir, { stateFile }).catch((e) => e);
+        expect(error).toBeInstanceOf(ArchiveRejected);
+      },
+    );
+    expect(await readdir(parent)).toEqual(['work']);
+    expect(await describeTree(dir)).toEqual(before);
+  });
+
+  test('a download cut half-way fails; the local tree is untouched and the staging area is gone', async () => {
+    const body = zstd(rawTar([{ path: 'new.bin', body: Buffer.alloc(4 * 1024 * 1024, 7) }, { path: 'other.txt', body: Buffer.from('other') }]));
+    const { parent, dir, before, stateFile } = await workTree();
+    await withArchiveServer(
+      (res) => {
+        res.writeHead(200, { 'content-type': 'application/zstd', etag: '"0000"', 'content-length': body.length });
+        res.write(body.subarray(0, body.length >> 1), () => setTimeout(() => res.socket?.destroy(), 50));
+      },
+      async (baseUrl) => {
+        await expect(syncDown({ baseUrl }, 'fs_x', dir, { stateFile })).rejects.toThrow();
+      },
+    );
+    expect(await readdir(parent)).toEqual(['work']);
+    expect(await describeTree(dir)).toEqual(before);
   });
 });

@@ -1,6 +1,7 @@
 // Filesystems and system folders (DESIGN section 12): rows, access, archive upload and download.
 // Archives live in the blob store; a row names its current archive and manifest blobs.
 import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -13,7 +14,7 @@ import { EMPTY_TREE_CHECKSUM } from '../../sync/tree.js';
 import type { Database, Db, FilesystemsTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso } from '../store/mappers.js';
-import { badRequest, conflict, forbidden, invalid, missing, notFound, preconditionRequired, stale, tooLarge, unprocessable, named, namedVersion } from './errors.js';
+import { DomainError, badRequest, conflict, forbidden, invalid, missing, notFound, preconditionRequired, stale, tooLarge, unprocessable, named, namedVersion } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import type { BlobStore } from '../blobs/index.js';
 import { namespaceBySlug, taskById } from './lookup.js';
@@ -200,9 +201,9 @@ export interface UploadLimits extends ArchiveLimits {}
 const maxCompressedBytes = (limits: ArchiveLimits) => limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
 
 /**
- * Receives an archive into the blob store's staging area (never whole in memory), validates every
- * member, stores the archive and its manifest as blobs, then makes them current in one
- * transaction if the base still matches. Any failure leaves the filesystem as it was.
+ * Receives an archive into the blob store's staging area (never whole in memory) while validating
+ * every member as it arrives, stores the archive and its manifest as blobs, then makes them current
+ * in one transaction if the base still matches. Any failure leaves the filesystem as it was.
  */
 export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body: Readable, base: readonly string[], limits: UploadLimits): Promise<Filesystem> {
   const before = await db.selectFrom('filesystems').selectAll().where('id', '=', fsId).executeTakeFirstOrThrow();
@@ -210,32 +211,48 @@ export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body
   checkBase(before, base);
   const staged = path.join(blobs.stagingDir, `upload-${randomBytes(8).toString('hex')}`);
   const manifestFile = `${staged}.manifest`;
+  const file = createWriteStream(staged);
   try {
     const hash = createHash('sha256');
     let received = 0;
     const cap = maxCompressedBytes(limits);
-    await pipeline(
-      body,
-      new Transform({
-        transform(chunk: Buffer, _enc, done) {
-          received += chunk.length;
-          if (received > cap) return done(new ArchiveRejected(413, 'archive_too_large', `The upload is larger than ${cap} bytes`));
-          hash.update(chunk);
-          done(null, chunk);
-        },
-      }),
-      createWriteStream(staged),
-    ).catch((error) => {
-      // The client went away mid-upload: nothing to answer, nothing changed.
-      if ((error as Error).message === 'aborted' || (error as NodeJS.ErrnoException).code === 'ECONNRESET') throw badRequest('upload_aborted', 'The upload ended before its last byte');
-      throw error;
+    // Each chunk is counted, hashed and written to the staged file before the validator sees it;
+    // the validator's pace (and the file's) paces the upload.
+    const tee = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        received += chunk.length;
+        if (received > cap) return done(new ArchiveRejected(413, 'archive_too_large', `The upload is larger than ${cap} bytes`));
+        hash.update(chunk);
+        if (file.write(chunk)) return done(null, chunk);
+        file.once('drain', () => done(null, chunk));
+      },
+      flush(done) {
+        file.end(() => done());
+      },
     });
+    file.on('error', (error) => tee.destroy(error));
+    let aborted: DomainError | undefined;
+    const onAborted = () => {
+      // The client went away mid-upload: nothing to answer, nothing changed.
+      aborted = badRequest('upload_aborted', 'The upload ended before its last byte');
+      tee.destroy(aborted);
+    };
+    body.once('aborted', onAborted);
+    body.once('error', onAborted);
+    body.pipe(tee);
     let summary: ArchiveSummary;
     try {
-      summary = await readArchive(createReadStream(staged), limits);
+      summary = await readArchive(tee, limits);
     } catch (error) {
-      throw refusalOf(error);
+      throw refusalOf(aborted ?? error);
+    } finally {
+      body.off('aborted', onAborted);
+      body.off('error', onAborted);
+      body.unpipe(tee);
+      // Refused part-way: the rest of the body is read and dropped, so the answer reaches the client.
+      if (!body.readableEnded) body.resume();
     }
+    if (!file.writableFinished) await once(file, 'finish');
     const archiveKey = hash.digest('hex');
     const manifest = JSON.stringify(summary.entries.map(toManifestEntry));
     const manifestKey = createHash('sha256').update(manifest).digest('hex');
@@ -266,6 +283,10 @@ export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body
   } catch (error) {
     throw refusalOf(error);
   } finally {
+    if (!file.closed) {
+      file.destroy();
+      await once(file, 'close').catch(() => undefined);
+    }
     await rm(staged, { force: true });
     await rm(manifestFile, { force: true });
   }
