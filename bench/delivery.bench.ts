@@ -1,4 +1,4 @@
-// Delivery to agents (DESIGN section 10), on each engine, as ratios against floors measured in the
+// Delivery to agents (README "Delivery to agents, in short"), on each engine, as ratios against floors measured in the
 // same run:
 //  1. latency from `POST /tasks/{id}/events` to the agent's handler start (signature verified), p50
 //     and p99, against a bare loopback HTTP round trip (POST to a server that answers at once);

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The user story of DESIGN part two, end to end, through the built CLI against a real server on
+// The user story of the README quick start, end to end, through the built CLI against a real server on
 // embedded PGlite with the local runtime: a new agent from `agentctl init`, deployed from git and run
 // as a real process, a task it answers, a sticky second deploy, the task migrated to it (and answered
 // by it), the logs of both versions, a rollback, and the server stopped with its agents.

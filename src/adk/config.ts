@@ -4,7 +4,7 @@ import { PROCESS_ENV } from '../contract/acp.js';
 export const API_KEY_ENV = 'AGENTCTL_API_KEY';
 const DEFAULT_BASE_URL = 'http://127.0.0.1:7420';
 
-/** The process contract (DESIGN section 10) as read from the environment. */
+/** The process contract (README "Writing agents: the ADK") as read from the environment. */
 export interface ProcessConfig {
   baseUrl: string;
   apiKey?: string;

@@ -1,5 +1,5 @@
 /**
- * `agentctl/adk`: the runtime toolkit for agent code (DESIGN section 10). Imports only the client,
+ * `agentctl/adk`: the runtime toolkit for agent code (README "Writing agents: the ADK"). Imports only the client,
  * the contract and the sync module: nothing of the CLI or the server.
  */
 export { Adk, adk, createAdk, type AdkOptions, type EventList, type JsonObject, type ListPage, type MessageList, type TrackerList } from './adk.js';

@@ -65,7 +65,7 @@ interface Taken {
 }
 
 /**
- * The agent's side of the protocol (DESIGN section 10): serves `GET /healthz` and signed JSON-RPC on
+ * The agent's side of the protocol (README "Writing agents: the ADK"): serves `GET /healthz` and signed JSON-RPC on
  * `POST /api`, registers with the one-time token, runs handlers per task in delivery order.
  */
 export class AgentServer {

@@ -1,4 +1,4 @@
-/** DESIGN.md section 7: stable exit codes, documented in the README. */
+/** Stable exit codes, documented in the README's CLI section. */
 export const ExitCode = {
   ok: 0,
   failure: 1,

@@ -3,7 +3,7 @@ import type { CommandSpec, OptionSpec } from './command.js';
 import { DEFAULT_KEY_EXPIRY } from './key-expiry.js';
 import { REPORTED_VERSION_STATUSES, TASK_STATUSES, VERSION_STATUSES } from '../contract/lifecycle.js';
 
-/** Flags every command accepts (DESIGN.md section 7). */
+/** Flags every command accepts (README "The CLI"). */
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
   { flags: '--json', description: 'Print the API’s JSON response (errors as {"error": ...} on stderr); never prompts' },
   { flags: '--wide', description: 'Tables and records: the ids too, beside the names' },

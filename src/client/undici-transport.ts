@@ -10,7 +10,7 @@ export function createUndiciTransport(options: { connections?: number; keepAlive
   const load = () =>
     (loaded ??= import('undici').then((undici) => ({
       undici,
-      // Honours HTTP_PROXY, HTTPS_PROXY and NO_PROXY like the rest of the project's clients (DESIGN section 9).
+      // Honours HTTP_PROXY, HTTPS_PROXY and NO_PROXY as other HTTP clients do.
       dispatcher: new undici.EnvHttpProxyAgent({ connections: options.connections ?? 32, keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000 }),
     })));
   const transport: Transport = async (url, req) => {

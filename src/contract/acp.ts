@@ -1,5 +1,5 @@
 /**
- * The agent protocol (DESIGN section 10): JSON-RPC 2.0 over `POST {acp_url}/api`, from the
+ * The agent protocol (README "Delivery to agents, in short"): JSON-RPC 2.0 over `POST {acp_url}/api`, from the
  * platform's dispatcher to an agent, signed with the version's signing secret. Zod-free on purpose:
  * the ADK's agent server imports this on every request.
  */
@@ -10,7 +10,7 @@ import type { Task } from './resources.js';
 export const ACP_PATH = '/api';
 
 /**
- * The process contract (DESIGN section 10): the environment a runtime gives every agent replica.
+ * The process contract (README "Delivery to agents, in short"): the environment a runtime gives every agent replica.
  * Here, not in the server's runtime module, because the ADK reads it and imports nothing of the server.
  */
 export const PROCESS_ENV = {

@@ -5,7 +5,7 @@ import { ACPType } from './common.js';
 export const AGENT_PROJECT_FILE = 'agentctl.json';
 
 /**
- * `agentctl.json` (DESIGN section 11). The CLI takes the default `--agent` of every command run in
+ * `agentctl.json` (README "Local runtime and logs"). The CLI takes the default `--agent` of every command run in
  * the directory from `agent`, and `deploy` its defaults from the rest; the runtime reads `entry`,
  * `build` and `env` from the deployed source snapshot.
  */

@@ -105,12 +105,12 @@ export const HandlerErrorRequest = z.object({
   event_id: z.string().min(1).nullable().default(null),
 });
 
-// ---- registration with a one-time token (DESIGN section 10) ------------------------------------
+// ---- registration with a one-time token (README "Delivery to agents, in short") ------------------------------------
 
 export const RegistrationTokenResponse = z.object({ registration_token: z.string(), expires_at: Timestamp });
 export const SigningSecretResponse = z.object({ signing_secret: z.string() });
 
-// ---- deliveries: the completion lease (DESIGN section 10, README "Delivery to agents") ------------
+// ---- deliveries: the completion lease (README "Delivery to agents, in short") ------------
 
 /**
  * A delivery's life: `pending` (waiting, or backing off), `in_flight` (a dispatcher is sending it),

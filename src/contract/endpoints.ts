@@ -187,7 +187,7 @@ export const DeployResponse = z.object({
 
 /**
  * Two callers: a runtime with a user key (write on the agent) reporting a status, and an agent
- * process registering with its one-time `registration_token` and no key (DESIGN section 10), which
+ * process registering with its one-time `registration_token` and no key (README "Delivery to agents, in short"), which
  * gets back its runtime key in `agent_api_key`.
  */
 export const RegisterVersionRequest = z.object({
@@ -366,7 +366,7 @@ export const endpoints = lazyTable({
   addGroupMember: () => ep({ ...routes.addGroupMember, summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: GroupMember }),
   removeGroupMember: () => ep({ ...routes.removeGroupMember, summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: DeleteResponse }),
 
-  // filesystems and system folders (DESIGN section 12)
+  // filesystems and system folders (README "Filesystems and sync")
   createFilesystem: () => ep({ ...routes.createFilesystem, summary: 'Create a filesystem in a project or a namespace', tag: 'filesystems', body: CreateFilesystemRequest, response: Filesystem }),
   listFilesystems: () => ep({ ...routes.listFilesystems, summary: 'Filesystems of a project (or of a namespace: those not in a project)', tag: 'filesystems', query: z.object({ project_id: z.string().min(1).optional(), namespace: z.string().min(1).optional(), ...PageQuery }), response: FilesystemList }),
   getFilesystem: () => ep({ ...routes.getFilesystem, summary: 'Get a filesystem', tag: 'filesystems', params: id('filesystem_id'), response: Filesystem }),

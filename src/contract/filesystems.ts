@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Slug, Timestamp } from './common.js';
 
-/** Task-scoped SDK configuration folders, one per SDK kind (DESIGN section 12). */
+/** Task-scoped SDK configuration folders, one per SDK kind (README "Filesystems and sync"). */
 export const SYSTEM_FOLDER_TYPES = ['dot_alpha', 'dot_beta'] as const;
 export const SystemFolderType = z.enum(SYSTEM_FOLDER_TYPES);
 export type SystemFolderType = z.infer<typeof SystemFolderType>;

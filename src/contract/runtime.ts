@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { QueryBool, Timestamp } from './common.js';
 
-/** One line an agent process wrote (DESIGN section 11, logs). */
+/** One line an agent process wrote (README "Local runtime and logs"). */
 export const VersionLogLine = z
   .object({
     version_id: z.string(),

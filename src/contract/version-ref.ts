@@ -1,5 +1,5 @@
 /**
- * Version references (DESIGN section 7): a `ver_` id, `vN` (the version's per-agent number), or a
+ * Version references (README "The CLI"): a `ver_` id, `vN` (the version's per-agent number), or a
  * git-hash prefix of at least MIN_GIT_HASH_PREFIX hex characters. Plain data, no zod: the CLI checks
  * a reference before it loads the schemas, and the server resolves it with the same rules.
  */

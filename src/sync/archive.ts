@@ -1,4 +1,4 @@
-// The archive format of DESIGN section 12: POSIX tar (headers encoded by the `tar` package), members
+// The archive format of README "Filesystems and sync": POSIX tar (headers encoded by the `tar` package), members
 // in path byte order, owners zeroed, mtimes fixed, zstd from node:zlib. One reader validates every member for
 // the server (before an upload becomes current) and for syncDown (before anything is written).
 import { once } from 'node:events';

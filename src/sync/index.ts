@@ -1,4 +1,4 @@
-// The sync library (DESIGN section 12), shared by the ADK, the CLI and the server. It imports
+// The sync library (README "Filesystems and sync"), shared by the ADK, the CLI and the server. It imports
 // nothing from src/server or src/cli.
 export {
   syncUp,

@@ -1,4 +1,4 @@
-// syncUp / syncDown of DESIGN section 12, over a small transport (base URL and key) so the CLI,
+// syncUp / syncDown of README "Filesystems and sync", over a small transport (base URL and key) so the CLI,
 // the ADK and tests share them. Archive bodies stream through undici both ways.
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';

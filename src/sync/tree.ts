@@ -1,5 +1,5 @@
 // The tree model shared by the archive writer, the archive reader and the sync functions: which
-// paths are in a tree, their canonical modes, and the tree hash of DESIGN section 12.
+// paths are in a tree, their canonical modes, and the tree hash of README "Filesystems and sync".
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { lstat, readdir, readFile, readlink } from 'node:fs/promises';

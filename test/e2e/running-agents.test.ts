@@ -20,7 +20,7 @@ const isAlive = (pid: number) => {
 
 const engines = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])] as const;
 
-// DESIGN part two's user story through the built binary: init, server start (local runtime), deploy
+// The README quick start's story through the built binary: init, server start (local runtime), deploy
 // from git, a task answered by a real agent process, a sticky second deploy, migration to v2, logs
 // of both versions, rollback, and no agent process left once the server stops.
 describe.each(engines)('e2e on %s: a deployed agent answers, migrates to v2 and rolls back', (engine) => {

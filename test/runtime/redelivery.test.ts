@@ -13,7 +13,7 @@ import { alive, copyFixture, tempDir, waitFor } from './support/agents.js';
 /** The pids written by the blocking agent's handler runs (test/fixtures/agents/blocking), in order. */
 const handlerPids = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : []);
 
-// Kill -9 of an agent process mid-handler (DESIGN section 13): the delivery was acknowledged, but
+// Kill -9 of an agent process mid-handler (README "Local runtime and logs"): the delivery was acknowledged, but
 // the agent holds it leased until its handler reports completion, so the runtime's restart of the
 // process gets it again and answers it.
 describe.each(engines)('an agent process killed mid-handler (%s)', (engine) => {

@@ -31,8 +31,8 @@ export interface TestAgent {
 const running = new Set<ChildProcess>();
 
 /**
- * Starts the fixture agent for `versionId` as a child process with the DESIGN section 10 process
- * contract (a one-time registration token, the signing secret), and waits until it registered.
+ * Starts the fixture agent for `versionId` as a child process with the process
+ * contract of README "Writing agents: the ADK" (a one-time registration token, the signing secret), and waits until it registered.
  */
 export async function startAgent(svc: TestService, versionId: string, env: Record<string, string> = {}): Promise<TestAgent> {
   const db = svc.store.db;

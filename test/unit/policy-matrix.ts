@@ -2,7 +2,7 @@ import type { ResourceType } from '../../src/contract/common.js';
 import type { Grant, Permission, ResourceRef } from '../../src/server/auth/policy.js';
 
 /**
- * The expected permission matrix (DESIGN.md section 6), written out rather than derived from the
+ * The expected permission matrix (README "Access control"), written out rather than derived from the
  * policy's own table; the unit test checks every cell, the HTTP test samples each role.
  */
 

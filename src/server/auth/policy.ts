@@ -12,7 +12,7 @@ export const PERMISSIONS: readonly Permission[] = ['discover', 'read', 'run', 'w
 /**
  * `write_task_data`: writing the records of an agent's tasks (states, messages, events, trackers,
  * task filesystems). Any key with `write` on the agent has it; a runtime key has it on its own agent
- * and holds nothing else beyond discover, read and run there (DESIGN section 10).
+ * and holds nothing else beyond discover, read and run there (README "Delivery to agents, in short").
  */
 export const RUNTIME_KEY_PERMISSIONS: readonly Permission[] = ['discover', 'read', 'run', 'write_task_data'];
 
@@ -35,7 +35,7 @@ export interface Grant {
 const ALL = PERMISSIONS;
 
 /**
- * DESIGN.md section 6: what each role grants on the agent or project it names. `run` on a project
+ * README "Access control": what each role grants on the agent or project it names. `run` on a project
  * means using it as a task's filesystem.
  */
 export const ROLE_PERMISSIONS: Record<'agent' | 'project', Record<string, readonly Permission[]>> = {

@@ -1,4 +1,4 @@
-// Content-addressed blob storage for archives and manifests (DESIGN section 12): a local directory
+// Content-addressed blob storage for archives and manifests (README "Filesystems and sync"): a local directory
 // by default, S3-compatible storage when AGENTCTL_BLOB_URL=s3://bucket/prefix names a bucket.
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';

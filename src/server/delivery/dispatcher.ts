@@ -1,5 +1,5 @@
 /**
- * The dispatcher (DESIGN section 10): one per server replica. It claims outbox rows with
+ * The dispatcher (README "Delivery to agents, in short"): one per server replica. It claims outbox rows with
  * `FOR UPDATE SKIP LOCKED`, at most one in flight per task and in order per task, and POSTs each as
  * signed JSON-RPC to a live replica of the task's current version (read at claim time, so a
  * migrated task's next delivery reaches its new version). Failures retry with exponential backoff;

@@ -1,5 +1,5 @@
 /**
- * The transactional outbox (DESIGN section 10): creating a task, an event or a cancel writes a
+ * The transactional outbox (README "Delivery to agents, in short"): creating a task, an event or a cancel writes a
  * `deliveries` row in the same transaction, so a delivery exists exactly when its cause committed.
  * The dispatcher (dispatcher.ts) sends them.
  */

@@ -1,5 +1,5 @@
 /**
- * Environment branch rules (DESIGN.md section 5): an exact git branch name (`main`), a prefix
+ * Environment branch rules (README "Versions and migration, in short"): an exact git branch name (`main`), a prefix
  * wildcard (`feature/*`) or the catch-all `*`. Pure functions: no I/O.
  */
 

@@ -1,4 +1,4 @@
-// Filesystems and system folders (DESIGN section 12): rows, access, archive upload and download.
+// Filesystems and system folders (README "Filesystems and sync"): rows, access, archive upload and download.
 // Archives live in the blob store; a row names its current archive and manifest blobs.
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -35,7 +35,7 @@ export const toFilesystem = (r: FsRow): Filesystem => ({
 });
 
 /**
- * Who may reach a filesystem (DESIGN section 12): through its project (read to read, write to
+ * Who may reach a filesystem (README "Filesystems and sync"): through its project (read to read, write to
  * write); else through an agent whose tasks use it (read; run to write) or whose versions have it
  * as source (read; write to write); else its creating key; namespace admins always. Unknown and
  * undiscoverable filesystems are one 404.

@@ -24,7 +24,7 @@ export interface MigrationResult {
   dry_run: boolean;
 }
 
-/** The valid shapes: exactly one source and exactly one target (DESIGN.md 5, Migration). */
+/** The valid shapes: exactly one source and exactly one target (README "Versions and migration, in short"). */
 export function checkMigrationShape(req: MigrateTasksRequest): void {
   const items: ValidationItem[] = [];
   const hasFrom = req.from_version_id !== null;

@@ -1,4 +1,4 @@
-/** The list query every paged endpoint takes (DESIGN.md section 4: `limit`, 1-based `page_number`). */
+/** The list query every paged endpoint takes (README "HTTP conventions": `limit`, 1-based `page_number`). */
 export interface PageInput {
   limit: number;
   page_number: number;

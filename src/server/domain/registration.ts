@@ -1,5 +1,5 @@
 /**
- * How an agent process gets to work (DESIGN section 10): a runtime (or a person) issues a
+ * How an agent process gets to work (README "Delivery to agents, in short"): a runtime (or a person) issues a
  * registration token for a version; the process registers with it and no key, which records where
  * it listens (`acp_url`) and answers its runtime key, a key confined to its own agent. Deliveries
  * to the version are signed with the version's signing secret.

@@ -10,7 +10,7 @@ import { isUniqueViolation, statusLit } from '../store/sql.js';
 import { LIVE_AGENT_STATUS } from '../../contract/lifecycle.js';
 import { agentById, taskById } from './lookup.js';
 
-/** DESIGN.md section 4: a state object is at most 256 KiB, measured as PostgreSQL stores its JSON text. */
+/** README "HTTP conventions": a state object is at most 256 KiB, measured as PostgreSQL stores its JSON text. */
 export const STATE_MAX_BYTES = 256 * 1024;
 
 type StateRow = Selectable<StatesTable>;

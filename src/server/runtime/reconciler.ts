@@ -47,7 +47,7 @@ export const RUNTIME_LEASE_KEY = 0x61677274;
 const systemActor = (orgId: string): Actor => ({ keyId: '', orgId, name: 'agentctl runtime' });
 
 /**
- * The runtime reconciler (DESIGN section 11): one per server, active only while it holds the
+ * The runtime reconciler (README "Local runtime and logs"): one per server, active only while it holds the
  * runtime lease. Level-triggered: every pass starts what should run and stops what should not, so
  * a restart brings everything back. What the driver observes becomes a version transition through
  * the domain, in-process.

@@ -15,7 +15,7 @@ export interface ApiKeysTable {
   id: string; org_id: string; name: string; description: Generated<string>; key_hash: string; key_prefix: string;
   created_by_key_id: string | null; expires_at: Date | null; revoked_at: Date | null; last_used_at: Date | null;
   created_at: Timestamptz; updated_at: Timestamptz;
-  /** Set on a runtime key: the one agent it may act for (DESIGN section 10). */
+  /** Set on a runtime key: the one agent it may act for (README "Delivery to agents, in short"). */
   runtime_agent_id: Generated<string | null>;
 }
 export interface GroupsTable { id: string; org_id: string; name: string; description: Generated<string>; created_at: Timestamptz; updated_at: Timestamptz }

@@ -5,7 +5,7 @@ import { resolveVersionId } from '../../refs.js';
 import { shellQuote } from '../../shell.js';
 
 /**
- * What an agent process started by hand needs (DESIGN section 10 process contract), as
+ * What an agent process started by hand needs (the process contract, README "Writing agents: the ADK"), as
  * shell-sourceable lines on stdout: a fresh one-time registration token and the version's signing
  * secret. Like `keys create`, the one place these secrets are printed.
  */

@@ -85,7 +85,7 @@ interface Run {
   ending: boolean;
 }
 
-/** The `local` runtime: every replica a Node child process on a loopback port (DESIGN section 11). */
+/** The `local` runtime: every replica a Node child process on a loopback port (README "Local runtime and logs"). */
 export function createLocalDriver(options: LocalDriverOptions): RuntimeDriver {
   const root = join(resolve(options.dataDir), 'runtime');
   const healthIntervalMs = options.healthIntervalMs ?? 5_000;

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { runScript } from './script.js';
 
 /**
- * The conversation (DESIGN section 9): every task record (event, message, message update, status
+ * The conversation (README "Delivery to agents, in short"): every task record (event, message, message update, status
  * change, tracker update) takes the next number of the task's own counter, tasks.last_sequence_id,
  * in the writing transaction, and lands in task_stream as the snapshot the stream replays.
  */

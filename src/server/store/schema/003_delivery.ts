@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { runScript } from './script.js';
 
 /**
- * Delivery to agents (DESIGN section 10): registration tokens (hashed), runtime keys (api_keys
+ * Delivery to agents (README "Delivery to agents, in short"): registration tokens (hashed), runtime keys (api_keys
  * confined to one agent), the live replicas of each version and the transactional outbox.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
