@@ -1,4 +1,5 @@
 import type { CommandSpec, OptionSpec } from './command.js';
+import { ACP_TYPES, DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, SDK_TYPES } from '../contract/deploy-defaults.js';
 
 /** Flags every command accepts (DESIGN.md section 7). */
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
@@ -212,8 +213,8 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--replicas <n>', description: 'Replicas, 1..10', integer: true },
       { flags: '--sticky', description: 'Keep running tasks on their current version' },
       { flags: '--no-sticky', description: 'Move running tasks to the new version (the default)' },
-      { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: ['alpha_agent_sdk', 'beta_agent_sdk'], default: 'alpha_agent_sdk' },
-      { flags: '--acp-type <type>', description: 'Client-protocol server type (default: agentctl.json, else async)', choices: ['sync', 'async'] },
+      { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: [...SDK_TYPES], default: DEFAULT_SDK_TYPE },
+      { flags: '--acp-type <type>', description: `Client-protocol server type (default: agentctl.json, else ${DEFAULT_ACP_TYPE})`, choices: [...ACP_TYPES] },
       { flags: '--description <text>', description: 'Agent description (first deploy)' },
       { flags: '--allow-dirty', description: 'Deploy even with uncommitted changes (without --image: uploads the work tree as it is)' },
       ...waitOptions,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ACP_TYPES, SDK_TYPES } from './deploy-defaults.js';
 
 /** ISO 8601 UTC with milliseconds and `Z`, as every timestamp the service writes. */
 export const Timestamp = z.string().meta({ format: 'date-time' });
@@ -59,8 +60,8 @@ export type VersionStatus = z.infer<typeof VersionStatus>;
 
 export const AgentStatus = z.enum(['ACTIVE', 'DELETED']);
 export const AgentInputType = z.enum(['text', 'json']);
-export const ACPType = z.enum(['sync', 'async']);
-export const SDKType = z.enum(['alpha_agent_sdk', 'beta_agent_sdk']);
+export const ACPType = z.enum(ACP_TYPES);
+export const SDKType = z.enum(SDK_TYPES);
 
 export const ResourceType = z.enum(['org', 'namespace', 'project', 'agent']);
 export type ResourceType = z.infer<typeof ResourceType>;

@@ -402,4 +402,15 @@ CREATE UNIQUE INDEX versions_agent_number ON versions (agent_id, number);
 CREATE INDEX versions_agent_git_hash ON versions (agent_id, lower(git_hash) text_pattern_ops);
 `,
   },
+  {
+    // Wire details of the upstream API: a version's CPU and memory requests and limits (null: the
+    // runtime's defaults), and who created a namespace or a sharing group (null for older rows and
+    // for the namespace made at first start).
+    name: '008_wire_details',
+    sql: /* sql */ `
+ALTER TABLE versions ADD COLUMN resources jsonb;
+ALTER TABLE namespaces ADD COLUMN created_by_key_id text REFERENCES api_keys(id);
+ALTER TABLE groups ADD COLUMN created_by_key_id text REFERENCES api_keys(id);
+`,
+  },
 ];

@@ -32,7 +32,7 @@ const create: Handler = async (ctx, _args, options) => {
       scopes = await configureScopes(prompter, preset, await visibleResources(client), scopes);
     }
     if (!groupFlags) {
-      const { groups } = await client.listGroups();
+      const { groups } = await client.listGroups({ query: { limit: 1000 } });
       const chosen = await chooseGroups(prompter, groups.map((g) => ({ name: `${g.name} (${g.member_count} members)`, value: g.id, description: g.description })));
       groupIds = chosen.ids;
     }
@@ -72,7 +72,7 @@ async function resolveScope(client: Client, flag: string, preset: Preset | undef
 
 async function resolveGroups(client: Client, flags: string[]): Promise<string[]> {
   const needsLookup = flags.some((g) => !g.startsWith('grp_'));
-  const { groups } = needsLookup ? await client.listGroups() : { groups: [] };
+  const { groups } = needsLookup ? await client.listGroups({ query: { limit: 1000 } }) : { groups: [] };
   return flags.map((flag) => {
     if (flag.startsWith('grp_')) return flag;
     const found = groups.find((g) => g.name === flag);
