@@ -273,10 +273,17 @@ export const TaskRelationships = z
 
 const ISO_DATE_TIME = z.iso.datetime({ offset: true });
 const ISO_DATE = z.iso.date();
-/** A query-string instant: an ISO 8601 date-time with `Z` or an offset, or a date (midnight UTC). */
+/**
+ * A query-string instant: an ISO 8601 date-time with `Z` or an offset, or a date (midnight UTC), in
+ * the years 1 to 9999 (PostgreSQL has no year 0, and its timestamps take no later ones as ISO text).
+ */
 export const QueryTimestamp = z
   .string()
-  .refine((value) => ISO_DATE_TIME.safeParse(value).success || ISO_DATE.safeParse(value).success, 'an ISO 8601 date-time such as 2025-01-31T12:00:00Z, or a date such as 2025-01-31')
+  .refine((value) => {
+    if (!ISO_DATE_TIME.safeParse(value).success && !ISO_DATE.safeParse(value).success) return false;
+    const year = new Date(value).getUTCFullYear();
+    return year >= 1 && year <= 9999;
+  }, 'an ISO 8601 date-time such as 2025-01-31T12:00:00Z, or a date such as 2025-01-31, in the years 1 to 9999')
   .meta({ format: 'date-time' });
 
 export const TASK_ORDER_BY = ['created_at', 'updated_at', 'name', 'status'] as const;

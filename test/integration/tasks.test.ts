@@ -220,6 +220,11 @@ describe.each(engines)('tasks (%s)', (engine) => {
       expectInvalid(await svc.api('GET', '/tasks/task_x?relationships=agent'), ['query', 'relationships']);
       expectInvalid(await svc.api('GET', '/tasks/name/x?relationships=agents&relationships=tasks'), ['query', 'relationships']);
       expectInvalid(await svc.api('GET', '/tasks?created_after=2025-03-01T10:00:00'), ['query', 'created_after']);
+      // Instants PostgreSQL cannot hold are refused here, not by the database.
+      expectInvalid(await svc.api('GET', '/tasks?created_after=0000-01-01'), ['query', 'created_after']);
+      expectInvalid(await svc.api('GET', `/tasks?created_before=${encodeURIComponent('0001-01-01T00:00:00+01:00')}`), ['query', 'created_before']);
+      expectInvalid(await svc.api('GET', `/tasks?created_before=${encodeURIComponent('9999-12-31T23:00:00-02:00')}`), ['query', 'created_before']);
+      expect((await svc.api('GET', '/tasks?created_after=0001-01-01&created_before=9999-12-31T23:59:59.999Z')).status).toBe(200);
     });
   });
 
