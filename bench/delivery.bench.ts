@@ -4,7 +4,9 @@
 //     and p99, against a bare loopback HTTP round trip (POST to a server that answers at once);
 //  2. events per second through the dispatcher across 100 tasks (deliveries already in the outbox,
 //     the dispatcher started and timed until the agent has them all), against the bare rate of
-//     single-row INSERTs with the same pool.
+//     single-row INSERTs with the same pool;
+//  3. the same with an agent that takes the completion lease (answers `deferred`, then reports each
+//     delivery complete with `POST /deliveries/{id}/complete`, as the ADK does), against (2).
 // The agent is a node:http server in this process, so both sides read one clock.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -51,6 +53,10 @@ async function benchEngine(engine: Engine) {
   const handlerStarted = new Map<string, number>();
   let received = 0;
   let onReceived: (() => void) | undefined;
+  // (3): take the lease and complete each delivery after acknowledging it; the next of its task waits for that.
+  let deferring = false;
+  let completed = 0;
+  let onCompleted: (() => void) | undefined;
   const agent = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
@@ -65,7 +71,14 @@ async function benchEngine(engine: Engine) {
       received++;
       onReceived?.();
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: { accepted: true } }));
+      const defer = deferring && rpc.params.lease_ms > 0;
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: defer ? { accepted: true, deferred: true } : { accepted: true } }));
+      if (defer) {
+        void call('POST', `/deliveries/${rpc.id}/complete`).then(() => {
+          completed++;
+          onCompleted?.();
+        });
+      }
     });
   });
   const agentUrl = await listen(agent);
@@ -120,22 +133,39 @@ async function benchEngine(engine: Engine) {
     console.log(`  ratio p50 ${fmt(percentile(eventLatencies, 50) / percentile(bareLatencies, 50), 1)}x, p99 ${fmt(percentile(eventLatencies, 99) / percentile(bareLatencies, 99), 1)}x the bare round trip`);
 
     // ---- (2) throughput across 100 tasks ----------------------------------------------------------
-    const tasks: { id: string }[] = [];
-    for (let i = 0; i < TASKS; i++) tasks.push(await call('POST', '/tasks', { agent_id: deployed.agent_id }));
     const perms = unrestricted({ keyId: '', orgId, name: 'bench' });
-    for (let n = 0; n < EVENTS_PER_TASK; n++) {
-      await Promise.all(tasks.map((t) => createEvent(store.db, perms, t.id, { type: 'text', text: `e${n}` })));
-    }
-    const pending = await store.db.selectFrom('deliveries').select(sql<number>`count(*)::int`.as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
-    const total = pending.n;
-    const before = received;
-    const start = now();
-    const throughputDispatcher = await startDispatcher(store);
-    dispatchers.push(throughputDispatcher);
-    await waitFor(before + total);
-    const dispatchSeconds = (now() - start) / 1000;
-    await throughputDispatcher.close();
-    dispatchers.pop();
+    const waitForCompleted = (count: number) =>
+      new Promise<void>((resolve) => {
+        if (completed >= count) return resolve();
+        onCompleted = () => {
+          if (completed >= count) {
+            onCompleted = undefined;
+            resolve();
+          }
+        };
+      });
+    /** Fills the outbox (100 tasks, EVENTS_PER_TASK events each), then times one dispatcher through it. */
+    const throughput = async () => {
+      const tasks: { id: string }[] = [];
+      for (let i = 0; i < TASKS; i++) tasks.push(await call('POST', '/tasks', { agent_id: deployed.agent_id }));
+      for (let n = 0; n < EVENTS_PER_TASK; n++) {
+        await Promise.all(tasks.map((t) => createEvent(store.db, perms, t.id, { type: 'text', text: `e${n}` })));
+      }
+      const pending = await store.db.selectFrom('deliveries').select(sql<number>`count(*)::int`.as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
+      const total = pending.n;
+      const before = received;
+      const completedBefore = completed;
+      const start = now();
+      const throughputDispatcher = await startDispatcher(store);
+      dispatchers.push(throughputDispatcher);
+      await waitFor(before + total);
+      if (deferring) await waitForCompleted(completedBefore + total);
+      const seconds = (now() - start) / 1000;
+      await throughputDispatcher.close();
+      dispatchers.pop();
+      return { tasks, total, seconds };
+    };
+    const { tasks, total, seconds: dispatchSeconds } = await throughput();
 
     // The floor of (2): the same number of single-row inserts, INSERT_CONCURRENCY at a time.
     await sql`CREATE TABLE bench_floor (id bigserial PRIMARY KEY, task_id text NOT NULL, payload jsonb NOT NULL)`.execute(store.db);
@@ -154,6 +184,14 @@ async function benchEngine(engine: Engine) {
     const insertRate = total / insertSeconds;
     console.log(`[${engine}] ${total} deliveries across ${TASKS} tasks through the dispatcher`);
     console.log(`  ${fmt(dispatchRate)} events/s; bare single-row INSERT ${fmt(insertRate)} rows/s; ratio ${fmt(dispatchRate / insertRate, 2)}`);
+
+    // ---- (3) the same through the completion lease ---------------------------------------------------
+    deferring = true;
+    const leased = await throughput();
+    deferring = false;
+    const leasedRate = leased.total / leased.seconds;
+    console.log(`[${engine}] ${leased.total} deliveries across ${TASKS} tasks to an agent that takes the completion lease and reports each complete`);
+    console.log(`  ${fmt(leasedRate)} events/s; ratio ${fmt(leasedRate / dispatchRate, 2)} of (2), ${fmt(leasedRate / insertRate, 2)} of the bare INSERT rate`);
   } finally {
     for (const d of dispatchers) await d.close();
     await http.close();

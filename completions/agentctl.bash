@@ -1,18 +1,23 @@
 # agentctl bash completion: generated from the command registry by `agentctl completion bash`; do not edit
+# Live values (profiles, agent names) come from the hidden `agentctl __complete KIND`: quick, silent on errors.
+_agentctl_dynamic() { "$cmd" __complete "$1" ${profile:+--profile "$profile"} 2>/dev/null; }
 _agentctl() {
   local cur prev words cword
   words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
   cur="${COMP_WORDS[COMP_CWORD]}"; prev="${COMP_WORDS[COMP_CWORD-1]}"
-  local noun="" verb="" skip=0 i w
+  local cmd="${words[0]}"
+  local noun="" verb="" profile="" skip=0 i w
   for ((i = 1; i < cword; i++)); do
     w="${words[i]}"
     if ((skip)); then skip=0; continue; fi
     case "$w" in
+      --profile) profile="${words[i+1]}"; skip=1; continue ;;
       --acp-type|--after|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--limit|--log-level|--metrics-port|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
   done
+  case "$verb" in ls) verb=list ;; rm) verb=delete ;; esac
   case "$noun${verb:+ $verb}" in
     'server start')
       case "$prev" in
@@ -21,20 +26,100 @@ _agentctl() {
       esac ;;
     'deploy')
       case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
         --sdk-type) COMPREPLY=($(compgen -W 'alpha_agent_sdk beta_agent_sdk' -- "$cur")); return ;;
         --acp-type) COMPREPLY=($(compgen -W 'sync async' -- "$cur")); return ;;
       esac ;;
+    'rollback')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'logs')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'branches list')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'branches get')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'branches retire')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
     'versions list')
       case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
         --status) COMPREPLY=($(compgen -W 'DEPLOYING ACTIVE FAILED UNHEALTHY DRAINING RETIRED ROLLED_BACK' -- "$cur")); return ;;
+      esac ;;
+    'versions get')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
     'versions register')
       case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
         --status) COMPREPLY=($(compgen -W 'ACTIVE UNHEALTHY FAILED' -- "$cur")); return ;;
+      esac ;;
+    'versions credentials')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'envs list')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'envs get')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'envs create')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'envs update')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'envs delete')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'envs resolve')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
     'tasks list')
       case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
         --status) COMPREPLY=($(compgen -W 'IDLE CANCELED COMPLETED FAILED RUNNING TERMINATED TIMED_OUT DELETED' -- "$cur")); return ;;
+      esac ;;
+    'tasks create')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'tasks migrate')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'states get')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'states put')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'states list')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'states delete')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
     'keys create')
       case "$prev" in
@@ -42,10 +127,13 @@ _agentctl() {
       esac ;;
     'init')
       case "$prev" in
-        --acp-type) COMPREPLY=($(compgen -W 'async sync' -- "$cur")); return ;;
+        --acp-type) COMPREPLY=($(compgen -W 'sync async' -- "$cur")); return ;;
       esac ;;
   esac
-  local globals='--json --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
+  case "$prev" in
+    --profile) COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); return ;;
+  esac
+  local globals='--json --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
   if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback logs branches versions envs tasks states keys groups fs completion init $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
@@ -60,27 +148,27 @@ _agentctl() {
     tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create cancel delete migrate send watch messages events' -- "$cur")); return; fi ;;
     states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get put list delete' -- "$cur")); return; fi ;;
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get revoke rotate' -- "$cur")); return; fi ;;
-    groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
+    groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create add-member remove-member' -- "$cur")); return; fi ;;
     fs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get files push pull' -- "$cur")); return; fi ;;
   esac
   case "$noun${verb:+ $verb}" in
-    'auth login') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'auth login') COMPREPLY=($(compgen -W "--with-token $globals" -- "$cur")) ;;
     'auth logout') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'auth status') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'config get') COMPREPLY=($(compgen -W "--reveal base_url api_key current_profile $globals" -- "$cur")) ;;
     'config set') COMPREPLY=($(compgen -W "base_url api_key $globals" -- "$cur")) ;;
     'config list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'config use') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'config use') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); fi ;;
     'server start') COMPREPLY=($(compgen -W "--host --port --data-dir --database-url --detach --runtime --log-level --metrics-port $globals" -- "$cur")) ;;
     'server stop') COMPREPLY=($(compgen -W "--data-dir --timeout $globals" -- "$cur")) ;;
     'server status') COMPREPLY=($(compgen -W "--data-dir $globals" -- "$cur")) ;;
-    'namespaces list') COMPREPLY=($(compgen -W "--limit --page $globals" -- "$cur")) ;;
+    'namespaces list') COMPREPLY=($(compgen -W "--limit --page --all $globals" -- "$cur")) ;;
     'namespaces create') COMPREPLY=($(compgen -W "--name $globals" -- "$cur")) ;;
-    'projects list') COMPREPLY=($(compgen -W "--namespace -n --limit --page $globals" -- "$cur")) ;;
+    'projects list') COMPREPLY=($(compgen -W "--namespace -n --limit --page --all $globals" -- "$cur")) ;;
     'projects create') COMPREPLY=($(compgen -W "--namespace -n --description $globals" -- "$cur")) ;;
     'agents list') COMPREPLY=($(compgen -W "--namespace -n --limit --page --all $globals" -- "$cur")) ;;
-    'agents get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'agents delete') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'agents get') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); fi ;;
+    'agents delete') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); fi ;;
     'deploy') COMPREPLY=($(compgen -W "--agent -a --image --branch --replicas --sticky --no-sticky --sdk-type --acp-type --description --allow-dirty --timeout --detach $globals" -- "$cur")) ;;
     'rollback') COMPREPLY=($(compgen -W "--agent -a --branch --to --timeout --detach $globals" -- "$cur")) ;;
     'logs') COMPREPLY=($(compgen -W "--agent -a --branch --follow -f --since --tail $globals" -- "$cur")) ;;
@@ -116,10 +204,12 @@ _agentctl() {
     'keys get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'keys revoke') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'keys rotate') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'groups list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'groups list') COMPREPLY=($(compgen -W "--limit --page --all $globals" -- "$cur")) ;;
     'groups create') COMPREPLY=($(compgen -W "--description $globals" -- "$cur")) ;;
+    'groups add-member') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'groups remove-member') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'fs create') COMPREPLY=($(compgen -W "--project --namespace -n $globals" -- "$cur")) ;;
-    'fs list') COMPREPLY=($(compgen -W "--project --namespace -n --limit --page $globals" -- "$cur")) ;;
+    'fs list') COMPREPLY=($(compgen -W "--project --namespace -n --limit --page --all $globals" -- "$cur")) ;;
     'fs get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'fs files') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;

@@ -144,6 +144,16 @@ export class Adk {
     return this.create('reportHandlerError', { params: { task_id: taskId }, body: { handler, message: message.slice(0, 10_000) || 'Error', event_id: eventId } });
   }
 
+  /** @internal for AgentServer: the handler of a deferred delivery finished (a failure was reported first). */
+  async completeDelivery(deliveryId: string): Promise<void> {
+    await this.call('completeDelivery', { params: { delivery_id: deliveryId } });
+  }
+
+  /** @internal for AgentServer: the handler of a deferred delivery still runs; its lease starts over. */
+  async renewDeliveryLease(deliveryId: string): Promise<void> {
+    await this.call('renewDeliveryLease', { params: { delivery_id: deliveryId } });
+  }
+
   private client?: Client;
   private readonly stateIds = new Map<string, string>();
   private readonly trackerIds = new Map<string, string>();

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ACP_ERRORS, ACP_METHODS, ACP_PATH, SIGNATURE_HEADER, verifySignature, type AcpMethod, type AcpParams, type AcpRequest, type AcpResponse } from '../contract/acp.js';
+import { ACP_ERRORS, ACP_METHODS, ACP_PATH, SIGNATURE_HEADER, verifySignature, type AcpLeaseOffer, type AcpMethod, type AcpParams, type AcpRequest, type AcpResponse } from '../contract/acp.js';
 import type { Content, ContentInput, Event } from '../contract/conversation.js';
 import { UnreachableError } from '../client/index.js';
 import { adk as defaultAdk, type Adk, type JsonObject } from './adk.js';
@@ -57,6 +57,13 @@ export class AgentStartError extends Error {
 const MAX_BODY_BYTES = 2 * 1024 * 1024;
 const REMEMBERED_DELIVERIES = 10_000;
 
+/** A delivery this process took: its handler's outcome; for one taken under the platform's lease, whether it is over (handler run, completion reported). */
+interface Taken {
+  outcome: Promise<Content[]>;
+  leased: boolean;
+  settled: boolean;
+}
+
 /**
  * The agent's side of the protocol (DESIGN section 10): serves `GET /healthz` and signed JSON-RPC on
  * `POST /api`, registers with the one-time token, runs handlers per task in delivery order.
@@ -65,7 +72,7 @@ export class AgentServer {
   private server?: Server;
   private draining = false;
   private readonly queues: TaskQueues;
-  private readonly seen = new Map<string, Promise<Content[]>>();
+  private readonly seen = new Map<string, Taken>();
   private readonly adk: Adk;
   private signingSecret = '';
   private dataRoot = '';
@@ -187,23 +194,50 @@ export class AgentServer {
     if (this.draining) return rpcError(res, 503, request.id, ACP_ERRORS.internal, 'shutting down');
 
     // Deliveries are at least once: a repeat is acknowledged (or answered) without running again.
-    let outcome = this.seen.get(request.id);
-    if (!outcome) {
-      outcome = this.queues.run(request.params.task.id, () => this.handle(request));
+    let taken = this.seen.get(request.id);
+    if (!taken) {
+      const outcome = this.queues.run(request.params.task.id, () => this.handle(request));
       outcome.catch(() => {});
-      this.remember(request.id, outcome);
+      const leaseMs = request.method === 'message/send' ? undefined : (request.params as AcpLeaseOffer).lease_ms;
+      taken = { outcome, leased: typeof leaseMs === 'number' && leaseMs > 0, settled: false };
+      this.remember(request.id, taken);
+      if (taken.leased) this.holdLease(request.id, taken, leaseMs!);
     }
-    if (request.method !== 'message/send') return rpcResult(res, request.id, { accepted: true });
+    // Async: the handler runs after this answer. Taking the platform's lease (deferred) keeps the
+    // delivery ours until the handler finished, so a process killed mid-handler gets it again; a
+    // repeat of one already finished (its completion report was lost) is done with this answer.
+    if (request.method !== 'message/send') return rpcResult(res, request.id, taken.leased && !taken.settled ? { accepted: true, deferred: true } : { accepted: true });
     try {
-      rpcResult(res, request.id, { accepted: true, messages: await outcome });
+      rpcResult(res, request.id, { accepted: true, messages: await taken.outcome });
     } catch (error) {
       rpcError(res, 500, request.id, ACP_ERRORS.internal, (error as Error).message);
     }
   }
 
-  private remember(id: string, outcome: Promise<Content[]>): void {
-    this.seen.set(id, outcome);
+  private remember(id: string, taken: Taken): void {
+    this.seen.set(id, taken);
     if (this.seen.size > REMEMBERED_DELIVERIES) this.seen.delete(this.seen.keys().next().value!);
+  }
+
+  /**
+   * Keeps a deferred delivery's lease alive while its handler waits and runs (renewed every third
+   * of the lease), then reports that it finished, whether it succeeded or threw (a throw was
+   * reported as a handler error first). A report that fails is logged: the platform sends the
+   * delivery again when the lease runs out, and this process answers that repeat as done.
+   */
+  private holdLease(deliveryId: string, taken: Taken, leaseMs: number): void {
+    const renew = setInterval(() => {
+      this.adk.renewDeliveryLease(deliveryId).catch((error) => log(`could not renew the lease of delivery ${deliveryId}: ${(error as Error).message}`));
+    }, Math.max(250, Math.floor(leaseMs / 3)));
+    renew.unref();
+    void taken.outcome
+      .catch(() => {})
+      .then(() => {
+        clearInterval(renew);
+        return this.adk.completeDelivery(deliveryId);
+      })
+      .catch((error) => log(`could not report delivery ${deliveryId} finished: ${(error as Error).message}`))
+      .finally(() => (taken.settled = true));
   }
 
   /** Runs one delivery's handler; a throw is reported to the platform (and rethrown for a sync answer). */

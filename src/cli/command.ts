@@ -1,3 +1,4 @@
+import type { CompletionKind } from './complete.js';
 import type { CommandContext } from './context.js';
 import type { View } from './output/view.js';
 
@@ -24,6 +25,13 @@ export interface OptionSpec {
   repeatable?: boolean;
   /** Parses the value as an integer (usage error otherwise). */
   integer?: boolean;
+  /** Completion scripts offer live values for it through the hidden `agentctl __complete KIND`. */
+  complete?: CompletionKind;
+  /**
+   * The API field(s) this flag fills, when not the flag's own name in snake_case (`--page` fills
+   * `page_number`): a validation error on such a field is shown under the flag the user typed.
+   */
+  field?: string | readonly string[];
 }
 
 export interface ArgSpec {
@@ -32,6 +40,9 @@ export interface ArgSpec {
   required?: boolean;
   variadic?: boolean;
   choices?: readonly string[];
+  complete?: CompletionKind;
+  /** The API field it fills, when not its own name (see OptionSpec.field). */
+  field?: string | readonly string[];
 }
 
 /** One command of the registry: drives `--help`, completions and lazy loading of its handler. */
@@ -48,4 +59,23 @@ export interface CommandSpec {
   /** What to run next after a 404 from this command. */
   notFoundNext?: string;
   load: () => Promise<{ default: Handler }>;
+}
+
+const snake = (name: string) => name.replace(/-/g, '_');
+
+/**
+ * Which flag (or `<argument>`) of the command fills each API field, from its declarations: a
+ * declared `field`, else the flag's own name in snake_case (`--include-retired`: include_retired).
+ */
+export function flagsByField(spec: Pick<CommandSpec, 'options' | 'args'>): Map<string, string> {
+  const byField = new Map<string, string>();
+  const add = (shown: string, own: string, field: string | readonly string[] | undefined) => {
+    for (const name of field === undefined ? [own] : typeof field === 'string' ? [field] : field) if (!byField.has(name)) byField.set(name, shown);
+  };
+  for (const option of spec.options ?? []) {
+    const long = /--(?:no-)?([a-z0-9-]+)/.exec(option.flags);
+    if (long) add(`--${long[1]}`, snake(long[1]!), option.field);
+  }
+  for (const arg of spec.args ?? []) add(arg.name.toUpperCase(), snake(arg.name), arg.field);
+  return byField;
 }

@@ -1,7 +1,7 @@
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { Client } from '../client/index.js';
 import { configDir, ConfigStore, resolveCredentials, type Credentials, type Env } from './config.js';
-import { CliError, InterruptedError, needsFlag } from './errors.js';
+import { CliError, InterruptedError, needsFlag, unknownProfile } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import type { Prompter } from './prompts/prompter.js';
 import { VERSION } from './version.js';
@@ -23,6 +23,8 @@ export interface CliIO {
 
 export interface GlobalOptions {
   json: boolean;
+  /** Ids beside names in tables and records (`--wide`). */
+  wide: boolean;
   profile?: string;
   baseUrl?: string;
   apiKey?: string;
@@ -97,8 +99,17 @@ export class CommandContext {
     return this.store;
   }
 
-  credentials(): Credentials {
-    return resolveCredentials({ profile: this.globals.profile, baseUrl: this.globals.baseUrl, apiKey: this.globals.apiKey }, this.io.env, this.config());
+  /**
+   * The base URL and key in effect. A profile named by --profile or AGENTCTL_PROFILE must exist
+   * (a typo would otherwise quietly fall back to the default URL and no key), except for the
+   * commands that create one (`creating`: auth login, config set).
+   */
+  credentials(options: { creating?: boolean } = {}): Credentials {
+    const credentials = resolveCredentials({ profile: this.globals.profile, baseUrl: this.globals.baseUrl, apiKey: this.globals.apiKey }, this.io.env, this.config());
+    if (!options.creating && (credentials.profileSource === 'flag' || credentials.profileSource === 'env') && !this.config().profile(credentials.profile)) {
+      throw unknownProfile(credentials.profile, credentials.profileSource === 'flag' ? '--profile' : 'AGENTCTL_PROFILE', Object.keys(this.config().profiles()));
+    }
+    return credentials;
   }
 
   /** A client for the resolved base URL and key; fails with exit 4 when no key is configured. */
@@ -132,7 +143,7 @@ export class CommandContext {
 
   /** Prompts, loaded on first use; callers check canPrompt() first. */
   prompts(): Promise<Prompter> {
-    return (this.prompter ??= import('./prompts/prompter.js').then((m) => m.inquirerPrompter(this.io, this.signal)));
+    return (this.prompter ??= import('./prompts/prompter.js').then((m) => m.inquirerPrompter(this.io, this.signal, this.chalk.green(SUCCESS_GLYPH))));
   }
 
   /**

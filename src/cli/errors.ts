@@ -1,4 +1,5 @@
 import { ExitCode } from './exit-codes.js';
+import { shellCommand } from './shell.js';
 
 export interface CliErrorOptions {
   exitCode?: ExitCode;
@@ -40,6 +41,15 @@ export const needsFlag = (flag: string, what: string, next?: string) =>
     code: 'needs_flag',
     hint: `Pass ${flag} to ${flag === '--yes' ? 'confirm' : 'give the value'} without a prompt.`,
     next,
+  });
+
+/** A profile name that the config file does not hold: exit 3, listing the ones it does. */
+export const unknownProfile = (name: string, from: string | undefined, existing: string[]) =>
+  new CliError(`No profile named "${name}"${from ? ` (${from})` : ''}; ${existing.length ? `the profiles are: ${[...existing].sort().join(', ')}` : 'there are no profiles yet'}`, {
+    exitCode: ExitCode.notFound,
+    code: 'unknown_profile',
+    hint: existing.length ? 'Check the spelling, or create it by logging in with it.' : 'Create one by logging in, or start a local server (agentctl server start).',
+    next: shellCommand('agentctl', 'auth', 'login', '--profile', name),
   });
 
 /** Ctrl-C, or a prompt closed by the user. */

@@ -8,6 +8,11 @@ if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   process.stdout.write(`${VERSION}\n`);
   process.exit(0);
 }
+// The completion scripts' hidden `__complete` runs on every TAB: it needs neither commander nor the registry.
+if (argv[0] === '__complete') {
+  const { complete } = await import('./complete.js');
+  process.exit(await complete(argv.slice(1), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() }));
+}
 const { run } = await import('./program.js');
 
 const controller = new AbortController();

@@ -32,11 +32,24 @@ export async function listPaged<T>(ctx: CommandContext, options: Options, key: s
   const page: number = options.page ?? 1;
   const result = await fetchPage(page, limit);
   const shownTo = (page - 1) * limit + result.items.length;
-  if (ctx.chatty && ctx.io.stderr.isTTY && result.items.length > 0 && shownTo < result.total) {
+  if (result.items.length > 0 && shownTo < result.total) {
     const shown = page === 1 ? `${result.items.length}` : `${(page - 1) * limit + 1}-${shownTo}`;
-    ctx.info(`showing ${shown} of ${result.total}; --page ${page + 1} or --all`);
+    noteCut(ctx, `showing ${shown} of ${result.total}; --page ${page + 1} or --all`);
   }
   return result;
+}
+
+/**
+ * A list of the newest rows only (no pages: `versions list`): a terminal is told when rows are
+ * left out and how many `--limit` can show ("showing 20 of 34; --limit 34").
+ */
+export function noteNewest(ctx: CommandContext, shown: number, total: number, max: number): void {
+  if (shown > 0 && shown < total) noteCut(ctx, `showing ${shown} of ${total}; --limit ${Math.min(total, max)}${total > max ? ' (the most)' : ''}`);
+}
+
+/** The "rows were left out" line: stderr, and only for a person at a terminal. */
+function noteCut(ctx: CommandContext, line: string): void {
+  if (ctx.chatty && ctx.io.stderr.isTTY) ctx.info(line);
 }
 
 const rowsOf = (raw: unknown, key: string): unknown[] => {

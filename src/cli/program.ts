@@ -1,9 +1,9 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import type { CommandSpec, OptionSpec, Outcome } from './command.js';
+import { flagsByField, type CommandSpec, type OptionSpec, type Outcome } from './command.js';
 import type { CliIO, GlobalOptions } from './context.js';
 import { CliError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
-import { GLOBAL_OPTIONS, NOUNS, registry } from './registry.js';
+import { GLOBAL_OPTIONS, NOUNS, registry, VERB_ALIASES } from './registry.js';
 import { VERSION } from './version.js';
 
 export interface RunOptions {
@@ -53,7 +53,6 @@ export function buildProgram(
       command.addArgument(argument);
     }
     for (const option of spec.options ?? []) command.addOption(toOption(option));
-    // `ls` and `rm`, as gh, docker and kubectl users type them.
     const alias = spec.path.length === 2 ? VERB_ALIASES[spec.path[1]] : undefined;
     if (alias) command.alias(alias);
     command.addHelpText('after', `\nExamples:\n${spec.examples.map((e) => `  $ ${e}`).join('\n')}\n`);
@@ -62,6 +61,7 @@ export function buildProgram(
       const globals = self.optsWithGlobals() as Record<string, any>;
       await onAction(spec, self.processedArgs.flat().filter((a) => a !== undefined).map(String), self.opts(), {
         json: Boolean(globals.json),
+        wide: Boolean(globals.wide),
         profile: globals.profile,
         baseUrl: globals.baseUrl,
         apiKey: globals.apiKey,
@@ -91,8 +91,6 @@ function commandWord(argv: readonly string[]): string | undefined {
   }
   return undefined;
 }
-
-const VERB_ALIASES: Record<string, string> = { list: 'ls', delete: 'rm' };
 
 function toOption(spec: OptionSpec): Option {
   const option = new Option(spec.flags, spec.description);
@@ -160,7 +158,7 @@ async function print(ctx: import('./context.js').CommandContext, outcome: Outcom
   }
   if (!outcome.view) return;
   const { renderView } = await import('./output/render.js');
-  const rendered = await renderView(outcome.view, { tty: Boolean(ctx.io.stdout.isTTY), chalk: ctx.chalk, columns: ctx.io.stdout.columns });
+  const rendered = await renderView(outcome.view, { tty: Boolean(ctx.io.stdout.isTTY), chalk: ctx.chalk, columns: ctx.io.stdout.columns, wide: ctx.globals.wide });
   ctx.io.stdout.write(rendered.stdout);
   if (rendered.note && ctx.io.stderr.isTTY) ctx.info(rendered.note);
 }
@@ -170,8 +168,7 @@ async function reportFailure(error: unknown, io: CliIO, globals: GlobalOptions |
   if (globals?.json && error instanceof CliError && error.json !== undefined) io.stdout.write(JSON.stringify(error.json, null, 2) + '\n');
   const { toFailure, formatFailure, jsonFailure } = await import('./output/failure.js');
   const { Chalk } = await import('chalk');
-  const flags = (spec?.options ?? []).map((option) => /--[a-z0-9-]+/.exec(option.flags)?.[0]).filter((flag): flag is string => Boolean(flag));
-  const failure = toFailure(error, { commandPath: spec?.path, notFoundNext: spec?.notFoundNext, flags });
+  const failure = toFailure(error, { commandPath: spec?.path, notFoundNext: spec?.notFoundNext, flags: spec ? flagsByField(spec) : undefined });
   if (globals?.json) io.stderr.write(jsonFailure(failure));
   else {
     const colour = globals?.color !== false && !io.env.NO_COLOR && Boolean(io.stderr.isTTY);

@@ -4,6 +4,7 @@ import { parseVersionRef, VERSION_REF_FORMS } from '../contract/version-ref.js';
 import { ApiRequestError } from '../client/errors.js';
 import { CliError, usageError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
+import { agentctl } from './shell.js';
 
 export interface AgentPath {
   namespace_slug: string;
@@ -51,7 +52,7 @@ export async function resolveVersionId(client: Client, ref: string, agentRef: st
 /** The version a `vN` or git-hash reference names; undefined for a `ver_` id (nothing to look up). */
 export async function resolveVersion(client: Client, ref: string, agentRef: string | undefined, flag: string): Promise<Version | undefined> {
   const parsed = parseVersionRef(ref);
-  if (!parsed) throw usageError(`${flag} ${ref} is not a version reference`, `Give ${VERSION_REF_FORMS}.`, agentRef ? `agentctl versions list --agent ${agentRef}` : undefined);
+  if (!parsed) throw usageError(`${flag} ${ref} is not a version reference`, `Give ${VERSION_REF_FORMS}.`, agentRef ? agentctl('versions', 'list', '--agent', agentRef) : undefined);
   if (parsed.kind === 'id') return undefined;
   if (!agentRef) {
     throw usageError(`${flag} ${ref} names a version of an agent: add --agent namespace/name (or run where agentctl.json names the agent)`, undefined, `agentctl versions list --agent <ns/name>`);
@@ -61,10 +62,10 @@ export async function resolveVersion(client: Client, ref: string, agentRef: stri
     return await client.resolveAgentVersion({ params: { ...path, ref } });
   } catch (error) {
     if (error instanceof ApiRequestError && error.code === 'ambiguous_version') {
-      throw usageError(`${flag} ${error.message}`, 'Name the version by its number (vN) or give more characters of the hash.', `agentctl versions list --agent ${agentRef}`);
+      throw usageError(`${flag} ${error.message}`, 'Name the version by its number (vN) or give more characters of the hash.', agentctl('versions', 'list', '--agent', agentRef));
     }
     if (error instanceof ApiRequestError && error.status === 404 && !/was not found$/.test(error.message)) {
-      throw new CliError(error.message, { exitCode: ExitCode.notFound, code: 'not_found', next: `agentctl versions list --agent ${agentRef}` });
+      throw new CliError(error.message, { exitCode: ExitCode.notFound, code: 'not_found', next: agentctl('versions', 'list', '--agent', agentRef) });
     }
     throw error;
   }
@@ -78,9 +79,35 @@ export async function resolveBranch(client: Client, ref: string, agentRef: strin
   const { branches } = await client.listAgentBranches({ params: path, query: { include_retired: 'true' } });
   const found = branches.find((b) => b.git_branch === ref) ?? branches.find((b) => b.git_branch_normalized === ref);
   if (!found) {
-    throw new CliError(`${agentRef} has no branch "${ref}"`, { exitCode: ExitCode.notFound, code: 'not_found', next: `agentctl branches list --agent ${agentRef} --include-retired` });
+    throw new CliError(`${agentRef} has no branch "${ref}"`, { exitCode: ExitCode.notFound, code: 'not_found', next: agentctl('branches', 'list', '--agent', agentRef, '--include-retired') });
   }
   return found;
+}
+
+/** A `task_` id as it is, or a task name (unique in the org) as its id: every command that takes a task takes either, as `tasks get` does. */
+export async function resolveTaskId(client: Client, ref: string): Promise<string> {
+  if (ref.startsWith('task_')) return ref;
+  return (await client.getTaskByName({ params: { task_name: ref } })).id;
+}
+
+/**
+ * A `key_` id as it is, or a key name as its id. Names need not be unique: a name several keys
+ * share is refused, naming their ids. Revoked keys count only with `includeRevoked`.
+ */
+export async function resolveKeyId(client: Client, ref: string, includeRevoked: boolean): Promise<string> {
+  if (ref.startsWith('key_')) return ref;
+  const { api_keys: keys } = await client.listKeys({ query: { include_revoked: includeRevoked ? 'true' : 'false' } });
+  const named = keys.filter((k) => k.name === ref);
+  if (named.length === 1) return named[0]!.id;
+  if (named.length === 0) {
+    throw new CliError(`No API key is named "${ref}"${includeRevoked ? '' : ' (revoked keys left out)'}`, {
+      exitCode: ExitCode.notFound,
+      code: 'not_found',
+      hint: 'Give a key_ id or the name of a key.',
+      next: agentctl('keys', 'list', ...(includeRevoked ? ['--include-revoked'] : [])),
+    });
+  }
+  throw usageError(`${named.length} API keys are named "${ref}": ${named.map((k) => k.id).join(', ')}`, 'Give the key_ id of the one you mean.', agentctl('keys', 'list'));
 }
 
 /** Short form of a git hash for people. */

@@ -1,10 +1,12 @@
+import { ACP_TYPES, DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, PRESET_IDS, REGISTER_STATUSES, SDK_TYPES, TASK_STATUSES, VERSION_STATUSES } from '../contract/enums.js';
 import type { CommandSpec, OptionSpec } from './command.js';
-import { ACP_TYPES, DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, SDK_TYPES } from '../contract/deploy-defaults.js';
+import { DEFAULT_KEY_EXPIRY } from './key-expiry.js';
 
 /** Flags every command accepts (DESIGN.md section 7). */
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
   { flags: '--json', description: 'Print the API’s JSON response (errors as {"error": ...} on stderr); never prompts' },
-  { flags: '--profile <name>', description: 'Config profile to use (env AGENTCTL_PROFILE)' },
+  { flags: '--wide', description: 'Tables and records: the ids too, beside the names' },
+  { flags: '--profile <name>', description: 'Config profile to use (env AGENTCTL_PROFILE)', complete: 'profiles' },
   { flags: '--base-url <url>', description: 'Service URL (env AGENTCTL_BASE_URL; default http://127.0.0.1:7420)' },
   { flags: '--api-key <key>', description: 'API key (env AGENTCTL_API_KEY)' },
   { flags: '--no-color', description: 'Plain output without colour (also NO_COLOR)' },
@@ -30,18 +32,19 @@ export const NOUNS: Record<string, string> = {
   tasks: 'Create, inspect, cancel and migrate tasks',
   states: 'Read and write the JSON state of a (task, agent) pair',
   keys: 'Create (wizard or flags), list, revoke and rotate API keys',
-  groups: 'List and create sharing groups',
+  groups: 'List and create sharing groups, and add or remove their members',
   fs: 'Filesystems: create, list, inspect, and push or pull a directory',
   completion: 'Print a shell completion script',
   init: 'Start a new agent project on the ADK',
 };
 
-const agent: OptionSpec = { flags: '-a, --agent <ns/name>', description: 'Agent as namespace/name (or an agt_ id)' };
+/** `ls` and `rm` for `list` and `delete` of every noun, as gh, docker and kubectl users type them. */
+export const VERB_ALIASES: Readonly<Record<string, string>> = { list: 'ls', delete: 'rm' };
+
+const agent: OptionSpec = { flags: '-a, --agent <ns/name>', description: 'Agent as namespace/name (or an agt_ id)', complete: 'agents', field: ['agent', 'agent_id', 'agent_name', 'namespace'] };
 const limit = (fallback: number, max = 1000): OptionSpec => ({ flags: '--limit <n>', description: `How many to list (1..${max})`, integer: true, default: fallback });
-const page: OptionSpec = { flags: '--page <n>', description: 'Page number, from 1', integer: true, default: 1 };
+const page: OptionSpec = { flags: '--page <n>', description: 'Page number, from 1', integer: true, default: 1, field: 'page_number' };
 const all: OptionSpec = { flags: '--all', description: 'Every page, --limit rows per request (--json keeps total)' };
-const VERSION_STATUSES = ['DEPLOYING', 'ACTIVE', 'FAILED', 'UNHEALTHY', 'DRAINING', 'RETIRED', 'ROLLED_BACK'] as const;
-const TASK_STATUSES = ['IDLE', 'CANCELED', 'COMPLETED', 'FAILED', 'RUNNING', 'TERMINATED', 'TIMED_OUT', 'DELETED'] as const;
 const waitOptions: OptionSpec[] = [
   { flags: '--timeout <seconds>', description: 'How long to wait for ACTIVE or FAILED', integer: true, default: 300 },
   { flags: '--detach', description: 'Return at once instead of waiting' },
@@ -53,8 +56,9 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['auth', 'login'],
     summary: 'Save an API key (and base URL) into a profile after checking it',
-    description: 'Prompts for the key on a terminal; otherwise pass it with --api-key.',
-    examples: ['agentctl auth login', 'agentctl auth login --api-key "$KEY" --base-url https://agents.example.com --profile prod'],
+    description: 'Prompts for the key on a terminal; otherwise pipe it in with --with-token (kept out of shell history and ps), or pass --api-key.',
+    options: [{ flags: '--with-token', description: 'Read the API key from standard input' }],
+    examples: ['agentctl auth login', 'agentctl auth login --with-token --profile prod < key.txt', 'echo "$KEY" | agentctl auth login --with-token --base-url https://agents.example.com --profile prod'],
     load: () => import('./commands/auth/login.js'),
   },
   {
@@ -98,7 +102,7 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['config', 'use'],
     summary: 'Make a profile the current one',
-    args: [{ name: 'profile', description: 'Profile name', required: true }],
+    args: [{ name: 'profile', description: 'Profile name', required: true, complete: 'profiles' }],
     examples: ['agentctl config use prod', 'agentctl config use local'],
     load: () => import('./commands/config/use.js'),
   },
@@ -144,8 +148,8 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['namespaces', 'list'],
     summary: 'List namespaces',
-    options: [limit(100), page],
-    examples: ['agentctl namespaces list', 'agentctl namespaces list --json'],
+    options: [limit(100), page, all],
+    examples: ['agentctl namespaces list', 'agentctl namespaces list --all --json'],
     load: () => import('./commands/namespaces/list.js'),
   },
   {
@@ -159,8 +163,8 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['projects', 'list'],
     summary: 'List projects',
-    options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(100), page],
-    examples: ['agentctl projects list', 'agentctl projects list --namespace research --json'],
+    options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(100), page, all],
+    examples: ['agentctl projects list', 'agentctl projects list --namespace research --all --json'],
     load: () => import('./commands/projects/list.js'),
   },
   {
@@ -187,7 +191,7 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['agents', 'get'],
     summary: 'Show an agent',
-    args: [{ name: 'agent', description: 'namespace/name or an agt_ id', required: true }],
+    args: [{ name: 'agent', description: 'namespace/name or an agt_ id', required: true, complete: 'agents' }],
     examples: ['agentctl agents get default/bot', 'agentctl agents get agt_01J... --json'],
     notFoundNext: 'agentctl agents list',
     load: () => import('./commands/agents/get.js'),
@@ -195,7 +199,7 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['agents', 'delete'],
     summary: 'Delete an agent (asks first; --yes to skip)',
-    args: [{ name: 'agent', description: 'namespace/name or an agt_ id', required: true }],
+    args: [{ name: 'agent', description: 'namespace/name or an agt_ id', required: true, complete: 'agents' }],
     examples: ['agentctl agents delete default/old-bot', 'agentctl agents delete default/old-bot --yes --json'],
     notFoundNext: 'agentctl agents list',
     load: () => import('./commands/agents/delete.js'),
@@ -208,13 +212,13 @@ export const registry: readonly CommandSpec[] = [
     description: 'Reads the commit hash, branch, subject, author and dirty state from git in the current directory, and defaults (agent, acp_type, replicas, description, are_tasks_sticky) from agentctl.json; flags override them.',
     options: [
       { ...agent, description: 'Agent as namespace/name (created on first deploy)' },
-      { flags: '--image <url>', description: 'Container image of this version (without it: the commit’s tree is uploaded and run from source)' },
+      { flags: '--image <url>', description: 'Container image of this version (without it: the commit’s tree is uploaded and run from source)', field: 'image_url' },
       { flags: '--branch <name>', description: 'Git branch to deploy as (default: the checked-out branch)' },
       { flags: '--replicas <n>', description: 'Replicas, 1..10', integer: true },
-      { flags: '--sticky', description: 'Keep running tasks on their current version' },
-      { flags: '--no-sticky', description: 'Move running tasks to the new version (the default)' },
-      { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: [...SDK_TYPES], default: DEFAULT_SDK_TYPE },
-      { flags: '--acp-type <type>', description: `Client-protocol server type (default: agentctl.json, else ${DEFAULT_ACP_TYPE})`, choices: [...ACP_TYPES] },
+      { flags: '--sticky', description: 'Keep running tasks on their current version', field: 'are_tasks_sticky' },
+      { flags: '--no-sticky', description: 'Move running tasks to the new version (the default)', field: 'are_tasks_sticky' },
+      { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: SDK_TYPES, default: DEFAULT_SDK_TYPE },
+      { flags: '--acp-type <type>', description: `Client-protocol server type (default: agentctl.json, else ${DEFAULT_ACP_TYPE})`, choices: ACP_TYPES },
       { flags: '--description <text>', description: 'Agent description (first deploy)' },
       { flags: '--allow-dirty', description: 'Deploy even with uncommitted changes (without --image: uploads the work tree as it is)' },
       ...waitOptions,
@@ -234,7 +238,7 @@ export const registry: readonly CommandSpec[] = [
     options: [
       { ...agent, description: 'Agent as namespace/name' },
       { flags: '--branch <name>', description: 'Git branch (or a br_ id)' },
-      { flags: '--to <ref>', description: 'Target version: vN, a git-hash prefix (4+ characters) or a ver_ id' },
+      { flags: '--to <ref>', description: 'Target version: vN, a git-hash prefix (4+ characters) or a ver_ id', field: 'target_version_id' },
       ...waitOptions,
     ],
     examples: ['agentctl rollback --agent default/bot --branch main', 'agentctl rollback --agent default/bot --branch main --to 3f2a9c1 --yes --json'],
@@ -311,8 +315,8 @@ export const registry: readonly CommandSpec[] = [
     args: [{ name: 'version', description: 'vN or a git-hash prefix (4+ characters) of the --agent, or a ver_ id', required: true }],
     options: [
       agent,
-      { flags: '--status <status>', description: 'What to report', choices: ['ACTIVE', 'UNHEALTHY', 'FAILED'], default: 'ACTIVE' },
-      { flags: '--reason <reason>', description: 'With --status FAILED: image_pull_failed, crash_loop, scheduling_failed, ...' },
+      { flags: '--status <status>', description: 'What to report', choices: REGISTER_STATUSES, default: 'ACTIVE' },
+      { flags: '--reason <reason>', description: 'With --status FAILED: image_pull_failed, crash_loop, scheduling_failed, ...', field: 'failure_reason' },
     ],
     examples: ['agentctl versions register ver_01J...', 'agentctl versions register 3f2a9c1 --agent default/bot --status FAILED --reason crash_loop'],
     notFoundNext: 'agentctl versions list --agent <ns/name>',
@@ -351,7 +355,7 @@ export const registry: readonly CommandSpec[] = [
     path: ['envs', 'create'],
     summary: 'Create an environment with branch rules',
     args: [{ name: 'name', description: 'Environment name', required: true }],
-    options: [agent, { flags: '--rule <rule>', description: 'Branch rule: exact name, prefix wildcard feature/*, or *; repeat for more', repeatable: true }, { flags: '--description <text>', description: 'Description' }],
+    options: [agent, { flags: '--rule <rule>', description: 'Branch rule: exact name, prefix wildcard feature/*, or *; repeat for more', repeatable: true, field: 'branch_rules' }, { flags: '--description <text>', description: 'Description' }],
     examples: ['agentctl envs create staging --agent default/bot --rule staging --rule "release/*"'],
     notFoundNext: 'agentctl agents list',
     load: () => import('./commands/envs/create.js'),
@@ -360,7 +364,7 @@ export const registry: readonly CommandSpec[] = [
     path: ['envs', 'update'],
     summary: 'Change an environment’s rules or description',
     args: [{ name: 'name', description: 'Environment name', required: true }],
-    options: [agent, { flags: '--rule <rule>', description: 'Replace the branch rules; repeat for more', repeatable: true }, { flags: '--description <text>', description: 'New description' }],
+    options: [agent, { flags: '--rule <rule>', description: 'Replace the branch rules; repeat for more', repeatable: true, field: 'branch_rules' }, { flags: '--description <text>', description: 'New description' }],
     examples: ['agentctl envs update staging --agent default/bot --rule "release/*"'],
     notFoundNext: 'agentctl envs list --agent <ns/name>',
     load: () => import('./commands/envs/update.js'),
@@ -389,8 +393,8 @@ export const registry: readonly CommandSpec[] = [
     summary: 'List tasks',
     options: [
       agent,
-      { flags: '--branch <name>', description: 'Only this git branch (with --agent) or br_ id' },
-      { flags: '--on-version <ref>', description: 'Only tasks currently on this version (vN or git-hash prefix of the --agent, or a ver_ id)' },
+      { flags: '--branch <name>', description: 'Only this git branch (with --agent) or br_ id', field: ['branch', 'branch_id'] },
+      { flags: '--on-version <ref>', description: 'Only tasks currently on this version (vN or git-hash prefix of the --agent, or a ver_ id)', field: 'version_id' },
       { flags: '--status <status>', description: 'Only this status', choices: TASK_STATUSES },
       limit(100),
       page,
@@ -414,8 +418,8 @@ export const registry: readonly CommandSpec[] = [
       agent,
       { flags: '--branch <name>', description: 'Git branch (default: the one the production environment names)' },
       { flags: '--name <name>', description: 'Unique task name' },
-      { flags: '--params <json>', description: 'Task parameters as a JSON object' },
-      { flags: '--project <id>', description: 'Use the filesystem of this project (prj_ id)' },
+      { flags: '--params <json>', description: 'Task parameters: a JSON object, @file.json, or - for standard input' },
+      { flags: '--project <id>', description: 'Use the filesystem of this project (prj_ id)', field: 'project_id' },
       { flags: '--watch', description: 'Then follow the task as `tasks watch` does (exit 0 when it completes)' },
     ],
     examples: ['agentctl tasks create --agent default/bot', 'agentctl tasks create --agent default/bot --name report-42 --params \'{"topic":"sales"}\' --json'],
@@ -425,15 +429,15 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['tasks', 'cancel'],
     summary: 'Cancel a task',
-    args: [{ name: 'task', description: 'task_ id', required: true }],
-    examples: ['agentctl tasks cancel task_01J...'],
+    args: [{ name: 'task', description: 'task_ id or task name', required: true }],
+    examples: ['agentctl tasks cancel task_01J...', 'agentctl tasks cancel nightly-report --json'],
     notFoundNext: 'agentctl tasks list',
     load: () => import('./commands/tasks/cancel.js'),
   },
   {
     path: ['tasks', 'delete'],
     summary: 'Delete a task (soft; asks first; --yes to skip)',
-    args: [{ name: 'task', description: 'task_ id', required: true }],
+    args: [{ name: 'task', description: 'task_ id or task name', required: true }],
     examples: ['agentctl tasks delete task_01J... --yes'],
     notFoundNext: 'agentctl tasks list',
     load: () => import('./commands/tasks/delete.js'),
@@ -442,11 +446,11 @@ export const registry: readonly CommandSpec[] = [
     path: ['tasks', 'migrate'],
     summary: 'Move tasks between versions of one branch (shows the plan and asks on a terminal)',
     description:
-      'Source: --from REF (every RUNNING task on that version) or --task ID (repeat). Target: --to REF or --to-latest. A REF is vN or a unique git-hash prefix (4+ characters) of the --agent (default: agentctl.json), or a ver_ id. --yes or --json applies without asking.',
+      'Source: --from REF (every RUNNING task on that version) or --task TASK (a task_ id or name; repeat). Target: --to REF or --to-latest. A REF is vN or a unique git-hash prefix (4+ characters) of the --agent (default: agentctl.json), or a ver_ id. --yes or --json applies without asking.',
     options: [
-      { flags: '--from <ref>', description: 'Move every RUNNING task of this version' },
-      { flags: '--task <id>', description: 'Move this task; repeat for more', repeatable: true },
-      { flags: '--to <ref>', description: 'Target version' },
+      { flags: '--from <ref>', description: 'Move every RUNNING task of this version', field: 'from_version_id' },
+      { flags: '--task <task>', description: 'Move this task (task_ id or name); repeat for more', repeatable: true, field: 'task_ids' },
+      { flags: '--to <ref>', description: 'Target version', field: 'to_version_id' },
       { flags: '--to-latest', description: 'Target the branch’s newest ACTIVE or DEPLOYING version' },
       { ...agent, description: 'Agent (namespace/name) for vN and git-hash references' },
       { flags: '--dry-run', description: 'Only show what would move' },
@@ -467,7 +471,7 @@ export const registry: readonly CommandSpec[] = [
       { name: 'task', description: 'task_ id or task name', required: true },
       { name: 'text', description: 'The event text (or use --data)' },
     ],
-    options: [{ flags: '--data <json>', description: 'Send a DataPart: a JSON object' }],
+    options: [{ flags: '--data <json>', description: 'Send a DataPart: a JSON object, @file.json, or - for standard input', field: 'content' }],
     examples: ['agentctl tasks send task_01J... "hello"', 'agentctl tasks send nightly-report --data \'{"action":"approve"}\' --json'],
     notFoundNext: 'agentctl tasks list',
     load: () => import('./commands/tasks/send.js'),
@@ -488,7 +492,7 @@ export const registry: readonly CommandSpec[] = [
     summary: 'List a task’s messages in order (handler errors flagged)',
     args: [{ name: 'task', description: 'task_ id or task name', required: true }],
     options: [
-      { flags: '--after <sequence>', description: 'Only messages after this sequence_id', integer: true },
+      { flags: '--after <sequence>', description: 'Only messages after this sequence_id', integer: true, field: 'after_sequence_id' },
       { flags: '--limit <n>', description: 'At most this many (1-500, default 50)', integer: true },
     ],
     examples: ['agentctl tasks messages task_01J...', 'agentctl tasks messages nightly-report --after 40 --json'],
@@ -500,7 +504,7 @@ export const registry: readonly CommandSpec[] = [
     summary: 'List the events sent to a task, in order',
     args: [{ name: 'task', description: 'task_ id or task name', required: true }],
     options: [
-      { flags: '--after <sequence>', description: 'Only events after this sequence_id', integer: true },
+      { flags: '--after <sequence>', description: 'Only events after this sequence_id', integer: true, field: 'after_sequence_id' },
       { flags: '--limit <n>', description: 'At most this many (1-500, default 100)', integer: true },
     ],
     examples: ['agentctl tasks events task_01J...', 'agentctl tasks events nightly-report --json'],
@@ -513,7 +517,7 @@ export const registry: readonly CommandSpec[] = [
     path: ['states', 'get'],
     summary: 'Show a state record (by st_ id, or by --task and --agent)',
     args: [{ name: 'state', description: 'st_ id (or use --task and --agent)' }],
-    options: [{ flags: '--task <id>', description: 'Task id' }, { ...agent, description: 'Agent (namespace/name or agt_ id)' }],
+    options: [{ flags: '--task <task>', description: 'Task: task_ id or task name', field: 'task_id' }, { ...agent, description: 'Agent (namespace/name or agt_ id)' }],
     examples: ['agentctl states get st_01J...', 'agentctl states get --task task_01J... --agent default/bot --json'],
     notFoundNext: 'agentctl states list --task <task_id>',
     load: () => import('./commands/states/get.js'),
@@ -521,12 +525,12 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['states', 'put'],
     summary: 'Write a state record: replaces by default, --merge merges; creates it when the pair has none',
-    description: 'The JSON object comes from --data, --file (- for standard input) or piped standard input.',
+    description: 'The JSON object comes from --data (JSON, @file.json, or - for standard input), --file, or piped standard input.',
     args: [{ name: 'state', description: 'st_ id (or use --task and --agent)' }],
     options: [
-      { flags: '--task <id>', description: 'Task id' },
+      { flags: '--task <task>', description: 'Task: task_ id or task name', field: 'task_id' },
       { ...agent, description: 'Agent (namespace/name or agt_ id)' },
-      { flags: '--data <json>', description: 'The state as a JSON object' },
+      { flags: '--data <json>', description: 'The state: a JSON object, @file.json, or - for standard input', field: 'state' },
       { flags: '--file <path>', description: 'Read the JSON object from a file (- for standard input)' },
       { flags: '--merge', description: 'Merge top-level keys (null deletes a key) instead of replacing' },
       { flags: '--if-match <version>', description: 'Only if the record is still at this version (else exit 5)', integer: true },
@@ -541,7 +545,7 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['states', 'list'],
     summary: 'List state records of a task and/or an agent',
-    options: [{ flags: '--task <id>', description: 'Task id' }, { ...agent, description: 'Agent (namespace/name or agt_ id)' }],
+    options: [{ flags: '--task <task>', description: 'Task: task_ id or task name', field: 'task_id' }, { ...agent, description: 'Agent (namespace/name or agt_ id)' }],
     examples: ['agentctl states list --task task_01J...', 'agentctl states list --agent default/bot --json'],
     load: () => import('./commands/states/list.js'),
   },
@@ -549,7 +553,7 @@ export const registry: readonly CommandSpec[] = [
     path: ['states', 'delete'],
     summary: 'Delete a state record (asks first; --yes to skip)',
     args: [{ name: 'state', description: 'st_ id (or use --task and --agent)' }],
-    options: [{ flags: '--task <id>', description: 'Task id' }, { ...agent, description: 'Agent (namespace/name or agt_ id)' }, { flags: '--if-match <version>', description: 'Only if still at this version', integer: true }],
+    options: [{ flags: '--task <task>', description: 'Task: task_ id or task name', field: 'task_id' }, { ...agent, description: 'Agent (namespace/name or agt_ id)' }, { flags: '--if-match <version>', description: 'Only if still at this version', integer: true }],
     examples: ['agentctl states delete st_01J... --yes', 'agentctl states delete --task task_01J... --agent default/bot --yes'],
     notFoundNext: 'agentctl states list --task <task_id>',
     load: () => import('./commands/states/delete.js'),
@@ -562,12 +566,12 @@ export const registry: readonly CommandSpec[] = [
     description:
       'Steps: preset, scopes, sharing groups, review. Every step has a flag, so CI never prompts. --scope is type:id:role (type namespace, agent, project or org; an agent may be namespace/name, a namespace its slug); with --preset, type:id takes the preset’s role for that type. The secret is printed once, on stdout.',
     options: [
-      { flags: '--preset <preset>', description: 'Scope preset', choices: ['deploy', 'read-only', 'agent-runner', 'custom'] },
-      { flags: '--scope <type:id[:role]>', description: 'A scope; repeat for more', repeatable: true },
-      { flags: '--group <id>', description: 'Sharing group (grp_ id or name); repeat for more', repeatable: true },
+      { flags: '--preset <preset>', description: 'Scope preset', choices: PRESET_IDS },
+      { flags: '--scope <type:id[:role]>', description: 'A scope; repeat for more', repeatable: true, field: 'scopes' },
+      { flags: '--group <id>', description: 'Sharing group (grp_ id or name); repeat for more', repeatable: true, field: 'sharing_group_ids' },
       { flags: '--name <name>', description: 'Key name' },
       { flags: '--description <text>', description: 'Description' },
-      { flags: '--expires <when>', description: 'Lifetime (90d, 12h, 2w, 1y), an ISO date, or never (the default without the wizard)' },
+      { flags: '--expires <when>', description: `Lifetime (90d, 12h, 2w, 1y), an ISO date, or never (default ${DEFAULT_KEY_EXPIRY}, as in the wizard)`, field: 'expires_at' },
     ],
     examples: [
       'agentctl keys create',
@@ -586,23 +590,23 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['keys', 'get'],
     summary: 'Show an API key',
-    args: [{ name: 'key', description: 'key_ id', required: true }],
-    examples: ['agentctl keys get key_01J...'],
+    args: [{ name: 'key', description: 'key_ id or key name (a name several keys share is refused)', required: true }],
+    examples: ['agentctl keys get key_01J...', 'agentctl keys get ci-deploy --json'],
     notFoundNext: 'agentctl keys list',
     load: () => import('./commands/keys/get.js'),
   },
   {
     path: ['keys', 'revoke'],
     summary: 'Revoke an API key at once (asks first; --yes to skip)',
-    args: [{ name: 'key', description: 'key_ id', required: true }],
-    examples: ['agentctl keys revoke key_01J... --yes'],
+    args: [{ name: 'key', description: 'key_ id or key name (a name several keys share is refused)', required: true }],
+    examples: ['agentctl keys revoke key_01J... --yes', 'agentctl keys revoke ci-deploy --yes'],
     notFoundNext: 'agentctl keys list',
     load: () => import('./commands/keys/revoke.js'),
   },
   {
     path: ['keys', 'rotate'],
     summary: 'Issue a new secret for a key; the old one stops working (asks first; --yes to skip)',
-    args: [{ name: 'key', description: 'key_ id', required: true }],
+    args: [{ name: 'key', description: 'key_ id or key name (a name several keys share is refused)', required: true }],
     examples: ['agentctl keys rotate key_01J... --yes'],
     notFoundNext: 'agentctl keys list',
     load: () => import('./commands/keys/rotate.js'),
@@ -610,7 +614,8 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['groups', 'list'],
     summary: 'List sharing groups',
-    examples: ['agentctl groups list', 'agentctl groups list --json'],
+    options: [limit(100), page, all],
+    examples: ['agentctl groups list', 'agentctl groups list --all --json'],
     load: () => import('./commands/groups/list.js'),
   },
   {
@@ -621,13 +626,35 @@ export const registry: readonly CommandSpec[] = [
     examples: ['agentctl groups create platform --description "Platform team"'],
     load: () => import('./commands/groups/create.js'),
   },
+  {
+    path: ['groups', 'add-member'],
+    summary: 'Add an API key to a sharing group (org admins): it shares the group’s access',
+    args: [
+      { name: 'group', description: 'grp_ id or group name', required: true },
+      { name: 'key', description: 'key_ id or key name', required: true },
+    ],
+    examples: ['agentctl groups add-member platform ci-deploy', 'agentctl groups add-member grp_01J... key_01J... --json'],
+    notFoundNext: 'agentctl groups list',
+    load: () => import('./commands/groups/add-member.js'),
+  },
+  {
+    path: ['groups', 'remove-member'],
+    summary: 'Remove an API key from a sharing group (asks first; --yes to skip)',
+    args: [
+      { name: 'group', description: 'grp_ id or group name', required: true },
+      { name: 'key', description: 'key_ id or key name', required: true },
+    ],
+    examples: ['agentctl groups remove-member platform ci-deploy --yes', 'agentctl groups remove-member grp_01J... key_01J... --yes --json'],
+    notFoundNext: 'agentctl groups list',
+    load: () => import('./commands/groups/remove-member.js'),
+  },
 
   // ---- filesystems -----------------------------------------------------------------------------
   {
     path: ['fs', 'create'],
     summary: 'Create a filesystem in a project, or bare in a namespace (default: the default namespace)',
     options: [
-      { flags: '--project <id>', description: 'Project (prj_ id) the filesystem belongs to' },
+      { flags: '--project <id>', description: 'Project (prj_ id) the filesystem belongs to', field: 'project_id' },
       { flags: '-n, --namespace <slug>', description: 'Namespace of a filesystem outside any project' },
     ],
     examples: ['agentctl fs create --project prj_01J...', 'agentctl fs create --namespace default --json'],
@@ -637,10 +664,11 @@ export const registry: readonly CommandSpec[] = [
     path: ['fs', 'list'],
     summary: 'List the filesystems of a project, or the bare ones of a namespace',
     options: [
-      { flags: '--project <id>', description: 'Project (prj_ id)' },
+      { flags: '--project <id>', description: 'Project (prj_ id)', field: 'project_id' },
       { flags: '-n, --namespace <slug>', description: 'Namespace (default: default)' },
       limit(100),
       page,
+      all,
     ],
     examples: ['agentctl fs list --project prj_01J...', 'agentctl fs list --namespace default --json'],
     load: () => import('./commands/fs/list.js'),
@@ -696,8 +724,8 @@ export const registry: readonly CommandSpec[] = [
     description: 'Refuses a non-empty directory unless --force. node_modules/agentctl links this agentctl (git-ignored), so the project needs no registry.',
     args: [{ name: 'dir', description: 'Directory to create (default: the current one)' }],
     options: [
-      { ...agent, description: 'Agent as namespace/name (default: default/<directory name>)' },
-      { flags: '--acp-type <type>', description: 'async (events; default) or sync (messages answered inline)', choices: ['async', 'sync'], default: 'async' },
+      { ...agent, description: 'Agent as namespace/name (default: default/<directory name>)', complete: undefined },
+      { flags: '--acp-type <type>', description: 'async (events; default) or sync (messages answered inline)', choices: ACP_TYPES, default: 'async' },
       { flags: '--force', description: 'Write into a non-empty directory (same-named files are replaced)' },
       { flags: '--no-git', description: 'Do not create a git repository and first commit' },
     ],

@@ -10,10 +10,21 @@ export function shellQuote(arg: string): string {
   return `'${arg.replace(/'/g, `'\\''`)}'`;
 }
 
+/** A word for the reader to fill in (`<fs_id>`): printed as it is, never quoted. */
+export interface Placeholder {
+  placeholder: string;
+}
+export const placeholder = (name: string): Placeholder => ({ placeholder: `<${name}>` });
+
+export type ShellWord = string | number | Placeholder | false | null | undefined;
+
 /** A command line from its words; `false`, `undefined` and `null` words are left out (optional flags). */
-export function shellCommand(...words: (string | number | false | null | undefined)[]): string {
+export function shellCommand(...words: ShellWord[]): string {
   return words
-    .filter((word): word is string | number => word !== false && word !== undefined && word !== null)
-    .map((word) => shellQuote(String(word)))
+    .filter((word): word is string | number | Placeholder => word !== false && word !== undefined && word !== null)
+    .map((word) => (typeof word === 'object' ? word.placeholder : shellQuote(String(word))))
     .join(' ');
 }
+
+/** `agentctl <words>`: the way every hint names a command. */
+export const agentctl = (...words: ShellWord[]) => shellCommand('agentctl', ...words);

@@ -2,6 +2,7 @@ import type { Version } from '../contract/resources.js';
 import type { CommandContext } from './context.js';
 import { CliError, InterruptedError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
+import { agentctl } from './shell.js';
 
 /** Statuses a version settles in after DEPLOYING. */
 const SETTLED = new Set(['ACTIVE', 'FAILED', 'UNHEALTHY', 'RETIRED', 'ROLLED_BACK', 'DRAINING']);
@@ -30,7 +31,7 @@ export async function waitForVersion(ctx: CommandContext, versionId: string, tim
           throw new CliError(`${versionId} FAILED${data.failure_reason ? `: ${data.failure_reason}` : ''}${d?.title ? ` — ${d.title}${d.description ? `: ${d.description}` : ''}` : ''}`, {
             code: 'version_failed',
             hint: d?.action ?? 'The branch keeps serving its previous version.',
-            next: `agentctl versions get ${versionId} --events`,
+            next: agentctl('versions', 'get', versionId, '--events'),
           });
         }
         if (data.status === 'ACTIVE') spinner.succeed(`${what}: ${versionId} is ACTIVE`);
@@ -41,8 +42,8 @@ export async function waitForVersion(ctx: CommandContext, versionId: string, tim
         spinner.fail(`${versionId} is still ${data.status} after ${timeoutSeconds} s`);
         throw new CliError(`${versionId} is still ${data.status} after ${timeoutSeconds} s`, {
           code: 'timeout',
-          hint: `The deploy goes on on the server; wait longer with --timeout. A version becomes ACTIVE when its runtime reports it ready (by hand: agentctl versions register ${versionId}).`,
-          next: `agentctl versions get ${versionId}`,
+          hint: `The deploy goes on on the server; wait longer with --timeout. A version becomes ACTIVE when its runtime reports it ready (by hand: ${agentctl('versions', 'register', versionId)}).`,
+          next: agentctl('versions', 'get', versionId),
           json: raw,
         });
       }
@@ -52,7 +53,7 @@ export async function waitForVersion(ctx: CommandContext, versionId: string, tim
   } catch (error) {
     if (error instanceof InterruptedError) {
       spinner.stop();
-      ctx.info(`Stopped waiting; ${versionId} goes on on the server: agentctl versions get ${versionId}`);
+      ctx.info(`Stopped waiting; ${versionId} goes on on the server: ${agentctl('versions', 'get', versionId)}`);
     }
     throw error;
   }

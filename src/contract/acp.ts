@@ -37,10 +37,19 @@ export interface AcpAgentRef {
   name: string;
 }
 
+/**
+ * Offered with every delivery but `message/send`: an agent that answers `deferred: true` holds the
+ * delivery under this lease (in ms) until it reports completion (`POST /deliveries/{id}/complete`);
+ * it renews the lease (`POST /deliveries/{id}/renew`) while its handler runs.
+ */
+export interface AcpLeaseOffer {
+  lease_ms?: number;
+}
+
 export interface AcpParams {
-  'task/create': { agent: AcpAgentRef; task: Task; params: Record<string, unknown> | null };
-  'event/send': { agent: AcpAgentRef; task: Task; event: Event };
-  'task/cancel': { agent: AcpAgentRef; task: Task };
+  'task/create': { agent: AcpAgentRef; task: Task; params: Record<string, unknown> | null } & AcpLeaseOffer;
+  'event/send': { agent: AcpAgentRef; task: Task; event: Event } & AcpLeaseOffer;
+  'task/cancel': { agent: AcpAgentRef; task: Task } & AcpLeaseOffer;
   /** Sync agents only: answered inline. */
   'message/send': { agent: AcpAgentRef; task: Task; content: Content };
 }
@@ -56,6 +65,12 @@ export interface AcpRequest<M extends AcpMethod = AcpMethod> {
 export interface AcpResult {
   /** Async agents: acknowledged, the handler runs after the answer. */
   accepted: true;
+  /**
+   * The agent took the offered lease: the delivery stays leased to it until it reports completion
+   * (the platform redelivers it when the replica goes or the lease runs out). Without it, the
+   * acknowledgement completes the delivery (an agent that does not report completion).
+   */
+  deferred?: true;
   /** Sync agents (`message/send`): the reply, already recorded as agent messages. */
   messages?: Content[];
 }

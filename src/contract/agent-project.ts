@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ACPType } from './common.js';
-import { DEFAULT_ACP_TYPE } from './deploy-defaults.js';
+import { DEFAULT_ACP_TYPE } from './enums.js';
 
 /** The file an agent repository keeps at its root; `agentctl init` writes it, `deploy` and the runtime read it. */
 export const AGENT_PROJECT_FILE = 'agentctl.json';

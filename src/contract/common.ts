@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ACP_TYPES, SDK_TYPES } from './deploy-defaults.js';
+import { ACP_TYPES, SDK_TYPES, TASK_STATUSES, VERSION_STATUSES } from './enums.js';
 
 /** ISO 8601 UTC with milliseconds and `Z`, as every timestamp the service writes. */
 export const Timestamp = z.string().meta({ format: 'date-time' });
@@ -25,16 +25,7 @@ export const ID_PREFIXES = {
   tracker: 'trk_',
 } as const;
 
-export const TaskStatus = z.enum([
-  'IDLE',
-  'CANCELED',
-  'COMPLETED',
-  'FAILED',
-  'RUNNING',
-  'TERMINATED',
-  'TIMED_OUT',
-  'DELETED',
-]);
+export const TaskStatus = z.enum(TASK_STATUSES);
 export type TaskStatus = z.infer<typeof TaskStatus>;
 
 /** Statuses from which a task never comes back. */
@@ -47,15 +38,7 @@ export const TERMINAL_TASK_STATUSES: readonly TaskStatus[] = [
   'DELETED',
 ];
 
-export const VersionStatus = z.enum([
-  'DEPLOYING',
-  'ACTIVE',
-  'FAILED',
-  'UNHEALTHY',
-  'DRAINING',
-  'RETIRED',
-  'ROLLED_BACK',
-]);
+export const VersionStatus = z.enum(VERSION_STATUSES);
 export type VersionStatus = z.infer<typeof VersionStatus>;
 
 export const AgentStatus = z.enum(['ACTIVE', 'DELETED']);
@@ -91,6 +74,46 @@ export type ValidationErrorBody = z.infer<typeof ValidationErrorBody>;
  * filesystem archive routes; 408 and 431 come from the HTTP layer, before a route runs.
  */
 export const RESPONSE_STATUSES = [200, 201, 304, 400, 401, 403, 404, 408, 409, 412, 413, 414, 415, 422, 428, 429, 431, 500, 503] as const;
+
+/**
+ * Every code of a 409 (or 412) the service answers: the server's conflicts are typed by it and
+ * the CLI keeps one hint for each (src/cli/output/failure.ts).
+ */
+export const CONFLICT_CODES = [
+  'ambiguous_version',
+  'branch_has_tasks',
+  'branch_retired',
+  'branch_rule_conflict',
+  'cursor_backwards',
+  'delivery_failed',
+  'delivery_not_sent',
+  'environment_exists',
+  'filesystem_in_use',
+  'group_exists',
+  'idempotency_key_in_use',
+  'image_expired',
+  'invalid_target',
+  'invalid_transition',
+  'key_revoked',
+  'last_org_admin',
+  'lease_lost',
+  'migration_too_large',
+  'namespace_exists',
+  'no_rollback_target',
+  'no_routable_version',
+  'no_runtime',
+  'nothing_to_roll_back',
+  'precondition_failed',
+  'prod_environment',
+  'project_exists',
+  'stale_base',
+  'state_exists',
+  'target_not_routable',
+  'task_name_taken',
+  'task_not_migratable',
+  'task_terminal',
+] as const;
+export type ConflictCode = (typeof CONFLICT_CODES)[number];
 
 /** Every other error: one human sentence and a stable snake_case code. */
 export const ErrorBody = z.object({ detail: z.string(), code: z.string() });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { JsonObject, QueryInt, Timestamp } from './common.js';
 import { Task } from './resources.js';
+import { ACP_METHODS } from './acp.js';
 
 // ---- content ------------------------------------------------------------------------------------
 
@@ -108,6 +109,32 @@ export const HandlerErrorRequest = z.object({
 
 export const RegistrationTokenResponse = z.object({ registration_token: z.string(), expires_at: Timestamp });
 export const SigningSecretResponse = z.object({ signing_secret: z.string() });
+
+// ---- deliveries: the completion lease (DESIGN section 10, README "Delivery to agents") ------------
+
+/**
+ * A delivery's life: `pending` (waiting, or backing off), `in_flight` (a dispatcher is sending it),
+ * `leased` (an async agent acknowledged it and runs its handler: the task's next delivery waits until
+ * the agent reports completion, its replica goes, or the lease runs out), then `done` or `failed`.
+ */
+export const DELIVERY_STATUSES = ['pending', 'in_flight', 'leased', 'done', 'failed'] as const;
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+/** Statuses that hold up the task's later deliveries (one in flight per task, in order). */
+export const OPEN_DELIVERY_STATUSES = ['pending', 'in_flight', 'leased'] as const satisfies readonly DeliveryStatus[];
+
+/** The JSON-RPC id of a delivery (a positive integer, as text). */
+export const DeliveryId = z.string().regex(/^[1-9][0-9]{0,17}$/, 'must be a delivery id: the JSON-RPC id of the delivery');
+
+export const Delivery = z.object({
+  id: z.string(),
+  task_id: z.string(),
+  method: z.enum(ACP_METHODS),
+  status: z.enum(DELIVERY_STATUSES),
+  attempts: z.number().int(),
+  /** While `leased`: when it is delivered again unless the agent completes or renews it. */
+  lease_expires_at: Timestamp.nullable(),
+});
+export type Delivery = z.infer<typeof Delivery>;
 
 // ---- the stream -----------------------------------------------------------------------------------
 

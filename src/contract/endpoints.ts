@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, REGISTER_STATUSES } from './enums.js';
 import { VersionLogs, VersionLogsQuery } from './runtime.js';
-import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE } from './deploy-defaults.js';
 import {
   ACPType,
   AgentInputType,
@@ -22,6 +22,8 @@ import { parseVersionRef, VERSION_REF_FORMS } from './version-ref.js';
 import {
   CreateEventRequest,
   CreateMessageRequest,
+  Delivery,
+  DeliveryId,
   Event,
   EventList,
   HandlerErrorRequest,
@@ -67,6 +69,8 @@ export interface Endpoint extends Route {
   body?: z.ZodType;
   /** Request headers the endpoint reads (documented in openapi.json). */
   headers?: z.ZodObject;
+  /** Response headers beyond the usual ones, by name: what each carries. */
+  responseHeaders?: Record<string, string>;
   response: z.ZodType;
 }
 
@@ -93,6 +97,14 @@ function lazyTable<T extends Record<string, () => Endpoint>>(thunks: T): { reado
 const PathParam = z.string().min(1).max(255);
 const AgentPath = z.object({ namespace_slug: PathParam, agent_name: PathParam });
 const id = (name: string) => z.object({ [name]: PathParam });
+
+// ---- conditional requests ---------------------------------------------------------------------
+
+const STATE_IF_MATCH = z.object({
+  'if-match': z.string().optional().describe('Write only if the state is at one of these versions (`"3"`, `W/"3"`, a list, or `*`); 412 otherwise'),
+});
+const STATE_ETAG = { ETag: 'The state\'s version, `"<version>"`: send it back in If-Match' };
+const TREE_ETAG = { ETag: 'The tree checksum, `"<checksum>"`: send it back in If-None-Match (304) or If-Match' };
 
 // ---- request and response bodies -------------------------------------------------------------
 
@@ -122,6 +134,8 @@ export const MigrateTasksResponse = z
     to_version: Version,
     tasks: z.array(Task),
     from_version_id: z.string().nullable().optional(),
+    /** True when the request was a dry run: `tasks` is the plan and nothing moved. */
+    dry_run: z.boolean(),
   })
   .meta({ id: 'MigrateTasksResponse' });
 export type MigrateTasksResponse = z.infer<typeof MigrateTasksResponse>;
@@ -135,7 +149,9 @@ export type VersionList = z.infer<typeof VersionList>;
 export const BranchList = z.object({ branches: z.array(Branch), total: z.number().int() });
 export type BranchList = z.infer<typeof BranchList>;
 
-export const VersionLimit = QueryInt(1, 100).default(20);
+/** Version lists show the newest versions only: at most this many (no pages). */
+export const VERSION_LIST_MAX = 100;
+export const VersionLimit = QueryInt(1, VERSION_LIST_MAX).default(20);
 
 /**
  * An agent's name, or `namespace/name` as `POST /tasks` takes it (the upstream API's form): a
@@ -196,7 +212,7 @@ export const RegisterVersionRequest = z.object({
   acp_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
   registration_token: z.string().min(1).max(200).optional(),
   /** ACTIVE: ready (or recovered); UNHEALTHY: failing health checks; FAILED: could not start. */
-  status: z.enum(['ACTIVE', 'UNHEALTHY', 'FAILED']).default('ACTIVE'),
+  status: z.enum(REGISTER_STATUSES).default('ACTIVE'),
   replicas: z.number().int().min(0).max(10).optional(),
   failure_reason: z.string().max(200).optional(),
   failure_diagnostics: z
@@ -406,6 +422,8 @@ export const endpoints = lazyTable({
   listEvents: () => ep({ ...routes.listEvents, summary: 'Events of a task, ascending sequence_id', tag: 'conversation', query: ListEventsQuery, response: EventList }),
   getEvent: () => ep({ ...routes.getEvent, summary: 'Get an event', tag: 'conversation', params: id('event_id'), response: Event }),
   reportHandlerError: () => ep({ ...routes.reportHandlerError, summary: 'Report a handler that threw (recorded as an agent message)', tag: 'conversation', params: id('task_id'), body: HandlerErrorRequest, response: Message }),
+  completeDelivery: () => ep({ ...routes.completeDelivery, summary: 'An async agent’s handler of this delivery finished (run on the task’s agent): the task’s next delivery may go', tag: 'conversation', params: z.object({ delivery_id: DeliveryId }), response: Delivery }),
+  renewDeliveryLease: () => ep({ ...routes.renewDeliveryLease, summary: 'Extend the lease of a delivery whose handler still runs (run on the task’s agent); 409 lease_lost once it was released for redelivery', tag: 'conversation', params: z.object({ delivery_id: DeliveryId }), response: Delivery }),
   createMessage: () => ep({ ...routes.createMessage, summary: 'Add a message to a task’s transcript', tag: 'conversation', body: CreateMessageRequest, response: Message }),
   updateMessage: () => ep({ ...routes.updateMessage, summary: 'Replace a message’s content or finish its streaming', tag: 'conversation', params: id('message_id'), body: UpdateMessageRequest, response: Message }),
   listMessages: () => ep({ ...routes.listMessages, summary: 'Messages of a task, ascending sequence_id', tag: 'conversation', query: ListMessagesQuery, response: MessageList }),
@@ -415,12 +433,12 @@ export const endpoints = lazyTable({
   updateTracker: () => ep({ ...routes.updateTracker, summary: 'Update a tracker (left-out fields stay; the cursor only moves forward)', tag: 'conversation', params: id('tracker_id'), body: UpdateTrackerRequest, response: Tracker }),
 
   // states
-  createState: () => ep({ ...routes.createState, summary: 'Create a state record', tag: 'states', body: CreateStateRequest, response: State }),
+  createState: () => ep({ ...routes.createState, responseHeaders: STATE_ETAG, summary: 'Create a state record', tag: 'states', body: CreateStateRequest, response: State }),
   listStates: () => ep({ ...routes.listStates, summary: 'Find states by task and/or agent', tag: 'states', query: ListStatesQuery, response: z.object({ states: z.array(State), total: z.number().int() }) }),
-  getState: () => ep({ ...routes.getState, summary: 'Get a state record', tag: 'states', params: id('state_id'), response: State }),
-  replaceState: () => ep({ ...routes.replaceState, summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, response: State }),
-  mergeState: () => ep({ ...routes.mergeState, summary: 'Merge top-level keys atomically (null deletes a key)', tag: 'states', params: id('state_id'), body: MergeStateRequest, response: State }),
-  deleteState: () => ep({ ...routes.deleteState, summary: 'Delete a state record; answers the record as it was', tag: 'states', params: id('state_id'), response: DeletedState }),
+  getState: () => ep({ ...routes.getState, responseHeaders: STATE_ETAG, summary: 'Get a state record', tag: 'states', params: id('state_id'), response: State }),
+  replaceState: () => ep({ ...routes.replaceState, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, response: State }),
+  mergeState: () => ep({ ...routes.mergeState, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Merge top-level keys atomically (null deletes a key)', tag: 'states', params: id('state_id'), body: MergeStateRequest, response: State }),
+  deleteState: () => ep({ ...routes.deleteState, headers: STATE_IF_MATCH, summary: 'Delete a state record; answers the record as it was', tag: 'states', params: id('state_id'), response: DeletedState }),
 
   // access control
   whoami: () => ep({ ...routes.whoami, summary: 'The calling key', tag: 'keys', response: Whoami }),
@@ -445,11 +463,11 @@ export const endpoints = lazyTable({
   listFilesystems: () => ep({ ...routes.listFilesystems, summary: 'Filesystems of a project (or of a namespace: those not in a project)', tag: 'filesystems', query: z.object({ project_id: z.string().min(1).optional(), namespace: z.string().min(1).optional(), ...PageQuery }), response: FilesystemList }),
   getFilesystem: () => ep({ ...routes.getFilesystem, summary: 'Get a filesystem', tag: 'filesystems', params: id('filesystem_id'), response: Filesystem }),
   deleteFilesystem: () => ep({ ...routes.deleteFilesystem, summary: 'Delete a filesystem no task or version uses', tag: 'filesystems', params: id('filesystem_id'), response: DeleteResponse }),
-  downloadFilesystemArchive: () => ep({ ...routes.downloadFilesystemArchive, summary: 'The current archive (ETag is the tree checksum; If-None-Match answers 304)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
+  downloadFilesystemArchive: () => ep({ ...routes.downloadFilesystemArchive, responseHeaders: TREE_ETAG, summary: 'The current archive (ETag is the tree checksum; If-None-Match answers 304)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
   uploadFilesystemArchive: () => ep({ ...routes.uploadFilesystemArchive, summary: 'Replace the content (If-Match the base checksum once there is content: 428 without, 412 when stale)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
   listFilesystemFiles: () => ep({ ...routes.listFilesystemFiles, summary: 'The manifest: every member’s path, type, mode, size and sha256', tag: 'filesystems', params: id('filesystem_id'), response: FileManifest }),
   getFilesystemFile: () => ep({ ...routes.getFilesystemFile, summary: 'One file’s bytes', tag: 'filesystems', params: z.object({ filesystem_id: z.string().min(1), '*': z.string().min(1) }), response: ArchiveBody }),
-  downloadSystemFolderArchive: () => ep({ ...routes.downloadSystemFolderArchive, summary: 'A task’s system folder archive (read on the agent)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
+  downloadSystemFolderArchive: () => ep({ ...routes.downloadSystemFolderArchive, responseHeaders: TREE_ETAG, summary: 'A task’s system folder archive (read on the agent)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
   uploadSystemFolderArchive: () => ep({ ...routes.uploadSystemFolderArchive, summary: 'Replace a task’s system folder (run on the agent; same rules as filesystems)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
   getVersionLogs: () => ep({ ...routes.getVersionLogs, summary: 'Output of a version’s processes (read on the agent); Server-Sent Events with follow=true', tag: 'versions', params: id('version_id'), query: VersionLogsQuery, response: VersionLogs }),
 });

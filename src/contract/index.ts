@@ -3,4 +3,3 @@ export * from './resources.js';
 export * from './endpoints.js';
 export * from './presets.js';
 export * from './runtime.js';
-export * from './deploy-defaults.js';

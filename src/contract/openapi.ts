@@ -46,6 +46,17 @@ export function buildOpenApiDocument(version: string): JsonSchema {
         });
       }
     }
+    // Headers the route flags imply (routes.ts), documented like declared ones.
+    if (e.idempotencyKey) {
+      parameters.push({ name: 'Idempotency-Key', in: 'header', required: false, description: 'The same key and body within 24 h answers the first response again', schema: { type: 'string', minLength: 1, maxLength: 255 } });
+    }
+    if (e.sse) {
+      parameters.push({ name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this sequence_id', schema: { type: 'string' } });
+    }
+    const headers = e.responseHeaders
+      ? { headers: Object.fromEntries(Object.entries(e.responseHeaders).map(([name, description]) => [name, { description, schema: { type: 'string' } }])) }
+      : {};
+    const success = e.sse ? 'text/event-stream' : (e.binary?.response ?? 'application/json');
     paths[path] ??= {};
     paths[path][e.method.toLowerCase()] = {
       operationId,
@@ -57,7 +68,7 @@ export function buildOpenApiDocument(version: string): JsonSchema {
         ? { requestBody: { required: true, content: Object.fromEntries((e.binary?.request ?? ['application/json']).map((type) => [type, { schema: toSchema(e.body!, 'input') }])) } }
         : {}),
       responses: {
-        [String(e.status)]: { description: 'OK', content: { [e.binary?.response ?? 'application/json']: { schema: toSchema(e.response, 'output') } } },
+        [String(e.status)]: { description: 'OK', ...headers, content: { [success]: { schema: toSchema(e.response, 'output') } } },
         ...(e.binary?.response ? { '304': { description: 'Not modified (If-None-Match matched the ETag)' } } : {}),
         ...errorResponses,
       },

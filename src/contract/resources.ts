@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PRESET_IDS } from './enums.js';
 import {
   ACPType,
   AgentInputType,
@@ -277,9 +278,11 @@ export const GroupMember = z
 
 export const Preset = z
   .object({
-    id: z.enum(['deploy', 'read-only', 'agent-runner', 'custom']),
+    id: z.enum(PRESET_IDS),
     name: z.string(),
     use: z.string(),
+    /** What its scopes allow, in a sentence. */
+    description: z.string(),
     scopes: z.array(z.object({ resource_type: ResourceType, role: Role })),
   })
   .meta({ id: 'Preset' });

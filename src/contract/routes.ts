@@ -75,6 +75,8 @@ export const routes = {
   listEvents: route({ method: 'GET', path: '/events', status: 200, idempotent: true }),
   getEvent: route({ method: 'GET', path: '/events/:event_id', status: 200, idempotent: true }),
   reportHandlerError: route({ method: 'POST', path: '/tasks/:task_id/handler-errors', status: 201, idempotencyKey: true }),
+  completeDelivery: route({ method: 'POST', path: '/deliveries/:delivery_id/complete', status: 200, idempotent: true }),
+  renewDeliveryLease: route({ method: 'POST', path: '/deliveries/:delivery_id/renew', status: 200, idempotent: true }),
   createMessage: route({ method: 'POST', path: '/messages', status: 201, idempotencyKey: true }),
   updateMessage: route({ method: 'PUT', path: '/messages/:message_id', status: 200 }),
   listMessages: route({ method: 'GET', path: '/messages', status: 200, idempotent: true }),

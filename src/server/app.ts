@@ -2,7 +2,8 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import type { Socket } from 'node:net';
 import type { z } from 'zod';
 import { endpoints, type Endpoint } from '../contract/endpoints.js';
-import { ApiError, ValidationFailure, zodIssuesToItems, type ValidationItem } from './errors.js';
+import { ApiError, httpErrorOf, ValidationFailure, zodIssuesToItems, type ValidationItem } from './errors.js';
+import { DomainError } from './domain/errors.js';
 import { Authenticator, type Actor } from './auth/authenticate.js';
 import { RateLimiter } from './ratelimit.js';
 import { MAX_PATH_PARAM_CHARS, unsafeInputItems } from './input-guard.js';
@@ -40,7 +41,12 @@ export interface AppOptions {
   logger?: boolean | object;
   /** Archive storage; default: AGENTCTL_BLOB_URL, else a temporary directory removed on close. */
   blobs?: BlobStore;
+  /** Registers the handlers (default: every route module); each endpoint must get exactly one. */
+  registerRoutes?: (host: RouteHost, service: ServiceContext) => void;
 }
+
+/** Thrown at start-up when the endpoint table and the handlers disagree. */
+export class EndpointCoverageError extends Error {}
 
 export const defaultConfig = (): ServiceConfig => ({
   imageRetentionDays: Number(process.env.AGENTCTL_IMAGE_RETENTION_DAYS ?? 30),
@@ -142,7 +148,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     reply.code(404).send({ detail: `No route ${request.method} ${request.url.split('?')[0]}`, code: 'not_found' });
   });
 
-  app.setErrorHandler((error, request, reply) => {
+  app.setErrorHandler((thrown, request, reply) => {
+    const error = thrown instanceof DomainError ? httpErrorOf(thrown) : thrown;
     if (error instanceof ValidationFailure) return reply.code(422).send({ detail: error.items });
     if (error instanceof ApiError) {
       for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
@@ -196,8 +203,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     return actor;
   }
 
+  const handled = new Set<string>();
   const host: RouteHost = {
     handle(name, handler) {
+      if (handled.has(name)) throw new EndpointCoverageError(`Endpoint ${name} has two handlers`);
+      handled.add(name);
       const e = endpoints[name] as Endpoint;
       app.route({
         method: e.method,
@@ -261,7 +271,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
       });
     },
   };
-  registerRoutes(host, service);
+  try {
+    (options.registerRoutes ?? registerRoutes)(host, service);
+    // An endpoint in the contract without a handler would answer 404 while openapi.json lists it.
+    const unhandled = Object.keys(endpoints).filter((name) => !handled.has(name));
+    if (unhandled.length) throw new EndpointCoverageError(`No handler for endpoint(s) ${unhandled.join(', ')}: add one in src/server/routes`);
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
   // Prometheus metrics for org admins (a scraper without a key uses --metrics-port instead).
   app.get('/metrics', async (request, reply) => {
     const actor = config.authDisabled ? await service.auth.authDisabledActor() : await service.auth.authenticate(request.headers.authorization);

@@ -1,8 +1,12 @@
+// The HTTP edge of errors: domain refusals (src/server/domain/errors.ts) mapped to a status, the
+// `{detail, code}` body and headers, plus the errors only the HTTP layer raises (authentication,
+// rate limits, media types).
 import type { z } from 'zod';
+import { DomainError, ValidationFailure, type DomainErrorKind, type ValidationItem } from './domain/errors.js';
 
-export type ValidationItem = { loc: (string | number)[]; msg: string; type: string };
+export { ValidationFailure, type ValidationItem };
 
-/** An error the client caused or should hear about; rendered as `{detail, code}` with `status`. */
+/** An error of the HTTP layer itself; rendered as `{detail, code}` with `status`. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -14,17 +18,28 @@ export class ApiError extends Error {
   }
 }
 
-/** A 422 in the spec's shape: `{detail: [{loc, msg, type}]}`. */
-export class ValidationFailure extends Error {
-  constructor(readonly items: ValidationItem[]) {
-    super(items.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
-  }
-}
+export const STATUS_BY_KIND: Record<DomainErrorKind, number> = {
+  not_found: 404,
+  forbidden: 403,
+  unauthenticated: 401,
+  conflict: 409,
+  stale: 412,
+  precondition_required: 428,
+  too_large: 413,
+  unprocessable: 422,
+  bad_request: 400,
+};
 
-export const notFound = (what: string, id: string) => new ApiError(404, 'not_found', `${what} ${id} was not found`);
-export const conflict = (code: string, detail: string) => new ApiError(409, code, detail);
-export const forbidden = (detail: string) => new ApiError(403, 'forbidden', detail);
-export const invalid = (loc: (string | number)[], msg: string, type = 'value_error') => new ValidationFailure([{ loc, msg, type }]);
+/** A strong entity tag for a version tag or checksum. */
+export const entityTag = (value: string) => `"${value}"`;
+
+/** The HTTP answer to a domain refusal. */
+export function httpErrorOf(error: DomainError): ApiError {
+  const headers: Record<string, string> = {};
+  if (error.kind === 'unauthenticated') headers['WWW-Authenticate'] = 'Bearer';
+  if (error.current !== undefined) headers.ETag = entityTag(error.current);
+  return new ApiError(STATUS_BY_KIND[error.kind], error.code, error.detail, headers);
+}
 
 /** zod issues -> the spec's validation items, `loc` starting with where the value came from. */
 export function zodIssuesToItems(where: 'body' | 'query' | 'path', issues: z.core.$ZodIssue[]): ValidationItem[] {
@@ -36,4 +51,16 @@ export function zodIssuesToItems(where: 'body' | 'query' | 'path', issues: z.cor
       type: missing ? 'missing' : issue.code,
     };
   });
+}
+
+/**
+ * The values an `If-Match` or `If-None-Match` header names: `*`, or entity tags without quotes or
+ * `W/` (a weak tag compares like a strong one here). None when the header is absent.
+ */
+export function entityTags(header: string | string[] | undefined): string[] {
+  if (header === undefined) return [];
+  return (Array.isArray(header) ? header.join(',') : header)
+    .split(',')
+    .map((t) => t.trim().replace(/^W\//, '').replace(/^"|"$/g, ''))
+    .filter(Boolean);
 }

@@ -6,7 +6,8 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Db } from './store/db.js';
-import { ApiError, invalid } from './errors.js';
+import { ApiError } from './errors.js';
+import { conflict, invalid } from './domain/errors.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** How long a stored response answers retries. */
@@ -77,7 +78,7 @@ export async function claimIdempotencyKey(db: Db, scope: IdempotencyScope): Prom
     }
     if (existing.status !== null && existing.response !== null) return { kind: 'replay', status: existing.status, body: existing.response };
     if (Date.now() > deadline) {
-      throw new ApiError(409, 'idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry later');
+      throw conflict('idempotency_key_in_use', 'A request with this Idempotency-Key is still in progress; retry later');
     }
     await sleep(POLL_MS);
   }
@@ -103,4 +104,13 @@ export async function releaseIdempotencyKey(db: Db, scope: IdempotencyScope): Pr
     .where('idempotency_key', '=', scope.key)
     .where('status', 'is', null)
     .execute();
+}
+
+/** Deletes records past the TTL (they no longer answer retries); returns how many went. */
+export async function sweepIdempotencyRecords(db: Db): Promise<number> {
+  const result = await db
+    .deleteFrom('idempotency_records')
+    .where('created_at', '<', sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

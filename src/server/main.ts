@@ -7,6 +7,7 @@ import { openStore, type Engine, type Store } from './store/db.js';
 import { sweepDraining } from './domain/events.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
 import { sweepBlobs } from './domain/filesystems.js';
+import { sweepIdempotencyRecords } from './idempotency.js';
 import { markReplicaGone } from './domain/registration.js';
 import { openBlobStore, type BlobStore } from './blobs/index.js';
 import type { RuntimeDriver, RuntimeName, VersionSpec } from './runtime/driver.js';
@@ -50,7 +51,10 @@ export interface ServerOptions {
   blobDir?: string;
   logger?: boolean | object;
   config?: Partial<ServiceConfig>;
-  /** The delivery dispatcher; the retry budget defaults to AGENTCTL_DELIVERY_RETRY_BUDGET_MS, else 10 minutes. */
+  /**
+   * The delivery dispatcher; the retry budget defaults to AGENTCTL_DELIVERY_RETRY_BUDGET_MS, else 10
+   * minutes, and the completion lease to AGENTCTL_DELIVERY_LEASE_MS, else 5 minutes.
+   */
   delivery?: DispatcherOptions;
   /** What runs deployed versions (default AGENTCTL_RUNTIME, else `local`); `none`: a person or CI registers them. */
   runtime?: RuntimeName;
@@ -96,10 +100,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const sweep = setInterval(() => void sweepDraining(store.db).catch(() => {}), SWEEP_INTERVAL_MS);
     sweep.unref();
     const budget = process.env.AGENTCTL_DELIVERY_RETRY_BUDGET_MS;
-    const blobSweep = setInterval(() => void sweepBlobs(store.db, blobs!).catch(() => {}), BLOB_SWEEP_INTERVAL_MS);
+    const lease = process.env.AGENTCTL_DELIVERY_LEASE_MS;
+    // Hourly housekeeping: unreferenced blobs, and idempotency records past their TTL.
+    const blobSweep = setInterval(() => {
+      void sweepBlobs(store.db, blobs!).catch(() => {});
+      void sweepIdempotencyRecords(store.db).catch(() => {});
+    }, BLOB_SWEEP_INTERVAL_MS);
     blobSweep.unref();
     dispatcher = await startDispatcher(store, {
       ...(budget ? { retryBudgetMs: Number(budget) } : {}),
+      ...(lease ? { leaseMs: Number(lease) } : {}),
       log: (message) => app!.log.warn(message),
       ...options.delivery,
     });

@@ -125,6 +125,8 @@ describe('AgentServer delivery', () => {
       'end onCancel',
     ]);
     expect(ends(a)[0]!.workspace).toBe(path.join(dataRoot, 'tasks', 'task_a', 'workspace'));
+    // No lease was offered: the acknowledgement was the end of each delivery.
+    expect(fake.requests.filter((r) => r.path.startsWith('/deliveries/'))).toEqual([]);
   });
 
   it('runs 20 events that arrive while the task is busy one at a time, in delivery order', async () => {
@@ -175,6 +177,46 @@ describe('AgentServer delivery', () => {
     await deliver(port, 'task/cancel', { agent: agentRef, task: task('task_d') });
     await a.waitFor((l) => l.handler === 'onCancel' && l.phase === 'end');
     expect(a.lines.filter((l) => l.handler === 'onEvent' && l.phase === 'start')).toHaveLength(1);
+  });
+
+  it('takes an offered lease: acknowledges deferred, renews it while the handler runs, reports completion after it ends', async () => {
+    const a = start();
+    const port = await listening(a);
+    const ack = await deliver(port, 'event/send', { agent: agentRef, task: task('task_l'), event: event('evt_l', 'task_l', { sleep_ms: 2000 }), lease_ms: 1500 }, { id: '41' });
+    expect(ack).toEqual({ status: 200, body: { jsonrpc: '2.0', id: '41', result: { accepted: true, deferred: true } } });
+    const end = await a.waitFor((l) => l.phase === 'end' && l.event === 'evt_l');
+    while (!fake.requests.some((r) => r.path === '/deliveries/41/complete')) await new Promise((resolve) => setTimeout(resolve, 20));
+    const lease = fake.requests.filter((r) => r.path.startsWith('/deliveries/'));
+    // Renewed (every 500 ms) while the 2-second handler ran, then completed once, after its end.
+    expect(lease.slice(0, -1).every((r) => r.path === '/deliveries/41/renew')).toBe(true);
+    expect(lease.filter((r) => r.at_ms <= end.at_ms).length).toBeGreaterThanOrEqual(1);
+    expect(lease.at(-1)!.path).toBe('/deliveries/41/complete');
+    expect(lease.at(-1)!.at_ms).toBeGreaterThanOrEqual(end.at_ms);
+    expect(lease.every((r) => r.method === 'POST' && r.headers.authorization === 'Bearer agk_runtime_fake')).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(fake.requests.filter((r) => r.path.startsWith('/deliveries/')).length).toBe(lease.length);
+  });
+
+  it('reports completion of a handler that threw after reporting the error', async () => {
+    const a = start();
+    const port = await listening(a);
+    await deliver(port, 'event/send', { agent: agentRef, task: task('task_x'), event: event('evt_x', 'task_x', { throw: 'no' }), lease_ms: 60_000 }, { id: '42' });
+    while (!fake.requests.some((r) => r.path === '/deliveries/42/complete')) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(fake.requests.filter((r) => r.path === '/tasks/task_x/handler-errors' || r.path.startsWith('/deliveries/')).map((r) => r.path)).toEqual(['/tasks/task_x/handler-errors', '/deliveries/42/complete']);
+  });
+
+  it('a repeat of a leased delivery while its handler runs is acknowledged deferred and runs once; after completion, a repeat is simply acknowledged', async () => {
+    const a = start();
+    const port = await listening(a);
+    const params = { agent: agentRef, task: task('task_r2'), event: event('evt_r2', 'task_r2', { sleep_ms: 500 }), lease_ms: 60_000 };
+    expect((await deliver(port, 'event/send', params, { id: '43' })).body.result).toEqual({ accepted: true, deferred: true });
+    expect((await deliver(port, 'event/send', params, { id: '43' })).body.result).toEqual({ accepted: true, deferred: true });
+    while (!fake.requests.some((r) => r.path === '/deliveries/43/complete')) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Its completion report was lost, say: the platform sends it again when the lease runs out.
+    expect((await deliver(port, 'event/send', params, { id: '43' })).body.result).toEqual({ accepted: true });
+    expect(a.lines.filter((l) => l.handler === 'onEvent' && l.phase === 'start')).toHaveLength(1);
+    expect(fake.requests.filter((r) => r.path === '/deliveries/43/complete')).toHaveLength(1);
   });
 
   it('refuses a forged signature with a JSON-RPC 401 and runs nothing', async () => {

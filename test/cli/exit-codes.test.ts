@@ -65,7 +65,7 @@ describe.each(engines)('agentctl exit codes (%s)', (engine) => {
   test('422: a value the server rejects exits 2 with the field named', async () => {
     const result = await runCli(['namespaces', 'create', 'Not_A_Slug!'], { env });
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('Invalid request: body.slug:');
+    expect(result.stderr).toContain('Invalid request: SLUG:');
     expect(result.stderr).toContain('try:  agentctl namespaces create --help');
 
     const json = await runCli(['namespaces', 'create', 'Not_A_Slug!', '--json'], { env });

@@ -181,8 +181,10 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
     expect(result.code).toBe(0);
     expect(result.stderr).toBe('');
     const created = parse('createKey', result.stdout);
-    expect(created.api_key).toMatchObject({ name: 'reader', sharing_group_ids: [group.body.id], expires_at: null });
+    expect(created.api_key).toMatchObject({ name: 'reader', sharing_group_ids: [group.body.id] });
     expect(created.key).toMatch(/^agk_/);
+    // No --expires: the wizard's default, 90 days.
+    expect(Math.round((Date.parse(created.api_key.expires_at) - Date.now()) / 86_400_000)).toBe(90);
   });
 
   test('keys list, get, rotate and revoke', async () => {
@@ -297,7 +299,8 @@ describe.each(engines)('agentctl auth and config (%s)', (engine) => {
     expect(listed.stdout).toBe('\ta\thttps://a.example.com\t\n*\tb\thttps://b.example.com\t\n');
     const missing = await runCli(['config', 'use', 'nope'], { env: bare() });
     expect(missing.code).toBe(3);
-    expect(missing.stderr).toContain('agentctl config set base_url <url> --profile nope');
+    expect(missing.stderr).toContain('error: No profile named "nope"; the profiles are: a, b\n');
+    expect(missing.stderr).toContain('try:  agentctl auth login --profile nope');
   });
 
   test('config get api_key shows a prefix unless --reveal', async () => {

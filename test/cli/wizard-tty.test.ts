@@ -1,56 +1,9 @@
-import path from 'node:path';
-import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { openTestService, type TestService } from '../support/service.js';
 import { deployActive, tempDir } from './support.js';
+import { ENTRY, hasTmux, Terminal } from './terminal.js';
 
-const hasTmux = await execa('tmux', ['-V'], { reject: false }).then((r) => r.exitCode === 0, () => false);
 if (!hasTmux) console.warn('SKIPPED: the key wizard pseudo-terminal test needs tmux (apt-get install -y tmux)');
-
-const ENTRY = path.resolve('src/cli/main.ts');
-
-/** One tmux session running a command in a real pseudo-terminal. */
-class Terminal {
-  constructor(readonly session: string) {}
-
-  static async start(command: string): Promise<Terminal> {
-    const session = `agentctl-wizard-${process.pid}-${Date.now()}`;
-    await execa('tmux', ['new-session', '-d', '-s', session, '-x', '160', '-y', '50', command]);
-    // Keep the pane after the command exits, so its last output can still be read.
-    await execa('tmux', ['set-option', '-t', session, 'remain-on-exit', 'on']);
-    return new Terminal(session);
-  }
-
-  async screen(): Promise<string> {
-    return (await execa('tmux', ['capture-pane', '-p', '-J', '-S', '-', '-t', this.session])).stdout;
-  }
-
-  /** Waits until the screen shows `text`, then returns the screen. */
-  async waitFor(text: string | RegExp, seconds = 30): Promise<string> {
-    const deadline = Date.now() + seconds * 1000;
-    for (;;) {
-      const screen = await this.screen();
-      if (typeof text === 'string' ? screen.includes(text) : text.test(screen)) return screen;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${text}; screen:\n${screen}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-
-  async keys(...keys: string[]): Promise<void> {
-    for (const key of keys) {
-      await execa('tmux', ['send-keys', '-t', this.session, key]);
-      await new Promise((r) => setTimeout(r, 80));
-    }
-  }
-
-  async type(text: string): Promise<void> {
-    await execa('tmux', ['send-keys', '-t', this.session, '-l', text]);
-  }
-
-  async close(): Promise<void> {
-    await execa('tmux', ['kill-session', '-t', this.session], { reject: false });
-  }
-}
 
 describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal', () => {
   let svc: TestService;
@@ -66,6 +19,7 @@ describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal
   test('preset, scopes, groups and review create a key whose secret is printed once', async () => {
     const { agentId } = await deployActive(svc, 'default/bot');
     const group = (await svc.api('POST', '/groups', { body: { name: 'platform' } })).body;
+    await svc.api('PUT', `/groups/${group.id}/members/${(await svc.api('GET', '/whoami')).body.id}`);
     const namespaceId = (await svc.api('GET', '/namespaces')).body.namespaces[0].id;
     const env = [`AGENTCTL_CONFIG_DIR=${scratch.dir}`, `AGENTCTL_BASE_URL=${svc.url}`, `AGENTCTL_API_KEY=${svc.adminKey}`, 'NO_COLOR=1'].join(' ');
     const terminal = await Terminal.start(`env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} keys create; echo "EXIT=$?"`);
@@ -77,22 +31,39 @@ describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal
       await terminal.keys('Space', 'Enter'); // default
       await terminal.waitFor('which agents get editor?');
       await terminal.keys('Space', 'Enter'); // default/bot
-      await terminal.waitFor(`Scopes: namespace:${namespaceId}:admin, agent:${agentId}:editor`);
+      const scopes = await terminal.waitFor(`Scopes: namespace:${namespaceId}:admin, agent:${agentId}:editor`);
+      // Nothing of the preset's third type is visible: the step says why it did not ask.
+      expect(scopes).toContain("Step 2 of 4 · Scopes: no project is visible to this key, so the preset's project:editor is left out");
       await terminal.keys('Enter'); // Done
       await terminal.waitFor('Step 3 of 4 · Sharing groups');
+      await terminal.waitFor('platform (1 member)');
       await terminal.keys('Space', 'Enter'); // platform
       await terminal.waitFor('Step 4 of 4 · Key name');
       await terminal.type('wizard-key');
       await terminal.keys('Enter');
       await terminal.waitFor('Description (optional)');
       await terminal.keys('Enter');
-      await terminal.waitFor('Expires');
+      await terminal.waitFor('In 90d (the default)');
       await terminal.keys('Enter'); // the default, 90 days
       const review = await terminal.waitFor('Create this key?');
       expect(review).toMatch(/Name\s+wizard-key/);
-      expect(review).toMatch(new RegExp(`namespace\\s+${namespaceId}\\s+admin`));
-      expect(review).toMatch(new RegExp(`agent\\s+${agentId}\\s+editor`));
+      expect(review).toMatch(/Expires\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC \(in 90 days\)/);
+      // The review names what the pick lists named: the namespace by slug, the agent as ns/name, the group by name.
+      expect(review).toMatch(/Sharing groups\s+platform\n/);
+      expect(review).toMatch(/namespace\s+default\s+admin/);
+      expect(review).toMatch(/agent\s+default\/bot\s+editor/);
+      expect(review.slice(review.indexOf('Review'))).not.toContain(agentId);
+      // Answered prompts carry the CLI's one success mark.
+      expect(review).toContain('✓ Step 1 of 4 · Preset');
+      expect(review).not.toContain('✔');
+      // Back to step 4 from the review: the name typed before is the default.
+      await terminal.keys('Down', 'Enter');
+      await terminal.waitFor(/Step 4 of 4 · Key name \(wizard-key\)/);
       await terminal.keys('Enter');
+      await terminal.keys('Enter'); // description
+      await terminal.keys('Up', 'Enter'); // 30 days instead
+      await terminal.waitFor(/Expires\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC \(in 30 days\)/);
+      await terminal.keys('Enter'); // Yes, create it
       const done = await terminal.waitFor('EXIT=');
       expect(done).toContain('EXIT=0');
       const secrets = done.match(/agk_[0-9A-Za-z]{49}/g) ?? [];
@@ -101,6 +72,8 @@ describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal
       const whoami = await svc.api('GET', '/whoami', { key: secrets[0] });
       expect(whoami.status).toBe(200);
       expect(whoami.body).toMatchObject({ name: 'wizard-key', sharing_group_ids: [group.id] });
+      expect(Math.round((Date.parse(whoami.body.expires_at) - Date.now()) / 86_400_000)).toBe(30);
+      expect(done).toMatch(/Created key wizard-key \(key_\w+\); it expires \d{4}-\d\d-\d\d \d\d:\d\d UTC \(in 30 days\)/);
       expect(whoami.body.scopes).toEqual([
         { resource_type: 'namespace', resource_id: namespaceId, role: 'admin' },
         { resource_type: 'agent', resource_id: agentId, role: 'editor' },
@@ -118,7 +91,7 @@ describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal
     const terminal = await Terminal.start(`env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} tasks migrate --from ${v1.versionId} --to-latest; echo "EXIT=$?"`);
     try {
       const plan = await terminal.waitFor('Move 1 task(s)?');
-      expect(plan).toContain(`Plan: move 1 task(s) on branch ${v1.branchId} from ${v1.versionId} to ${v2.versionId}`);
+      expect(plan).toContain(`Plan: move 1 task(s) on branch main from v1 to v2`);
       expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v1.versionId);
       await terminal.type('y');
       await terminal.keys('Enter');

@@ -97,7 +97,7 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
     const k = await nsAdminKey('gone');
     await svc.api('DELETE', `/api_keys/${k.api_key.id}`);
     const revoked = await svc.api('PUT', `/groups/${group.body.id}/members/${k.api_key.id}`);
-    expect([revoked.status, revoked.body]).toEqual([409, { detail: `API key ${k.api_key.id} has been revoked`, code: 'key_revoked' }]);
+    expect([revoked.status, revoked.body]).toEqual([409, { detail: `API key gone (${k.api_key.id}) has been revoked`, code: 'key_revoked' }]);
   });
 
   test('DELETE /groups/{id} removes the group and its memberships', async () => {

@@ -1,3 +1,4 @@
+import { PRESETS } from '../../src/contract/presets.js';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { engines, openTestService, type ApiResponse, type TestService } from '../support/service.js';
 
@@ -196,7 +197,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
   test('a revoked key cannot be rotated or changed (409 key_revoked)', async () => {
     const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] });
     await svc.api('DELETE', `/api_keys/${created.body.api_key.id}`);
-    const detail = `API key ${created.body.api_key.id} has been revoked`;
+    const detail = `API key ci (${created.body.api_key.id}) has been revoked`;
     expect((await svc.api('POST', `/api_keys/${created.body.api_key.id}/rotate`)).body).toEqual({ detail, code: 'key_revoked' });
     const patch = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}`, { body: { scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } });
     expect([patch.status, patch.body]).toEqual([409, { detail, code: 'key_revoked' }]);
@@ -204,7 +205,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
 
   test('the org keeps at least one org-admin key (409 last_org_admin)', async () => {
     const me = await svc.api('GET', '/whoami');
-    const detail = `API key ${me.body.id} is the org's last org-admin key; create another org-admin key first`;
+    const detail = `API key bootstrap (${me.body.id}) is the org's last org-admin key; create another org-admin key first`;
     const revoke = await svc.api('DELETE', `/api_keys/${me.body.id}`);
     expect([revoke.status, revoke.body]).toEqual([409, { detail, code: 'last_org_admin' }]);
     const demote = await svc.api('PATCH', `/api_keys/${me.body.id}`, { body: { scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } });
@@ -217,23 +218,15 @@ describe.each(engines)('API keys (%s)', (engine) => {
   test('GET /api_keys/presets: the spec’s four presets, for any valid key', async () => {
     const res = await svc.api('GET', '/api_keys/presets', { key: await memberKey() });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({
-      presets: [
-        {
-          id: 'deploy',
-          name: 'Deploy',
-          use: 'CI/CD and deployments',
-          scopes: [
-            { resource_type: 'namespace', role: 'admin' },
-            { resource_type: 'agent', role: 'editor' },
-            { resource_type: 'project', role: 'editor' },
-          ],
-        },
-        { id: 'read-only', name: 'Read-Only', use: 'Monitoring, dashboards', scopes: [{ resource_type: 'agent', role: 'viewer' }, { resource_type: 'project', role: 'viewer' }] },
-        { id: 'agent-runner', name: 'Agent Runner', use: 'Run tasks, manage files', scopes: [{ resource_type: 'agent', role: 'viewer' }, { resource_type: 'project', role: 'editor' }] },
-        { id: 'custom', name: 'Custom', use: 'Manual scope configuration', scopes: [] },
-      ],
-    });
+    expect(res.body).toEqual({ presets: PRESETS });
+    expect(res.body.presets.map((p: { id: string; name: string; use: string; scopes: { resource_type: string; role: string }[] }) => [p.id, p.name, p.use, p.scopes.map((s) => `${s.resource_type}:${s.role}`)])).toEqual([
+      ['deploy', 'Deploy', 'CI/CD and deployments', ['namespace:admin', 'agent:editor', 'project:editor']],
+      ['read-only', 'Read-Only', 'Monitoring, dashboards', ['agent:viewer', 'project:viewer']],
+      ['agent-runner', 'Agent Runner', 'Run tasks, manage files', ['agent:viewer', 'project:editor']],
+      ['custom', 'Custom', 'Manual scope configuration', []],
+    ]);
+    // The spec's role table: an agent viewer may run tasks, and the Read-Only preset says so.
+    expect(res.body.presets[1].description).toContain('agent viewers can also run tasks');
     expect((await svc.api('GET', '/api_keys/presets', { key: null })).status).toBe(401);
   });
 

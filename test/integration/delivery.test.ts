@@ -8,8 +8,10 @@ import { startAgent, stopAgents, type TestAgent } from '../support/agents.js';
 import { readSse } from '../support/sse.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/server/delivery/dispatcher.js';
 import { markReplicaGone } from '../../src/server/domain/registration.js';
+import { REPLICA_GONE_REASON } from '../../src/server/domain/deliveries.js';
 import { buildApp } from '../../src/server/app.js';
 import { openStore } from '../../src/server/store/db.js';
+import { sql } from 'kysely';
 
 /** Short delays so retries happen within a test; the budget is long unless a test sets it. */
 const FAST: DispatcherOptions = { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 };
@@ -20,6 +22,23 @@ const methods = (agent: TestAgent) =>
 
 const deliveriesOf = async (svc: TestService, taskId: string) =>
   svc.store.db.selectFrom('deliveries').select(['method', 'status', 'attempts']).where('task_id', '=', taskId).orderBy('id').execute();
+
+/** The agent calls the service with its own runtime key (test/fixtures/delivery/agent.mjs `/test/call`). */
+async function asAgent(agent: TestAgent, method: string, path: string): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${agent.acpUrl}/test/call`, { method: 'POST', body: JSON.stringify({ method, path }) });
+  return (await res.json()) as { status: number; body: any };
+}
+
+/** Polls until `probe` holds (delivery states change in the background). */
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const statusesOf = async (svc: TestService, taskId: string) => (await deliveriesOf(svc, taskId)).map((d) => d.status);
 
 /** The task's deliveries once none is open any more (the agent may answer before the row is marked done). */
 async function settledDeliveries(svc: TestService, taskId: string) {
@@ -222,6 +241,135 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     const stream = await readSse(svc, `/tasks/${task.id}/stream`, { key: svc.adminKey });
     expect(stream.ended).toBe(true);
     expect(stream.frames.at(-1)).toMatchObject({ event: 'task', data: { status: 'FAILED', status_reason: current.status_reason } });
+  });
+
+  test('an agent that takes the completion lease holds the task’s next delivery until it reports completion with its runtime key', async () => {
+    const v1 = await deploy(svc);
+    const agent = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    dispatcher = await startDispatcher(svc.store, { ...FAST, leaseMs: 60_000 });
+    const task = await createTask(svc);
+    await sendEvent(task.id, 'one');
+    await agent.waitFor(() => agent.received().length === 1);
+    const [create] = agent.received();
+    expect(create.params.lease_ms).toBe(60_000);
+    await until('task/create leased', async () => (await statusesOf(svc, task.id))[0] === 'leased');
+    // The event waits behind the leased task/create: one in flight per task.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(methods(agent)).toEqual(['task/create']);
+    expect(await statusesOf(svc, task.id)).toEqual(['leased', 'pending']);
+
+    // Renewing starts the lease over; the answer says until when.
+    const renewed = await asAgent(agent, 'POST', `/deliveries/${create.id}/renew`);
+    expect(renewed.status).toBe(200);
+    expect(renewed.body).toMatchObject({ id: create.id, task_id: task.id, method: 'task/create', status: 'leased', attempts: 1 });
+    expect(Date.parse(renewed.body.lease_expires_at) - Date.now()).toBeGreaterThan(50_000);
+
+    // Another agent's runtime key cannot see the delivery, let alone complete it.
+    const other = await deploy(svc, { agent_name: 'other-bot' });
+    const stranger = await startAgent(svc, other.version_id);
+    expect(await asAgent(stranger, 'POST', `/deliveries/${create.id}/complete`)).toEqual({ status: 404, body: { detail: `Delivery ${create.id} was not found`, code: 'not_found' } });
+    expect(await statusesOf(svc, task.id)).toEqual(['leased', 'pending']);
+
+    const completed = await asAgent(agent, 'POST', `/deliveries/${create.id}/complete`);
+    expect(completed).toEqual({ status: 200, body: { id: create.id, task_id: task.id, method: 'task/create', status: 'done', attempts: 1, lease_expires_at: null } });
+    await agent.waitFor(() => agent.received().length === 2);
+    expect(methods(agent)).toEqual(['task/create', 'event/send:one']);
+    // Completing again answers the same; a delivery not sent yet cannot be completed.
+    expect((await asAgent(agent, 'POST', `/deliveries/${create.id}/complete`)).body.status).toBe('done');
+    const event = await sendEvent(task.id, 'two');
+    const unsent = await svc.store.db.selectFrom('deliveries').select(sql<string>`id::text`.as('id')).where('event_id', '=', event.id).executeTakeFirstOrThrow();
+    expect(await asAgent(agent, 'POST', `/deliveries/${unsent.id}/complete`)).toEqual({ status: 409, body: { detail: `Delivery ${unsent.id} has not been sent to the agent yet`, code: 'delivery_not_sent' } });
+    expect((await asAgent(agent, 'POST', '/deliveries/not-a-number/complete')).status).toBe(422);
+  });
+
+  test('a lease that runs out unrenewed is delivered again, with the same id', async () => {
+    const v1 = await deploy(svc);
+    const agent = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    dispatcher = await startDispatcher(svc.store, { ...FAST, leaseMs: 1000 });
+    const task = await createTask(svc);
+    await agent.waitFor(() => agent.received().length === 2, 15_000);
+    const [first, again] = agent.received();
+    expect([first.method, again.method]).toEqual(['task/create', 'task/create']);
+    expect(again.id).toBe(first.id);
+    // Sent again and acknowledged again: leased again, and the agent's completion ends it.
+    await until('leased again', async () => (await statusesOf(svc, task.id))[0] === 'leased');
+    expect((await asAgent(agent, 'POST', `/deliveries/${first.id}/complete`)).body).toMatchObject({ status: 'done', attempts: 2 });
+  });
+
+  test('when the replica holding a lease goes, the delivery goes at once to the replica started after it', async () => {
+    const v1 = await deploy(svc);
+    const first = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    dispatcher = await startDispatcher(svc.store, FAST);
+    const task = await createTask(svc);
+    await sendEvent(task.id, 'one');
+    await first.waitFor(() => first.received().length === 1);
+    await until('task/create leased', async () => (await statusesOf(svc, task.id))[0] === 'leased');
+    await first.kill('SIGKILL');
+    // What the runtime does when the process exits: the 5-minute lease does not have to run out.
+    await markReplicaGone(svc.store.db, v1.version_id, first.acpUrl);
+    const released = await svc.store.db.selectFrom('deliveries').select(['status', 'last_error', 'leased_to']).where('task_id', '=', task.id).orderBy('id').executeTakeFirstOrThrow();
+    expect(released).toEqual({ status: 'pending', last_error: REPLICA_GONE_REASON, leased_to: null });
+    const second = await startAgent(svc, v1.version_id);
+    await second.waitFor(() => second.received().length === 2);
+    expect(methods(second)).toEqual(['task/create', 'event/send:one']);
+    expect(second.received()[0].id).toBe(first.received()[0].id);
+    expect((await settledDeliveries(svc, task.id)).map((d) => [d.method, d.status, d.attempts])).toEqual([
+      ['task/create', 'done', 2],
+      ['event/send', 'done', 1],
+    ]);
+  });
+
+  test('lost leases count against the retry budget: past it the task becomes FAILED, naming the cause', async () => {
+    const v1 = await deploy(svc);
+    const agent = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    dispatcher = await startDispatcher(svc.store, { ...FAST, leaseMs: 1000, retryBudgetMs: 1500 });
+    const task = await createTask(svc);
+    await until('FAILED', async () => (await svc.api('GET', `/tasks/${task.id}`)).body.status === 'FAILED', 20_000);
+    expect((await svc.api('GET', `/tasks/${task.id}`)).body.status_reason).toBe(
+      'Delivery failed: task/create could not be delivered to the agent within 1.5 seconds (the agent did not report its handler finished within the completion lease)',
+    );
+    expect(await statusesOf(svc, task.id)).toEqual(['failed']);
+    // The handler finishing now changes nothing.
+    const id = agent.received()[0].id;
+    expect(await asAgent(agent, 'POST', `/deliveries/${id}/renew`)).toEqual({ status: 409, body: { detail: `Delivery ${id} is no longer leased (failed): it failed`, code: 'lease_lost' } });
+    expect(await asAgent(agent, 'POST', `/deliveries/${id}/complete`)).toEqual({
+      status: 409,
+      body: { detail: `Delivery ${id} failed (the agent did not report its handler finished within the completion lease); there is nothing to complete`, code: 'delivery_failed' },
+    });
+  });
+
+  test('a cancel while a handler holds the lease: the task is CANCELED at once and task/cancel follows the completion', async () => {
+    const v1 = await deploy(svc);
+    const agent = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    dispatcher = await startDispatcher(svc.store, FAST);
+    const task = await createTask(svc);
+    await agent.waitFor(() => agent.received().length === 1);
+    const canceled = await svc.api('POST', `/tasks/${task.id}/cancel`);
+    expect([canceled.status, canceled.body.status]).toEqual([200, 'CANCELED']);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(methods(agent)).toEqual(['task/create']);
+    expect((await asAgent(agent, 'POST', `/deliveries/${agent.received()[0].id}/complete`)).status).toBe(200);
+    await agent.waitFor(() => agent.received().length === 2);
+    expect(methods(agent)).toEqual(['task/create', 'task/cancel']);
+  });
+
+  test('a task migrated while its handler holds the lease on v1: the old agent completes it, the next delivery reaches v2', async () => {
+    const v1 = await deploy(svc, { are_tasks_sticky: true });
+    const old = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    dispatcher = await startDispatcher(svc.store, FAST);
+    const task = await createTask(svc);
+    await old.waitFor(() => old.received().length === 1);
+    const v2 = await deploy(svc, { are_tasks_sticky: true });
+    const next = await startAgent(svc, v2.version_id);
+    const migrated = await svc.api('POST', '/tasks/migrate', { body: { task_ids: [task.id], to_version_id: v2.version_id } });
+    expect(migrated.status, JSON.stringify(migrated.body)).toBe(200);
+    await sendEvent(task.id, 'after');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(next.received()).toEqual([]);
+    expect((await asAgent(old, 'POST', `/deliveries/${old.received()[0].id}/complete`)).status).toBe(200);
+    await next.waitFor(() => next.received().length === 1);
+    expect(methods(old)).toEqual(['task/create']);
+    expect(methods(next)).toEqual(['event/send:after']);
   });
 
   test.runIf(engine === 'postgres')('two server instances on one database: each delivery is made by exactly one of them', async () => {

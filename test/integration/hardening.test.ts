@@ -286,7 +286,7 @@ describe.each(engines)('hardening (%s)', (engine) => {
         SELECT 'task_cap' || lpad(g::text, 5, '0'), v.agent_id, v.branch_id, a.namespace_id, 'fs_cap' || g, 'RUNNING', v.id, v.id
         FROM generate_series(1, 10001) g, versions v JOIN agents a ON a.id = v.agent_id WHERE v.id = ${v1.version_id}`.execute(svc.store.db);
       const body = { from_version_id: v1.version_id, to_version_id: v2.version_id };
-      const detail = `Version ${v1.version_id} has 10001 RUNNING tasks; one request moves at most 10000. Page it: send "limit": 10000 and repeat the request until it moves no tasks.`;
+      const detail = `Version v1 (${v1.version_id}) has 10001 RUNNING tasks; one request moves at most 10000. Page it: send "limit": 10000 and repeat the request until it moves no tasks.`;
       expectError(await svc.api('POST', '/tasks/migrate', { body }), 409, 'migration_too_large', detail);
       expectError(await svc.api('POST', '/tasks/migrate', { body: { ...body, dry_run: true } }), 409, 'migration_too_large', detail);
       const onV1 = async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${v1.version_id}`.execute(svc.store.db)).rows[0].n;

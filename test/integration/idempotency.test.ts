@@ -4,6 +4,7 @@ import { engines, openTestService, type TestService } from '../support/service.j
 import { createTask, deployActive, nextHash, type Deployed } from '../support/fixtures.js';
 import { expectInvalid } from '../support/bad-input.js';
 import { scopedKey } from '../support/scoped-key.js';
+import { sweepIdempotencyRecords } from '../../src/server/idempotency.js';
 
 describe.each(engines)('Idempotency-Key (%s)', (engine) => {
   let svc: TestService;
@@ -115,6 +116,15 @@ describe.each(engines)('Idempotency-Key (%s)', (engine) => {
     const again = await post(`/tasks/${task.id}/events`, { content: 'x' }, 'old');
     expect(again.status).toBe(201);
     expect(again.body.id).not.toBe(first.body.id);
+  });
+
+  test('the hourly sweep deletes records past 24 hours and keeps younger ones', async () => {
+    await post(`/tasks/${task.id}/events`, { content: 'x' }, 'stale');
+    await post(`/tasks/${task.id}/events`, { content: 'x' }, 'fresh');
+    await sql`UPDATE idempotency_records SET created_at = now() - interval '25 hours' WHERE idempotency_key = 'stale'`.execute(svc.store.db);
+    expect(await sweepIdempotencyRecords(svc.store.db)).toBe(1);
+    const left = await sql<{ idempotency_key: string }>`SELECT idempotency_key FROM idempotency_records WHERE idempotency_key IN ('stale', 'fresh')`.execute(svc.store.db);
+    expect(left.rows.map((r) => r.idempotency_key)).toEqual(['fresh']);
   });
 
   test('an Idempotency-Key that is empty or too long is a 422 naming the header', async () => {

@@ -4,7 +4,7 @@ import { Version } from '../../src/contract/resources.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { createTask, createTasks, deploy, deployActive, nextHash, register } from '../support/fixtures.js';
 import { expectError, expectInvalid } from '../support/bad-input.js';
-import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE } from '../../src/contract/deploy-defaults.js';
+import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE } from '../../src/contract/enums.js';
 
 describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%s)', (engine) => {
   let svc: TestService;
@@ -199,7 +199,7 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
     test('an impossible transition is a 409', async () => {
       const v1 = await deployActive(svc);
       const res = await svc.api('POST', '/versions/register', { body: { version_id: v1.version_id, status: 'FAILED' } });
-      expect(res).toMatchObject({ status: 409, body: { code: 'invalid_transition', detail: `Version ${v1.version_id} is ACTIVE; it cannot become FAILED` } });
+      expect(res).toMatchObject({ status: 409, body: { code: 'invalid_transition', detail: `Version v1 (${v1.version_id}) is ACTIVE; it cannot become FAILED` } });
     });
 
     test('registering an unknown version is a 404', async () => {

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { engines, openTestService, type TestService } from '../support/service.js';
+import { buildApp, EndpointCoverageError } from '../../src/server/app.js';
+import { registerRoutes } from '../../src/server/routes/index.js';
+import type { RouteHost } from '../../src/server/route-host.js';
 
 describe.each(engines)('health, schema and authentication (%s)', (engine) => {
   let svc: TestService;
@@ -18,6 +21,34 @@ describe.each(engines)('health, schema and authentication (%s)', (engine) => {
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe('3.1.0');
     expect(res.body.paths['/tasks/migrate'].post.operationId).toBe('migrateTasks');
+  });
+
+  test('openapi.json documents the headers: If-Match and ETag, Idempotency-Key, Last-Event-ID and the event stream', async () => {
+    const { paths } = (await svc.api('GET', '/openapi.json', { key: null })).body;
+    const headerNames = (operation: { parameters: { in: string; name: string }[] }) => operation.parameters.filter((p) => p.in === 'header').map((p) => p.name);
+    expect(headerNames(paths['/states/{state_id}'].patch)).toEqual(['if-match']);
+    expect(Object.keys(paths['/states/{state_id}'].patch.responses['200'].headers)).toEqual(['ETag']);
+    expect(headerNames(paths['/tasks'].post)).toEqual(['Idempotency-Key']);
+    expect(headerNames(paths['/tasks/{task_id}/stream'].get)).toEqual(['Last-Event-ID']);
+    expect(Object.keys(paths['/tasks/{task_id}/stream'].get.responses['200'].content)).toEqual(['text/event-stream']);
+    expect(Object.keys(paths['/filesystems/{filesystem_id}/archive'].get.responses['200'].headers)).toEqual(['ETag']);
+  });
+
+  test('the app refuses to start when an endpoint of the contract has no handler', async () => {
+    const withoutWhoami = (host: RouteHost, service: Parameters<typeof registerRoutes>[1]) =>
+      registerRoutes({ handle: (name, handler) => (name === 'whoami' ? undefined : host.handle(name, handler)) }, service);
+    const refused = await buildApp({ store: svc.store, registerRoutes: withoutWhoami }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(EndpointCoverageError);
+    expect((refused as Error).message).toBe('No handler for endpoint(s) whoami: add one in src/server/routes');
+  });
+
+  test('the app refuses to start when an endpoint gets two handlers', async () => {
+    const twice = (host: RouteHost, service: Parameters<typeof registerRoutes>[1]) => {
+      registerRoutes(host, service);
+      host.handle('whoami', async () => ({}) as never);
+    };
+    const refused = await buildApp({ store: svc.store, registerRoutes: twice }).catch((error: unknown) => error);
+    expect((refused as Error).message).toBe('Endpoint whoami has two handlers');
   });
 
   test('a request without a key is 401 with WWW-Authenticate: Bearer', async () => {

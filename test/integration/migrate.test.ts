@@ -80,10 +80,10 @@ describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
     expect(after.updated_at > tasks[0].updated_at).toBe(true);
   });
 
-  test('the response is the spec’s shape: branch_id, from_version_id, to_version, tasks', async () => {
+  test('the response is the spec’s shape (branch_id, from_version_id, to_version, tasks) and says whether it was a dry run', async () => {
     const { v1, v2, tasks } = await twoVersions(1);
     const res = await migrate({ from_version_id: v1.version_id, to_latest: true });
-    expect(Object.keys(res.body).sort()).toEqual(['branch_id', 'from_version_id', 'tasks', 'to_version']);
+    expect(Object.keys(res.body).sort()).toEqual(['branch_id', 'dry_run', 'from_version_id', 'tasks', 'to_version']);
     const parsed = MigrateTasksResponse.parse(res.body);
     expect(parsed.to_version.id).toBe(v2.version_id);
     expect(parsed.tasks[0]).toEqual({ ...(await getTask(tasks[0].id)) });
@@ -219,6 +219,7 @@ describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
     const { v1, v2, tasks } = await twoVersions(3);
     const res = await migrate({ from_version_id: v1.version_id, to_latest: true, dry_run: true });
     expect(res.status).toBe(200);
+    expect(res.body.dry_run).toBe(true);
     expect(res.body.tasks).toHaveLength(3);
     expect(res.body.tasks.every((t: any) => t.current_version_id === v2.version_id)).toBe(true);
     for (const t of tasks) expect((await getTask(t.id)).current_version_id).toBe(v1.version_id);
@@ -228,7 +229,7 @@ describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
 
   test('a migration records a TASKS_MIGRATED event with source, target, count and ids', async () => {
     const { v1, v2, tasks } = await twoVersions(2);
-    await migrate({ from_version_id: v1.version_id, to_latest: true });
+    expect((await migrate({ from_version_id: v1.version_id, to_latest: true })).body.dry_run).toBe(false);
     const events = (await svc.api('GET', `/branches/${v1.branch_id}/events`)).body.events;
     const moved = events.filter((e: any) => e.type === 'TASKS_MIGRATED');
     expect(moved).toHaveLength(1);

@@ -112,7 +112,7 @@ describe.each(engines)('registration with a token, runtime keys (%s)', (engine) 
     const token = await tokenFor(v1.version_id);
     const res = await registerWith({ version_id: v1.version_id, registration_token: token });
     expect(res.status).toBe(409);
-    expect(res.body).toEqual({ detail: `Version ${v1.version_id} is RETIRED; its processes cannot register`, code: 'invalid_transition' });
+    expect(res.body).toEqual({ detail: `Version v1 (${v1.version_id}) is RETIRED; its processes cannot register`, code: 'invalid_transition' });
   });
 
   test('POST /versions/{id}/registration-tokens needs write on the agent and issues a token that registers', async () => {

@@ -43,7 +43,7 @@ describe.each(engines)('states (%s)', (engine) => {
 
     test('a second state for the same pair is 409 state_exists', async () => {
       await createFor({ a: 1 });
-      expectError(await create({ task_id: task.id, agent_id: agent.agent_id, state: {} }), 409, 'state_exists', `Task ${task.id} already has a state for agent ${agent.agent_id}`);
+      expectError(await create({ task_id: task.id, agent_id: agent.agent_id, state: {} }), 409, 'state_exists', `Task ${task.id} already has a state for agent support-bot (${agent.agent_id})`);
     });
 
     test('concurrent creates for one pair: exactly one succeeds, the rest are 409', async () => {

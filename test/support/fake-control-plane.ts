@@ -10,7 +10,7 @@ import { EMPTY_TREE_CHECKSUM, emptyArchive, readArchive } from '../../src/sync/i
  */
 export interface FakeControlPlane {
   url: string;
-  requests: { method: string; path: string; body: any; headers: IncomingMessage['headers'] }[];
+  requests: { method: string; path: string; body: any; headers: IncomingMessage['headers']; at_ms: number }[];
   /** Filesystem archives by fs id, as uploaded (the ADK syncs task workspaces with them). */
   archives: Map<string, { archive: Buffer; checksum: string; paths: string[] }>;
   /** What `POST /versions/register` answers: the runtime key, a refusal, or a 503 every time. */
@@ -38,7 +38,7 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
       if (archivePath) {
         const fsId = decodeURIComponent(archivePath[1]!);
         const stored = fake.archives.get(fsId) ?? { archive: emptyArchive(), checksum: EMPTY_TREE_CHECKSUM, paths: [] };
-        fake.requests.push({ method: req.method ?? '', path, body: undefined, headers: req.headers });
+        fake.requests.push({ method: req.method ?? '', path, body: undefined, headers: req.headers, at_ms: Date.now() });
         if (fsId.startsWith('fs_broken')) {
           res.writeHead(500, { 'content-type': 'application/json' });
           return res.end(JSON.stringify({ detail: 'The blob store is unavailable', code: 'internal_error' }));
@@ -60,7 +60,7 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
       }
       const text = Buffer.concat(chunks).toString('utf8');
       const body = text ? JSON.parse(text) : undefined;
-      fake.requests.push({ method: req.method ?? '', path, body, headers: req.headers });
+      fake.requests.push({ method: req.method ?? '', path, body, headers: req.headers, at_ms: Date.now() });
       const send = (status: number, payload: unknown) => {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(payload));
@@ -94,6 +94,12 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
           created_at: now(),
           updated_at: now(),
         });
+      }
+      // The completion lease: every delivery is known and leased until completed.
+      const lease = /^\/deliveries\/([^/]+)\/(complete|renew)$/.exec(path);
+      if (req.method === 'POST' && lease) {
+        const done = lease[2] === 'complete';
+        return send(200, { id: lease[1], task_id: 'task_fake', method: 'event/send', status: done ? 'done' : 'leased', attempts: 1, lease_expires_at: done ? null : now() });
       }
       send(404, { detail: `No route ${req.method} ${path}`, code: 'not_found' });
     });

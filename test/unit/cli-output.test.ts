@@ -4,7 +4,8 @@ import { exitCodeForStatus } from '../../src/cli/exit-codes.js';
 import { plainCell, relativeTime, humanCell } from '../../src/cli/output/format.js';
 import { renderView } from '../../src/cli/output/render.js';
 import { table, record } from '../../src/cli/output/view.js';
-import { parseExpires, parseScopeFlag } from '../../src/cli/prompts/key-wizard.js';
+import { parseExpires } from '../../src/cli/key-expiry.js';
+import { parseScopeFlag } from '../../src/cli/prompts/key-wizard.js';
 import { ConfigStore, resolveCredentials, DEFAULT_BASE_URL } from '../../src/cli/config.js';
 import { redactJson, redactText } from '../../src/client/redact.js';
 import { tempDir } from '../cli/support.js';
@@ -64,7 +65,7 @@ describe('--expires and --scope', () => {
     expect(() => parseExpires('soon', now)).toThrow('is not a duration');
   });
   test('a role-less scope takes the preset’s role for its type', () => {
-    const deploy = { id: 'deploy' as const, name: 'Deploy', use: '', scopes: [{ resource_type: 'agent' as const, role: 'editor' as const }] };
+    const deploy = { id: 'deploy' as const, name: 'Deploy', use: '', description: '', scopes: [{ resource_type: 'agent' as const, role: 'editor' as const }] };
     expect(parseScopeFlag('agent:default/bot', deploy)).toEqual({ resource_type: 'agent', resource: 'default/bot', role: 'editor' });
     expect(parseScopeFlag('agent:agt_1:viewer', deploy)).toEqual({ resource_type: 'agent', resource: 'agt_1', role: 'viewer' });
     expect(() => parseScopeFlag('project:prj_1', deploy)).toThrow('has no role');

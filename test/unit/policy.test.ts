@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import { ROLES_BY_RESOURCE_TYPE, type ResourceType } from '../../src/contract/common.js';
 import { PERMISSIONS, Permissions } from '../../src/server/auth/policy.js';
-import { ApiError } from '../../src/server/errors.js';
+import { ApiError, httpErrorOf } from '../../src/server/errors.js';
+import { DomainError } from '../../src/server/domain/errors.js';
 import { ALL, ORG, expected, resources, storedGrant, type ResourceName } from './policy-matrix.js';
 
 /**
@@ -68,7 +69,9 @@ describe('require: 404 when undiscoverable, 403 when visible but not allowed', (
     try {
       fn();
     } catch (error) {
-      return error as ApiError;
+      // The domain refuses; the HTTP edge decides the status: check both together.
+      expect(error).toBeInstanceOf(DomainError);
+      return httpErrorOf(error as DomainError);
     }
     return undefined;
   };

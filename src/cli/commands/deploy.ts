@@ -6,8 +6,9 @@ import { versionRecord } from '../output/resources.js';
 import { record } from '../output/view.js';
 import { parseAgentPath, requireAgentOption } from '../refs.js';
 import { waitForVersion } from '../wait.js';
-import { DEFAULT_ACP_TYPE } from '../../contract/deploy-defaults.js';
+import { DEFAULT_ACP_TYPE } from '../../contract/enums.js';
 import { gitRoot, readAgentProject, uploadSource } from '../source-upload.js';
+import { agentctl } from '../shell.js';
 
 const deploy: Handler = async (ctx, _args, options) => {
   const git = await readGit(ctx.io.cwd);
@@ -17,7 +18,7 @@ const deploy: Handler = async (ctx, _args, options) => {
   const agent = parseAgentPath(requireAgentOption(options.agent ?? project?.agent, 'agentctl deploy'));
   const agentName = `${agent.namespace_slug}/${agent.agent_name}`;
   if (git.dirty && !options.allowDirty) {
-    throw usageError('The work tree has uncommitted changes', 'Commit them, or pass --allow-dirty to deploy anyway (the version is marked dirty).', `agentctl deploy --agent ${agentName}${options.image ? ` --image ${options.image}` : ''} --allow-dirty`);
+    throw usageError('The work tree has uncommitted changes', 'Commit them, or pass --allow-dirty to deploy anyway (the version is marked dirty).', agentctl('deploy', '--agent', agentName, ...(options.image ? ['--image', options.image] : []), ...(options.branch ? ['--branch', options.branch] : []), '--allow-dirty'));
   }
   const branch = options.branch ?? git.branch;
   if (!branch) throw usageError('HEAD is detached, so there is no branch to deploy to', 'Pass --branch <name>.');
@@ -46,15 +47,17 @@ const deploy: Handler = async (ctx, _args, options) => {
   if (data.tasks_migrated) ctx.info(`${data.tasks_migrated} running task(s) moved to ${data.version_id}`);
   if (options.detach || data.version_status !== 'DEPLOYING') {
     ctx.success(`${data.message} (${data.version_id}, ${data.version_status})`);
-    if (options.detach) ctx.info(`Follow it with: agentctl versions get ${data.version_id} (it turns ACTIVE when its runtime reports ready: agentctl versions register ${data.version_id})`);
+    if (options.detach) ctx.info(`Follow it with: ${agentctl('versions', 'get', data.version_id)} (it turns ACTIVE when its runtime reports ready: ${agentctl('versions', 'register', data.version_id)})`);
     return {
       json: raw,
       view: record([
         ['Version', `v${data.version_number}`],
         ['ID', data.version_id],
         ['Status', data.version_status, 'status'],
-        ['Agent', data.agent_id],
-        ['Branch', data.branch_id],
+        ['Agent', agentName],
+        ['Agent ID', data.agent_id, 'text', 'wide'],
+        ['Branch', branch],
+        ['Branch ID', data.branch_id, 'text', 'wide'],
         ['Tasks moved', data.tasks_migrated],
       ]),
     };

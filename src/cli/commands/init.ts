@@ -8,6 +8,7 @@ import type { Handler } from '../command.js';
 import { CliError, usageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { record } from '../output/view.js';
+import { shellCommand } from '../shell.js';
 
 /** `agentctl init [DIR]`: a new agent project on the ADK that typechecks, runs and deploys as written. */
 const init: Handler = async (ctx, args, options) => {
@@ -42,7 +43,7 @@ const init: Handler = async (ctx, args, options) => {
   }
   const committed = options.git === false ? false : await commitFirst(dir);
   ctx.success(`Created ${project.agent} in ${dir}`);
-  ctx.info(`Next: cd ${path.relative(ctx.io.cwd, dir) || '.'} && agentctl deploy`);
+  ctx.info(`Next: ${shellCommand('cd', path.relative(ctx.io.cwd, dir) || '.')} && agentctl deploy`);
   return {
     json: { directory: dir, agent: project.agent, acp_type: project.acp_type, files: [...Object.keys(files), 'node_modules/agentctl'], git_commit: committed || null },
     view: record([

@@ -6,6 +6,7 @@ import type { CommandContext } from '../context.js';
 import { CliError, usageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { requireAgentOption, resolveBranch, resolveVersionId } from '../refs.js';
+import { agentctl } from '../shell.js';
 
 /** `10m`, `2h`, `30s`, `1d`, or an ISO 8601 time: the instant logs start from. */
 export function parseSince(value: string, now = Date.now()): string {
@@ -83,7 +84,7 @@ async function sourcesOf(ctx: CommandContext, client: Client, versionRef: string
   const branch = await resolveBranch(client, options.branch ?? 'main', agent, 'agentctl logs');
   const { versions } = await client.listBranchVersions({ params: { branch_id: branch.id }, query: { limit: 100 } });
   if (versions.length === 0) {
-    throw new CliError(`Branch ${branch.git_branch} of ${agent} has no versions`, { exitCode: ExitCode.notFound, code: 'not_found', next: `agentctl deploy --agent ${agent}` });
+    throw new CliError(`Branch ${branch.git_branch} of ${agent} has no versions`, { exitCode: ExitCode.notFound, code: 'not_found', next: agentctl('deploy', '--agent', agent) });
   }
   // Newest first from the API; numbered from the oldest, as people count them.
   const numbered = [...versions].reverse().map((v, index) => ({ versionId: v.id, label: `v${index + 1}`, status: v.status }));

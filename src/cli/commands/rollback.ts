@@ -2,19 +2,19 @@ import type { Handler } from '../command.js';
 import { needsFlag, usageError } from '../errors.js';
 import { record } from '../output/view.js';
 import { requireAgentOption, resolveBranch, resolveVersionId, shortHash } from '../refs.js';
-import { shellCommand } from '../shell.js';
+import { agentctl, shellCommand } from '../shell.js';
 import { waitForVersion } from '../wait.js';
 
 const rollback: Handler = async (ctx, _args, options) => {
   const agent = requireAgentOption(options.agent, 'agentctl rollback');
-  if (!options.branch) throw usageError('Missing --branch', 'Name the git branch to roll back.', `agentctl rollback --agent ${agent} --branch main`);
+  if (!options.branch) throw usageError('Missing --branch', 'Name the git branch to roll back.', agentctl('rollback', '--agent', agent, '--branch', 'main'));
   const client = await ctx.client();
   const branch = await resolveBranch(client, options.branch, agent, 'agentctl rollback');
   const targetId = options.to ? await resolveVersionId(client, options.to, agent, '--to') : null;
   const request = (dryRun: boolean) => client.request('rollbackBranch', { params: { branch_id: branch.id }, body: { target_version_id: targetId, dry_run: dryRun } });
 
   if (!ctx.globals.yes && !ctx.globals.json) {
-    if (!ctx.canPrompt()) throw needsFlag('--yes', 'Rolling back needs confirmation', `agentctl rollback --agent ${agent} --branch ${branch.git_branch}${options.to ? ` --to ${options.to}` : ''} --yes`);
+    if (!ctx.canPrompt()) throw needsFlag('--yes', 'Rolling back needs confirmation', agentctl('rollback', '--agent', agent, '--branch', branch.git_branch, ...(options.to ? ['--to', options.to] : []), '--yes'));
     const plan = (await request(true)).data;
     const t = plan.target_version;
     ctx.info(

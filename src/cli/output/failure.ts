@@ -2,6 +2,7 @@ import type { ChalkInstance } from 'chalk';
 import { ApiRequestError, NotServiceAnswerError, ResponseShapeError, UnreachableError } from '../../client/errors.js';
 import { CliError, InterruptedError } from '../errors.js';
 import { ExitCode, exitCodeForStatus } from '../exit-codes.js';
+import type { ConflictCode } from '../../contract/common.js';
 
 /** An error as the CLI reports it: one line, a hint, the next command; `--json` prints it as `{error}`. */
 export interface Failure {
@@ -15,32 +16,64 @@ export interface Failure {
   next?: string;
 }
 
-const CONFLICT_HINTS: Record<string, string> = {
-  no_routable_version: 'The branch has no ACTIVE or DEPLOYING version: deploy one first.',
-  image_expired: 'That version’s image is past its retention; pick a newer version.',
-  precondition_failed: 'The record changed since you read it: read it again, then retry with the new version.',
-  task_terminal: 'The task has ended (COMPLETED, FAILED, CANCELED, ...): it takes no more changes; create a new task instead.',
+/** What to do about each conflict the service can answer: one table, checked against the contract's list. */
+const CONFLICT_HINTS: Record<ConflictCode, string> = {
   ambiguous_version: 'Name the version by its number (vN) or give more characters of the hash.',
+  branch_has_tasks: 'Move its tasks first (agentctl tasks migrate), or pass --force to terminate them.',
+  branch_retired: 'The branch is retired: a deploy to it brings it back.',
+  branch_rule_conflict: 'A rule belongs to one environment: take it out of the other one first (agentctl envs update).',
+  cursor_backwards: 'The tracker only moves forward: name a later event.',
+  delivery_failed: 'That delivery failed with its task: there is nothing left to complete.',
+  delivery_not_sent: 'The delivery has not reached the agent yet: complete it after handling it.',
+  environment_exists: 'Pick another name, or change that environment with agentctl envs update.',
+  filesystem_in_use: 'A task or version still uses the filesystem: it stays while they do.',
+  group_exists: 'Group names are unique in the org: pick another (agentctl groups list shows them).',
+  idempotency_key_in_use: 'The same request is still running: retry when it has finished.',
+  image_expired: 'That version’s image is past its retention; pick a newer version.',
+  invalid_target: 'That version failed to deploy and cannot serve: pick another (agentctl versions list).',
+  invalid_transition: 'The version’s status does not allow this (agentctl versions get shows it).',
+  key_revoked: 'A revoked key stays revoked: create a new one (agentctl keys create).',
+  last_org_admin: 'The org keeps one usable org-admin key: create another org-admin key first.',
+  lease_lost: 'The lease ran out before this renewal: the delivery will be sent again, so the handler need not finish it.',
+  migration_too_large: 'One request moves at most 10,000 tasks: move them in groups with --task ID (up to 1,000 each).',
+  namespace_exists: 'Slugs are unique in the org: pick another (agentctl namespaces list shows them).',
+  no_rollback_target: 'No earlier version can serve again: deploy the commit you want instead.',
+  no_routable_version: 'The branch has no ACTIVE or DEPLOYING version: deploy one first.',
+  no_runtime: 'This server runs no agents (--runtime none): read their output where they run.',
+  nothing_to_roll_back: 'The branch serves no version yet: deploy one first.',
+  precondition_failed: 'The record changed since you read it: read it again, then retry with the new version.',
+  prod_environment: 'The production environment always exists: change its rule with agentctl envs update.',
+  project_exists: 'Project names are unique in a namespace: pick another.',
+  stale_base: 'The filesystem changed since you last synced: pull it, then push again (or push --force).',
+  state_exists: 'The pair has a state already: agentctl states put replaces it (--merge merges).',
+  target_not_routable: 'Tasks move only to an ACTIVE or DEPLOYING version: pick another, or --to-latest.',
+  task_name_taken: 'Task names are unique in the org: pick another --name.',
+  task_not_migratable: 'Only RUNNING or IDLE tasks move: leave out the ones that ended.',
+  task_terminal: 'The task has ended (COMPLETED, FAILED, CANCELED, ...): it takes no more changes; create a new task instead.',
 };
+
+/** The hint of a conflict code (a code this CLI does not know yet gets the general one). */
+const conflictHint = (code: string) => (CONFLICT_HINTS as Record<string, string>)[code] ?? 'The resource’s current state does not allow this.';
 
 export interface FailureContext {
   /** The command that failed, for "try" lines (`agentctl tasks get`). */
   commandPath?: readonly string[];
   notFoundNext?: string;
   baseUrl?: string;
-  /** The command's long flags (`--limit`), to name them in validation errors instead of `query.limit`. */
-  flags?: readonly string[];
+  /** The command's flag for each API field (flagsByField), to name `--limit` instead of `query.limit`. */
+  flags?: ReadonlyMap<string, string>;
 }
 
-/** API fields whose flag has another name. */
-const FIELD_FLAGS: Record<string, string> = { page_number: '--page' };
-
-/** `query.limit: Too big` as `--limit: Too big` when the command has that flag, else as the API says. */
-function validationText(item: { loc: (string | number)[]; msg: string }, flags: readonly string[] = []): string {
-  const field = String(item.loc[item.loc.length - 1] ?? '');
-  const flag = FIELD_FLAGS[field] ?? `--${field.replace(/_/g, '-')}`;
-  if (item.loc.length === 2 && (item.loc[0] === 'query' || item.loc[0] === 'body') && flags.includes(flag)) return `${flag}: ${item.msg}`;
-  return `${item.loc.join('.')}: ${item.msg}`;
+/**
+ * `query.limit: Too big` as `--limit: Too big` when the command has a flag for that field, and
+ * `body.branch_rules.1: Too small` as `--rule #2: Too small`; else as the API says.
+ */
+function validationText(item: { loc: (string | number)[]; msg: string }, flags: ReadonlyMap<string, string> = new Map()): string {
+  const [where, field, ...rest] = item.loc;
+  const flag = (where === 'query' || where === 'body' || where === 'path') && typeof field === 'string' ? flags.get(field) : undefined;
+  if (!flag) return `${item.loc.join('.')}: ${item.msg}`;
+  const inside = rest.map((part) => (typeof part === 'number' ? ` #${part + 1}` : ` ${part}`)).join('');
+  return `${flag}${inside}: ${item.msg}`;
 }
 
 export function toFailure(error: unknown, context: FailureContext = {}): Failure {
@@ -87,7 +120,7 @@ export function toFailure(error: unknown, context: FailureContext = {}): Failure
         return { ...base, hint: 'Check the id or name: a key only sees what its scopes and groups reach.', next: context.notFoundNext };
       case 409:
       case 412:
-        return { ...base, hint: CONFLICT_HINTS[error.code] ?? 'The resource’s current state does not allow this.' };
+        return { ...base, hint: conflictHint(error.code) };
       case 400:
       case 413:
       case 415:

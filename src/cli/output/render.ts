@@ -8,10 +8,13 @@ export interface RenderTarget {
   chalk: ChalkInstance;
   /** Terminal width, for wrapping long cells. */
   columns?: number;
+  /** `--wide`: the columns and fields marked wide too. */
+  wide?: boolean;
 }
 
 /** Renders a view to the text that goes to stdout (and a note for stderr when a list is empty). */
-export async function renderView(view: View, target: RenderTarget): Promise<{ stdout: string; note?: string }> {
+export async function renderView(shown: View, target: RenderTarget): Promise<{ stdout: string; note?: string }> {
+  const view = target.wide ? shown : narrow(shown);
   switch (view.kind) {
     case 'text':
       return { stdout: view.text.endsWith('\n') || view.text === '' ? view.text : view.text + '\n' };
@@ -35,7 +38,15 @@ export async function renderView(view: View, target: RenderTarget): Promise<{ st
         chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ' },
       });
       for (const row of view.rows) table.push(view.columns.map((c) => humanCell(c.value(row), c.format ?? 'text', target.chalk)));
-      return { stdout: table.toString().split('\n').map((line) => line.trimEnd()).join('\n') + '\n' };
+      const heading = view.title ? `${target.chalk.bold(view.title)}\n` : '';
+      return { stdout: heading + table.toString().split('\n').map((line) => line.trimEnd()).join('\n') + '\n' };
     }
   }
+}
+
+/** The view without what only `--wide` shows. */
+function narrow(view: View): View {
+  if (view.kind === 'table') return { ...view, columns: view.columns.filter((c) => !c.wide) };
+  if (view.kind === 'record') return { ...view, fields: view.fields.filter((f) => f[3] !== 'wide') };
+  return view;
 }

@@ -1,5 +1,6 @@
 import type { Agent, ApiKey, Branch, Environment, Group, Namespace, Project, State, Task, Version, VersionEvent } from '../../contract/resources.js';
 import { versionLabel } from '../../contract/version-ref.js';
+import { idsOnly, type NameBook } from '../names.js';
 import { record, table, type Column, type View } from './view.js';
 
 const short = (hash: string | null | undefined) => (hash ? hash.slice(0, 7) : hash);
@@ -11,27 +12,30 @@ export const namespaceColumns: Column<Namespace>[] = [
   { header: 'CREATED', value: (n) => n.created_at, format: 'time' },
 ];
 
-export const projectColumns: Column<Project>[] = [
+export const projectColumns = (names: NameBook): Column<Project>[] => [
   { header: 'ID', value: (p) => p.id },
   { header: 'NAME', value: (p) => p.name },
-  { header: 'NAMESPACE', value: (p) => p.namespace_id },
+  { header: 'NAMESPACE', value: (p) => names.namespace(p.namespace_id) },
+  { header: 'NAMESPACE ID', value: (p) => p.namespace_id, wide: true },
   { header: 'DESCRIPTION', value: (p) => p.description },
   { header: 'CREATED', value: (p) => p.created_at, format: 'time' },
 ];
 
-export const agentColumns: Column<Agent>[] = [
+export const agentColumns = (names: NameBook): Column<Agent>[] => [
   { header: 'ID', value: (a) => a.id },
   { header: 'NAME', value: (a) => a.name },
-  { header: 'NAMESPACE', value: (a) => a.namespace_id },
+  { header: 'NAMESPACE', value: (a) => names.namespace(a.namespace_id) },
+  { header: 'NAMESPACE ID', value: (a) => a.namespace_id, wide: true },
   { header: 'STATUS', value: (a) => a.status, format: 'status' },
   { header: 'UPDATED', value: (a) => a.updated_at, format: 'time' },
 ];
 
-export const agentRecord = (a: Agent): View =>
+export const agentRecord = (a: Agent, names: NameBook): View =>
   record([
     ['ID', a.id],
     ['Name', a.name],
-    ['Namespace', a.namespace_id],
+    ['Namespace', names.namespace(a.namespace_id)],
+    ['Namespace ID', a.namespace_id, 'text', 'wide'],
     ['Status', a.status, 'status'],
     ['Description', a.description],
     ['Input type', a.agent_input_type],
@@ -169,26 +173,30 @@ export const stateRecord = (s: State): View =>
     ['State', s.state, 'json'],
   ]);
 
-const scopeText = (k: Pick<ApiKey, 'scopes'>) => k.scopes.map((s) => `${s.resource_type}:${s.resource_id}:${s.role}`).join(', ');
+/** Scopes as `--scope` takes them, by name (`agent:default/bot:viewer`), or by id with `idsOnly`. */
+export const scopeText = (k: Pick<ApiKey, 'scopes'>, names: NameBook) => k.scopes.map((s) => names.scope(s)).join(', ');
 
-export const keyColumns: Column<ApiKey>[] = [
+export const keyColumns = (names: NameBook): Column<ApiKey>[] => [
   { header: 'ID', value: (k) => k.id },
   { header: 'NAME', value: (k) => k.name },
   { header: 'PREFIX', value: (k) => k.key_prefix },
-  { header: 'SCOPES', value: scopeText },
+  { header: 'SCOPES', value: (k) => scopeText(k, names) },
+  { header: 'SCOPE IDS', value: (k) => scopeText(k, idsOnly), wide: true },
   { header: 'EXPIRES', value: (k) => k.expires_at, format: 'time' },
   { header: 'REVOKED', value: (k) => k.revoked_at, format: 'time' },
   { header: 'LAST USED', value: (k) => k.last_used_at, format: 'time' },
 ];
 
-export const keyRecord = (k: ApiKey): View =>
+export const keyRecord = (k: ApiKey, names: NameBook): View =>
   record([
     ['ID', k.id],
     ['Name', k.name],
     ['Description', k.description],
     ['Prefix', k.key_prefix],
-    ['Scopes', scopeText(k)],
-    ['Sharing groups', k.sharing_group_ids.join(', ')],
+    ['Scopes', scopeText(k, names)],
+    ['Scope ids', scopeText(k, idsOnly), 'text', 'wide'],
+    ['Sharing groups', k.sharing_group_ids.map((id) => names.group(id)).join(', ')],
+    ['Sharing group ids', k.sharing_group_ids.join(', '), 'text', 'wide'],
     ['Expires', k.expires_at, 'time'],
     ['Revoked', k.revoked_at, 'time'],
     ['Last used', k.last_used_at, 'time'],

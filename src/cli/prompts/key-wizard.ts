@@ -1,6 +1,7 @@
 import { ROLES_BY_RESOURCE_TYPE, type ResourceType } from '../../contract/common.js';
 import type { Preset, Scope } from '../../contract/resources.js';
 import { usageError } from '../errors.js';
+import { DEFAULT_KEY_EXPIRY, parseExpires } from '../key-expiry.js';
 import type { Choice, Prompter } from './prompter.js';
 
 /** What the current key can see, per resource type, as prompt choices (value: the resource id). */
@@ -15,33 +16,54 @@ export interface KeyDraft {
   sharing_group_ids: string[];
 }
 
+/** Step 4's answers; `expires` is what was chosen (90d, never, ...), the default when going back. */
+export type KeyDetails = Pick<KeyDraft, 'name' | 'description' | 'expires_at'> & { expires: string };
+
 export const NO_GROUP_WARNING = 'No sharing group chosen: only this key (and org admins) will reach the agents and projects it creates.';
+
+/** The answer of a step that asks to go back to the one before it. */
+export const BACK = Symbol('back');
 
 export const scopeLabel = (s: Scope) => `${s.resource_type}:${s.resource_id}:${s.role}`;
 
 const presetScopes = (preset: Preset) => (preset.scopes.length ? preset.scopes.map((s) => `${s.resource_type}:${s.role}`).join(', ') : 'no scopes');
 
-/** Step 1: the preset, each shown with its use and its scopes. */
-export async function choosePreset(prompter: Prompter, presets: Preset[]): Promise<Preset> {
+const STEP_NAMES = { 1: 'preset', 2: 'scopes', 3: 'sharing groups', 4: 'name, description and expiry' } as const;
+type Step = keyof typeof STEP_NAMES;
+
+/** Step 1: the preset, each shown with its use, its scopes and what they allow. */
+export async function choosePreset(prompter: Prompter, presets: Preset[], current?: Preset): Promise<Preset> {
   return prompter.select({
     message: 'Step 1 of 4 · Preset: what is this key for?',
-    choices: presets.map((p) => ({ name: `${p.name} — ${p.use}`, value: p, description: `Scopes: ${presetScopes(p)}` })),
+    choices: presets.map((p) => ({ name: `${p.name} — ${p.use}`, value: p, description: `Scopes: ${presetScopes(p)}. ${p.description}` })),
+    default: current,
   });
 }
 
 /**
- * Step 2: the preset's scopes pre-filled (the resources for each picked from what the key can see),
- * then scopes added and removed until the list is right.
+ * Step 2: the preset's scopes pre-filled (the resources for each picked from what the key can see;
+ * a type with nothing visible is skipped, saying so), then scopes added and removed until the list
+ * is right. A scope added by hand starts on the preset's role for its type. With `canGoBack`, the
+ * menu also offers step 1 again (answered as BACK).
  */
-export async function configureScopes(prompter: Prompter, preset: Preset, resources: ResourceChoices, initial: Scope[] = []): Promise<Scope[]> {
+export async function configureScopes(
+  prompter: Prompter,
+  preset: Preset,
+  resources: ResourceChoices,
+  initial: Scope[] = [],
+  options: { prefill?: boolean; canGoBack?: boolean } = {},
+): Promise<Scope[] | typeof BACK> {
   const scopes: Scope[] = [...initial];
   const add = (scope: Scope) => {
     if (!scopes.some((s) => s.resource_type === scope.resource_type && s.resource_id === scope.resource_id)) scopes.push(scope);
     else scopes.splice(scopes.findIndex((s) => s.resource_type === scope.resource_type && s.resource_id === scope.resource_id), 1, scope);
   };
-  for (const template of preset.scopes) {
+  for (const template of options.prefill === false ? [] : preset.scopes) {
     const choices = resources[template.resource_type];
-    if (!choices.length) continue;
+    if (!choices.length) {
+      prompter.note(`Step 2 of 4 · Scopes: no ${template.resource_type} is visible to this key, so the preset's ${template.resource_type}:${template.role} is left out`);
+      continue;
+    }
     const picked = await prompter.checkbox({
       message: `Step 2 of 4 · Scopes: which ${template.resource_type}s get ${template.role}?`,
       choices: choices.map((c) => ({ ...c, checked: false })),
@@ -49,15 +71,16 @@ export async function configureScopes(prompter: Prompter, preset: Preset, resour
     for (const id of picked) add({ resource_type: template.resource_type, resource_id: id, role: template.role });
   }
   for (;;) {
-    const action = await prompter.select<'done' | 'add' | 'remove'>({
+    const action = await prompter.select<'done' | 'add' | 'remove' | typeof BACK>({
       message: `Step 2 of 4 · Scopes: ${scopes.length ? scopes.map(scopeLabel).join(', ') : 'none yet'}`,
       choices: [
         { name: 'Done', value: 'done', disabled: scopes.length ? false : 'add at least one scope' },
         { name: 'Add a scope', value: 'add' },
         { name: 'Remove scopes', value: 'remove', disabled: scopes.length ? false : 'nothing to remove' },
+        ...(options.canGoBack ? [{ name: `Back to step 1 (${STEP_NAMES[1]})`, value: BACK } as const] : []),
       ],
     });
-    if (action === 'done') return scopes;
+    if (action === 'done' || action === BACK) return action === BACK ? BACK : scopes;
     if (action === 'remove') {
       const removed = await prompter.checkbox({ message: 'Remove which scopes?', choices: scopes.map((s, i) => ({ name: scopeLabel(s), value: i })) });
       const keep = scopes.filter((_s, i) => !removed.includes(i));
@@ -67,52 +90,138 @@ export async function configureScopes(prompter: Prompter, preset: Preset, resour
     const types = (Object.keys(resources) as ResourceType[]).filter((t) => resources[t].length);
     const type = await prompter.select({ message: 'Resource type', choices: types.map((t) => ({ name: t, value: t })) });
     const id = await prompter.select({ message: `Which ${type}?`, choices: resources[type] });
-    const role = await prompter.select({ message: 'Role', choices: ROLES_BY_RESOURCE_TYPE[type].map((r) => ({ name: r, value: r as Scope['role'] })) });
+    const presetRole = preset.scopes.find((s) => s.resource_type === type)?.role;
+    const role = await prompter.select({
+      message: presetRole ? `Role (${preset.name} gives ${type}s ${presetRole})` : 'Role',
+      choices: ROLES_BY_RESOURCE_TYPE[type].map((r) => ({ name: r, value: r as Scope['role'] })),
+      default: presetRole,
+    });
     add({ resource_type: type, resource_id: id, role });
   }
 }
 
-/** Step 3: sharing groups; choosing none earns a warning. */
-export async function chooseGroups(prompter: Prompter, groups: Choice<string>[]): Promise<{ ids: string[]; warning?: string }> {
-  const ids = groups.length ? await prompter.checkbox({ message: 'Step 3 of 4 · Sharing groups (their members get owner on what this key creates)', choices: groups }) : [];
+/** Step 3: sharing groups (those in `current` checked); with none in the org, skipped, saying so. */
+export async function chooseGroups(prompter: Prompter, groups: Choice<string>[], current: string[] = []): Promise<{ ids: string[]; warning?: string }> {
+  if (!groups.length) prompter.note('Step 3 of 4 · Sharing groups: skipped, the org has none yet (agentctl groups create NAME makes one)');
+  const ids = groups.length
+    ? await prompter.checkbox({ message: 'Step 3 of 4 · Sharing groups (their members get owner on what this key creates)', choices: groups.map((g) => ({ ...g, checked: current.includes(g.value) })) })
+    : [];
   return ids.length ? { ids } : { ids, warning: NO_GROUP_WARNING };
 }
 
-/** Step 4, first half: name, description and lifetime for whatever the flags left open. */
-export async function askDetails(prompter: Prompter, given: { name?: string; description?: string; expires?: string }): Promise<Pick<KeyDraft, 'name' | 'description' | 'expires_at'>> {
-  const name = given.name ?? (await prompter.input({ message: 'Step 4 of 4 · Key name', required: true, validate: (v) => (v.trim() ? true : 'A name is required') })).trim();
-  const description = given.description ?? (await prompter.input({ message: 'Description (optional)', default: '' }));
+const EXPIRY_CHOICES = ['30d', '90d', '1y', 'never'];
+
+/** Step 4, first half: name, description and lifetime for whatever the flags left open (`current`: the answers to go back to). */
+export async function askDetails(prompter: Prompter, given: { name?: string; description?: string; expires?: string }, current?: KeyDetails): Promise<KeyDetails> {
+  const name = given.name ?? (await prompter.input({ message: 'Step 4 of 4 · Key name', required: true, default: current?.name, validate: (v) => (v.trim() ? true : 'A name is required') })).trim();
+  const description = given.description ?? (await prompter.input({ message: 'Description (optional)', default: current?.description ?? '' }));
   const expires =
     given.expires ??
     (await prompter.select({
       message: 'Expires',
-      choices: ['never', '30d', '90d', '1y'].map((v) => ({ name: v === 'never' ? 'Never' : `In ${v}`, value: v })),
-      default: '90d',
+      choices: EXPIRY_CHOICES.map((v) => ({ name: v === 'never' ? 'Never' : `In ${v}${v === DEFAULT_KEY_EXPIRY ? ' (the default)' : ''}`, value: v })),
+      default: current?.expires ?? DEFAULT_KEY_EXPIRY,
     }));
-  return { name, description, expires_at: parseExpires(expires) };
+  return { name, description, expires, expires_at: parseExpires(expires) };
 }
 
-/** Step 4, second half: the review (written by `show`) and the confirmation. */
-export async function review(prompter: Prompter, draft: KeyDraft, show: (draft: KeyDraft) => Promise<void>): Promise<boolean> {
+/**
+ * Step 4, second half: the review (written by `show`), then create, go back to one of the steps in
+ * `backTo` (those that asked something), or cancel.
+ */
+export async function review(prompter: Prompter, draft: KeyDraft, show: (draft: KeyDraft) => Promise<void>, backTo: Step[] = []): Promise<'create' | 'cancel' | Step> {
   await show(draft);
-  return prompter.confirm({ message: 'Create this key?', default: true });
+  return prompter.select<'create' | 'cancel' | Step>({
+    message: 'Create this key?',
+    choices: [
+      { name: 'Yes, create it', value: 'create' },
+      ...[...backTo].sort((a, b) => b - a).map((step) => ({ name: `Back to step ${step} (${STEP_NAMES[step]})`, value: step })),
+      { name: 'No, cancel', value: 'cancel' },
+    ],
+    default: 'create',
+  });
 }
 
-/** `90d`, `12h`, `2w`, `1y`, an ISO date, or `never`/`none` -> an ISO time or null. */
-export function parseExpires(value: string, now = Date.now()): string | null {
-  const text = value.trim().toLowerCase();
-  if (text === 'never' || text === 'none' || text === '') return null;
-  const match = /^(\d+)\s*([hdwy])$/.exec(text);
-  if (match) {
-    const hours = { h: 1, d: 24, w: 24 * 7, y: 24 * 365 }[match[2] as 'h' | 'd' | 'w' | 'y'];
-    const ms = Number(match[1]) * hours * 3600 * 1000;
-    if (ms <= 0) throw usageError(`--expires ${value} is not in the future`);
-    return new Date(now + ms).toISOString();
+/** What the flags already settle, and how to fetch what the wizard offers. */
+export interface WizardSetup {
+  presets: Preset[];
+  /** --preset. */
+  preset?: Preset;
+  /** --scope flags, resolved: steps 1 and 2 are then skipped. */
+  scopes?: Scope[];
+  /** --group flags, resolved: step 3 is then skipped. */
+  groupIds?: string[];
+  given: { name?: string; description?: string; expires?: string };
+  resources: () => Promise<ResourceChoices>;
+  groups: () => Promise<Choice<string>[]>;
+  show: (draft: KeyDraft) => Promise<void>;
+  warn: (message: string) => void;
+  /** --yes: no review question. */
+  skipReview?: boolean;
+}
+
+/**
+ * The four steps in order, each skipped with a note when a flag settles it, and each reachable
+ * again from the review (step 1 also from step 2's menu). Null when the user cancels.
+ */
+export async function keyWizard(prompter: Prompter, setup: WizardSetup): Promise<KeyDraft | null> {
+  let step: Step | 5 = 1;
+  let preset = setup.preset;
+  let scopes = setup.scopes ?? [];
+  let groupIds = setup.groupIds ?? [];
+  let details: KeyDetails | undefined;
+  let prefill = true;
+  let resources: ResourceChoices | undefined;
+  let groups: Choice<string>[] | undefined;
+  const asked = new Set<Step>();
+  for (;;) {
+    if (step === 1) {
+      if (setup.scopes?.length) prompter.note('Step 1 of 4 · Preset: skipped, the scopes come from --scope');
+      else if (setup.preset) prompter.note(`Step 1 of 4 · Preset: ${setup.preset.name}, from --preset`);
+      else {
+        preset = await choosePreset(prompter, setup.presets, preset);
+        asked.add(1);
+        prefill = true;
+        scopes = [];
+      }
+      step = 2;
+    } else if (step === 2) {
+      if (setup.scopes?.length) {
+        prompter.note(`Step 2 of 4 · Scopes: skipped, from --scope: ${scopes.map(scopeLabel).join(', ')}`);
+        step = 3;
+        continue;
+      }
+      resources ??= await setup.resources();
+      const result = await configureScopes(prompter, preset!, resources, scopes, { prefill, canGoBack: asked.has(1) });
+      prefill = false;
+      if (result === BACK) step = 1;
+      else {
+        scopes = result;
+        asked.add(2);
+        step = 3;
+      }
+    } else if (step === 3) {
+      if (setup.groupIds) prompter.note('Step 3 of 4 · Sharing groups: skipped, from --group');
+      else {
+        groups ??= await setup.groups();
+        groupIds = (await chooseGroups(prompter, groups, groupIds)).ids;
+        if (groups.length) asked.add(3);
+      }
+      step = 4;
+    } else if (step === 4) {
+      details = await askDetails(prompter, setup.given, details);
+      if (setup.given.name === undefined || setup.given.description === undefined || setup.given.expires === undefined) asked.add(4);
+      step = 5;
+    } else {
+      const draft: KeyDraft = { name: details!.name, description: details!.description, expires_at: details!.expires_at, scopes, sharing_group_ids: groupIds };
+      if (!groupIds.length) setup.warn(NO_GROUP_WARNING);
+      if (setup.skipReview) return draft;
+      const answer = await review(prompter, draft, setup.show, [...asked]);
+      if (answer === 'create') return draft;
+      if (answer === 'cancel') return null;
+      step = answer;
+    }
   }
-  const date = Date.parse(value);
-  if (Number.isNaN(date)) throw usageError(`--expires ${value} is not a duration (90d, 12h, 2w, 1y), a date, or never`);
-  if (date <= now) throw usageError(`--expires ${value} is in the past`);
-  return new Date(date).toISOString();
 }
 
 export interface ScopeFlag {

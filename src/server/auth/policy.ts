@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
-import { ApiError } from '../errors.js';
+import { forbidden, missing } from '../domain/errors.js';
 import type { Actor } from './authenticate.js';
 import { generationOf, hasUnsettledGrants, settleGrants } from './invalidation.js';
 
@@ -130,12 +130,12 @@ export class Permissions {
   /** 404 when the key may not even discover the resource (no existence leak), 403 when it may look but not act. */
   require(permission: Permission, resource: ResourceRef, describe: string): void {
     if (this.can(permission, resource)) return;
-    if (permission === 'discover' || !this.can('discover', resource)) throw new ApiError(404, 'not_found', `${describe} was not found`);
-    throw new ApiError(403, 'forbidden', `This API key may not ${permission === 'write_task_data' ? 'write' : permission} ${describe}`);
+    if (permission === 'discover' || !this.can('discover', resource)) throw missing(`${describe} was not found`);
+    throw forbidden(`This API key may not ${permission === 'write_task_data' ? 'write' : permission} ${describe}`);
   }
 
   requireOrgAdmin(action: string): void {
-    if (!this.isOrgAdmin) throw new ApiError(403, 'forbidden', `Only org admins may ${action}`);
+    if (!this.isOrgAdmin) throw forbidden(`Only org admins may ${action}`);
   }
 
   /**

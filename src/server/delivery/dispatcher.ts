@@ -5,12 +5,16 @@
  * migrated task's next delivery reaches its new version). Failures retry with exponential backoff;
  * after the retry budget the task becomes FAILED with the reason. At least once: an agent
  * deduplicates by the JSON-RPC id (the delivery id).
+ *
+ * An async agent that answers `deferred: true` takes the offered completion lease: the delivery
+ * stays `leased` (the task's next one waits) until the agent reports its handler finished
+ * (domain/deliveries.ts); when its replica goes or the lease runs out unrenewed it is sent again.
  */
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { Agent, request } from 'undici';
 import { ACP_PATH, SIGNATURE_HEADER, signBody, type AcpAgentRef, type AcpMethod, type AcpRequest, type AcpResponse } from '../../contract/acp.js';
-import { Content } from '../../contract/conversation.js';
+import { Content, OPEN_DELIVERY_STATUSES } from '../../contract/conversation.js';
 import type { Task } from '../../contract/resources.js';
 import { TERMINAL_TASK_STATUSES } from '../../contract/common.js';
 import type { Selectable } from 'kysely';
@@ -20,8 +24,11 @@ import { signingSecretFor } from '../domain/registration.js';
 import { settleDraining } from '../domain/events.js';
 import { createMessage, recordTaskChange } from '../domain/conversation.js';
 import { unrestricted } from '../auth/policy.js';
-import { ApiError } from '../errors.js';
+import { DomainError } from '../domain/errors.js';
 import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from './outbox.js';
+
+/** The open statuses as an SQL list, for the claim statement. */
+const OPEN = sql.join(OPEN_DELIVERY_STATUSES.map((status) => sql.lit(status)));
 
 export interface DispatcherOptions {
   /** How long a delivery may keep failing before its task becomes FAILED (default 10 minutes). */
@@ -35,11 +42,19 @@ export interface DispatcherOptions {
   pollMs?: number;
   /** Deliveries in flight at once from this replica (each to a different task). */
   maxInFlight?: number;
+  /**
+   * How long a deferred (acknowledged, handler running) delivery stays leased without a renewal or
+   * completion before it is sent again (default 5 minutes; the ADK renews it every third of that).
+   */
+  leaseMs?: number;
   /** Where failures are reported; never given secrets. */
   log?: (message: string) => void;
 }
 
 export const DEFAULT_RETRY_BUDGET_MS = 10 * 60 * 1000;
+export const DEFAULT_COMPLETION_LEASE_MS = 5 * 60 * 1000;
+/** Recorded when a lease ran out: the agent neither completed nor renewed it. */
+const LEASE_EXPIRED_REASON = 'the agent did not report its handler finished within the completion lease';
 
 /** A claimed delivery with what its request needs, read in the claiming statement. */
 interface Claimed {
@@ -48,6 +63,9 @@ interface Claimed {
   method: AcpMethod;
   payload: DeliveryPayload;
   attempts: number;
+  /** Set by failed attempts and lost leases; the retry budget runs from it. */
+  failing_since: Date | null;
+  last_error: string | null;
   /** The task's current version at claim time. */
   version_id: string;
   task_row: Selectable<TasksTable>;
@@ -85,6 +103,9 @@ export class Dispatcher {
   constructor(private readonly store: Store, options: DispatcherOptions = {}) {
     this.db = store.db;
     const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    const leaseMs = options.leaseMs ?? DEFAULT_COMPLETION_LEASE_MS;
+    // Agents renew every third of the lease: shorter than a second leaves no room for a renewal.
+    if (!Number.isInteger(leaseMs) || leaseMs < 1000) throw new Error(`The completion lease must be a whole number of milliseconds, at least 1000 (got ${leaseMs})`);
     this.options = {
       retryBudgetMs: options.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS,
       backoffBaseMs: options.backoffBaseMs ?? 500,
@@ -92,6 +113,7 @@ export class Dispatcher {
       requestTimeoutMs,
       pollMs: options.pollMs ?? 1000,
       maxInFlight: options.maxInFlight ?? 64,
+      leaseMs,
       log: options.log,
     };
     // On PGlite an in-process wake is the signal (its claim queues behind the enqueuing transaction);
@@ -168,34 +190,39 @@ export class Dispatcher {
 
   /**
    * The head of each task's queue, when it is due, its claim free (or expired: its dispatcher
-   * died) and the task's current version has a live replica. Rows another dispatcher holds are
-   * skipped; a later row of a task waits while an earlier one is open.
+   * died; or its completion lease ran out) and the task's current version has a live replica. Rows
+   * another dispatcher holds are skipped; a later row of a task waits while an earlier one is open
+   * (leased included: one in flight per task).
    */
   private async claim(limit: number): Promise<Claimed[]> {
-    const leaseMs = this.options.requestTimeoutMs * 2 + 5000;
+    // Long enough for one call; a dispatcher that dies mid-call leaves the row to be claimed again.
+    const claimMs = this.options.requestTimeoutMs * 2 + 5000;
     // One statement claims and reads what the request needs: the task as it is now, its agent, and
     // the live replicas of its current version.
     const result = await sql<Claimed>`
       WITH claimed AS (
         UPDATE deliveries AS d
-        SET status = 'in_flight', claimed_by = ${this.id}, claimed_until = now() + ${leaseMs} * interval '1 millisecond',
-            version_id = c.current_version_id, attempts = d.attempts + 1, updated_at = now()
+        SET status = 'in_flight', claimed_by = ${this.id}, claimed_until = now() + ${claimMs} * interval '1 millisecond',
+            version_id = c.current_version_id, attempts = d.attempts + 1, updated_at = now(), leased_to = NULL,
+            -- A lease that ran out is a failed attempt: the retry budget runs from the first.
+            failing_since = CASE WHEN d.status = 'leased' THEN COALESCE(d.failing_since, now()) ELSE d.failing_since END,
+            last_error = CASE WHEN d.status = 'leased' THEN ${LEASE_EXPIRED_REASON} ELSE d.last_error END
         FROM (
           SELECT o.id, t.current_version_id
           FROM deliveries o
           JOIN tasks t ON t.id = o.task_id
-          WHERE o.status IN ('pending', 'in_flight')
-            AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status = 'in_flight' AND o.claimed_until < now()))
-            AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN ('pending', 'in_flight') AND e.id < o.id)
+          WHERE o.status IN (${OPEN})
+            AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status IN ('in_flight', 'leased') AND o.claimed_until < now()))
+            AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id)
             AND EXISTS (SELECT 1 FROM version_replicas r WHERE r.version_id = t.current_version_id AND r.live)
           ORDER BY o.id
           LIMIT ${limit}
           FOR UPDATE OF o SKIP LOCKED
         ) AS c
         WHERE d.id = c.id
-        RETURNING d.id, d.task_id, d.method, d.payload, d.attempts, c.current_version_id AS version_id
+        RETURNING d.id, d.task_id, d.method, d.payload, d.attempts, d.failing_since, d.last_error, c.current_version_id AS version_id
       )
-      SELECT claimed.id::text AS id, claimed.task_id, claimed.method, claimed.payload, claimed.attempts, claimed.version_id,
+      SELECT claimed.id::text AS id, claimed.task_id, claimed.method, claimed.payload, claimed.attempts, claimed.failing_since, claimed.last_error, claimed.version_id,
              row_to_json(t) AS task_row, a.name AS agent_name, n.slug AS namespace_slug, n.org_id, v.acp_type,
              ARRAY(SELECT r.acp_url FROM version_replicas r WHERE r.version_id = claimed.version_id AND r.live ORDER BY r.replica_key) AS acp_urls
       FROM claimed
@@ -224,9 +251,15 @@ export class Dispatcher {
         await this.release(delivery, null);
         return;
       }
+      // Lost leases (an agent process dying in the handler, again and again) count like failed
+      // calls: past the budget the task fails instead of the delivery going round for ever.
+      if (delivery.failing_since && Date.now() - new Date(delivery.failing_since).getTime() >= this.options.retryBudgetMs) {
+        await this.failTask(delivery, delivery.last_error ?? 'it kept failing');
+        return;
+      }
       target = delivery.acp_urls[replicaIndex(delivery.task_id, delivery.acp_urls.length)];
       const agent: AcpAgentRef = { id: delivery.task_row.agent_id, name: `${delivery.namespace_slug}/${delivery.agent_name}` };
-      const rpc = toRequest(delivery, agent, toTask(delivery.task_row), delivery.acp_type);
+      const rpc = toRequest(delivery, agent, toTask(delivery.task_row), delivery.acp_type, this.options.leaseMs);
       const body = JSON.stringify(rpc);
       const signature = signBody(await this.secretFor(delivery.version_id), body);
       const response = await request(target.replace(/\/+$/, '') + ACP_PATH, {
@@ -249,7 +282,8 @@ export class Dispatcher {
       // A sync agent's inline reply is recorded before the delivery is done: a crash in between
       // repeats the delivery (at least once) rather than losing the reply.
       if (rpc.method === 'message/send') await this.recordReplies(delivery.org_id, delivery.task_id, answer.result?.messages ?? []);
-      await this.complete(delivery);
+      if (rpc.method !== 'message/send' && answer.result?.deferred === true) await this.lease(delivery, target);
+      else await this.complete(delivery);
     } catch (error) {
       const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
       this.options.log?.(`delivery ${delivery.id} (${delivery.method}, task ${delivery.task_id}) to ${target || 'its version'} failed: ${reason}`);
@@ -264,7 +298,19 @@ export class Dispatcher {
       .set({ status: 'done', claimed_by: null, claimed_until: null, last_error: null, updated_at: new Date() })
       .where('id', '=', delivery.id)
       .where('claimed_by', '=', this.id)
+      .where('status', '=', 'in_flight')
       .execute();
+  }
+
+  /**
+   * Acknowledged with `deferred`: leased to the replica that took it until the agent completes it.
+   * Nothing to do when the agent's completion came first (the row is done already).
+   */
+  private async lease(delivery: Claimed, target: string): Promise<void> {
+    await sql`
+      UPDATE deliveries SET status = 'leased', leased_to = ${target}, lease_ms = ${this.options.leaseMs}, claimed_by = NULL,
+        claimed_until = now() + ${this.options.leaseMs} * interval '1 millisecond', updated_at = now()
+      WHERE id = ${delivery.id} AND claimed_by = ${this.id} AND status = 'in_flight'`.execute(this.db);
   }
 
   /** A sync agent's reply, as agent messages, through the domain with a system principal of the task's org. */
@@ -280,7 +326,7 @@ export class Dispatcher {
         await createMessage(this.db, system, { task_id: taskId, content: content.data, author: 'agent', streaming_status: null });
       } catch (error) {
         // A task that ended meanwhile takes no messages: nothing to retry.
-        if (!(error instanceof ApiError)) throw error;
+        if (!(error instanceof DomainError)) throw error;
         this.options.log?.(`task ${taskId}: the agent's reply was not recorded: ${error.detail}`);
       }
     }
@@ -319,9 +365,9 @@ export class Dispatcher {
       const task = await trx.selectFrom('tasks').select(['id', 'status', 'current_version_id']).where('id', '=', delivery.task_id).forNoKeyUpdate().executeTakeFirstOrThrow();
       await trx
         .updateTable('deliveries')
-        .set({ status: 'failed', claimed_by: null, claimed_until: null, last_error: reason, updated_at: new Date() })
+        .set({ status: 'failed', claimed_by: null, claimed_until: null, leased_to: null, last_error: reason, updated_at: new Date() })
         .where('task_id', '=', delivery.task_id)
-        .where('status', 'in', ['pending', 'in_flight'])
+        .where('status', 'in', OPEN_DELIVERY_STATUSES)
         .execute();
       if ((TERMINAL_TASK_STATUSES as readonly string[]).includes(task.status) || task.status === 'DELETED') return;
       await trx.updateTable('tasks').set({ status: 'FAILED', status_reason: statusReason, updated_at: new Date() }).where('id', '=', task.id).execute();
@@ -342,17 +388,17 @@ export class Dispatcher {
   }
 }
 
-function toRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: string): AcpRequest {
+function toRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: string, leaseMs: number): AcpRequest {
   const base = { jsonrpc: '2.0' as const, id: delivery.id };
   switch (delivery.method) {
     case 'task/create':
-      return { ...base, method: 'task/create', params: { agent, task, params: delivery.payload.params ?? null } };
+      return { ...base, method: 'task/create', params: { agent, task, params: delivery.payload.params ?? null, lease_ms: leaseMs } };
     case 'event/send':
       // A sync agent answers a user's event inline: it gets message/send with the event's content.
       if (acpType === 'sync') return { ...base, method: 'message/send', params: { agent, task, content: delivery.payload.event!.content } };
-      return { ...base, method: 'event/send', params: { agent, task, event: delivery.payload.event! } };
+      return { ...base, method: 'event/send', params: { agent, task, event: delivery.payload.event!, lease_ms: leaseMs } };
     case 'task/cancel':
-      return { ...base, method: 'task/cancel', params: { agent, task } };
+      return { ...base, method: 'task/cancel', params: { agent, task, lease_ms: leaseMs } };
     case 'message/send':
       throw new DeliveryFailure('message/send is derived from event/send, never enqueued');
   }

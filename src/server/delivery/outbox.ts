@@ -55,9 +55,22 @@ export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInpu
       updated_at: new Date(),
     })
     .execute();
+  await announceDeliveries(trx);
+}
+
+/**
+ * Wakes the dispatchers when the caller's transaction made a delivery due (a new one, a completed
+ * one that unblocks the task's next, a released lease).
+ */
+export async function announceDeliveries(trx: Kysely<Database>): Promise<void> {
   // Delivered at commit, to every replica's LISTEN (PostgreSQL).
   await sql`SELECT pg_notify(${DELIVERY_CHANNEL}, '')`.execute(trx);
   // In this process (PGlite dispatchers): the claim queues behind this transaction on PGlite's one
   // connection, so it sees the row.
+  wakeDispatchers();
+}
+
+/** Wakes this process's PGlite dispatchers (on PostgreSQL they listen for the NOTIFY instead). */
+export function wakeDispatchers(): void {
   for (const wake of wakers) wake();
 }

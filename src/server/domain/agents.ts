@@ -3,7 +3,7 @@ import type { Agent } from '../../contract/resources.js';
 import type { Selectable } from 'kysely';
 import type { AgentsTable, Db } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
-import { ApiError } from '../errors.js';
+import { missing } from './errors.js';
 import { toAgent } from '../store/mappers.js';
 import { appendEvent } from './events.js';
 import { agentById, agentByPath, lockBranches, namespaceBySlug } from './lookup.js';
@@ -60,7 +60,7 @@ async function softDelete(db: Db, perms: Permissions, agent: Selectable<AgentsTa
   const { tasks, versions } = await db.transaction().execute(async (trx) => {
     // The row lock serializes concurrent deletes of the same agent: the second finds it DELETED.
     const live = await trx.selectFrom('agents').select('id').where('id', '=', agent.id).where('status', '=', 'ACTIVE').forNoKeyUpdate().executeTakeFirst();
-    if (!live) throw new ApiError(404, 'not_found', `${describe} was not found`);
+    if (!live) throw missing(`${describe} was not found`);
     // The lock order (lookup.ts): agent, then its branches, before any of their tasks or versions,
     // as cancels, migrations and deploys take them. Updating tasks first deadlocked with those.
     await lockBranches(trx, { agentId: agent.id });

@@ -4,7 +4,7 @@ import type { Branch, Version, VersionEvent } from '../../contract/resources.js'
 import type { VersionStatus } from '../../contract/common.js';
 import type { Db } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
-import { ApiError, ValidationFailure } from '../errors.js';
+import { ValidationFailure, conflict, missing } from './errors.js';
 import { parseVersionRef, VERSION_REF_FORMS, versionLabel } from '../../contract/version-ref.js';
 import { toBranch, toVersion, toVersionEvent, type BranchRow } from '../store/mappers.js';
 import { agentByPath, branchById, versionById } from './lookup.js';
@@ -56,7 +56,7 @@ export async function listAgentVersions(
   let branchId: string | null = null;
   if (query.branch !== undefined) {
     const branch = await db.selectFrom('branches').select('id').where('agent_id', '=', agent.id).where('git_branch', '=', query.branch).executeTakeFirst();
-    if (!branch) throw new ApiError(404, 'not_found', `Agent ${ref.namespace_slug}/${ref.agent_name} has no branch ${query.branch}`);
+    if (!branch) throw missing(`Agent ${ref.namespace_slug}/${ref.agent_name} has no branch ${query.branch}`);
     branchId = branch.id;
   }
   const page = await versionPage(db, { agentId: agent.id, branchId: branchId ?? undefined, status: query.status }, query.limit);
@@ -146,17 +146,17 @@ export async function resolveAgentVersion(db: Db, perms: Permissions, ref: Agent
     .orderBy('v.deployed_at', 'desc')
     .limit(AMBIGUOUS_SHOWN + 1)
     .execute();
-  if (rows.length === 0) throw new ApiError(404, 'not_found', `Agent ${describe} was not found`);
+  if (rows.length === 0) throw missing(`Agent ${describe} was not found`);
   perms.require('read', { type: 'agent', id: rows[0].found_agent_id, namespaceId: rows[0].found_namespace_id }, `Agent ${describe}`);
   const versions = rows.filter((row) => row.id !== null).map(({ found_agent_id: _a, found_namespace_id: _n, ...row }) => toVersion(row as Parameters<typeof toVersion>[0]));
   if (versions.length === 0) {
     const what = parsed.kind === 'git_hash' ? `with a git hash starting with ${parsed.prefix}` : ref.ref;
-    throw new ApiError(404, 'not_found', `Agent ${describe} has no version ${what}`);
+    throw missing(`Agent ${describe} has no version ${what}`);
   }
   if (versions.length > 1) {
     const listed = versions.slice(0, AMBIGUOUS_SHOWN).map((v) => `${versionLabel(v.number)} (${v.git_hash.slice(0, 12)}, deployed ${v.deployed_at})`);
     const more = versions.length > AMBIGUOUS_SHOWN ? ', and more' : '';
-    throw new ApiError(409, 'ambiguous_version', `${ref.ref} matches several versions of ${describe}: ${listed.join(', ')}${more}. Name one by vN or give more of the hash.`);
+    throw conflict('ambiguous_version', `${ref.ref} matches several versions of ${describe}: ${listed.join(', ')}${more}. Name one by vN or give more of the hash.`);
   }
   return versions[0];
 }

@@ -5,7 +5,7 @@ import type { Task } from '../../contract/resources.js';
 import type { Database, Db, EventsTable, MessagesTable, TrackersTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso, toTask } from '../store/mappers.js';
-import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import { DomainError, conflict, invalid, isNotFound, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { taskById } from './lookup.js';
 import { enqueueDelivery } from '../delivery/outbox.js';
@@ -63,10 +63,10 @@ async function nextSequence(trx: Trx, taskId: string, refuseTerminal: boolean): 
     .updateTable('tasks')
     .set({ last_sequence_id: sql`last_sequence_id + 1` })
     .where('id', '=', taskId)
-    .returning(['last_sequence_id', 'status'])
+    .returning(['last_sequence_id', 'status', 'name'])
     .executeTakeFirst();
   if (!row) throw notFound('Task', taskId);
-  if (refuseTerminal && isTerminal(row.status)) throw conflict('task_terminal', `Task ${taskId} is ${row.status}; a finished task takes no new events or messages`);
+  if (refuseTerminal && isTerminal(row.status)) throw conflict('task_terminal', `Task ${named(row.name, taskId)} is ${row.status}; a finished task takes no new events or messages`);
   return Number(row.last_sequence_id);
 }
 
@@ -147,8 +147,8 @@ export async function getEvent(db: Db, perms: Permissions, eventId: string): Pro
 }
 
 /** A 404 about the task would name it: answer about the record asked for instead. */
-const hideAs = (replacement: ApiError) => (error: unknown) => {
-  throw error instanceof ApiError && error.status === 404 ? replacement : error;
+const hideAs = (replacement: DomainError) => (error: unknown) => {
+  throw isNotFound(error) ? replacement : error;
 };
 
 // ---- messages -----------------------------------------------------------------------------------

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Environment } from '../../contract/resources.js';
 import type { Database, Db, EnvironmentsTable } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
-import { ApiError, conflict, ValidationFailure, type ValidationItem } from '../errors.js';
+import { ValidationFailure, conflict, missing, type ValidationItem } from './errors.js';
 import { newId } from '../store/ids.js';
 import { toEnvironment } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
@@ -22,7 +22,7 @@ async function environmentsOf(db: Executor, agentId: string): Promise<Environmen
 /** One environment of an agent by name; 404 naming both when there is none. */
 export async function environmentByName(db: Executor, agentId: string, ref: AgentRef, envName: string): Promise<EnvironmentRow> {
   const env = await db.selectFrom('environments').selectAll().where('agent_id', '=', agentId).where('name', '=', envName).executeTakeFirst();
-  if (!env) throw new ApiError(404, 'not_found', `Environment ${envName} of agent ${ref.namespace_slug}/${ref.agent_name} was not found`);
+  if (!env) throw missing(`Environment ${envName} of agent ${ref.namespace_slug}/${ref.agent_name} was not found`);
   return env;
 }
 
@@ -149,6 +149,6 @@ export async function resolveEnvironment(db: Db, perms: Permissions, ref: AgentR
   const agent = await agentByPath(db, perms, 'read', ref.namespace_slug, ref.agent_name);
   const candidates = (await environmentsOf(db, agent.id)).map((row) => ({ row, branch_rules: rulesOf(row) }));
   const env = resolveEnvironmentFor(candidates, branch)?.row;
-  if (!env) throw new ApiError(404, 'no_environment', `No environment of agent ${ref.namespace_slug}/${ref.agent_name} has a rule matching branch ${branch}`);
+  if (!env) throw missing(`No environment of agent ${ref.namespace_slug}/${ref.agent_name} has a rule matching branch ${branch}`, 'no_environment');
   return { branch, environment: toEnvironment(env) };
 }

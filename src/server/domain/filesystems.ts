@@ -13,7 +13,7 @@ import { EMPTY_TREE_CHECKSUM } from '../../sync/tree.js';
 import type { Database, Db, FilesystemsTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso } from '../store/mappers.js';
-import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import { badRequest, conflict, forbidden, invalid, missing, notFound, preconditionRequired, stale, tooLarge, unprocessable, named, namedVersion } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import type { BlobStore } from '../blobs/index.js';
 import { namespaceBySlug, taskById } from './lookup.js';
@@ -63,7 +63,7 @@ export async function filesystemForAccess(db: Executor, perms: Permissions, fsId
   if (taskAgents.some((a) => perms.can(need === 'read' ? 'read' : 'run', agent(a.agent_id)))) return row;
   if (versionAgents.some((a) => perms.can(need === 'read' ? 'read' : 'write', agent(a.agent_id)))) return row;
   const discoverable = [...taskAgents, ...versionAgents].some((a) => perms.can('discover', agent(a.agent_id)));
-  if (discoverable) throw new ApiError(403, 'forbidden', `This API key may not ${need} ${describe}`);
+  if (discoverable) throw forbidden(`This API key may not ${need} ${describe}`);
   throw notFound('Filesystem', fsId);
 }
 
@@ -145,11 +145,11 @@ export async function deleteFilesystem(db: Db, perms: Permissions, fsId: string)
     await filesystemForAccess(trx, perms, fsId, 'write');
     await trx.selectFrom('filesystems').select('id').where('id', '=', fsId).forUpdate().executeTakeFirst();
     const [task, version, folder] = await Promise.all([
-      trx.selectFrom('tasks').select('id').where('filesystem_id', '=', fsId).executeTakeFirst(),
-      trx.selectFrom('versions').select('id').where('source_filesystem_id', '=', fsId).executeTakeFirst(),
+      trx.selectFrom('tasks').select(['id', 'name']).where('filesystem_id', '=', fsId).executeTakeFirst(),
+      trx.selectFrom('versions').select(['id', 'number']).where('source_filesystem_id', '=', fsId).executeTakeFirst(),
       trx.selectFrom('task_system_folders').select('task_id').where('filesystem_id', '=', fsId).executeTakeFirst(),
     ]);
-    const user = task ? `task ${task.id}` : version ? `version ${version.id}` : folder ? `a system folder of task ${folder.task_id}` : undefined;
+    const user = task ? `task ${named(task.name, task.id)}` : version ? `version ${namedVersion(version)}` : folder ? `a system folder of task ${folder.task_id}` : undefined;
     if (user) throw conflict('filesystem_in_use', `Filesystem ${fsId} is used by ${user}`);
     await trx.deleteFrom('filesystems').where('id', '=', fsId).execute();
     return { id: fsId, message: `Filesystem ${fsId} deleted` };
@@ -158,49 +158,39 @@ export async function deleteFilesystem(db: Db, perms: Permissions, fsId: string)
 
 // ---- archives --------------------------------------------------------------------------------
 
-/** `"abc"`, `W/"abc"`, `abc` -> `abc`; a list is split on commas. */
-export function parseEtags(header: string | undefined): string[] {
-  if (!header) return [];
-  return header
-    .split(',')
-    .map((t) => t.trim().replace(/^W\//, '').replace(/^"|"$/g, ''))
-    .filter(Boolean);
-}
-
 const currentChecksum = (row: FsRow) => row.archive_checksum ?? EMPTY_TREE_CHECKSUM;
 
-/** A streamed answer: status, headers and (for 200) the body. */
-export interface ArchiveDownload {
-  status: 200 | 304;
-  headers: Record<string, string>;
-  body?: Readable | Buffer;
-}
+/** The current archive, or only its checksum when the caller already has it. */
+export type ArchiveDownload = { checksum: string; notModified: true } | { checksum: string; notModified: false; bytes: number; body: Readable | Buffer };
 
-/** The current archive, or 304 when `If-None-Match` names its checksum. A filesystem without content serves an empty archive. */
-export async function downloadArchive(blobs: BlobStore, row: FsRow, ifNoneMatch: string | undefined): Promise<ArchiveDownload> {
+/**
+ * The current archive, or `notModified` when `known` (the checksums the caller has, or `*`) names
+ * it. A filesystem without content serves an empty archive.
+ */
+export async function downloadArchive(blobs: BlobStore, row: FsRow, known: readonly string[]): Promise<ArchiveDownload> {
   const checksum = currentChecksum(row);
-  const headers = { etag: `"${checksum}"`, 'cache-control': 'no-cache' };
-  const tags = parseEtags(ifNoneMatch);
-  if (tags.includes(checksum) || tags.includes('*')) return { status: 304, headers };
+  if (known.includes(checksum) || known.includes('*')) return { checksum, notModified: true };
   if (!row.blob_key) {
     const body = emptyArchive();
-    return { status: 200, headers: { ...headers, 'content-type': 'application/zstd', 'content-length': String(body.length) }, body };
+    return { checksum, notModified: false, bytes: body.length, body };
   }
-  return { status: 200, headers: { ...headers, 'content-type': 'application/zstd', 'content-length': String(Number(row.archive_bytes)) }, body: await blobs.get(row.blob_key) };
+  return { checksum, notModified: false, bytes: Number(row.archive_bytes), body: await blobs.get(row.blob_key) };
 }
 
-/** Checks `If-Match` against the row: 428 without one once there is content, 412 when stale. */
-function checkPrecondition(row: FsRow, ifMatch: string | undefined): void {
-  const tags = parseEtags(ifMatch);
-  if (tags.includes('*')) return;
-  if (tags.length === 0) {
+/**
+ * Checks the base an upload names (its If-Match) against the row: required once there is
+ * content, and it must be current.
+ */
+function checkBase(row: FsRow, base: readonly string[]): void {
+  if (base.includes('*')) return;
+  if (base.length === 0) {
     if (row.archive_checksum) {
-      throw new ApiError(428, 'precondition_required', `Filesystem ${row.id} has content: send If-Match with the checksum your change is based on (current: ${row.archive_checksum})`, { etag: `"${row.archive_checksum}"` });
+      throw preconditionRequired(`Filesystem ${row.id} has content: send If-Match with the checksum your change is based on (current: ${row.archive_checksum})`, row.archive_checksum);
     }
     return;
   }
-  if (!tags.includes(currentChecksum(row))) {
-    throw new ApiError(412, 'stale_base', `Filesystem ${row.id} changed since your base ${tags[0]}: its current checksum is ${currentChecksum(row)}; pull it, then push again`, { etag: `"${currentChecksum(row)}"` });
+  if (!base.includes(currentChecksum(row))) {
+    throw stale('stale_base', `Filesystem ${row.id} changed since your base ${base[0]}: its current checksum is ${currentChecksum(row)}; pull it, then push again`, currentChecksum(row));
   }
 }
 
@@ -214,10 +204,10 @@ const maxCompressedBytes = (limits: ArchiveLimits) => limits.maxBytes + (limits.
  * member, stores the archive and its manifest as blobs, then makes them current in one
  * transaction if the base still matches. Any failure leaves the filesystem as it was.
  */
-export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body: Readable, ifMatch: string | undefined, limits: UploadLimits): Promise<Filesystem> {
+export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body: Readable, base: readonly string[], limits: UploadLimits): Promise<Filesystem> {
   const before = await db.selectFrom('filesystems').selectAll().where('id', '=', fsId).executeTakeFirstOrThrow();
   // Refuse a stale or unconditional upload before reading a byte of it.
-  checkPrecondition(before, ifMatch);
+  checkBase(before, base);
   const staged = path.join(blobs.stagingDir, `upload-${randomBytes(8).toString('hex')}`);
   const manifestFile = `${staged}.manifest`;
   try {
@@ -237,14 +227,14 @@ export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body
       createWriteStream(staged),
     ).catch((error) => {
       // The client went away mid-upload: nothing to answer, nothing changed.
-      if ((error as Error).message === 'aborted' || (error as NodeJS.ErrnoException).code === 'ECONNRESET') throw new ApiError(400, 'upload_aborted', 'The upload ended before its last byte');
+      if ((error as Error).message === 'aborted' || (error as NodeJS.ErrnoException).code === 'ECONNRESET') throw badRequest('upload_aborted', 'The upload ended before its last byte');
       throw error;
     });
     let summary: ArchiveSummary;
     try {
       summary = await readArchive(createReadStream(staged), limits);
     } catch (error) {
-      throw toApiError(error);
+      throw refusalOf(error);
     }
     const archiveKey = hash.digest('hex');
     const manifest = JSON.stringify(summary.entries.map(toManifestEntry));
@@ -256,7 +246,7 @@ export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body
     return await db.transaction().execute(async (trx) => {
       const row = await trx.selectFrom('filesystems').selectAll().where('id', '=', fsId).forUpdate().executeTakeFirst();
       if (!row) throw notFound('Filesystem', fsId);
-      checkPrecondition(row, ifMatch);
+      checkBase(row, base);
       const updated = await trx
         .updateTable('filesystems')
         .set({
@@ -274,16 +264,17 @@ export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body
       return toFilesystem(updated);
     });
   } catch (error) {
-    throw error instanceof ArchiveRejected ? toApiError(error) : error;
+    throw refusalOf(error);
   } finally {
     await rm(staged, { force: true });
     await rm(manifestFile, { force: true });
   }
 }
 
-function toApiError(error: unknown): unknown {
+/** An archive the sync library refused, as the domain's refusal; anything else as it is. */
+function refusalOf(error: unknown): unknown {
   if (!(error instanceof ArchiveRejected)) return error;
-  return new ApiError(error.status, error.code, error.message);
+  return error.status === 413 ? tooLarge(error.code, error.message) : unprocessable(error.code, error.message);
 }
 
 const toManifestEntry = (e: ArchiveSummary['entries'][number]): ManifestEntry => ({
@@ -309,7 +300,7 @@ export async function listFiles(blobs: BlobStore, row: FsRow): Promise<FileManif
 /** One regular file's bytes, cut from the archive as it streams past. */
 export async function readFile(blobs: BlobStore, row: FsRow, filePath: string): Promise<{ body: Readable; size: number }> {
   const entry = (await readManifest(blobs, row)).find((e) => e.path === filePath);
-  if (!entry || entry.type !== 'file') throw new ApiError(404, 'not_found', `File ${filePath} was not found in filesystem ${row.id}`);
+  if (!entry || entry.type !== 'file') throw missing(`File ${filePath} was not found in filesystem ${row.id}`);
   const out = new PassThrough();
   const source = await blobs.get(row.blob_key!);
   const discard = () => new Writable({ write: (_c, _e, done) => done() });

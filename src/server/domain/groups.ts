@@ -3,7 +3,7 @@ import type { Group } from '../../contract/resources.js';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso } from '../store/mappers.js';
-import { ApiError, conflict, notFound } from '../errors.js';
+import { conflict, missing, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { accessChanged } from '../auth/invalidation.js';
 import { pageOffset, type PageInput } from './paging.js';
@@ -116,9 +116,9 @@ export async function addGroupMember(db: Db, perms: Permissions, groupId: string
   const member = await db.transaction().execute(async (trx) => {
     const group = await trx.selectFrom('groups').select('id').where('id', '=', groupId).forShare().executeTakeFirst();
     if (!group) throw notFound('Group', groupId);
-    const key = await trx.selectFrom('api_keys').select(['id', 'revoked_at']).where('id', '=', keyId).where('org_id', '=', perms.actor.orgId).forShare().executeTakeFirst();
+    const key = await trx.selectFrom('api_keys').select(['id', 'name', 'revoked_at']).where('id', '=', keyId).where('org_id', '=', perms.actor.orgId).forShare().executeTakeFirst();
     if (!key) throw notFound('API key', keyId);
-    if (key.revoked_at) throw conflict('key_revoked', `API key ${keyId} has been revoked`);
+    if (key.revoked_at) throw conflict('key_revoked', `API key ${named(key.name, keyId)} has been revoked`);
     await trx
       .insertInto('group_members')
       .values({ group_id: groupId, key_id: keyId })
@@ -134,7 +134,7 @@ export async function removeGroupMember(db: Db, perms: Permissions, groupId: str
   const group = await visibleGroup(db, perms, groupId);
   perms.requireOrgAdmin(MANAGE);
   const removed = await db.deleteFrom('group_members').where('group_id', '=', groupId).where('key_id', '=', keyId).executeTakeFirst();
-  if (Number(removed.numDeletedRows) === 0) throw new ApiError(404, 'not_found', `API key ${keyId} is not a member of sharing group ${group.name}`);
+  if (Number(removed.numDeletedRows) === 0) throw missing(`API key ${keyId} is not a member of sharing group ${group.name}`);
   accessChanged(db);
   return { id: keyId, message: `API key ${keyId} removed from sharing group ${group.name}` };
 }

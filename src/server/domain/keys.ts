@@ -5,7 +5,7 @@ import { PRESETS } from '../../contract/presets.js';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso } from '../store/mappers.js';
-import { ApiError, ValidationFailure, conflict, notFound, type ValidationItem } from '../errors.js';
+import { ValidationFailure, conflict, notFound, unauthenticated, named, type ValidationItem } from './errors.js';
 import type { Actor } from '../auth/authenticate.js';
 import type { Permissions } from '../auth/policy.js';
 import { accessChanged } from '../auth/invalidation.js';
@@ -173,15 +173,16 @@ async function lockKey(trx: Kysely<Database>, orgId: string, keyId: string) {
   return row;
 }
 
-const refuseRevoked = (row: { id: string; revoked_at: Date | null }) => {
-  if (row.revoked_at) throw conflict('key_revoked', `API key ${row.id} has been revoked`);
+const refuseRevoked = (row: { id: string; name: string; revoked_at: Date | null }) => {
+  if (row.revoked_at) throw conflict('key_revoked', `API key ${named(row.name, row.id)} has been revoked`);
 };
 
 /**
  * Refuses a change that would leave the org without a usable org-admin key (nobody could manage
  * keys any more). Takes the org row lock, so two admins revoking each other serialize.
  */
-async function keepAnOrgAdmin(trx: Kysely<Database>, orgId: string, keyId: string): Promise<void> {
+async function keepAnOrgAdmin(trx: Kysely<Database>, orgId: string, key: { id: string; name: string }): Promise<void> {
+  const keyId = key.id;
   await trx.selectFrom('orgs').select('id').where('id', '=', orgId).forNoKeyUpdate().execute();
   const result = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM api_keys k
@@ -190,7 +191,7 @@ async function keepAnOrgAdmin(trx: Kysely<Database>, orgId: string, keyId: strin
     WHERE k.org_id = ${orgId} AND k.id <> ${keyId} AND k.revoked_at IS NULL
       AND (k.expires_at IS NULL OR k.expires_at > now())`.execute(trx);
   if (Number(result.rows[0].n) === 0) {
-    throw conflict('last_org_admin', `API key ${keyId} is the org's last org-admin key; create another org-admin key first`);
+    throw conflict('last_org_admin', `API key ${named(key.name, keyId)} is the org's last org-admin key; create another org-admin key first`);
   }
 }
 
@@ -283,7 +284,7 @@ export async function revokeKey(db: Db, perms: Permissions, keyId: string): Prom
   const { record, already } = await db.transaction().execute(async (trx) => {
     const row = await lockKey(trx, orgId, keyId);
     if (row.revoked_at) return { record: await keyRecord(trx, orgId, keyId), already: true };
-    if (await holdsOrgAdmin(trx, orgId, keyId)) await keepAnOrgAdmin(trx, orgId, keyId);
+    if (await holdsOrgAdmin(trx, orgId, keyId)) await keepAnOrgAdmin(trx, orgId, row);
     await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', '=', keyId).execute();
     await trx.deleteFrom('group_members').where('key_id', '=', keyId).execute();
     return { record: await keyRecord(trx, orgId, keyId), already: false };
@@ -300,7 +301,7 @@ export async function updateKeyScopes(db: Db, perms: Permissions, keyId: string,
     const row = await lockKey(trx, orgId, keyId);
     refuseRevoked(row);
     const stored = await normalizeScopes(trx, orgId, scopes, ['body', 'scopes']);
-    if (!stored.some(isAdminScope(orgId)) && (await holdsOrgAdmin(trx, orgId, keyId))) await keepAnOrgAdmin(trx, orgId, keyId);
+    if (!stored.some(isAdminScope(orgId)) && (await holdsOrgAdmin(trx, orgId, keyId))) await keepAnOrgAdmin(trx, orgId, row);
     await trx.deleteFrom('grants').where('principal_type', '=', 'key').where('principal_id', '=', keyId).where('source', '=', 'scope').execute();
     await insertScopes(trx, keyId, stored);
     await trx.updateTable('api_keys').set({ updated_at: new Date() }).where('id', '=', keyId).execute();
@@ -356,7 +357,7 @@ export async function rotateKey(db: Db, perms: Permissions, keyId: string): Prom
 
 /** `GET /whoami`: the calling key as it stands. */
 export async function whoami(db: Db, actor: Actor): Promise<Whoami> {
-  if (!actor.keyId) throw new ApiError(401, 'unauthorized', 'This request carries no API key', { 'WWW-Authenticate': 'Bearer' });
+  if (!actor.keyId) throw unauthenticated('unauthorized', 'This request carries no API key');
   const key = await keyRecord(db, actor.orgId, actor.keyId);
   return {
     id: key.id,

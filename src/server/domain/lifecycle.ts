@@ -4,7 +4,7 @@ import type { Branch, Version } from '../../contract/resources.js';
 import type { Database, Db, VersionsTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toBranch, toVersion, type BranchRow } from '../store/mappers.js';
-import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import { conflict, invalid, missing, notFound, named, namedVersion } from './errors.js';
 import { filesystemForAccess } from './filesystems.js';
 import type { Permissions } from '../auth/policy.js';
 import { grantOwnership } from '../auth/grants.js';
@@ -121,7 +121,7 @@ export async function deploy(db: Db, perms: Permissions, request: DeployRequest,
     // Checked once the key's permission is: the transaction undoes a just-created agent.
     if (req.source_filesystem_id !== null) {
       const source = await trx.selectFrom('filesystems').select('id').where('id', '=', req.source_filesystem_id).where('namespace_id', '=', ns.id).executeTakeFirst();
-      if (!source) throw new ApiError(404, 'not_found', `Filesystem ${req.source_filesystem_id} was not found`);
+      if (!source) throw missing(`Filesystem ${req.source_filesystem_id} was not found`);
     }
     await sql`
       INSERT INTO branches (id, agent_id, git_branch, git_branch_normalized, replicas)
@@ -249,7 +249,7 @@ export async function applyVersionReport(trx: Trx, branchId: string, input: Regi
   const now = new Date();
   let tasksMigrated = 0;
   const refuse = () => {
-    throw conflict('invalid_transition', `Version ${version.id} is ${version.status}; it cannot become ${input.status}`);
+    throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; it cannot become ${input.status}`);
   };
 
   if (input.status === 'ACTIVE') {
@@ -352,19 +352,19 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
   return db.transaction().execute(async (trx) => {
     await branchById(trx, perms, 'write', branchId);
     const branch = await lockBranch(trx, branchId);
-    if (branch.retired_at) throw conflict('branch_retired', `Branch ${branchId} is retired`);
+    if (branch.retired_at) throw conflict('branch_retired', `Branch ${named(branch.git_branch, branchId)} is retired`);
     const current = branch.current_version_id
       ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
       : undefined;
     if (!current || !['ACTIVE', 'UNHEALTHY', 'DEPLOYING'].includes(current.status)) {
-      throw conflict('nothing_to_roll_back', `Branch ${branchId} has no serving version to roll back`);
+      throw conflict('nothing_to_roll_back', `Branch ${named(branch.git_branch, branchId)} has no serving version to roll back`);
     }
     let target: VersionRow | undefined;
     if (targetId) {
       target = await trx.selectFrom('versions').selectAll().where('id', '=', targetId).executeTakeFirst();
       if (!target || target.branch_id !== branchId) throw invalid(['body', 'target_version_id'], `Version ${targetId} is not a version of branch ${branchId}`);
       if (target.id === current.id) throw invalid(['body', 'target_version_id'], `Version ${targetId} is already the branch’s current version`);
-      if (target.status === 'FAILED') throw conflict('invalid_target', `Version ${targetId} failed to deploy; it cannot serve`);
+      if (target.status === 'FAILED') throw conflict('invalid_target', `Version ${namedVersion(target)} failed to deploy; it cannot serve`);
     } else {
       target = await trx
         .selectFrom('versions')
@@ -378,10 +378,10 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
         .orderBy('id', 'desc')
         .limit(1)
         .executeTakeFirst();
-      if (!target) throw conflict('no_rollback_target', `Branch ${branchId} has no earlier version whose image is still available`);
+      if (!target) throw conflict('no_rollback_target', `Branch ${named(branch.git_branch, branchId)} has no earlier version whose image is still available`);
     }
     if (target.image_expires_at && new Date(target.image_expires_at).getTime() <= Date.now()) {
-      throw conflict('image_expired', `The image of version ${target.id} expired at ${new Date(target.image_expires_at).toISOString()}; deploy it again instead`);
+      throw conflict('image_expired', `The image of version ${namedVersion(target)} expired at ${new Date(target.image_expires_at).toISOString()}; deploy it again instead`);
     }
     if (dryRun) {
       const count = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('current_version_id', '=', current.id).where('status', '=', 'RUNNING').executeTakeFirstOrThrow();
@@ -409,10 +409,10 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
 export async function retireBranch(db: Db, perms: Permissions, branchId: string, reason: string, force: boolean): Promise<Branch> {
   return db.transaction().execute(async (trx) => {
     await branchById(trx, perms, 'write', branchId);
-    await lockBranch(trx, branchId);
+    const branch = await lockBranch(trx, branchId);
     const live = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('branch_id', '=', branchId).where('status', 'in', ['RUNNING', 'IDLE']).executeTakeFirstOrThrow();
     if (live.n > 0 && !force) {
-      throw new ApiError(409, 'branch_has_tasks', `Branch ${branchId} still has ${live.n} running or idle task(s); pass force: true to terminate them`);
+      throw conflict('branch_has_tasks', `Branch ${named(branch.git_branch, branchId)} still has ${live.n} running or idle task(s); pass force: true to terminate them`);
     }
     const now = new Date();
     if (live.n > 0) {

@@ -1,6 +1,6 @@
 import type { VersionLogLine } from '../../contract/runtime.js';
 import type { Permissions } from '../auth/policy.js';
-import { conflict } from '../errors.js';
+import { conflict } from './errors.js';
 import type { LogLine, RuntimeDriver } from '../runtime/driver.js';
 import type { Db } from '../store/db.js';
 import { versionById } from './lookup.js';

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, Db } from '../store/db.js';
-import { ApiError } from '../errors.js';
+import { missing } from './errors.js';
 import type { Permission, Permissions } from '../auth/policy.js';
 
 type Executor = Db | Kysely<Database>;
@@ -32,7 +32,7 @@ export async function lockBranches(trx: Kysely<Database>, where: { agentId: stri
  */
 export async function namespaceBySlug(db: Executor, perms: Permissions, slug: string) {
   const ns = await db.selectFrom('namespaces').selectAll().where('slug', '=', slug).where('org_id', '=', perms.actor.orgId).executeTakeFirst();
-  if (!ns) throw new ApiError(404, 'not_found', `Namespace ${slug} was not found`);
+  if (!ns) throw missing(`Namespace ${slug} was not found`);
   return ns;
 }
 
@@ -47,7 +47,7 @@ export async function agentByPath(db: Executor, perms: Permissions, permission: 
     .where('agents.status', '=', 'ACTIVE')
     .executeTakeFirst();
   const describe = `Agent ${namespaceSlug}/${agentName}`;
-  if (!agent) throw new ApiError(404, 'not_found', `${describe} was not found`);
+  if (!agent) throw missing(`${describe} was not found`);
   perms.require(permission, { type: 'agent', id: agent.id, namespaceId: agent.namespace_id }, describe);
   return agent;
 }
@@ -61,7 +61,7 @@ export async function agentById(db: Executor, perms: Permissions, permission: Pe
     .where('namespaces.org_id', '=', perms.actor.orgId)
     .where('agents.status', '=', 'ACTIVE')
     .executeTakeFirst();
-  if (!agent) throw new ApiError(404, 'not_found', `Agent ${agentId} was not found`);
+  if (!agent) throw missing(`Agent ${agentId} was not found`);
   perms.require(permission, { type: 'agent', id: agent.id, namespaceId: agent.namespace_id }, `Agent ${agentId}`);
   return agent;
 }
@@ -77,7 +77,7 @@ export async function branchById(db: Executor, perms: Permissions, permission: P
     .where('branches.id', '=', branchId)
     .where('namespaces.org_id', '=', perms.actor.orgId)
     .executeTakeFirst();
-  if (!branch || branch.agent_status !== 'ACTIVE') throw new ApiError(404, 'not_found', `Branch ${branchId} was not found`);
+  if (!branch || branch.agent_status !== 'ACTIVE') throw missing(`Branch ${branchId} was not found`);
   perms.require(permission, { type: 'agent', id: branch.agent_id, namespaceId: branch.namespace_id }, `Branch ${branchId}`);
   return branch;
 }
@@ -92,7 +92,7 @@ export async function versionById(db: Executor, perms: Permissions, permission: 
     .where('versions.id', '=', versionId)
     .where('namespaces.org_id', '=', perms.actor.orgId)
     .executeTakeFirst();
-  if (!version || version.agent_status !== 'ACTIVE') throw new ApiError(404, 'not_found', `Version ${versionId} was not found`);
+  if (!version || version.agent_status !== 'ACTIVE') throw missing(`Version ${versionId} was not found`);
   perms.require(permission, { type: 'agent', id: version.agent_id, namespaceId: version.namespace_id }, `Version ${versionId}`);
   return version;
 }
@@ -105,7 +105,7 @@ export async function taskById(db: Executor, perms: Permissions, permission: Per
     .where('tasks.id', '=', taskId)
     .where('namespaces.org_id', '=', perms.actor.orgId)
     .executeTakeFirst();
-  if (!task) throw new ApiError(404, 'not_found', `Task ${taskId} was not found`);
+  if (!task) throw missing(`Task ${taskId} was not found`);
   perms.require(permission, { type: 'agent', id: task.agent_id, namespaceId: task.namespace_id }, `Task ${taskId}`);
   return task;
 }

@@ -5,7 +5,7 @@ import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toVersion } from '../store/mappers.js';
 import { taskJsonSql } from '../store/sql.js';
-import { ApiError, ValidationFailure, conflict, invalid, type ValidationItem } from '../errors.js';
+import { ValidationFailure, conflict, invalid, notFound, named, namedVersion, type ValidationItem } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { ROUTABLE } from './lifecycle.js';
 import { settleDraining } from './events.js';
@@ -20,6 +20,7 @@ export interface MigrationResult {
   /** The moved tasks as a JSON array, built by the database (see taskJsonSql). */
   tasksJson: string;
   count: number;
+  dry_run: boolean;
 }
 
 /** The valid shapes: exactly one source and exactly one target (DESIGN.md 5, Migration). */
@@ -46,7 +47,8 @@ export function checkMigrationShape(req: MigrateTasksRequest): void {
   if (items.length) throw new ValidationFailure(items);
 }
 
-async function resolveTarget(trx: Trx, perms: Permissions, branchId: string, req: MigrateTasksRequest) {
+async function resolveTarget(trx: Trx, perms: Permissions, branch: { id: string; git_branch: string }, req: MigrateTasksRequest) {
+  const branchId = branch.id;
   if (req.to_latest) {
     const latest = await trx
       .selectFrom('versions')
@@ -57,7 +59,7 @@ async function resolveTarget(trx: Trx, perms: Permissions, branchId: string, req
       .orderBy('id', 'desc')
       .limit(1)
       .executeTakeFirst();
-    if (!latest) throw conflict('no_routable_version', `Branch ${branchId} has no ACTIVE or DEPLOYING version to migrate to`);
+    if (!latest) throw conflict('no_routable_version', `Branch ${named(branch.git_branch, branchId)} has no ACTIVE or DEPLOYING version to migrate to`);
     return latest;
   }
   const target = await versionById(trx, perms, 'write', req.to_version_id!);
@@ -65,7 +67,7 @@ async function resolveTarget(trx: Trx, perms: Permissions, branchId: string, req
     throw invalid(['body', 'to_version_id'], `Version ${target.id} is on branch ${target.branch_id}, not on the tasks’ branch ${branchId}`);
   }
   if (!ROUTABLE.includes(target.status)) {
-    throw conflict('target_not_routable', `Version ${target.id} is ${target.status}; tasks can only move to an ACTIVE or DEPLOYING version`);
+    throw conflict('target_not_routable', `Version ${namedVersion(target)} is ${target.status}; tasks can only move to an ACTIVE or DEPLOYING version`);
   }
   return target;
 }
@@ -79,6 +81,7 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
   checkMigrationShape(req);
   return db.transaction().execute(async (trx) => {
     let branchId: string;
+    let branch: { id: string; git_branch: string };
     let sourceIds: string[];
     let taskIds: string[] | null = null;
 
@@ -86,7 +89,7 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       const source = await versionById(trx, perms, 'write', req.from_version_id);
       branchId = source.branch_id;
       sourceIds = [source.id];
-      await lockBranch(trx, branchId);
+      branch = await lockBranch(trx, branchId);
     } else {
       taskIds = [...new Set(req.task_ids!)];
       const seen = await trx
@@ -98,8 +101,8 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
         .where('tasks.status', '!=', 'DELETED')
         .execute();
       const byId = new Map(seen.map((t) => [t.id, t]));
-      const missing = taskIds.find((id) => !byId.has(id));
-      if (missing) throw new ApiError(404, 'not_found', `Task ${missing} was not found`);
+      const unknown = taskIds.find((id) => !byId.has(id));
+      if (unknown) throw notFound('Task', unknown);
       const checkedAgents = new Set<string>();
       for (const t of seen) {
         if (checkedAgents.has(t.agent_id)) continue;
@@ -109,17 +112,17 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       const branches = new Set(seen.map((t) => t.branch_id));
       if (branches.size > 1) throw invalid(['body', 'task_ids'], `The tasks belong to ${branches.size} different branches; migrate one branch at a time`);
       branchId = seen[0].branch_id;
-      await lockBranch(trx, branchId);
-      const locked = await trx.selectFrom('tasks').select(['id', 'status', 'current_version_id']).where('id', 'in', taskIds).orderBy('id').forNoKeyUpdate().execute();
+      branch = await lockBranch(trx, branchId);
+      const locked = await trx.selectFrom('tasks').select(['id', 'name', 'status', 'current_version_id']).where('id', 'in', taskIds).orderBy('id').forNoKeyUpdate().execute();
       const stuck = locked.filter((t) => t.status !== 'RUNNING' && t.status !== 'IDLE');
       if (stuck.length) {
-        const listed = stuck.slice(0, 10).map((t) => `${t.id} (${t.status})`).join(', ');
+        const listed = stuck.slice(0, 10).map((t) => (t.name ? `${t.name} (${t.id}, ${t.status})` : `${t.id} (${t.status})`)).join(', ');
         throw conflict('task_not_migratable', `Only RUNNING or IDLE tasks can migrate: ${listed}${stuck.length > 10 ? ` and ${stuck.length - 10} more` : ''}`);
       }
       sourceIds = [...new Set(locked.map((t) => t.current_version_id))];
     }
 
-    const target = await resolveTarget(trx, perms, branchId, req);
+    const target = await resolveTarget(trx, perms, branch, req);
     if (req.from_version_id !== null && target.id === req.from_version_id) {
       throw invalid(['body', 'to_latest'], `Version ${target.id} is already the branch’s latest version`);
     }
@@ -163,6 +166,7 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       to_version: toVersion(target),
       tasksJson: result.tasks,
       count: result.n,
+      dry_run: req.dry_run,
     };
   });
 }
@@ -173,9 +177,10 @@ async function refuseOversizeBulk(trx: Trx, versionId: string): Promise<void> {
     SELECT count(*)::int AS n FROM (SELECT 1 FROM tasks WHERE current_version_id = ${versionId} AND status = 'RUNNING' LIMIT ${MIGRATION_MAX_TASKS + 1}) s`.execute(trx);
   if (probe.rows[0].n <= MIGRATION_MAX_TASKS) return;
   const total = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${versionId} AND status = 'RUNNING'`.execute(trx);
+  const version = await trx.selectFrom('versions').select(['id', 'number']).where('id', '=', versionId).executeTakeFirstOrThrow();
   throw conflict(
     'migration_too_large',
-    `Version ${versionId} has ${total.rows[0].n} RUNNING tasks; one request moves at most ${MIGRATION_MAX_TASKS}. ` +
+    `Version ${namedVersion(version)} has ${total.rows[0].n} RUNNING tasks; one request moves at most ${MIGRATION_MAX_TASKS}. ` +
       `Page it: send "limit": ${MIGRATION_MAX_TASKS} and repeat the request until it moves no tasks.`,
   );
 }
@@ -185,5 +190,6 @@ export function migrationResponseJson(result: MigrationResult): string {
   const head: Record<string, unknown> = { branch_id: result.branch_id };
   if (result.from_version_id !== undefined) head.from_version_id = result.from_version_id;
   head.to_version = result.to_version;
+  head.dry_run = result.dry_run;
   return `${JSON.stringify(head).slice(0, -1)},"tasks":${result.tasksJson}}`;
 }

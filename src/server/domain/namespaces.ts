@@ -2,7 +2,7 @@ import type { Namespace, Project } from '../../contract/resources.js';
 import type { Db } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
 import { grantOwnership } from '../auth/grants.js';
-import { ApiError, conflict, invalid } from '../errors.js';
+import { conflict, invalid, missing } from './errors.js';
 import { newId } from '../store/ids.js';
 import { toNamespace, toProject } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
@@ -107,6 +107,6 @@ export async function listProjects(
  */
 export function hideUndiscoverableNamespace(perms: Permissions, ns: { id: string; slug: string }, visibleCount: number): void {
   if (visibleCount === 0 && !perms.can('discover', { type: 'namespace', id: ns.id })) {
-    throw new ApiError(404, 'not_found', `Namespace ${ns.slug} was not found`);
+    throw missing(`Namespace ${ns.slug} was not found`);
   }
 }

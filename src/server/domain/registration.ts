@@ -8,11 +8,12 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { ApiError, conflict, invalid } from '../errors.js';
+import { conflict, invalid, missing, unauthenticated, namedVersion } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { generateSecret, hashSecret, secretPrefix } from '../auth/secrets.js';
 import { versionById } from './lookup.js';
 import { applyVersionReport, describeVersion, type RegisterResult } from './lifecycle.js';
+import { releaseLeases } from './deliveries.js';
 
 type Executor = Kysely<Database>;
 
@@ -55,13 +56,14 @@ export async function signingSecretFor(db: Db | Executor, versionId: string): Pr
   const row = await sql<{ signing_secret: string }>`
     UPDATE versions SET signing_secret = COALESCE(signing_secret, ${fresh})
     WHERE id = ${versionId} RETURNING signing_secret`.execute(db);
-  if (!row.rows[0]) throw new ApiError(404, 'not_found', `Version ${versionId} was not found`);
+  if (!row.rows[0]) throw missing(`Version ${versionId} was not found`);
   return row.rows[0].signing_secret;
 }
 
 /**
- * A replica of `versionId` stopped (its process exited): deliveries stop going to it, and its
- * runtime key is revoked.
+ * A replica of `versionId` stopped (its process exited): deliveries stop going to it, what it held
+ * leased goes out again (to its restarted successor or another replica), and its runtime key is
+ * revoked.
  */
 export async function markReplicaGone(db: Db, versionId: string, acpUrl: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
@@ -73,6 +75,7 @@ export async function markReplicaGone(db: Db, versionId: string, acpUrl: string)
       .returning('runtime_key_id')
       .executeTakeFirst();
     if (gone?.runtime_key_id) await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', '=', gone.runtime_key_id).where('revoked_at', 'is', null).execute();
+    await releaseLeases(trx, versionId, acpUrl);
   });
 }
 
@@ -99,7 +102,10 @@ export async function recordReplica(trx: Executor, versionId: string, acpUrl: st
     WHERE d.task_id = t.id AND t.current_version_id = ${versionId} AND d.status = 'pending' AND d.next_attempt_at > now()`.execute(trx);
 }
 
-/** Every replica of a version is gone (the runtime stopped it): nothing is sent to them any more. */
+/**
+ * Every replica of a version is gone (the runtime stopped it, or a server started after the one that
+ * ran it died): nothing is sent to them any more, and what they held leased goes out again.
+ */
 export async function markVersionReplicasGone(db: Db, versionId: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const gone = await trx
@@ -111,6 +117,7 @@ export async function markVersionReplicasGone(db: Db, versionId: string): Promis
       .execute();
     const keys = gone.map((g) => g.runtime_key_id).filter((k): k is string => k !== null);
     if (keys.length) await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', 'in', keys).where('revoked_at', 'is', null).execute();
+    await releaseLeases(trx, versionId, null);
   });
 }
 
@@ -122,7 +129,7 @@ export interface TokenRegistration {
   registration_metadata?: Record<string, unknown>;
 }
 
-const badToken = (detail: string) => new ApiError(401, 'invalid_registration_token', detail);
+const badToken = (detail: string) => unauthenticated('invalid_registration_token', detail);
 
 /** Statuses in which a version's processes run and may (re)register. */
 const REGISTRABLE = ['DEPLOYING', 'ACTIVE', 'UNHEALTHY', 'DRAINING'];
@@ -144,12 +151,12 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
       .selectFrom('versions')
       .innerJoin('agents', 'agents.id', 'versions.agent_id')
       .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
-      .select(['versions.id', 'versions.branch_id', 'versions.status', 'versions.agent_id', 'agents.name as agent_name', 'agents.status as agent_status', 'namespaces.org_id'])
+      .select(['versions.id', 'versions.number', 'versions.branch_id', 'versions.status', 'versions.agent_id', 'agents.name as agent_name', 'agents.status as agent_status', 'namespaces.org_id'])
       .where('versions.id', '=', input.version_id)
       .executeTakeFirstOrThrow();
     if (input.branch_id !== undefined && input.branch_id !== version.branch_id) throw badToken(`The registration token is not for branch ${input.branch_id}`);
     if (version.agent_status !== 'ACTIVE') throw badToken(`The agent of version ${version.id} was deleted`);
-    if (!REGISTRABLE.includes(version.status)) throw conflict('invalid_transition', `Version ${version.id} is ${version.status}; its processes cannot register`);
+    if (!REGISTRABLE.includes(version.status)) throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
     await trx.updateTable('registration_tokens').set({ used_at: new Date() }).where('token_hash', '=', token.token_hash).execute();
 
     const secret = generateSecret();
@@ -186,7 +193,7 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
 /** `POST /versions/{id}/registration-tokens`: for an agent started by hand (write on the agent). */
 export async function createRegistrationToken(db: Db, perms: Permissions, versionId: string): Promise<{ registration_token: string; expires_at: string }> {
   const version = await versionById(db, perms, 'write', versionId);
-  if (!REGISTRABLE.includes(version.status)) throw conflict('invalid_transition', `Version ${versionId} is ${version.status}; its processes cannot register`);
+  if (!REGISTRABLE.includes(version.status)) throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
   const { token, expiresAt } = await insertToken(db, versionId, { createdByKeyId: perms.actor.keyId || null });
   return { registration_token: token, expires_at: expiresAt.toISOString() };
 }

@@ -3,7 +3,7 @@ import type { State } from '../../contract/resources.js';
 import type { Db, StatesTable } from '../store/db.js';
 import type { Selectable } from 'kysely';
 import type { Permission, Permissions, Visibility } from '../auth/policy.js';
-import { ApiError, conflict, invalid, ValidationFailure } from '../errors.js';
+import { ValidationFailure, conflict, invalid, missing, notFound, stale, tooLarge, named } from './errors.js';
 import { newId } from '../store/ids.js';
 import { toState } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
@@ -18,30 +18,15 @@ export const STATE_MAX_BYTES = 256 * 1024;
 type StateRow = Selectable<StatesTable>;
 
 /**
- * An `If-Match` header: undefined when absent, '*' for "any current version", else the versions it
- * names (`"3"`, `W/"3"` or a comma-separated list). A value naming no version matches nothing.
+ * Which versions a conditional write accepts: undefined for any (no condition), '*' for any
+ * current version, else the versions named (none matches nothing).
  */
-export type IfMatch = undefined | '*' | number[];
+export type ExpectedVersions = undefined | '*' | number[];
 
-export function parseIfMatch(header: string | string[] | undefined): IfMatch {
-  if (header === undefined) return undefined;
-  const text = Array.isArray(header) ? header.join(',') : header;
-  if (text.trim() === '*') return '*';
-  const versions: number[] = [];
-  for (const part of text.split(',')) {
-    const match = /^\s*(?:W\/)?"?(\d{1,9})"?\s*$/.exec(part);
-    if (match) versions.push(Number(match[1]));
-  }
-  return versions;
-}
-
-/** `"<version>"`, the state's ETag. */
-export const etagOf = (version: number) => `"${version}"`;
-
-const tooLarge = () => new ApiError(413, 'state_too_large', `A state object may be at most ${STATE_MAX_BYTES} bytes serialized`);
+const stateTooLarge = () => tooLarge('state_too_large', `A state object may be at most ${STATE_MAX_BYTES} bytes serialized`);
 
 const preconditionFailed = (stateId: string, current: number) =>
-  new ApiError(412, 'precondition_failed', `State ${stateId} is at version ${current}; If-Match does not name it`, { ETag: etagOf(current) });
+  stale('precondition_failed', `State ${stateId} is at version ${current}; If-Match does not name it`, String(current));
 
 /** The state with its agent's namespace, checked against `permission` on that agent (404 when not discoverable). */
 async function stateForAccess(db: Db, perms: Permissions, permission: Permission, stateId: string): Promise<StateRow> {
@@ -55,41 +40,41 @@ async function stateForAccess(db: Db, perms: Permissions, permission: Permission
     .where('n.org_id', '=', perms.actor.orgId)
     .where('a.status', '=', 'ACTIVE')
     .executeTakeFirst();
-  if (!row) throw new ApiError(404, 'not_found', `State ${stateId} was not found`);
+  if (!row) throw notFound('State', stateId);
   perms.require(permission, { type: 'agent', id: row.agent_id, namespaceId: row.namespace_id }, `State ${stateId}`);
   const { namespace_id: _ns, ...state } = row;
   return state;
 }
 
 /** `AND version = ANY(...)` for an If-Match naming versions; nothing for none or `*`. */
-const versionCondition = (ifMatch: IfMatch, column = 'version'): RawBuilder<unknown> =>
-  Array.isArray(ifMatch) ? sql`AND ${sql.ref(column)} = ANY(${ifMatch}::int[])` : sql``;
+const versionCondition = (expected: ExpectedVersions, column = 'version'): RawBuilder<unknown> =>
+  Array.isArray(expected) ? sql`AND ${sql.ref(column)} = ANY(${expected}::int[])` : sql``;
 
 /**
  * Why a conditional write touched no row, checked after the fact: the state is gone or hidden
  * from the key (404), the key may not write it (403), its version is not the one If-Match names
  * (412), or the result would be too large (413).
  */
-async function explainNoRow(db: Db, perms: Permissions, stateId: string, ifMatch: IfMatch): Promise<never> {
+async function explainNoRow(db: Db, perms: Permissions, stateId: string, expected: ExpectedVersions): Promise<never> {
   const row = await stateForAccess(db, perms, 'write_task_data', stateId);
-  if (Array.isArray(ifMatch) && !ifMatch.includes(row.version)) throw preconditionFailed(stateId, row.version);
-  throw tooLarge();
+  if (Array.isArray(expected) && !expected.includes(row.version)) throw preconditionFailed(stateId, row.version);
+  throw stateTooLarge();
 }
 
 /** `POST /states`: 200; 409 `state_exists` when the (task, agent) pair has one (the unique index decides, so concurrent creates are safe). */
 export async function createState(db: Db, perms: Permissions, input: { task_id: string; agent_id: string; state: Record<string, unknown> }): Promise<State> {
-  await agentById(db, perms, 'write_task_data', input.agent_id);
-  await taskById(db, perms, 'read', input.task_id);
+  const agent = await agentById(db, perms, 'write_task_data', input.agent_id);
+  const task = await taskById(db, perms, 'read', input.task_id);
   try {
     const inserted = await sql<StateRow>`
       INSERT INTO states (id, task_id, agent_id, state)
       SELECT ${newId('state')}, ${input.task_id}, ${input.agent_id}, j FROM (SELECT ${JSON.stringify(input.state)}::jsonb AS j) AS input
       WHERE octet_length(j::text) <= ${STATE_MAX_BYTES}
       RETURNING *`.execute(db);
-    if (inserted.rows.length === 0) throw tooLarge();
+    if (inserted.rows.length === 0) throw stateTooLarge();
     return toState(inserted.rows[0]);
   } catch (error) {
-    if (isUniqueViolation(error)) throw conflict('state_exists', `Task ${input.task_id} already has a state for agent ${input.agent_id}`);
+    if (isUniqueViolation(error)) throw conflict('state_exists', `Task ${named(task.name, input.task_id)} already has a state for agent ${named(agent.name, input.agent_id)}`);
     throw error;
   }
 }
@@ -131,7 +116,7 @@ export async function replaceState(
   perms: Permissions,
   stateId: string,
   input: { task_id: string; agent_id: string; state: Record<string, unknown> },
-  ifMatch: IfMatch,
+  expected: ExpectedVersions,
 ): Promise<State> {
   const current = await stateForAccess(db, perms, 'write_task_data', stateId);
   if (input.task_id !== current.task_id) throw invalid(['body', 'task_id'], `State ${stateId} belongs to task ${current.task_id}`);
@@ -139,9 +124,9 @@ export async function replaceState(
   const updated = await sql<StateRow>`
     UPDATE states SET state = input.j, version = version + 1, updated_at = now()
     FROM (SELECT ${JSON.stringify(input.state)}::jsonb AS j) AS input
-    WHERE id = ${stateId} ${versionCondition(ifMatch)} AND octet_length(input.j::text) <= ${STATE_MAX_BYTES}
+    WHERE id = ${stateId} ${versionCondition(expected)} AND octet_length(input.j::text) <= ${STATE_MAX_BYTES}
     RETURNING states.*`.execute(db);
-  if (updated.rows.length === 0) return explainNoRow(db, perms, stateId, ifMatch);
+  if (updated.rows.length === 0) return explainNoRow(db, perms, stateId, expected);
   return toState(updated.rows[0]);
 }
 
@@ -160,7 +145,7 @@ export const writeScopeOf = (perms: Permissions): WriteScope => ({ orgId: perms.
  * the size limit, so the hot path (the toolkit's state.update) is a single round trip; when no row
  * matches, `explainNoRow` finds out why.
  */
-export function mergeStatement(stateId: string, patch: Record<string, unknown>, ifMatch: IfMatch, scope: WriteScope): RawBuilder<StateRow> {
+export function mergeStatement(stateId: string, patch: Record<string, unknown>, expected: ExpectedVersions, scope: WriteScope): RawBuilder<StateRow> {
   const deleted = Object.keys(patch).filter((key) => patch[key] === null);
   const merged = sql`((s.state || ${JSON.stringify(patch)}::jsonb) - ${deleted}::text[])`;
   const access = scope.agents.all
@@ -170,21 +155,21 @@ export function mergeStatement(stateId: string, patch: Record<string, unknown>, 
     UPDATE states AS s SET state = ${merged}, version = s.version + 1, updated_at = now()
     FROM agents AS a JOIN namespaces AS n ON n.id = a.namespace_id
     WHERE s.id = ${stateId} AND a.id = s.agent_id AND a.status = 'ACTIVE' AND n.org_id = ${scope.orgId} ${access}
-      ${versionCondition(ifMatch, 's.version')} AND octet_length(${merged}::text) <= ${STATE_MAX_BYTES}
+      ${versionCondition(expected, 's.version')} AND octet_length(${merged}::text) <= ${STATE_MAX_BYTES}
     RETURNING s.*`;
 }
 
 /** `PATCH /states/{id}` with `{state: {...}}`. */
-export async function mergeState(db: Db, perms: Permissions, stateId: string, patch: Record<string, unknown>, ifMatch: IfMatch): Promise<State> {
-  const updated = await mergeStatement(stateId, patch, ifMatch, writeScopeOf(perms)).execute(db);
-  if (updated.rows.length === 0) return explainNoRow(db, perms, stateId, ifMatch);
+export async function mergeState(db: Db, perms: Permissions, stateId: string, patch: Record<string, unknown>, expected: ExpectedVersions): Promise<State> {
+  const updated = await mergeStatement(stateId, patch, expected, writeScopeOf(perms)).execute(db);
+  if (updated.rows.length === 0) return explainNoRow(db, perms, stateId, expected);
   return toState(updated.rows[0]);
 }
 
 /** `DELETE /states/{id}`: answers the record as it was when deleted, with a message. */
-export async function deleteState(db: Db, perms: Permissions, stateId: string, ifMatch: IfMatch): Promise<State & { message: string }> {
+export async function deleteState(db: Db, perms: Permissions, stateId: string, expected: ExpectedVersions): Promise<State & { message: string }> {
   await stateForAccess(db, perms, 'write_task_data', stateId);
-  const deleted = await sql<StateRow>`DELETE FROM states WHERE id = ${stateId} ${versionCondition(ifMatch)} RETURNING *`.execute(db);
-  if (deleted.rows.length === 0) return explainNoRow(db, perms, stateId, ifMatch);
+  const deleted = await sql<StateRow>`DELETE FROM states WHERE id = ${stateId} ${versionCondition(expected)} RETURNING *`.execute(db);
+  if (deleted.rows.length === 0) return explainNoRow(db, perms, stateId, expected);
   return { ...toState(deleted.rows[0]), message: `State ${stateId} deleted` };
 }

@@ -6,7 +6,7 @@ import type { Database, Db, TasksTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toAgent, toTask } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
-import { ApiError, conflict, invalid, notFound } from '../errors.js';
+import { conflict, invalid, isNotFound, missing, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { agentById, agentByPath, lockBranch, taskById } from './lookup.js';
 import { settleDraining } from './events.js';
@@ -44,7 +44,7 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
         branchName = (prod?.branch_rules as string[] | undefined)?.[0] ?? 'main';
       }
       const branch = await trx.selectFrom('branches').selectAll().where('agent_id', '=', agent.id).where('git_branch', '=', branchName).where('retired_at', 'is', null).executeTakeFirst();
-      if (!branch) throw new ApiError(404, 'not_found', `Branch ${branchName} of agent ${agent.name} was not found`);
+      if (!branch) throw missing(`Branch ${branchName} of agent ${agent.name} was not found`);
       const version = await trx
         .selectFrom('versions')
         .select(['id', 'status'])
@@ -178,12 +178,12 @@ export async function getTask(db: Db, perms: Permissions, taskId: string, relati
 }
 
 export async function getTaskByName(db: Db, perms: Permissions, name: string, relationships?: readonly string[]): Promise<Task> {
-  const hidden = new ApiError(404, 'not_found', `Task named ${name} was not found`);
+  const hidden = missing(`Task named ${name} was not found`);
   const row = await db.selectFrom('tasks').select('id').where('org_id', '=', perms.actor.orgId).where('name', '=', name).executeTakeFirst();
   if (!row) throw hidden;
   // A task the key may not discover answers like an unknown name, without revealing its id.
   const task = await taskById(db, perms, 'read', row.id).catch((error) => {
-    throw error instanceof ApiError && error.status === 404 ? hidden : error;
+    throw isNotFound(error) ? hidden : error;
   });
   return (await toTasks(db, [task], relationships))[0];
 }
@@ -194,7 +194,7 @@ async function lockTaskForChange(trx: Trx, perms: Permissions, taskId: string, a
   await lockBranch(trx, found.branch_id);
   const task = await trx.selectFrom('tasks').selectAll().where('id', '=', taskId).forNoKeyUpdate().executeTakeFirstOrThrow();
   if (task.status === 'DELETED') throw notFound('Task', taskId);
-  if (!allowTerminal && isTerminal(task.status)) throw conflict('task_terminal', `Task ${taskId} is ${task.status}; a finished task cannot change`);
+  if (!allowTerminal && isTerminal(task.status)) throw conflict('task_terminal', `Task ${named(task.name, taskId)} is ${task.status}; a finished task cannot change`);
   return task;
 }
 

@@ -1,5 +1,5 @@
 import type { RouteHost, ServiceContext } from '../route-host.js';
-import { invalid } from '../errors.js';
+import { invalid } from '../domain/errors.js';
 import {
   createEnvironment,
   deleteEnvironment,

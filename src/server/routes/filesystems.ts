@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { ARCHIVE_MEDIA_TYPES } from '../../contract/filesystems.js';
-import { ApiError } from '../errors.js';
+import { ApiError, entityTag, entityTags } from '../errors.js';
 import { Streamed, type Call, type RouteHost, type ServiceContext } from '../route-host.js';
 import {
   createFilesystem,
@@ -14,6 +14,7 @@ import {
   readFile,
   systemFolderForAccess,
   uploadArchive,
+  type ArchiveDownload,
 } from '../domain/filesystems.js';
 
 /** The raw request body of an archive upload, refused unless it is one of the archive media types. */
@@ -25,10 +26,14 @@ function archiveBody(call: Call): Readable {
   return call.request.body as Readable;
 }
 
-const header = (call: Call, name: string) => {
-  const value = call.request.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
-};
+const tagsOf = (call: Call, name: 'if-match' | 'if-none-match') => entityTags(call.request.headers[name]);
+
+/** A download as HTTP: the checksum is the ETag; 304 when the caller has it. */
+function archiveAnswer(download: ArchiveDownload): Streamed {
+  const headers = { etag: entityTag(download.checksum), 'cache-control': 'no-cache' };
+  if (download.notModified) return new Streamed(304, headers);
+  return new Streamed(200, { ...headers, 'content-type': 'application/zstd', 'content-length': String(download.bytes) }, download.body);
+}
 
 export function registerFilesystemRoutes(host: RouteHost, service: ServiceContext): void {
   const db = service.store.db;
@@ -39,26 +44,24 @@ export function registerFilesystemRoutes(host: RouteHost, service: ServiceContex
   host.handle('deleteFilesystem', async ({ params }, call) => deleteFilesystem(db, await call.access(), params.filesystem_id));
   host.handle('downloadFilesystemArchive', async ({ params }, call) => {
     const row = await filesystemForAccess(db, await call.access(), params.filesystem_id, 'read');
-    const download = await downloadArchive(service.blobs, row, header(call, 'if-none-match'));
-    return new Streamed(download.status, download.headers, download.body);
+    return archiveAnswer(await downloadArchive(service.blobs, row, tagsOf(call, 'if-none-match')));
   });
   host.handle('uploadFilesystemArchive', async ({ params }, call) => {
     const row = await filesystemForAccess(db, await call.access(), params.filesystem_id, 'write');
-    return uploadArchive(db, service.blobs, row.id, archiveBody(call), header(call, 'if-match'), limits());
+    return uploadArchive(db, service.blobs, row.id, archiveBody(call), tagsOf(call, 'if-match'), limits());
   });
   host.handle('listFilesystemFiles', async ({ params }, call) => listFiles(service.blobs, await filesystemForAccess(db, await call.access(), params.filesystem_id, 'read')));
   host.handle('getFilesystemFile', async ({ params }, call) => {
     const row = await filesystemForAccess(db, await call.access(), params.filesystem_id, 'read');
     const file = await readFile(service.blobs, row, params['*']);
-    return new Streamed(200, { 'content-type': 'application/octet-stream', 'content-length': String(file.size), etag: `"${row.archive_checksum}"` }, file.body);
+    return new Streamed(200, { 'content-type': 'application/octet-stream', 'content-length': String(file.size), etag: entityTag(row.archive_checksum ?? '') }, file.body);
   });
   host.handle('downloadSystemFolderArchive', async ({ params }, call) => {
     const row = (await systemFolderForAccess(db, await call.access(), params.task_id, params.folder_type, 'read')) ?? emptyFolderRow(params.task_id);
-    const download = await downloadArchive(service.blobs, row, header(call, 'if-none-match'));
-    return new Streamed(download.status, download.headers, download.body);
+    return archiveAnswer(await downloadArchive(service.blobs, row, tagsOf(call, 'if-none-match')));
   });
   host.handle('uploadSystemFolderArchive', async ({ params }, call) => {
     const row = (await systemFolderForAccess(db, await call.access(), params.task_id, params.folder_type, 'write'))!;
-    return uploadArchive(db, service.blobs, row.id, archiveBody(call), header(call, 'if-match'), limits());
+    return uploadArchive(db, service.blobs, row.id, archiveBody(call), tagsOf(call, 'if-match'), limits());
   });
 }

@@ -100,6 +100,12 @@ export interface LogQuery {
 export interface RuntimeDriver {
   readonly name: RuntimeName;
   /**
+   * Replicas end with the server that runs them (local child processes, which a dead server's
+   * lifeline takes down): replicas recorded before this driver started a version are gone.
+   * Kubernetes pods outlive the server and stay registered. Absent: false.
+   */
+  readonly replicasEndWithServer?: boolean;
+  /**
    * Whether this driver can run the version at all (the local driver runs source snapshots,
    * `local://fs_...`, not container images); versions it cannot run are left to whoever registers
    * them. Absent: every version.

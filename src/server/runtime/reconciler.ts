@@ -3,7 +3,7 @@ import { unrestricted } from '../auth/policy.js';
 import { registerVersion, type RegisterInput } from '../domain/lifecycle.js';
 import { markVersionReplicasGone } from '../domain/registration.js';
 import { runtimeVersion, versionsThatShouldRun, type RuntimeVersion } from '../domain/runtime.js';
-import { ApiError } from '../errors.js';
+import { DomainError } from '../domain/errors.js';
 import type { Store } from '../store/db.js';
 import type { LaunchSecrets, RuntimeDriver, RuntimeHappening, VersionSpec } from './driver.js';
 
@@ -82,7 +82,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
       await registerVersion(store.db, unrestricted(systemActor(version.org_id)), { version_id: version.id, ...input });
     } catch (error) {
       // The version moved on meanwhile (a rollback, a retire, a registration): the next pass sees it.
-      if (error instanceof ApiError && (error.status === 409 || error.status === 404)) return;
+      if (error instanceof DomainError && (error.kind === 'conflict' || error.kind === 'not_found')) return;
       throw error;
     }
   }
@@ -158,6 +158,9 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
       if (running.has(spec.versionId) || stopping.has(spec.versionId)) continue;
       const secrets = await launchSecrets(spec.versionId);
       if (closed) return;
+      // Replicas still recorded live were a previous server's (killed, its agents gone with it):
+      // nothing may be sent to their addresses, and what they held leased goes out again.
+      if (driver.replicasEndWithServer) await markVersionReplicasGone(store.db, spec.versionId);
       // Not awaited: preparing a source can take a while and must not hold up the other versions.
       void driver.start(spec, secrets).catch(onError);
     }

@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect, sql, type ColumnType, type Generated } from 'kysely';
 import { migrations } from './migrations.js';
+import type { DeliveryStatus } from '../../contract/conversation.js';
 
 type Timestamptz = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json = ColumnType<unknown, string, string>;
@@ -94,11 +95,12 @@ export interface VersionReplicasTable {
   version_id: string; replica_key: string; acp_url: string; runtime_key_id: string | null;
   registered_at: Timestamptz; last_seen_at: Timestamptz; live: boolean;
 }
-export type DeliveryStatus = 'pending' | 'in_flight' | 'done' | 'failed';
 export interface DeliveriesTable {
   id: Generated<string>; task_id: string; version_id: string | null; method: string; event_id: string | null; payload: Json;
   status: Generated<DeliveryStatus>; attempts: Generated<number>; next_attempt_at: Timestamptz; failing_since: Date | null;
   claimed_by: string | null; claimed_until: Date | null; last_error: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  /** While leased: the replica (acp_url) that acknowledged it, and the lease length each renewal grants. */
+  leased_to: Generated<string | null>; lease_ms: Generated<number | null>;
 }
 
 export interface Database {

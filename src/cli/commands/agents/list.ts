@@ -1,6 +1,7 @@
 import type { Handler } from '../../command.js';
 import { call } from '../../api.js';
 import { agentColumns, table } from '../../output/resources.js';
+import { nameBook } from '../../names.js';
 import { listPaged } from '../../paging.js';
 
 const list: Handler = async (ctx, _args, options) => {
@@ -8,6 +9,6 @@ const list: Handler = async (ctx, _args, options) => {
     const { data, raw } = await call(ctx, 'listAgents', { query: { namespace: options.namespace, limit, page_number: page } });
     return { items: data.agents, total: data.total, raw };
   });
-  return { json: raw, view: table(agentColumns, items, 'No agents. Deploy one with: agentctl deploy --agent default/<name> --image <url>') };
+  return { json: raw, view: table(agentColumns(await nameBook(ctx, ['namespaces'])), items, 'No agents. Deploy one with: agentctl deploy --agent default/<name> --image <url>') };
 };
 export default list;

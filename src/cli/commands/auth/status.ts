@@ -3,6 +3,8 @@ import { call } from '../../api.js';
 import { CliError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { record } from '../../output/view.js';
+import { scopeText } from '../../output/resources.js';
+import { idsOnly, kindsOfScopes, nameBook } from '../../names.js';
 
 /** Where a value came from, in the words a person would use to change it. */
 const origin = (source: string | undefined, flag: string, env: string, profile: string) =>
@@ -20,6 +22,7 @@ const status: Handler = async (ctx) => {
     });
   }
   const { data: whoami, raw } = await call(ctx, 'whoami');
+  const names = await nameBook(ctx, [...kindsOfScopes([whoami]), ...(whoami.sharing_group_ids.length ? (['groups'] as const) : [])]);
   return {
     json: {
       profile: c.profile,
@@ -36,8 +39,10 @@ const status: Handler = async (ctx) => {
       ['API key', `${whoami.key_prefix}… (from ${origin(c.apiKeySource, '--api-key', 'AGENTCTL_API_KEY', c.profile)})`],
       ['Key', `${whoami.name} (${whoami.id})`],
       ['Org', whoami.org_id],
-      ['Scopes', whoami.scopes.map((s) => `${s.resource_type}:${s.resource_id}:${s.role}`).join(', ')],
-      ['Groups', whoami.sharing_group_ids.join(', ')],
+      ['Scopes', scopeText(whoami, names)],
+      ['Scope ids', scopeText(whoami, idsOnly), 'text', 'wide'],
+      ['Groups', whoami.sharing_group_ids.map((id) => names.group(id)).join(', ')],
+      ['Group ids', whoami.sharing_group_ids.join(', '), 'text', 'wide'],
       ['Expires', whoami.expires_at, 'time'],
     ]),
   };

@@ -3,6 +3,7 @@ import { call } from '../../api.js';
 import { needsFlag } from '../../errors.js';
 import { branchRecord } from '../../output/resources.js';
 import { resolveBranch } from '../../refs.js';
+import { agentctl } from '../../shell.js';
 
 const retire: Handler = async (ctx, [ref], options) => {
   let reason: string | undefined = options.reason;
@@ -13,7 +14,7 @@ const retire: Handler = async (ctx, [ref], options) => {
   const branch = await resolveBranch(await ctx.client(), ref, options.agent, 'agentctl branches retire');
   await ctx.confirm(
     `Retire branch ${branch.git_branch} (${branch.id})? Its versions become RETIRED${options.force ? ' and its running tasks are terminated' : ''}.`,
-    `agentctl branches retire ${branch.id} --reason ${JSON.stringify(reason)}${options.force ? ' --force' : ''} --yes`,
+    agentctl('branches', 'retire', branch.id, '--reason', reason, options.force && '--force', '--yes'),
   );
   const { data, raw } = await call(ctx, 'retireBranch', { params: { branch_id: branch.id }, body: { reason, force: Boolean(options.force) } });
   ctx.success(`Retired branch ${data.git_branch}`);

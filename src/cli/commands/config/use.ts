@@ -1,13 +1,10 @@
 import type { Handler } from '../../command.js';
-import { CliError } from '../../errors.js';
-import { ExitCode } from '../../exit-codes.js';
+import { unknownProfile } from '../../errors.js';
 import { record } from '../../output/view.js';
 
 const use: Handler = async (ctx, [name]) => {
   const store = ctx.config();
-  if (!store.profile(name)) {
-    throw new CliError(`No profile named "${name}"`, { exitCode: ExitCode.notFound, code: 'not_found', hint: 'Create it by setting a value in it.', next: `agentctl config set base_url <url> --profile ${name}` });
-  }
+  if (!store.profile(name)) throw unknownProfile(name, undefined, Object.keys(store.profiles()));
   await store.setCurrentProfile(name);
   ctx.success(`Now using profile "${name}"`);
   if (ctx.env.AGENTCTL_PROFILE && ctx.env.AGENTCTL_PROFILE !== name) ctx.warn(`AGENTCTL_PROFILE=${ctx.env.AGENTCTL_PROFILE} still takes precedence in this environment`);

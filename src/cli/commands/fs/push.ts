@@ -3,13 +3,14 @@ import { stat } from 'node:fs/promises';
 import type { Handler } from '../../command.js';
 import { usageError } from '../../errors.js';
 import { runSync, syncTransport, syncView } from './shared.js';
+import { agentctl, placeholder } from '../../shell.js';
 
 /** `agentctl fs push DIR --fs ID`: uploads DIR if it differs from the last synced tree, conditional on that base. */
 const push: Handler = async (ctx, [dirArg], options) => {
   const dir = path.resolve(ctx.io.cwd, dirArg!);
   const st = await stat(dir).catch(() => undefined);
   if (!st?.isDirectory()) throw usageError(`${dirArg} is not a directory`);
-  if (!options.fs) throw usageError('Missing --fs', 'Name the filesystem (fs_ id); agentctl fs list shows them.', `agentctl fs push ${dirArg} --fs <fs_id>`);
+  if (!options.fs) throw usageError('Missing --fs', 'Name the filesystem (fs_ id); agentctl fs list shows them.', agentctl('fs', 'push', dirArg, '--fs', placeholder('fs_id')));
   const fsId = options.fs as string;
   const transport = syncTransport(ctx);
   const { syncUp } = await import('../../../sync/index.js');

@@ -5,6 +5,7 @@ import { CliError } from '../../errors.js';
 import { ExitCode, exitCodeForStatus } from '../../exit-codes.js';
 import { record, table, type Column, type View } from '../../output/view.js';
 import { VERSION } from '../../version.js';
+import { agentctl } from '../../shell.js';
 
 export const filesystemColumns: Column<Filesystem>[] = [
   { header: 'ID', value: (f) => f.id },
@@ -79,7 +80,7 @@ export async function runSync(ctx: CommandContext, what: { fsId: string; dir: st
         exitCode: ExitCode.conflict,
         code: error.code,
         hint: 'Pull it first (your local changes would be replaced: keep a copy), or push with --force to overwrite the remote content.',
-        next: `agentctl fs pull ${what.dir} --fs ${what.fsId}`,
+        next: agentctl('fs', 'pull', what.dir, '--fs', what.fsId),
       });
     }
     if (error instanceof SyncHttpError) {

@@ -6,8 +6,12 @@ import { CliError, needsFlag } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { renderView } from '../../output/render.js';
 import { record, table, text } from '../../output/view.js';
-import { askDetails, chooseGroups, choosePreset, configureScopes, NO_GROUP_WARNING, parseExpires, parseScopeFlag, review, type KeyDraft, type ResourceChoices } from '../../prompts/key-wizard.js';
+import { DEFAULT_KEY_EXPIRY, describeExpiry, parseExpires } from '../../key-expiry.js';
+import { plural } from '../../output/plural.js';
+import { keyWizard, NO_GROUP_WARNING, parseScopeFlag, type KeyDraft, type ResourceChoices } from '../../prompts/key-wizard.js';
 import { parseAgentPath } from '../../refs.js';
+import { resolveGroupIds } from '../groups/shared.js';
+import { kindsOfScopes, LIST_MAX, nameBook } from '../../names.js';
 
 const create: Handler = async (ctx, _args, options) => {
   const client = await ctx.client();
@@ -20,36 +24,34 @@ const create: Handler = async (ctx, _args, options) => {
   }
 
   const presets = options.preset || wizard ? (await client.listPresets()).presets : [];
-  let preset: Preset | undefined = options.preset ? presets.find((p) => p.id === options.preset) : undefined;
-  let scopes = await Promise.all(scopeFlags.map((flag) => resolveScope(client, flag, preset)));
-  let groupIds = groupFlags ? await resolveGroups(client, groupFlags) : [];
-  let details: Pick<KeyDraft, 'name' | 'description' | 'expires_at'>;
+  const preset: Preset | undefined = options.preset ? presets.find((p) => p.id === options.preset) : undefined;
+  const scopes = await Promise.all(scopeFlags.map((flag) => resolveScope(client, flag, preset)));
+  const groupIds = groupFlags ? await resolveGroupIds(client, groupFlags, '--group') : [];
 
+  let draft: KeyDraft | null;
   if (wizard) {
-    const prompter = await ctx.prompts();
-    if (scopes.length === 0) {
-      preset ??= await choosePreset(prompter, presets);
-      scopes = await configureScopes(prompter, preset, await visibleResources(client), scopes);
-    }
-    if (!groupFlags) {
-      const { groups } = await client.listGroups({ query: { limit: 1000 } });
-      const chosen = await chooseGroups(prompter, groups.map((g) => ({ name: `${g.name} (${g.member_count} members)`, value: g.id, description: g.description })));
-      groupIds = chosen.ids;
-    }
-    details = await askDetails(prompter, { name: options.name, description: options.description, expires: options.expires });
-    const draft: KeyDraft = { ...details, scopes, sharing_group_ids: groupIds };
-    if (!groupIds.length) ctx.warn(NO_GROUP_WARNING);
-    if (!ctx.globals.yes && !(await review(prompter, draft, (d) => showReview(ctx, d)))) {
-      throw new CliError('No key was created', { exitCode: ExitCode.failure, code: 'declined' });
-    }
+    draft = await keyWizard(await ctx.prompts(), {
+      presets,
+      preset,
+      scopes: scopes.length ? scopes : undefined,
+      groupIds: groupFlags ? groupIds : undefined,
+      given: { name: options.name, description: options.description, expires: options.expires },
+      resources: () => visibleResources(client),
+      groups: async () => (await client.listGroups({ query: { limit: LIST_MAX } })).groups.map((g) => ({ name: `${g.name} (${plural(g.member_count, 'member')})`, value: g.id, description: g.description })),
+      show: (d) => showReview(ctx, d),
+      warn: (message) => ctx.warn(message),
+      skipReview: ctx.globals.yes,
+    });
+    if (!draft) throw new CliError('No key was created', { exitCode: ExitCode.failure, code: 'declined' });
   } else {
-    details = { name: options.name, description: options.description ?? '', expires_at: parseExpires(options.expires ?? 'never') };
+    draft = { name: options.name, description: options.description ?? '', expires_at: parseExpires(options.expires ?? DEFAULT_KEY_EXPIRY), scopes, sharing_group_ids: groupIds };
     if (!groupIds.length) ctx.warn(NO_GROUP_WARNING);
   }
 
-  const { data, raw } = await client.request('createKey', { body: { ...details, scopes, sharing_group_ids: groupIds } });
-  ctx.success(`Created key ${data.api_key.name} (${data.api_key.id})`);
-  ctx.warn('The secret is printed once, on stdout: store it now (e.g. agentctl auth login --profile <name>); it cannot be shown again.');
+  const { data, raw } = await client.request('createKey', { body: draft });
+  const expiry = data.api_key.expires_at === null ? 'never expires' : `expires ${describeExpiry(data.api_key.expires_at)}`;
+  ctx.success(`Created key ${data.api_key.name} (${data.api_key.id}); it ${expiry}`);
+  ctx.warn('The secret is printed once, on stdout: store it now (e.g. agentctl auth login --with-token --profile <name>); it cannot be shown again.');
   return { json: raw, view: text(data.key) };
 };
 
@@ -68,17 +70,6 @@ async function resolveScope(client: Client, flag: string, preset: Preset | undef
     id = (await client.whoami()).org_id;
   }
   return { resource_type: parsed.resource_type, resource_id: id, role: parsed.role };
-}
-
-async function resolveGroups(client: Client, flags: string[]): Promise<string[]> {
-  const needsLookup = flags.some((g) => !g.startsWith('grp_'));
-  const { groups } = needsLookup ? await client.listGroups({ query: { limit: 1000 } }) : { groups: [] };
-  return flags.map((flag) => {
-    if (flag.startsWith('grp_')) return flag;
-    const found = groups.find((g) => g.name === flag);
-    if (!found) throw new CliError(`--group ${flag}: no sharing group of that name`, { exitCode: ExitCode.notFound, code: 'not_found', next: 'agentctl groups list' });
-    return found.id;
-  });
 }
 
 /** What the current key can see, for the wizard's pick lists. */
@@ -100,13 +91,16 @@ async function visibleResources(client: Client): Promise<ResourceChoices> {
 
 /** The review: the key's fields, then its scopes as a table, on stderr (stdout is for the secret). */
 async function showReview(ctx: CommandContext, draft: KeyDraft): Promise<void> {
-  const target = { tty: true, chalk: ctx.chalk };
+  // Names, as the pick lists showed them; --wide adds the ids.
+  const names = await nameBook(ctx, [...kindsOfScopes([draft]), 'groups']);
+  const target = { tty: true, chalk: ctx.chalk, wide: ctx.globals.wide };
   const fields = await renderView(
     record([
       ['Name', draft.name],
       ['Description', draft.description],
-      ['Expires', draft.expires_at ?? 'never'],
-      ['Sharing groups', draft.sharing_group_ids.length ? draft.sharing_group_ids.join(', ') : 'none'],
+      ['Expires', describeExpiry(draft.expires_at)],
+      ['Sharing groups', draft.sharing_group_ids.length ? draft.sharing_group_ids.map((id) => names.group(id)).join(', ') : 'none'],
+      ['Sharing group ids', draft.sharing_group_ids.join(', '), 'text', 'wide'],
     ]),
     target,
   );
@@ -114,7 +108,8 @@ async function showReview(ctx: CommandContext, draft: KeyDraft): Promise<void> {
     table<Scope>(
       [
         { header: 'TYPE', value: (s) => s.resource_type },
-        { header: 'RESOURCE', value: (s) => s.resource_id },
+        { header: 'RESOURCE', value: (s) => names.resource(s) },
+        { header: 'RESOURCE ID', value: (s) => s.resource_id, wide: true },
         { header: 'ROLE', value: (s) => s.role },
       ],
       draft.scopes,

@@ -1,9 +1,12 @@
 import type { Handler } from '../../command.js';
 import { call } from '../../api.js';
 import { text } from '../../output/view.js';
+import { agentctl } from '../../shell.js';
+import { resolveKeyId } from '../../refs.js';
 
-const rotate: Handler = async (ctx, [id]) => {
-  await ctx.confirm(`Rotate key ${id}? Its current secret stops working at once.`, `agentctl keys rotate ${id} --yes`);
+const rotate: Handler = async (ctx, [ref]) => {
+  await ctx.confirm(`Rotate key ${ref}? Its current secret stops working at once.`, agentctl('keys', 'rotate', ref, '--yes'));
+  const id = await resolveKeyId(await ctx.client(), ref!, false);
   const credentials = ctx.credentials();
   // Rotating the key this profile logs in with would lock the profile out: keep it in step.
   const own = credentials.apiKeySource === 'profile' ? (await call(ctx, 'whoami')).data.id === id : false;

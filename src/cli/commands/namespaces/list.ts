@@ -1,9 +1,13 @@
 import type { Handler } from '../../command.js';
 import { call } from '../../api.js';
 import { namespaceColumns, table } from '../../output/resources.js';
+import { listPaged } from '../../paging.js';
 
 const list: Handler = async (ctx, _args, options) => {
-  const { data, raw } = await call(ctx, 'listNamespaces', { query: { limit: options.limit, page_number: options.page } });
-  return { json: raw, view: table(namespaceColumns, data.namespaces, 'No namespaces.') };
+  const { items, raw } = await listPaged(ctx, options, 'namespaces', async (page, limit) => {
+    const { data, raw } = await call(ctx, 'listNamespaces', { query: { limit, page_number: page } });
+    return { items: data.namespaces, total: data.total, raw };
+  });
+  return { json: raw, view: table(namespaceColumns, items, 'No namespaces.') };
 };
 export default list;

@@ -1,9 +1,14 @@
 import type { Handler } from '../../command.js';
 import { call } from '../../api.js';
 import { projectColumns, table } from '../../output/resources.js';
+import { nameBook } from '../../names.js';
+import { listPaged } from '../../paging.js';
 
 const list: Handler = async (ctx, _args, options) => {
-  const { data, raw } = await call(ctx, 'listProjects', { query: { namespace: options.namespace, limit: options.limit, page_number: options.page } });
-  return { json: raw, view: table(projectColumns, data.projects, 'No projects.') };
+  const { items, raw } = await listPaged(ctx, options, 'projects', async (page, limit) => {
+    const { data, raw } = await call(ctx, 'listProjects', { query: { namespace: options.namespace, limit, page_number: page } });
+    return { items: data.projects, total: data.total, raw };
+  });
+  return { json: raw, view: table(projectColumns(await nameBook(ctx, ['namespaces'])), items, 'No projects.') };
 };
 export default list;

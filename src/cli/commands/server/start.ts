@@ -4,7 +4,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync
 import type { Handler, Outcome } from '../../command.js';
 import type { CommandContext } from '../../context.js';
 import { dataDir } from '../../config.js';
-import { shellQuote } from '../../shell.js';
+import { shellCommand, shellQuote } from '../../shell.js';
 import { CliError, InterruptedError, usageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { record } from '../../output/view.js';
@@ -86,7 +86,7 @@ async function foreground(
   ctx.io.stderr.write(`agentctl server listening on ${server.url} (${server.engine}${server.engine === 'pglite' ? `, data in ${files.database}` : ''}; runtime ${server.runtime})\n`);
   if (server.metricsUrl) ctx.io.stderr.write(`Metrics (no key needed) at ${server.metricsUrl}/metrics\n`);
   if (saved) {
-    ctx.io.stderr.write(`Created the org-admin key and saved it in profile "${profile}"${store.currentProfile === profile ? ' (the current profile)' : `: use it with --profile ${profile} or agentctl config use ${profile}`} (config: ${store.path}).\n`);
+    ctx.io.stderr.write(`Created the org-admin key and saved it in profile "${profile}"${store.currentProfile === profile ? ' (the current profile)' : `: use it with --profile ${shellQuote(profile!)} or ${shellCommand('agentctl', 'config', 'use', profile)}`} (config: ${store.path}).\n`);
     if (!detached) {
       ctx.io.stderr.write('It is shown once, below; store it if you need it elsewhere.\n');
       ctx.io.stdout.write(`${server.bootstrap.secret}\n`);
@@ -132,8 +132,8 @@ async function detach(ctx: CommandContext, files: ServerFiles, options: Record<s
       if (info && info.pid === child.pid) {
         child.unref();
         spinner.succeed(`Server running at ${info.url} (pid ${info.pid}, ${info.engine})`);
-        const stop = `agentctl server stop${files.dir === dataDir(ctx.env) ? '' : ` --data-dir ${shellQuote(files.dir)}`}`;
-        if (info.bootstrap_key_saved) ctx.info(`The org-admin key was saved in profile "${info.profile}" (use it with --profile ${info.profile}). Stop the server with: ${stop}`);
+        const stop = shellCommand('agentctl', 'server', 'stop', ...(files.dir === dataDir(ctx.env) ? [] : ['--data-dir', files.dir]));
+        if (info.bootstrap_key_saved) ctx.info(`The org-admin key was saved in profile "${info.profile}" (use it with --profile ${shellQuote(String(info.profile))}). Stop the server with: ${stop}`);
         else ctx.info(`Stop the server with: ${stop}`);
         return {
           json: info,

@@ -1,5 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { ApiResponse } from '../../../client/index.js';
 import { ApiRequestError } from '../../../client/errors.js';
 import type { State } from '../../../contract/resources.js';
@@ -7,25 +5,21 @@ import type { Handler } from '../../command.js';
 import type { CommandContext } from '../../context.js';
 import { CliError, usageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
-import { parseJsonObject } from '../../json-input.js';
+import { parseJsonObject, readJsonObject } from '../../json-input.js';
 import { stateRecord } from '../../output/resources.js';
 import { findState, ifMatch } from './shared.js';
 
-/** The JSON object from --data, --file (- is standard input) or piped standard input. */
+/** The JSON object from --data (JSON, @file or -), --file (- is standard input) or piped standard input. */
 async function readData(ctx: CommandContext, options: { data?: string; file?: string }): Promise<Record<string, unknown>> {
   if (options.data !== undefined && options.file !== undefined) throw usageError('Give --data or --file, not both');
-  if (options.data !== undefined) return parseJsonObject(options.data, '--data');
-  if (options.file !== undefined) {
-    const text = options.file === '-' ? await ctx.readStdin() : await readFile(path.resolve(ctx.io.cwd, options.file), 'utf8').catch((error: NodeJS.ErrnoException) => {
-      throw usageError(`Cannot read --file ${options.file}: ${error.code ?? error.message}`);
-    });
-    return parseJsonObject(text, '--file');
-  }
+  if (options.data !== undefined) return readJsonObject(ctx, options.data, '--data');
+  // --file PATH is --data @PATH, kept for scripts that use it.
+  if (options.file !== undefined) return readJsonObject(ctx, options.file === '-' ? '-' : `@${options.file}`, '--file');
   if (!ctx.io.stdin.isTTY) {
     const piped = await ctx.readStdin();
     if (piped.trim()) return parseJsonObject(piped, 'standard input');
   }
-  throw usageError('No state given', 'Pass --data JSON, --file PATH, or pipe the JSON object into standard input.');
+  throw usageError('No state given', 'Pass --data JSON (or @file, or - for standard input), --file PATH, or pipe the JSON object into standard input.');
 }
 
 const put: Handler = async (ctx, [id], options) => {

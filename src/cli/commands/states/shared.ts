@@ -2,7 +2,8 @@ import type { State } from '../../../contract/resources.js';
 import type { CommandContext } from '../../context.js';
 import { CliError, usageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
-import { resolveAgent } from '../../refs.js';
+import { resolveAgent, resolveTaskId } from '../../refs.js';
+import { agentctl } from '../../shell.js';
 
 export interface StateTarget {
   /** The record when it exists. */
@@ -23,15 +24,16 @@ export async function findState(ctx: CommandContext, id: string | undefined, opt
   }
   if (!options.task || !options.agent) throw usageError('Name the state: a st_ id, or --task and --agent', undefined, `${command} --task <task_id> --agent <ns/name>`);
   const agentId = options.agent.startsWith('agt_') ? options.agent : (await resolveAgent(client, options.agent)).id;
-  const { data, raw } = await client.request('listStates', { query: { task_id: options.task, agent_id: agentId } });
-  return { state: data.states[0], raw: (raw as { states: unknown[] }).states[0], taskId: options.task, agentId };
+  const taskId = await resolveTaskId(client, options.task);
+  const { data, raw } = await client.request('listStates', { query: { task_id: taskId, agent_id: agentId } });
+  return { state: data.states[0], raw: (raw as { states: unknown[] }).states[0], taskId, agentId };
 }
 
 export function noState(target: StateTarget, agentRef: string | undefined): CliError {
   return new CliError(`Task ${target.taskId} has no state for agent ${agentRef}`, {
     exitCode: ExitCode.notFound,
     code: 'not_found',
-    next: `agentctl states put --task ${target.taskId} --agent ${agentRef} --data '{}'`,
+    next: agentctl('states', 'put', '--task', target.taskId, '--agent', agentRef, '--data', '{}'),
   });
 }
 

@@ -3,14 +3,11 @@
 import { TERMINAL_TASK_STATUSES } from '../../../contract/common.js';
 import type { Content, Message, StreamRecord } from '../../../contract/conversation.js';
 import type { CommandContext } from '../../context.js';
-import { call } from '../../api.js';
+import { resolveTaskId as resolveTask } from '../../refs.js';
 import { ExitCode } from '../../exit-codes.js';
 
 /** A task_ id as it is, or a task name resolved to its id (as `tasks get` takes either). */
-export async function resolveTaskId(ctx: CommandContext, ref: string): Promise<string> {
-  if (ref.startsWith('task_')) return ref;
-  return (await call(ctx, 'getTaskByName', { params: { task_name: ref } })).data.id;
-}
+export const resolveTaskId = async (ctx: CommandContext, ref: string): Promise<string> => resolveTask(await ctx.client(), ref);
 
 export interface HandlerError {
   handler: string;

@@ -1,6 +1,6 @@
 import type { Handler } from '../../command.js';
 import { call } from '../../api.js';
-import { parseJsonObject } from '../../json-input.js';
+import { readJsonObject } from '../../json-input.js';
 import { taskRecord } from '../../output/resources.js';
 import { requireAgentOption } from '../../refs.js';
 import { watchTask } from './conversation.js';
@@ -12,7 +12,7 @@ const create: Handler = async (ctx, _args, options) => {
       ...(agent.startsWith('agt_') ? { agent_id: agent } : { agent_name: agent }),
       branch: options.branch,
       name: options.name,
-      params: options.params !== undefined ? parseJsonObject(options.params, '--params') : undefined,
+      params: options.params !== undefined ? await readJsonObject(ctx, options.params, '--params') : undefined,
       project_id: options.project,
     },
   });

@@ -3,18 +3,22 @@ import type { Handler } from '../../command.js';
 import type { CommandContext } from '../../context.js';
 import { needsFlag, usageError } from '../../errors.js';
 import { table, taskColumns } from '../../output/resources.js';
-import { agentPathOf, resolveVersionId, shortHash } from '../../refs.js';
+import { agentPathOf, resolveTaskId, resolveVersionId, shortHash } from '../../refs.js';
 import { shellCommand } from '../../shell.js';
+import { versionLabel } from '../../../contract/version-ref.js';
 
 const migrate: Handler = async (ctx, _args, options) => {
-  const taskIds: string[] = options.task ?? [];
-  if (Boolean(options.from) === taskIds.length > 0) {
+  const taskRefs: string[] = options.task ?? [];
+  if (Boolean(options.from) === taskRefs.length > 0) {
     throw usageError('Give exactly one source: --from REF, or --task ID (repeatable)', undefined, 'agentctl tasks migrate --from <version> --to-latest');
   }
   if (Boolean(options.to) === Boolean(options.toLatest)) {
     throw usageError('Give exactly one target: --to REF or --to-latest', undefined, 'agentctl tasks migrate --from <version> --to-latest');
   }
   const client = await ctx.client();
+  // Task names as ids, a few requests at a time (a migration may name up to 1000 tasks).
+  const taskIds: string[] = [];
+  for (let i = 0; i < taskRefs.length; i += 16) taskIds.push(...(await Promise.all(taskRefs.slice(i, i + 16).map((ref) => resolveTaskId(client, ref)))));
   const body: Partial<MigrateTasksRequest> = {
     from_version_id: options.from ? await resolveVersionId(client, options.from, options.agent, '--from') : null,
     task_ids: taskIds.length ? taskIds : null,
@@ -25,7 +29,7 @@ const migrate: Handler = async (ctx, _args, options) => {
     'agentctl', 'tasks', 'migrate',
     ...(options.agent ? ['--agent', options.agent] : []),
     ...(options.from ? ['--from', options.from] : []),
-    ...taskIds.flatMap((id) => ['--task', id]),
+    ...taskRefs.flatMap((ref) => ['--task', ref]),
     ...(options.to ? ['--to', options.to] : []),
     options.toLatest && '--to-latest',
     '--yes',
@@ -36,18 +40,18 @@ const migrate: Handler = async (ctx, _args, options) => {
 
   if (options.dryRun) {
     const { data, raw } = await client.request('migrateTasks', { body: { ...body, dry_run: true } });
-    ctx.info(planText(data, body, before));
-    return { json: raw, view: table(taskColumns, data.tasks, 'Nothing would move.') };
+    ctx.info(await planText(ctx, data, body, before));
+    return { json: raw, view: table(taskColumns, data.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };
   }
   if (!ctx.globals.yes && !ctx.globals.json) {
     if (!ctx.canPrompt()) throw needsFlag('--yes', 'Migrating tasks needs confirmation', retry);
     const plan = (await client.request('migrateTasks', { body: { ...body, dry_run: true } })).data;
-    ctx.info(planText(plan, body, before));
+    ctx.info(await planText(ctx, plan, body, before));
     if (plan.tasks.length === 0) return { json: undefined, view: table(taskColumns, [], 'Nothing to move.') };
     await ctx.confirm(`Move ${plan.tasks.length} task(s)?`);
   }
   const { data, raw } = await client.request('migrateTasks', { body: { ...body, dry_run: false } });
-  ctx.success(`Moved ${data.tasks.length} task(s) to ${data.to_version.id} (${shortHash(data.to_version.git_hash)}, ${data.to_version.status})`);
+  ctx.success(`Moved ${data.tasks.length} task(s) to ${versionLabel(data.to_version.number)} (${shortHash(data.to_version.git_hash)}, ${data.to_version.status}; ${data.to_version.id})`);
   for (const line of await undoLines(ctx, data, body, before)) ctx.info(line);
   return { json: raw, view: table(taskColumns, data.tasks, 'No task was moved.') };
 };
@@ -73,11 +77,16 @@ function sources(response: MigrateTasksResponse, body: Partial<MigrateTasksReque
   return bySource;
 }
 
-function planText(response: MigrateTasksResponse, body: Partial<MigrateTasksRequest>, before?: Map<string, string>): string {
+/** The plan in the words people use: the branch by name, versions by number (ids with --wide). */
+async function planText(ctx: CommandContext, response: MigrateTasksResponse, body: Partial<MigrateTasksRequest>, before?: Map<string, string>): Promise<string> {
+  const client = await ctx.client();
+  const label = (v: { id: string; number: number }) => (ctx.globals.wide ? `${versionLabel(v.number)} (${v.id})` : versionLabel(v.number));
   const to = response.to_version;
-  const from = [...sources(response, body, before).keys()];
-  const fromText = from.length ? from.join(', ') : (body.from_version_id ?? 'their versions');
-  return `Plan: move ${response.tasks.length} task(s) on branch ${response.branch_id} from ${fromText} to ${to.id} (${shortHash(to.git_hash)} "${to.git_message}", ${to.status}).`;
+  const fromIds = [...sources(response, body, before).keys()];
+  if (!fromIds.length && body.from_version_id) fromIds.push(body.from_version_id);
+  const from = await Promise.all(fromIds.map(async (id) => label(await client.getVersion({ params: { version_id: id } }))));
+  const branch = ctx.globals.wide ? `${to.git_branch} (${response.branch_id})` : to.git_branch;
+  return `Plan: move ${response.tasks.length} task(s) on branch ${branch} from ${from.length ? from.join(', ') : 'their versions'} to ${label(to)} (${shortHash(to.git_hash)} "${to.git_message}", ${to.status}).`;
 }
 
 /**

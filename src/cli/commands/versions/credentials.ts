@@ -2,9 +2,7 @@ import type { Handler } from '../../command.js';
 import { call } from '../../api.js';
 import { text } from '../../output/view.js';
 import { resolveVersionId } from '../../refs.js';
-
-/** A value as a POSIX shell word: bare when it is plainly safe, else single-quoted. */
-const shellWord = (value: string) => (/^[A-Za-z0-9_./:@%+=,-]*$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`);
+import { shellQuote } from '../../shell.js';
 
 /**
  * What an agent process started by hand needs (DESIGN section 10 process contract), as
@@ -27,7 +25,7 @@ const credentials: Handler = async (ctx, [ref], options) => {
   ctx.warn(`The registration token works once, until ${token.expires_at}; keep these lines out of logs and shared files.`);
   return {
     json: { version_id: id, branch_id: version.branch_id, registration_token: token.registration_token, expires_at: token.expires_at, signing_secret: secret.signing_secret, base_url: baseUrl },
-    view: text(Object.entries(values).map(([name, value]) => `${name}=${shellWord(value)}`).join('\n')),
+    view: text(Object.entries(values).map(([name, value]) => `${name}=${shellQuote(value)}`).join('\n')),
   };
 };
 export default credentials;

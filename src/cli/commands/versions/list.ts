@@ -2,19 +2,24 @@ import type { Handler } from '../../command.js';
 import { call } from '../../api.js';
 import { usageError } from '../../errors.js';
 import { table, versionColumns } from '../../output/resources.js';
+import { noteNewest } from '../../paging.js';
 import { agentPathOf, requireAgentOption } from '../../refs.js';
+import { VERSION_LIST_MAX } from '../../../contract/endpoints.js';
+import { agentctl, placeholder } from '../../shell.js';
 
 const EMPTY = 'No versions. Deploy one with: agentctl deploy --agent <ns/name> --image <url>';
 
 const list: Handler = async (ctx, _args, options) => {
   if (!options.agent && typeof options.branch === 'string' && options.branch.startsWith('br_')) {
-    if (options.status) throw usageError('--status needs --agent (the branch list has no status filter)', undefined, `agentctl versions list --agent <ns/name> --branch <name> --status ${options.status}`);
+    if (options.status) throw usageError('--status needs --agent (the branch list has no status filter)', undefined, agentctl('versions', 'list', '--agent', placeholder('ns/name'), '--branch', placeholder('name'), '--status', options.status));
     const { data, raw } = await call(ctx, 'listBranchVersions', { params: { branch_id: options.branch }, query: { limit: options.limit } });
+    noteNewest(ctx, data.versions.length, data.total, VERSION_LIST_MAX);
     return { json: raw, view: table(versionColumns, data.versions, EMPTY) };
   }
   const agent = requireAgentOption(options.agent, 'agentctl versions list');
   const path = await agentPathOf(await ctx.client(), agent);
   const { data, raw } = await call(ctx, 'listAgentVersions', { params: path, query: { branch: options.branch, status: options.status, limit: options.limit } });
+  noteNewest(ctx, data.versions.length, data.total, VERSION_LIST_MAX);
   return { json: raw, view: table(versionColumns, data.versions, EMPTY) };
 };
 export default list;

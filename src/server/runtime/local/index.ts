@@ -409,6 +409,7 @@ export function createLocalDriver(options: LocalDriverOptions): RuntimeDriver {
 
   const driver: RuntimeDriver = {
     name: 'local',
+    replicasEndWithServer: true,
 
     canRun: (spec) => spec.imageUrl.startsWith(LOCAL_SOURCE_PREFIX),
 

@@ -1,0 +1,2 @@
+/** `1 task`, `2 tasks`, `0 tasks`: a count with its noun in the right number. */
+export const plural = (count: number, singular: string, pluralForm = `${singular}s`): string => `${count} ${count === 1 ? singular : pluralForm}`;

@@ -1,0 +1,19 @@
+/**
+ * The contract's enumerations as plain data, no zod: the schemas in common.ts and endpoints.ts are
+ * built from these, and the CLI's flag choices (and so its completions) import them without
+ * loading the schemas at start-up (as version-ref.ts does for version references).
+ */
+export const TASK_STATUSES = ['IDLE', 'CANCELED', 'COMPLETED', 'FAILED', 'RUNNING', 'TERMINATED', 'TIMED_OUT', 'DELETED'] as const;
+export const VERSION_STATUSES = ['DEPLOYING', 'ACTIVE', 'FAILED', 'UNHEALTHY', 'DRAINING', 'RETIRED', 'ROLLED_BACK'] as const;
+/** What a runtime may report through `POST /versions/register`. */
+export const REGISTER_STATUSES = ['ACTIVE', 'UNHEALTHY', 'FAILED'] as const;
+export const ACP_TYPES = ['sync', 'async'] as const;
+export const SDK_TYPES = ['alpha_agent_sdk', 'beta_agent_sdk'] as const;
+/**
+ * What a deploy that leaves `sdk_type` or `acp_type` out gets: what `agentctl deploy` sends by
+ * default (its flag defaults are these), so a client of the upstream API that omits them deploys
+ * as the CLI would.
+ */
+export const DEFAULT_SDK_TYPE: (typeof SDK_TYPES)[number] = 'alpha_agent_sdk';
+export const DEFAULT_ACP_TYPE: (typeof ACP_TYPES)[number] = 'async';
+export const PRESET_IDS = ['deploy', 'read-only', 'agent-runner', 'custom'] as const;

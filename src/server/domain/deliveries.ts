@@ -1,0 +1,118 @@
+/**
+ * The completion lease of async deliveries (README "Delivery to agents"): an agent that answers a
+ * delivery with `deferred: true` holds it, leased, until it reports that its handler finished. While
+ * it is leased the task's next delivery waits (one in flight per task, in order). A lease ends with
+ * the agent's completion, with its replica going away (the runtime saw the process exit), or when it
+ * runs out without a renewal; the last two put the delivery back for redelivery.
+ */
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Delivery } from '../../contract/conversation.js';
+import type { AcpMethod } from '../../contract/acp.js';
+import type { Database, DeliveriesTable, Db } from '../store/db.js';
+import { iso } from '../store/mappers.js';
+import type { Permissions } from '../auth/policy.js';
+import { conflict, notFound } from './errors.js';
+import { announceDeliveries, DELIVERY_CHANNEL, wakeDispatchers } from '../delivery/outbox.js';
+
+type Executor = Kysely<Database>;
+
+/** Why a leased delivery went back to pending when its replica went (recorded as its last error). */
+export const REPLICA_GONE_REASON = 'the agent process that took it exited before reporting its handler finished';
+
+function toDelivery(row: Selectable<DeliveriesTable>): Delivery {
+  return {
+    id: String(row.id),
+    task_id: row.task_id,
+    method: row.method as AcpMethod,
+    status: row.status,
+    attempts: row.attempts,
+    lease_expires_at: row.status === 'leased' ? iso(row.claimed_until) : null,
+  };
+}
+
+/**
+ * The delivery when the key may run its task's agent (404 as if it did not exist when it may not
+ * discover it). Not locked: the change that follows is one conditional UPDATE.
+ */
+async function deliveryForAgent(db: Executor, perms: Permissions, deliveryId: string) {
+  const row = await db
+    .selectFrom('deliveries')
+    .innerJoin('tasks', 'tasks.id', 'deliveries.task_id')
+    .innerJoin('namespaces', 'namespaces.id', 'tasks.namespace_id')
+    .selectAll('deliveries')
+    .select(['tasks.agent_id', 'tasks.namespace_id'])
+    .where('deliveries.id', '=', deliveryId)
+    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .executeTakeFirst();
+  if (!row) throw notFound('Delivery', deliveryId);
+  perms.require('run', { type: 'agent', id: row.agent_id, namespaceId: row.namespace_id }, `Delivery ${deliveryId}`);
+  return row;
+}
+
+/**
+ * `POST /deliveries/{id}/complete`: the agent's handler of the delivery finished (a failure was
+ * already reported as a handler error). Done, and the task's next delivery may go. Completing a done
+ * delivery again answers it as it is; one never sent, or one that failed, is a conflict.
+ */
+export async function completeDelivery(db: Db, perms: Permissions, deliveryId: string): Promise<Delivery> {
+  await deliveryForAgent(db, perms, deliveryId);
+  // Claimed but not acknowledged yet counts: a fast handler can finish before the dispatcher records
+  // the acknowledgement (it then finds the row done and leaves it). One statement changes the row
+  // and wakes the dispatchers (the task's next delivery is due).
+  const done = await sql<Selectable<DeliveriesTable>>`
+    WITH done AS (
+      UPDATE deliveries SET status = 'done', claimed_by = NULL, claimed_until = NULL, leased_to = NULL, last_error = NULL, updated_at = now()
+      WHERE id = ${deliveryId} AND (status IN ('in_flight', 'leased') OR (status = 'pending' AND attempts > 0))
+      RETURNING *
+    )
+    SELECT done.*, pg_notify(${DELIVERY_CHANNEL}, '') FROM done`.execute(db);
+  if (done.rows[0]) {
+    wakeDispatchers();
+    return toDelivery(done.rows[0]);
+  }
+  // Nothing changed: say why, from the row as it is now.
+  const row = await deliveryForAgent(db, perms, deliveryId);
+  if (row.status === 'done') return toDelivery(row);
+  if (row.status === 'failed') throw conflict('delivery_failed', `Delivery ${deliveryId} failed (${row.last_error ?? 'its task failed'}); there is nothing to complete`);
+  throw conflict('delivery_not_sent', `Delivery ${deliveryId} has not been sent to the agent yet`);
+}
+
+/**
+ * `POST /deliveries/{id}/renew`: the handler still runs; the lease starts over. A delivery not
+ * acknowledged yet, or done, is answered as it is; one released for redelivery (its lease ran out)
+ * is 409 `lease_lost`: it will be delivered again.
+ */
+export async function renewDeliveryLease(db: Db, perms: Permissions, deliveryId: string): Promise<Delivery> {
+  await deliveryForAgent(db, perms, deliveryId);
+  const renewed = await sql<Selectable<DeliveriesTable>>`
+    UPDATE deliveries SET claimed_until = now() + lease_ms * interval '1 millisecond', updated_at = now()
+    WHERE id = ${deliveryId} AND status = 'leased' RETURNING *`.execute(db);
+  if (renewed.rows[0]) return toDelivery(renewed.rows[0]);
+  const row = await deliveryForAgent(db, perms, deliveryId);
+  if (row.status === 'in_flight' || row.status === 'done') return toDelivery(row);
+  throw conflict('lease_lost', `Delivery ${deliveryId} is no longer leased (${row.status}): it ${row.status === 'failed' ? 'failed' : 'will be delivered again'}`);
+}
+
+/**
+ * The replica at `acpUrl` of the version (every replica, when null) went away: what it held leased
+ * goes back for redelivery at once, and counts as a failed attempt against the retry budget.
+ */
+export async function releaseLeases(trx: Executor, versionId: string, acpUrl: string | null): Promise<void> {
+  let query = trx
+    .updateTable('deliveries')
+    .set({
+      status: 'pending',
+      leased_to: null,
+      claimed_by: null,
+      claimed_until: null,
+      last_error: REPLICA_GONE_REASON,
+      failing_since: sql`COALESCE(failing_since, now())`,
+      next_attempt_at: sql`now()`,
+      updated_at: new Date(),
+    })
+    .where('status', '=', 'leased')
+    .where('version_id', '=', versionId);
+  if (acpUrl !== null) query = query.where('leased_to', '=', acpUrl);
+  const released = await query.executeTakeFirst();
+  if (Number(released.numUpdatedRows) > 0) await announceDeliveries(trx);
+}
