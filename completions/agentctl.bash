@@ -204,7 +204,7 @@ _agentctl() {
     'keys get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'keys revoke') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'keys rotate') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'groups list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'groups list') COMPREPLY=($(compgen -W "--limit --page --all $globals" -- "$cur")) ;;
     'groups create') COMPREPLY=($(compgen -W "--description $globals" -- "$cur")) ;;
     'groups add-member') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups remove-member') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;

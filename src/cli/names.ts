@@ -20,7 +20,7 @@ export interface NameBook {
 }
 
 /** The most rows one list request answers: names beyond it show as ids. */
-const LIST_MAX = 1000;
+export const LIST_MAX = 1000;
 
 /**
  * Names for the ids a view shows (namespace slugs, agents and projects as `ns/name`, sharing
@@ -38,7 +38,7 @@ export async function nameBook(ctx: CommandContext, kinds: readonly NameKind[]):
       want.has('namespaces') ? client.listNamespaces({ query: { limit: LIST_MAX } }).then((r) => r.namespaces) : [],
       want.has('agents') ? client.listAgents({ query: { limit: LIST_MAX } }).then((r) => r.agents) : [],
       want.has('projects') ? client.listProjects({ query: { limit: LIST_MAX } }).then((r) => r.projects) : [],
-      want.has('groups') ? client.listGroups().then((r) => r.groups) : [],
+      want.has('groups') ? client.listGroups({ query: { limit: LIST_MAX } }).then((r) => r.groups) : [],
     ]);
     for (const n of namespaces) maps.namespaces.set(n.id, n.slug);
     const inNamespace = (namespaceId: string, name: string) => `${maps.namespaces.get(namespaceId) ?? namespaceId}/${name}`;

@@ -1,4 +1,4 @@
-import { ACP_TYPES, PRESET_IDS, SDK_TYPES } from '../contract/enums.js';
+import { ACP_TYPES, DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, PRESET_IDS, SDK_TYPES } from '../contract/enums.js';
 import type { CommandSpec, OptionSpec } from './command.js';
 import { DEFAULT_KEY_EXPIRY } from './key-expiry.js';
 import { REPORTED_VERSION_STATUSES, TASK_STATUSES, VERSION_STATUSES } from '../contract/lifecycle.js';
@@ -218,8 +218,8 @@ export const registry: readonly CommandSpec[] = [
       { flags: '--replicas <n>', description: 'Replicas, 1..10', integer: true },
       { flags: '--sticky', description: 'Keep running tasks on their current version', field: 'are_tasks_sticky' },
       { flags: '--no-sticky', description: 'Move running tasks to the new version (the default)', field: 'are_tasks_sticky' },
-      { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: SDK_TYPES, default: 'alpha_agent_sdk' },
-      { flags: '--acp-type <type>', description: 'Client-protocol server type (default: agentctl.json, else async)', choices: ACP_TYPES },
+      { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: SDK_TYPES, default: DEFAULT_SDK_TYPE },
+      { flags: '--acp-type <type>', description: `Client-protocol server type (default: agentctl.json, else ${DEFAULT_ACP_TYPE})`, choices: ACP_TYPES },
       { flags: '--description <text>', description: 'Agent description (first deploy)' },
       { flags: '--allow-dirty', description: 'Deploy even with uncommitted changes (without --image: uploads the work tree as it is)' },
       ...waitOptions,
@@ -615,7 +615,8 @@ export const registry: readonly CommandSpec[] = [
   {
     path: ['groups', 'list'],
     summary: 'List sharing groups',
-    examples: ['agentctl groups list', 'agentctl groups list --json'],
+    options: [limit(100), page, all],
+    examples: ['agentctl groups list', 'agentctl groups list --all --json'],
     load: () => import('./commands/groups/list.js'),
   },
   {

@@ -218,7 +218,9 @@ function buildQuery(query: Record<string, unknown> | undefined): string {
   const search = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) {
     if (value === undefined || value === null) continue;
-    search.set(name, String(value));
+    // A list goes as the parameter repeated (`relationships=agents&relationships=...`).
+    if (Array.isArray(value)) for (const item of value) search.append(name, String(item));
+    else search.set(name, String(value));
   }
   const text = search.toString();
   return text ? `?${text}` : '';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ACPType } from './common.js';
+import { DEFAULT_ACP_TYPE } from './enums.js';
 
 /** The file an agent repository keeps at its root; `agentctl init` writes it, `deploy` and the runtime read it. */
 export const AGENT_PROJECT_FILE = 'agentctl.json';
@@ -15,7 +16,7 @@ export const AgentProjectFile = z
     agent: z.string().regex(/^[a-z0-9][a-z0-9-]*[a-z0-9]\/[a-z0-9][a-z0-9_-]*$/, 'namespace/name, e.g. default/my-bot'),
     /** The file Node runs: JavaScript, or erasable TypeScript (Node 24 runs it directly). */
     entry: z.string().min(1).default('src/index.ts'),
-    acp_type: ACPType.default('async'),
+    acp_type: ACPType.default(DEFAULT_ACP_TYPE),
     description: z.string().max(1000).default(''),
     replicas: z.number().int().min(1).max(10).default(1),
     are_tasks_sticky: z.boolean().default(false),

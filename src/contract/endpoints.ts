@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE } from './enums.js';
 import { VersionLogs, VersionLogsQuery } from './runtime.js';
 import {
   ACPType,
@@ -50,6 +51,7 @@ import {
   Namespace,
   Preset,
   Project,
+  ResourceRequirements,
   Scope,
   State,
   Task,
@@ -152,20 +154,34 @@ export type BranchList = z.infer<typeof BranchList>;
 export const VERSION_LIST_MAX = 100;
 export const VersionLimit = QueryInt(1, VERSION_LIST_MAX).default(20);
 
+/**
+ * An agent's name, or `namespace/name` as `POST /tasks` takes it (the upstream API's form): a
+ * namespace slug, a slash, an agent name.
+ */
+export const AgentNameRef = z
+  .string()
+  .max(127)
+  .regex(
+    /^(?:[a-z0-9][a-z0-9-]{1,61}[a-z0-9]\/)?[a-z0-9][a-z0-9_-]{0,62}$/,
+    'an agent name (lowercase letters, digits, `_` and `-`; starts with a letter or digit), optionally as namespace/name',
+  );
+
 export const DeployRequest = z
   .object({
-    namespace: Slug.default('default'),
-    agent_name: ResourceName,
+    /** Default: the namespace `agent_name` names, else `default`. */
+    namespace: Slug.optional().meta({ description: 'Namespace slug; default: the one agent_name names (namespace/name), else `default`' }),
+    agent_name: AgentNameRef,
     branch: NonBlank(255),
     git_hash: z.string().regex(/^[0-9a-f]{7,64}$/, 'a hexadecimal git commit hash'),
     git_message: z.string().max(10_000).default(''),
     author_name: NonBlank(255),
     author_email: NonBlank(255),
     image_url: z.string().min(1).max(2048),
-    sdk_type: SDKType,
-    acp_type: ACPType,
+    sdk_type: SDKType.default(DEFAULT_SDK_TYPE),
+    acp_type: ACPType.default(DEFAULT_ACP_TYPE),
     is_dirty: z.boolean().default(false),
     replicas: z.number().int().min(1).max(10).default(1),
+    resources: ResourceRequirements.nullable().default(null),
     are_tasks_sticky: z.boolean().default(false),
     description: z.string().max(1000).default(''),
     agent_input_type: AgentInputType.nullable().default(null),
@@ -222,6 +238,14 @@ export const RollbackResponse = z.object({
   rolled_back_version_id: z.string(),
   target_version: Version,
   tasks_migrated: z.number().int(),
+  /** The upstream API's names: the version rolled back from (= rolled_back_version_id) and to (= target_version.id). */
+  from_version_id: z.string(),
+  to_version_id: z.string(),
+  from_git_hash: z.string(),
+  to_git_hash: z.string(),
+  /** The status of the version now serving (for a dry run: its status as it is). */
+  version_status: VersionStatus,
+  message: z.string(),
 });
 
 export const RetireBranchRequest = z.object({ reason: NonBlank(500), force: z.boolean().default(false) });
@@ -254,7 +278,76 @@ export const UpdateTaskRequest = z.object({
   status_reason: z.string().max(1000).nullable().optional(),
 });
 
-export const TaskList = z.object({ tasks: z.array(Task), total: z.number().int() });
+/** Related records a task answer can carry: `agents` fills the Task's `agents` field. */
+export const TASK_RELATIONSHIPS = ['agents'] as const;
+const TaskRelationship = z.enum(TASK_RELATIONSHIPS);
+/** `relationships=agents`, once or repeated; read as a list. */
+export const TaskRelationships = z
+  .union([TaskRelationship, z.array(TaskRelationship).min(1).max(TASK_RELATIONSHIPS.length * 4)], {
+    error: `one of ${TASK_RELATIONSHIPS.join(', ')}, once or repeated`,
+  })
+  .transform((value) => (Array.isArray(value) ? value : [value]));
+
+const ISO_DATE_TIME = z.iso.datetime({ offset: true });
+const ISO_DATE = z.iso.date();
+/**
+ * A query-string instant: an ISO 8601 date-time with `Z` or an offset, or a date (midnight UTC), in
+ * the years 1 to 9999 (PostgreSQL has no year 0, and its timestamps take no later ones as ISO text).
+ */
+export const QueryTimestamp = z
+  .string()
+  .refine((value) => {
+    if (!ISO_DATE_TIME.safeParse(value).success && !ISO_DATE.safeParse(value).success) return false;
+    const year = new Date(value).getUTCFullYear();
+    return year >= 1 && year <= 9999;
+  }, 'an ISO 8601 date-time such as 2025-01-31T12:00:00Z, or a date such as 2025-01-31, in the years 1 to 9999')
+  .meta({ format: 'date-time' });
+
+export const TASK_ORDER_BY = ['created_at', 'updated_at', 'name', 'status'] as const;
+
+export const ListTasksQuery = z.object({
+  agent_id: z.string().optional(),
+  agent: z.string().optional(),
+  /** `namespace/name` or a bare name in `default`: the upstream API's name for `agent`. */
+  agent_name: z.string().min(1).max(130).optional(),
+  namespace_id: z.string().min(1).max(64).optional(),
+  branch: z.string().optional(),
+  branch_id: z.string().optional(),
+  version_id: z.string().optional(),
+  status: TaskStatus.optional(),
+  /** Tasks created at or after this instant. */
+  created_after: QueryTimestamp.optional(),
+  /** Tasks created before this instant. */
+  created_before: QueryTimestamp.optional(),
+  order_by: z.enum(TASK_ORDER_BY).default('created_at'),
+  /** false: `total` is left out, and not counted. */
+  include_total: QueryBool.default(true),
+  relationships: TaskRelationships.optional(),
+  ...PageQuery,
+});
+export type ListTasksQuery = z.output<typeof ListTasksQuery>;
+
+/** `total` is absent when the request said `include_total=false`. */
+export const TaskList = z.object({ tasks: z.array(Task), total: z.number().int().optional() });
+
+export const TaskQuery = z.object({ relationships: TaskRelationships.optional() });
+
+export const STATE_ORDER_BY = ['created_at', 'updated_at'] as const;
+export const ListStatesQuery = z.object({
+  task_id: z.string().optional(),
+  agent_id: z.string().optional(),
+  limit: PageQuery.limit,
+  page_number: PageQuery.page_number,
+  order_by: z.enum(STATE_ORDER_BY).default('created_at'),
+  /** Oldest first by default, as this list always was. */
+  order_direction: z.enum(['asc', 'desc']).default('asc'),
+});
+export type ListStatesQuery = z.output<typeof ListStatesQuery>;
+
+/** `DELETE /states/{id}`: the record as it was, and a sentence. */
+export const DeletedState = State.extend({ message: z.string() });
+/** `DELETE /api_keys/{id}`: the revoked key, and a sentence (the upstream API answers `{id, message}`). */
+export const RevokedApiKey = ApiKey.extend({ message: z.string() });
 
 export const CreateKeyRequest = z.object({
   name: NonBlank(100),
@@ -316,9 +409,9 @@ export const endpoints = lazyTable({
 
   // tasks
   createTask: () => ep({ ...routes.createTask, summary: 'Create a task', tag: 'tasks', body: CreateTaskRequest, response: Task }),
-  listTasks: () => ep({ ...routes.listTasks, summary: 'List tasks', tag: 'tasks', query: z.object({ agent_id: z.string().optional(), agent: z.string().optional(), branch: z.string().optional(), branch_id: z.string().optional(), version_id: z.string().optional(), status: TaskStatus.optional(), ...PageQuery }), response: TaskList }),
-  getTask: () => ep({ ...routes.getTask, summary: 'Get a task', tag: 'tasks', params: id('task_id'), response: Task }),
-  getTaskByName: () => ep({ ...routes.getTaskByName, summary: 'Get a task by name', tag: 'tasks', params: id('task_name'), response: Task }),
+  listTasks: () => ep({ ...routes.listTasks, summary: 'List tasks', tag: 'tasks', query: ListTasksQuery, response: TaskList }),
+  getTask: () => ep({ ...routes.getTask, summary: 'Get a task', tag: 'tasks', params: id('task_id'), query: TaskQuery, response: Task }),
+  getTaskByName: () => ep({ ...routes.getTaskByName, summary: 'Get a task by name', tag: 'tasks', params: id('task_name'), query: TaskQuery, response: Task }),
   updateTask: () => ep({ ...routes.updateTask, summary: 'Update task metadata or status', tag: 'tasks', params: id('task_id'), body: UpdateTaskRequest, response: Task }),
   deleteTask: () => ep({ ...routes.deleteTask, summary: 'Delete a task (soft)', tag: 'tasks', params: id('task_id'), response: Task }),
   cancelTask: () => ep({ ...routes.cancelTask, summary: 'Cancel a task', tag: 'tasks', params: id('task_id'), response: Task }),
@@ -342,11 +435,11 @@ export const endpoints = lazyTable({
 
   // states
   createState: () => ep({ ...routes.createState, responseHeaders: STATE_ETAG, summary: 'Create a state record', tag: 'states', body: CreateStateRequest, response: State }),
-  listStates: () => ep({ ...routes.listStates, summary: 'Find states by task and/or agent', tag: 'states', query: z.object({ task_id: z.string().optional(), agent_id: z.string().optional() }), response: z.object({ states: z.array(State), total: z.number().int() }) }),
+  listStates: () => ep({ ...routes.listStates, summary: 'Find states by task and/or agent', tag: 'states', query: ListStatesQuery, response: z.object({ states: z.array(State), total: z.number().int() }) }),
   getState: () => ep({ ...routes.getState, responseHeaders: STATE_ETAG, summary: 'Get a state record', tag: 'states', params: id('state_id'), response: State }),
   replaceState: () => ep({ ...routes.replaceState, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, response: State }),
   mergeState: () => ep({ ...routes.mergeState, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Merge top-level keys atomically (null deletes a key)', tag: 'states', params: id('state_id'), body: MergeStateRequest, response: State }),
-  deleteState: () => ep({ ...routes.deleteState, headers: STATE_IF_MATCH, summary: 'Delete a state record', tag: 'states', params: id('state_id'), response: DeleteResponse }),
+  deleteState: () => ep({ ...routes.deleteState, headers: STATE_IF_MATCH, summary: 'Delete a state record; answers the record as it was', tag: 'states', params: id('state_id'), response: DeletedState }),
 
   // access control
   whoami: () => ep({ ...routes.whoami, summary: 'The calling key', tag: 'keys', response: Whoami }),
@@ -354,12 +447,12 @@ export const endpoints = lazyTable({
   createKey: () => ep({ ...routes.createKey, summary: 'Create an API key (secret shown once)', tag: 'keys', body: CreateKeyRequest, response: CreateKeyResponse }),
   listKeys: () => ep({ ...routes.listKeys, summary: 'List API keys', tag: 'keys', query: z.object({ include_revoked: QueryBool.default(false) }), response: z.object({ api_keys: z.array(ApiKey), total: z.number().int() }) }),
   getKey: () => ep({ ...routes.getKey, summary: 'Get an API key', tag: 'keys', params: id('key_id'), response: ApiKey }),
-  revokeKey: () => ep({ ...routes.revokeKey, summary: 'Revoke an API key', tag: 'keys', params: id('key_id'), response: ApiKey }),
+  revokeKey: () => ep({ ...routes.revokeKey, summary: 'Revoke an API key', tag: 'keys', params: id('key_id'), response: RevokedApiKey }),
   updateKeyScopes: () => ep({ ...routes.updateKeyScopes, summary: 'Replace a key’s scopes', tag: 'keys', params: id('key_id'), body: z.object({ scopes: z.array(Scope).min(1).max(100) }), response: ApiKey }),
   updateKeyGroups: () => ep({ ...routes.updateKeyGroups, summary: 'Replace a key’s sharing groups', tag: 'keys', params: id('key_id'), body: z.object({ sharing_group_ids: z.array(z.string().min(1)).max(100) }), response: ApiKey }),
   rotateKey: () => ep({ ...routes.rotateKey, summary: 'Issue a new secret for a key', tag: 'keys', params: id('key_id'), response: CreateKeyResponse }),
   createGroup: () => ep({ ...routes.createGroup, summary: 'Create a sharing group', tag: 'groups', body: z.object({ name: NonBlank(100), description: z.string().max(1000).default('') }), response: Group }),
-  listGroups: () => ep({ ...routes.listGroups, summary: 'List sharing groups', tag: 'groups', response: z.object({ groups: z.array(Group), total: z.number().int() }) }),
+  listGroups: () => ep({ ...routes.listGroups, summary: 'List sharing groups', tag: 'groups', query: z.object({ ...PageQuery }), response: z.object({ groups: z.array(Group), total: z.number().int() }) }),
   getGroup: () => ep({ ...routes.getGroup, summary: 'Get a sharing group', tag: 'groups', params: id('group_id'), response: Group }),
   deleteGroup: () => ep({ ...routes.deleteGroup, summary: 'Delete a sharing group', tag: 'groups', params: id('group_id'), response: DeleteResponse }),
   listGroupMembers: () => ep({ ...routes.listGroupMembers, summary: 'Members of a sharing group', tag: 'groups', params: id('group_id'), response: z.object({ members: z.array(GroupMember), total: z.number().int() }) }),

@@ -30,6 +30,55 @@ export const Agent = z
   .meta({ id: 'Agent' });
 export type Agent = z.infer<typeof Agent>;
 
+/** Millicores: `500m`, `0.5` and `1` (whole CPUs), as Kubernetes writes CPU quantities. */
+const CPU_QUANTITY = /^(?:[0-9]{1,7}m|[0-9]{1,4}(?:\.[0-9]{1,3})?)$/;
+/** Bytes with an optional decimal (`k`, `M`, `G`, `T`) or binary (`Ki`, `Mi`, `Gi`, `Ti`) suffix: `128Mi`, `1G`. */
+const MEMORY_QUANTITY = /^[0-9]{1,16}(?:\.[0-9]{1,3})?(?:[kMGT]|[KMGT]i)?$/;
+const MEMORY_FACTORS: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
+
+/** A CPU quantity in millicores (for comparing a request with its limit). */
+export const cpuMillicores = (quantity: string): number => (quantity.endsWith('m') ? Number(quantity.slice(0, -1)) : Number(quantity) * 1000);
+/** A memory quantity in bytes. */
+export const memoryBytes = (quantity: string): number => {
+  const [, amount, suffix] = /^([0-9.]+)([a-zA-Z]*)$/.exec(quantity)!;
+  return Number(amount) * MEMORY_FACTORS[suffix];
+};
+
+/**
+ * A quantity as Kubernetes takes it; a JSON number is accepted too (CPUs, or bytes) and kept as
+ * its decimal text, so the stored value is always the string the runtime passes on.
+ */
+const quantity = (pattern: RegExp, example: string, max: number) => {
+  const text = z.string().regex(pattern, `a quantity such as ${example}`);
+  return z.union([z.number().positive().max(max).transform(String).pipe(text), text]);
+};
+
+const ResourceAmounts = z.strictObject({
+  cpu: quantity(CPU_QUANTITY, '500m or 1', 9999).optional(),
+  memory: quantity(MEMORY_QUANTITY, '256Mi or 1G', 1e15).optional(),
+});
+
+/**
+ * What each replica of a version asks for and may use. Stored on the version and handed to the
+ * runtime: the kubernetes driver sets it on the container; the local driver runs processes without
+ * limits. A request above its limit is refused here, as Kubernetes would refuse the pod. Not a named
+ * component of openapi.json: what a deploy takes (numbers too) differs from what a version holds.
+ */
+export const ResourceRequirements = z
+  .strictObject({ requests: ResourceAmounts.optional(), limits: ResourceAmounts.optional() })
+  .superRefine((value, ctx) => {
+    const check = (name: 'cpu' | 'memory', measure: (q: string) => number) => {
+      const request = value.requests?.[name];
+      const limit = value.limits?.[name];
+      if (request !== undefined && limit !== undefined && measure(request) > measure(limit)) {
+        ctx.addIssue({ code: 'custom', path: ['requests', name], message: `The ${name} request (${request}) is above its limit (${limit})` });
+      }
+    };
+    check('cpu', cpuMillicores);
+    check('memory', memoryBytes);
+  });
+export type ResourceRequirements = z.infer<typeof ResourceRequirements>;
+
 export const Version = z
   .object({
     id: z.string(),
@@ -56,6 +105,8 @@ export const Version = z
     failure_reason: z.string().nullable().optional(),
     failure_diagnostics: z.record(z.string(), z.string()).nullable().optional(),
     source_filesystem_id: z.string().nullable().optional(),
+    /** CPU and memory each replica requests and is limited to (null: the runtime's defaults). */
+    resources: ResourceRequirements.nullable().optional(),
     created_at: Timestamp.nullable().optional(),
     updated_at: Timestamp.nullable().optional(),
   })
@@ -140,8 +191,12 @@ export const Namespace = z
   .object({
     id: z.string(),
     org_id: z.string(),
+    /** The org that owns the namespace: `org_id` under the upstream API's name. */
+    owner_org_id: z.string(),
     name: z.string(),
     slug: z.string(),
+    /** The id of the key that created it; null for the `default` namespace made at first start. */
+    created_by: z.string().nullable(),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -204,9 +259,13 @@ export const Group = z
   .object({
     id: z.string(),
     org_id: z.string(),
+    /** The org that owns the group: `org_id` under the upstream API's name. */
+    owner_org_id: z.string(),
     name: z.string(),
     description: z.string(),
     member_count: z.number().int(),
+    /** The id of the key that created it (null for groups made before it was recorded). */
+    created_by: z.string().nullable(),
     created_at: Timestamp,
     updated_at: Timestamp,
   })

@@ -36,6 +36,16 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       expect(all.json().projects.map((p: { name: string }) => p.name).sort()).toEqual(['one', 'three', 'two']);
     });
 
+    test('groups list (GET /groups pages since the upstream API’s paging)', async () => {
+      for (const name of ['red', 'green', 'blue']) expect((await svc.api('POST', '/groups', { body: { name } })).status).toBe(201);
+      const cut = await runCli(['groups', 'list', '--limit', '2'], { env, tty: true });
+      expect(cut.code).toBe(0);
+      expect(cut.stderr).toBe('showing 2 of 3; --page 2 or --all\n');
+      const all = await runCli(['groups', 'list', '--limit', '2', '--all', '--json'], { env });
+      expect(all.json().total).toBe(3);
+      expect(all.json().groups.map((g: { name: string }) => g.name)).toEqual(['blue', 'green', 'red']);
+    });
+
     test('fs list', async () => {
       const ids: string[] = [];
       for (let i = 0; i < 3; i++) ids.push((await svc.api('POST', '/filesystems', { body: { namespace: 'default' } })).body.id);

@@ -29,7 +29,8 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
   test('POST /groups answers 201 with the group', async () => {
     const res = await newGroup('platform', 'The platform team');
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ org_id: orgId, name: 'platform', description: 'The platform team', member_count: 0 });
+    const adminKeyId = (await svc.api('GET', '/whoami')).body.id;
+    expect(res.body).toMatchObject({ org_id: orgId, owner_org_id: orgId, created_by: adminKeyId, name: 'platform', description: 'The platform team', member_count: 0 });
     expect(res.body.id).toMatch(/^grp_[0-9A-Z]{26}$/);
     expect(res.body.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect((await svc.api('GET', `/groups/${res.body.id}`)).body).toEqual(res.body);
@@ -52,6 +53,24 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
       ['b', 1],
       ['a', 2],
     ]);
+  });
+
+  test('GET /groups pages with limit and page_number (total counts them all) in order_direction', async () => {
+    const client = svc.client();
+    const [a, b, c] = [await newGroup('a'), await newGroup('b'), await newGroup('c')].map((res) => res.body.id as string);
+    const page = async (query: { limit?: number; page_number?: number; order_direction?: 'asc' | 'desc' }) => {
+      const listed = await client.listGroups({ query });
+      return [listed.groups.map((g) => g.id), listed.total];
+    };
+    expect(await page({ limit: 2 })).toEqual([[c, b], 3]);
+    expect(await page({ limit: 2, page_number: 2 })).toEqual([[a], 3]);
+    expect(await page({ order_direction: 'asc' })).toEqual([[a, b, c], 3]);
+    // A key that is not an org member pages through its own groups only.
+    const k = await nsAdminKey('two-groups', [a, c]);
+    expect((await svc.client(k.key).listGroups({ query: { limit: 1, page_number: 2 } })).groups.map((g) => g.id)).toEqual([a]);
+    expect((await svc.client(k.key).listGroups({ query: { limit: 1 } })).total).toBe(2);
+    const bad = await svc.api('GET', '/groups?limit=0&page_number=x');
+    expect(bad.body.detail.map((d: { loc: unknown }) => d.loc)).toEqual([['query', 'limit'], ['query', 'page_number']]);
   });
 
   test('PUT /groups/{id}/members/{key_id} adds a key, idempotently; DELETE removes it', async () => {

@@ -141,6 +141,8 @@ describe.each(engines)('API keys (%s)', (engine) => {
     expect((await svc.api('GET', '/whoami', { key: created.body.key })).status).toBe(200);
     const revoked = await svc.api('DELETE', `/api_keys/${created.body.api_key.id}`);
     expect(revoked.status).toBe(200);
+    // The upstream API's {id, message}, beside the record.
+    expect(revoked.body).toMatchObject({ id: created.body.api_key.id, name: created.body.api_key.name, message: `API key ${created.body.api_key.name} revoked` });
     expect(revoked.body.revoked_at).toMatch(/Z$/);
     expect(revoked.body.sharing_group_ids).toEqual([]);
     const refused = await svc.api('GET', '/whoami', { key: created.body.key });
@@ -152,6 +154,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
     const again = await svc.api('DELETE', `/api_keys/${created.body.api_key.id}`);
     expect(again.status).toBe(200);
     expect(again.body.revoked_at).toBe(revoked.body.revoked_at);
+    expect(again.body).toMatchObject({ id: created.body.api_key.id, message: `API key ${created.body.api_key.name} was already revoked at ${revoked.body.revoked_at}` });
   });
 
   test('PATCH /api_keys/{id} replaces the scopes, effective on the next request', async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ROLES_BY_RESOURCE_TYPE, type ResourceType } from '../../src/contract/common.js';
 import type { Permission } from '../../src/server/auth/policy.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
-import { deployActive } from '../support/fixtures.js';
+import { deployActive, nextHash } from '../support/fixtures.js';
 import { allows, type ResourceName } from '../unit/policy-matrix.js';
 
 /**
@@ -14,7 +14,7 @@ import { allows, type ResourceName } from '../unit/policy-matrix.js';
 
 const cases = (Object.keys(ROLES_BY_RESOURCE_TYPE) as ResourceType[]).flatMap((type) => ROLES_BY_RESOURCE_TYPE[type].map((role) => ({ type, role })));
 
-type AgentFixture = { id: string; branch_id: string; ns: string; name: string };
+type AgentFixture = { id: string; branch_id: string; ns: string; name: string; task_id: string; state_id: string };
 type ProjectFixture = { id: string; ns: string; runOn: string };
 
 describe.each(engines)('permission matrix over HTTP (%s)', (engine) => {
@@ -36,7 +36,9 @@ describe.each(engines)('permission matrix over HTTP (%s)', (engine) => {
     namespaceIds = Object.fromEntries((await svc.api('GET', '/namespaces')).body.namespaces.map((n: { slug: string; id: string }) => [n.slug, n.id]));
     const deployed = async (ns: string, name: string): Promise<AgentFixture> => {
       const d = await deployActive(svc, { namespace: ns, agent_name: name });
-      return { id: d.agent_id, branch_id: d.branch_id, ns, name };
+      const task = await svc.client().createTask({ body: { agent_id: d.agent_id } });
+      const state = await svc.client().createState({ body: { task_id: task.id, agent_id: d.agent_id, state: {} } });
+      return { id: d.agent_id, branch_id: d.branch_id, ns, name, task_id: task.id, state_id: state.id };
     };
     agents = { agent: await deployed('default', 'support-bot'), siblingAgent: await deployed('default', 'sibling'), foreignAgent: await deployed('other', 'bot') };
     const project = async (ns: string, name: string, runOn: string): Promise<ProjectFixture> => {
@@ -79,8 +81,25 @@ describe.each(engines)('permission matrix over HTTP (%s)', (engine) => {
       const a = agents[name];
       await check(`${name} discover`, call('GET', `/agents/${a.id}`), want(typeRole, name, 'discover', 200));
       await check(`${name} read`, call('GET', `/branches/${a.branch_id}/versions`), want(typeRole, name, 'read', 200));
+      // The upstream API's forms read as the existing routes do.
+      await check(`${name} read (tasks by agent_name)`, call('GET', `/tasks?agent_name=${a.ns}/${a.name}&include_total=false`), want(typeRole, name, 'read', 200));
+      await check(`${name} read (task with its agents)`, call('GET', `/tasks/${a.task_id}?relationships=agents`), want(typeRole, name, 'read', 200));
       await check(`${name} run`, call('POST', '/tasks', { agent_id: a.id }), want(typeRole, name, 'run', 201));
       await check(`${name} write`, call('POST', `/agents/${a.ns}/${a.name}/environments`, { name: 'qa', branch_rules: ['qa'] }), want(typeRole, name, 'write', 201));
+    }
+    // Deleting a state (which answers the record) needs what writing one does: write_task_data, which a user key has with write.
+    for (const name of ['agent', 'siblingAgent', 'foreignAgent'] as const) {
+      await check(`${name} delete state`, call('DELETE', `/states/${agents[name].state_id}`), want(typeRole, name, 'write', 200));
+    }
+    // A deploy addressed as namespace/name needs write on the agent; to an agent the key may not
+    // discover it answers as deploying a new agent would: namespace admin needed (403, or 404 when
+    // the key cannot see the namespace either), so the name's use does not leak.
+    for (const name of ['agent', 'siblingAgent', 'foreignAgent'] as const) {
+      const a = agents[name];
+      const namespace = name === 'foreignAgent' ? 'otherNamespace' : 'namespace';
+      const wanted = allows(typeRole, name, 'discover') ? want(typeRole, name, 'write', 201) : allows(typeRole, namespace, 'discover') ? 403 : 404;
+      const body = { agent_name: `${a.ns}/${a.name}`, branch: 'main', git_hash: nextHash(), author_name: 'Ada', author_email: 'ada@example.com', image_url: 'registry.local/bot:2' };
+      await check(`${name} write (deploy as namespace/name)`, call('POST', '/agents/deploy', body), wanted);
     }
     // Last: deleting an agent takes it out of the remaining checks.
     for (const name of ['agent', 'siblingAgent', 'foreignAgent'] as const) {

@@ -23,6 +23,9 @@ function fillPath(e: Endpoint, special?: { name: string; value: string }): strin
   return e.path.replace(/:([a-z_]+)/g, (_, name: string) => (special && special.name === name ? special.value : SAMPLE_ID));
 }
 
+/** A value no typed parameter takes; plain-text ones accept it, so they are left out of that case. */
+const WORD = 'not-a-value';
+const refuses = (schema: unknown, value: unknown) => !(schema as z.ZodType).safeParse(value).success;
 const pathParams = (e: Endpoint) => [...e.path.matchAll(/:([a-z_]+)/g)].map((m) => m[1]);
 const queryNames = (e: Endpoint) => (e.query ? Object.keys(e.query.shape) : []);
 const bodyFields = (e: Endpoint) => (e.body instanceof z.ZodObject ? Object.keys(e.body.shape) : []);
@@ -66,6 +69,13 @@ function casesFor(e: Endpoint, adminKey: string): Case[] {
     add({ what: `empty query.${name}`, path: `${base}?${name}=`, key: adminKey, expect: expectInvalidAt(['query', name]) });
     add({ what: `encoded lone surrogate in query.${name}`, path: `${base}?${name}=%ED%A0%80`, key: adminKey });
     add({ what: `hex number in query.${name}`, path: `${base}?${name}=0x10`, key: adminKey });
+    add({ what: `query.${name} repeated`, path: `${base}?${name}=a&${name}=b`, key: adminKey });
+  }
+  // A word where a typed value goes (a number, boolean, enum, date): 422 at that parameter, for every
+  // parameter whose schema refuses it, including ones added after this file.
+  for (const name of queryNames(e)) {
+    if (!refuses(e.query!.shape[name], WORD)) continue;
+    add({ what: `a word in typed query.${name}`, path: `${base}?${name}=${WORD}`, key: adminKey, expect: expectInvalidAt(['query', name]) });
   }
 
   // JSON bodies.
@@ -93,6 +103,9 @@ function casesFor(e: Endpoint, adminKey: string): Case[] {
       add({ what: `null in body.${field}`, path: base, key: adminKey, rawBody: json({ [field]: null }) });
       add({ what: `a 100,000-character string in body.${field}`, path: base, key: adminKey, rawBody: json({ [field]: 'x'.repeat(100_000) }) });
       add({ what: `a huge number in body.${field}`, path: base, key: adminKey, rawBody: `{"${field}":1e400}` });
+      if (refuses((e.body as z.ZodObject).shape[field], WORD)) {
+        add({ what: `a word in typed body.${field}`, path: base, key: adminKey, rawBody: json({ [field]: WORD }), expect: expectInvalidAt(['body', field]) });
+      }
     }
   }
   return cases;

@@ -3,6 +3,8 @@ import { sql } from 'kysely';
 import { Version } from '../../src/contract/resources.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { createTask, createTasks, deploy, deployActive, nextHash, register } from '../support/fixtures.js';
+import { expectError, expectInvalid } from '../support/bad-input.js';
+import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE } from '../../src/contract/enums.js';
 
 describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%s)', (engine) => {
   let svc: TestService;
@@ -53,8 +55,72 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
       const res = await svc.api('POST', '/agents/deploy', { body: { agent_name: 'Bad Name', branch: 'main', git_hash: 'xyz', replicas: 11, sdk_type: 'gamma' } });
       expect(res.status).toBe(422);
       const locs = res.body.detail.map((d: any) => d.loc.join('.'));
-      expect(locs).toEqual(expect.arrayContaining(['body.agent_name', 'body.git_hash', 'body.replicas', 'body.sdk_type', 'body.author_name', 'body.image_url', 'body.acp_type']));
+      expect(locs).toEqual(expect.arrayContaining(['body.agent_name', 'body.git_hash', 'body.replicas', 'body.sdk_type', 'body.author_name', 'body.image_url']));
+      // acp_type may be left out (it defaults, as the CLI's does).
+      expect(locs).not.toContain('body.acp_type');
       expect(res.body.detail.find((d: any) => d.loc[1] === 'author_name')).toEqual({ loc: ['body', 'author_name'], msg: 'Field required', type: 'missing' });
+    });
+
+    describe('the upstream API’s deploy body', () => {
+      const commit = () => ({ branch: 'main', git_hash: nextHash(), author_name: 'Ada', author_email: 'ada@example.com', image_url: 'registry.local/bot:1' });
+
+      test('agent_name may be namespace/name; namespace, when also given, must agree (422 at body.agent_name otherwise)', async () => {
+        const client = svc.client();
+        await client.createNamespace({ body: { name: 'Team', slug: 'team' } });
+        const first = await client.deploy({ body: { agent_name: 'team/bot', ...commit() } });
+        const agent = await client.getAgentByName({ params: { namespace_slug: 'team', agent_name: 'bot' } });
+        expect(first.agent_id).toBe(agent.id);
+        expect(first.message).toBe(`Version v1 (${first.version_id}) of team/bot is deploying on branch main`);
+        // The same agent, addressed the older way and with both agreeing.
+        expect((await client.deploy({ body: { namespace: 'team', agent_name: 'bot', ...commit() } })).agent_id).toBe(agent.id);
+        expect((await client.deploy({ body: { namespace: 'team', agent_name: 'team/bot', ...commit() } })).version_number).toBe(3);
+        expect((await client.deploy({ body: { agent_name: 'bot', ...commit() } })).agent_id).not.toBe(agent.id);
+        expectInvalid(await svc.api('POST', '/agents/deploy', { body: { namespace: 'default', agent_name: 'team/bot', ...commit() } }), ['body', 'agent_name']);
+        for (const name of ['team/', '/bot', 'team/bot/x', 'Team/bot', 'te/bot', `${'n'.repeat(64)}/bot`, `team/${'b'.repeat(64)}`]) {
+          expectInvalid(await svc.api('POST', '/agents/deploy', { body: { agent_name: name, ...commit() } }), ['body', 'agent_name']);
+        }
+        expectError(await svc.api('POST', '/agents/deploy', { body: { agent_name: 'nowhere/bot', ...commit() } }), 404, 'not_found', 'Namespace nowhere was not found');
+      });
+
+      test('sdk_type and acp_type may be left out: the version gets the CLI’s defaults', async () => {
+        const client = svc.client();
+        const d = await client.deploy({ body: { agent_name: 'bot', ...commit() } });
+        expect(await client.getVersion({ params: { version_id: d.version_id } })).toMatchObject({ sdk_type: DEFAULT_SDK_TYPE, acp_type: DEFAULT_ACP_TYPE });
+        expect([DEFAULT_SDK_TYPE, DEFAULT_ACP_TYPE]).toEqual(['alpha_agent_sdk', 'async']);
+        const explicit = await client.deploy({ body: { agent_name: 'bot', ...commit(), sdk_type: 'beta_agent_sdk', acp_type: 'sync' } });
+        expect(await client.getVersion({ params: { version_id: explicit.version_id } })).toMatchObject({ sdk_type: 'beta_agent_sdk', acp_type: 'sync' });
+      });
+
+      test('resources are stored on the version as given (numbers as their decimal text); none is null', async () => {
+        const client = svc.client();
+        const sized = await client.deploy({ body: { agent_name: 'bot', ...commit(), resources: { requests: { cpu: 0.5, memory: '256Mi' }, limits: { memory: 1073741824 } } } });
+        expect((await client.getVersion({ params: { version_id: sized.version_id } })).resources).toEqual({ requests: { cpu: '0.5', memory: '256Mi' }, limits: { memory: '1073741824' } });
+        const plain = await client.deploy({ body: { agent_name: 'bot', ...commit() } });
+        expect((await svc.api('GET', `/versions/${plain.version_id}`)).body.resources).toBeNull();
+        const listed = await client.listBranchVersions({ params: { branch_id: sized.branch_id } });
+        expect(listed.versions.map((v) => v.resources)).toEqual([null, { requests: { cpu: '0.5', memory: '256Mi' }, limits: { memory: '1073741824' } }]);
+      });
+
+      test('a rollback target keeps its own resources', async () => {
+        const client = svc.client();
+        const v1 = await deployActive(svc, { resources: { requests: { cpu: '100m' } } });
+        await deployActive(svc, { resources: { requests: { cpu: '2' } } });
+        const rolled = await client.rollbackBranch({ params: { branch_id: v1.branch_id }, body: {} });
+        expect(rolled.target_version.resources).toEqual({ requests: { cpu: '100m' } });
+      });
+
+      test('bad resources are 422s at the quantity: malformed, non-positive, unknown keys, a request above its limit', async () => {
+        const bad = async (resources: unknown) => (await svc.api('POST', '/agents/deploy', { body: { agent_name: 'bot', ...commit(), resources } })).body.detail?.map((d: { loc: unknown }) => d.loc);
+        expect(await bad({ requests: { cpu: 'lots', memory: '1GB' } })).toEqual([['body', 'resources', 'requests', 'cpu'], ['body', 'resources', 'requests', 'memory']]);
+        expect(await bad({ limits: { cpu: 0, memory: -1 } })).toEqual([['body', 'resources', 'limits', 'cpu'], ['body', 'resources', 'limits', 'memory']]);
+        expect(await bad({ limits: { cpu: 0.0001 } })).toEqual([['body', 'resources', 'limits', 'cpu']]);
+        expect(await bad({ requests: { gpu: '1' } })).toEqual([['body', 'resources', 'requests']]);
+        expect(await bad({ reservations: {} })).toEqual([['body', 'resources']]);
+        expect(await bad({ requests: { cpu: '1500m', memory: '2Gi' }, limits: { cpu: '1', memory: '2G' } })).toEqual([['body', 'resources', 'requests', 'cpu'], ['body', 'resources', 'requests', 'memory']]);
+        expect(await bad('1 cpu')).toEqual([['body', 'resources']]);
+        // Equal request and limit, and a limit alone, are fine.
+        expect(await bad({ requests: { cpu: '1000m', memory: '1Gi' }, limits: { cpu: 1, memory: '1024Mi' } })).toBeUndefined();
+      });
     });
 
     test('a non-sticky deploy migrates the RUNNING tasks of the current version', async () => {
@@ -193,6 +259,38 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
       const res = await svc.api('POST', `/branches/${v1.branch_id}/rollback`, { body: { dry_run: true } });
       expect(res.body.target_version.id).toBe(v1.version_id);
       expect((await version(v2.version_id)).status).toBe('ACTIVE');
+    });
+
+    test('the answer carries the upstream API’s from/to ids and hashes, the serving status and a message (dry run too)', async () => {
+      const client = svc.client();
+      const [h1, h2] = ['1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', '2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'];
+      const v1 = await deployActive(svc, { git_hash: h1 });
+      const v2 = await deployActive(svc, { git_hash: h2 });
+      await createTask(svc);
+      const plan = await client.rollbackBranch({ params: { branch_id: v1.branch_id }, body: { dry_run: true } });
+      expect(plan).toMatchObject({
+        from_version_id: v2.version_id,
+        to_version_id: v1.version_id,
+        from_git_hash: h2,
+        to_git_hash: h1,
+        // As the target is now: retired when v2 took over with no task left on it.
+        version_status: 'RETIRED',
+        message: `Branch main would roll back from v2 (${h2.slice(0, 7)}) to v1 (${h1.slice(0, 7)}); 1 running task(s) would move`,
+      });
+      const done = await client.rollbackBranch({ params: { branch_id: v1.branch_id }, body: {} });
+      expect(done).toMatchObject({
+        branch_id: v1.branch_id,
+        rolled_back_version_id: v2.version_id,
+        from_version_id: v2.version_id,
+        to_version_id: v1.version_id,
+        from_git_hash: h2,
+        to_git_hash: h1,
+        version_status: 'ACTIVE',
+        tasks_migrated: 1,
+        message: `Branch main rolled back from v2 (${h2.slice(0, 7)}) to v1 (${h1.slice(0, 7)}); 1 running task(s) moved`,
+      });
+      expect(done.to_version_id).toBe(done.target_version.id);
+      expect(done.version_status).toBe(done.target_version.status);
     });
 
     test('rolling back an unknown branch is a 404', async () => {

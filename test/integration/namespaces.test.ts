@@ -22,9 +22,21 @@ describe.each(engines)('namespaces and projects (%s)', (engine) => {
       const res = await createNamespace({ name: 'Payments team', slug: 'payments' });
       expect(res.status).toBe(201);
       const ns = Namespace.parse(res.body);
-      expect(ns).toMatchObject({ name: 'Payments team', slug: 'payments', org_id: await orgId(svc) });
+      const adminKeyId = (await svc.api('GET', '/whoami')).body.id;
+      expect(ns).toMatchObject({ name: 'Payments team', slug: 'payments', org_id: await orgId(svc), owner_org_id: await orgId(svc), created_by: adminKeyId });
       expect(ns.id).toMatch(/^ns_[0-9A-Z]{26}$/);
       expect(ns.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    });
+
+    test('owner_org_id is the org; created_by the creating key, null for the namespace made at first start', async () => {
+      const client = svc.client();
+      const made = await client.createNamespace({ body: { name: 'Team', slug: 'team' } });
+      const listed = await client.listNamespaces({ query: { order_direction: 'asc' } });
+      expect(listed.namespaces.map((n) => [n.slug, n.owner_org_id, n.created_by])).toEqual([
+        ['default', await orgId(svc), null],
+        ['team', await orgId(svc), (await client.whoami()).id],
+      ]);
+      expect(listed.namespaces[1]).toEqual(made);
     });
 
     test('a slug already taken is 409 namespace_exists', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { State } from '../../src/contract/resources.js';
+import type { EndpointInput } from '../../src/contract/endpoints.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { createTask, deployActive, type Deployed } from '../support/fixtures.js';
 import { scopedKey } from '../support/scoped-key.js';
@@ -90,6 +91,42 @@ describe.each(engines)('states (%s)', (engine) => {
       expect(await ids(`agent_id=${helper.agent_id}`)).toEqual([theirs.id]);
       expect(await ids(`task_id=${task.id}&agent_id=${agent.agent_id}`)).toEqual([mine.id]);
       expectInvalid(await svc.api('GET', '/states'), ['query'], 'missing');
+    });
+
+    test('limit and page_number page the list (total counts every match); order_by and order_direction sort it', async () => {
+      const client = svc.client();
+      const helpers = [];
+      for (const name of ['helper-a', 'helper-b', 'helper-c']) helpers.push(await deployActive(svc, { agent_name: name }));
+      const mine = await createFor({ n: 0 });
+      const others = [];
+      for (const [i, helper] of helpers.entries()) others.push((await create({ task_id: task.id, agent_id: helper.agent_id, state: { n: i + 1 } })).body as State);
+      const all = [mine, ...others];
+      const when = ['2025-01-01T00:00:00Z', '2025-01-02T00:00:00Z', '2025-01-03T00:00:00Z', '2025-01-04T00:00:00Z'];
+      for (const [i, st] of all.entries()) await svc.store.db.updateTable('states').set({ created_at: when[i], updated_at: when[3 - i] }).where('id', '=', st.id).execute();
+      const ids = async (query: EndpointInput<'listStates'>['query']) => {
+        const listed = await client.listStates({ query: { task_id: task.id, ...query } });
+        return { ids: listed.states.map((st) => st.id), total: listed.total };
+      };
+      // Oldest first by default, as the list always was.
+      expect(await ids({})).toEqual({ ids: all.map((st) => st.id), total: 4 });
+      expect(await ids({ limit: 2, page_number: 2 })).toEqual({ ids: [others[1].id, others[2].id], total: 4 });
+      expect(await ids({ order_direction: 'desc', limit: 1 })).toEqual({ ids: [others[2].id], total: 4 });
+      expect(await ids({ order_by: 'updated_at' })).toEqual({ ids: [...all].reverse().map((st) => st.id), total: 4 });
+      expect(await ids({ limit: 2, page_number: 3 })).toEqual({ ids: [], total: 4 });
+    });
+
+    test('a key sees only the states of agents it may read, and total counts only those', async () => {
+      const helper = await deployActive(svc, { agent_name: 'helper-bot' });
+      const mine = await createFor({ a: 1 });
+      await create({ task_id: task.id, agent_id: helper.agent_id, state: { b: 2 } });
+      const key = await scopedKey(svc, [{ resource_type: 'agent', resource_id: agent.agent_id, role: 'viewer' }]);
+      expect(await svc.client(key).listStates({ query: { task_id: task.id } })).toEqual({ states: [mine], total: 1 });
+    });
+
+    test('bad paging and ordering values are 422s at their query field', async () => {
+      const res = await svc.api('GET', `/states?task_id=${task.id}&limit=0&page_number=0&order_by=version&order_direction=up`);
+      expect(res.body.detail.map((d: { loc: unknown }) => d.loc)).toEqual([['query', 'limit'], ['query', 'page_number'], ['query', 'order_by'], ['query', 'order_direction']]);
+      expectInvalid(await svc.api('GET', `/states?task_id=${task.id}&limit=1001`), ['query', 'limit']);
     });
 
     test('unknown filters are 404', async () => {
@@ -212,11 +249,14 @@ describe.each(engines)('states (%s)', (engine) => {
   });
 
   describe('DELETE /states/{id}', () => {
-    test('deletes: {id, message}, then 404; the pair may have a new state', async () => {
+    test('deletes: the record as it was and a message, then 404; the pair may have a new state', async () => {
       const s = await createFor({ a: 1 });
+      await merge(s.id, { b: 2 });
+      const before = await stored(s.id);
       const res = await svc.api('DELETE', `/states/${s.id}`);
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ id: s.id, message: `State ${s.id} deleted` });
+      expect(res.body).toEqual({ ...before, message: `State ${s.id} deleted` });
+      expect(before).toMatchObject({ state: { a: 1, b: 2 }, version: 2 });
       expectError(await svc.api('GET', `/states/${s.id}`), 404, 'not_found');
       expectError(await svc.api('DELETE', `/states/${s.id}`), 404, 'not_found');
       expect((await create({ task_id: task.id, agent_id: agent.agent_id, state: {} })).status).toBe(200);

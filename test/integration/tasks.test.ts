@@ -3,6 +3,7 @@ import { Task } from '../../src/contract/resources.js';
 import { TaskList } from '../../src/contract/endpoints.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { createTask, deploy, deployActive } from '../support/fixtures.js';
+import { expectError, expectInvalid } from '../support/bad-input.js';
 
 describe.each(engines)('tasks (%s)', (engine) => {
   let svc: TestService;
@@ -121,6 +122,110 @@ describe.each(engines)('tasks (%s)', (engine) => {
     const res = await svc.api('PATCH', `/tasks/${t.id}`, { body: { status: 'DELETED' } });
     expect(res.status).toBe(422);
     expect(res.body.detail[0].loc).toEqual(['body', 'status']);
+  });
+
+  describe('the upstream API’s list parameters and relationships', () => {
+    /** Three tasks of support-bot created a month apart, and one of another agent in namespace `other`. */
+    async function calendar() {
+      const bot = await deployActive(svc);
+      await svc.client().createNamespace({ body: { name: 'Other', slug: 'other' } });
+      const other = await deployActive(svc, { namespace: 'other', agent_name: 'helper' });
+      const jan = await createTask(svc, { name: 'charlie' });
+      const feb = await createTask(svc, { name: 'alpha' });
+      const mar = await createTask(svc, { name: 'bravo' });
+      const elsewhere = await createTask(svc, { agent_name: 'other/helper', name: 'delta' });
+      const when: [string, string][] = [[jan.id, '2025-01-15T10:00:00.000Z'], [feb.id, '2025-02-15T10:00:00.000Z'], [mar.id, '2025-03-15T10:00:00.000Z'], [elsewhere.id, '2025-04-15T10:00:00.000Z']];
+      for (const [id, at] of when) await svc.store.db.updateTable('tasks').set({ created_at: at }).where('id', '=', id).execute();
+      return { bot, other, jan, feb, mar, elsewhere };
+    }
+    const ids = (tasks: { id: string }[]) => tasks.map((t) => t.id);
+
+    test('agent_name filters as agent does: namespace/name, or a bare name in default', async () => {
+      const { jan, feb, mar } = await calendar();
+      const client = svc.client();
+      expect(ids((await client.listTasks({ query: { agent_name: 'default/support-bot' } })).tasks)).toEqual([mar.id, feb.id, jan.id]);
+      expect(ids((await client.listTasks({ query: { agent_name: 'support-bot', order_direction: 'asc' } })).tasks)).toEqual([jan.id, feb.id, mar.id]);
+      expect((await client.listTasks({ query: { agent_name: 'default/support-bot', agent: 'default/support-bot' } })).total).toBe(3);
+      expectInvalid(await svc.api('GET', '/tasks?agent_name=default/support-bot&agent=other/helper'), ['query', 'agent_name']);
+      expectError(await svc.api('GET', '/tasks?agent_name=default/nobody'), 404, 'not_found', 'Agent default/nobody was not found');
+    });
+
+    test('namespace_id keeps the tasks of one namespace; an unknown one is 404', async () => {
+      const { elsewhere } = await calendar();
+      const client = svc.client();
+      const other = (await client.listNamespaces()).namespaces.find((n) => n.slug === 'other')!;
+      expect(await client.listTasks({ query: { namespace_id: other.id } })).toEqual({ tasks: [expect.objectContaining({ id: elsewhere.id, namespace_id: other.id })], total: 1 });
+      expectError(await svc.api('GET', '/tasks?namespace_id=ns_nope'), 404, 'not_found', 'Namespace ns_nope was not found');
+    });
+
+    test('created_after (inclusive) and created_before (exclusive) bound the creation time; a date means midnight UTC', async () => {
+      const { jan, feb, mar, elsewhere } = await calendar();
+      const client = svc.client();
+      const listed = async (query: { created_after?: string; created_before?: string }) => ids((await client.listTasks({ query })).tasks);
+      expect(await listed({ created_after: '2025-02-15T10:00:00.000Z' })).toEqual([elsewhere.id, mar.id, feb.id]);
+      expect(await listed({ created_before: '2025-02-15T10:00:00.000Z' })).toEqual([jan.id]);
+      expect(await listed({ created_after: '2025-02-01', created_before: '2025-04-01' })).toEqual([mar.id, feb.id]);
+      // An offset is read as the instant it names: 11:00+01:00 is 10:00Z.
+      expect(await listed({ created_after: '2025-03-15T11:00:00+01:00', created_before: '2025-03-15T10:00:00.001Z' })).toEqual([mar.id]);
+    });
+
+    test('order_by sorts by name, status or updated_at in order_direction, then by id', async () => {
+      const { jan, feb, mar, elsewhere } = await calendar();
+      const client = svc.client();
+      expect(ids((await client.listTasks({ query: { order_by: 'name', order_direction: 'asc' } })).tasks)).toEqual([feb.id, mar.id, jan.id, elsewhere.id]);
+      await client.updateTask({ params: { task_id: jan.id }, body: { status: 'IDLE' } });
+      expect(ids((await client.listTasks({ query: { order_by: 'updated_at', limit: 1 } })).tasks)).toEqual([jan.id]);
+      expect(ids((await client.listTasks({ query: { order_by: 'status', order_direction: 'asc', limit: 1 } })).tasks)).toEqual([jan.id]);
+      expect(ids((await client.listTasks({ query: { order_by: 'created_at' } })).tasks)).toEqual([elsewhere.id, mar.id, feb.id, jan.id]);
+    });
+
+    test('include_total=false leaves total out; the default counts the whole filtered list', async () => {
+      await calendar();
+      const client = svc.client();
+      const without = await client.request('listTasks', { query: { include_total: 'false', limit: 2 } });
+      expect(Object.keys(without.raw as object)).toEqual(['tasks']);
+      expect(without.data.tasks).toHaveLength(2);
+      const withTotal = await client.request('listTasks', { query: { include_total: 'true', limit: 2 } });
+      expect(withTotal.raw).toMatchObject({ total: 4 });
+      expect((await client.listTasks({ query: { limit: 2 } })).total).toBe(4);
+    });
+
+    test('relationships=agents fills each task’s agents with its agent, on list, get and get by name; without it there is no agents field', async () => {
+      const { bot, other, jan, elsewhere } = await calendar();
+      const client = svc.client();
+      const botAgent = await client.getAgent({ params: { agent_id: bot.agent_id } });
+      const otherAgent = await client.getAgent({ params: { agent_id: other.agent_id } });
+      const listed = await client.listTasks({ query: { relationships: 'agents', limit: 2 } });
+      expect(listed.tasks.map((t) => [t.id, t.agents])).toEqual([[elsewhere.id, [otherAgent]], [expect.any(String), [botAgent]]]);
+      expect((await client.getTask({ params: { task_id: jan.id }, query: { relationships: ['agents'] } })).agents).toEqual([botAgent]);
+      expect((await client.getTaskByName({ params: { task_name: 'delta' }, query: { relationships: 'agents' } })).agents).toEqual([otherAgent]);
+      // Repeated, as a list parameter may be sent.
+      expect((await svc.api('GET', `/tasks/${jan.id}?relationships=agents&relationships=agents`)).body.agents).toEqual([botAgent]);
+      const plain = await client.request('getTask', { params: { task_id: jan.id } });
+      expect(plain.raw).not.toHaveProperty('agents');
+    });
+
+    test('bad values of every new parameter are 422s at their query field', async () => {
+      const bad = async (query: string) => (await svc.api('GET', query)).body.detail?.map((d: { loc: unknown }) => d.loc);
+      expect(await bad('/tasks?created_after=yesterday&created_before=2025-13-01&order_by=priority&include_total=maybe&relationships=versions&namespace_id=' + 'n'.repeat(65))).toEqual([
+        ['query', 'namespace_id'],
+        ['query', 'created_after'],
+        ['query', 'created_before'],
+        ['query', 'order_by'],
+        ['query', 'include_total'],
+        ['query', 'relationships'],
+      ]);
+      expectInvalid(await svc.api('GET', '/tasks?created_after=2025-03-01&created_before=2025-02-01'), ['query', 'created_before']);
+      expectInvalid(await svc.api('GET', '/tasks?agent_name=' + 'a'.repeat(131)), ['query', 'agent_name']);
+      expectInvalid(await svc.api('GET', '/tasks/task_x?relationships=agent'), ['query', 'relationships']);
+      expectInvalid(await svc.api('GET', '/tasks/name/x?relationships=agents&relationships=tasks'), ['query', 'relationships']);
+      expectInvalid(await svc.api('GET', '/tasks?created_after=2025-03-01T10:00:00'), ['query', 'created_after']);
+      // Instants PostgreSQL cannot hold are refused here, not by the database.
+      expectInvalid(await svc.api('GET', '/tasks?created_after=0000-01-01'), ['query', 'created_after']);
+      expectInvalid(await svc.api('GET', `/tasks?created_before=${encodeURIComponent('0001-01-01T00:00:00+01:00')}`), ['query', 'created_before']);
+      expectInvalid(await svc.api('GET', `/tasks?created_before=${encodeURIComponent('9999-12-31T23:00:00-02:00')}`), ['query', 'created_before']);
+      expect((await svc.api('GET', '/tasks?created_after=0001-01-01&created_before=9999-12-31T23:59:59.999Z')).status).toBe(200);
+    });
   });
 
   describe('bad input never gets a 5xx', () => {

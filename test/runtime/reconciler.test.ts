@@ -3,7 +3,10 @@ import { createLocalDriver } from '../../src/server/runtime/local/index.js';
 import { startReconciler, type Reconciler, type RuntimeSecretSource } from '../../src/server/runtime/reconciler.js';
 import type { RuntimeDriver } from '../../src/server/runtime/driver.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
-import { createTask, deploy } from '../support/fixtures.js';
+import { createTask, deploy, nextHash } from '../support/fixtures.js';
+import { createKubernetesDriver } from '../../src/server/runtime/kubernetes/index.js';
+import { resourceName } from '../../src/server/runtime/kubernetes/manifests.js';
+import { FakeKubeApi } from '../support/kube-api.js';
 import { alive, copyFixture, tempDir, waitFor } from './support/agents.js';
 
 const secrets: RuntimeSecretSource = {
@@ -141,5 +144,49 @@ describe.each(engines)('runtime reconciler with the local driver (%s)', (engine)
     } finally {
       await standby.close();
     }
+  });
+});
+
+describe.each(engines)('runtime reconciler with the kubernetes driver (%s)', (engine) => {
+  let svc: TestService;
+  let api: FakeKubeApi;
+  let reconciler: Reconciler;
+  beforeAll(async () => {
+    svc = await openTestService(engine);
+  });
+  afterAll(async () => svc?.close());
+  beforeEach(async () => {
+    await svc.reset();
+    api = await new FakeKubeApi().start();
+    const driver = createKubernetesDriver({ kubeConfig: api.kubeConfig(), namespace: 'agentctl', pollIntervalMs: 50, graceMs: 1_000 });
+    reconciler = await startReconciler({ store: svc.store, driver, baseUrl: svc.url, secrets, intervalMs: 100, graceMs: 1_000 });
+  });
+  afterEach(async () => {
+    await reconciler?.close();
+    await api?.close();
+  });
+
+  const container = (versionId: string) => api.objects.deployments.get(resourceName(versionId))?.spec.template.spec.containers[0];
+
+  test('a deploy’s resources reach the container as deployed (numbers as their decimal text); without them the container has none', async () => {
+    const client = svc.client();
+    const sized = await client.deploy({
+      body: {
+        agent_name: 'default/sized',
+        branch: 'main',
+        git_hash: nextHash(),
+        author_name: 'Ada',
+        author_email: 'ada@example.com',
+        image_url: 'registry.local/sized:1',
+        resources: { requests: { cpu: '250m', memory: 268435456 }, limits: { cpu: 1, memory: '512Mi' } },
+      },
+    });
+    const plain = await client.deploy({
+      body: { agent_name: 'plain', branch: 'main', git_hash: nextHash(), author_name: 'Ada', author_email: 'ada@example.com', image_url: 'registry.local/plain:1' },
+    });
+    await reconciler.reconcileNow();
+    await waitFor('both Deployments', () => container(sized.version_id) !== undefined && container(plain.version_id) !== undefined);
+    expect(container(sized.version_id).resources).toEqual({ requests: { cpu: '250m', memory: '268435456' }, limits: { cpu: '1', memory: '512Mi' } });
+    expect(container(plain.version_id)).not.toHaveProperty('resources');
   });
 });

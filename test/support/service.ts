@@ -5,6 +5,7 @@ import { ensureBootstrap } from '../../src/server/bootstrap.js';
 import { openStore, truncateAll, type Engine, type Store } from '../../src/server/store/db.js';
 import { generateSecret } from '../../src/server/auth/secrets.js';
 import type { BlobStore } from '../../src/server/blobs/index.js';
+import { createClient, type Client } from '../../src/client/index.js';
 
 /** PGlite always; PostgreSQL too when TEST_DATABASE_URL names a server. */
 export const engines: Engine[] = ['pglite', ...(process.env.TEST_DATABASE_URL ? (['postgres'] as const) : [])];
@@ -24,6 +25,8 @@ export interface TestService {
   /** The org-admin key of the current (reset) database. */
   adminKey: string;
   api<T = any>(method: string, path: string, options?: { body?: unknown; rawBody?: string; key?: string | null; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  /** The typed client (src/client) on this server, with `key` (default: the admin key); no retries. */
+  client(key?: string): Client;
   /** The running server's service context (its stream hub; a runtime driver tests attach). */
   service: ServiceContext;
   /** Empties every table and bootstraps again (new admin key). */
@@ -81,6 +84,9 @@ export async function openTestService(engine: Engine, config: Partial<ServiceCon
         /* keep text */
       }
       return { status: response.status, body: parsed as any, headers: response.headers };
+    },
+    client(key) {
+      return createClient({ baseUrl: url, apiKey: key ?? service.adminKey, retries: 0 });
     },
     async reset() {
       await truncateAll(store.db);

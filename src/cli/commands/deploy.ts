@@ -7,6 +7,7 @@ import { versionRecord } from '../output/resources.js';
 import { record } from '../output/view.js';
 import { parseAgentPath, requireAgentOption } from '../refs.js';
 import { waitForVersion } from '../wait.js';
+import { DEFAULT_ACP_TYPE } from '../../contract/enums.js';
 import { gitRoot, readAgentProject, uploadSource } from '../source-upload.js';
 import { agentctl } from '../shell.js';
 
@@ -36,7 +37,7 @@ const deploy: Handler = async (ctx, _args, options) => {
       author_email: git.authorEmail,
       image_url: options.image ?? `local://${sourceFilesystemId}`,
       sdk_type: options.sdkType,
-      acp_type: options.acpType ?? project?.acp_type ?? 'async',
+      acp_type: options.acpType ?? project?.acp_type ?? DEFAULT_ACP_TYPE,
       is_dirty: git.dirty,
       replicas: options.replicas ?? project?.replicas,
       are_tasks_sticky: options.sticky ?? project?.are_tasks_sticky,

@@ -6,6 +6,7 @@ import { iso } from '../store/mappers.js';
 import { conflict, missing, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { accessChanged } from '../auth/invalidation.js';
+import { pageOffset, type PageInput } from './paging.js';
 
 type Executor = Db | Kysely<Database>;
 export type GroupMember = { group_id: string; member_id: string; name: string; added_at: string };
@@ -17,21 +18,29 @@ const MANAGE = 'manage sharing groups';
  * receives `owner` on every agent or project such a key creates. Org members (and admins) see every
  * group of the org; any other key sees the groups it belongs to; only org admins change them.
  */
-async function groupRows(db: Executor, orgId: string, ids?: readonly string[]): Promise<Group[]> {
+function groupQuery(db: Executor, orgId: string, ids?: readonly string[]) {
+  let query = db.selectFrom('groups').where('org_id', '=', orgId);
+  if (ids) query = query.where('id', 'in', ids.length > 0 ? ids : ['']);
+  return query;
+}
+
+async function groupRows(db: Executor, orgId: string, ids?: readonly string[], page?: PageInput): Promise<Group[]> {
   if (ids && ids.length === 0) return [];
-  let query = db
-    .selectFrom('groups')
-    .select(['id', 'org_id', 'name', 'description', 'created_at', 'updated_at'])
+  let query = groupQuery(db, orgId, ids)
+    .select(['id', 'org_id', 'name', 'description', 'created_by_key_id', 'created_at', 'updated_at'])
     .select(sql<number>`(SELECT count(*)::int FROM group_members m WHERE m.group_id = groups.id)`.as('member_count'))
-    .where('org_id', '=', orgId);
-  if (ids) query = query.where('id', 'in', ids);
-  const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').execute();
+    .orderBy('created_at', page?.order_direction ?? 'desc')
+    .orderBy('id', page?.order_direction ?? 'desc');
+  if (page) query = query.limit(page.limit).offset(pageOffset(page));
+  const rows = await query.execute();
   return rows.map((r) => ({
     id: r.id,
     org_id: r.org_id,
+    owner_org_id: r.org_id,
     name: r.name,
     description: r.description,
     member_count: Number(r.member_count),
+    created_by: r.created_by_key_id,
     created_at: iso(r.created_at)!,
     updated_at: iso(r.updated_at)!,
   }));
@@ -51,7 +60,7 @@ export async function createGroup(db: Db, perms: Permissions, input: { name: str
   const id = newId('group');
   const inserted = await db
     .insertInto('groups')
-    .values({ id, org_id: perms.actor.orgId, name: input.name, description: input.description })
+    .values({ id, org_id: perms.actor.orgId, name: input.name, description: input.description, created_by_key_id: perms.actor.keyId || null })
     .onConflict((oc) => oc.columns(['org_id', 'name']).doNothing())
     .returning('id')
     .executeTakeFirst();
@@ -59,9 +68,14 @@ export async function createGroup(db: Db, perms: Permissions, input: { name: str
   return (await groupRows(db, perms.actor.orgId, [id]))[0];
 }
 
-export async function listGroups(db: Db, perms: Permissions): Promise<{ groups: Group[]; total: number }> {
-  const groups = await groupRows(db, perms.actor.orgId, perms.isOrgMember ? undefined : perms.groupIds);
-  return { groups, total: groups.length };
+/** `GET /groups`: paged in the database; `total` counts every group the key may see. */
+export async function listGroups(db: Db, perms: Permissions, page: PageInput): Promise<{ groups: Group[]; total: number }> {
+  const ids = perms.isOrgMember ? undefined : perms.groupIds;
+  const [groups, count] = await Promise.all([
+    groupRows(db, perms.actor.orgId, ids, page),
+    groupQuery(db, perms.actor.orgId, ids).select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { groups, total: count.n };
 }
 
 export const getGroup = (db: Db, perms: Permissions, groupId: string) => visibleGroup(db, perms, groupId);

@@ -275,21 +275,22 @@ export async function getKey(db: Db, perms: Permissions, keyId: string): Promise
 
 /**
  * `DELETE /api_keys/{id}`: soft and immediate (`revoked_at`); the key leaves its sharing groups.
- * Revoking a revoked key answers its record again.
+ * Revoking a revoked key answers its record again. The answer is the record and a `message`
+ * (the upstream API answers `{id, message}`).
  */
-export async function revokeKey(db: Db, perms: Permissions, keyId: string): Promise<ApiKey> {
+export async function revokeKey(db: Db, perms: Permissions, keyId: string): Promise<ApiKey & { message: string }> {
   perms.requireOrgAdmin(MANAGE);
   const orgId = perms.actor.orgId;
-  const record = await db.transaction().execute(async (trx) => {
+  const { record, already } = await db.transaction().execute(async (trx) => {
     const row = await lockKey(trx, orgId, keyId);
-    if (row.revoked_at) return keyRecord(trx, orgId, keyId);
+    if (row.revoked_at) return { record: await keyRecord(trx, orgId, keyId), already: true };
     if (await holdsOrgAdmin(trx, orgId, keyId)) await keepAnOrgAdmin(trx, orgId, row);
     await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', '=', keyId).execute();
     await trx.deleteFrom('group_members').where('key_id', '=', keyId).execute();
-    return keyRecord(trx, orgId, keyId);
+    return { record: await keyRecord(trx, orgId, keyId), already: false };
   });
   accessChanged(db);
-  return record;
+  return { ...record, message: already ? `API key ${record.name} was already revoked at ${record.revoked_at}` : `API key ${record.name} revoked` };
 }
 
 /** `PATCH /api_keys/{id}`: replaces the key's scopes (its owner grants on what it created stay). */

@@ -75,8 +75,23 @@ export interface DeployResult {
   version_number: number;
 }
 
+/**
+ * Where a deploy goes: `agent_name` may carry its namespace (`namespace/name`, as the upstream API
+ * sends it); `namespace`, when also given, must name the same one.
+ */
+export function deployTarget(req: Pick<DeployRequest, 'namespace' | 'agent_name'>): { namespace: string; agent_name: string } {
+  const slash = req.agent_name.indexOf('/');
+  if (slash < 0) return { namespace: req.namespace ?? 'default', agent_name: req.agent_name };
+  const namespace = req.agent_name.slice(0, slash);
+  if (req.namespace !== undefined && req.namespace !== namespace) {
+    throw invalid(['body', 'agent_name'], `agent_name names namespace ${namespace} but namespace is ${req.namespace}; give one of them`);
+  }
+  return { namespace, agent_name: req.agent_name.slice(slash + 1) };
+}
+
 /** `POST /agents/deploy`: agent and branch created on first use, a new DEPLOYING version, stickiness applied. */
-export async function deploy(db: Db, perms: Permissions, req: DeployRequest, imageRetentionDays: number): Promise<DeployResult> {
+export async function deploy(db: Db, perms: Permissions, request: DeployRequest, imageRetentionDays: number): Promise<DeployResult> {
+  const req = { ...request, ...deployTarget(request) };
   return db.transaction().execute(async (trx) => {
     const ns = await namespaceBySlug(trx, perms, req.namespace);
     const nsRef = { type: 'namespace', id: ns.id } as const;
@@ -170,6 +185,7 @@ export async function deploy(db: Db, perms: Permissions, req: DeployRequest, ima
         rolled_back_at: null,
         retired_at: null,
         source_filesystem_id: req.source_filesystem_id,
+        resources: req.resources === null ? null : JSON.stringify(req.resources),
         created_at: now,
         updated_at: now,
       })
@@ -328,6 +344,30 @@ export interface RollbackResult {
   rolled_back_version_id: string;
   target_version: Version;
   tasks_migrated: number;
+  from_version_id: string;
+  to_version_id: string;
+  from_git_hash: string;
+  to_git_hash: string;
+  version_status: Version['status'];
+  message: string;
+}
+
+/** The answer of a rollback (or its dry run), under this service's names and the upstream API's. */
+function rollbackResult(branch: { id: string; git_branch: string }, from: VersionRow, target: Version, tasksMigrated: number, dryRun: boolean): RollbackResult {
+  const moved = `${tasksMigrated} running task(s) ${dryRun ? 'would move' : 'moved'}`;
+  const route = `from v${from.number} (${from.git_hash.slice(0, 7)}) to v${target.number} (${target.git_hash.slice(0, 7)})`;
+  return {
+    branch_id: branch.id,
+    rolled_back_version_id: from.id,
+    target_version: target,
+    tasks_migrated: tasksMigrated,
+    from_version_id: from.id,
+    to_version_id: target.id,
+    from_git_hash: from.git_hash,
+    to_git_hash: target.git_hash,
+    version_status: target.status,
+    message: dryRun ? `Branch ${branch.git_branch} would roll back ${route}; ${moved}` : `Branch ${branch.git_branch} rolled back ${route}; ${moved}`,
+  };
 }
 
 /** `POST /branches/{id}/rollback`: current -> ROLLED_BACK; target back to ACTIVE; RUNNING tasks follow. */
@@ -369,7 +409,7 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
     }
     if (dryRun) {
       const count = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('current_version_id', '=', current.id).where('status', '=', 'RUNNING').executeTakeFirstOrThrow();
-      return { branch_id: branchId, rolled_back_version_id: current.id, target_version: toVersion(target), tasks_migrated: count.n };
+      return rollbackResult(branch, current, toVersion(target), count.n, true);
     }
     const now = new Date();
     await setStatus(trx, current, currentTo, { rolled_back_at: now });
@@ -383,7 +423,7 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
     await appendEvent(trx, branchId, target.id, 'VERSION_ACTIVATED', { rollback: true });
     const moved = await moveRunningTasks(trx, branchId, current.id, target.id, 'rollback');
     const after = await trx.selectFrom('versions').selectAll().where('id', '=', target.id).executeTakeFirstOrThrow();
-    return { branch_id: branchId, rolled_back_version_id: current.id, target_version: toVersion(after), tasks_migrated: moved };
+    return rollbackResult(branch, current, toVersion(after), moved, false);
   });
 }
 

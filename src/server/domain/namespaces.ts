@@ -20,7 +20,7 @@ export async function createNamespace(db: Db, perms: Permissions, input: { name:
   try {
     const row = await db
       .insertInto('namespaces')
-      .values({ id: newId('namespace'), org_id: perms.actor.orgId, name: input.name, slug: input.slug })
+      .values({ id: newId('namespace'), org_id: perms.actor.orgId, name: input.name, slug: input.slug, created_by_key_id: perms.actor.keyId || null })
       .returningAll()
       .executeTakeFirstOrThrow();
     return toNamespace(row);

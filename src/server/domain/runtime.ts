@@ -15,6 +15,8 @@ export interface RuntimeVersion {
   source_filesystem_id: string | null;
   desired_replicas: number;
   acp_type: string;
+  /** `{requests, limits}` of cpu and memory as deployed, or null. */
+  resources: unknown;
 }
 
 function selectRuntimeVersions(db: Db) {
@@ -22,7 +24,7 @@ function selectRuntimeVersions(db: Db) {
     .selectFrom('versions as v')
     .innerJoin('agents as a', 'a.id', 'v.agent_id')
     .innerJoin('namespaces as n', 'n.id', 'a.namespace_id')
-    .select(['v.id', 'v.branch_id', 'v.agent_id', 'v.status', 'v.image_url', 'v.source_filesystem_id', 'v.desired_replicas', 'v.acp_type', 'n.org_id'])
+    .select(['v.id', 'v.branch_id', 'v.agent_id', 'v.status', 'v.image_url', 'v.source_filesystem_id', 'v.desired_replicas', 'v.acp_type', 'v.resources', 'n.org_id'])
     .select(sql<string>`n.slug || '/' || a.name`.as('agent_name'));
 }
 

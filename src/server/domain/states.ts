@@ -9,6 +9,9 @@ import { toState } from '../store/mappers.js';
 import { isUniqueViolation, statusLit } from '../store/sql.js';
 import { LIVE_AGENT_STATUS } from '../../contract/lifecycle.js';
 import { agentById, taskById } from './lookup.js';
+import { pageOffset } from './paging.js';
+import { visibleRows } from './visibility.js';
+import type { ListStatesQuery } from '../../contract/endpoints.js';
 
 /** README "HTTP conventions": a state object is at most 256 KiB, measured as PostgreSQL stores its JSON text. */
 export const STATE_MAX_BYTES = 256 * 1024;
@@ -77,8 +80,8 @@ export async function createState(db: Db, perms: Permissions, input: { task_id: 
   }
 }
 
-/** `GET /states?task_id=&agent_id=`: at least one filter; only states whose agent the key may read. */
-export async function listStates(db: Db, perms: Permissions, query: { task_id?: string; agent_id?: string }): Promise<{ states: State[]; total: number }> {
+/** `GET /states?task_id=&agent_id=`: at least one filter; only states whose agent the key may read; paged in the database. */
+export async function listStates(db: Db, perms: Permissions, query: ListStatesQuery): Promise<{ states: State[]; total: number }> {
   if (query.task_id === undefined && query.agent_id === undefined) {
     throw new ValidationFailure([{ loc: ['query'], msg: 'Give task_id, agent_id or both', type: 'missing' }]);
   }
@@ -87,14 +90,21 @@ export async function listStates(db: Db, perms: Permissions, query: { task_id?: 
   let q = db
     .selectFrom('states as s')
     .innerJoin('agents as a', 'a.id', 's.agent_id')
-    .selectAll('s')
-    .select('a.namespace_id')
-    .where('a.status', '=', 'ACTIVE');
+    .where('a.status', '=', 'ACTIVE')
+    .where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'a.namespace_id', 'a.id'));
   if (query.task_id !== undefined) q = q.where('s.task_id', '=', query.task_id);
   if (query.agent_id !== undefined) q = q.where('s.agent_id', '=', query.agent_id);
-  const rows = await q.orderBy('s.created_at').orderBy('s.id').execute();
-  const readable = rows.filter((r) => perms.can('read', { type: 'agent', id: r.agent_id, namespaceId: r.namespace_id }));
-  return { states: readable.map(({ namespace_id: _ns, ...row }) => toState(row)), total: readable.length };
+  const [rows, count] = await Promise.all([
+    q
+      .selectAll('s')
+      .orderBy(`s.${query.order_by}`, query.order_direction)
+      .orderBy('s.id', query.order_direction)
+      .limit(query.limit)
+      .offset(pageOffset(query))
+      .execute(),
+    q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { states: rows.map(toState), total: count.n };
 }
 
 export async function getState(db: Db, perms: Permissions, stateId: string): Promise<State> {
@@ -157,9 +167,10 @@ export async function mergeState(db: Db, perms: Permissions, stateId: string, pa
   return toState(updated.rows[0]);
 }
 
-export async function deleteState(db: Db, perms: Permissions, stateId: string, expected: ExpectedVersions): Promise<{ id: string; message: string }> {
+/** `DELETE /states/{id}`: answers the record as it was when deleted, with a message. */
+export async function deleteState(db: Db, perms: Permissions, stateId: string, expected: ExpectedVersions): Promise<State & { message: string }> {
   await stateForAccess(db, perms, 'write_task_data', stateId);
-  const deleted = await sql<{ id: string }>`DELETE FROM states WHERE id = ${stateId} ${versionCondition(expected)} RETURNING id`.execute(db);
+  const deleted = await sql<StateRow>`DELETE FROM states WHERE id = ${stateId} ${versionCondition(expected)} RETURNING *`.execute(db);
   if (deleted.rows.length === 0) return explainNoRow(db, perms, stateId, expected);
-  return { id: stateId, message: `State ${stateId} deleted` };
+  return { ...toState(deleted.rows[0]), message: `State ${stateId} deleted` };
 }

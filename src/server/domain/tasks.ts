@@ -1,10 +1,10 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { TERMINAL_TASK_STATUSES, type TaskStatus } from '../../contract/common.js';
-import type { CreateTaskRequest } from '../../contract/endpoints.js';
+import type { CreateTaskRequest, ListTasksQuery } from '../../contract/endpoints.js';
 import type { Task } from '../../contract/resources.js';
-import type { Database, Db } from '../store/db.js';
+import type { Database, Db, TasksTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { toTask } from '../store/mappers.js';
+import { toAgent, toTask } from '../store/mappers.js';
 import { isUniqueViolation, statusLit } from '../store/sql.js';
 import { NEW_TASK_STATUS, ROUTABLE_VERSION_STATUSES } from '../../contract/lifecycle.js';
 import { conflict, invalid, isNotFound, missing, notFound, named } from './errors.js';
@@ -111,24 +111,36 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
   }
 }
 
-export interface TaskFilters {
-  agent_id?: string;
-  agent?: string;
-  branch?: string;
-  branch_id?: string;
-  version_id?: string;
-  status?: TaskStatus;
-  limit: number;
-  page_number: number;
-  order_direction: 'asc' | 'desc';
+/** What `GET /tasks` takes; the paging and ordering fields have their defaults when left out. */
+export type TaskFilters = Partial<ListTasksQuery> & Pick<ListTasksQuery, 'limit' | 'page_number' | 'order_direction'>;
+
+/** Tasks as answered, with the related records asked for: `relationships=agents` fills each task's `agents` with its one agent. */
+async function toTasks(db: Db, rows: Selectable<TasksTable>[], relationships: readonly string[] | undefined): Promise<Task[]> {
+  const tasks = rows.map(toTask);
+  if (!relationships?.includes('agents') || rows.length === 0) return tasks;
+  const agentRows = await db.selectFrom('agents').selectAll().where('id', 'in', [...new Set(rows.map((row) => row.agent_id))]).execute();
+  const agents = new Map(agentRows.map((row) => [row.id, toAgent(row)]));
+  return tasks.map((task, i) => ({ ...task, agents: [agents.get(rows[i].agent_id)!] }));
 }
 
 /** `GET /tasks`: only tasks of agents the key may read; DELETED ones only when asked for. */
-export async function listTasks(db: Db, perms: Permissions, f: TaskFilters): Promise<{ tasks: Task[]; total: number }> {
+export async function listTasks(db: Db, perms: Permissions, f: TaskFilters): Promise<{ tasks: Task[]; total?: number }> {
+  if (f.agent !== undefined && f.agent_name !== undefined && f.agent !== f.agent_name) {
+    throw invalid(['query', 'agent_name'], 'agent_name and agent are the same filter under two names; give one');
+  }
+  const agentPath = f.agent ?? f.agent_name;
   let agentId = f.agent_id;
-  if (f.agent) agentId = (await agentByPath(db, perms, 'read', splitAgentName(f.agent).namespace, splitAgentName(f.agent).agent)).id;
+  if (agentPath) agentId = (await agentByPath(db, perms, 'read', splitAgentName(agentPath).namespace, splitAgentName(agentPath).agent)).id;
   else if (agentId) await agentById(db, perms, 'read', agentId);
-  if (f.branch && !agentId) throw invalid(['query', 'branch'], 'Filtering by branch name needs agent or agent_id');
+  if (f.branch && !agentId) throw invalid(['query', 'branch'], 'Filtering by branch name needs agent, agent_name or agent_id');
+  if (f.namespace_id !== undefined) {
+    const ns = await db.selectFrom('namespaces').select('id').where('id', '=', f.namespace_id).where('org_id', '=', perms.actor.orgId).executeTakeFirst();
+    // An unknown namespace and one the key may not discover answer alike.
+    if (!ns || !perms.can('discover', { type: 'namespace', id: ns.id })) throw notFound('Namespace', f.namespace_id);
+  }
+  const after = f.created_after === undefined ? undefined : new Date(f.created_after);
+  const before = f.created_before === undefined ? undefined : new Date(f.created_before);
+  if (after && before && after >= before) throw invalid(['query', 'created_before'], 'created_before must be later than created_after');
 
   let query = db
     .selectFrom('tasks')
@@ -143,26 +155,30 @@ export async function listTasks(db: Db, perms: Permissions, f: TaskFilters): Pro
   }
   if (f.branch_id) query = query.where('tasks.branch_id', '=', f.branch_id);
   if (f.version_id) query = query.where('tasks.current_version_id', '=', f.version_id);
+  if (f.namespace_id !== undefined) query = query.where('tasks.namespace_id', '=', f.namespace_id);
+  if (after) query = query.where('tasks.created_at', '>=', after);
+  if (before) query = query.where('tasks.created_at', '<', before);
   query = f.status ? query.where('tasks.status', '=', f.status) : query.where('tasks.status', '!=', 'DELETED');
 
   const [rows, count] = await Promise.all([
     query
       .selectAll('tasks')
-      .orderBy('tasks.created_at', f.order_direction)
+      .orderBy(`tasks.${f.order_by ?? 'created_at'}`, f.order_direction)
       .orderBy('tasks.id', f.order_direction)
       .limit(f.limit)
       .offset((f.page_number - 1) * f.limit)
       .execute(),
-    query.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+    f.include_total === false ? undefined : query.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
   ]);
-  return { tasks: rows.map(toTask), total: count.n };
+  const tasks = await toTasks(db, rows, f.relationships);
+  return count === undefined ? { tasks } : { tasks, total: count.n };
 }
 
-export async function getTask(db: Db, perms: Permissions, taskId: string): Promise<Task> {
-  return toTask(await taskById(db, perms, 'read', taskId));
+export async function getTask(db: Db, perms: Permissions, taskId: string, relationships?: readonly string[]): Promise<Task> {
+  return (await toTasks(db, [await taskById(db, perms, 'read', taskId)], relationships))[0];
 }
 
-export async function getTaskByName(db: Db, perms: Permissions, name: string): Promise<Task> {
+export async function getTaskByName(db: Db, perms: Permissions, name: string, relationships?: readonly string[]): Promise<Task> {
   const hidden = missing(`Task named ${name} was not found`);
   const row = await db.selectFrom('tasks').select('id').where('org_id', '=', perms.actor.orgId).where('name', '=', name).executeTakeFirst();
   if (!row) throw hidden;
@@ -170,7 +186,7 @@ export async function getTaskByName(db: Db, perms: Permissions, name: string): P
   const task = await taskById(db, perms, 'read', row.id).catch((error) => {
     throw isNotFound(error) ? hidden : error;
   });
-  return toTask(task);
+  return (await toTasks(db, [task], relationships))[0];
 }
 
 /** Locks a task for a change; a terminal task refuses every change but DELETE. */

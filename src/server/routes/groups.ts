@@ -4,7 +4,7 @@ import { addGroupMember, createGroup, deleteGroup, getGroup, listGroupMembers, l
 export function registerGroupRoutes(host: RouteHost, service: ServiceContext): void {
   const db = service.store.db;
   host.handle('createGroup', async ({ body }, call) => createGroup(db, await call.access(), body));
-  host.handle('listGroups', async (_input, call) => listGroups(db, await call.access()));
+  host.handle('listGroups', async ({ query }, call) => listGroups(db, await call.access(), query));
   host.handle('getGroup', async ({ params }, call) => getGroup(db, await call.access(), params.group_id));
   host.handle('deleteGroup', async ({ params }, call) => deleteGroup(db, await call.access(), params.group_id));
   host.handle('listGroupMembers', async ({ params }, call) => listGroupMembers(db, await call.access(), params.group_id));

@@ -6,8 +6,8 @@ export function registerTaskRoutes(host: RouteHost, service: ServiceContext): vo
   const db = service.store.db;
   host.handle('createTask', async ({ body }, call) => createTask(db, await call.access(), body));
   host.handle('listTasks', async ({ query }, call) => listTasks(db, await call.access(), query));
-  host.handle('getTask', async ({ params }, call) => getTask(db, await call.access(), params.task_id));
-  host.handle('getTaskByName', async ({ params }, call) => getTaskByName(db, await call.access(), params.task_name));
+  host.handle('getTask', async ({ params, query }, call) => getTask(db, await call.access(), params.task_id, query.relationships));
+  host.handle('getTaskByName', async ({ params, query }, call) => getTaskByName(db, await call.access(), params.task_name, query.relationships));
   host.handle('updateTask', async ({ params, body }, call) => updateTask(db, await call.access(), params.task_id, body));
   host.handle('deleteTask', async ({ params }, call) => deleteTask(db, await call.access(), params.task_id));
   host.handle('cancelTask', async ({ params }, call) => cancelTask(db, await call.access(), params.task_id));

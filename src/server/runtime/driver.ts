@@ -7,6 +7,7 @@
  * Process contract (README, "Running agents"): every replica gets these environment variables.
  */
 export { PROCESS_ENV } from '../../contract/acp.js';
+import type { ResourceRequirements } from '../../contract/resources.js';
 
 export type RuntimeName = 'local' | 'kubernetes' | 'none';
 
@@ -35,7 +36,12 @@ export interface VersionSpec {
   build?: string;
   /** Extra environment from agentctl.json `env` (never secrets of the platform). */
   env: Record<string, string>;
-  resources?: { requests?: { cpu?: string; memory?: string }; limits?: { cpu?: string; memory?: string } };
+  /**
+   * CPU and memory per replica, as deployed (`POST /agents/deploy` `resources`). The kubernetes
+   * driver sets them on the container; the local driver keeps them in its spec but runs processes
+   * without limits.
+   */
+  resources?: ResourceRequirements;
 }
 
 /** Secrets of the process contract; never logged, never in a status or error message. */

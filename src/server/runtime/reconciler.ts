@@ -137,6 +137,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
       replicas: Math.max(1, version.desired_replicas),
       acpType: version.acp_type === 'sync' ? 'sync' : 'async',
       env: {},
+      ...(version.resources ? { resources: version.resources as VersionSpec['resources'] } : {}),
     };
   }
 

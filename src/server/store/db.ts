@@ -10,7 +10,11 @@ type Timestamptz = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json = ColumnType<unknown, string, string>;
 
 export interface OrgsTable { id: string; name: string; created_at: Timestamptz }
-export interface NamespacesTable { id: string; org_id: string; name: string; slug: string; created_at: Timestamptz; updated_at: Timestamptz }
+export interface NamespacesTable {
+  id: string; org_id: string; name: string; slug: string; created_at: Timestamptz; updated_at: Timestamptz;
+  /** 008: the key that created it (null for the bootstrap namespace). */
+  created_by_key_id: Generated<string | null>;
+}
 export interface ApiKeysTable {
   id: string; org_id: string; name: string; description: Generated<string>; key_hash: string; key_prefix: string;
   created_by_key_id: string | null; expires_at: Date | null; revoked_at: Date | null; last_used_at: Date | null;
@@ -18,7 +22,11 @@ export interface ApiKeysTable {
   /** Set on a runtime key: the one agent it may act for (README "Delivery to agents, in short"). */
   runtime_agent_id: Generated<string | null>;
 }
-export interface GroupsTable { id: string; org_id: string; name: string; description: Generated<string>; created_at: Timestamptz; updated_at: Timestamptz }
+export interface GroupsTable {
+  id: string; org_id: string; name: string; description: Generated<string>; created_at: Timestamptz; updated_at: Timestamptz;
+  /** 008: the key that created it. */
+  created_by_key_id: Generated<string | null>;
+}
 export interface GroupMembersTable { group_id: string; key_id: string; added_at: Timestamptz }
 export interface GrantsTable {
   id: Generated<string>; principal_type: 'key' | 'group'; principal_id: string; resource_type: string; resource_id: string;
@@ -48,6 +56,8 @@ export interface VersionsTable {
   signing_secret: Generated<string | null>;
   /** 006: 1, 2, 3, ... per agent in deploy order (`v3`). */
   number: number;
+  /** 008: `{requests, limits}` of cpu and memory, or null. */
+  resources: ColumnType<unknown, string | null | undefined, string | null>;
 }
 export interface VersionEventsTable { id: string; branch_id: string; version_id: string | null; sequence: number; type: string; data: Json; created_at: Timestamptz }
 export interface EnvironmentsTable { id: string; agent_id: string; name: string; description: string; is_prod: boolean; branch_rules: Json; created_at: Timestamptz; updated_at: Timestamptz }

@@ -47,6 +47,7 @@ export const toVersion = (r: Row<VersionsTable>): Version => ({
   failure_reason: r.failure_reason,
   failure_diagnostics: (r.failure_diagnostics as Record<string, string> | null) ?? null,
   source_filesystem_id: r.source_filesystem_id,
+  resources: (r.resources as Version['resources']) ?? null,
   created_at: iso(r.created_at),
   updated_at: iso(r.updated_at),
 });
@@ -122,8 +123,10 @@ export const toEnvironment = (r: Row<EnvironmentsTable>): Environment => ({
 export const toNamespace = (r: Row<NamespacesTable>): Namespace => ({
   id: r.id,
   org_id: r.org_id,
+  owner_org_id: r.org_id,
   name: r.name,
   slug: r.slug,
+  created_by: r.created_by_key_id,
   created_at: isoRequired(r.created_at),
   updated_at: isoRequired(r.updated_at),
 });

@@ -1,10 +1,11 @@
 import type { Client } from '../../../client/index.js';
 import { CliError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
+import { LIST_MAX } from '../../names.js';
 
 /** Sharing groups by `grp_` id or by name (names are unique in an org); one list call when a name is given. */
 export async function resolveGroupIds(client: Client, refs: string[], flag: string): Promise<string[]> {
-  const { groups } = refs.some((ref) => !ref.startsWith('grp_')) ? await client.listGroups() : { groups: [] };
+  const { groups } = refs.some((ref) => !ref.startsWith('grp_')) ? await client.listGroups({ query: { limit: LIST_MAX } }) : { groups: [] };
   return refs.map((ref) => {
     if (ref.startsWith('grp_')) return ref;
     const found = groups.find((g) => g.name === ref);

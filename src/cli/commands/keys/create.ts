@@ -11,7 +11,7 @@ import { plural } from '../../output/plural.js';
 import { keyWizard, NO_GROUP_WARNING, parseScopeFlag, type KeyDraft, type ResourceChoices } from '../../prompts/key-wizard.js';
 import { parseAgentPath } from '../../refs.js';
 import { resolveGroupIds } from '../groups/shared.js';
-import { kindsOfScopes, nameBook } from '../../names.js';
+import { kindsOfScopes, LIST_MAX, nameBook } from '../../names.js';
 
 const create: Handler = async (ctx, _args, options) => {
   const client = await ctx.client();
@@ -37,7 +37,7 @@ const create: Handler = async (ctx, _args, options) => {
       groupIds: groupFlags ? groupIds : undefined,
       given: { name: options.name, description: options.description, expires: options.expires },
       resources: () => visibleResources(client),
-      groups: async () => (await client.listGroups()).groups.map((g) => ({ name: `${g.name} (${plural(g.member_count, 'member')})`, value: g.id, description: g.description })),
+      groups: async () => (await client.listGroups({ query: { limit: LIST_MAX } })).groups.map((g) => ({ name: `${g.name} (${plural(g.member_count, 'member')})`, value: g.id, description: g.description })),
       show: (d) => showReview(ctx, d),
       warn: (message) => ctx.warn(message),
       skipReview: ctx.globals.yes,

@@ -23,7 +23,8 @@ const list: Handler = async (ctx, _args, options) => {
       page_number: page,
       },
     });
-    return { items: data.tasks, total: data.total, raw };
+    // total is always there: only include_total=false leaves it out.
+    return { items: data.tasks, total: data.total ?? data.tasks.length, raw };
   });
   return { json: raw, view: table(taskColumns, items, 'No tasks.') };
 };

@@ -6,6 +6,7 @@ import * as filesystems from './004_filesystems.js';
 import * as hardening from './005_hardening.js';
 import * as versionNumbers from './006_version_numbers.js';
 import * as deliveryCompletion from './007_delivery_completion.js';
+import * as wireDetails from './008_wire_details.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -21,4 +22,5 @@ export const schemaChanges: Record<string, Migration> = {
   '005_hardening': hardening,
   '006_version_numbers': versionNumbers,
   '007_delivery_completion': deliveryCompletion,
+  '008_wire_details': wireDetails,
 };
