@@ -57,7 +57,7 @@ export interface VersionsTable {
   /** 006: 1, 2, 3, ... per agent in deploy order (`v3`). */
   number: number;
   /** 008: `{requests, limits}` of cpu and memory, or null. */
-  resources: ColumnType<unknown, string | null | undefined, string | null>;
+  resources: ColumnType<unknown, string | null | undefined, string | null> | null;
 }
 export interface VersionEventsTable { id: string; branch_id: string; version_id: string | null; sequence: number; type: string; data: Json; created_at: Timestamptz }
 export interface EnvironmentsTable { id: string; agent_id: string; name: string; description: string; is_prod: boolean; branch_rules: Json; created_at: Timestamptz; updated_at: Timestamptz }
