@@ -20,6 +20,7 @@ import { openBlobStore, type BlobStore } from './blobs/index.js';
 import { ARCHIVE_MEDIA_TYPES } from '../contract/filesystems.js';
 import { DEFAULT_ARCHIVE_LIMITS } from '../sync/archive.js';
 import { ServiceMetrics } from './metrics.js';
+import { watchServiceGauges } from './service-gauges.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 
@@ -101,6 +102,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     metrics: new ServiceMetrics(),
   };
   if (options.store.pool) service.metrics.watchPool(options.store.pool);
+  watchServiceGauges(service);
   const limiter = new RateLimiter(config.rateLimitPerSecond, config.rateLimitBurst);
   const authFailures = new RateLimiter(config.authFailuresPerSecond, config.authFailureBurst, 'this client address: too many failed authentications');
   app.decorate('service', service);

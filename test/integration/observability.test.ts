@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { startServer } from '../../src/server/main.js';
 import { scopedKey } from '../support/scoped-key.js';
+import { createTask, deployActive } from '../support/fixtures.js';
 import { createTestDatabase, engines, openTestService, type TestService } from '../support/service.js';
 
 describe.each(engines)('request log and metrics (%s)', (engine) => {
@@ -70,6 +71,20 @@ describe.each(engines)('request log and metrics (%s)', (engine) => {
     expect(await scrape()).toContain(`agentctl_test_queue_depth_${engine}{queue="events"} 3`);
     depth = 5;
     expect(await scrape()).toContain(`agentctl_test_queue_depth_${engine}{queue="events"} 5`);
+  });
+
+  test('GET /metrics shows deliveries waiting for an agent: depth by status and the age of the oldest; no agent processes without a runtime', async () => {
+    await deployActive(svc);
+    await createTask(svc);
+    await createTask(svc);
+    const text = (await svc.api('GET', '/metrics')).body as string;
+    expect(text).toContain('agentctl_delivery_queue_depth{status="pending"} 2\n');
+    expect(text).toContain('agentctl_delivery_queue_depth{status="leased"} 0\n');
+    const age = Number(/^agentctl_delivery_oldest_age_seconds (\S+)$/m.exec(text)?.[1]);
+    expect(age).toBeGreaterThan(0);
+    expect(age).toBeLessThan(60);
+    expect(text).toContain('# TYPE agentctl_agent_processes gauge\n');
+    expect(text).not.toMatch(/^agentctl_agent_processes\{/m);
   });
 
   test('--metrics-port serves GET /metrics without a key, and nothing else', async () => {

@@ -67,4 +67,20 @@ describe.each(engines)('the echo agent on the local runtime (%s)', (engine) => {
     const logs = await svc.api('GET', `/versions/${d.version_id}/logs`);
     expect(logs.status).toBe(200);
   });
+
+  test('GET /metrics counts its process by phase, and the delivery queue drains to empty once it answered', async () => {
+    const fs = await svc.api('POST', '/filesystems', { body: { namespace: 'default' } });
+    await syncUp({ baseUrl: svc.url, apiKey: svc.adminKey }, fs.body.id, ECHO);
+    const d = await deploy(svc, { agent_name: 'echo', image_url: `local://${fs.body.id}`, source_filesystem_id: fs.body.id });
+    await waitFor('ACTIVE', async () => (await svc.api('GET', `/versions/${d.version_id}`)).body.status === 'ACTIVE', 60_000);
+    const scrape = async () => (await svc.api('GET', '/metrics')).body as string;
+    expect(await scrape()).toContain('agentctl_agent_processes{runtime="local",phase="ready"} 1\n');
+
+    const task = await svc.api('POST', '/tasks', { body: { agent_name: 'default/echo' } });
+    await waitFor('the greeting', async () => (await svc.api('GET', `/messages?task_id=${task.body.id}`)).body.messages.length === 1, 60_000);
+    // The greeting is recorded before the agent reports its handler done: the lease ends just after.
+    await waitFor('an empty queue', async () => (await scrape()).includes('agentctl_delivery_oldest_age_seconds 0\n'), 30_000);
+    const text = await scrape();
+    for (const status of ['pending', 'in_flight', 'leased']) expect(text).toContain(`agentctl_delivery_queue_depth{status="${status}"} 0\n`);
+  });
 });

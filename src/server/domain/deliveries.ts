@@ -116,3 +116,24 @@ export async function releaseLeases(trx: Executor, versionId: string, acpUrl: st
   const released = await query.executeTakeFirst();
   if (Number(released.numUpdatedRows) > 0) await announceDeliveries(trx);
 }
+
+/** What the delivery queue holds now: open deliveries by status, and how long the oldest has waited. */
+export interface DeliveryQueueStats {
+  open: Record<'pending' | 'in_flight' | 'leased', number>;
+  /** Seconds since the oldest open delivery was created; 0 when none is open. */
+  oldestAgeSeconds: number;
+}
+
+/** One query over the open deliveries (the partial index `deliveries_open` holds exactly these). */
+export async function deliveryQueueStats(db: Executor): Promise<DeliveryQueueStats> {
+  const rows = await sql<{ status: 'pending' | 'in_flight' | 'leased'; n: number; oldest: number }>`
+    SELECT status, count(*)::int AS n, COALESCE(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest
+    FROM deliveries WHERE status IN ('pending', 'in_flight', 'leased') GROUP BY status`.execute(db);
+  const open = { pending: 0, in_flight: 0, leased: 0 };
+  let oldestAgeSeconds = 0;
+  for (const row of rows.rows) {
+    open[row.status] = row.n;
+    oldestAgeSeconds = Math.max(oldestAgeSeconds, Number(row.oldest));
+  }
+  return { open, oldestAgeSeconds };
+}
