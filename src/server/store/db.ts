@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { Kysely, PostgresDialect, sql, type ColumnType, type Generated } from 'kysely';
 import { migrations } from './migrations.js';
 
@@ -129,6 +131,7 @@ export interface StoreOptions {
 
 /** Opens the database named by the options and brings its schema up to date. */
 export async function openStore(options: StoreOptions): Promise<Store> {
+  if (!options.databaseUrl && isNewPgliteDir(options.dataDir)) await initPgliteDir(options.dataDir);
   const store = options.databaseUrl ? await openPostgres(options.databaseUrl) : await openPglite(options.dataDir);
   try {
     await migrate(store.db);
@@ -183,6 +186,51 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
   return { db, engine: 'postgres', databaseUrl, pool, listen, close: () => db.destroy() };
 }
 
+/**
+ * Creates the PGlite database of a new directory (initdb and every migration) in a child process.
+ * PGlite's WebAssembly memory grows to what initdb and the schema needed and never shrinks, and what
+ * initdb loads stays referenced: a server that did this itself held about twice the memory of one
+ * started on the finished directory (a worker thread was not enough: the process kept its memory).
+ * The server then opens the directory as on any later start, and finds no migration left to apply.
+ */
+async function initPgliteDir(dataDir: string): Promise<void> {
+  const { spawn } = process.getBuiltinModule('node:child_process') as typeof import('node:child_process');
+  const { createRequire } = process.getBuiltinModule('node:module') as typeof import('node:module');
+  const { pathToFileURL } = process.getBuiltinModule('node:url') as typeof import('node:url');
+  // Resolved here: the child's code is a string, with nothing to resolve a package name from.
+  const pglite = pathToFileURL(createRequire(import.meta.url).resolve('@electric-sql/pglite')).href;
+  const plan = { pglite, dataDir, ddl: SCHEMA_MIGRATIONS_DDL, migrations: migrations.map((m) => ({ name: m.name, statements: statementsOf(m) })) };
+  const code = `const chunks = [];
+process.stdin.on('data', (c) => chunks.push(c)).on('end', async () => {
+  const plan = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  const { PGlite } = await import(plan.pglite);
+  const db = new PGlite(plan.dataDir);
+  await db.waitReady;
+  await db.transaction(async (tx) => {
+    await tx.query(plan.ddl);
+    for (const migration of plan.migrations) {
+      for (const statement of migration.statements) await tx.query(statement);
+      await tx.query('INSERT INTO schema_migrations (name) VALUES ($1)', [migration.name]);
+    }
+  });
+  await db.close();
+});`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'ignore', 'pipe'], env: process.env });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdin!.end(JSON.stringify(plan));
+  const exitCode = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  if (exitCode !== 0) throw new Error(`Creating the PGlite database in ${dataDir} failed (exit ${exitCode}): ${stderr.trim().slice(-2000)}`);
+}
+
+/** A PGlite directory that holds no database yet (initdb has not run there). */
+function isNewPgliteDir(dataDir: string | undefined): dataDir is string {
+  return dataDir !== undefined && dataDir !== 'memory://' && !existsSync(path.join(dataDir, 'PG_VERSION'));
+}
+
 async function openPglite(dataDir: string | undefined): Promise<Store> {
   const [{ PGlite }, { PGliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('kysely-pglite-dialect')]);
   const pglite = dataDir && dataDir !== 'memory://' ? new PGlite(dataDir) : new PGlite();
@@ -197,6 +245,11 @@ async function openPglite(dataDir: string | undefined): Promise<Store> {
 
 const pgIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+const SCHEMA_MIGRATIONS_DDL = 'CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())';
+
+/** One statement at a time: PGlite's extended protocol takes a single command per query. */
+const statementsOf = (migration: { sql: string }): string[] => migration.sql.split(/;\s*\n/).map((s) => s.trim()).filter(Boolean);
+
 /** An arbitrary constant: the advisory-lock key every replica takes while migrating. */
 const MIGRATION_LOCK_KEY = 7420_0001;
 
@@ -207,15 +260,12 @@ const MIGRATION_LOCK_KEY = 7420_0001;
 export async function migrate(db: Db): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`.execute(trx);
-    await sql`CREATE TABLE IF NOT EXISTS schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(trx);
+    await sql.raw(SCHEMA_MIGRATIONS_DDL).execute(trx);
     const applied = await sql<{ name: string }>`SELECT name FROM schema_migrations`.execute(trx);
     const done = new Set(applied.rows.map((r) => r.name));
     for (const migration of migrations) {
       if (done.has(migration.name)) continue;
-      // One statement at a time: PGlite's extended protocol takes a single command per query.
-      for (const statement of migration.sql.split(/;\s*\n/).map((s) => s.trim()).filter(Boolean)) {
-        await sql.raw(statement).execute(trx);
-      }
+      for (const statement of statementsOf(migration)) await sql.raw(statement).execute(trx);
       await sql`INSERT INTO schema_migrations (name) VALUES (${migration.name})`.execute(trx);
     }
   });
