@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-// npm run build: bundles the CLI into dist/ (ESM, one lazily loaded chunk per command), writes
-// openapi.json from the contract, and regenerates completions/ from the bundled CLI's registry.
+// npm run build: writes src/contract/response-shapes.ts from the contract, bundles the CLI into dist/
+// (ESM, one lazily loaded chunk per command), writes openapi.json from the contract, and regenerates
+// completions/ from the bundled CLI's registry.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { buildAdk } from './build-adk.mjs';
@@ -31,8 +33,31 @@ const englishOnlyZod = {
   },
 };
 
+// chalk works out a default colour level at import, through node:tty (about half a bare `node -e 0`
+// to load). The CLI never uses that default: every instance is `new Chalk({ level })` with the level
+// CommandContext decides. (ora brings its own chalk, untouched.)
+const chalkWithoutDetection = {
+  name: 'chalk-without-detection',
+  setup(b) {
+    b.onResolve({ filter: /^#supports-color$/ }, (args) =>
+      args.importer.startsWith(path.join(root, 'node_modules', 'chalk') + path.sep) ? { path: 'supports-color', namespace: 'chalk-no-detection' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'chalk-no-detection' }, () => ({ contents: 'export function createSupportsColor() { return false; }\nexport default { stdout: false, stderr: false };', loader: 'js' }));
+  },
+};
+
 rmSync(dist, { recursive: true, force: true });
-await build({
+mkdirSync(dist, { recursive: true });
+
+// src/contract/response-shapes.ts from the contract's zod response schemas, before the CLI bundle
+// that parses answers with it (src/contract/shape.ts says why).
+const shapesTmp = path.join(dist, '.shapes-build.mjs');
+await build({ absWorkingDir: root, entryPoints: ['src/contract/shape-describe.ts'], outfile: shapesTmp, bundle: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' });
+const { describeResponses, responseShapesSource } = await import(pathToFileURL(shapesTmp).href);
+rmSync(shapesTmp);
+writeFileSync(path.join(root, 'src', 'contract', 'response-shapes.ts'), responseShapesSource(describeResponses()));
+
+const cli = await build({
   absWorkingDir: root,
   entryPoints: { agentctl: 'src/cli/main.ts' },
   outdir: dist,
@@ -43,7 +68,8 @@ await build({
   target: 'node22',
   chunkNames: 'chunks/[name]-[hash]',
   external: serverOnly,
-  plugins: [englishOnlyZod],
+  plugins: [englishOnlyZod, chalkWithoutDetection],
+  metafile: true,
   minifyWhitespace: true,
   minifySyntax: true,
   legalComments: 'none',
@@ -51,6 +77,40 @@ await build({
   banner: { js: "import { createRequire as __agentctlRequire } from 'node:module'; const require = __agentctlRequire(import.meta.url);" },
   logLevel: 'warning',
 });
+for (const [file, output] of Object.entries(cli.metafile.outputs)) {
+  if (!file.endsWith('.js')) continue;
+  const builtins = output.imports.filter((i) => i.external && i.kind === 'import-statement' && isBuiltin(i.path) && i.path !== 'node:module').length;
+  writeFileSync(path.join(root, file), withoutBuiltinFacades(readFileSync(path.join(root, file), 'utf8'), builtins, file));
+}
+
+/**
+ * `import { readFileSync } from 'node:fs'` costs more than it looks: Node's ESM facade of a built-in
+ * module reads every export once, and some are getters that load more (fs.promises, util's lazy
+ * parts, the process.stdin/stdout/stderr streams). Measured with callgrind, node:fs, node:process and
+ * node:util each cost about a fifth of a bare `node -e 0`. So the bundle's imports of built-ins
+ * become `const { readFileSync } = process.getBuiltinModule('node:fs')` at the top of the chunk,
+ * which reads only the names it binds. esbuild prints such imports exactly as matched here; the
+ * count is checked against the metafile, so a miss fails the build instead of costing time.
+ */
+function withoutBuiltinFacades(code, expected, file) {
+  const consts = [];
+  const statement = /(?<=^|[;}\n])import(\*as [\w$]+| ?[\w$]+,\{[^}]*\}| ?[\w$]+|\{[^}]*\}) ?from"([^"]+)";/g;
+  const rewritten = code.replace(statement, (whole, clause, from) => {
+    if (!isBuiltin(from)) return whole;
+    const module = `globalThis.process.getBuiltinModule(${JSON.stringify(from.startsWith('node:') ? from : `node:${from}`)})`;
+    const named = (list) => `{${list.split(',').filter(Boolean).map((s) => s.replace(' as ', ':')).join(',')}}`;
+    clause = clause.trim();
+    let m;
+    if ((m = /^\*as ([\w$]+)$/.exec(clause))) consts.push(`const ${m[1]}=${module};`);
+    else if ((m = /^([\w$]+),\{([^}]*)\}$/.exec(clause))) consts.push(`const ${m[1]}=${module},${named(m[2])}=${m[1]};`);
+    else if ((m = /^\{([^}]*)\}$/.exec(clause))) consts.push(`const ${named(m[1])}=${module};`);
+    else consts.push(`const ${clause}=${module};`);
+    return '';
+  });
+  if (consts.length !== expected) throw new Error(`${file}: rewrote ${consts.length} imports of built-in modules, the metafile lists ${expected}`);
+  const banner = rewritten.indexOf('\n') + 1; // after the createRequire banner
+  return rewritten.slice(0, banner) + consts.join('') + rewritten.slice(banner);
+}
 
 // The `agentctl/adk` package export: its own bundle and typed declarations.
 await buildAdk();

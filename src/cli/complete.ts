@@ -52,7 +52,7 @@ async function agents(io: CliIO, flags: CredentialFlags): Promise<string[]> {
   if (!credentials.apiKey) return [];
   const { createClient } = await import('../client/index.js');
   const timeoutMs = Number(io.env.AGENTCTL_COMPLETE_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
-  const client = createClient({ baseUrl: credentials.baseUrl, apiKey: credentials.apiKey, timeoutMs, retries: 0, jitlessSchemas: true, userAgent: `agentctl/${VERSION}`, signal: AbortSignal.timeout(timeoutMs) });
+  const client = createClient({ baseUrl: credentials.baseUrl, apiKey: credentials.apiKey, timeoutMs, retries: 0, shortLived: true, userAgent: `agentctl/${VERSION}`, signal: AbortSignal.timeout(timeoutMs) });
   // Agents carry only their namespace's id: both lists at once, one round trip.
   const [{ agents: list }, { namespaces }] = await Promise.all([client.listAgents({ query: { limit: 1000 } }), client.listNamespaces({ query: { limit: 1000 } })]);
   const slug = new Map(namespaces.map((n) => [n.id, n.slug]));

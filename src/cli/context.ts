@@ -48,7 +48,7 @@ export const SUCCESS_GLYPH = '✓';
 const truthy = (value: string | undefined) => value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false';
 
 export class CommandContext {
-  readonly chalk: ChalkInstance;
+  private colours?: ChalkInstance;
   private store?: ConfigStore;
   private clientPromise?: Promise<Client>;
   private prompter?: Promise<Prompter>;
@@ -57,9 +57,16 @@ export class CommandContext {
     readonly io: CliIO,
     readonly globals: GlobalOptions,
     readonly signal: AbortSignal,
-  ) {
-    const colour = globals.color && !('NO_COLOR' in io.env && io.env.NO_COLOR !== '') && (io.stdout.isTTY || io.stderr.isTTY || truthy(io.env.FORCE_COLOR));
-    this.chalk = new Chalk({ level: colour ? 1 : 0 });
+  ) {}
+
+  /** Colours when stdout or stderr is a terminal; decided on first use, as it reads stderr (main.ts). */
+  get chalk(): ChalkInstance {
+    if (!this.colours) {
+      const { globals, io } = this;
+      const colour = globals.color && !('NO_COLOR' in io.env && io.env.NO_COLOR !== '') && (io.stdout.isTTY || io.stderr.isTTY || truthy(io.env.FORCE_COLOR));
+      this.colours = new Chalk({ level: colour ? 1 : 0 });
+    }
+    return this.colours;
   }
 
   get env(): Env {
@@ -133,8 +140,8 @@ export class CommandContext {
       apiKey: credentials.apiKey,
       signal: this.signal,
       userAgent: `agentctl/${VERSION}`,
-      // One or two responses, then exit: compiling zod's fast paths would cost more than it saves.
-      jitlessSchemas: true,
+      // One or two responses, then exit: loading zod would cost more than the rest of the run.
+      shortLived: true,
       timeoutMs: Number(this.io.env.AGENTCTL_TIMEOUT_MS ?? 30_000),
       retries: this.io.env.AGENTCTL_RETRIES !== undefined ? Number(this.io.env.AGENTCTL_RETRIES) : 3,
       debug: this.globals.debug ? (line) => this.io.stderr.write(`${this.chalk.gray('[debug]')} ${line}\n`) : undefined,

@@ -31,5 +31,18 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   if (error.code === 'EPIPE') process.exit(0);
   throw error;
 });
-const code = await run(argv, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env, cwd: process.cwd() }, { signal: controller.signal });
+// stdin and stderr are made on first use: each is a stream Node builds on access (a terminal's loads
+// node:tty), and most runs never read stdin nor write to stderr.
+const io = {
+  stdout: process.stdout,
+  get stderr() {
+    return process.stderr;
+  },
+  get stdin() {
+    return process.stdin;
+  },
+  env: process.env,
+  cwd: process.cwd(),
+};
+const code = await run(argv, io, { signal: controller.signal });
 process.exit(code);

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { EndpointInput, EndpointName, EndpointOutput } from '../contract/endpoints.js';
 import { routes, type Route } from '../contract/routes.js';
+import { parseShape } from '../contract/shape.js';
 import { ApiRequestError, NotServiceAnswerError, ResponseShapeError, UnreachableError } from './errors.js';
 import { redactHeaders, redactJson, redactText } from './redact.js';
 import { send, TransportError, type ResponseHeaders, type Transport, type TransportResponse } from './transport.js';
@@ -26,10 +27,11 @@ export interface ClientOptions {
   /** Cancels every request of this client (Ctrl-C). */
   signal?: AbortSignal;
   /**
-   * Parse responses without compiling zod's fast paths: right for a process that makes a request
-   * or two and exits (the CLI), wrong for a long-lived one.
+   * A process that makes a request or two and exits (the CLI): answers are parsed with the
+   * contract's generated shapes (contract/response-shapes.ts, no zod to load), and zod, where an
+   * endpoint needs it, without compiling its fast paths. Wrong for a long-lived process.
    */
-  jitlessSchemas?: boolean;
+  shortLived?: boolean;
   userAgent?: string;
   /**
    * How requests go out. Default: one-shot node:http, lean for the CLI. Long-lived callers (the ADK)
@@ -69,6 +71,7 @@ const MAX_RETRY_AFTER_MS = 30_000;
 export class AgentctlClient {
   readonly baseUrl: string;
   private schemas?: Promise<typeof import('../contract/endpoints.js')>;
+  private shapes?: Promise<typeof import('../contract/response-shapes.js')>;
   constructor(readonly options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
   }
@@ -79,6 +82,25 @@ export class AgentctlClient {
    */
   private loadSchemas(): Promise<typeof import('../contract/endpoints.js')> {
     return (this.schemas ??= import('../contract/endpoints.js'));
+  }
+
+  /** What parses the answers: the generated shapes for a short-lived process, else zod. */
+  private loadParser(): Promise<unknown> {
+    return this.options.shortLived ? (this.shapes ??= import('../contract/response-shapes.js')) : this.loadSchemas();
+  }
+
+  private async parse(name: EndpointName, raw: unknown): Promise<{ success: true; data: unknown } | { success: false; issues: string }> {
+    if (this.options.shortLived) {
+      const { RESPONSE_SHAPES } = await (this.shapes ??= import('../contract/response-shapes.js'));
+      const shape = RESPONSE_SHAPES.responses[name];
+      if (shape) {
+        const parsed = parseShape(RESPONSE_SHAPES, shape, raw);
+        return parsed.success ? parsed : { success: false, issues: parsed.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') };
+      }
+    }
+    const schema = (await this.loadSchemas()).endpoints[name].response as z.ZodType;
+    const parsed = schema.safeParse(raw, this.options.shortLived ? { jitless: true } : undefined);
+    return parsed.success ? parsed : { success: false, issues: parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') };
   }
 
   /** Calls one endpoint by its table name; the typed methods below are thin wrappers of this. */
@@ -101,7 +123,7 @@ export class AgentctlClient {
       this.trace(`→ ${endpoint.method} ${url} ${JSON.stringify(redactHeaders(headers))}${payload ? ' ' + JSON.stringify(redactJson(body)) : ''}`);
       let response: TransportResponse;
       try {
-        response = await transport(url, { method: endpoint.method, headers, body: payload, signal: this.signalFor(call), onSent: () => void this.loadSchemas() });
+        response = await transport(url, { method: endpoint.method, headers, body: payload, signal: this.signalFor(call), onSent: () => void this.loadParser() });
       } catch (error) {
         if (this.options.signal?.aborted || call.signal?.aborted) throw error;
         const reason = failureReason(error);
@@ -123,9 +145,8 @@ export class AgentctlClient {
         throw new NotServiceAnswerError(this.baseUrl, response.status, notJsonKind(response), { method: endpoint.method, url });
       }
       if (response.status >= 200 && response.status < 300) {
-        const schema = (await this.loadSchemas()).endpoints[name].response as z.ZodType;
-        const parsed = schema.safeParse(raw, this.options.jitlessSchemas ? { jitless: true } : undefined);
-        if (!parsed.success) throw new ResponseShapeError(`${endpoint.method} ${endpoint.path}`, parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
+        const parsed = await this.parse(name, raw);
+        if (!parsed.success) throw new ResponseShapeError(`${endpoint.method} ${endpoint.path}`, parsed.issues);
         return { data: parsed.data as EndpointOutput<K>, raw, status: response.status, headers: response.headers };
       }
       const retryAfter = parseRetryAfter(response.headers.get('retry-after'));

@@ -31,6 +31,9 @@ describe('store on PGlite', () => {
     const dir = mkdtempSync(`${tmpdir()}/agentctl-store-`);
     try {
       const first = await openStore({ dataDir: dir });
+      // A new directory is created with every schema change in a child process (db.ts: initPgliteDir), then opened.
+      const applied = await sql<{ name: string }>`SELECT name FROM schema_changes ORDER BY name`.execute(first.db);
+      expect(applied.rows.map((r) => r.name)).toEqual(Object.keys(schemaChanges));
       const created = await ensureBootstrap(first.db);
       expect(created.secret).toMatch(/^agk_/);
       await first.close();
@@ -39,6 +42,18 @@ describe('store on PGlite', () => {
       expect(again.secret).toBeUndefined();
       expect(again.orgId).toBe(created.orgId);
       await second.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a data directory that cannot be created fails naming it, with the cause', async () => {
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(`${tmpdir()}/agentctl-store-`);
+    try {
+      writeFileSync(`${dir}/a-file`, '');
+      await expect(openStore({ dataDir: `${dir}/a-file/pglite` })).rejects.toThrow(new RegExp(`^Creating the PGlite database in ${dir}/a-file/pglite failed \\(exit 1\\): .*ENOTDIR`, 's'));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

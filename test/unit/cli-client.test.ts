@@ -84,6 +84,15 @@ describe('typed client', () => {
     await expect(createClient({ baseUrl: remote.url }).listGroups()).rejects.toBeInstanceOf(ResponseShapeError);
   });
 
+  test('a short-lived client (the CLI) parses with the generated shapes: unknown keys dropped, a broken answer refused naming the field', async () => {
+    const remote = await serve(json(200, { id: 'grp_1', message: 'Deleted', from_a_newer_server: true }), json(200, { id: 7, message: 'Deleted' }));
+    const client = createClient({ baseUrl: remote.url, shortLived: true });
+    expect(await client.deleteGroup({ params: { group_id: 'grp_1' } })).toStrictEqual({ id: 'grp_1', message: 'Deleted' });
+    const error = await client.deleteGroup({ params: { group_id: 'grp_1' } }).catch((e) => e);
+    expect(error).toBeInstanceOf(ResponseShapeError);
+    expect(error.message).toBe("The service's answer to DELETE /groups/:group_id does not match this agentctl's contract: id: expected string, received number");
+  });
+
   test('--debug lines redact the Authorization header and secrets in bodies', async () => {
     const secret = 'agk_' + 'b'.repeat(49);
     const remote = await serve(json(201, { api_key: { id: 'key_1', org_id: 'o', name: 'n', description: '', key_prefix: secret.slice(0, 12), scopes: [], sharing_group_ids: [], expires_at: null, revoked_at: null, last_used_at: null, created_at: 't', updated_at: 't' }, key: secret }));

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { Kysely, PostgresAdapter, PostgresDialect, sql, type ColumnType, type DatabaseConnection, type Dialect, type Driver, type Generated, type TransactionSettings } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
 import type { PGlite } from '@electric-sql/pglite';
@@ -145,6 +147,7 @@ export interface StoreOptions {
 
 /** Opens the database named by the options and brings its schema up to date. */
 export async function openStore(options: StoreOptions): Promise<Store> {
+  if (!options.databaseUrl && isNewPgliteDir(options.dataDir)) await initPgliteDir(options.dataDir);
   const store = await openDatabase(options);
   try {
     await applySchemaChanges(store.db);
@@ -202,6 +205,52 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
     };
   };
   return { db, engine: 'postgres', databaseUrl, pool, listen, close: () => db.destroy() };
+}
+
+/**
+ * Creates the PGlite database of a new directory (initdb and every migration) in a child process.
+ * PGlite's WebAssembly memory grows to what initdb and the schema needed and never shrinks, and what
+ * initdb loads stays referenced: a server that did this itself held about twice the memory of one
+ * started on the finished directory (a worker thread was not enough: the process kept its memory).
+ * The server then opens the directory as on any later start, and finds no schema change left to apply.
+ */
+async function initPgliteDir(dataDir: string): Promise<void> {
+  const { spawn } = process.getBuiltinModule('node:child_process') as typeof import('node:child_process');
+  const { createRequire } = process.getBuiltinModule('node:module') as typeof import('node:module');
+  const { pathToFileURL } = process.getBuiltinModule('node:url') as typeof import('node:url');
+  // Resolved here: the child's code is a string, with nothing to resolve a package name from.
+  const pglite = pathToFileURL(createRequire(import.meta.url).resolve('@electric-sql/pglite')).href;
+  // The Migrator's record, written as it writes it: opening the directory then finds nothing to apply.
+  const plan = { pglite, dataDir, recordDdl: SCHEMA_CHANGES_DDL, recordTable: SCHEMA_CHANGES_TABLE, changes: Object.entries(schemaChanges).map(([name, change]) => ({ name, script: change.script })) };
+  const code = `const chunks = [];
+process.stdin.on('data', (c) => chunks.push(c)).on('end', async () => {
+  const plan = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  const { PGlite } = await import(plan.pglite);
+  const db = new PGlite(plan.dataDir);
+  await db.waitReady;
+  await db.transaction(async (tx) => {
+    await tx.exec(plan.recordDdl);
+    for (const change of plan.changes) {
+      await tx.exec(change.script);
+      await tx.query('INSERT INTO ' + plan.recordTable + ' (name, "timestamp") VALUES ($1, $2)', [change.name, new Date().toISOString()]);
+    }
+  });
+  await db.close();
+});`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'ignore', 'pipe'], env: process.env });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdin!.end(JSON.stringify(plan));
+  const exitCode = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  if (exitCode !== 0) throw new Error(`Creating the PGlite database in ${dataDir} failed (exit ${exitCode}): ${stderr.trim().slice(-2000)}`);
+}
+
+/** A PGlite directory that holds no database yet (initdb has not run there). */
+function isNewPgliteDir(dataDir: string | undefined): dataDir is string {
+  return dataDir !== undefined && dataDir !== 'memory://' && !existsSync(path.join(dataDir, 'PG_VERSION'));
 }
 
 async function openPglite(dataDir: string | undefined): Promise<Store> {
@@ -308,6 +357,8 @@ function withSchemaLock<D extends Dialect>(dialect: D): D {
 
 /** Where Kysely's Migrator records the schema changes applied (its own table layout). */
 export const SCHEMA_CHANGES_TABLE = 'schema_changes';
+/** The layout Kysely's Migrator creates for its record (and would create itself when the table is missing). */
+const SCHEMA_CHANGES_DDL = `CREATE TABLE ${SCHEMA_CHANGES_TABLE} (name varchar(255) PRIMARY KEY, "timestamp" varchar(255) NOT NULL)`;
 /** What the runner before Kysely's Migrator recorded (name, applied_at): adopted once, then left as it was. */
 const OLD_TRACKING_TABLE = 'schema_migrations';
 
@@ -348,8 +399,7 @@ async function adoptOldRecord(trx: Db): Promise<void> {
     WHERE table_schema = current_schema() AND table_name IN (${SCHEMA_CHANGES_TABLE}, ${OLD_TRACKING_TABLE})`.execute(trx);
   const present = new Set(tables.rows.map((t) => t.name));
   if (present.has(SCHEMA_CHANGES_TABLE) || !present.has(OLD_TRACKING_TABLE)) return;
-  // The layout Kysely's Migrator creates (and would create itself when the table is missing).
-  await sql`CREATE TABLE ${sql.table(SCHEMA_CHANGES_TABLE)} (name varchar(255) PRIMARY KEY, "timestamp" varchar(255) NOT NULL)`.execute(trx);
+  await sql.raw(SCHEMA_CHANGES_DDL).execute(trx);
   await sql`
     INSERT INTO ${sql.table(SCHEMA_CHANGES_TABLE)} (name, "timestamp")
     SELECT name, to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') FROM ${sql.table(OLD_TRACKING_TABLE)}`.execute(trx);

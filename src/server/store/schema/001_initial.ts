@@ -5,8 +5,7 @@ import { runScript } from './script.js';
  * The first schema: orgs, keys, groups and grants, projects, agents, branches, versions and
  * their events, environments, filesystems, tasks and states.
  */
-export async function up(db: Kysely<unknown>): Promise<void> {
-  await runScript(db, /* sql */ `
+export const script = /* sql */ `
 CREATE TABLE orgs (
   id text PRIMARY KEY,
   name text NOT NULL UNIQUE,
@@ -212,5 +211,6 @@ CREATE TABLE states (
   UNIQUE (task_id, agent_id)
 );
 CREATE INDEX states_agent ON states (agent_id);
-`);
-}
+`;
+
+export const up = (db: Kysely<unknown>) => runScript(db, script);

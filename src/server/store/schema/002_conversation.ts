@@ -6,8 +6,7 @@ import { runScript } from './script.js';
  * change, tracker update) takes the next number of the task's own counter, tasks.last_sequence_id,
  * in the writing transaction, and lands in task_stream as the snapshot the stream replays.
  */
-export async function up(db: Kysely<unknown>): Promise<void> {
-  await runScript(db, /* sql */ `
+export const script = /* sql */ `
 ALTER TABLE tasks ADD COLUMN last_sequence_id integer NOT NULL DEFAULT 0;
 
 CREATE TABLE events (
@@ -81,5 +80,6 @@ SELECT id, 1, 'task', jsonb_build_object(
   'created_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
   'updated_at', to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
 ), updated_at FROM tasks;
-`);
-}
+`;
+
+export const up = (db: Kysely<unknown>) => runScript(db, script);

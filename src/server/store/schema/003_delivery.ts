@@ -5,8 +5,7 @@ import { runScript } from './script.js';
  * Delivery to agents (README "Delivery to agents, in short"): registration tokens (hashed), runtime keys (api_keys
  * confined to one agent), the live replicas of each version and the transactional outbox.
  */
-export async function up(db: Kysely<unknown>): Promise<void> {
-  await runScript(db, /* sql */ `
+export const script = /* sql */ `
 ALTER TABLE versions ADD COLUMN signing_secret text;
 ALTER TABLE api_keys ADD COLUMN runtime_agent_id text REFERENCES agents(id);
 
@@ -50,5 +49,6 @@ CREATE TABLE deliveries (
   updated_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX deliveries_open ON deliveries (task_id, id) WHERE status IN ('pending','in_flight');
-`);
-}
+`;
+
+export const up = (db: Kysely<unknown>) => runScript(db, script);

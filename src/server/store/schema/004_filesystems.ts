@@ -6,8 +6,7 @@ import { runScript } from './script.js';
  * The folder types are written out (they were read from the contract's SYSTEM_FOLDER_TYPES when
  * this shipped): a schema change never changes once applied; a new type takes a new schema change.
  */
-export async function up(db: Kysely<unknown>): Promise<void> {
-  await runScript(db, /* sql */ `
+export const script = /* sql */ `
 ALTER TABLE filesystems ADD COLUMN archive_checksum text;
 ALTER TABLE filesystems ADD COLUMN size_bytes bigint NOT NULL DEFAULT 0;
 ALTER TABLE filesystems ADD COLUMN files_count integer NOT NULL DEFAULT 0;
@@ -26,5 +25,6 @@ CREATE TABLE task_system_folders (
   filesystem_id text NOT NULL REFERENCES filesystems(id),
   PRIMARY KEY (task_id, type)
 );
-`);
-}
+`;
+
+export const up = (db: Kysely<unknown>) => runScript(db, script);

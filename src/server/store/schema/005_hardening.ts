@@ -6,8 +6,7 @@ import { runScript } from './script.js';
  * per org (globally unique data is unique per org, so existing rows stay valid). tasks.org_id
  * is filled from the namespace by a trigger, so every writer of tasks gets it right.
  */
-export async function up(db: Kysely<unknown>): Promise<void> {
-  await runScript(db, /* sql */ `
+export const script = /* sql */ `
 ALTER TABLE tasks ADD COLUMN org_id text REFERENCES orgs(id);
 UPDATE tasks SET org_id = n.org_id FROM namespaces n WHERE n.id = tasks.namespace_id;
 ALTER TABLE tasks ALTER COLUMN org_id SET NOT NULL;
@@ -17,5 +16,6 @@ ALTER TABLE tasks DROP CONSTRAINT tasks_name_key;
 CREATE UNIQUE INDEX tasks_org_name ON tasks (org_id, name);
 ALTER TABLE namespaces DROP CONSTRAINT namespaces_slug_key;
 CREATE UNIQUE INDEX namespaces_org_slug ON namespaces (org_id, slug);
-`);
-}
+`;
+
+export const up = (db: Kysely<unknown>) => runScript(db, script);

@@ -11,10 +11,11 @@ import * as wireDetails from './008_wire_details.js';
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
  * each. Listed here rather than read from the directory: the server runs from a bundle (dist/),
- * where these files do not exist. A new change is a new file `NNN_what.ts` exporting `up(db)`,
+ * where these files do not exist. A new change is a new file `NNN_what.ts` exporting its SQL as
+ * `script` and `up(db)` running it (a new PGlite directory is created from the scripts alone),
  * plus its line here; a change that has been applied anywhere is never edited.
  */
-export const schemaChanges: Record<string, Migration> = {
+export const schemaChanges: Record<string, Migration & { script: string }> = {
   '001_initial': initial,
   '002_conversation': conversation,
   '003_delivery': delivery,
