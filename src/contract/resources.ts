@@ -79,6 +79,10 @@ export const ResourceRequirements = z
   });
 export type ResourceRequirements = z.infer<typeof ResourceRequirements>;
 
+/** Resources as a version holds them (checked when deployed): quantities as text. */
+const StoredAmounts = z.object({ cpu: z.string().optional(), memory: z.string().optional() });
+export const StoredResources = z.object({ requests: StoredAmounts.optional(), limits: StoredAmounts.optional() });
+
 export const Version = z
   .object({
     id: z.string(),
@@ -106,7 +110,7 @@ export const Version = z
     failure_diagnostics: z.record(z.string(), z.string()).nullable().optional(),
     source_filesystem_id: z.string().nullable().optional(),
     /** CPU and memory each replica requests and is limited to (null: the runtime's defaults). */
-    resources: ResourceRequirements.nullable().optional(),
+    resources: StoredResources.nullable().optional(),
     created_at: Timestamp.nullable().optional(),
     updated_at: Timestamp.nullable().optional(),
   })
