@@ -2,7 +2,7 @@
 // HTTP(S)_PROXY / NO_PROXY through EnvHttpProxyAgent). Loaded only by callers that stream, so the
 // CLI's one-shot commands never pay for undici.
 import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
-import { TERMINAL_TASK_STATUSES } from '../contract/common.js';
+import { TERMINAL_TASK_STATUSES } from '../contract/lifecycle.js';
 import { STREAM_RECORD_KINDS, type StreamRecord } from '../contract/conversation.js';
 import { UnreachableError } from './errors.js';
 import { redactHeaders } from './redact.js';

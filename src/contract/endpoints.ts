@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE } from './enums.js';
+import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, VERSION_LIST_MAX } from './enums.js';
+export { VERSION_LIST_MAX };
 import { VersionLogs, VersionLogsQuery } from './runtime.js';
 import {
   ACPType,
@@ -151,7 +152,6 @@ export const BranchList = z.object({ branches: z.array(Branch), total: z.number(
 export type BranchList = z.infer<typeof BranchList>;
 
 /** Version lists show the newest versions only: at most this many (no pages). */
-export const VERSION_LIST_MAX = 100;
 export const VersionLimit = QueryInt(1, VERSION_LIST_MAX).default(20);
 
 /**

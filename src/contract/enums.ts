@@ -14,3 +14,6 @@ export const SDK_TYPES = ['alpha_agent_sdk', 'beta_agent_sdk'] as const;
 export const DEFAULT_SDK_TYPE: (typeof SDK_TYPES)[number] = 'alpha_agent_sdk';
 export const DEFAULT_ACP_TYPE: (typeof ACP_TYPES)[number] = 'async';
 export const PRESET_IDS = ['deploy', 'read-only', 'agent-runner', 'custom'] as const;
+
+/** The most versions one versions list answers (GET .../versions takes `limit` 1..this). */
+export const VERSION_LIST_MAX = 100;

@@ -1,6 +1,6 @@
 // Shared by tasks send/watch/messages/events and create --watch: task references, how content
 // reads for a person, and the live watch loop.
-import { TERMINAL_TASK_STATUSES } from '../../../contract/common.js';
+import { TERMINAL_TASK_STATUSES } from '../../../contract/lifecycle.js';
 import type { Content, Message, StreamRecord } from '../../../contract/conversation.js';
 import type { CommandContext } from '../../context.js';
 import { resolveTaskId as resolveTask } from '../../refs.js';

@@ -4,7 +4,7 @@ import { usageError } from '../../errors.js';
 import { table, versionColumns } from '../../output/resources.js';
 import { noteNewest } from '../../paging.js';
 import { agentPathOf, requireAgentOption } from '../../refs.js';
-import { VERSION_LIST_MAX } from '../../../contract/endpoints.js';
+import { VERSION_LIST_MAX } from '../../../contract/enums.js';
 import { agentctl, placeholder } from '../../shell.js';
 
 const EMPTY = 'No versions. Deploy one with: agentctl deploy --agent <ns/name> --image <url>';
