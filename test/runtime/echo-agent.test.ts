@@ -74,7 +74,9 @@ describe.each(engines)('the echo agent on the local runtime (%s)', (engine) => {
     const d = await deploy(svc, { agent_name: 'echo', image_url: `local://${fs.body.id}`, source_filesystem_id: fs.body.id });
     await waitFor('ACTIVE', async () => (await svc.api('GET', `/versions/${d.version_id}`)).body.status === 'ACTIVE', 60_000);
     const scrape = async () => (await svc.api('GET', '/metrics')).body as string;
-    expect(await scrape()).toContain('agentctl_agent_processes{runtime="local",phase="ready"} 1\n');
+    // ACTIVE comes with the registration; the driver calls the replica ready after its first health check.
+    await waitFor('a ready process', async () => (await scrape()).includes('agentctl_agent_processes{runtime="local",phase="ready"} 1\n'), 30_000);
+    expect((await scrape()).match(/^agentctl_agent_processes\{.*$/gm)).toEqual(['agentctl_agent_processes{runtime="local",phase="ready"} 1']);
 
     const task = await svc.api('POST', '/tasks', { body: { agent_name: 'default/echo' } });
     await waitFor('the greeting', async () => (await svc.api('GET', `/messages?task_id=${task.body.id}`)).body.messages.length === 1, 60_000);
