@@ -1,15 +1,12 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { fileURLToPath } from 'node:url';
 import { openBlobStore, type BlobStore } from '../../src/server/blobs/index.js';
-import { startDispatcher, type Dispatcher } from '../../src/server/delivery/dispatcher.js';
-import { markReplicaGone } from '../../src/server/domain/registration.js';
-import { createLocalDriver } from '../../src/server/runtime/local/index.js';
-import { startReconciler, type Reconciler } from '../../src/server/runtime/reconciler.js';
-import { registrationSecrets, sourceFromFilesystem } from '../../src/server/runtime/wiring.js';
+import { sourceFromFilesystem } from '../../src/server/runtime/wiring.js';
 import { syncUp } from '../../src/sync/index.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { deploy } from '../support/fixtures.js';
 import { tempDir, waitFor } from './support/agents.js';
+import { startLocalRuntime } from './support/local-runtime.js';
 
 const ECHO = fileURLToPath(new URL('../../examples/echo/', import.meta.url));
 
@@ -18,8 +15,7 @@ const ECHO = fileURLToPath(new URL('../../examples/echo/', import.meta.url));
 describe.each(engines)('the echo agent on the local runtime (%s)', (engine) => {
   let svc: TestService;
   let blobs: BlobStore;
-  let dispatcher: Dispatcher;
-  let reconciler: Reconciler;
+  let runtime: Awaited<ReturnType<typeof startLocalRuntime>> | undefined;
   const data = tempDir('agentctl-echo-');
   beforeAll(async () => {
     blobs = await openBlobStore({ dir: `${data.path}/blobs` });
@@ -32,22 +28,10 @@ describe.each(engines)('the echo agent on the local runtime (%s)', (engine) => {
   });
   beforeEach(async () => {
     await svc.reset();
-    dispatcher = await startDispatcher(svc.store, { pollMs: 200, backoffBaseMs: 100 });
-    const driver = createLocalDriver({ dataDir: data.path, prepareSource: sourceFromFilesystem(svc.store, blobs), healthIntervalMs: 200, stopGraceMs: 2_000 });
-    svc.service.runtime = driver;
-    reconciler = await startReconciler({
-      store: svc.store,
-      driver,
-      baseUrl: svc.url,
-      secrets: registrationSecrets(svc.store),
-      replicaGone: (versionId, acpUrl) => markReplicaGone(svc.store.db, versionId, acpUrl),
-      intervalMs: 100,
-      graceMs: 2_000,
-    });
+    runtime = await startLocalRuntime(svc, { dataDir: data.path, prepareSource: sourceFromFilesystem(svc.store, blobs) });
   });
   afterEach(async () => {
-    await reconciler?.close();
-    await dispatcher?.close();
+    await runtime?.close();
   });
 
   test('deployed from its source snapshot, it registers, becomes ACTIVE and answers an event', async () => {

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { createLocalDriver } from '../../src/server/runtime/local/index.js';
-import { startReconciler, type Reconciler, type RuntimeSecretSource } from '../../src/server/runtime/reconciler.js';
+import { startReconciler, type Reconciler } from '../../src/server/runtime/reconciler.js';
 import type { RuntimeDriver } from '../../src/server/runtime/driver.js';
 import { parseSince } from '../../src/cli/commands/logs.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
@@ -8,11 +8,8 @@ import { createTask, deploy } from '../support/fixtures.js';
 import { scopedKey } from '../support/scoped-key.js';
 import { runCli, serviceEnv, tempDir as cliTempDir } from '../cli/support.js';
 import { copyFixture, tempDir, waitFor } from './support/agents.js';
+import { fakeSecretSource as secrets } from './support/local-runtime.js';
 
-const secrets: RuntimeSecretSource = {
-  signingSecret: async (versionId) => `whsec_for_${versionId}`,
-  registrationToken: async () => `rt_${Math.random().toString(36).slice(2)}`,
-};
 
 describe.each(engines)('version logs: GET /versions/{id}/logs and agentctl logs (%s)', (engine) => {
   let svc: TestService;

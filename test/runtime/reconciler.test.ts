@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { createLocalDriver } from '../../src/server/runtime/local/index.js';
-import { startReconciler, type Reconciler, type RuntimeSecretSource } from '../../src/server/runtime/reconciler.js';
+import { startReconciler, type Reconciler } from '../../src/server/runtime/reconciler.js';
 import type { RuntimeDriver } from '../../src/server/runtime/driver.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { createTask, deploy, nextHash } from '../support/fixtures.js';
@@ -8,11 +8,8 @@ import { createKubernetesDriver } from '../../src/server/runtime/kubernetes/inde
 import { resourceName } from '../../src/server/runtime/kubernetes/manifests.js';
 import { FakeKubeApi } from '../support/kube-api.js';
 import { alive, copyFixture, tempDir, waitFor } from './support/agents.js';
+import { fakeSecretSource as secrets } from './support/local-runtime.js';
 
-const secrets: RuntimeSecretSource = {
-  signingSecret: async (versionId) => `whsec_for_${versionId}`,
-  registrationToken: async () => `rt_${Math.random().toString(36).slice(2)}`,
-};
 
 describe.each(engines)('runtime reconciler with the local driver (%s)', (engine) => {
   let svc: TestService;

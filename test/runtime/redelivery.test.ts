@@ -1,14 +1,10 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startDispatcher, type Dispatcher } from '../../src/server/delivery/dispatcher.js';
-import { markReplicaGone } from '../../src/server/domain/registration.js';
-import { createLocalDriver } from '../../src/server/runtime/local/index.js';
-import { startReconciler, type Reconciler } from '../../src/server/runtime/reconciler.js';
-import { registrationSecrets } from '../../src/server/runtime/wiring.js';
 import { engines, openTestService, type TestService } from '../support/service.js';
 import { deploy } from '../support/fixtures.js';
 import { alive, copyFixture, tempDir, waitFor } from './support/agents.js';
+import { startLocalRuntime } from './support/local-runtime.js';
 
 /** The pids written by the blocking agent's handler runs (test/fixtures/agents/blocking), in order. */
 const handlerPids = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean).map(Number) : []);
@@ -18,8 +14,7 @@ const handlerPids = (file: string) => (existsSync(file) ? readFileSync(file, 'ut
 // process gets it again and answers it.
 describe.each(engines)('an agent process killed mid-handler (%s)', (engine) => {
   let svc: TestService;
-  let dispatcher: Dispatcher;
-  let reconciler: Reconciler;
+  let runtime: Awaited<ReturnType<typeof startLocalRuntime>> | undefined;
   const data = tempDir('agentctl-redelivery-');
   beforeAll(async () => {
     svc = await openTestService(engine);
@@ -30,22 +25,10 @@ describe.each(engines)('an agent process killed mid-handler (%s)', (engine) => {
   });
   beforeEach(async () => {
     await svc.reset();
-    dispatcher = await startDispatcher(svc.store, { pollMs: 200, backoffBaseMs: 100 });
-    const driver = createLocalDriver({ dataDir: data.path, prepareSource: copyFixture, healthIntervalMs: 200, stopGraceMs: 2_000, restartBackoffMs: 200 });
-    svc.service.runtime = driver;
-    reconciler = await startReconciler({
-      store: svc.store,
-      driver,
-      baseUrl: svc.url,
-      secrets: registrationSecrets(svc.store),
-      replicaGone: (versionId, acpUrl) => markReplicaGone(svc.store.db, versionId, acpUrl),
-      intervalMs: 100,
-      graceMs: 2_000,
-    });
+    runtime = await startLocalRuntime(svc, { dataDir: data.path, prepareSource: copyFixture, restartBackoffMs: 200 });
   });
   afterEach(async () => {
-    await reconciler?.close();
-    await dispatcher?.close();
+    await runtime?.close();
   });
 
   test('kill -9 while the handler runs: the runtime restarts the process, the event is delivered again and answered once', { timeout: 120_000 }, async () => {
