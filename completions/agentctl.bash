@@ -24,6 +24,10 @@ _agentctl() {
         --runtime) COMPREPLY=($(compgen -W 'local kubernetes none' -- "$cur")); return ;;
         --log-level) COMPREPLY=($(compgen -W 'fatal error warn info debug trace silent' -- "$cur")); return ;;
       esac ;;
+    'init')
+      case "$prev" in
+        --acp-type) COMPREPLY=($(compgen -W 'sync async' -- "$cur")); return ;;
+      esac ;;
     'deploy')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
@@ -59,14 +63,14 @@ _agentctl() {
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
+    'versions credentials')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
     'versions register')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
         --status) COMPREPLY=($(compgen -W 'ACTIVE UNHEALTHY FAILED' -- "$cur")); return ;;
-      esac ;;
-    'versions credentials')
-      case "$prev" in
-        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
     'envs list')
       case "$prev" in
@@ -105,15 +109,15 @@ _agentctl() {
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
+    'states list')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
     'states get')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
     'states put')
-      case "$prev" in
-        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
-      esac ;;
-    'states list')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
@@ -125,43 +129,43 @@ _agentctl() {
       case "$prev" in
         --preset) COMPREPLY=($(compgen -W 'deploy read-only agent-runner custom' -- "$cur")); return ;;
       esac ;;
-    'init')
-      case "$prev" in
-        --acp-type) COMPREPLY=($(compgen -W 'sync async' -- "$cur")); return ;;
-      esac ;;
   esac
   case "$prev" in
     --profile) COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); return ;;
   esac
   local globals='--json --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server namespaces projects agents deploy rollback logs branches versions envs tasks states keys groups fs completion init $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs tasks states keys groups fs completion $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
-    config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get set list use' -- "$cur")); return; fi ;;
-    server) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'start stop status' -- "$cur")); return; fi ;;
+    config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get set use' -- "$cur")); return; fi ;;
+    server) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'start status stop' -- "$cur")); return; fi ;;
     namespaces) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
     projects) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
     agents) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get delete' -- "$cur")); return; fi ;;
     branches) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get retire' -- "$cur")); return; fi ;;
-    versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get register credentials' -- "$cur")); return; fi ;;
+    versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get credentials register' -- "$cur")); return; fi ;;
     envs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create update delete resolve' -- "$cur")); return; fi ;;
-    tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create cancel delete migrate send watch messages events' -- "$cur")); return; fi ;;
-    states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get put list delete' -- "$cur")); return; fi ;;
-    keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get revoke rotate' -- "$cur")); return; fi ;;
+    tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create delete cancel events messages migrate send watch' -- "$cur")); return; fi ;;
+    states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get put delete' -- "$cur")); return; fi ;;
+    keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create revoke rotate' -- "$cur")); return; fi ;;
     groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create add-member remove-member' -- "$cur")); return; fi ;;
-    fs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'create list get files push pull' -- "$cur")); return; fi ;;
+    fs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create files pull push' -- "$cur")); return; fi ;;
   esac
   case "$noun${verb:+ $verb}" in
     'auth login') COMPREPLY=($(compgen -W "--with-token $globals" -- "$cur")) ;;
     'auth logout') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'auth status') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'config list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'config get') COMPREPLY=($(compgen -W "--reveal base_url api_key current_profile $globals" -- "$cur")) ;;
     'config set') COMPREPLY=($(compgen -W "base_url api_key $globals" -- "$cur")) ;;
-    'config list') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'config use') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); fi ;;
     'server start') COMPREPLY=($(compgen -W "--host --port --data-dir --database-url --detach --runtime --log-level --metrics-port $globals" -- "$cur")) ;;
-    'server stop') COMPREPLY=($(compgen -W "--data-dir --timeout $globals" -- "$cur")) ;;
     'server status') COMPREPLY=($(compgen -W "--data-dir $globals" -- "$cur")) ;;
+    'server stop') COMPREPLY=($(compgen -W "--data-dir --timeout $globals" -- "$cur")) ;;
+    'init') COMPREPLY=($(compgen -W "--agent -a --acp-type --force --no-git $globals" -- "$cur")) ;;
+    'deploy') COMPREPLY=($(compgen -W "--agent -a --image --branch --replicas --sticky --no-sticky --sdk-type --acp-type --description --allow-dirty --timeout --detach $globals" -- "$cur")) ;;
+    'rollback') COMPREPLY=($(compgen -W "--agent -a --branch --to --timeout --detach $globals" -- "$cur")) ;;
+    'logs') COMPREPLY=($(compgen -W "--agent -a --branch --follow -f --since --tail $globals" -- "$cur")) ;;
     'namespaces list') COMPREPLY=($(compgen -W "--limit --page --all $globals" -- "$cur")) ;;
     'namespaces create') COMPREPLY=($(compgen -W "--name $globals" -- "$cur")) ;;
     'projects list') COMPREPLY=($(compgen -W "--namespace -n --limit --page --all $globals" -- "$cur")) ;;
@@ -169,16 +173,13 @@ _agentctl() {
     'agents list') COMPREPLY=($(compgen -W "--namespace -n --limit --page --all $globals" -- "$cur")) ;;
     'agents get') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); fi ;;
     'agents delete') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); fi ;;
-    'deploy') COMPREPLY=($(compgen -W "--agent -a --image --branch --replicas --sticky --no-sticky --sdk-type --acp-type --description --allow-dirty --timeout --detach $globals" -- "$cur")) ;;
-    'rollback') COMPREPLY=($(compgen -W "--agent -a --branch --to --timeout --detach $globals" -- "$cur")) ;;
-    'logs') COMPREPLY=($(compgen -W "--agent -a --branch --follow -f --since --tail $globals" -- "$cur")) ;;
     'branches list') COMPREPLY=($(compgen -W "--agent -a --include-retired --env $globals" -- "$cur")) ;;
     'branches get') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'branches retire') COMPREPLY=($(compgen -W "--agent -a --reason --force $globals" -- "$cur")) ;;
     'versions list') COMPREPLY=($(compgen -W "--agent -a --branch --status --limit $globals" -- "$cur")) ;;
     'versions get') COMPREPLY=($(compgen -W "--agent -a --events $globals" -- "$cur")) ;;
-    'versions register') COMPREPLY=($(compgen -W "--agent -a --status --reason $globals" -- "$cur")) ;;
     'versions credentials') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
+    'versions register') COMPREPLY=($(compgen -W "--agent -a --status --reason $globals" -- "$cur")) ;;
     'envs list') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs get') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs create') COMPREPLY=($(compgen -W "--agent -a --rule --description $globals" -- "$cur")) ;;
@@ -188,34 +189,33 @@ _agentctl() {
     'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --limit --page --all $globals" -- "$cur")) ;;
     'tasks get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'tasks create') COMPREPLY=($(compgen -W "--agent -a --branch --name --params --project --watch $globals" -- "$cur")) ;;
-    'tasks cancel') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'tasks delete') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'tasks cancel') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'tasks events') COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")) ;;
+    'tasks messages') COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")) ;;
     'tasks migrate') COMPREPLY=($(compgen -W "--from --task --to --to-latest --agent -a --dry-run $globals" -- "$cur")) ;;
     'tasks send') COMPREPLY=($(compgen -W "--data $globals" -- "$cur")) ;;
     'tasks watch') COMPREPLY=($(compgen -W "--after $globals" -- "$cur")) ;;
-    'tasks messages') COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")) ;;
-    'tasks events') COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")) ;;
+    'states list') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
     'states get') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
     'states put') COMPREPLY=($(compgen -W "--task --agent -a --data --file --merge --if-match $globals" -- "$cur")) ;;
-    'states list') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
     'states delete') COMPREPLY=($(compgen -W "--task --agent -a --if-match $globals" -- "$cur")) ;;
-    'keys create') COMPREPLY=($(compgen -W "--preset --scope --group --name --description --expires $globals" -- "$cur")) ;;
     'keys list') COMPREPLY=($(compgen -W "--include-revoked $globals" -- "$cur")) ;;
     'keys get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'keys create') COMPREPLY=($(compgen -W "--preset --scope --group --name --description --expires $globals" -- "$cur")) ;;
     'keys revoke') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'keys rotate') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups list') COMPREPLY=($(compgen -W "--limit --page --all $globals" -- "$cur")) ;;
     'groups create') COMPREPLY=($(compgen -W "--description $globals" -- "$cur")) ;;
     'groups add-member') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'groups remove-member') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'fs create') COMPREPLY=($(compgen -W "--project --namespace -n $globals" -- "$cur")) ;;
     'fs list') COMPREPLY=($(compgen -W "--project --namespace -n --limit --page --all $globals" -- "$cur")) ;;
     'fs get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'fs create') COMPREPLY=($(compgen -W "--project --namespace -n $globals" -- "$cur")) ;;
     'fs files') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;
     'fs pull') COMPREPLY=($(compgen -W "--fs $globals" -- "$cur")) ;;
+    'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;
     'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
-    'init') COMPREPLY=($(compgen -W "--agent -a --acp-type --force --no-git $globals" -- "$cur")) ;;
   esac
 }
 complete -o default -F _agentctl agentctl

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// npm run build: writes src/contract/response-shapes.ts from the contract, bundles the CLI into dist/
+// npm run build: writes src/contract/response-shapes.ts from the contract and src/cli/manifest.ts from
+// the commands' declarations, bundles the CLI into dist/
 // (ESM, one lazily loaded chunk per command), writes openapi.json from the contract, and regenerates
 // completions/ from the bundled CLI's registry.
 import { build } from 'esbuild';
@@ -56,6 +57,31 @@ await build({ absWorkingDir: root, entryPoints: ['src/contract/shape-describe.ts
 const { describeResponses, responseShapesSource } = await import(pathToFileURL(shapesTmp).href);
 rmSync(shapesTmp);
 writeFileSync(path.join(root, 'src', 'contract', 'response-shapes.ts'), responseShapesSource(describeResponses()));
+
+// src/cli/manifest.ts from the commands' own declarations (src/cli/manifest-describe.ts), before the
+// CLI bundle that reads it at start-up.
+const describeTmp = path.join(dist, '.manifest-describe.mjs');
+await build({ absWorkingDir: root, entryPoints: ['src/cli/manifest-describe.ts'], outfile: describeTmp, bundle: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' });
+const { commandModules, isCommand, manifestSource } = await import(pathToFileURL(describeTmp).href);
+const modules = commandModules(path.join(root, 'src', 'cli'));
+const commandsTmp = path.join(dist, '.manifest-commands.mjs');
+await build({
+  absWorkingDir: root,
+  stdin: { contents: modules.map((m, i) => `export * as m${i} from './${m}.ts';`).join('\n'), resolveDir: path.join(root, 'src', 'cli'), loader: 'ts' },
+  outfile: commandsTmp,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  external: serverOnly,
+  banner: { js: "import { createRequire as __agentctlRequire } from 'node:module'; const require = __agentctlRequire(import.meta.url);" },
+  logLevel: 'warning',
+});
+const loaded = await import(pathToFileURL(commandsTmp).href);
+rmSync(describeTmp);
+rmSync(commandsTmp);
+const found = modules.map((module, i) => ({ module, command: loaded[`m${i}`].default })).filter(({ command }) => isCommand(command));
+writeFileSync(path.join(root, 'src', 'cli', 'manifest.ts'), manifestSource(found));
 
 const cli = await build({
   absWorkingDir: root,

@@ -11,10 +11,6 @@ export interface Outcome {
   exitCode?: number;
 }
 
-export type Options = Record<string, any>;
-
-export type Handler = (ctx: CommandContext, args: string[], options: Options) => Promise<Outcome>;
-
 export interface OptionSpec {
   /** Commander flags: `-a, --agent <ns/name>`, `--dry-run`, `--no-sticky`. */
   flags: string;
@@ -38,27 +34,76 @@ export interface ArgSpec {
   name: string;
   description: string;
   required?: boolean;
-  variadic?: boolean;
   choices?: readonly string[];
   complete?: CompletionKind;
   /** The API field it fills, when not its own name (see OptionSpec.field). */
   field?: string | readonly string[];
 }
 
-/** One command of the registry: drives `--help`, completions and lazy loading of its handler. */
-export interface CommandSpec {
+/** What `--help`, completions and the lazy loader know of a command without loading it. */
+export interface CommandDeclaration<A extends readonly ArgSpec[] = readonly ArgSpec[], O extends readonly OptionSpec[] = readonly OptionSpec[]> {
   /** `['tasks', 'migrate']`, or a single word for top-level commands (`['deploy']`). */
   path: readonly string[];
   summary: string;
   /** Longer help text, when the summary is not enough. */
   description?: string;
-  args?: readonly ArgSpec[];
-  options?: readonly OptionSpec[];
+  args?: A;
+  options?: O;
   /** Shown under `Examples:` in `--help`; at least one per command. */
   examples: readonly string[];
   /** What to run next after a 404 from this command. */
   notFoundNext?: string;
-  load: () => Promise<{ default: Handler }>;
+}
+
+// ---- option and argument types, read off the declarations ------------------------------------
+
+type Camel<S extends string> = S extends `${infer Head}-${infer Tail}` ? `${Head}${Capitalize<Camel<Tail>>}` : S;
+type LongFlag<F extends string> = F extends `${string}--${infer Rest}` ? (Rest extends `${infer Name} ${string}` ? Name : Rest) : never;
+/** Commander's key for a flag: `--dry-run` is `dryRun`, `--no-sticky` is `sticky`. */
+type OptionKey<F extends string> = LongFlag<F> extends `no-${infer Name}` ? Camel<Name> : Camel<LongFlag<F>>;
+type OptionValue<O extends OptionSpec> = O extends { repeatable: true }
+  ? string[]
+  : O extends { integer: true }
+    ? number
+    : O extends { choices: readonly string[] }
+      ? O['choices'][number]
+      : O['flags'] extends `${string}<${string}>`
+        ? string
+        : boolean;
+
+/** The parsed options of a command: one key per flag, typed by its declaration; set when it has a default. */
+export type OptionsOf<O extends readonly OptionSpec[]> = {
+  [S in O[number] as OptionKey<S['flags']>]: S extends { default: string | number | boolean } ? OptionValue<S> : OptionValue<S> | undefined;
+};
+
+type ArgValue<A extends ArgSpec> = A extends { choices: readonly string[] } ? A['choices'][number] : string;
+/** The positional arguments, in order: a required one is always there. */
+export type ArgsOf<A extends readonly ArgSpec[]> = { -readonly [I in keyof A]: A[I] extends { required: true } ? ArgValue<A[I]> : ArgValue<A[I]> | undefined };
+
+export type Handler<A extends readonly ArgSpec[] = readonly ArgSpec[], O extends readonly OptionSpec[] = readonly OptionSpec[]> = (
+  ctx: CommandContext,
+  args: ArgsOf<A>,
+  options: OptionsOf<O>,
+) => Promise<Outcome>;
+
+/** A command module's default export: its declaration and its handler, side by side. */
+export interface CommandDefinition<A extends readonly ArgSpec[] = readonly ArgSpec[], O extends readonly OptionSpec[] = readonly OptionSpec[]> extends CommandDeclaration<A, O> {
+  handler: Handler<A, O>;
+}
+
+/**
+ * Declares a command in its own module (`commands/<noun>/<verb>.ts`): arguments, options, help,
+ * examples and the handler, whose `args` and `options` are typed from the declarations.
+ * `npm run build` collects the declarations into `manifest.ts`, which start-up reads instead of
+ * loading every command.
+ */
+export function defineCommand<const A extends readonly ArgSpec[] = [], const O extends readonly OptionSpec[] = []>(command: CommandDefinition<A, O>): CommandDefinition {
+  return command as unknown as CommandDefinition;
+}
+
+/** An entry of the generated manifest: a declaration and how to load the module that handles it. */
+export interface CommandEntry extends CommandDeclaration {
+  load: () => Promise<{ default: CommandDefinition }>;
 }
 
 const snake = (name: string) => name.replace(/-/g, '_');
@@ -67,7 +112,7 @@ const snake = (name: string) => name.replace(/-/g, '_');
  * Which flag (or `<argument>`) of the command fills each API field, from its declarations: a
  * declared `field`, else the flag's own name in snake_case (`--include-retired`: include_retired).
  */
-export function flagsByField(spec: Pick<CommandSpec, 'options' | 'args'>): Map<string, string> {
+export function flagsByField(spec: Pick<CommandDeclaration, 'options' | 'args'>): Map<string, string> {
   const byField = new Map<string, string>();
   const add = (shown: string, own: string, field: string | readonly string[] | undefined) => {
     for (const name of field === undefined ? [own] : typeof field === 'string' ? [field] : field) if (!byField.has(name)) byField.set(name, shown);

@@ -1,4 +1,4 @@
-import type { CommandSpec, OptionSpec } from './command.js';
+import type { CommandDeclaration, OptionSpec } from './command.js';
 import type { CompletionKind } from './complete.js';
 import { GLOBAL_OPTIONS, NOUNS, registry, VERB_ALIASES } from './registry.js';
 
@@ -21,14 +21,14 @@ function parseFlag(option: OptionSpec): Flag {
 }
 
 /** The positional argument whose values a script can offer: fixed choices, or live ones. */
-const positionalOf = (spec: CommandSpec) => (spec.args ?? []).find((a) => a.choices || a.complete);
+const positionalOf = (spec: CommandDeclaration) => (spec.args ?? []).find((a) => a.choices || a.complete);
 
 const HEADER = (shell: Shell) => `agentctl ${shell} completion: generated from the command registry by \`agentctl completion ${shell}\`; do not edit`;
 
 interface Model {
   topLevel: { name: string; description: string }[];
   verbs: Map<string, { name: string; description: string }[]>;
-  commands: { key: string; spec: CommandSpec; flags: Flag[] }[];
+  commands: { key: string; spec: CommandDeclaration; flags: Flag[] }[];
   globals: Flag[];
 }
 

@@ -1,7 +1,7 @@
 import { Chalk, type ChalkInstance } from 'chalk';
 import type { Client } from '../client/index.js';
 import { configDir, ConfigStore, resolveCredentials, type Credentials, type Env } from './config.js';
-import { CliError, InterruptedError, needsFlag, unknownProfile } from './errors.js';
+import { CliError, InterruptedError, unknownProfile } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import type { Prompter } from './prompts/prompter.js';
 import { VERSION } from './version.js';
@@ -151,19 +151,6 @@ export class CommandContext {
   /** Prompts, loaded on first use; callers check canPrompt() first. */
   prompts(): Promise<Prompter> {
     return (this.prompter ??= import('./prompts/prompter.js').then((m) => m.inquirerPrompter(this.io, this.signal, this.chalk.green(SUCCESS_GLYPH))));
-  }
-
-  /**
-   * Asks before a change that needs confirmation: `--yes` skips the question; without a way to
-   * prompt it fails at once with exit 2 naming `--yes`; a "no" ends with exit 1.
-   */
-  async confirm(question: string, next?: string): Promise<void> {
-    if (this.globals.yes) return;
-    if (!this.canPrompt()) throw needsFlag('--yes', 'This needs confirmation', next);
-    const prompter = await this.prompts();
-    if (!(await prompter.confirm({ message: question, default: false }))) {
-      throw new CliError('Nothing changed', { exitCode: ExitCode.failure, code: 'declined' });
-    }
   }
 
   /** A spinner on stderr when it is a terminal (and not --json/--quiet); otherwise silent. */

@@ -1,5 +1,9 @@
 import type { CommandContext } from './context.js';
-import type { Options } from './command.js';
+import type { OptionsOf } from './command.js';
+import type { all, limit, page } from './options.js';
+
+/** The options of a paged list command: `--limit`, `--page`, `--all` (options.ts). */
+type PagedOptions = OptionsOf<[ReturnType<typeof limit<number>>, typeof page, typeof all]>;
 
 /** One page of a paged list endpoint (`limit` + `page_number`, answering `{<key>: [...], total}`). */
 export interface Page<T> {
@@ -14,8 +18,8 @@ export interface Page<T> {
  * `--json` of `--all` is the first page's object with every row under `key` (and `total` kept).
  * When rows are left out, a terminal is told on stderr: "showing 2 of 5; --page 2 or --all".
  */
-export async function listPaged<T>(ctx: CommandContext, options: Options, key: string, fetchPage: (page: number, limit: number) => Promise<Page<T>>): Promise<Page<T>> {
-  const limit: number = options.limit;
+export async function listPaged<T>(ctx: CommandContext, options: PagedOptions, key: string, fetchPage: (page: number, limit: number) => Promise<Page<T>>): Promise<Page<T>> {
+  const limit = options.limit;
   if (options.all) {
     const first = await fetchPage(1, limit);
     const items = [...first.items];
@@ -29,7 +33,7 @@ export async function listPaged<T>(ctx: CommandContext, options: Options, key: s
     }
     return { items, total: first.total, raw: { ...(first.raw as Record<string, unknown>), [key]: rawRows } };
   }
-  const page: number = options.page ?? 1;
+  const page = options.page;
   const result = await fetchPage(page, limit);
   const shownTo = (page - 1) * limit + result.items.length;
   if (result.items.length > 0 && shownTo < result.total) {

@@ -1,5 +1,5 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { flagsByField, type CommandSpec, type OptionSpec, type Outcome } from './command.js';
+import { flagsByField, type CommandEntry, type OptionSpec, type Outcome } from './command.js';
 import type { CliIO, GlobalOptions } from './context.js';
 import { CliError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
@@ -14,7 +14,7 @@ export interface RunOptions {
 /** Builds the commander program from the registry; `onAction` runs when a command matches. */
 export function buildProgram(
   io: CliIO,
-  onAction: (spec: CommandSpec, args: string[], options: Record<string, any>, globals: GlobalOptions) => Promise<void>,
+  onAction: (spec: CommandEntry, args: string[], options: Record<string, any>, globals: GlobalOptions) => Promise<void>,
   settings: { json?: boolean; argv?: readonly string[] } = {},
 ): Command {
   const program = new Command('agentctl');
@@ -31,10 +31,9 @@ export function buildProgram(
   for (const option of GLOBAL_OPTIONS) if (!/--(version|help)\b/.test(option.flags)) program.addOption(toOption(option));
 
   const parents = new Map<string, Command>();
-  const wanted = settings.argv ? commandWord(settings.argv) : undefined;
-  // Only the named command's noun is built when the command line names one: the rest of the tree
-  // is needed for the root help and for suggestions, not to run `tasks list`.
-  for (const spec of wanted ? registry.filter((s) => s.path[0] === wanted) : registry) {
+  // Only the named command is built when the command line names one (its noun's other verbs when
+  // the verb is unknown, for suggestions): the rest of the tree is for help, not to run `tasks list`.
+  for (const spec of settings.argv ? wantedCommands(settings.argv) : registry) {
     let parent = program;
     if (spec.path.length === 2) {
       const [noun] = spec.path;
@@ -47,8 +46,7 @@ export function buildProgram(
     }
     const command = parent.command(spec.path[spec.path.length - 1]).description(spec.description ? `${spec.summary}\n\n${spec.description}` : spec.summary).summary(spec.summary);
     for (const arg of spec.args ?? []) {
-      const name = arg.variadic ? `${arg.name}...` : arg.name;
-      const argument = command.createArgument(arg.required ? `<${name}>` : `[${name}]`, arg.description);
+      const argument = command.createArgument(arg.required ? `<${arg.name}>` : `[${arg.name}]`, arg.description);
       if (arg.choices) argument.choices(arg.choices);
       command.addArgument(argument);
     }
@@ -59,7 +57,7 @@ export function buildProgram(
     command.action(async (...received: unknown[]) => {
       const self = received[received.length - 1] as Command;
       const globals = self.optsWithGlobals() as Record<string, any>;
-      await onAction(spec, self.processedArgs.flat().filter((a) => a !== undefined).map(String), self.opts(), {
+      await onAction(spec, self.processedArgs.filter((a) => a !== undefined).map(String), self.opts(), {
         json: Boolean(globals.json),
         wide: Boolean(globals.wide),
         profile: globals.profile,
@@ -78,18 +76,20 @@ export function buildProgram(
 
 const GLOBAL_VALUE_FLAGS = new Set(['--profile', '--base-url', '--api-key']);
 
-/** The first word of the command line that names a noun or top-level command, skipping global flag values. */
-function commandWord(argv: readonly string[]): string | undefined {
-  for (let i = 0; i < argv.length; i++) {
+/** The commands the command line can name: its first one or two words that are not flags or their values. */
+function wantedCommands(argv: readonly string[]): readonly CommandEntry[] {
+  const words: string[] = [];
+  for (let i = 0; i < argv.length && words.length < 2; i++) {
     const word = argv[i];
-    if (GLOBAL_VALUE_FLAGS.has(word)) {
-      i++;
-      continue;
-    }
-    if (word.startsWith('-')) continue;
-    return registry.some((s) => s.path[0] === word) ? word : undefined;
+    if (GLOBAL_VALUE_FLAGS.has(word)) i++;
+    else if (word === '--') break;
+    else if (!word.startsWith('-')) words.push(word);
   }
-  return undefined;
+  const [first, second] = words;
+  const noun = registry.filter((s) => s.path[0] === first);
+  if (!noun.length) return registry;
+  const exact = noun.filter((s) => s.path.length === 1 || s.path[1] === second || VERB_ALIASES[s.path[1]] === second);
+  return exact.length === 1 ? exact : noun;
 }
 
 function toOption(spec: OptionSpec): Option {
@@ -120,7 +120,7 @@ export async function run(argv: readonly string[], io: CliIO, options: RunOption
   const signal = options.signal ?? new AbortController().signal;
   let exitCode: number = ExitCode.ok;
   let parsedGlobals: GlobalOptions | undefined;
-  let failedSpec: CommandSpec | undefined;
+  let failedSpec: CommandEntry | undefined;
   let jsonMode = argv.includes('--json');
   const program = buildProgram(io, async (spec, args, opts, globals) => {
     parsedGlobals = globals;
@@ -128,12 +128,12 @@ export async function run(argv: readonly string[], io: CliIO, options: RunOption
     failedSpec = spec;
     const { CommandContext } = await import('./context.js');
     const ctx = new CommandContext(io, globals, signal);
-    const { default: handler } = await spec.load();
+    const { default: command } = await spec.load();
     if (opts.agent === undefined && spec.options?.some((option) => option.flags.includes('--agent '))) {
       const { projectAgent } = await import('./project-file.js');
       opts.agent = await projectAgent(io.cwd);
     }
-    const outcome: Outcome = await handler(ctx, args, opts);
+    const outcome: Outcome = await (command.handler as (ctx: unknown, args: string[], options: Record<string, any>) => Promise<Outcome>)(ctx, args, opts);
     await print(ctx, outcome);
     exitCode = outcome.exitCode ?? ExitCode.ok;
   }, { json: jsonMode, argv });
@@ -163,7 +163,7 @@ async function print(ctx: import('./context.js').CommandContext, outcome: Outcom
   if (rendered.note && ctx.io.stderr.isTTY) ctx.info(rendered.note);
 }
 
-async function reportFailure(error: unknown, io: CliIO, globals: GlobalOptions | undefined, spec: CommandSpec | undefined): Promise<number> {
+async function reportFailure(error: unknown, io: CliIO, globals: GlobalOptions | undefined, spec: CommandEntry | undefined): Promise<number> {
   // Data first: a script still gets the record (e.g. the version a timed-out deploy created) on stdout.
   if (globals?.json && error instanceof CliError && error.json !== undefined) io.stdout.write(JSON.stringify(error.json, null, 2) + '\n');
   const { toFailure, formatFailure, jsonFailure } = await import('./output/failure.js');

@@ -2,7 +2,6 @@ import type { Version } from '../contract/resources.js';
 import { isIn, SETTLED_VERSION_STATUSES } from '../contract/lifecycle.js';
 import type { CommandContext } from './context.js';
 import { CliError, InterruptedError } from './errors.js';
-import { ExitCode } from './exit-codes.js';
 import { agentctl } from './shell.js';
 
 

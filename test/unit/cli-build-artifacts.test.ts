@@ -1,12 +1,24 @@
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, test } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
 import { buildOpenApiDocument } from '../../src/contract/openapi.js';
 import { completionScript } from '../../src/cli/completion.js';
+import { commandModules, isCommand, manifestSource, type FoundCommand } from '../../src/cli/manifest-describe.js';
 
 // `npm run build` writes these files; when the contract or the command registry changes without a
 // rebuild, the committed copies go stale and these tests say so.
 describe('committed build artifacts are up to date (run npm run build)', () => {
+  test('src/cli/manifest.ts holds the declaration of every command module', async () => {
+    const found: FoundCommand[] = [];
+    for (const module of commandModules('src/cli')) {
+      const { default: command } = await import(/* @vite-ignore */ path.resolve('src/cli', `${module}.ts`));
+      if (isCommand(command)) found.push({ module, command });
+    }
+    expect(found.map((f) => f.command.path.join(' '))).toContain('tasks migrate');
+    expect(readFileSync('src/cli/manifest.ts', 'utf8')).toBe(manifestSource(found));
+  });
+
   test('openapi.json matches the endpoint table', () => {
     expect(JSON.parse(readFileSync('openapi.json', 'utf8'))).toEqual(buildOpenApiDocument(pkg.version));
   });

@@ -4,58 +4,72 @@ import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AGENT_PROJECT_FILE, AgentProjectFile } from '../../contract/agent-project.js';
-import type { Handler } from '../command.js';
+import { defineCommand } from '../command.js';
 import { CliError, usageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { record } from '../output/view.js';
 import { shellCommand } from '../shell.js';
+import { agent } from '../options.js';
+import { ACP_TYPES } from '../../contract/enums.js';
 
 /** `agentctl init [DIR]`: a new agent project on the ADK that typechecks, runs and deploys as written. */
-const init: Handler = async (ctx, args, options) => {
-  const dir = path.resolve(ctx.io.cwd, args[0] ?? '.');
-  const dirName = path.basename(dir);
-  const agent = options.agent ?? `default/${slug(dirName)}`;
-  const parsed = AgentProjectFile.safeParse({ agent, acp_type: options.acpType });
-  if (!parsed.success) throw usageError(`Not an agent name: ${agent}`, 'Give --agent as namespace/name: lowercase letters, digits and dashes, e.g. default/my-bot.');
-  const entries = existsSync(dir) ? await readdir(dir) : [];
-  if (entries.length && !options.force) {
-    throw new CliError(`${dir} is not empty`, { exitCode: ExitCode.conflict, code: 'directory_not_empty', hint: 'Pick a new directory, or pass --force to write the project files into this one (same-named files are replaced).' });
-  }
-  const project = parsed.data;
-  const files: Record<string, string> = {
-    'package.json': JSON.stringify({ name: slug(dirName), version: '0.1.0', private: true, type: 'module', scripts: { start: 'node src/index.ts', typecheck: 'tsc --noEmit' } }, null, 2) + '\n',
-    'tsconfig.json': TSCONFIG,
-    [AGENT_PROJECT_FILE]: JSON.stringify({ agent: project.agent, entry: project.entry, acp_type: project.acp_type, description: '' }, null, 2) + '\n',
-    'src/index.ts': project.acp_type === 'sync' ? SYNC_AGENT : ASYNC_AGENT,
-    'README.md': readme(project.agent, project.acp_type),
-    '.gitignore': 'node_modules\n',
-  };
-  for (const [name, text] of Object.entries(files)) {
-    await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
-    await writeFile(path.join(dir, name), text);
-  }
-  // Like the local runtime does for a deployed copy: `agentctl/adk` resolves to this agentctl, so the
-  // project needs nothing from a registry; git ignores the link.
-  const link = path.join(dir, 'node_modules', 'agentctl');
-  if (!existsSync(link)) {
-    await mkdir(path.dirname(link), { recursive: true });
-    await symlink(packageRoot(), link, 'dir');
-  }
-  const committed = options.git === false ? false : await commitFirst(dir);
-  ctx.success(`Created ${project.agent} in ${dir}`);
-  ctx.info(`Next: ${shellCommand('cd', path.relative(ctx.io.cwd, dir) || '.')} && agentctl deploy`);
-  return {
-    json: { directory: dir, agent: project.agent, acp_type: project.acp_type, files: [...Object.keys(files), 'node_modules/agentctl'], git_commit: committed || null },
-    view: record([
-      ['Directory', dir],
-      ['Agent', project.agent],
-      ['Type', project.acp_type],
-      ['Files', Object.keys(files).join(', ')],
-      ['Commit', committed || '-'],
-    ]),
-  };
-};
-export default init;
+export default defineCommand({
+  path: ['init'],
+  summary: 'Write a new agent project (package.json, tsconfig, agentctl.json, src/index.ts on the ADK, README) and commit it',
+  description: 'Refuses a non-empty directory unless --force. node_modules/agentctl links this agentctl (git-ignored), so the project needs no registry.',
+  args: [{ name: 'dir', description: 'Directory to create (default: the current one)' }],
+  options: [
+    { ...agent, description: 'Agent as namespace/name (default: default/<directory name>)', complete: undefined },
+    { flags: '--acp-type <type>', description: 'async (events; default) or sync (messages answered inline)', choices: ACP_TYPES, default: 'async' },
+    { flags: '--force', description: 'Write into a non-empty directory (same-named files are replaced)' },
+    { flags: '--no-git', description: 'Do not create a git repository and first commit' },
+  ],
+  examples: ['agentctl init my-bot', 'agentctl init . --agent team/support-bot --force', 'agentctl init answers --acp-type sync'],
+  handler: async (ctx, args, options) => {
+    const dir = path.resolve(ctx.io.cwd, args[0] ?? '.');
+    const dirName = path.basename(dir);
+    const agent = options.agent ?? `default/${slug(dirName)}`;
+    const parsed = AgentProjectFile.safeParse({ agent, acp_type: options.acpType });
+    if (!parsed.success) throw usageError(`Not an agent name: ${agent}`, 'Give --agent as namespace/name: lowercase letters, digits and dashes, e.g. default/my-bot.');
+    const entries = existsSync(dir) ? await readdir(dir) : [];
+    if (entries.length && !options.force) {
+      throw new CliError(`${dir} is not empty`, { exitCode: ExitCode.conflict, code: 'directory_not_empty', hint: 'Pick a new directory, or pass --force to write the project files into this one (same-named files are replaced).' });
+    }
+    const project = parsed.data;
+    const files: Record<string, string> = {
+      'package.json': JSON.stringify({ name: slug(dirName), version: '0.1.0', private: true, type: 'module', scripts: { start: 'node src/index.ts', typecheck: 'tsc --noEmit' } }, null, 2) + '\n',
+      'tsconfig.json': TSCONFIG,
+      [AGENT_PROJECT_FILE]: JSON.stringify({ agent: project.agent, entry: project.entry, acp_type: project.acp_type, description: '' }, null, 2) + '\n',
+      'src/index.ts': project.acp_type === 'sync' ? SYNC_AGENT : ASYNC_AGENT,
+      'README.md': readme(project.agent, project.acp_type),
+      '.gitignore': 'node_modules\n',
+    };
+    for (const [name, text] of Object.entries(files)) {
+      await mkdir(path.dirname(path.join(dir, name)), { recursive: true });
+      await writeFile(path.join(dir, name), text);
+    }
+    // Like the local runtime does for a deployed copy: `agentctl/adk` resolves to this agentctl, so the
+    // project needs nothing from a registry; git ignores the link.
+    const link = path.join(dir, 'node_modules', 'agentctl');
+    if (!existsSync(link)) {
+      await mkdir(path.dirname(link), { recursive: true });
+      await symlink(packageRoot(), link, 'dir');
+    }
+    const committed = options.git === false ? false : await commitFirst(dir);
+    ctx.success(`Created ${project.agent} in ${dir}`);
+    ctx.info(`Next: ${shellCommand('cd', path.relative(ctx.io.cwd, dir) || '.')} && agentctl deploy`);
+    return {
+      json: { directory: dir, agent: project.agent, acp_type: project.acp_type, files: [...Object.keys(files), 'node_modules/agentctl'], git_commit: committed || null },
+      view: record([
+        ['Directory', dir],
+        ['Agent', project.agent],
+        ['Type', project.acp_type],
+        ['Files', Object.keys(files).join(', ')],
+        ['Commit', committed || '-'],
+      ]),
+    };
+  },
+});
 
 const slug = (name: string) => name.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^[-_]+|[-_]+$/g, '') || 'agent';
 

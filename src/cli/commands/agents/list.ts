@@ -1,14 +1,21 @@
-import type { Handler } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { call } from '../../api.js';
 import { agentColumns, table } from '../../output/resources.js';
 import { nameBook } from '../../names.js';
 import { listPaged } from '../../paging.js';
+import { all, limit, page } from '../../options.js';
 
-const list: Handler = async (ctx, _args, options) => {
-  const { items, raw } = await listPaged(ctx, options, 'agents', async (page, limit) => {
-    const { data, raw } = await call(ctx, 'listAgents', { query: { namespace: options.namespace, limit, page_number: page } });
-    return { items: data.agents, total: data.total, raw };
-  });
-  return { json: raw, view: table(agentColumns(await nameBook(ctx, ['namespaces'])), items, 'No agents. Deploy one with: agentctl deploy --agent default/<name> --image <url>') };
-};
-export default list;
+export default defineCommand({
+  path: ['agents', 'list'],
+  summary: 'List agents',
+  options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(100), page, all],
+  examples: ['agentctl agents list', 'agentctl agents list --namespace default --json'],
+  notFoundNext: 'agentctl namespaces list',
+  handler: async (ctx, _args, options) => {
+    const { items, raw } = await listPaged(ctx, options, 'agents', async (page, limit) => {
+      const { data, raw } = await call(ctx, 'listAgents', { query: { namespace: options.namespace, limit, page_number: page } });
+      return { items: data.agents, total: data.total, raw };
+    });
+    return { json: raw, view: table(agentColumns(await nameBook(ctx, ['namespaces'])), items, 'No agents. Deploy one with: agentctl deploy --agent default/<name> --image <url>') };
+  },
+});

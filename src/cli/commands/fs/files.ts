@@ -1,10 +1,15 @@
-import type { Handler } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { call } from '../../api.js';
 import { table } from '../../output/view.js';
 import { manifestColumns } from './shared.js';
 
-const files: Handler = async (ctx, [id]) => {
-  const { data, raw } = await call(ctx, 'listFilesystemFiles', { params: { filesystem_id: id! } });
-  return { json: raw, view: table(manifestColumns, data.files, 'The filesystem is empty.') };
-};
-export default files;
+export default defineCommand({
+  path: ['fs', 'files'],
+  summary: 'List every file of a filesystem with its mode and size',
+  args: [{ name: 'filesystem', description: 'fs_ id', required: true }],
+  examples: ['agentctl fs files fs_01J...', 'agentctl fs files fs_01J... --json'],
+  handler: async (ctx, [id]) => {
+    const { data, raw } = await call(ctx, 'listFilesystemFiles', { params: { filesystem_id: id! } });
+    return { json: raw, view: table(manifestColumns, data.files, 'The filesystem is empty.') };
+  },
+});

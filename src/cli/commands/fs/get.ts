@@ -1,22 +1,27 @@
-import type { Handler } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { call } from '../../api.js';
 import { record } from '../../output/view.js';
 import { formatBytes } from './shared.js';
 
-const get: Handler = async (ctx, [id]) => {
-  const { data, raw } = await call(ctx, 'getFilesystem', { params: { filesystem_id: id! } });
-  return {
-    json: raw,
-    view: record([
-      ['ID', data.id],
-      ['Namespace', data.namespace_id],
-      ['Project', data.project_id],
-      ['Checksum', data.archive_checksum ?? '(empty)'],
-      ['Files', data.files_count],
-      ['Size', formatBytes(data.size_bytes)],
-      ['Created', data.created_at, 'time'],
-      ['Updated', data.updated_at, 'time'],
-    ]),
-  };
-};
-export default get;
+export default defineCommand({
+  path: ['fs', 'get'],
+  summary: 'Show a filesystem: checksum, file count, size',
+  args: [{ name: 'filesystem', description: 'fs_ id', required: true }],
+  examples: ['agentctl fs get fs_01J...', 'agentctl fs get fs_01J... --json'],
+  handler: async (ctx, [id]) => {
+    const { data, raw } = await call(ctx, 'getFilesystem', { params: { filesystem_id: id! } });
+    return {
+      json: raw,
+      view: record([
+        ['ID', data.id],
+        ['Namespace', data.namespace_id],
+        ['Project', data.project_id],
+        ['Checksum', data.archive_checksum ?? '(empty)'],
+        ['Files', data.files_count],
+        ['Size', formatBytes(data.size_bytes)],
+        ['Created', data.created_at, 'time'],
+        ['Updated', data.updated_at, 'time'],
+      ]),
+    };
+  },
+});

@@ -1,10 +1,16 @@
-import type { Handler } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { call } from '../../api.js';
 import { groupColumns, table } from '../../output/resources.js';
 
-const create: Handler = async (ctx, [name], options) => {
-  const { data, raw } = await call(ctx, 'createGroup', { body: { name, description: options.description ?? '' } });
-  ctx.success(`Created sharing group ${data.name} (${data.id})`);
-  return { json: raw, view: table(groupColumns, [data], '') };
-};
-export default create;
+export default defineCommand({
+  path: ['groups', 'create'],
+  summary: 'Create a sharing group (org admins)',
+  args: [{ name: 'name', description: 'Group name', required: true }],
+  options: [{ flags: '--description <text>', description: 'Description' }],
+  examples: ['agentctl groups create platform --description "Platform team"'],
+  handler: async (ctx, [name], options) => {
+    const { data, raw } = await call(ctx, 'createGroup', { body: { name, description: options.description ?? '' } });
+    ctx.success(`Created sharing group ${data.name} (${data.id})`);
+    return { json: raw, view: table(groupColumns, [data], '') };
+  },
+});

@@ -1,6 +1,6 @@
 import type { Client } from '../../../client/index.js';
 import type { Preset, Scope } from '../../../contract/resources.js';
-import type { Handler } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import type { CommandContext } from '../../context.js';
 import { CliError, needsFlag } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
@@ -12,48 +12,69 @@ import { keyWizard, NO_GROUP_WARNING, parseScopeFlag, type KeyDraft, type Resour
 import { parseAgentPath } from '../../refs.js';
 import { resolveGroupIds } from '../groups/shared.js';
 import { kindsOfScopes, LIST_MAX, nameBook } from '../../names.js';
+import { PRESET_IDS } from '../../../contract/enums.js';
 
-const create: Handler = async (ctx, _args, options) => {
-  const client = await ctx.client();
-  const scopeFlags: string[] = options.scope ?? [];
-  const groupFlags: string[] | undefined = options.group;
-  const wizard = ctx.canPrompt() && (!options.name || scopeFlags.length === 0);
-  if (!wizard) {
-    if (scopeFlags.length === 0) throw needsFlag('--scope', options.preset ? `The ${options.preset} preset gives roles, not resources: name each resource` : 'A key needs at least one scope', 'agentctl keys create --preset deploy --scope namespace:default --name ci');
-    if (!options.name) throw needsFlag('--name', 'A key needs a name');
-  }
+export default defineCommand({
+  path: ['keys', 'create'],
+  summary: 'Create an API key: a four-step wizard on a terminal, or flags',
+  description:
+    'Steps: preset, scopes, sharing groups, review. Every step has a flag, so CI never prompts. --scope is type:id:role (type namespace, agent, project or org; an agent may be namespace/name, a namespace its slug); with --preset, type:id takes the preset’s role for that type. The secret is printed once, on stdout.',
+  options: [
+    { flags: '--preset <preset>', description: 'Scope preset', choices: PRESET_IDS },
+    { flags: '--scope <type:id[:role]>', description: 'A scope; repeat for more', repeatable: true, field: 'scopes' },
+    { flags: '--group <id>', description: 'Sharing group (grp_ id or name); repeat for more', repeatable: true, field: 'sharing_group_ids' },
+    { flags: '--name <name>', description: 'Key name' },
+    { flags: '--description <text>', description: 'Description' },
+    { flags: '--expires <when>', description: `Lifetime (90d, 12h, 2w, 1y), an ISO date, or never (default ${DEFAULT_KEY_EXPIRY}, as in the wizard)`, field: 'expires_at' },
+  ],
+  examples: [
+    'agentctl keys create',
+    'agentctl keys create --preset deploy --scope namespace:default --scope agent:default/bot --name ci-deploy --expires 90d',
+    'agentctl keys create --name reader --scope agent:agt_01J...:viewer --group grp_01J... --json',
+  ],
+  handler: async (ctx, _args, options) => {
+    const client = await ctx.client();
+    const scopeFlags: string[] = options.scope ?? [];
+    const groupFlags: string[] | undefined = options.group;
+    const wizard = ctx.canPrompt() && (!options.name || scopeFlags.length === 0);
+    if (!wizard) {
+      if (scopeFlags.length === 0) throw needsFlag('--scope', options.preset ? `The ${options.preset} preset gives roles, not resources: name each resource` : 'A key needs at least one scope', 'agentctl keys create --preset deploy --scope namespace:default --name ci');
+      if (!options.name) throw needsFlag('--name', 'A key needs a name');
+    }
 
-  const presets = options.preset || wizard ? (await client.listPresets()).presets : [];
-  const preset: Preset | undefined = options.preset ? presets.find((p) => p.id === options.preset) : undefined;
-  const scopes = await Promise.all(scopeFlags.map((flag) => resolveScope(client, flag, preset)));
-  const groupIds = groupFlags ? await resolveGroupIds(client, groupFlags, '--group') : [];
+    const presets = options.preset || wizard ? (await client.listPresets()).presets : [];
+    const preset: Preset | undefined = options.preset ? presets.find((p) => p.id === options.preset) : undefined;
+    const scopes = await Promise.all(scopeFlags.map((flag) => resolveScope(client, flag, preset)));
+    const groupIds = groupFlags ? await resolveGroupIds(client, groupFlags, '--group') : [];
 
-  let draft: KeyDraft | null;
-  if (wizard) {
-    draft = await keyWizard(await ctx.prompts(), {
-      presets,
-      preset,
-      scopes: scopes.length ? scopes : undefined,
-      groupIds: groupFlags ? groupIds : undefined,
-      given: { name: options.name, description: options.description, expires: options.expires },
-      resources: () => visibleResources(client),
-      groups: async () => (await client.listGroups({ query: { limit: LIST_MAX } })).groups.map((g) => ({ name: `${g.name} (${plural(g.member_count, 'member')})`, value: g.id, description: g.description })),
-      show: (d) => showReview(ctx, d),
-      warn: (message) => ctx.warn(message),
-      skipReview: ctx.globals.yes,
-    });
-    if (!draft) throw new CliError('No key was created', { exitCode: ExitCode.failure, code: 'declined' });
-  } else {
-    draft = { name: options.name, description: options.description ?? '', expires_at: parseExpires(options.expires ?? DEFAULT_KEY_EXPIRY), scopes, sharing_group_ids: groupIds };
-    if (!groupIds.length) ctx.warn(NO_GROUP_WARNING);
-  }
+    let draft: KeyDraft | null;
+    if (wizard) {
+      draft = await keyWizard(await ctx.prompts(), {
+        presets,
+        preset,
+        scopes: scopes.length ? scopes : undefined,
+        groupIds: groupFlags ? groupIds : undefined,
+        given: { name: options.name, description: options.description, expires: options.expires },
+        resources: () => visibleResources(client),
+        groups: async () => (await client.listGroups({ query: { limit: LIST_MAX } })).groups.map((g) => ({ name: `${g.name} (${plural(g.member_count, 'member')})`, value: g.id, description: g.description })),
+        show: (d) => showReview(ctx, d),
+        warn: (message) => ctx.warn(message),
+        skipReview: ctx.globals.yes,
+      });
+      if (!draft) throw new CliError('No key was created', { exitCode: ExitCode.failure, code: 'declined' });
+    } else {
+      // --name was required above when there is no wizard.
+      draft = { name: options.name!, description: options.description ?? '', expires_at: parseExpires(options.expires ?? DEFAULT_KEY_EXPIRY), scopes, sharing_group_ids: groupIds };
+      if (!groupIds.length) ctx.warn(NO_GROUP_WARNING);
+    }
 
-  const { data, raw } = await client.request('createKey', { body: draft });
-  const expiry = data.api_key.expires_at === null ? 'never expires' : `expires ${describeExpiry(data.api_key.expires_at)}`;
-  ctx.success(`Created key ${data.api_key.name} (${data.api_key.id}); it ${expiry}`);
-  ctx.warn('The secret is printed once, on stdout: store it now (e.g. agentctl auth login --with-token --profile <name>); it cannot be shown again.');
-  return { json: raw, view: text(data.key) };
-};
+    const { data, raw } = await client.request('createKey', { body: draft });
+    const expiry = data.api_key.expires_at === null ? 'never expires' : `expires ${describeExpiry(data.api_key.expires_at)}`;
+    ctx.success(`Created key ${data.api_key.name} (${data.api_key.id}); it ${expiry}`);
+    ctx.warn('The secret is printed once, on stdout: store it now (e.g. agentctl auth login --with-token --profile <name>); it cannot be shown again.');
+    return { json: raw, view: text(data.key) };
+  },
+});
 
 /** Resolves the resource of a `--scope` flag: namespace slugs and agent ns/name become ids. */
 async function resolveScope(client: Client, flag: string, preset: Preset | undefined): Promise<Scope> {
@@ -119,5 +140,3 @@ async function showReview(ctx: CommandContext, draft: KeyDraft): Promise<void> {
   );
   ctx.io.stderr.write(`\nReview\n${fields.stdout}\n${scopes.stdout}\n`);
 }
-
-export default create;

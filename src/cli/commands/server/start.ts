@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import type { Handler, Outcome } from '../../command.js';
+import { defineCommand, type Outcome } from '../../command.js';
 import type { CommandContext } from '../../context.js';
 import { dataDir } from '../../config.js';
 import { shellCommand, shellQuote } from '../../shell.js';
@@ -13,21 +13,38 @@ import { isServerProcess, readInfo, readPid, removeServerFiles, serverFiles, ser
 /** Set in the environment of the background child so it neither prints the key nor re-detaches. */
 const DETACHED_ENV = 'AGENTCTL_SERVER_DETACHED';
 
-const start: Handler = async (ctx, _args, options) => {
-  const files = serverFiles(options.dataDir, ctx.env, ctx.io.cwd);
-  mkdirSync(files.dir, { recursive: true, mode: 0o700 });
-  const running = readPid(files);
-  if (running !== undefined && running !== process.pid && isServerProcess(running)) {
-    throw new CliError(`A server from ${files.dir} is already running (pid ${running}${readInfo(files) ? `, ${readInfo(files)!.url}` : ''})`, {
-      exitCode: ExitCode.conflict,
-      code: 'already_running',
-      next: 'agentctl server stop',
-    });
-  }
-  const databaseUrl: string | undefined = options.databaseUrl ?? ctx.env.DATABASE_URL;
-  if (options.detach && !ctx.env[DETACHED_ENV]) return detach(ctx, files, options);
-  return foreground(ctx, files, { host: options.host, port: options.port, databaseUrl, runtime: options.runtime ?? ctx.env.AGENTCTL_RUNTIME, logLevel: options.logLevel, metricsPort: options.metricsPort });
-};
+export default defineCommand({
+  path: ['server', 'start'],
+  summary: 'Start the service (foreground, or --detach with a pid file and a log file)',
+  description:
+    'Uses embedded PGlite under the data directory, or PostgreSQL when --database-url / DATABASE_URL is set. On a fresh database the bootstrap org-admin key is saved into the server’s own profile: "local" for the default data directory, "local-<dir name>" for another (made current when there is none).',
+  options: [
+    { flags: '--host <host>', description: 'Interface to listen on', default: '127.0.0.1' },
+    { flags: '--port <port>', description: 'Port to listen on (0 picks a free one)', integer: true, default: 7420 },
+    { flags: '--data-dir <dir>', description: 'Data directory (env AGENTCTL_DATA_DIR; default under the user data dir)' },
+    { flags: '--database-url <url>', description: 'PostgreSQL URL instead of embedded PGlite (env DATABASE_URL)' },
+    { flags: '--detach', description: 'Run in the background; stop it with agentctl server stop' },
+    { flags: '--runtime <name>', description: 'What runs deployed versions: local child processes, kubernetes, or none (env AGENTCTL_RUNTIME; default local)', choices: ['local', 'kubernetes', 'none'] },
+    { flags: '--log-level <level>', description: 'Request log: one JSON line per request on stderr (readable on a terminal)', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
+    { flags: '--metrics-port <port>', description: 'Also serve GET /metrics without a key on this port (on the main port it needs an org-admin key)', integer: true },
+  ],
+  examples: ['agentctl server start', 'agentctl server start --detach --port 7420', 'DATABASE_URL=postgres://localhost/agents agentctl server start --host 0.0.0.0', 'agentctl server start --runtime none'],
+  handler: async (ctx, _args, options) => {
+    const files = serverFiles(options.dataDir, ctx.env, ctx.io.cwd);
+    mkdirSync(files.dir, { recursive: true, mode: 0o700 });
+    const running = readPid(files);
+    if (running !== undefined && running !== process.pid && isServerProcess(running)) {
+      throw new CliError(`A server from ${files.dir} is already running (pid ${running}${readInfo(files) ? `, ${readInfo(files)!.url}` : ''})`, {
+        exitCode: ExitCode.conflict,
+        code: 'already_running',
+        next: 'agentctl server stop',
+      });
+    }
+    const databaseUrl: string | undefined = options.databaseUrl ?? ctx.env.DATABASE_URL;
+    if (options.detach && !ctx.env[DETACHED_ENV]) return detach(ctx, files, options);
+    return foreground(ctx, files, { host: options.host, port: options.port, databaseUrl, runtime: options.runtime ?? ctx.env.AGENTCTL_RUNTIME, logLevel: options.logLevel, metricsPort: options.metricsPort });
+  },
+});
 
 async function foreground(
   ctx: CommandContext,
@@ -163,5 +180,3 @@ async function detach(ctx: CommandContext, files: ServerFiles, options: Record<s
     throw error;
   }
 }
-
-export default start;

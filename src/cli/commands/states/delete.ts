@@ -1,15 +1,28 @@
-import type { Handler } from '../../command.js';
+import { defineCommand } from '../../command.js';
+import { confirmApply } from '../../confirm.js';
 import { call } from '../../api.js';
 import { record } from '../../output/view.js';
 import { findState, ifMatch, noState } from './shared.js';
 import { agentctl } from '../../shell.js';
+import { agent } from '../../options.js';
 
-const remove: Handler = async (ctx, [id], options) => {
-  const target = await findState(ctx, id, options, 'agentctl states delete');
-  if (!target.state) throw noState(target, options.agent);
-  await ctx.confirm(`Delete state ${target.state.id} of task ${target.state.task_id}?`, agentctl('states', 'delete', target.state.id, '--yes'));
-  const { data, raw } = await call(ctx, 'deleteState', { params: { state_id: target.state.id } }, { headers: ifMatch(options.ifMatch) });
-  ctx.success(data.message);
-  return { json: raw, view: record([['ID', data.id], ['Result', data.message]]) };
-};
-export default remove;
+export default defineCommand({
+  path: ['states', 'delete'],
+  summary: 'Delete a state record (asks first; --yes to skip)',
+  args: [{ name: 'state', description: 'st_ id (or use --task and --agent)' }],
+  options: [{ flags: '--task <task>', description: 'Task: task_ id or task name', field: 'task_id' }, { ...agent, description: 'Agent (namespace/name or agt_ id)' }, { flags: '--if-match <version>', description: 'Only if still at this version', integer: true }],
+  examples: ['agentctl states delete st_01J... --yes', 'agentctl states delete --task task_01J... --agent default/bot --yes'],
+  notFoundNext: 'agentctl states list --task <task_id>',
+  handler: async (ctx, [id], options) => {
+    const target = await findState(ctx, id, options, 'agentctl states delete');
+    if (!target.state) throw noState(target, options.agent);
+    const { state } = target;
+    const { data, raw } = await confirmApply(ctx, {
+      question: `Delete state ${state.id} of task ${state.task_id}?`,
+      retry: agentctl('states', 'delete', state.id, '--yes'),
+      apply: () => call(ctx, 'deleteState', { params: { state_id: state.id } }, { headers: ifMatch(options.ifMatch) }),
+    });
+    ctx.success(data.message);
+    return { json: raw, view: record([['ID', data.id], ['Result', data.message]]) };
+  },
+});

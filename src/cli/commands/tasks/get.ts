@@ -1,11 +1,17 @@
-import type { Handler } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { call } from '../../api.js';
 import { taskRecord } from '../../output/resources.js';
 
-const get: Handler = async (ctx, [ref]) => {
-  const { data, raw } = ref.startsWith('task_')
-    ? await call(ctx, 'getTask', { params: { task_id: ref } })
-    : await call(ctx, 'getTaskByName', { params: { task_name: ref } });
-  return { json: raw, view: taskRecord(data) };
-};
-export default get;
+export default defineCommand({
+  path: ['tasks', 'get'],
+  summary: 'Show a task (by task_ id or by name)',
+  args: [{ name: 'task', description: 'task_ id or task name', required: true }],
+  examples: ['agentctl tasks get task_01J...', 'agentctl tasks get nightly-report --json'],
+  notFoundNext: 'agentctl tasks list',
+  handler: async (ctx, [ref]) => {
+    const { data, raw } = ref.startsWith('task_')
+      ? await call(ctx, 'getTask', { params: { task_id: ref } })
+      : await call(ctx, 'getTaskByName', { params: { task_name: ref } });
+    return { json: raw, view: taskRecord(data) };
+  },
+});

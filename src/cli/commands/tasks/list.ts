@@ -1,31 +1,46 @@
-import type { Handler } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { call } from '../../api.js';
 import { usageError } from '../../errors.js';
 import { table, taskColumns } from '../../output/resources.js';
 import { resolveVersionId } from '../../refs.js';
 import { listPaged } from '../../paging.js';
+import { agent, all, limit, page } from '../../options.js';
+import { TASK_STATUSES } from '../../../contract/lifecycle.js';
 
-const list: Handler = async (ctx, _args, options) => {
-  const agent: string | undefined = options.agent;
-  const branch: string | undefined = options.branch;
-  if (branch && !branch.startsWith('br_') && !agent) throw usageError('--branch by name needs --agent namespace/name (or pass a br_ id)');
-  const versionId = options.onVersion ? await resolveVersionId(await ctx.client(), options.onVersion, agent, '--on-version') : undefined;
-  const { items, raw } = await listPaged(ctx, options, 'tasks', async (page, limit) => {
-    const { data, raw } = await call(ctx, 'listTasks', {
-      query: {
-      agent_id: agent?.startsWith('agt_') ? agent : undefined,
-      agent: agent && !agent.startsWith('agt_') ? agent : undefined,
-      branch: branch && !branch.startsWith('br_') ? branch : undefined,
-      branch_id: branch?.startsWith('br_') ? branch : undefined,
-      version_id: versionId,
-      status: options.status,
-      limit,
-      page_number: page,
-      },
+export default defineCommand({
+  path: ['tasks', 'list'],
+  summary: 'List tasks',
+  options: [
+    agent,
+    { flags: '--branch <name>', description: 'Only this git branch (with --agent) or br_ id', field: ['branch', 'branch_id'] },
+    { flags: '--on-version <ref>', description: 'Only tasks currently on this version (vN or git-hash prefix of the --agent, or a ver_ id)', field: 'version_id' },
+    { flags: '--status <status>', description: 'Only this status', choices: TASK_STATUSES },
+    limit(100),
+    page,
+    all,
+  ],
+  examples: ['agentctl tasks list --agent default/bot --status RUNNING', 'agentctl tasks list --agent default/bot --all --json', 'agentctl tasks list --on-version ver_01J... --json'],
+  handler: async (ctx, _args, options) => {
+    const agent: string | undefined = options.agent;
+    const branch: string | undefined = options.branch;
+    if (branch && !branch.startsWith('br_') && !agent) throw usageError('--branch by name needs --agent namespace/name (or pass a br_ id)');
+    const versionId = options.onVersion ? await resolveVersionId(await ctx.client(), options.onVersion, agent, '--on-version') : undefined;
+    const { items, raw } = await listPaged(ctx, options, 'tasks', async (page, limit) => {
+      const { data, raw } = await call(ctx, 'listTasks', {
+        query: {
+        agent_id: agent?.startsWith('agt_') ? agent : undefined,
+        agent: agent && !agent.startsWith('agt_') ? agent : undefined,
+        branch: branch && !branch.startsWith('br_') ? branch : undefined,
+        branch_id: branch?.startsWith('br_') ? branch : undefined,
+        version_id: versionId,
+        status: options.status,
+        limit,
+        page_number: page,
+        },
+      });
+      // total is always there: only include_total=false leaves it out.
+      return { items: data.tasks, total: data.total ?? data.tasks.length, raw };
     });
-    // total is always there: only include_total=false leaves it out.
-    return { items: data.tasks, total: data.total ?? data.tasks.length, raw };
-  });
-  return { json: raw, view: table(taskColumns, items, 'No tasks.') };
-};
-export default list;
+    return { json: raw, view: table(taskColumns, items, 'No tasks.') };
+  },
+});

@@ -1,61 +1,92 @@
 import type { MigrateTasksRequest, MigrateTasksResponse } from '../../../contract/endpoints.js';
 import { isIn, ROUTABLE_VERSION_STATUSES } from '../../../contract/lifecycle.js';
-import type { Handler } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import type { CommandContext } from '../../context.js';
-import { needsFlag, usageError } from '../../errors.js';
+import { usageError } from '../../errors.js';
+import { call } from '../../api.js';
+import { planConfirmApply } from '../../confirm.js';
 import { table, taskColumns } from '../../output/resources.js';
 import { agentPathOf, resolveTaskId, resolveVersionId, shortHash } from '../../refs.js';
 import { shellCommand } from '../../shell.js';
 import { versionLabel } from '../../../contract/version-ref.js';
+import { agent } from '../../options.js';
 
-const migrate: Handler = async (ctx, _args, options) => {
-  const taskRefs: string[] = options.task ?? [];
-  if (Boolean(options.from) === taskRefs.length > 0) {
-    throw usageError('Give exactly one source: --from REF, or --task ID (repeatable)', undefined, 'agentctl tasks migrate --from <version> --to-latest');
-  }
-  if (Boolean(options.to) === Boolean(options.toLatest)) {
-    throw usageError('Give exactly one target: --to REF or --to-latest', undefined, 'agentctl tasks migrate --from <version> --to-latest');
-  }
-  const client = await ctx.client();
-  // Task names as ids, a few requests at a time (a migration may name up to 1000 tasks).
-  const taskIds: string[] = [];
-  for (let i = 0; i < taskRefs.length; i += 16) taskIds.push(...(await Promise.all(taskRefs.slice(i, i + 16).map((ref) => resolveTaskId(client, ref)))));
-  const body: Partial<MigrateTasksRequest> = {
-    from_version_id: options.from ? await resolveVersionId(client, options.from, options.agent, '--from') : null,
-    task_ids: taskIds.length ? taskIds : null,
-    to_version_id: options.to ? await resolveVersionId(client, options.to, options.agent, '--to') : null,
-    to_latest: Boolean(options.toLatest),
-  };
-  const retry = shellCommand(
-    'agentctl', 'tasks', 'migrate',
-    ...(options.agent ? ['--agent', options.agent] : []),
-    ...(options.from ? ['--from', options.from] : []),
-    ...taskRefs.flatMap((ref) => ['--task', ref]),
-    ...(options.to ? ['--to', options.to] : []),
-    options.toLatest && '--to-latest',
-    '--yes',
-  );
+export default defineCommand({
+  path: ['tasks', 'migrate'],
+  summary: 'Move tasks between versions of one branch (shows the plan and asks on a terminal)',
+  description:
+    'Source: --from REF (every RUNNING task on that version) or --task TASK (a task_ id or name; repeat). Target: --to REF or --to-latest. A REF is vN or a unique git-hash prefix (4+ characters) of the --agent (default: agentctl.json), or a ver_ id. --yes or --json applies without asking.',
+  options: [
+    { flags: '--from <ref>', description: 'Move every RUNNING task of this version', field: 'from_version_id' },
+    { flags: '--task <task>', description: 'Move this task (task_ id or name); repeat for more', repeatable: true, field: 'task_ids' },
+    { flags: '--to <ref>', description: 'Target version', field: 'to_version_id' },
+    { flags: '--to-latest', description: 'Target the branch’s newest ACTIVE or DEPLOYING version' },
+    { ...agent, description: 'Agent (namespace/name) for vN and git-hash references' },
+    { flags: '--dry-run', description: 'Only show what would move' },
+  ],
+  examples: [
+    'agentctl tasks migrate --from v1 --to-latest --agent default/bot',
+    'agentctl tasks migrate --from ver_01J... --to-latest',
+    'agentctl tasks migrate --agent default/bot --from 3f2a9c1 --to 9b8e7d6 --yes',
+    'agentctl tasks migrate --task task_01J... --task task_01K... --to ver_01J... --json',
+  ],
+  notFoundNext: 'agentctl versions list --agent <ns/name>',
+  handler: async (ctx, _args, options) => {
+    const taskRefs: string[] = options.task ?? [];
+    if (Boolean(options.from) === taskRefs.length > 0) {
+      throw usageError('Give exactly one source: --from REF, or --task ID (repeatable)', undefined, 'agentctl tasks migrate --from <version> --to-latest');
+    }
+    if (Boolean(options.to) === Boolean(options.toLatest)) {
+      throw usageError('Give exactly one target: --to REF or --to-latest', undefined, 'agentctl tasks migrate --from <version> --to-latest');
+    }
+    const client = await ctx.client();
+    // Task names as ids, a few requests at a time (a migration may name up to 1000 tasks).
+    const taskIds: string[] = [];
+    for (let i = 0; i < taskRefs.length; i += 16) taskIds.push(...(await Promise.all(taskRefs.slice(i, i + 16).map((ref) => resolveTaskId(client, ref)))));
+    const body: Partial<MigrateTasksRequest> = {
+      from_version_id: options.from ? await resolveVersionId(client, options.from, options.agent, '--from') : null,
+      task_ids: taskIds.length ? taskIds : null,
+      to_version_id: options.to ? await resolveVersionId(client, options.to, options.agent, '--to') : null,
+      to_latest: Boolean(options.toLatest),
+    };
+    const retry = shellCommand(
+      'agentctl', 'tasks', 'migrate',
+      ...(options.agent ? ['--agent', options.agent] : []),
+      ...(options.from ? ['--from', options.from] : []),
+      ...taskRefs.flatMap((ref) => ['--task', ref]),
+      ...(options.to ? ['--to', options.to] : []),
+      options.toLatest && '--to-latest',
+      '--yes',
+    );
 
-  // Where each task is now, so the undo command can send it back (specific mode may span versions).
-  const before = body.task_ids ? await currentVersions(ctx, body.task_ids) : undefined;
+    // Where each task is now, so the undo command can send it back (specific mode may span versions).
+    const before = body.task_ids ? await currentVersions(ctx, body.task_ids) : undefined;
 
-  if (options.dryRun) {
-    const { data, raw } = await client.request('migrateTasks', { body: { ...body, dry_run: true } });
-    ctx.info(await planText(ctx, data, body, before));
-    return { json: raw, view: table(taskColumns, data.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };
-  }
-  if (!ctx.globals.yes && !ctx.globals.json) {
-    if (!ctx.canPrompt()) throw needsFlag('--yes', 'Migrating tasks needs confirmation', retry);
-    const plan = (await client.request('migrateTasks', { body: { ...body, dry_run: true } })).data;
-    ctx.info(await planText(ctx, plan, body, before));
-    if (plan.tasks.length === 0) return { json: undefined, view: table(taskColumns, [], 'Nothing to move.') };
-    await ctx.confirm(`Move ${plan.tasks.length} task(s)?`);
-  }
-  const { data, raw } = await client.request('migrateTasks', { body: { ...body, dry_run: false } });
-  ctx.success(`Moved ${data.tasks.length} task(s) to ${versionLabel(data.to_version.number)} (${shortHash(data.to_version.git_hash)}, ${data.to_version.status}; ${data.to_version.id})`);
-  for (const line of await undoLines(ctx, data, body, before)) ctx.info(line);
-  return { json: raw, view: table(taskColumns, data.tasks, 'No task was moved.') };
-};
+    let planJson: unknown;
+    const outcome = await planConfirmApply(ctx, {
+      plan: async () => {
+        const { data, raw } = await call(ctx, 'migrateTasks', { body: { ...body, dry_run: true } });
+        planJson = raw;
+        return data;
+      },
+      describe: (plan) => planText(ctx, plan, body, before),
+      isEmpty: (plan) => plan.tasks.length === 0,
+      question: (plan) => `Move ${plan.tasks.length} task(s)?`,
+      needs: 'Migrating tasks needs confirmation',
+      retry,
+      dryRun: options.dryRun,
+      apply: () => call(ctx, 'migrateTasks', { body: { ...body, dry_run: false } }),
+    });
+    if (!outcome.applied) {
+      if (options.dryRun) return { json: planJson, view: table(taskColumns, outcome.plan!.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };
+      return { json: undefined, view: table(taskColumns, [], 'Nothing to move.') };
+    }
+    const { data, raw } = outcome.result;
+    ctx.success(`Moved ${data.tasks.length} task(s) to ${versionLabel(data.to_version.number)} (${shortHash(data.to_version.git_hash)}, ${data.to_version.status}; ${data.to_version.id})`);
+    for (const line of await undoLines(ctx, data, body, before)) ctx.info(line);
+    return { json: raw, view: table(taskColumns, data.tasks, 'No task was moved.') };
+  },
+});
 
 async function currentVersions(ctx: CommandContext, ids: string[]): Promise<Map<string, string>> {
   const client = await ctx.client();
@@ -111,4 +142,3 @@ async function undoLines(ctx: CommandContext, response: MigrateTasksResponse, bo
   }
   return lines;
 }
-export default migrate;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Handler } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { call } from '../../api.js';
 import { CliError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
@@ -7,24 +7,34 @@ import { readJsonObject } from '../../json-input.js';
 import { record } from '../../output/view.js';
 import { contentSummary, resolveTaskId } from './conversation.js';
 
-const send: Handler = async (ctx, [ref, text], options) => {
-  if ((text === undefined) === (options.data === undefined)) {
-    throw new CliError('Give the event as TEXT or as --data JSON (one of them)', { exitCode: ExitCode.usage, code: 'usage', hint: 'agentctl tasks send TASK "hello", or --data \'{"action":"approve"}\'' });
-  }
-  const taskId = await resolveTaskId(ctx, ref!);
-  const content = text !== undefined ? text : { type: 'data' as const, data: await readJsonObject(ctx, options.data, '--data') };
-  // One key per invocation: a retried request can never send the event twice.
-  const { data, raw } = await call(ctx, 'createEvent', { params: { task_id: taskId }, body: { content } }, { headers: { 'idempotency-key': randomUUID() } });
-  ctx.success(`Sent ${data.id} to ${taskId} (sequence ${data.sequence_id})`);
-  return {
-    json: raw,
-    view: record([
-      ['ID', data.id],
-      ['Task', data.task_id],
-      ['Sequence', data.sequence_id],
-      ['Content', contentSummary(data.content)],
-      ['Created', data.created_at, 'time'],
-    ]),
-  };
-};
-export default send;
+export default defineCommand({
+  path: ['tasks', 'send'],
+  summary: 'Send an event to a task: TEXT, or structured data with --data',
+  args: [
+    { name: 'task', description: 'task_ id or task name', required: true },
+    { name: 'text', description: 'The event text (or use --data)' },
+  ],
+  options: [{ flags: '--data <json>', description: 'Send a DataPart: a JSON object, @file.json, or - for standard input', field: 'content' }],
+  examples: ['agentctl tasks send task_01J... "hello"', 'agentctl tasks send nightly-report --data \'{"action":"approve"}\' --json'],
+  notFoundNext: 'agentctl tasks list',
+  handler: async (ctx, [ref, text], options) => {
+    if ((text === undefined) === (options.data === undefined)) {
+      throw new CliError('Give the event as TEXT or as --data JSON (one of them)', { exitCode: ExitCode.usage, code: 'usage', hint: 'agentctl tasks send TASK "hello", or --data \'{"action":"approve"}\'' });
+    }
+    const taskId = await resolveTaskId(ctx, ref!);
+    const content = text !== undefined ? text : { type: 'data' as const, data: await readJsonObject(ctx, options.data!, '--data') };
+    // One key per invocation: a retried request can never send the event twice.
+    const { data, raw } = await call(ctx, 'createEvent', { params: { task_id: taskId }, body: { content } }, { headers: { 'idempotency-key': randomUUID() } });
+    ctx.success(`Sent ${data.id} to ${taskId} (sequence ${data.sequence_id})`);
+    return {
+      json: raw,
+      view: record([
+        ['ID', data.id],
+        ['Task', data.task_id],
+        ['Sequence', data.sequence_id],
+        ['Content', contentSummary(data.content)],
+        ['Created', data.created_at, 'time'],
+      ]),
+    };
+  },
+});

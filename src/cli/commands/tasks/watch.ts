@@ -1,8 +1,17 @@
-import type { Handler } from '../../command.js';
+import { defineCommand } from '../../command.js';
 import { resolveTaskId, watchTask } from './conversation.js';
 
-const watch: Handler = async (ctx, [ref], options) => {
-  const taskId = await resolveTaskId(ctx, ref!);
-  return { exitCode: await watchTask(ctx, taskId, options.after ?? 0) };
-};
-export default watch;
+export default defineCommand({
+  path: ['tasks', 'watch'],
+  summary: 'Follow a task live: messages on stdout, events, progress and status on stderr',
+  description:
+    'Ends when the task does: exit 0 when it COMPLETED, 1 when it failed, was canceled or terminated; Ctrl-C exits 130. --json prints the stream records as JSON Lines. A dropped connection resumes where it left off.',
+  args: [{ name: 'task', description: 'task_ id or task name', required: true }],
+  options: [{ flags: '--after <sequence>', description: 'Start after this sequence_id (default: from the beginning)', integer: true }],
+  examples: ['agentctl tasks watch task_01J...', 'agentctl tasks watch nightly-report --json | jq -c .kind'],
+  notFoundNext: 'agentctl tasks list',
+  handler: async (ctx, [ref], options) => {
+    const taskId = await resolveTaskId(ctx, ref!);
+    return { exitCode: await watchTask(ctx, taskId, options.after ?? 0) };
+  },
+});
