@@ -174,7 +174,7 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
       expect(result.code).toBe(0);
       expect(result.json()).toMatchObject({ dry_run: true, branch_id: v1.branchId, to_version: { id: v2.versionId }, tasks: [{ id: task, current_version_id: v2.versionId }] });
       expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v1.versionId);
-      const applied = await runCli(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/bot', '--json'], { env });
+      const applied = await runCli(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/bot', '--json', '--yes'], { env });
       expect(applied.json().dry_run).toBe(false);
     });
 

@@ -121,7 +121,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const first = await deployActive(svc, 'default/bot');
     await deployActive(svc, 'default/bot');
     await deployActive(svc, 'default/bot');
-    const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', first.hash.slice(0, 9), '--json', '--detach'], { env });
+    const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', first.hash.slice(0, 9), '--json', '--detach', '--yes'], { env });
     expect(result.code).toBe(0);
     expect(parse('rollbackBranch', result.stdout).target_version.id).toBe(first.versionId);
   });
@@ -154,7 +154,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push((await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id);
     const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
-    const result = await runCli(['tasks', 'migrate', '--from', v1.versionId, '--to-latest', '--json'], { env });
+    const result = await runCli(['tasks', 'migrate', '--from', v1.versionId, '--to-latest', '--json', '--yes'], { env });
     expect(result.code).toBe(0);
     expect(result.stderr).toBe('');
     const response = parse('migrateTasks', result.stdout);
@@ -162,6 +162,29 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     expect(response.tasks.map((t: { id: string }) => t.id).sort()).toEqual([...ids].sort());
     const onV2 = await runCli(['tasks', 'list', '--on-version', v2.versionId, '--json'], { env });
     expect(parse('listTasks', onV2.stdout).total).toBe(3);
+  });
+
+  test('--json changes the output, never the confirmation: tasks migrate --json without --yes fails naming --yes and moves nothing', async () => {
+    const v1 = await deployActive(svc, 'default/bot');
+    const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body;
+    await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
+    const result = await runCli(['tasks', 'migrate', '--from', v1.versionId, '--to-latest', '--json'], { env });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'needs_flag', message: 'Migrating tasks needs confirmation: pass --yes (no prompt without a terminal, or under CI, --non-interactive or --json)' });
+    expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.versionId);
+  });
+
+  test('rollback --json without --yes fails naming --yes, with the command to paste, and the branch keeps its version', async () => {
+    await deployActive(svc, 'default/bot');
+    const second = await deployActive(svc, 'default/bot');
+    const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--json'], { env });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'needs_flag', message: 'Rolling back needs confirmation: pass --yes (no prompt without a terminal, or under CI, --non-interactive or --json)' });
+    const plain = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main'], { env });
+    expect(plain.stderr).toContain('try:  agentctl rollback --agent default/bot --branch main --yes');
+    expect((await svc.api('GET', `/branches/${second.branchId}`)).body.current_version.id).toBe(second.versionId);
   });
 
   test('tasks migrate --dry-run shows the plan and changes nothing', async () => {

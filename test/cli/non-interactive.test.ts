@@ -19,14 +19,16 @@ describe.each(engines)('agentctl never prompts without a terminal (%s)', (engine
   let svc: TestService;
   let config: ReturnType<typeof tempDir>;
   let env: Record<string, string>;
-  let ids: { agentId: string; versionId: string; branchId: string; taskId: string; stateId: string; keyId: string };
+  let ids: { agentId: string; versionId: string; branchId: string; taskId: string; stateId: string; keyId: string; groupId: string };
   beforeAll(async () => {
     svc = await openTestService(engine);
     const v1 = await deployActive(svc, 'default/bot');
     const taskId = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
     const stateId = (await svc.api('POST', '/states', { body: { task_id: taskId, agent_id: v1.agentId, state: {} } })).body.id;
     const keyId = (await svc.api('GET', '/whoami')).body.id;
-    ids = { ...v1, taskId, stateId, keyId };
+    const groupId = (await svc.api('POST', '/groups', { body: { name: 'platform' } })).body.id;
+    await svc.api('PUT', `/groups/${groupId}/members/${keyId}`);
+    ids = { ...v1, taskId, stateId, keyId, groupId };
   });
   afterAll(async () => svc?.close());
   beforeEach(() => {
@@ -56,6 +58,7 @@ describe.each(engines)('agentctl never prompts without a terminal (%s)', (engine
     ['keys create without a name', () => ['keys', 'create', '--scope', 'namespace:default:admin'], '--name'],
     ['keys revoke', () => ['keys', 'revoke', ids.keyId], '--yes'],
     ['keys rotate', () => ['keys', 'rotate', ids.keyId], '--yes'],
+    ['groups remove-member', () => ['groups', 'remove-member', ids.groupId, ids.keyId], '--yes'],
   ];
 
   test.each(cases.map(([name, args, flag]) => ({ name, args, flag })))('$name fails at once with exit 2 naming $flag', async ({ args, flag }) => {

@@ -73,7 +73,7 @@ describe('e2e: start a server, deploy two versions, migrate tasks', () => {
     const v2 = endpoints.deploy.response.parse(await json('deploy', '--agent', 'default/story', '--image', 'registry.local/story:2', '--sticky', '--detach'));
     await register(v2.version_id);
 
-    const migrated = MigrateTasksResponse.parse(await json('tasks', 'migrate', '--from', v1.version_id, '--to-latest'));
+    const migrated = MigrateTasksResponse.parse(await json('tasks', 'migrate', '--from', v1.version_id, '--to-latest', '--yes'));
     expect(migrated.from_version_id).toBe(v1.version_id);
     expect(migrated.to_version.id).toBe(v2.version_id);
     expect(migrated.tasks.map((t) => t.id).sort()).toEqual(tasks.map((t) => t.id).sort());
