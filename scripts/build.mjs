@@ -47,6 +47,21 @@ const chalkWithoutDetection = {
   },
 };
 
+// commander imports node:child_process at load (with dgram and net's socket list: about a tenth of
+// a bare `node -e 0`) for executable subcommands, which agentctl does not have: load it on use.
+const commanderWithoutEagerChildProcess = {
+  name: 'commander-lazy-child-process',
+  setup(b) {
+    b.onResolve({ filter: /^node:child_process$/ }, (args) =>
+      args.importer.startsWith(path.join(root, 'node_modules', 'commander') + path.sep) ? { path: 'child_process', namespace: 'commander-lazy-child-process' } : undefined,
+    );
+    b.onLoad({ filter: /.*/, namespace: 'commander-lazy-child-process' }, () => ({
+      contents: "export default { spawn: (...args) => process.getBuiltinModule('node:child_process').spawn(...args) };",
+      loader: 'js',
+    }));
+  },
+};
+
 rmSync(dist, { recursive: true, force: true });
 mkdirSync(dist, { recursive: true });
 
@@ -94,7 +109,7 @@ const cli = await build({
   target: 'node22',
   chunkNames: 'chunks/[name]-[hash]',
   external: serverOnly,
-  plugins: [englishOnlyZod, chalkWithoutDetection],
+  plugins: [englishOnlyZod, chalkWithoutDetection, commanderWithoutEagerChildProcess],
   metafile: true,
   minifyWhitespace: true,
   minifySyntax: true,

@@ -1,5 +1,6 @@
-import { Chalk, type ChalkInstance } from 'chalk';
-import type { Client } from '../client/index.js';
+import type { Chalk, ChalkInstance } from 'chalk';
+import type { ApiResponse, CallOptions, Client } from '../client/index.js';
+import type { EndpointInput, EndpointName, EndpointOutput } from '../contract/endpoints.js';
 import { configDir, ConfigStore, resolveCredentials, type Credentials, type Env } from './config.js';
 import { CliError, InterruptedError, unknownProfile } from './errors.js';
 import { ExitCode } from './exit-codes.js';
@@ -45,6 +46,14 @@ export interface Spinner {
 /** The one mark of success, for spinners and plain lines alike. */
 export const SUCCESS_GLYPH = '✓';
 
+/**
+ * chalk at colour level 0 (every style hands its text back unchanged) without loading chalk, for
+ * `--json` runs: loading it is about a twentieth of such a run, and they print no colour.
+ */
+const PLAIN: ChalkInstance = new Proxy(Object.assign((...text: unknown[]) => text.join(' '), { level: 0 }) as unknown as ChalkInstance, {
+  get: (target, key) => (key === 'level' ? 0 : typeof key === 'string' ? PLAIN : Reflect.get(target, key)),
+});
+
 const truthy = (value: string | undefined) => value !== undefined && value !== '' && value !== '0' && value.toLowerCase() !== 'false';
 
 export class CommandContext {
@@ -53,18 +62,25 @@ export class CommandContext {
   private clientPromise?: Promise<Client>;
   private prompter?: Promise<Prompter>;
 
-  constructor(
+  private constructor(
     readonly io: CliIO,
     readonly globals: GlobalOptions,
     readonly signal: AbortSignal,
+    private readonly chalkClass: typeof Chalk | undefined,
   ) {}
+
+  /** A context for one run. chalk is loaded for people, not under `--json`, which prints no colour. */
+  static async create(io: CliIO, globals: GlobalOptions, signal: AbortSignal): Promise<CommandContext> {
+    return new CommandContext(io, globals, signal, globals.json ? undefined : (await import('chalk')).Chalk);
+  }
 
   /** Colours when stdout or stderr is a terminal; decided on first use, as it reads stderr (main.ts). */
   get chalk(): ChalkInstance {
     if (!this.colours) {
-      const { globals, io } = this;
+      const { globals, io, chalkClass } = this;
+      if (!chalkClass) return (this.colours = PLAIN);
       const colour = globals.color && !('NO_COLOR' in io.env && io.env.NO_COLOR !== '') && (io.stdout.isTTY || io.stderr.isTTY || truthy(io.env.FORCE_COLOR));
-      this.colours = new Chalk({ level: colour ? 1 : 0 });
+      this.colours = new chalkClass({ level: colour ? 1 : 0 });
     }
     return this.colours;
   }
@@ -122,6 +138,11 @@ export class CommandContext {
   /** A client for the resolved base URL and key; fails with exit 4 when no key is configured. */
   client(options: { requireKey?: boolean } = {}): Promise<Client> {
     return (this.clientPromise ??= this.makeClient(options.requireKey ?? true));
+  }
+
+  /** Calls an endpoint with this context's client: how every command talks to the API; `raw` is what `--json` prints. */
+  async call<K extends EndpointName>(name: K, input?: EndpointInput<K>, options?: CallOptions): Promise<ApiResponse<EndpointOutput<K>>> {
+    return (await this.client()).request(name, input, options);
   }
 
   private async makeClient(requireKey: boolean): Promise<Client> {

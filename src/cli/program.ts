@@ -127,7 +127,7 @@ export async function run(argv: readonly string[], io: CliIO, options: RunOption
     jsonMode = globals.json;
     failedSpec = spec;
     const { CommandContext } = await import('./context.js');
-    const ctx = new CommandContext(io, globals, signal);
+    const ctx = await CommandContext.create(io, globals, signal);
     const { default: command } = await spec.load();
     if (opts.agent === undefined && spec.options?.some((option) => option.flags.includes('--agent '))) {
       const { projectAgent } = await import('./project-file.js');

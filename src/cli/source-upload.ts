@@ -6,7 +6,6 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { execa } from 'execa';
 import { AGENT_PROJECT_FILE, AgentProjectFile } from '../contract/agent-project.js';
-import { call } from './api.js';
 import type { CommandContext } from './context.js';
 import { usageError } from './errors.js';
 import { runSync, syncTransport } from './commands/fs/shared.js';
@@ -38,7 +37,7 @@ export const gitRoot = async (cwd: string) => (await execa('git', ['rev-parse', 
  * new filesystem of `namespace`; returns its id.
  */
 export async function uploadSource(ctx: CommandContext, root: string, namespace: string, workTree: boolean): Promise<string> {
-  const { data: fs } = await call(ctx, 'createFilesystem', { body: { namespace } });
+  const { data: fs } = await ctx.call('createFilesystem', { body: { namespace } });
   const transport = syncTransport(ctx);
   const { syncUp } = await import('../sync/index.js');
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'agentctl-source-'));

@@ -15,13 +15,12 @@ export interface WaitResult {
  * Fails with exit 1 on FAILED or after `timeoutSeconds`; Ctrl-C ends with 130 and a note that the server carries on.
  */
 export async function waitForVersion(ctx: CommandContext, versionId: string, timeoutSeconds: number, what: string): Promise<WaitResult> {
-  const client = await ctx.client();
   const interval = Number(ctx.env.AGENTCTL_POLL_INTERVAL_MS ?? 1000);
   const deadline = Date.now() + timeoutSeconds * 1000;
   const spinner = await ctx.spinner(`Waiting for ${versionId} to become ACTIVE`);
   try {
     for (;;) {
-      const { data, raw } = await client.request('getVersion', { params: { version_id: versionId } });
+      const { data, raw } = await ctx.call('getVersion', { params: { version_id: versionId } });
       if (isIn(SETTLED_VERSION_STATUSES, data.status)) {
         if (data.status === 'FAILED') {
           spinner.fail(`${what} failed: ${versionId} is FAILED${data.failure_reason ? ` (${data.failure_reason})` : ''}`);

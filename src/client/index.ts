@@ -119,15 +119,16 @@ export class AgentctlClient {
     const attempts = retriable ? 1 + (this.options.retries ?? 3) : 1;
     const transport = this.options.transport ?? send;
     for (let attempt = 1; ; attempt++) {
-      const started = performance.now();
-      this.trace(`→ ${endpoint.method} ${url} ${JSON.stringify(redactHeaders(headers))}${payload ? ' ' + JSON.stringify(redactJson(body)) : ''}`);
+      // Date.now, not performance.now: the global `performance` loads perf_hooks on first touch.
+      const started = Date.now();
+      this.trace(() => `→ ${endpoint.method} ${url} ${JSON.stringify(redactHeaders(headers))}${payload ? ' ' + JSON.stringify(redactJson(body)) : ''}`);
       let response: TransportResponse;
       try {
         response = await transport(url, { method: endpoint.method, headers, body: payload, signal: this.signalFor(call), onSent: () => void this.loadParser() });
       } catch (error) {
         if (this.options.signal?.aborted || call.signal?.aborted) throw error;
         const reason = failureReason(error);
-        this.trace(`← ${reason} after ${Math.round(performance.now() - started)} ms`);
+        this.trace(() => `← ${reason} after ${Date.now() - started} ms`);
         if (attempt < attempts) {
           await this.pause(this.backoff(attempt), call);
           continue;
@@ -135,7 +136,7 @@ export class AgentctlClient {
         throw new UnreachableError(this.baseUrl, reason);
       }
       const raw = parseJson(response.text);
-      this.trace(`← ${response.status} ${endpoint.method} ${url} (${Math.round(performance.now() - started)} ms, request ${response.headers.get('x-request-id') ?? '-'}) ${raw === undefined ? '(empty body)' : typeof raw === 'string' ? redactText(raw).slice(0, 4000) : JSON.stringify(redactJson(raw)).slice(0, 4000)}`);
+      this.trace(() => `← ${response.status} ${endpoint.method} ${url} (${Date.now() - started} ms, request ${response.headers.get('x-request-id') ?? '-'}) ${raw === undefined ? '(empty body)' : typeof raw === 'string' ? redactText(raw).slice(0, 4000) : JSON.stringify(redactJson(raw)).slice(0, 4000)}`);
       // Every answer of the service is a JSON body; anything else came from something in between, or from another program.
       if (raw === undefined || typeof raw === 'string') {
         if (RETRY_STATUSES.has(response.status) && attempt < attempts) {
@@ -208,8 +209,9 @@ export class AgentctlClient {
     });
   }
 
-  private trace(line: string): void {
-    this.options.debug?.(line);
+  /** A `--debug` line, built only when someone reads it (redacting a whole answer is not free). */
+  private trace(line: () => string): void {
+    this.options.debug?.(line());
   }
 }
 

@@ -1,6 +1,5 @@
 import { isIn, SETTLED_VERSION_STATUSES } from '../../contract/lifecycle.js';
 import { defineCommand } from '../command.js';
-import { call } from '../api.js';
 import { usageError } from '../errors.js';
 import { readGit } from '../git.js';
 import { versionRecord } from '../output/resources.js';
@@ -50,7 +49,7 @@ export default defineCommand({
     ctx.info(`Deploying ${git.hash.slice(0, 7)} "${git.subject}" of ${branch}${git.dirty ? ' (dirty)' : ''} as ${agentName}`);
     // Without an image the source itself is deployed: uploaded as a filesystem the runtime runs from.
     const sourceFilesystemId = options.image ? undefined : await uploadSource(ctx, root, agent.namespace_slug, Boolean(options.allowDirty));
-    const { data, raw } = await call(ctx, 'deploy', {
+    const { data, raw } = await ctx.call('deploy', {
       body: {
         namespace: agent.namespace_slug,
         agent_name: agent.agent_name,

@@ -26,7 +26,7 @@ export default defineCommand({
     const client = await ctx.client();
     const branch = await resolveBranch(client, options.branch, agent, 'agentctl rollback');
     const targetId = options.to ? await resolveVersionId(client, options.to, agent, '--to') : null;
-    const request = (dryRun: boolean) => client.request('rollbackBranch', { params: { branch_id: branch.id }, body: { target_version_id: targetId, dry_run: dryRun } });
+    const request = (dryRun: boolean) => ctx.call('rollbackBranch', { params: { branch_id: branch.id }, body: { target_version_id: targetId, dry_run: dryRun } });
 
     const { data, raw } = await confirmApply(ctx, {
       plan: async () => (await request(true)).data,

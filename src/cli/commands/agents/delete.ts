@@ -1,6 +1,5 @@
 import { defineCommand } from '../../command.js';
 import { confirmApply } from '../../confirm.js';
-import { call } from '../../api.js';
 import { record } from '../../output/view.js';
 import { parseAgentPath } from '../../refs.js';
 import { agentctl } from '../../shell.js';
@@ -15,7 +14,7 @@ export default defineCommand({
     const { data, raw } = await confirmApply(ctx, {
       question: `Delete agent ${ref}, its branches, versions and environments?`,
       retry: agentctl('agents', 'delete', ref, '--yes'),
-      apply: () => (ref.startsWith('agt_') ? call(ctx, 'deleteAgent', { params: { agent_id: ref } }) : call(ctx, 'deleteAgentByName', { params: parseAgentPath(ref) })),
+      apply: () => (ref.startsWith('agt_') ? ctx.call('deleteAgent', { params: { agent_id: ref } }) : ctx.call('deleteAgentByName', { params: parseAgentPath(ref) })),
     });
     ctx.success(data.message);
     return { json: raw, view: record([['ID', data.id], ['Result', data.message]]) };

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { agentRecord } from '../../output/resources.js';
 import { nameBook } from '../../names.js';
 import { parseAgentPath } from '../../refs.js';
@@ -12,8 +11,8 @@ export default defineCommand({
   notFoundNext: 'agentctl agents list',
   handler: async (ctx, [ref]) => {
     const { data, raw } = ref.startsWith('agt_')
-      ? await call(ctx, 'getAgent', { params: { agent_id: ref } })
-      : await call(ctx, 'getAgentByName', { params: parseAgentPath(ref) });
+      ? await ctx.call('getAgent', { params: { agent_id: ref } })
+      : await ctx.call('getAgentByName', { params: parseAgentPath(ref) });
     return { json: raw, view: agentRecord(data, await nameBook(ctx, ['namespaces'])) };
   },
 });

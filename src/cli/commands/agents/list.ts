@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { agentColumns, table } from '../../output/resources.js';
 import { nameBook } from '../../names.js';
 import { listPaged } from '../../paging.js';
@@ -13,7 +12,7 @@ export default defineCommand({
   notFoundNext: 'agentctl namespaces list',
   handler: async (ctx, _args, options) => {
     const { items, raw } = await listPaged(ctx, options, 'agents', async (page, limit) => {
-      const { data, raw } = await call(ctx, 'listAgents', { query: { namespace: options.namespace, limit, page_number: page } });
+      const { data, raw } = await ctx.call('listAgents', { query: { namespace: options.namespace, limit, page_number: page } });
       return { items: data.agents, total: data.total, raw };
     });
     return { json: raw, view: table(agentColumns(await nameBook(ctx, ['namespaces'])), items, 'No agents. Deploy one with: agentctl deploy --agent default/<name> --image <url>') };

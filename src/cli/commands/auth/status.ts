@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { CliError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { record } from '../../output/view.js';
@@ -25,7 +24,7 @@ export default defineCommand({
         next: 'agentctl auth login',
       });
     }
-    const { data: whoami, raw } = await call(ctx, 'whoami');
+    const { data: whoami, raw } = await ctx.call('whoami');
     const names = await nameBook(ctx, [...kindsOfScopes([whoami]), ...(whoami.sharing_group_ids.length ? (['groups'] as const) : [])]);
     return {
       json: {

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { branchRecord } from '../../output/resources.js';
 import { resolveBranch } from '../../refs.js';
 import { agent } from '../../options.js';
@@ -13,7 +12,7 @@ export default defineCommand({
   notFoundNext: 'agentctl branches list --agent <ns/name>',
   handler: async (ctx, [ref], options) => {
     const branch = await resolveBranch(await ctx.client(), ref, options.agent, 'agentctl branches get');
-    const { data, raw } = await call(ctx, 'getBranch', { params: { branch_id: branch.id } });
+    const { data, raw } = await ctx.call('getBranch', { params: { branch_id: branch.id } });
     return { json: raw, view: branchRecord(data) };
   },
 });

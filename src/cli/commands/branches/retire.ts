@@ -1,6 +1,5 @@
 import { defineCommand } from '../../command.js';
 import { confirmApply } from '../../confirm.js';
-import { call } from '../../api.js';
 import { needsFlag } from '../../errors.js';
 import { branchRecord } from '../../output/resources.js';
 import { resolveBranch } from '../../refs.js';
@@ -24,7 +23,7 @@ export default defineCommand({
     const { data, raw } = await confirmApply(ctx, {
       question: `Retire branch ${branch.git_branch} (${branch.id})? Its versions become RETIRED${options.force ? ' and its running tasks are terminated' : ''}.`,
       retry: agentctl('branches', 'retire', branch.id, '--reason', reason, options.force && '--force', '--yes'),
-      apply: () => call(ctx, 'retireBranch', { params: { branch_id: branch.id }, body: { reason, force: Boolean(options.force) } }),
+      apply: () => ctx.call('retireBranch', { params: { branch_id: branch.id }, body: { reason, force: Boolean(options.force) } }),
     });
     ctx.success(`Retired branch ${data.git_branch}`);
     return { json: raw, view: branchRecord(data) };

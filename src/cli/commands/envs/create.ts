@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { usageError } from '../../errors.js';
 import { environmentRecord } from '../../output/resources.js';
 import { agentPathOf, requireAgentOption } from '../../refs.js';
@@ -18,7 +17,7 @@ export default defineCommand({
     const rules: string[] | undefined = options.rule;
     if (!rules?.length) throw usageError('Missing --rule', 'Give at least one branch rule: a name, a prefix wildcard like feature/*, or *.', agentctl('envs', 'create', name, '--agent', agent, '--rule', '*'));
     const path = await agentPathOf(await ctx.client(), agent);
-    const { data, raw } = await call(ctx, 'createEnvironment', { params: path, body: { name, branch_rules: rules, description: options.description ?? '' } });
+    const { data, raw } = await ctx.call('createEnvironment', { params: path, body: { name, branch_rules: rules, description: options.description ?? '' } });
     ctx.success(`Created environment ${data.name} (${data.branch_rules.join(', ')})`);
     return { json: raw, view: environmentRecord(data) };
   },

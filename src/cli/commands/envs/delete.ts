@@ -1,6 +1,5 @@
 import { defineCommand } from '../../command.js';
 import { confirmApply } from '../../confirm.js';
-import { call } from '../../api.js';
 import { record } from '../../output/view.js';
 import { agentPathOf, requireAgentOption } from '../../refs.js';
 import { agentctl } from '../../shell.js';
@@ -18,7 +17,7 @@ export default defineCommand({
     const { data, raw } = await confirmApply(ctx, {
       question: `Delete environment ${name} of ${agent}?`,
       retry: agentctl('envs', 'delete', name, '--agent', agent, '--yes'),
-      apply: async () => call(ctx, 'deleteEnvironment', { params: { ...(await agentPathOf(await ctx.client(), agent)), env_name: name } }),
+      apply: async () => ctx.call('deleteEnvironment', { params: { ...(await agentPathOf(await ctx.client(), agent)), env_name: name } }),
     });
     ctx.success(data.message);
     return { json: raw, view: record([['ID', data.id], ['Result', data.message]]) };

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { environmentRecord } from '../../output/resources.js';
 import { agentPathOf, requireAgentOption } from '../../refs.js';
 import { agent } from '../../options.js';
@@ -13,7 +12,7 @@ export default defineCommand({
   notFoundNext: 'agentctl envs list --agent <ns/name>',
   handler: async (ctx, [name], options) => {
     const path = await agentPathOf(await ctx.client(), requireAgentOption(options.agent, 'agentctl envs get'));
-    const { data, raw } = await call(ctx, 'getEnvironment', { params: { ...path, env_name: name } });
+    const { data, raw } = await ctx.call('getEnvironment', { params: { ...path, env_name: name } });
     return { json: raw, view: environmentRecord(data) };
   },
 });

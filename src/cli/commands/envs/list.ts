@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { environmentColumns, table } from '../../output/resources.js';
 import { agentPathOf, requireAgentOption } from '../../refs.js';
 import { agent } from '../../options.js';
@@ -12,7 +11,7 @@ export default defineCommand({
   notFoundNext: 'agentctl agents list',
   handler: async (ctx, _args, options) => {
     const path = await agentPathOf(await ctx.client(), requireAgentOption(options.agent, 'agentctl envs list'));
-    const { data, raw } = await call(ctx, 'listEnvironments', { params: path });
+    const { data, raw } = await ctx.call('listEnvironments', { params: path });
     return { json: raw, view: table(environmentColumns, data.environments, 'No environments.') };
   },
 });

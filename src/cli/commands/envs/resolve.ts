@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { usageError } from '../../errors.js';
 import { record } from '../../output/view.js';
 import { agentPathOf, requireAgentOption } from '../../refs.js';
@@ -16,7 +15,7 @@ export default defineCommand({
     const agent = requireAgentOption(options.agent, 'agentctl envs resolve');
     if (!options.branch) throw usageError('Missing --branch', 'Name the git branch to resolve.', agentctl('envs', 'resolve', '--agent', agent, '--branch', 'main'));
     const path = await agentPathOf(await ctx.client(), agent);
-    const { data, raw } = await call(ctx, 'resolveEnvironment', { params: path, query: { branch: options.branch } });
+    const { data, raw } = await ctx.call('resolveEnvironment', { params: path, query: { branch: options.branch } });
     return {
       json: raw,
       view: record([

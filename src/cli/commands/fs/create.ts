@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { filesystemTable } from './shared.js';
 
 export default defineCommand({
@@ -12,7 +11,7 @@ export default defineCommand({
   examples: ['agentctl fs create --project prj_01J...', 'agentctl fs create --namespace default --json'],
   handler: async (ctx, _args, options) => {
     const body = options.project ? { project_id: options.project as string } : { namespace: (options.namespace as string | undefined) ?? 'default' };
-    const { data, raw } = await call(ctx, 'createFilesystem', { body });
+    const { data, raw } = await ctx.call('createFilesystem', { body });
     ctx.success(`Created filesystem ${data.id}`);
     return { json: raw, view: filesystemTable([data]) };
   },

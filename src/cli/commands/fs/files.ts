@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { table } from '../../output/view.js';
 import { manifestColumns } from './shared.js';
 
@@ -9,7 +8,7 @@ export default defineCommand({
   args: [{ name: 'filesystem', description: 'fs_ id', required: true }],
   examples: ['agentctl fs files fs_01J...', 'agentctl fs files fs_01J... --json'],
   handler: async (ctx, [id]) => {
-    const { data, raw } = await call(ctx, 'listFilesystemFiles', { params: { filesystem_id: id! } });
+    const { data, raw } = await ctx.call('listFilesystemFiles', { params: { filesystem_id: id! } });
     return { json: raw, view: table(manifestColumns, data.files, 'The filesystem is empty.') };
   },
 });

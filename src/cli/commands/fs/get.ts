@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { record } from '../../output/view.js';
 import { formatBytes } from './shared.js';
 
@@ -9,7 +8,7 @@ export default defineCommand({
   args: [{ name: 'filesystem', description: 'fs_ id', required: true }],
   examples: ['agentctl fs get fs_01J...', 'agentctl fs get fs_01J... --json'],
   handler: async (ctx, [id]) => {
-    const { data, raw } = await call(ctx, 'getFilesystem', { params: { filesystem_id: id! } });
+    const { data, raw } = await ctx.call('getFilesystem', { params: { filesystem_id: id! } });
     return {
       json: raw,
       view: record([

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { record } from '../../output/view.js';
 import { resolveGroupIds, resolveKeyId } from './shared.js';
 
@@ -16,7 +15,7 @@ export default defineCommand({
   handler: async (ctx, [groupRef, keyRef]) => {
     const client = await ctx.client();
     const [[groupId], keyId] = await Promise.all([resolveGroupIds(client, [groupRef!], 'group'), resolveKeyId(client, keyRef!, 'key')]);
-    const { data, raw } = await call(ctx, 'addGroupMember', { params: { group_id: groupId, member_id: keyId } });
+    const { data, raw } = await ctx.call('addGroupMember', { params: { group_id: groupId, member_id: keyId } });
     ctx.success(`${data.name} (${data.member_id}) is a member of sharing group ${groupRef}`);
     return { json: raw, view: record([['Group', data.group_id], ['Member', data.member_id], ['Name', data.name], ['Added', data.added_at, 'time']]) };
   },

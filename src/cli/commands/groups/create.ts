@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { groupColumns, table } from '../../output/resources.js';
 
 export default defineCommand({
@@ -9,7 +8,7 @@ export default defineCommand({
   options: [{ flags: '--description <text>', description: 'Description' }],
   examples: ['agentctl groups create platform --description "Platform team"'],
   handler: async (ctx, [name], options) => {
-    const { data, raw } = await call(ctx, 'createGroup', { body: { name, description: options.description ?? '' } });
+    const { data, raw } = await ctx.call('createGroup', { body: { name, description: options.description ?? '' } });
     ctx.success(`Created sharing group ${data.name} (${data.id})`);
     return { json: raw, view: table(groupColumns, [data], '') };
   },

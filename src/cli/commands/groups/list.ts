@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { groupColumns, table } from '../../output/resources.js';
 import { listPaged } from '../../paging.js';
 import { all, limit, page } from '../../options.js';
@@ -11,7 +10,7 @@ export default defineCommand({
   examples: ['agentctl groups list', 'agentctl groups list --all --json'],
   handler: async (ctx, _args, options) => {
     const { items, raw } = await listPaged(ctx, options, 'groups', async (page, limit) => {
-      const { data, raw } = await call(ctx, 'listGroups', { query: { limit, page_number: page } });
+      const { data, raw } = await ctx.call('listGroups', { query: { limit, page_number: page } });
       return { items: data.groups, total: data.total, raw };
     });
     return { json: raw, view: table(groupColumns, items, 'No sharing groups. Create one with: agentctl groups create <name>') };

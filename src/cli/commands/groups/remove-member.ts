@@ -1,6 +1,5 @@
 import { defineCommand } from '../../command.js';
 import { confirmApply } from '../../confirm.js';
-import { call } from '../../api.js';
 import { record } from '../../output/view.js';
 import { resolveGroupIds, resolveKeyId } from './shared.js';
 import { agentctl } from '../../shell.js';
@@ -20,7 +19,7 @@ export default defineCommand({
     const { data, raw } = await confirmApply(ctx, {
       question: `Remove ${keyRef} from sharing group ${groupRef}? It loses the access the group gives.`,
       retry: agentctl('groups', 'remove-member', groupRef, keyRef, '--yes'),
-      apply: () => call(ctx, 'removeGroupMember', { params: { group_id: groupId, member_id: keyId } }),
+      apply: () => ctx.call('removeGroupMember', { params: { group_id: groupId, member_id: keyId } }),
     });
     ctx.success(`${keyRef} (${keyId}) is no longer a member of ${groupRef}`);
     return { json: raw, view: record([['ID', data.id], ['Message', data.message]]) };

@@ -68,7 +68,7 @@ export default defineCommand({
       if (!groupIds.length) ctx.warn(NO_GROUP_WARNING);
     }
 
-    const { data, raw } = await client.request('createKey', { body: draft });
+    const { data, raw } = await ctx.call('createKey', { body: draft });
     const expiry = data.api_key.expires_at === null ? 'never expires' : `expires ${describeExpiry(data.api_key.expires_at)}`;
     ctx.success(`Created key ${data.api_key.name} (${data.api_key.id}); it ${expiry}`);
     ctx.warn('The secret is printed once, on stdout: store it now (e.g. agentctl auth login --with-token --profile <name>); it cannot be shown again.');

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { keyRecord } from '../../output/resources.js';
 import { kindsOfScopes, nameBook } from '../../names.js';
 import { resolveKeyId } from '../../refs.js';
@@ -12,7 +11,7 @@ export default defineCommand({
   notFoundNext: 'agentctl keys list',
   handler: async (ctx, [ref]) => {
     const id = await resolveKeyId(await ctx.client(), ref!, true);
-    const { data, raw } = await call(ctx, 'getKey', { params: { key_id: id } });
+    const { data, raw } = await ctx.call('getKey', { params: { key_id: id } });
     return { json: raw, view: keyRecord(data, await nameBook(ctx, [...kindsOfScopes([data]), 'groups'])) };
   },
 });

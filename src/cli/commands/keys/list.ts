@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { keyColumns, table } from '../../output/resources.js';
 import { kindsOfScopes, nameBook } from '../../names.js';
 
@@ -9,7 +8,7 @@ export default defineCommand({
   options: [{ flags: '--include-revoked', description: 'Include revoked keys' }],
   examples: ['agentctl keys list', 'agentctl keys list --include-revoked --json'],
   handler: async (ctx, _args, options) => {
-    const { data, raw } = await call(ctx, 'listKeys', { query: { include_revoked: options.includeRevoked ? 'true' : 'false' } });
+    const { data, raw } = await ctx.call('listKeys', { query: { include_revoked: options.includeRevoked ? 'true' : 'false' } });
     return { json: raw, view: table(keyColumns(await nameBook(ctx, kindsOfScopes(data.api_keys))), data.api_keys, 'No API keys.') };
   },
 });

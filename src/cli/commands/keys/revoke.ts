@@ -1,6 +1,5 @@
 import { defineCommand } from '../../command.js';
 import { confirmApply } from '../../confirm.js';
-import { call } from '../../api.js';
 import { keyRecord } from '../../output/resources.js';
 import { kindsOfScopes, nameBook } from '../../names.js';
 import { resolveKeyId } from '../../refs.js';
@@ -16,7 +15,7 @@ export default defineCommand({
     const { data, raw } = await confirmApply(ctx, {
       question: `Revoke key ${ref}? Every request with it fails from now on.`,
       retry: agentctl('keys', 'revoke', ref, '--yes'),
-      apply: async () => call(ctx, 'revokeKey', { params: { key_id: await resolveKeyId(await ctx.client(), ref, false) } }),
+      apply: async () => ctx.call('revokeKey', { params: { key_id: await resolveKeyId(await ctx.client(), ref, false) } }),
     });
     ctx.success(`Revoked key ${data.name} (${data.key_prefix}…)`);
     return { json: raw, view: keyRecord(data, await nameBook(ctx, [...kindsOfScopes([data]), 'groups'])) };

@@ -1,6 +1,5 @@
 import { defineCommand } from '../../command.js';
 import { confirmApply } from '../../confirm.js';
-import { call } from '../../api.js';
 import { text } from '../../output/view.js';
 import { agentctl } from '../../shell.js';
 import { resolveKeyId } from '../../refs.js';
@@ -19,8 +18,8 @@ export default defineCommand({
       apply: async () => {
         const id = await resolveKeyId(await ctx.client(), ref, false);
         // Rotating the key this profile logs in with would lock the profile out: keep it in step.
-        const own = credentials.apiKeySource === 'profile' ? (await call(ctx, 'whoami')).data.id === id : false;
-        return { own, ...(await call(ctx, 'rotateKey', { params: { key_id: id } })) };
+        const own = credentials.apiKeySource === 'profile' ? (await ctx.call('whoami')).data.id === id : false;
+        return { own, ...(await ctx.call('rotateKey', { params: { key_id: id } })) };
       },
     });
     if (own) {

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { namespaceColumns, table } from '../../output/resources.js';
 
 export default defineCommand({
@@ -9,7 +8,7 @@ export default defineCommand({
   options: [{ flags: '--name <name>', description: 'Display name (default: the slug)' }],
   examples: ['agentctl namespaces create research --name "Research"'],
   handler: async (ctx, [slug], options) => {
-    const { data, raw } = await call(ctx, 'createNamespace', { body: { slug, name: options.name ?? slug } });
+    const { data, raw } = await ctx.call('createNamespace', { body: { slug, name: options.name ?? slug } });
     ctx.success(`Created namespace ${data.slug} (${data.id})`);
     return { json: raw, view: table(namespaceColumns, [data], '') };
   },

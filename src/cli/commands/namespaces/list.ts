@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { namespaceColumns, table } from '../../output/resources.js';
 import { listPaged } from '../../paging.js';
 import { all, limit, page } from '../../options.js';
@@ -11,7 +10,7 @@ export default defineCommand({
   examples: ['agentctl namespaces list', 'agentctl namespaces list --all --json'],
   handler: async (ctx, _args, options) => {
     const { items, raw } = await listPaged(ctx, options, 'namespaces', async (page, limit) => {
-      const { data, raw } = await call(ctx, 'listNamespaces', { query: { limit, page_number: page } });
+      const { data, raw } = await ctx.call('listNamespaces', { query: { limit, page_number: page } });
       return { items: data.namespaces, total: data.total, raw };
     });
     return { json: raw, view: table(namespaceColumns, items, 'No namespaces.') };

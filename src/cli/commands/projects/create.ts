@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { projectColumns, table } from '../../output/resources.js';
 import { nameBook } from '../../names.js';
 
@@ -13,7 +12,7 @@ export default defineCommand({
   ],
   examples: ['agentctl projects create docs --namespace research --description "Shared files"'],
   handler: async (ctx, [name], options) => {
-    const { data, raw } = await call(ctx, 'createProject', { body: { name, namespace: options.namespace, description: options.description ?? '' } });
+    const { data, raw } = await ctx.call('createProject', { body: { name, namespace: options.namespace, description: options.description ?? '' } });
     ctx.success(`Created project ${data.name} (${data.id})`);
     return { json: raw, view: table(projectColumns(await nameBook(ctx, ['namespaces'])), [data], '') };
   },

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { projectColumns, table } from '../../output/resources.js';
 import { nameBook } from '../../names.js';
 import { listPaged } from '../../paging.js';
@@ -12,7 +11,7 @@ export default defineCommand({
   examples: ['agentctl projects list', 'agentctl projects list --namespace research --all --json'],
   handler: async (ctx, _args, options) => {
     const { items, raw } = await listPaged(ctx, options, 'projects', async (page, limit) => {
-      const { data, raw } = await call(ctx, 'listProjects', { query: { namespace: options.namespace, limit, page_number: page } });
+      const { data, raw } = await ctx.call('listProjects', { query: { namespace: options.namespace, limit, page_number: page } });
       return { items: data.projects, total: data.total, raw };
     });
     return { json: raw, view: table(projectColumns(await nameBook(ctx, ['namespaces'])), items, 'No projects.') };

@@ -1,6 +1,5 @@
 import { defineCommand } from '../../command.js';
 import { confirmApply } from '../../confirm.js';
-import { call } from '../../api.js';
 import { record } from '../../output/view.js';
 import { findState, ifMatch, noState } from './shared.js';
 import { agentctl } from '../../shell.js';
@@ -20,7 +19,7 @@ export default defineCommand({
     const { data, raw } = await confirmApply(ctx, {
       question: `Delete state ${state.id} of task ${state.task_id}?`,
       retry: agentctl('states', 'delete', state.id, '--yes'),
-      apply: () => call(ctx, 'deleteState', { params: { state_id: state.id } }, { headers: ifMatch(options.ifMatch) }),
+      apply: () => ctx.call('deleteState', { params: { state_id: state.id } }, { headers: ifMatch(options.ifMatch) }),
     });
     ctx.success(data.message);
     return { json: raw, view: record([['ID', data.id], ['Result', data.message]]) };

@@ -44,7 +44,6 @@ export default defineCommand({
   handler: async (ctx, [id], options) => {
     const data = await readData(ctx, options);
     const target = await findState(ctx, id, options, 'agentctl states put');
-    const client = await ctx.client();
     const headers = ifMatch(options.ifMatch);
     let result: ApiResponse<State>;
     let created = false;
@@ -53,7 +52,7 @@ export default defineCommand({
         throw new CliError(`No state exists yet for task ${target.taskId}, so --if-match ${options.ifMatch} cannot match`, { exitCode: ExitCode.conflict, code: 'precondition_failed' });
       }
       try {
-        result = await client.request('createState', { body: { task_id: target.taskId!, agent_id: target.agentId!, state: data } });
+        result = await ctx.call('createState', { body: { task_id: target.taskId!, agent_id: target.agentId!, state: data } });
         created = true;
       } catch (error) {
         // Someone created it between our lookup and our create: write over (or into) theirs.
@@ -70,8 +69,7 @@ export default defineCommand({
 });
 
 async function write(ctx: CommandContext, state: State, data: Record<string, unknown>, merge: boolean | undefined, headers: Record<string, string> | undefined): Promise<ApiResponse<State>> {
-  const client = await ctx.client();
   return merge
-    ? client.request('mergeState', { params: { state_id: state.id }, body: { state: data } }, { headers })
-    : client.request('replaceState', { params: { state_id: state.id }, body: { task_id: state.task_id, agent_id: state.agent_id, state: data } }, { headers });
+    ? ctx.call('mergeState', { params: { state_id: state.id }, body: { state: data } }, { headers })
+    : ctx.call('replaceState', { params: { state_id: state.id }, body: { task_id: state.task_id, agent_id: state.agent_id, state: data } }, { headers });
 }

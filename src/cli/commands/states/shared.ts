@@ -19,13 +19,13 @@ export async function findState(ctx: CommandContext, id: string | undefined, opt
   const client = await ctx.client();
   if (id) {
     if (options.task || options.agent) throw usageError('Give a state id or --task and --agent, not both');
-    const { data, raw } = await client.request('getState', { params: { state_id: id } });
+    const { data, raw } = await ctx.call('getState', { params: { state_id: id } });
     return { state: data, raw };
   }
   if (!options.task || !options.agent) throw usageError('Name the state: a st_ id, or --task and --agent', undefined, `${command} --task <task_id> --agent <ns/name>`);
   const agentId = options.agent.startsWith('agt_') ? options.agent : (await resolveAgent(client, options.agent)).id;
   const taskId = await resolveTaskId(client, options.task);
-  const { data, raw } = await client.request('listStates', { query: { task_id: taskId, agent_id: agentId } });
+  const { data, raw } = await ctx.call('listStates', { query: { task_id: taskId, agent_id: agentId } });
   return { state: data.states[0], raw: (raw as { states: unknown[] }).states[0], taskId, agentId };
 }
 

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { taskRecord } from '../../output/resources.js';
 import { resolveTaskId } from '../../refs.js';
 
@@ -11,7 +10,7 @@ export default defineCommand({
   notFoundNext: 'agentctl tasks list',
   handler: async (ctx, [ref]) => {
     const id = await resolveTaskId(await ctx.client(), ref!);
-    const { data, raw } = await call(ctx, 'cancelTask', { params: { task_id: id } });
+    const { data, raw } = await ctx.call('cancelTask', { params: { task_id: id } });
     ctx.success(`Task ${data.name ?? data.id} is ${data.status}`);
     return { json: raw, view: taskRecord(data) };
   },

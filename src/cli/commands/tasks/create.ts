@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { readJsonObject } from '../../json-input.js';
 import { taskRecord } from '../../output/resources.js';
 import { requireAgentOption } from '../../refs.js';
@@ -21,7 +20,7 @@ export default defineCommand({
   notFoundNext: 'agentctl agents list',
   handler: async (ctx, _args, options) => {
     const agent = requireAgentOption(options.agent, 'agentctl tasks create');
-    const { data, raw } = await call(ctx, 'createTask', {
+    const { data, raw } = await ctx.call('createTask', {
       body: {
         ...(agent.startsWith('agt_') ? { agent_id: agent } : { agent_name: agent }),
         branch: options.branch,

@@ -1,6 +1,5 @@
 import { defineCommand } from '../../command.js';
 import { confirmApply } from '../../confirm.js';
-import { call } from '../../api.js';
 import { taskRecord } from '../../output/resources.js';
 import { resolveTaskId } from '../../refs.js';
 import { agentctl } from '../../shell.js';
@@ -15,7 +14,7 @@ export default defineCommand({
     const { data, raw } = await confirmApply(ctx, {
       question: `Delete task ${ref}? It is marked DELETED and can no longer change.`,
       retry: agentctl('tasks', 'delete', ref, '--yes'),
-      apply: async () => call(ctx, 'deleteTask', { params: { task_id: await resolveTaskId(await ctx.client(), ref) } }),
+      apply: async () => ctx.call('deleteTask', { params: { task_id: await resolveTaskId(await ctx.client(), ref) } }),
     });
     ctx.success(`Task ${data.name ?? data.id} is ${data.status}`);
     return { json: raw, view: taskRecord(data) };

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { taskRecord } from '../../output/resources.js';
 
 export default defineCommand({
@@ -10,8 +9,8 @@ export default defineCommand({
   notFoundNext: 'agentctl tasks list',
   handler: async (ctx, [ref]) => {
     const { data, raw } = ref.startsWith('task_')
-      ? await call(ctx, 'getTask', { params: { task_id: ref } })
-      : await call(ctx, 'getTaskByName', { params: { task_name: ref } });
+      ? await ctx.call('getTask', { params: { task_id: ref } })
+      : await ctx.call('getTaskByName', { params: { task_name: ref } });
     return { json: raw, view: taskRecord(data) };
   },
 });

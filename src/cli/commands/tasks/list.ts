@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { usageError } from '../../errors.js';
 import { table, taskColumns } from '../../output/resources.js';
 import { resolveVersionId } from '../../refs.js';
@@ -26,7 +25,7 @@ export default defineCommand({
     if (branch && !branch.startsWith('br_') && !agent) throw usageError('--branch by name needs --agent namespace/name (or pass a br_ id)');
     const versionId = options.onVersion ? await resolveVersionId(await ctx.client(), options.onVersion, agent, '--on-version') : undefined;
     const { items, raw } = await listPaged(ctx, options, 'tasks', async (page, limit) => {
-      const { data, raw } = await call(ctx, 'listTasks', {
+      const { data, raw } = await ctx.call('listTasks', {
         query: {
         agent_id: agent?.startsWith('agt_') ? agent : undefined,
         agent: agent && !agent.startsWith('agt_') ? agent : undefined,

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { table } from '../../output/view.js';
 import type { Message } from '../../../contract/conversation.js';
 import { contentSummary, handlerErrorOf, resolveTaskId } from './conversation.js';
@@ -16,7 +15,7 @@ export default defineCommand({
   notFoundNext: 'agentctl tasks list',
   handler: async (ctx, [ref], options) => {
     const taskId = await resolveTaskId(ctx, ref!);
-    const { data, raw } = await call(ctx, 'listMessages', { query: { task_id: taskId, after_sequence_id: options.after, limit: options.limit } });
+    const { data, raw } = await ctx.call('listMessages', { query: { task_id: taskId, after_sequence_id: options.after, limit: options.limit } });
     if (data.has_more) ctx.info(`More messages follow: --after ${data.messages.at(-1)!.sequence_id}`);
     return {
       json: raw,

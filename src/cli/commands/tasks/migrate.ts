@@ -3,7 +3,6 @@ import { isIn, ROUTABLE_VERSION_STATUSES } from '../../../contract/lifecycle.js'
 import { defineCommand } from '../../command.js';
 import type { CommandContext } from '../../context.js';
 import { usageError } from '../../errors.js';
-import { call } from '../../api.js';
 import { planConfirmApply } from '../../confirm.js';
 import { table, taskColumns } from '../../output/resources.js';
 import { agentPathOf, resolveTaskId, resolveVersionId, shortHash } from '../../refs.js';
@@ -65,7 +64,7 @@ export default defineCommand({
     let planJson: unknown;
     const outcome = await planConfirmApply(ctx, {
       plan: async () => {
-        const { data, raw } = await call(ctx, 'migrateTasks', { body: { ...body, dry_run: true } });
+        const { data, raw } = await ctx.call('migrateTasks', { body: { ...body, dry_run: true } });
         planJson = raw;
         return data;
       },
@@ -75,7 +74,7 @@ export default defineCommand({
       needs: 'Migrating tasks needs confirmation',
       retry,
       dryRun: options.dryRun,
-      apply: () => call(ctx, 'migrateTasks', { body: { ...body, dry_run: false } }),
+      apply: () => ctx.call('migrateTasks', { body: { ...body, dry_run: false } }),
     });
     if (!outcome.applied) {
       if (options.dryRun) return { json: planJson, view: table(taskColumns, outcome.plan!.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { CliError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { readJsonObject } from '../../json-input.js';
@@ -24,7 +23,7 @@ export default defineCommand({
     const taskId = await resolveTaskId(ctx, ref!);
     const content = text !== undefined ? text : { type: 'data' as const, data: await readJsonObject(ctx, options.data!, '--data') };
     // One key per invocation: a retried request can never send the event twice.
-    const { data, raw } = await call(ctx, 'createEvent', { params: { task_id: taskId }, body: { content } }, { headers: { 'idempotency-key': randomUUID() } });
+    const { data, raw } = await ctx.call('createEvent', { params: { task_id: taskId }, body: { content } }, { headers: { 'idempotency-key': randomUUID() } });
     ctx.success(`Sent ${data.id} to ${taskId} (sequence ${data.sequence_id})`);
     return {
       json: raw,

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { text } from '../../output/view.js';
 import { resolveVersionId } from '../../refs.js';
 import { shellQuote } from '../../shell.js';
@@ -20,9 +19,9 @@ export default defineCommand({
   notFoundNext: 'agentctl versions list --agent <ns/name>',
   handler: async (ctx, [ref], options) => {
     const id = await resolveVersionId(await ctx.client(), ref, options.agent, 'version');
-    const { data: version } = await call(ctx, 'getVersion', { params: { version_id: id } });
-    const { data: secret } = await call(ctx, 'getSigningSecret', { params: { version_id: id } });
-    const { data: token } = await call(ctx, 'createRegistrationToken', { params: { version_id: id } });
+    const { data: version } = await ctx.call('getVersion', { params: { version_id: id } });
+    const { data: secret } = await ctx.call('getSigningSecret', { params: { version_id: id } });
+    const { data: token } = await ctx.call('createRegistrationToken', { params: { version_id: id } });
     const baseUrl = ctx.credentials().baseUrl;
     const values = {
       AGENTCTL_VERSION_ID: id,

@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { eventColumns, table, versionRecord } from '../../output/resources.js';
 import { resolveVersionId } from '../../refs.js';
 import { agent } from '../../options.js';
@@ -14,10 +13,10 @@ export default defineCommand({
   handler: async (ctx, [ref], options) => {
     const id = await resolveVersionId(await ctx.client(), ref, options.agent, 'version');
     if (options.events) {
-      const { data, raw } = await call(ctx, 'listVersionEvents', { params: { version_id: id } });
+      const { data, raw } = await ctx.call('listVersionEvents', { params: { version_id: id } });
       return { json: raw, view: table(eventColumns, data.events, 'No events.') };
     }
-    const { data, raw } = await call(ctx, 'getVersion', { params: { version_id: id } });
+    const { data, raw } = await ctx.call('getVersion', { params: { version_id: id } });
     return { json: raw, view: versionRecord(data) };
   },
 });

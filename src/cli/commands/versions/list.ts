@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { usageError } from '../../errors.js';
 import { table, versionColumns } from '../../output/resources.js';
 import { noteNewest } from '../../paging.js';
@@ -20,13 +19,13 @@ export default defineCommand({
   handler: async (ctx, _args, options) => {
     if (!options.agent && typeof options.branch === 'string' && options.branch.startsWith('br_')) {
       if (options.status) throw usageError('--status needs --agent (the branch list has no status filter)', undefined, agentctl('versions', 'list', '--agent', placeholder('ns/name'), '--branch', placeholder('name'), '--status', options.status));
-      const { data, raw } = await call(ctx, 'listBranchVersions', { params: { branch_id: options.branch }, query: { limit: options.limit } });
+      const { data, raw } = await ctx.call('listBranchVersions', { params: { branch_id: options.branch }, query: { limit: options.limit } });
       noteNewest(ctx, data.versions.length, data.total, VERSION_LIST_MAX);
       return { json: raw, view: table(versionColumns, data.versions, EMPTY) };
     }
     const agent = requireAgentOption(options.agent, 'agentctl versions list');
     const path = await agentPathOf(await ctx.client(), agent);
-    const { data, raw } = await call(ctx, 'listAgentVersions', { params: path, query: { branch: options.branch, status: options.status, limit: options.limit } });
+    const { data, raw } = await ctx.call('listAgentVersions', { params: path, query: { branch: options.branch, status: options.status, limit: options.limit } });
     noteNewest(ctx, data.versions.length, data.total, VERSION_LIST_MAX);
     return { json: raw, view: table(versionColumns, data.versions, EMPTY) };
   },

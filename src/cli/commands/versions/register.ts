@@ -1,5 +1,4 @@
 import { defineCommand } from '../../command.js';
-import { call } from '../../api.js';
 import { versionRecord } from '../../output/resources.js';
 import { resolveVersionId } from '../../refs.js';
 import { agent } from '../../options.js';
@@ -21,7 +20,7 @@ export default defineCommand({
   handler: async (ctx, [ref], options) => {
     const id = await resolveVersionId(await ctx.client(), ref, options.agent, 'version');
     const status = options.status as (typeof REPORTED_VERSION_STATUSES)[number];
-    const { data, raw } = await call(ctx, 'registerVersion', {
+    const { data, raw } = await ctx.call('registerVersion', {
       body: { version_id: id, status, ...(status === 'FAILED' && options.reason ? { failure_reason: options.reason } : {}) },
     });
     if (data.tasks_migrated > 0) ctx.info(`${data.tasks_migrated} task(s) moved back to the version still serving.`);
