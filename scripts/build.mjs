@@ -118,6 +118,27 @@ const cli = await build({
   banner: { js: "import { createRequire as __agentctlRequire } from 'node:module'; const require = __agentctlRequire(import.meta.url);" },
   logLevel: 'warning',
 });
+// No command's start-up path may load zod (about a third of a short command's run): what a command
+// imports statically, from the entry to its own module, must not reach it. zod loads on demand only
+// (a long-lived client's response schemas).
+{
+  const outputs = cli.metafile.outputs;
+  const staticClosure = (file, seen = new Set()) => {
+    if (seen.has(file)) return seen;
+    seen.add(file);
+    for (const i of outputs[file]?.imports ?? []) if (i.kind === 'import-statement' && !i.external) staticClosure(i.path, seen);
+    return seen;
+  };
+  const reachesZod = (file) => [...staticClosure(file)].some((f) => Object.keys(outputs[f]?.inputs ?? {}).some((input) => input.includes('node_modules/zod/')));
+  const entry = Object.keys(outputs).find((f) => outputs[f].entryPoint === 'src/cli/main.ts');
+  const commandChunks = Object.keys(outputs).filter((f) => outputs[f].entryPoint?.startsWith('src/cli/commands/'));
+  // deploy and init check agentctl.json against its one schema (src/contract/agent-project.ts); both
+  // run git and write or upload files, so the schema is a small part of their run.
+  const allowed = new Set(['src/cli/commands/deploy.ts', 'src/cli/commands/init.ts']);
+  const offenders = [entry, ...commandChunks].filter((f) => !allowed.has(outputs[f].entryPoint) && reachesZod(f)).map((f) => outputs[f].entryPoint);
+  if (!commandChunks.length) throw new Error('found no command chunks in the metafile');
+  if (offenders.length) throw new Error(`these load zod at start-up; import zod-free contract modules instead (src/contract/enums.ts, lifecycle.ts): ${offenders.join(', ')}`);
+}
 for (const [file, output] of Object.entries(cli.metafile.outputs)) {
   if (!file.endsWith('.js')) continue;
   const builtins = output.imports.filter((i) => i.external && i.kind === 'import-statement' && isBuiltin(i.path) && i.path !== 'node:module').length;

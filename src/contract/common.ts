@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ACP_TYPES, SDK_TYPES } from './enums.js';
+import { ACP_TYPES, RESOURCE_TYPES, ROLES, ROLES_BY_RESOURCE_TYPE, SDK_TYPES } from './enums.js';
 import { AGENT_STATUSES, TASK_STATUSES, TERMINAL_TASK_STATUSES, VERSION_STATUSES } from './lifecycle.js';
 
 /** ISO 8601 UTC with milliseconds and `Z`, as every timestamp the service writes. */
@@ -39,18 +39,12 @@ export const AgentInputType = z.enum(['text', 'json']);
 export const ACPType = z.enum(ACP_TYPES);
 export const SDKType = z.enum(SDK_TYPES);
 
-export const ResourceType = z.enum(['org', 'namespace', 'project', 'agent']);
+export const ResourceType = z.enum(RESOURCE_TYPES);
 export type ResourceType = z.infer<typeof ResourceType>;
 
-/** The spec's table: valid roles per resource type. */
-export const ROLES_BY_RESOURCE_TYPE: Record<ResourceType, readonly string[]> = {
-  org: ['admin', 'member'],
-  namespace: ['admin'],
-  project: ['discoverer', 'viewer', 'editor', 'owner'],
-  agent: ['discoverer', 'viewer', 'editor', 'owner', 'executor'],
-};
+export { ROLES_BY_RESOURCE_TYPE };
 
-export const Role = z.enum(['admin', 'member', 'discoverer', 'viewer', 'editor', 'owner', 'executor']);
+export const Role = z.enum(ROLES);
 export type Role = z.infer<typeof Role>;
 
 /** 422 body: exactly the spec's shape. */

@@ -17,3 +17,17 @@ export const PRESET_IDS = ['deploy', 'read-only', 'agent-runner', 'custom'] as c
 
 /** The most versions one versions list answers (GET .../versions takes `limit` 1..this). */
 export const VERSION_LIST_MAX = 100;
+
+export const RESOURCE_TYPES = ['org', 'namespace', 'project', 'agent'] as const;
+export const ROLES = ['admin', 'member', 'discoverer', 'viewer', 'editor', 'owner', 'executor'] as const;
+
+/** The spec's table: valid roles per resource type. */
+export const ROLES_BY_RESOURCE_TYPE: Record<(typeof RESOURCE_TYPES)[number], readonly string[]> = {
+  org: ['admin', 'member'],
+  namespace: ['admin'],
+  project: ['discoverer', 'viewer', 'editor', 'owner'],
+  agent: ['discoverer', 'viewer', 'editor', 'owner', 'executor'],
+};
+
+/** The SSE event name of a version's log lines (GET .../logs?follow=true). */
+export const LOG_SSE_EVENT = 'log';

@@ -29,5 +29,4 @@ export const VersionLogsQuery = z.object({
 export const VersionLogs = z.object({ lines: z.array(VersionLogLine) }).meta({ id: 'VersionLogs' });
 export type VersionLogs = z.infer<typeof VersionLogs>;
 
-/** The SSE event name of a log line when following. */
-export const LOG_SSE_EVENT = 'log';
+export { LOG_SSE_EVENT } from './enums.js';

@@ -1,6 +1,7 @@
 import type { Client } from '../../client/index.js';
 import { readEventStream } from '../../client/sse.js';
-import { LOG_SSE_EVENT, type VersionLogLine } from '../../contract/runtime.js';
+import { LOG_SSE_EVENT } from '../../contract/enums.js';
+import type { VersionLogLine } from '../../contract/runtime.js';
 import { isIn, LIVE_VERSION_STATUSES } from '../../contract/lifecycle.js';
 import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';

@@ -1,4 +1,5 @@
-import { ROLES_BY_RESOURCE_TYPE, type ResourceType } from '../../contract/common.js';
+import { ROLES_BY_RESOURCE_TYPE } from '../../contract/enums.js';
+import type { ResourceType } from '../../contract/common.js';
 import type { Preset, Scope } from '../../contract/resources.js';
 import { usageError } from '../errors.js';
 import { DEFAULT_KEY_EXPIRY, parseExpires } from '../key-expiry.js';
