@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // Launcher. First the Node version, in syntax any Node parses: the dependencies fail in obscure
 // ways on an older one (`TEXT_ENCODINGS.union is not a function`), so say what to install instead.
-import module from 'node:module';
-
-// Through require, not `import { readFileSync } from 'node:fs'`: the ESM facade of node:fs alone
-// costs about a fifth of a bare `node -e 0` (scripts/build.mjs, withoutBuiltinFacades).
-const range = module.createRequire(import.meta.url)('../package.json').engines.node;
+// process.getBuiltinModule, not `import ... from 'node:fs'` nor createRequire: the ESM facade of a
+// built-in and the CommonJS loader each cost a few percent of a short command (scripts/build.mjs,
+// withoutBuiltinFacades). A Node without it (before 22.3) is too old anyway: any way will do there.
+const fs = process.getBuiltinModule ? process.getBuiltinModule('node:fs') : await import('node:fs');
+const module = process.getBuiltinModule ? process.getBuiltinModule('node:module') : (await import('node:module')).default;
+const range = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).engines.node;
 if (!satisfies(process.versions.node, range)) {
   process.stderr.write(
     `agentctl needs Node.js ${range.split('||').map(describe).join(', or ')}; this is Node.js ${process.versions.node}.\n` +
