@@ -2,8 +2,9 @@ import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { engines, openTestService, type TestService } from '../support/service.js';
-import { deployActive, tempDir } from './support.js';
+import { engines, useService } from '../support/service.js';
+import { deployActive } from '../support/fixtures.js';
+import { tempDir } from './support.js';
 import { ENTRY, hasTmux, Terminal } from './terminal.js';
 
 const has = async (shell: string) => execa(shell, ['-c', 'exit 0'], { reject: false }).then((r) => r.exitCode === 0, () => false);
@@ -15,14 +16,14 @@ const COMPLETIONS = path.resolve('completions');
 
 /** The hidden completion helper, as the generated scripts call it: the real CLI in a process of its own. */
 describe('agentctl __complete', () => {
-  let svc: TestService;
+  // One engine and one setup for every case: completion only reads.
+  const svc = useService(engines.includes('postgres') ? 'postgres' : 'pglite', {}, { resetBeforeEach: false });
   const scratch = tempDir();
   const configDir = path.join(scratch.dir, 'config');
   beforeAll(async () => {
-    svc = await openTestService(engines.includes('postgres') ? 'postgres' : 'pglite');
-    await deployActive(svc, 'default/bot');
-    await svc.api('POST', '/namespaces', { body: { name: 'Team', slug: 'team' } });
-    await deployActive(svc, 'team/helper');
+    await deployActive(svc, { agent: 'default/bot' });
+    await svc.client().createNamespace({ body: { name: 'Team', slug: 'team' } });
+    await deployActive(svc, { agent: 'team/helper' });
     mkdirSync(configDir, { recursive: true });
     writeFileSync(
       path.join(configDir, 'config.json'),
@@ -30,10 +31,7 @@ describe('agentctl __complete', () => {
       { mode: 0o600 },
     );
   });
-  afterAll(async () => {
-    await svc?.close();
-    scratch.remove();
-  });
+  afterAll(() => scratch.remove());
 
   const complete = (args: string[], env: Record<string, string> = {}) =>
     execa(process.execPath, ['--import', TSX, ENTRY, '__complete', ...args], { env: { AGENTCTL_CONFIG_DIR: configDir, AGENTCTL_COMPLETE_TIMEOUT_MS: '20000', ...env }, extendEnv: false, reject: false, stdin: 'ignore' });

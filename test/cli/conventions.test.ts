@@ -4,7 +4,8 @@ import { beforeEach, describe, expect, test } from 'vitest';
 import { TaskStatus, VersionStatus } from '../../src/contract/common.js';
 import { registry } from '../../src/cli/registry.js';
 import { engines, type TestService } from '../support/service.js';
-import { deployActive, randomHash, runCli, useCliService, type CliService } from './support.js';
+import { deployActive } from '../support/fixtures.js';
+import { runCli, useCliService, type CliService } from './support.js';
 
 /** The CLI conventions of the README's CLI section, each through the real CLI against a real service. */
 describe.each(engines)('agentctl conventions (%s)', (engine) => {
@@ -75,7 +76,7 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
 
   describe('JSON options take @file and - (standard input)', () => {
     beforeEach(async () => {
-      await deployActive(svc, 'default/bot');
+      await deployActive(svc, { agent: 'default/bot' });
     });
 
     test('tasks create --params: inline, @file.json and -', async () => {
@@ -162,9 +163,9 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
 
   describe('tasks migrate --dry-run says it is a plan', () => {
     const sticky = async () => {
-      const v1 = await deployActive(svc, 'default/bot');
+      const v1 = await deployActive(svc, { agent: 'default/bot' });
       const task = await createTask();
-      const v2 = await deployActive(svc, 'default/bot', 'main', randomHash(), { are_tasks_sticky: true });
+      const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
       return { v1, v2, task };
     };
 
@@ -172,8 +173,8 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
       const { v1, v2, task } = await sticky();
       const result = await runCli(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/bot', '--dry-run', '--json'], { env });
       expect(result.code).toBe(0);
-      expect(result.json()).toMatchObject({ dry_run: true, branch_id: v1.branchId, to_version: { id: v2.versionId }, tasks: [{ id: task, current_version_id: v2.versionId }] });
-      expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v1.versionId);
+      expect(result.json()).toMatchObject({ dry_run: true, branch_id: v1.branch_id, to_version: { id: v2.version_id }, tasks: [{ id: task, current_version_id: v2.version_id }] });
+      expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v1.version_id);
       const applied = await runCli(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/bot', '--json', '--yes'], { env });
       expect(applied.json().dry_run).toBe(false);
     });
@@ -215,7 +216,7 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
     });
 
     test('status flags take any case and offer the contract’s statuses', async () => {
-      await deployActive(svc, 'default/bot');
+      await deployActive(svc, { agent: 'default/bot' });
       const listed = await runCli(['versions', 'list', '--agent', 'default/bot', '--status', 'active', '--json'], { env });
       expect(listed.json().versions.map((v: { status: string }) => v.status)).toEqual(['ACTIVE']);
       const tasks = await runCli(['tasks', 'list', '--status', 'sleeping'], { env });

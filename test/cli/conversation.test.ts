@@ -2,19 +2,20 @@ import { describe, expect, test } from 'vitest';
 import { Event, MessageList } from '../../src/contract/conversation.js';
 import { InterruptedError } from '../../src/cli/errors.js';
 import { engines } from '../support/service.js';
-import { deployActive, runCli, useCliService } from './support.js';
+import { createTask, deployActive } from '../support/fixtures.js';
+import { runCli, useCliService } from './support.js';
 
 describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (engine) => {
   const cli = useCliService(engine);
 
   async function newTask(name?: string): Promise<string> {
-    await deployActive(cli.svc, 'default/bot');
-    const res = await cli.svc.api('POST', '/tasks', { body: { agent_name: 'default/bot', name } });
-    expect(res.status).toBe(201);
-    return res.body.id;
+    await deployActive(cli.svc, { agent: 'default/bot' });
+    return (await createTask(cli.svc, { agent_name: 'default/bot', name })).id;
   }
-  const api = (method: string, path: string, body?: unknown) => cli.svc.api(method, path, { body });
-  const trackerId = async (taskId: string) => (await api('GET', `/tracker?task_id=${taskId}`)).body.trackers[0].id;
+  /** What the agent (or another client) does meanwhile: setup, through the typed client. */
+  const client = () => cli.svc.client();
+  const events = async (taskId: string) => (await cli.svc.api('GET', `/events?task_id=${taskId}`)).body.events;
+  const trackerId = async (taskId: string) => (await client().listTrackers({ query: { task_id: taskId } })).trackers[0].id;
 
   test('tasks send TEXT sends a text event; --json prints the Event', async () => {
     const taskId = await newTask();
@@ -22,7 +23,7 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     expect(sent.code, sent.stderr).toBe(0);
     const event = Event.strict().parse(sent.json());
     expect(event).toMatchObject({ task_id: taskId, sequence_id: 2, content: { type: 'text', text: 'hello there' } });
-    expect((await api('GET', `/events?task_id=${taskId}`)).body.events).toEqual([event]);
+    expect((await events(taskId))).toEqual([event]);
   });
 
   test('tasks send takes a task name and --data for a DataPart', async () => {
@@ -30,7 +31,7 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     const sent = await runCli(['tasks', 'send', 'nightly', '--data', '{"action":"approve"}'], { env: cli.env });
     expect(sent.code, sent.stderr).toBe(0);
     expect(sent.stderr).toMatch(new RegExp(`^✓ Sent evt_\\w+ to ${taskId} \\(sequence 2\\)\\n$`));
-    const [event] = (await api('GET', `/events?task_id=${taskId}`)).body.events;
+    const [event] = await events(taskId);
     expect(event.content).toEqual({ type: 'data', data: { action: 'approve' } });
   });
 
@@ -38,12 +39,12 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     const taskId = await newTask();
     expect((await runCli(['tasks', 'send', taskId], { env: cli.env })).code).toBe(2);
     expect((await runCli(['tasks', 'send', taskId, 'x', '--data', '{}'], { env: cli.env })).code).toBe(2);
-    expect((await api('GET', `/events?task_id=${taskId}`)).body.events).toEqual([]);
+    expect((await events(taskId))).toEqual([]);
   });
 
   test('tasks send to a finished task exits 5 (conflict)', async () => {
     const taskId = await newTask();
-    await api('POST', `/tasks/${taskId}/cancel`);
+    await client().cancelTask({ params: { task_id: taskId } });
     const sent = await runCli(['tasks', 'send', taskId, 'late'], { env: cli.env });
     expect(sent.code).toBe(5);
     expect(sent.stderr).toContain(`Task ${taskId} is CANCELED`);
@@ -52,13 +53,13 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
   test('tasks watch: messages on stdout, events, progress, status and handler errors on stderr; exit 0 on COMPLETED', async () => {
     const taskId = await newTask();
     const watching = runCli(['tasks', 'watch', taskId], { env: cli.env });
-    const event = (await api('POST', `/tasks/${taskId}/events`, { content: 'hi' })).body;
-    const streaming = (await api('POST', '/messages', { task_id: taskId, content: 'Hel', streaming_status: 'IN_PROGRESS' })).body;
-    await api('PATCH', `/tracker/${await trackerId(taskId)}`, { status: 'working', progress: 40, status_message: 'thinking' });
-    await api('PUT', `/messages/${streaming.id}`, { content: 'Hello!', streaming_status: 'DONE' });
-    await api('POST', `/tasks/${taskId}/handler-errors`, { handler: 'onEvent', message: 'TypeError: boom', event_id: event.id });
-    await api('POST', '/messages', { task_id: taskId, content: 'done now' });
-    await api('PATCH', `/tasks/${taskId}`, { status: 'COMPLETED' });
+    const event = await client().createEvent({ params: { task_id: taskId }, body: { content: 'hi' } });
+    const streaming = await client().createMessage({ body: { task_id: taskId, content: 'Hel', streaming_status: 'IN_PROGRESS' } });
+    await client().updateTracker({ params: { tracker_id: await trackerId(taskId) }, body: { status: 'working', progress: 40, status_message: 'thinking' } });
+    await client().updateMessage({ params: { message_id: streaming.id }, body: { content: 'Hello!', streaming_status: 'DONE' } });
+    await client().reportHandlerError({ params: { task_id: taskId }, body: { handler: 'onEvent', message: 'TypeError: boom', event_id: event.id } });
+    await client().createMessage({ body: { task_id: taskId, content: 'done now' } });
+    await client().updateTask({ params: { task_id: taskId }, body: { status: 'COMPLETED' } });
     const watched = await watching;
     expect(watched.code, watched.stderr).toBe(0);
     expect(watched.stdout).toBe('Hello!\ndone now\n');
@@ -75,7 +76,7 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
   test('tasks watch exits 1 when the task is canceled', async () => {
     const taskId = await newTask();
     const watching = runCli(['tasks', 'watch', taskId], { env: cli.env });
-    await api('POST', `/tasks/${taskId}/cancel`);
+    await client().cancelTask({ params: { task_id: taskId } });
     const watched = await watching;
     expect(watched.code).toBe(1);
     expect(watched.stderr).toContain('task CANCELED (Canceled by request)');
@@ -83,9 +84,9 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
 
   test('tasks watch --json prints the stream records as JSON Lines', async () => {
     const taskId = await newTask();
-    await api('POST', `/tasks/${taskId}/events`, { content: 'a' });
-    await api('POST', '/messages', { task_id: taskId, content: 'b' });
-    await api('PATCH', `/tasks/${taskId}`, { status: 'FAILED', status_reason: 'gave up' });
+    await client().createEvent({ params: { task_id: taskId }, body: { content: 'a' } });
+    await client().createMessage({ body: { task_id: taskId, content: 'b' } });
+    await client().updateTask({ params: { task_id: taskId }, body: { status: 'FAILED', status_reason: 'gave up' } });
     const watched = await runCli(['tasks', 'watch', taskId, '--json'], { env: cli.env });
     expect(watched.code).toBe(1);
     expect(watched.stderr).toBe('');
@@ -101,9 +102,9 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
 
   test('tasks watch --after resumes after a sequence number', async () => {
     const taskId = await newTask();
-    await api('POST', '/messages', { task_id: taskId, content: 'old' });
-    await api('POST', '/messages', { task_id: taskId, content: 'new' });
-    await api('PATCH', `/tasks/${taskId}`, { status: 'COMPLETED' });
+    await client().createMessage({ body: { task_id: taskId, content: 'old' } });
+    await client().createMessage({ body: { task_id: taskId, content: 'new' } });
+    await client().updateTask({ params: { task_id: taskId }, body: { status: 'COMPLETED' } });
     const watched = await runCli(['tasks', 'watch', taskId, '--after', '2'], { env: cli.env });
     expect(watched.stdout).toBe('new\n');
   });
@@ -127,16 +128,16 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
   });
 
   test('tasks create --watch follows the new task until it ends', async () => {
-    await deployActive(cli.svc, 'default/bot');
+    await deployActive(cli.svc, { agent: 'default/bot' });
     const watching = runCli(['tasks', 'create', '--agent', 'default/bot', '--name', 'followed', '--watch'], { env: cli.env });
     let taskId: string | undefined;
     while (!taskId) {
-      const found = await api('GET', '/tasks/name/followed');
+      const found = await cli.svc.api('GET', '/tasks/name/followed');
       if (found.status === 200) taskId = found.body.id;
       else await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    await api('POST', '/messages', { task_id: taskId, content: 'started' });
-    await api('PATCH', `/tasks/${taskId}`, { status: 'COMPLETED' });
+    await client().createMessage({ body: { task_id: taskId, content: 'started' } });
+    await client().updateTask({ params: { task_id: taskId }, body: { status: 'COMPLETED' } });
     const watched = await watching;
     expect(watched.code, watched.stderr).toBe(0);
     expect(watched.stdout).toBe('started\n');
@@ -145,8 +146,8 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
 
   test('tasks messages lists the transcript with handler errors flagged; --json is the MessageList', async () => {
     const taskId = await newTask();
-    await api('POST', '/messages', { task_id: taskId, content: 'hi', author: 'user' });
-    await api('POST', `/tasks/${taskId}/handler-errors`, { handler: 'onCreate', message: 'no config' });
+    await client().createMessage({ body: { task_id: taskId, content: 'hi', author: 'user' } });
+    await client().reportHandlerError({ params: { task_id: taskId }, body: { handler: 'onCreate', message: 'no config' } });
     const listed = await runCli(['tasks', 'messages', taskId], { env: cli.env });
     expect(listed.code).toBe(0);
     const rows = listed.stdout.trimEnd().split('\n').map((line) => line.split('\t'));
@@ -161,8 +162,8 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
 
   test('tasks events lists the events in order', async () => {
     const taskId = await newTask('evts');
-    await api('POST', `/tasks/${taskId}/events`, { content: 'one' });
-    await api('POST', `/tasks/${taskId}/events`, { content: { type: 'data', data: { n: 2 } } });
+    await client().createEvent({ params: { task_id: taskId }, body: { content: 'one' } });
+    await client().createEvent({ params: { task_id: taskId }, body: { content: { type: 'data', data: { n: 2 } } } });
     const listed = await runCli(['tasks', 'events', 'evts'], { env: cli.env });
     expect(listed.code).toBe(0);
     expect(listed.stdout.trimEnd().split('\n').map((line) => line.split('\t')).map((r) => [r[0], r[2]])).toEqual([

@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, test } from 'vitest';
 import { engines, type TestService } from '../support/service.js';
+import { deploy } from '../support/fixtures.js';
 import { scopedKey } from '../support/scoped-key.js';
 import { runCli, serviceEnv, useCliService, type CliService } from './support.js';
 
@@ -11,13 +12,8 @@ describe.each(engines)('agentctl versions credentials (%s)', (engine) => {
     ({ svc, env } = cli);
   });
 
-  async function deployed(): Promise<{ version_id: string; branch_id: string; agent_id: string }> {
-    const res = await svc.api('POST', '/agents/deploy', {
-      body: { agent_name: 'bot', branch: 'main', git_hash: 'c'.repeat(40), git_message: 'm', author_name: 'Ada', author_email: 'ada@example.com', image_url: 'registry.local/bot:1', sdk_type: 'alpha_agent_sdk', acp_type: 'async' },
-    });
-    expect(res.status).toBe(201);
-    return res.body;
-  }
+  /** A DEPLOYING version: what `versions credentials` is for. */
+  const deployed = () => deploy(svc, { agent: 'bot' });
 
   /** `NAME=value` lines as a record (the values here need no shell quoting). */
   const parseLines = (stdout: string) => Object.fromEntries(stdout.trim().split('\n').map((line) => line.split(/=(.*)/s).slice(0, 2) as [string, string]));
@@ -29,7 +25,7 @@ describe.each(engines)('agentctl versions credentials (%s)', (engine) => {
     const lines = parseLines(result.stdout);
     expect(Object.keys(lines)).toEqual(['AGENTCTL_VERSION_ID', 'AGENTCTL_BRANCH_ID', 'AGENTCTL_REGISTRATION_TOKEN', 'AGENTCTL_SIGNING_SECRET', 'AGENTCTL_BASE_URL']);
     expect(lines).toMatchObject({ AGENTCTL_VERSION_ID: v.version_id, AGENTCTL_BRANCH_ID: v.branch_id, AGENTCTL_BASE_URL: svc.url });
-    expect(lines.AGENTCTL_SIGNING_SECRET).toBe((await svc.api('GET', `/versions/${v.version_id}/signing-secret`)).body.signing_secret);
+    expect(lines.AGENTCTL_SIGNING_SECRET).toBe((await svc.client().getSigningSecret({ params: { version_id: v.version_id } })).signing_secret);
     expect(result.stderr).toContain('The registration token works once');
 
     const register = (token: string) =>

@@ -2,7 +2,8 @@ import { createServer } from 'node:net';
 import { z } from 'zod';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { engines, type TestService } from '../support/service.js';
-import { deployActive, gitRepo, runCli, useCliService, type CliService } from './support.js';
+import { deployActive } from '../support/fixtures.js';
+import { gitRepo, runCli, useCliService, type CliService } from './support.js';
 
 /** The documented `--json` error shape on stderr. */
 const JsonError = z.strictObject({
@@ -42,9 +43,9 @@ describe.each(engines)('agentctl exit codes (%s)', (engine) => {
   });
 
   test('403: a key that may see but not change an agent exits 4', async () => {
-    const { agentId } = await deployActive(svc, 'default/bot');
-    const viewer = await svc.api('POST', '/api_keys', { body: { name: 'viewer', scopes: [{ resource_type: 'agent', resource_id: agentId, role: 'viewer' }] } });
-    const result = await runCli(['agents', 'delete', 'default/bot', '--yes', '--json'], { env: { ...env, AGENTCTL_API_KEY: viewer.body.key } });
+    const { agent_id: agentId } = await deployActive(svc, { agent: 'default/bot' });
+    const viewer = await svc.client().createKey({ body: { name: 'viewer', scopes: [{ resource_type: 'agent', resource_id: agentId, role: 'viewer' }] } });
+    const result = await runCli(['agents', 'delete', 'default/bot', '--yes', '--json'], { env: { ...env, AGENTCTL_API_KEY: viewer.key } });
     expect(result.code).toBe(4);
     expect(JsonError.parse(JSON.parse(result.stderr)).error).toMatchObject({ code: 'forbidden', status: 403 });
   });

@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { engines, type TestService } from '../support/service.js';
-import { deployActive, gitRepo, randomHash, runCli, useCliService, type CliService } from './support.js';
+import { createTask as createTaskOn, deployActive, nextHash } from '../support/fixtures.js';
+import { gitRepo, runCli, useCliService, type CliService } from './support.js';
 
 describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
   const cli = useCliService(engine, (dir) => path.join(dir, 'config'));
@@ -15,7 +16,7 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
     ({ svc, scratch, env } = cli);
   });
 
-  const createTask = async () => (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id as string;
+  const createTask = async () => (await createTaskOn(svc, { agent_name: 'default/bot' })).id;
 
   test('deploy --json that times out prints the version on stdout and the error on stderr, exit 1', async () => {
     await gitRepo(scratch.dir);
@@ -28,7 +29,7 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
 
   describe('lists cut by --limit', () => {
     const fiveTasks = async () => {
-      await deployActive(svc, 'default/bot');
+      await deployActive(svc, { agent: 'default/bot' });
       const ids: string[] = [];
       for (let i = 0; i < 5; i++) ids.push(await createTask());
       return ids;
@@ -68,16 +69,16 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
   });
 
   test('a conflict on a finished task says what to do instead', async () => {
-    await deployActive(svc, 'default/bot');
+    await deployActive(svc, { agent: 'default/bot' });
     const task = await createTask();
-    await svc.api('POST', `/tasks/${task}/cancel`);
+    await svc.client().cancelTask({ params: { task_id: task } });
     const result = await runCli(['tasks', 'cancel', task, '--yes'], { env });
     expect(result.code).toBe(5);
     expect(result.stderr).toContain('hint: The task has ended (COMPLETED, FAILED, CANCELED, ...): it takes no more changes; create a new task instead.');
   });
 
   test('enum flags take any case', async () => {
-    await deployActive(svc, 'default/bot');
+    await deployActive(svc, { agent: 'default/bot' });
     const task = await createTask();
     const result = await runCli(['tasks', 'list', '--agent', 'default/bot', '--status', 'running', '--json'], { env });
     expect(result.code).toBe(0);
@@ -88,7 +89,7 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
   });
 
   test('ls and rm are list and delete', async () => {
-    await deployActive(svc, 'default/bot');
+    await deployActive(svc, { agent: 'default/bot' });
     const task = await createTask();
     const listed = await runCli(['tasks', 'ls', '--agent', 'default/bot', '--json'], { env });
     expect(listed.json().tasks.map((t: { id: string }) => t.id)).toEqual([task]);
@@ -99,44 +100,44 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
 
   describe('version numbers', () => {
     test('tasks migrate --from v1 --to-latest --agent default/bot moves the tasks of v1 to the newest version', async () => {
-      const v1 = await deployActive(svc, 'default/bot');
+      const v1 = await deployActive(svc, { agent: 'default/bot' });
       const task = await createTask();
-      const v2 = await deployActive(svc, 'default/bot', 'main', randomHash(), { are_tasks_sticky: true });
+      const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
       const result = await runCli(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/bot', '--yes', '--json'], { env });
       expect(result.stderr).toBe('');
       expect(result.code).toBe(0);
       expect(result.json().tasks.map((t: { id: string }) => t.id)).toEqual([task]);
-      expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v2.versionId);
-      expect(v1.versionId).not.toBe(v2.versionId);
+      expect((await svc.client().getTask({ params: { task_id: task } })).current_version_id).toBe(v2.version_id);
+      expect(v1.version_id).not.toBe(v2.version_id);
     });
 
     test('versions list shows each version as vN', async () => {
-      const v1 = await deployActive(svc, 'default/bot');
-      const v2 = await deployActive(svc, 'default/bot');
+      const v1 = await deployActive(svc, { agent: 'default/bot' });
+      const v2 = await deployActive(svc, { agent: 'default/bot' });
       const result = await runCli(['versions', 'list', '--agent', 'default/bot'], { env });
       expect(result.code).toBe(0);
       const rows = result.stdout.trim().split('\n').map((line) => line.split('\t').slice(0, 2));
       expect(rows).toEqual([
-        ['v2', v2.versionId],
-        ['v1', v1.versionId],
+        ['v2', v2.version_id],
+        ['v1', v1.version_id],
       ]);
     });
 
     test('the agentctl.json of the current directory gives --agent its default', async () => {
-      await deployActive(svc, 'default/bot');
-      const v2 = await deployActive(svc, 'default/bot');
+      await deployActive(svc, { agent: 'default/bot' });
+      const v2 = await deployActive(svc, { agent: 'default/bot' });
       writeFileSync(path.join(scratch.dir, 'agentctl.json'), JSON.stringify({ agent: 'default/bot' }));
       const result = await runCli(['versions', 'get', 'v2', '--json'], { env, cwd: scratch.dir });
       expect(result.stderr).toBe('');
-      expect(result.json()).toMatchObject({ id: v2.versionId, number: 2 });
+      expect(result.json()).toMatchObject({ id: v2.version_id, number: 2 });
     });
 
     test('--agent wins over agentctl.json', async () => {
-      await deployActive(svc, 'default/bot');
-      const other = await deployActive(svc, 'default/other');
+      await deployActive(svc, { agent: 'default/bot' });
+      const other = await deployActive(svc, { agent: 'default/other' });
       writeFileSync(path.join(scratch.dir, 'agentctl.json'), JSON.stringify({ agent: 'default/bot' }));
       const result = await runCli(['versions', 'get', 'v1', '--agent', 'default/other', '--json'], { env, cwd: scratch.dir });
-      expect(result.json().id).toBe(other.versionId);
+      expect(result.json().id).toBe(other.version_id);
     });
 
     test('an invalid agentctl.json is a usage error naming the file', async () => {
@@ -160,9 +161,9 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
     });
 
     test('two deploys of one commit are told apart by number and deploy time', async () => {
-      const hash = randomHash();
-      await deployActive(svc, 'default/bot', 'main', hash);
-      await deployActive(svc, 'default/bot', 'feature/x', hash);
+      const hash = nextHash();
+      await deployActive(svc, { agent: 'default/bot', branch: 'main', hash });
+      await deployActive(svc, { agent: 'default/bot', branch: 'feature/x', hash });
       const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', hash.slice(0, 6), '--yes'], { env });
       expect(result.code).toBe(2);
       expect(result.stderr).toMatch(new RegExp(`--to ${hash.slice(0, 6)} matches several versions of default/bot: v2 \\(${hash.slice(0, 12)}, deployed \\S+\\), v1 \\(${hash.slice(0, 12)}, deployed \\S+\\)`));
@@ -170,7 +171,7 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
     });
 
     test('a number the agent has not reached is exit 3 pointing at versions list', async () => {
-      await deployActive(svc, 'default/bot');
+      await deployActive(svc, { agent: 'default/bot' });
       const result = await runCli(['versions', 'get', 'v7', '--agent', 'default/bot'], { env });
       expect(result.code).toBe(3);
       expect(result.stderr).toContain('Agent default/bot has no version v7');

@@ -5,7 +5,8 @@ import { beforeEach, describe, expect, test } from 'vitest';
 import { endpoints } from '../../src/contract/endpoints.js';
 import { Version } from '../../src/contract/resources.js';
 import { engines, type TestService } from '../support/service.js';
-import { deployActive, gitRepo, runCli, useCliService, type CliService } from './support.js';
+import { deployActive } from '../support/fixtures.js';
+import { gitRepo, runCli, useCliService, type CliService } from './support.js';
 
 /** stdout parsed and validated with the endpoint’s response schema. */
 const parse = <K extends keyof typeof endpoints>(name: K, text: string): any => (endpoints[name].response as z.ZodType).parse(JSON.parse(text));
@@ -106,28 +107,28 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
   });
 
   test('rollback --yes moves the branch back, names what is not rolled back and the undo command', async () => {
-    const first = await deployActive(svc, 'default/bot');
-    const second = await deployActive(svc, 'default/bot');
+    const first = await deployActive(svc, { agent: 'default/bot' });
+    const second = await deployActive(svc, { agent: 'default/bot' });
     const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--yes', '--detach'], { env });
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain(`Rolled back\t${second.versionId}\n`);
-    expect(result.stdout).toContain(`Now serving\t${first.versionId}\n`);
+    expect(result.stdout).toContain(`Rolled back\t${second.version_id}\n`);
+    expect(result.stdout).toContain(`Now serving\t${first.version_id}\n`);
     expect(result.stderr).toContain('Not rolled back: state records, API keys');
-    expect(result.stderr).toContain(`Undo with: agentctl rollback --agent default/bot --branch main --to ${second.versionId} --yes`);
-    expect((await svc.api('GET', `/versions/${second.versionId}`)).body.status).toBe('ROLLED_BACK');
+    expect(result.stderr).toContain(`Undo with: agentctl rollback --agent default/bot --branch main --to ${second.version_id} --yes`);
+    expect((await svc.api('GET', `/versions/${second.version_id}`)).body.status).toBe('ROLLED_BACK');
   });
 
   test('rollback --to a git-hash prefix with --json prints the server’s response', async () => {
-    const first = await deployActive(svc, 'default/bot');
-    await deployActive(svc, 'default/bot');
-    await deployActive(svc, 'default/bot');
-    const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', first.hash.slice(0, 9), '--json', '--detach', '--yes'], { env });
+    const first = await deployActive(svc, { agent: 'default/bot' });
+    await deployActive(svc, { agent: 'default/bot' });
+    await deployActive(svc, { agent: 'default/bot' });
+    const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', first.git_hash.slice(0, 9), '--json', '--detach', '--yes'], { env });
     expect(result.code).toBe(0);
-    expect(parse('rollbackBranch', result.stdout).target_version.id).toBe(first.versionId);
+    expect(parse('rollbackBranch', result.stdout).target_version.id).toBe(first.version_id);
   });
 
   test('tasks create, get by id and name, list, cancel and delete', async () => {
-    const { versionId } = await deployActive(svc, 'default/bot');
+    const { version_id: versionId } = await deployActive(svc, { agent: 'default/bot' });
     const created = await runCli(['tasks', 'create', '--agent', 'default/bot', '--name', 'report-1', '--params', '{"topic":"sales"}', '--json'], { env });
     expect(created.code).toBe(0);
     const task = parse('createTask', created.stdout);
@@ -150,56 +151,56 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
   });
 
   test('tasks migrate --from V1 --to-latest --json moves every running task and prints the server’s response', async () => {
-    const v1 = await deployActive(svc, 'default/bot');
+    const v1 = await deployActive(svc, { agent: 'default/bot' });
     const ids = [];
     for (let i = 0; i < 3; i++) ids.push((await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id);
-    const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
-    const result = await runCli(['tasks', 'migrate', '--from', v1.versionId, '--to-latest', '--json', '--yes'], { env });
+    const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
+    const result = await runCli(['tasks', 'migrate', '--from', v1.version_id, '--to-latest', '--json', '--yes'], { env });
     expect(result.code).toBe(0);
     expect(result.stderr).toBe('');
     const response = parse('migrateTasks', result.stdout);
-    expect(response).toMatchObject({ branch_id: v1.branchId, from_version_id: v1.versionId, to_version: { id: v2.versionId } });
+    expect(response).toMatchObject({ branch_id: v1.branch_id, from_version_id: v1.version_id, to_version: { id: v2.version_id } });
     expect(response.tasks.map((t: { id: string }) => t.id).sort()).toEqual([...ids].sort());
-    const onV2 = await runCli(['tasks', 'list', '--on-version', v2.versionId, '--json'], { env });
+    const onV2 = await runCli(['tasks', 'list', '--on-version', v2.version_id, '--json'], { env });
     expect(parse('listTasks', onV2.stdout).total).toBe(3);
   });
 
   test('--json changes the output, never the confirmation: tasks migrate --json without --yes fails naming --yes and moves nothing', async () => {
-    const v1 = await deployActive(svc, 'default/bot');
+    const v1 = await deployActive(svc, { agent: 'default/bot' });
     const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body;
-    await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
-    const result = await runCli(['tasks', 'migrate', '--from', v1.versionId, '--to-latest', '--json'], { env });
+    await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
+    const result = await runCli(['tasks', 'migrate', '--from', v1.version_id, '--to-latest', '--json'], { env });
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'needs_flag', message: 'Migrating tasks needs confirmation: pass --yes (no prompt without a terminal, or under CI, --non-interactive or --json)' });
-    expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.versionId);
+    expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.version_id);
   });
 
   test('rollback --json without --yes fails naming --yes, with the command to paste, and the branch keeps its version', async () => {
-    await deployActive(svc, 'default/bot');
-    const second = await deployActive(svc, 'default/bot');
+    await deployActive(svc, { agent: 'default/bot' });
+    const second = await deployActive(svc, { agent: 'default/bot' });
     const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--json'], { env });
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'needs_flag', message: 'Rolling back needs confirmation: pass --yes (no prompt without a terminal, or under CI, --non-interactive or --json)' });
     const plain = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main'], { env });
     expect(plain.stderr).toContain('try:  agentctl rollback --agent default/bot --branch main --yes');
-    expect((await svc.api('GET', `/branches/${second.branchId}`)).body.current_version.id).toBe(second.versionId);
+    expect((await svc.api('GET', `/branches/${second.branch_id}`)).body.current_version.id).toBe(second.version_id);
   });
 
   test('tasks migrate --dry-run shows the plan and changes nothing', async () => {
-    const v1 = await deployActive(svc, 'default/bot');
+    const v1 = await deployActive(svc, { agent: 'default/bot' });
     const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body;
-    const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
-    const result = await runCli(['tasks', 'migrate', '--agent', 'default/bot', '--from', v1.hash.slice(0, 8), '--to', v2.hash.slice(0, 8), '--dry-run'], { env });
+    const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
+    const result = await runCli(['tasks', 'migrate', '--agent', 'default/bot', '--from', v1.git_hash.slice(0, 8), '--to', v2.git_hash.slice(0, 8), '--dry-run'], { env });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`Plan: move 1 task(s) on branch main from v1 to v2 (${v2.hash.slice(0, 7)} "commit ${v2.hash.slice(0, 7)}", ACTIVE).\n`);
+    expect(result.stderr).toContain(`Plan: move 1 task(s) on branch main from v1 to v2 (${v2.git_hash.slice(0, 7)} "commit ${v2.git_hash.slice(0, 7)}", ACTIVE).\n`);
     expect(result.stdout).toContain(task.id);
-    expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.versionId);
+    expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.version_id);
   });
 
   test('tasks migrate --task ... --yes prints what moved and the undo command while the old version still serves', async () => {
-    const v1 = await deployActive(svc, 'default/bot');
+    const v1 = await deployActive(svc, { agent: 'default/bot' });
     const a = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
     const b = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
     // A canary: v2 is still DEPLOYING, so v1 stays ACTIVE and can take the tasks back.
@@ -207,17 +208,17 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const result = await runCli(['tasks', 'migrate', '--task', a, '--task', b, '--to', v2.version_id, '--yes'], { env });
     expect(result.code).toBe(0);
     expect(result.stderr).toContain(`Moved 2 task(s) to v2 (cafe123, DEPLOYING; ${v2.version_id})`);
-    expect(result.stderr).toContain(`Undo with: agentctl tasks migrate --task ${a} --task ${b} --to ${v1.versionId} --yes`);
+    expect(result.stderr).toContain(`Undo with: agentctl tasks migrate --task ${a} --task ${b} --to ${v1.version_id} --yes`);
     expect(result.stdout.trimEnd().split('\n').map((l) => l.split('\t')[0]).sort()).toEqual([a, b].sort());
   });
 
   test('tasks migrate says there is no undo when the old version retired as its last task left', async () => {
-    const v1 = await deployActive(svc, 'default/bot');
+    const v1 = await deployActive(svc, { agent: 'default/bot' });
     const a = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
-    const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
-    const result = await runCli(['tasks', 'migrate', '--task', a, '--to', v2.versionId, '--yes'], { env });
+    const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
+    const result = await runCli(['tasks', 'migrate', '--task', a, '--to', v2.version_id, '--yes'], { env });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`No undo: ${v1.versionId} is now RETIRED and takes no tasks (agentctl rollback --agent default/bot --branch main --to ${v1.versionId} --yes would serve it again).`);
+    expect(result.stderr).toContain(`No undo: ${v1.version_id} is now RETIRED and takes no tasks (agentctl rollback --agent default/bot --branch main --to ${v1.version_id} --yes would serve it again).`);
     expect(result.stderr).not.toContain('Undo with:');
   });
 
@@ -231,7 +232,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
   });
 
   test('states put creates the record for a new pair, then replaces it, merges with --merge, and honours --if-match', async () => {
-    const { agentId } = await deployActive(svc, 'default/bot');
+    const { agent_id: agentId } = await deployActive(svc, { agent: 'default/bot' });
     const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
     const pair = ['--task', task, '--agent', 'default/bot'];
 
@@ -255,7 +256,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
   });
 
   test('states put reads --file and standard input', async () => {
-    await deployActive(svc, 'default/bot');
+    await deployActive(svc, { agent: 'default/bot' });
     const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
     const file = path.join(scratch.dir, 'state.json');
     writeFileSync(file, '{"from":"file"}');
@@ -266,7 +267,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
   });
 
   test('states get by pair and by id, list, and delete', async () => {
-    const { agentId } = await deployActive(svc, 'default/bot');
+    const { agent_id: agentId } = await deployActive(svc, { agent: 'default/bot' });
     const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
     const missing = await runCli(['states', 'get', '--task', task, '--agent', 'default/bot'], { env });
     expect(missing.code).toBe(3);

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { engines, type TestService } from '../support/service.js';
-import { deployActive, gitRepo, runCli, useCliService, type CliService } from './support.js';
+import { createTask, deploy, deployActive } from '../support/fixtures.js';
+import { gitRepo, runCli, useCliService, type CliService } from './support.js';
 
 // Issue 13, defects 4-7: every paged list says when it is cut and pages with --all, names where
 // there are names, pasteable hints, errors in the user's terms.
@@ -18,7 +19,7 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
 
   describe('every paged list says when it is cut and pages through with --all', () => {
     test('namespaces list', async () => {
-      for (const slug of ['alpha', 'beta', 'gamma']) expect((await svc.api('POST', '/namespaces', { body: { slug, name: slug } })).status).toBe(201);
+      for (const slug of ['alpha', 'beta', 'gamma']) await svc.client().createNamespace({ body: { slug, name: slug } });
       const cut = await runCli(['namespaces', 'list', '--limit', '2'], { env, tty: true });
       expect(cut.code).toBe(0);
       expect(cut.stderr).toBe('showing 2 of 4; --page 2 or --all\n');
@@ -28,7 +29,7 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
     });
 
     test('projects list', async () => {
-      for (const name of ['one', 'two', 'three']) expect((await svc.api('POST', '/projects', { body: { name } })).status).toBe(201);
+      for (const name of ['one', 'two', 'three']) await svc.client().createProject({ body: { name } });
       const cut = await runCli(['projects', 'list', '--limit', '1', '--page', '2'], { env, tty: true });
       expect(cut.stderr).toBe('showing 2-2 of 3; --page 3 or --all\n');
       const all = await runCli(['projects', 'list', '--limit', '1', '--all', '--json'], { env });
@@ -37,7 +38,7 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
     });
 
     test('groups list (GET /groups pages since the upstream API’s paging)', async () => {
-      for (const name of ['red', 'green', 'blue']) expect((await svc.api('POST', '/groups', { body: { name } })).status).toBe(201);
+      for (const name of ['red', 'green', 'blue']) await svc.client().createGroup({ body: { name } });
       const cut = await runCli(['groups', 'list', '--limit', '2'], { env, tty: true });
       expect(cut.code).toBe(0);
       expect(cut.stderr).toBe('showing 2 of 3; --page 2 or --all\n');
@@ -48,7 +49,7 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
 
     test('fs list', async () => {
       const ids: string[] = [];
-      for (let i = 0; i < 3; i++) ids.push((await svc.api('POST', '/filesystems', { body: { namespace: 'default' } })).body.id);
+      for (let i = 0; i < 3; i++) ids.push((await svc.client().createFilesystem({ body: { namespace: 'default' } })).id);
       const cut = await runCli(['fs', 'list', '--limit', '2'], { env, tty: true });
       expect(cut.stderr).toBe('showing 2 of 3; --page 2 or --all\n');
       const all = await runCli(['fs', 'list', '--limit', '2', '--all', '--json'], { env });
@@ -57,7 +58,7 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
     });
 
     test('versions list (the newest only: it says how far --limit goes)', async () => {
-      for (let i = 0; i < 3; i++) await deployActive(svc, 'default/bot');
+      for (let i = 0; i < 3; i++) await deployActive(svc, { agent: 'default/bot' });
       const cut = await runCli(['versions', 'list', '--agent', 'default/bot', '--limit', '2'], { env, tty: true });
       expect(cut.stderr).toBe('showing 2 of 3; --limit 3\n');
       const piped = await runCli(['versions', 'list', '--agent', 'default/bot', '--limit', '2'], { env });
@@ -75,7 +76,7 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
     });
 
     test('an item of a repeated flag is counted from 1 (--rule #2)', async () => {
-      await deployActive(svc, 'default/bot');
+      await deployActive(svc, { agent: 'default/bot' });
       const result = await runCli(['envs', 'create', 'staging', '--agent', 'default/bot', '--rule', 'staging', '--rule', ''], { env });
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('error: Invalid request: --rule #2: ');
@@ -83,8 +84,8 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
     });
 
     test('a query field of another name (--after is after_sequence_id)', async () => {
-      await deployActive(svc, 'default/bot');
-      const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
+      await deployActive(svc, { agent: 'default/bot' });
+      const task = (await createTask(svc, { agent_name: 'default/bot' })).id;
       const result = await runCli(['tasks', 'events', task, '--after', '-1'], { env });
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('error: Invalid request: --after: ');
@@ -99,44 +100,41 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
 
   describe('conflicts: the resource by name, and a hint for the code', () => {
     test('branch_has_tasks names the branch and says to migrate or --force', async () => {
-      const v1 = await deployActive(svc, 'default/bot');
-      await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } });
+      const v1 = await deployActive(svc, { agent: 'default/bot' });
+      await createTask(svc, { agent_name: 'default/bot' });
       const result = await runCli(['branches', 'retire', 'main', '--agent', 'default/bot', '--reason', 'merged', '--yes'], { env });
       expect(result.code).toBe(5);
       expect(result.stderr).toBe(
-        `error: Branch main (${v1.branchId}) still has 1 running or idle task(s); pass force: true to terminate them (409 branch_has_tasks)\n` +
+        `error: Branch main (${v1.branch_id}) still has 1 running or idle task(s); pass force: true to terminate them (409 branch_has_tasks)\n` +
           'hint: Move its tasks first (agentctl tasks migrate), or pass --force to terminate them.\n',
       );
     });
 
     test('image_expired names the version by number', async () => {
-      const v1 = await deployActive(svc, 'default/bot');
-      await deployActive(svc, 'default/bot');
-      await sql`UPDATE versions SET image_expires_at = '2020-01-01T00:00:00Z' WHERE id = ${v1.versionId}`.execute(svc.store.db);
+      const v1 = await deployActive(svc, { agent: 'default/bot' });
+      await deployActive(svc, { agent: 'default/bot' });
+      await sql`UPDATE versions SET image_expires_at = '2020-01-01T00:00:00Z' WHERE id = ${v1.version_id}`.execute(svc.store.db);
       const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', 'v1', '--yes'], { env });
       expect(result.code).toBe(5);
       expect(result.stderr).toBe(
-        `error: The image of version v1 (${v1.versionId}) expired at 2020-01-01T00:00:00.000Z; deploy it again instead (409 image_expired)\n` +
+        `error: The image of version v1 (${v1.version_id}) expired at 2020-01-01T00:00:00.000Z; deploy it again instead (409 image_expired)\n` +
           'hint: That version’s image is past its retention; pick a newer version.\n',
       );
     });
 
     test('no_routable_version says to deploy first', async () => {
-      await deployActive(svc, 'default/bot');
-      await svc.api('POST', '/agents/deploy', {
-        body: { namespace: 'default', agent_name: 'bot', branch: 'feature/x', git_hash: 'a'.repeat(40), git_message: 'x', author_name: 'Ada', author_email: 'ada@example.com', image_url: 'img:x', sdk_type: 'alpha_agent_sdk', acp_type: 'async' },
-      });
-      const version = (await svc.api('GET', '/agents/default/bot/versions?branch=feature/x')).body.versions[0].id;
-      expect((await svc.api('POST', '/versions/register', { body: { version_id: version, status: 'FAILED', failure_reason: 'crash_loop' } })).status).toBe(200);
+      await deployActive(svc, { agent: 'default/bot' });
+      const feature = await deploy(svc, { agent: 'default/bot', branch: 'feature/x' });
+      await svc.client().registerVersion({ body: { version_id: feature.version_id, status: 'FAILED', failure_reason: 'crash_loop' } });
       const result = await runCli(['tasks', 'create', '--agent', 'default/bot', '--branch', 'feature/x'], { env });
       expect(result.code).toBe(5);
       expect(result.stderr).toContain('(409 no_routable_version)\nhint: The branch has no ACTIVE or DEPLOYING version: deploy one first.\n');
     });
 
     test('task_terminal names the task', async () => {
-      await deployActive(svc, 'default/bot');
-      const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot', name: 'nightly' } })).body.id;
-      await svc.api('POST', `/tasks/${task}/cancel`);
+      await deployActive(svc, { agent: 'default/bot' });
+      const task = (await createTask(svc, { agent_name: 'default/bot', name: 'nightly' })).id;
+      await svc.client().cancelTask({ params: { task_id: task } });
       const result = await runCli(['tasks', 'send', 'nightly', 'late'], { env });
       expect(result.code).toBe(5);
       expect(result.stderr).toContain(`error: Task nightly (${task}) is CANCELED; a finished task takes no new events or messages (409 task_terminal)\n`);
@@ -145,15 +143,15 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
 
   describe('printed commands paste into a shell as they are', () => {
     test('branches retire without --yes: the reason is single-quoted ($ and quotes survive)', async () => {
-      const v1 = await deployActive(svc, 'default/bot', 'feature/x');
+      const v1 = await deployActive(svc, { agent: 'default/bot', branch: 'feature/x' });
       const result = await runCli(['branches', 'retire', 'feature/x', '--agent', 'default/bot', '--reason', "it's $done"], { env });
       expect(result.code).toBe(2);
-      expect(result.stderr).toContain(`try:  agentctl branches retire ${v1.branchId} --reason 'it'\\''s $done' --yes\n`);
+      expect(result.stderr).toContain(`try:  agentctl branches retire ${v1.branch_id} --reason 'it'\\''s $done' --yes\n`);
     });
 
     test('rollback without --yes: a branch name with shell characters is quoted', async () => {
-      await deployActive(svc, 'default/bot', 'fix(ui)');
-      await deployActive(svc, 'default/bot', 'fix(ui)');
+      await deployActive(svc, { agent: 'default/bot', branch: 'fix(ui)' });
+      await deployActive(svc, { agent: 'default/bot', branch: 'fix(ui)' });
       const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'fix(ui)', '--to', 'v1'], { env });
       expect(result.code).toBe(2);
       expect(result.stderr).toContain("try:  agentctl rollback --agent default/bot --branch 'fix(ui)' --to v1 --yes\n");
@@ -182,8 +180,8 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
 
   describe('names where there are names; ids under --json and --wide', () => {
     test('agents list: the namespace by slug, its id with --wide', async () => {
-      const namespace = (await svc.api('POST', '/namespaces', { body: { slug: 'research', name: 'Research' } })).body;
-      const { agentId } = await deployActive(svc, 'research/bot');
+      const namespace = await svc.client().createNamespace({ body: { slug: 'research', name: 'Research' } });
+      const { agent_id: agentId } = await deployActive(svc, { agent: 'research/bot' });
       const rows = (result: { stdout: string }) => result.stdout.trim().split('\n').map((line) => line.split('\t'));
       const plain = await runCli(['agents', 'list'], { env });
       expect(rows(plain).map((row) => row.slice(0, 4))).toEqual([[agentId, 'bot', 'research', 'ACTIVE']]);
@@ -194,21 +192,22 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
     });
 
     test('keys list: scopes as --scope takes them, ids with --wide', async () => {
-      const { agentId } = await deployActive(svc, 'default/bot');
-      const namespaceId = (await svc.api('GET', '/namespaces')).body.namespaces[0].id;
+      const { agent_id: agentId } = await deployActive(svc, { agent: 'default/bot' });
+      const namespaceId = (await svc.client().listNamespaces()).namespaces[0].id;
       const scopes = [
-        { resource_type: 'namespace', resource_id: namespaceId, role: 'admin' },
-        { resource_type: 'agent', resource_id: agentId, role: 'viewer' },
+        { resource_type: 'namespace' as const, resource_id: namespaceId, role: 'admin' as const },
+        { resource_type: 'agent' as const, resource_id: agentId, role: 'viewer' as const },
       ];
-      const key = (await svc.api('POST', '/api_keys', { body: { name: 'ci', scopes } })).body.api_key;
+      const key = (await svc.client().createKey({ body: { name: 'ci', scopes } })).api_key;
       const scopesOf = (result: { stdout: string }, column: number) => result.stdout.trim().split('\n').map((line) => line.split('\t')).find((row) => row[0] === key.id)![column];
       expect(scopesOf(await runCli(['keys', 'list'], { env }), 3)).toBe('namespace:default:admin, agent:default/bot:viewer');
       expect(scopesOf(await runCli(['keys', 'list', '--wide'], { env }), 4)).toBe(`namespace:${namespaceId}:admin, agent:${agentId}:viewer`);
     });
 
     test('keys get, revoke and rotate take a key name; a name two keys share is refused naming both', async () => {
-      const scopes = [{ resource_type: 'org', resource_id: (await svc.api('GET', '/whoami')).body.org_id, role: 'member' }];
-      const ci = (await svc.api('POST', '/api_keys', { body: { name: 'ci', scopes } })).body.api_key;
+      const client = svc.client();
+      const scopes = [{ resource_type: 'org' as const, resource_id: (await client.whoami()).org_id, role: 'member' as const }];
+      const ci = (await client.createKey({ body: { name: 'ci', scopes } })).api_key;
       const got = await runCli(['keys', 'get', 'ci', '--json'], { env });
       expect(got.json().id).toBe(ci.id);
       const revoked = await runCli(['keys', 'revoke', 'ci', '--yes', '--json'], { env });
@@ -217,8 +216,8 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       const gone = await runCli(['keys', 'rotate', 'ci', '--yes'], { env });
       expect(gone.code).toBe(3);
       expect(gone.stderr).toContain('error: No API key is named "ci" (revoked keys left out)\n');
-      const a = (await svc.api('POST', '/api_keys', { body: { name: 'bot', scopes } })).body.api_key;
-      const b = (await svc.api('POST', '/api_keys', { body: { name: 'bot', scopes } })).body.api_key;
+      const a = (await client.createKey({ body: { name: 'bot', scopes } })).api_key;
+      const b = (await client.createKey({ body: { name: 'bot', scopes } })).api_key;
       const twice = await runCli(['keys', 'get', 'bot'], { env });
       expect(twice.code).toBe(2);
       expect(twice.stderr).toContain(`error: 2 API keys are named "bot": `);
@@ -227,14 +226,14 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
     });
 
     test('tasks cancel, delete, migrate --task and states --task take a task name', async () => {
-      await deployActive(svc, 'default/bot');
-      const v2 = await deployActive(svc, 'default/bot', 'main', undefined, { are_tasks_sticky: true });
-      const create = async (name: string) => (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot', name } })).body.id as string;
+      await deployActive(svc, { agent: 'default/bot' });
+      const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
+      const create = async (name: string) => (await createTask(svc, { agent_name: 'default/bot', name })).id;
       const [report, digest, old] = [await create('report'), await create('digest'), await create('old')];
-      const moved = await runCli(['tasks', 'migrate', '--task', 'report', '--task', digest, '--to', v2.versionId, '--yes', '--json'], { env });
+      const moved = await runCli(['tasks', 'migrate', '--task', 'report', '--task', digest, '--to', v2.version_id, '--yes', '--json'], { env });
       expect(moved.code).toBe(0);
       expect(moved.json().tasks.map((t: { id: string }) => t.id).sort()).toEqual([report, digest].sort());
-      expect(moved.json().to_version.id).toBe(v2.versionId);
+      expect(moved.json().to_version.id).toBe(v2.version_id);
       const put = await runCli(['states', 'put', '--task', 'report', '--agent', 'default/bot', '--data', '{"step": 1}', '--json'], { env });
       expect(put.code).toBe(0);
       expect(put.json()).toMatchObject({ task_id: report, state: { step: 1 } });

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { engines, openTestService, type TestService } from '../support/service.js';
-import { deployActive, neverEndingStdin, runCli, serviceEnv, tempDir, type CliOptions, type CliResult } from './support.js';
+import { beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { engines, useService } from '../support/service.js';
+import { createTask, deployActive } from '../support/fixtures.js';
+import { neverEndingStdin, runCli, serviceEnv, tempDir, type CliOptions, type CliResult } from './support.js';
 
 /** Fails the test instead of hanging when a command waits for input. */
 async function withinSeconds(seconds: number, args: string[], options: CliOptions): Promise<CliResult> {
@@ -16,21 +17,20 @@ async function withinSeconds(seconds: number, args: string[], options: CliOption
 }
 
 describe.each(engines)('agentctl never prompts without a terminal (%s)', (engine) => {
-  let svc: TestService;
+  // One setup for every case: each command stops before it changes anything.
+  const svc = useService(engine, {}, { resetBeforeEach: false });
   let config: ReturnType<typeof tempDir>;
   let env: Record<string, string>;
-  let ids: { agentId: string; versionId: string; branchId: string; taskId: string; stateId: string; keyId: string; groupId: string };
+  let ids: { versionId: string; branchId: string; taskId: string; stateId: string; keyId: string; groupId: string };
   beforeAll(async () => {
-    svc = await openTestService(engine);
-    const v1 = await deployActive(svc, 'default/bot');
-    const taskId = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
-    const stateId = (await svc.api('POST', '/states', { body: { task_id: taskId, agent_id: v1.agentId, state: {} } })).body.id;
-    const keyId = (await svc.api('GET', '/whoami')).body.id;
-    const groupId = (await svc.api('POST', '/groups', { body: { name: 'platform' } })).body.id;
-    await svc.api('PUT', `/groups/${groupId}/members/${keyId}`);
-    ids = { ...v1, taskId, stateId, keyId, groupId };
+    const v1 = await deployActive(svc, { agent: 'default/bot' });
+    const task = await createTask(svc, { agent_name: 'default/bot' });
+    const state = await svc.client().createState({ body: { task_id: task.id, agent_id: v1.agent_id, state: {} } });
+    const key = await svc.client().whoami();
+    const group = await svc.client().createGroup({ body: { name: 'platform' } });
+    await svc.api('PUT', `/groups/${group.id}/members/${key.id}`);
+    ids = { versionId: v1.version_id, branchId: v1.branch_id, taskId: task.id, stateId: state.id, keyId: key.id, groupId: group.id };
   });
-  afterAll(async () => svc?.close());
   beforeEach(() => {
     config?.remove();
     config = tempDir();

@@ -1,10 +1,11 @@
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, beforeEach, describe, expect, test } from 'vitest';
 import { endpoints } from '../../src/contract/endpoints.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
-import { deployActive, runCli, tempDir, useCliService } from './support.js';
+import { engines, useService, type TestService } from '../support/service.js';
+import { deployActive } from '../support/fixtures.js';
+import { runCli, tempDir, useCliService } from './support.js';
 
 /** stdout parsed and validated with the endpoint’s response schema. */
 const parse = <K extends keyof typeof endpoints>(name: K, text: string): any => (endpoints[name].response as z.ZodType).parse(JSON.parse(text));
@@ -62,7 +63,7 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
   });
 
   test('agents list, get by name and by id, and delete with --yes', async () => {
-    const { agentId } = await deployActive(svc, 'default/bot');
+    const { agent_id: agentId } = await deployActive(svc, { agent: 'default/bot' });
     const listed = await runCli(['agents', 'list', '--json'], { env });
     expect(parse('listAgents', listed.stdout).agents.map((a: { id: string }) => a.id)).toEqual([agentId]);
 
@@ -79,7 +80,7 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
   });
 
   test('branches list, get by name, and retire with a reason', async () => {
-    const { agentId, branchId } = await deployActive(svc, 'default/bot', 'feature/search');
+    const { agent_id: agentId, branch_id: branchId } = await deployActive(svc, { agent: 'default/bot', branch: 'feature/search' });
     const listed = await runCli(['branches', 'list', '--agent', 'default/bot', '--json'], { env });
     expect(listed.code).toBe(0);
     const branches = parse('listAgentBranches', listed.stdout).branches;
@@ -98,20 +99,20 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
   });
 
   test('versions list newest first, filtered by branch and status; get by git-hash prefix', async () => {
-    const first = await deployActive(svc, 'default/bot');
-    const second = await deployActive(svc, 'default/bot');
+    const first = await deployActive(svc, { agent: 'default/bot' });
+    const second = await deployActive(svc, { agent: 'default/bot' });
     const listed = await runCli(['versions', 'list', '--agent', 'default/bot', '--json'], { env });
     expect(listed.code).toBe(0);
-    expect(parse('listAgentVersions', listed.stdout).versions.map((v: { id: string }) => v.id)).toEqual([second.versionId, first.versionId]);
+    expect(parse('listAgentVersions', listed.stdout).versions.map((v: { id: string }) => v.id)).toEqual([second.version_id, first.version_id]);
 
     const active = await runCli(['versions', 'list', '--agent', 'default/bot', '--branch', 'main', '--status', 'ACTIVE', '--json'], { env });
-    expect(parse('listAgentVersions', active.stdout).versions.map((v: { id: string }) => v.id)).toEqual([second.versionId]);
+    expect(parse('listAgentVersions', active.stdout).versions.map((v: { id: string }) => v.id)).toEqual([second.version_id]);
 
-    const byHash = await runCli(['versions', 'get', first.hash.slice(0, 8), '--agent', 'default/bot', '--json'], { env });
+    const byHash = await runCli(['versions', 'get', first.git_hash.slice(0, 8), '--agent', 'default/bot', '--json'], { env });
     expect(byHash.code).toBe(0);
-    expect(parse('getVersion', byHash.stdout)).toMatchObject({ id: first.versionId, git_hash: first.hash });
+    expect(parse('getVersion', byHash.stdout)).toMatchObject({ id: first.version_id, git_hash: first.git_hash });
 
-    const events = await runCli(['versions', 'get', second.versionId, '--events', '--json'], { env });
+    const events = await runCli(['versions', 'get', second.version_id, '--events', '--json'], { env });
     expect(parse('listVersionEvents', events.stdout).events.map((e: { type: string }) => e.type)).toContain('VERSION_ACTIVATED');
   });
 
@@ -123,7 +124,7 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
   });
 
   test('envs create, get, update, resolve, list and delete', async () => {
-    await deployActive(svc, 'default/bot');
+    await deployActive(svc, { agent: 'default/bot' });
     const created = await runCli(['envs', 'create', 'staging', '--agent', 'default/bot', '--rule', 'staging', '--rule', 'release/*', '--json'], { env });
     expect(created.code).toBe(0);
     expect(parse('createEnvironment', created.stdout)).toMatchObject({ name: 'staging', branch_rules: ['staging', 'release/*'], is_prod: false });
@@ -161,7 +162,7 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
   });
 
   test('keys create with --preset fills the role of a role-less --scope; the secret is on stdout only', async () => {
-    await deployActive(svc, 'default/bot');
+    await deployActive(svc, { agent: 'default/bot' });
     const result = await runCli(['keys', 'create', '--preset', 'deploy', '--scope', 'namespace:default', '--scope', 'agent:default/bot', '--name', 'ci', '--expires', '90d'], { env });
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^agk_[0-9A-Za-z]{49}\n$/);
@@ -176,23 +177,24 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
   });
 
   test('keys create --json prints the server’s response with the secret', async () => {
-    const group = await svc.api('POST', '/groups', { body: { name: 'platform' } });
+    const group = await svc.client().createGroup({ body: { name: 'platform' } });
     const result = await runCli(['keys', 'create', '--name', 'reader', '--scope', 'namespace:default:admin', '--group', 'platform', '--json'], { env });
     expect(result.code).toBe(0);
     expect(result.stderr).toBe('');
     const created = parse('createKey', result.stdout);
-    expect(created.api_key).toMatchObject({ name: 'reader', sharing_group_ids: [group.body.id] });
+    expect(created.api_key).toMatchObject({ name: 'reader', sharing_group_ids: [group.id] });
     expect(created.key).toMatch(/^agk_/);
     // No --expires: the wizard's default, 90 days.
     expect(Math.round((Date.parse(created.api_key.expires_at) - Date.now()) / 86_400_000)).toBe(90);
   });
 
   test('keys list, get, rotate and revoke', async () => {
-    const made = await svc.api('POST', '/api_keys', { body: { name: 'temp', scopes: [{ resource_type: 'namespace', resource_id: (await svc.api('GET', '/namespaces')).body.namespaces[0].id, role: 'admin' }] } });
-    const id = made.body.api_key.id;
+    const client = svc.client();
+    const made = await client.createKey({ body: { name: 'temp', scopes: [{ resource_type: 'namespace', resource_id: (await client.listNamespaces()).namespaces[0].id, role: 'admin' }] } });
+    const id = made.api_key.id;
     const listed = await runCli(['keys', 'list', '--json'], { env });
     expect(parse('listKeys', listed.stdout).api_keys.map((k: { name: string }) => k.name).sort()).toEqual(['bootstrap', 'temp']);
-    expect(listed.stdout).not.toContain(made.body.key);
+    expect(listed.stdout).not.toContain(made.key);
 
     const got = await runCli(['keys', 'get', id, '--json'], { env });
     expect(parse('getKey', got.stdout).id).toBe(id);
@@ -201,7 +203,7 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
     expect(rotated.code).toBe(0);
     const secret = rotated.stdout.trim();
     expect(secret).toMatch(/^agk_/);
-    expect((await svc.api('GET', '/whoami', { key: made.body.key })).status).toBe(401);
+    expect((await svc.api('GET', '/whoami', { key: made.key })).status).toBe(401);
     expect((await svc.api('GET', '/whoami', { key: secret })).status).toBe(200);
 
     const revoked = await runCli(['keys', 'revoke', id, '--yes', '--json'], { env });
@@ -223,12 +225,9 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
 });
 
 describe.each(engines)('agentctl auth and config (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine, {}, { resetBeforeEach: false });
   let config: ReturnType<typeof tempDir>;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
+  afterAll(() => config?.remove());
   beforeEach(() => {
     config?.remove();
     config = tempDir();
@@ -257,11 +256,12 @@ describe.each(engines)('agentctl auth and config (%s)', (engine) => {
 
   test('auth status says which source is active and warns when the environment overrides the profile', async () => {
     await runCli(['auth', 'login', '--api-key', svc.adminKey, '--base-url', svc.url], { env: bare() });
-    const made = await svc.api('POST', '/api_keys', { body: { name: 'other', scopes: [{ resource_type: 'namespace', resource_id: (await svc.api('GET', '/namespaces')).body.namespaces[0].id, role: 'admin' }] } });
-    const status = await runCli(['auth', 'status'], { env: { ...bare(), AGENTCTL_API_KEY: made.body.key } });
+    const client = svc.client();
+    const made = await client.createKey({ body: { name: 'other', scopes: [{ resource_type: 'namespace', resource_id: (await client.listNamespaces()).namespaces[0].id, role: 'admin' }] } });
+    const status = await runCli(['auth', 'status'], { env: { ...bare(), AGENTCTL_API_KEY: made.key } });
     expect(status.code).toBe(0);
     expect(status.stderr).toContain('warning: AGENTCTL_API_KEY overrides the value saved in profile "default"');
-    expect(status.stdout).toContain(`API key\t${made.body.key.slice(0, 12)}… (from AGENTCTL_API_KEY)`);
+    expect(status.stdout).toContain(`API key\t${made.key.slice(0, 12)}… (from AGENTCTL_API_KEY)`);
     expect(status.stdout).toContain(`Base URL\t${svc.url} (from profile "default")`);
   });
 

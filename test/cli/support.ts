@@ -4,8 +4,8 @@ import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { execa } from 'execa';
 import { run } from '../../src/cli/program.js';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
-import { openTestService, type TestService } from '../support/service.js';
+import { afterAll, beforeEach } from 'vitest';
+import { useService, type TestService } from '../support/service.js';
 import type { Engine } from '../../src/server/store/db.js';
 
 export interface CliResult {
@@ -84,20 +84,6 @@ export async function gitRepo(dir: string, message = 'first version'): Promise<{
   return { commit, head: async () => (await git('rev-parse', 'HEAD')).stdout.trim() };
 }
 
-/** Deploys through the API and reports the version ready, as its container would. */
-export async function deployActive(svc: TestService, agent: string, branch = 'main', hash = randomHash(), extra: Record<string, unknown> = {}): Promise<{ versionId: string; branchId: string; agentId: string; hash: string }> {
-  const [namespace, agent_name] = agent.split('/');
-  const deployed = await svc.api('POST', '/agents/deploy', {
-    body: { namespace, agent_name, branch, git_hash: hash, git_message: `commit ${hash.slice(0, 7)}`, author_name: 'Ada', author_email: 'ada@example.com', image_url: `registry.local/${agent_name}:${hash.slice(0, 7)}`, sdk_type: 'alpha_agent_sdk', acp_type: 'async', ...extra },
-  });
-  if (deployed.status !== 201) throw new Error(`deploy failed: ${deployed.status} ${JSON.stringify(deployed.body)}`);
-  const registered = await svc.api('POST', '/versions/register', { body: { version_id: deployed.body.version_id } });
-  if (registered.status !== 200) throw new Error(`register failed: ${registered.status} ${JSON.stringify(registered.body)}`);
-  return { versionId: deployed.body.version_id, branchId: deployed.body.branch_id, agentId: deployed.body.agent_id, hash };
-}
-
-export const randomHash = () => Array.from({ length: 40 }, () => '0123456789abcdef'[Math.floor(Math.random() * 16)]).join('');
-
 export interface CliService {
   svc: TestService;
   /** A scratch directory, new for each test. */
@@ -107,20 +93,14 @@ export interface CliService {
 }
 
 /**
- * One service per test file (reset before each test) and a fresh scratch directory per test: the
- * setup every in-process CLI test file shares. The returned object is refilled before each test.
+ * The file's service (`useService`: one per file, reset before each test) and a fresh scratch
+ * directory per test: the setup every in-process CLI test file shares. The returned object is
+ * refilled before each test.
  */
 export function useCliService(engine: Engine, configDir: (scratchDir: string) => string = (dir) => dir): CliService {
-  const state = {} as CliService;
-  beforeAll(async () => {
-    state.svc = await openTestService(engine);
-  });
-  afterAll(async () => {
-    state.scratch?.remove();
-    await state.svc?.close();
-  });
-  beforeEach(async () => {
-    await state.svc.reset();
+  const state = { svc: useService(engine) } as CliService;
+  afterAll(() => state.scratch?.remove());
+  beforeEach(() => {
     state.scratch?.remove();
     state.scratch = tempDir();
     state.env = serviceEnv(state.svc, configDir(state.scratch.dir));

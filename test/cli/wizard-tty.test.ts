@@ -1,26 +1,22 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { openTestService, type TestService } from '../support/service.js';
-import { deployActive, tempDir } from './support.js';
+import { afterAll, describe, expect, test } from 'vitest';
+import { useService } from '../support/service.js';
+import { createTask, deployActive } from '../support/fixtures.js';
+import { tempDir } from './support.js';
 import { ENTRY, hasTmux, Terminal } from './terminal.js';
 
 if (!hasTmux) console.warn('SKIPPED: the key wizard pseudo-terminal test needs tmux (apt-get install -y tmux)');
 
 describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal', () => {
-  let svc: TestService;
+  const svc = useService('pglite', {}, { resetBeforeEach: false });
   const scratch = tempDir();
-  beforeAll(async () => {
-    svc = await openTestService('pglite');
-  });
-  afterAll(async () => {
-    await svc?.close();
-    scratch.remove();
-  });
+  afterAll(() => scratch.remove());
 
   test('preset, scopes, groups and review create a key whose secret is printed once', async () => {
-    const { agentId } = await deployActive(svc, 'default/bot');
-    const group = (await svc.api('POST', '/groups', { body: { name: 'platform' } })).body;
-    await svc.api('PUT', `/groups/${group.id}/members/${(await svc.api('GET', '/whoami')).body.id}`);
-    const namespaceId = (await svc.api('GET', '/namespaces')).body.namespaces[0].id;
+    const { agent_id: agentId } = await deployActive(svc, { agent: 'default/bot' });
+    const client = svc.client();
+    const group = await client.createGroup({ body: { name: 'platform' } });
+    await client.addGroupMember({ params: { group_id: group.id, member_id: (await client.whoami()).id } });
+    const namespaceId = (await client.listNamespaces()).namespaces[0].id;
     const env = [`AGENTCTL_CONFIG_DIR=${scratch.dir}`, `AGENTCTL_BASE_URL=${svc.url}`, `AGENTCTL_API_KEY=${svc.adminKey}`, 'NO_COLOR=1'].join(' ');
     const terminal = await Terminal.start(`env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} keys create; echo "EXIT=$?"`);
     try {
@@ -84,21 +80,21 @@ describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal
   });
 
   test('tasks migrate on a terminal shows the plan, asks, then moves the tasks', async () => {
-    const v1 = await deployActive(svc, 'default/planner');
-    const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/planner' } })).body.id;
-    const v2 = await deployActive(svc, 'default/planner', 'main', undefined, { are_tasks_sticky: true });
+    const v1 = await deployActive(svc, { agent: 'default/planner' });
+    const task = (await createTask(svc, { agent_name: 'default/planner' })).id;
+    const v2 = await deployActive(svc, { agent: 'default/planner', are_tasks_sticky: true });
     const env = [`AGENTCTL_CONFIG_DIR=${scratch.dir}`, `AGENTCTL_BASE_URL=${svc.url}`, `AGENTCTL_API_KEY=${svc.adminKey}`, 'NO_COLOR=1'].join(' ');
-    const terminal = await Terminal.start(`env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} tasks migrate --from ${v1.versionId} --to-latest; echo "EXIT=$?"`);
+    const terminal = await Terminal.start(`env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} tasks migrate --from ${v1.version_id} --to-latest; echo "EXIT=$?"`);
     try {
       const plan = await terminal.waitFor('Move 1 task(s)?');
       expect(plan).toContain(`Plan: move 1 task(s) on branch main from v1 to v2`);
-      expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v1.versionId);
+      expect((await svc.client().getTask({ params: { task_id: task } })).current_version_id).toBe(v1.version_id);
       await terminal.type('y');
       await terminal.keys('Enter');
       const done = await terminal.waitFor('EXIT=');
       expect(done).toContain('EXIT=0');
-      expect(done).toContain(`No undo: ${v1.versionId} is now RETIRED`);
-      expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v2.versionId);
+      expect(done).toContain(`No undo: ${v1.version_id} is now RETIRED`);
+      expect((await svc.client().getTask({ params: { task_id: task } })).current_version_id).toBe(v2.version_id);
     } finally {
       await terminal.close();
     }

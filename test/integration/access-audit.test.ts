@@ -1,29 +1,21 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { beforeEach, describe, expect, test } from 'vitest';
+import type { Scope } from '../../src/contract/resources.js';
+import { engines, useService } from '../support/service.js';
 import { createTask, deployActive } from '../support/fixtures.js';
 
 /** Holes found auditing the resource endpoints, kept closed. */
 
 describe.each(engines)('access audit (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let mine: { agent_id: string };
   let theirs: { agent_id: string };
 
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
-    mine = await deployActive(svc, { agent_name: 'mine' });
-    theirs = await deployActive(svc, { agent_name: 'theirs' });
+    mine = await deployActive(svc, { agent: 'mine' });
+    theirs = await deployActive(svc, { agent: 'theirs' });
   });
 
-  async function keyWith(scopes: { resource_type: string; resource_id: string; role: string }[]) {
-    const res = await svc.api('POST', '/api_keys', { body: { name: 'audit', scopes } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body.key as string;
-  }
+  const keyWith = async (scopes: Scope[]) => (await svc.client().createKey({ body: { name: 'audit', scopes } })).key;
 
   test('a task cannot be started on the private filesystem of a task of an agent the key may not run', async () => {
     const theirTask = await createTask(svc, { agent_name: 'default/theirs' });

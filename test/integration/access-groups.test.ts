@@ -1,35 +1,27 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { beforeEach, describe, expect, test } from 'vitest';
+import { engines, useService } from '../support/service.js';
 
 /** Sharing groups: org admins manage them; members see their own groups; org members see all. */
 
 describe.each(engines)('sharing groups (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let orgId: string;
   let namespaceId: string;
 
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
-    orgId = (await svc.api('GET', '/whoami')).body.org_id;
-    namespaceId = (await svc.api('GET', '/namespaces')).body.namespaces[0].id;
+    orgId = (await svc.client().whoami()).org_id;
+    namespaceId = (await svc.client().listNamespaces()).namespaces[0].id;
   });
 
-  const newGroup = async (name: string, description?: string) => svc.api('POST', '/groups', { body: { name, description } });
+  const newGroup = (name: string) => svc.client().createGroup({ body: { name } });
   /** A key whose only scope is admin on the default namespace, in `groups`. */
-  const nsAdminKey = async (name: string, groups: string[] = []) =>
-    (await svc.api('POST', '/api_keys', { body: { name, scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }], sharing_group_ids: groups } })).body as {
-      api_key: { id: string };
-      key: string;
-    };
+  const nsAdminKey = (name: string, groups: string[] = []) =>
+    svc.client().createKey({ body: { name, scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }], sharing_group_ids: groups } });
 
   test('POST /groups answers 201 with the group', async () => {
-    const res = await newGroup('platform', 'The platform team');
+    const res = await svc.api('POST', '/groups', { body: { name: 'platform', description: 'The platform team' } });
     expect(res.status).toBe(201);
-    const adminKeyId = (await svc.api('GET', '/whoami')).body.id;
+    const adminKeyId = (await svc.client().whoami()).id;
     expect(res.body).toMatchObject({ org_id: orgId, owner_org_id: orgId, created_by: adminKeyId, name: 'platform', description: 'The platform team', member_count: 0 });
     expect(res.body.id).toMatch(/^grp_[0-9A-Z]{26}$/);
     expect(res.body.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -38,15 +30,15 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
 
   test('a second group with the same name is 409 group_exists', async () => {
     await newGroup('platform');
-    const res = await newGroup('platform');
+    const res = await svc.api('POST', '/groups', { body: { name: 'platform' } });
     expect([res.status, res.body]).toEqual([409, { detail: 'A sharing group named platform already exists', code: 'group_exists' }]);
   });
 
   test('GET /groups lists the org’s groups newest first, with member counts', async () => {
     const a = await newGroup('a');
     const b = await newGroup('b');
-    await nsAdminKey('k1', [a.body.id]);
-    await nsAdminKey('k2', [a.body.id, b.body.id]);
+    await nsAdminKey('k1', [a.id]);
+    await nsAdminKey('k2', [a.id, b.id]);
     const res = await svc.api('GET', '/groups');
     expect(res.body.total).toBe(2);
     expect(res.body.groups.map((g: { name: string; member_count: number }) => [g.name, g.member_count])).toEqual([
@@ -57,7 +49,7 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
 
   test('GET /groups pages with limit and page_number (total counts them all) in order_direction', async () => {
     const client = svc.client();
-    const [a, b, c] = [await newGroup('a'), await newGroup('b'), await newGroup('c')].map((res) => res.body.id as string);
+    const [a, b, c] = [await newGroup('a'), await newGroup('b'), await newGroup('c')].map((group) => group.id);
     const page = async (query: { limit?: number; page_number?: number; order_direction?: 'asc' | 'desc' }) => {
       const listed = await client.listGroups({ query });
       return [listed.groups.map((g) => g.id), listed.total];
@@ -76,62 +68,62 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
   test('PUT /groups/{id}/members/{key_id} adds a key, idempotently; DELETE removes it', async () => {
     const group = await newGroup('platform');
     const k = await nsAdminKey('runner');
-    const added = await svc.api('PUT', `/groups/${group.body.id}/members/${k.api_key.id}`);
+    const added = await svc.api('PUT', `/groups/${group.id}/members/${k.api_key.id}`);
     expect(added.status).toBe(200);
-    expect(added.body).toMatchObject({ group_id: group.body.id, member_id: k.api_key.id, name: 'runner' });
-    const again = await svc.api('PUT', `/groups/${group.body.id}/members/${k.api_key.id}`);
+    expect(added.body).toMatchObject({ group_id: group.id, member_id: k.api_key.id, name: 'runner' });
+    const again = await svc.api('PUT', `/groups/${group.id}/members/${k.api_key.id}`);
     expect(again.body).toEqual(added.body);
-    expect((await svc.api('GET', `/groups/${group.body.id}/members`)).body).toEqual({ members: [added.body], total: 1 });
-    expect((await svc.api('GET', '/whoami', { key: k.key })).body.sharing_group_ids).toEqual([group.body.id]);
-    const removed = await svc.api('DELETE', `/groups/${group.body.id}/members/${k.api_key.id}`);
+    expect((await svc.api('GET', `/groups/${group.id}/members`)).body).toEqual({ members: [added.body], total: 1 });
+    expect((await svc.client(k.key).whoami()).sharing_group_ids).toEqual([group.id]);
+    const removed = await svc.api('DELETE', `/groups/${group.id}/members/${k.api_key.id}`);
     expect(removed.body).toEqual({ id: k.api_key.id, message: `API key ${k.api_key.id} removed from sharing group platform` });
-    expect((await svc.api('GET', `/groups/${group.body.id}/members`)).body).toEqual({ members: [], total: 0 });
-    const twice = await svc.api('DELETE', `/groups/${group.body.id}/members/${k.api_key.id}`);
+    expect((await svc.api('GET', `/groups/${group.id}/members`)).body).toEqual({ members: [], total: 0 });
+    const twice = await svc.api('DELETE', `/groups/${group.id}/members/${k.api_key.id}`);
     expect([twice.status, twice.body]).toEqual([404, { detail: `API key ${k.api_key.id} is not a member of sharing group platform`, code: 'not_found' }]);
   });
 
   test('adding an unknown key is 404; a revoked key is 409', async () => {
     const group = await newGroup('platform');
-    const unknown = await svc.api('PUT', `/groups/${group.body.id}/members/key_nope`);
+    const unknown = await svc.api('PUT', `/groups/${group.id}/members/key_nope`);
     expect([unknown.status, unknown.body]).toEqual([404, { detail: 'API key key_nope was not found', code: 'not_found' }]);
     const k = await nsAdminKey('gone');
-    await svc.api('DELETE', `/api_keys/${k.api_key.id}`);
-    const revoked = await svc.api('PUT', `/groups/${group.body.id}/members/${k.api_key.id}`);
+    await svc.client().revokeKey({ params: { key_id: k.api_key.id } });
+    const revoked = await svc.api('PUT', `/groups/${group.id}/members/${k.api_key.id}`);
     expect([revoked.status, revoked.body]).toEqual([409, { detail: `API key gone (${k.api_key.id}) has been revoked`, code: 'key_revoked' }]);
   });
 
   test('DELETE /groups/{id} removes the group and its memberships', async () => {
     const group = await newGroup('platform');
-    const k = await nsAdminKey('member', [group.body.id]);
-    const res = await svc.api('DELETE', `/groups/${group.body.id}`);
-    expect(res.body).toEqual({ id: group.body.id, message: 'Sharing group platform deleted' });
-    expect((await svc.api('GET', `/groups/${group.body.id}`)).status).toBe(404);
-    expect((await svc.api('GET', '/whoami', { key: k.key })).body.sharing_group_ids).toEqual([]);
+    const k = await nsAdminKey('member', [group.id]);
+    const res = await svc.api('DELETE', `/groups/${group.id}`);
+    expect(res.body).toEqual({ id: group.id, message: 'Sharing group platform deleted' });
+    expect((await svc.api('GET', `/groups/${group.id}`)).status).toBe(404);
+    expect((await svc.client(k.key).whoami()).sharing_group_ids).toEqual([]);
   });
 
   test('a key outside the group that is not an org member cannot see it (404); a member sees it but cannot change it (403)', async () => {
     const group = await newGroup('platform');
-    const member = await nsAdminKey('member', [group.body.id]);
+    const member = await nsAdminKey('member', [group.id]);
     const outsider = await nsAdminKey('outsider');
-    const notFound = { detail: `Group ${group.body.id} was not found`, code: 'not_found' };
+    const notFound = { detail: `Group ${group.id} was not found`, code: 'not_found' };
     for (const [method, path] of [
-      ['GET', `/groups/${group.body.id}`],
-      ['GET', `/groups/${group.body.id}/members`],
-      ['DELETE', `/groups/${group.body.id}`],
-      ['PUT', `/groups/${group.body.id}/members/${outsider.api_key.id}`],
+      ['GET', `/groups/${group.id}`],
+      ['GET', `/groups/${group.id}/members`],
+      ['DELETE', `/groups/${group.id}`],
+      ['PUT', `/groups/${group.id}/members/${outsider.api_key.id}`],
     ]) {
       const res = await svc.api(method, path, { key: outsider.key });
       expect([method, path, res.status, res.body]).toEqual([method, path, 404, notFound]);
     }
     expect((await svc.api('GET', '/groups', { key: outsider.key })).body).toEqual({ groups: [], total: 0 });
 
-    expect((await svc.api('GET', '/groups', { key: member.key })).body.groups.map((g: { id: string }) => g.id)).toEqual([group.body.id]);
-    expect((await svc.api('GET', `/groups/${group.body.id}/members`, { key: member.key })).body.total).toBe(1);
+    expect((await svc.api('GET', '/groups', { key: member.key })).body.groups.map((g: { id: string }) => g.id)).toEqual([group.id]);
+    expect((await svc.api('GET', `/groups/${group.id}/members`, { key: member.key })).body.total).toBe(1);
     const forbidden = { detail: 'Only org admins may manage sharing groups', code: 'forbidden' };
     for (const [method, path] of [
-      ['DELETE', `/groups/${group.body.id}`],
-      ['PUT', `/groups/${group.body.id}/members/${outsider.api_key.id}`],
-      ['DELETE', `/groups/${group.body.id}/members/${member.api_key.id}`],
+      ['DELETE', `/groups/${group.id}`],
+      ['PUT', `/groups/${group.id}/members/${outsider.api_key.id}`],
+      ['DELETE', `/groups/${group.id}/members/${member.api_key.id}`],
     ]) {
       const res = await svc.api(method, path, { key: member.key });
       expect([method, path, res.status, res.body]).toEqual([method, path, 403, forbidden]);
@@ -143,8 +135,8 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
   test('an org member sees every group of the org', async () => {
     await newGroup('a');
     await newGroup('b');
-    const member = await svc.api('POST', '/api_keys', { body: { name: 'm', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } });
-    expect((await svc.api('GET', '/groups', { key: member.body.key })).body.total).toBe(2);
+    const member = await svc.client().createKey({ body: { name: 'm', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } });
+    expect((await svc.api('GET', '/groups', { key: member.key })).body.total).toBe(2);
   });
 
   test('bad input: a missing or oversize name is 422', async () => {

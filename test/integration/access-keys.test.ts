@@ -1,6 +1,7 @@
 import { PRESETS } from '../../src/contract/presets.js';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { engines, openTestService, type ApiResponse, type TestService } from '../support/service.js';
+import { beforeEach, describe, expect, test } from 'vitest';
+import { engines, useService, type ApiResponse } from '../support/service.js';
+import { deploy } from '../support/fixtures.js';
 
 /** The API key endpoints: create (secret once), list, get, revoke, replace scopes and groups, rotate, whoami, presets. */
 
@@ -18,23 +19,19 @@ function expectValidation(res: ApiResponse, items: { loc: (string | number)[]; m
 }
 
 describe.each(engines)('API keys (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let orgId: string;
   let namespaceId: string;
 
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
-    const me = await svc.api('GET', '/whoami');
-    orgId = me.body.org_id;
-    namespaceId = (await svc.api('GET', '/namespaces')).body.namespaces.find((n: { slug: string }) => n.slug === 'default').id;
+    orgId = (await svc.client().whoami()).org_id;
+    namespaceId = (await svc.client().listNamespaces()).namespaces.find((n) => n.slug === 'default')!.id;
   });
 
   const createKey = async (body: Record<string, unknown>, key?: string) => svc.api('POST', '/api_keys', { body: { name: 'ci', ...body }, key });
-  const memberKey = async () => (await createKey({ name: 'member', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] })).body.key as string;
+  const memberKey = async () => (await svc.client().createKey({ body: { name: 'member', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } })).key;
+  const newGroup = (name: string) => svc.client().createGroup({ body: { name } });
+  const revoke = (keyId: string) => svc.client().revokeKey({ params: { key_id: keyId } });
 
   test('POST /api_keys answers 201 with the record and the secret, which then authenticates', async () => {
     const res = await createKey({ name: 'deployer', description: 'CI deploys', scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] });
@@ -93,21 +90,19 @@ describe.each(engines)('API keys (%s)', (engine) => {
   });
 
   test('executor is stored as viewer with the legacy role kept', async () => {
-    const agent = await svc.api('POST', '/agents/deploy', {
-      body: { agent_name: 'bot', branch: 'main', git_hash: 'abcdef1', author_name: 'A', author_email: 'a@x', image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async' },
-    });
+    const agent = await deploy(svc, { agent: 'bot' });
     const res = await createKey({ scopes: [{ resource_type: 'agent', resource_id: 'default/bot', role: 'executor' }] });
     expect(res.status).toBe(201);
-    expect(res.body.api_key.scopes).toEqual([{ resource_type: 'agent', resource_id: agent.body.agent_id, role: 'viewer' }]);
+    expect(res.body.api_key.scopes).toEqual([{ resource_type: 'agent', resource_id: agent.agent_id, role: 'viewer' }]);
     const stored = await svc.store.db.selectFrom('grants').select(['role', 'legacy_role', 'source']).where('principal_id', '=', res.body.api_key.id).execute();
     expect(stored).toEqual([{ role: 'viewer', legacy_role: 'executor', source: 'scope' }]);
   });
 
   test('sharing groups: the key joins each group named at creation', async () => {
-    const group = await svc.api('POST', '/groups', { body: { name: 'platform' } });
-    const res = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], sharing_group_ids: [group.body.id] });
-    expect(res.body.api_key.sharing_group_ids).toEqual([group.body.id]);
-    const members = await svc.api('GET', `/groups/${group.body.id}/members`);
+    const group = await newGroup('platform');
+    const res = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], sharing_group_ids: [group.id] });
+    expect(res.body.api_key.sharing_group_ids).toEqual([group.id]);
+    const members = await svc.api('GET', `/groups/${group.id}/members`);
     expect(members.body.members.map((m: { member_id: string; name: string }) => [m.member_id, m.name])).toEqual([[res.body.api_key.id, 'ci']]);
   });
 
@@ -126,7 +121,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
   test('GET /api_keys lists live keys newest first; include_revoked adds the revoked', async () => {
     const a = await createKey({ name: 'a', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] });
     await createKey({ name: 'b', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] });
-    await svc.api('DELETE', `/api_keys/${a.body.api_key.id}`);
+    await revoke(a.body.api_key.id);
     const live = await svc.api('GET', '/api_keys');
     expect(live.body.api_keys.map((k: { name: string }) => k.name)).toEqual(['b', 'bootstrap']);
     expect(live.body.total).toBe(2);
@@ -136,8 +131,8 @@ describe.each(engines)('API keys (%s)', (engine) => {
   });
 
   test('DELETE /api_keys/{id} revokes at once: 401 on the next request, and the key leaves its groups', async () => {
-    const group = await svc.api('POST', '/groups', { body: { name: 'platform' } });
-    const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], sharing_group_ids: [group.body.id] });
+    const group = await newGroup('platform');
+    const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], sharing_group_ids: [group.id] });
     expect((await svc.api('GET', '/whoami', { key: created.body.key })).status).toBe(200);
     const revoked = await svc.api('DELETE', `/api_keys/${created.body.api_key.id}`);
     expect(revoked.status).toBe(200);
@@ -149,7 +144,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toBe('Bearer');
     expect(refused.body).toEqual({ detail: 'API key has been revoked', code: 'unauthorized' });
-    expect((await svc.api('GET', `/groups/${group.body.id}`)).body.member_count).toBe(0);
+    expect((await svc.api('GET', `/groups/${group.id}`)).body.member_count).toBe(0);
     // Soft: the record stays, and revoking again answers it unchanged.
     const again = await svc.api('DELETE', `/api_keys/${created.body.api_key.id}`);
     expect(again.status).toBe(200);
@@ -163,20 +158,20 @@ describe.each(engines)('API keys (%s)', (engine) => {
     const patched = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}`, { body: { scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } });
     expect(patched.status).toBe(200);
     expect(patched.body.scopes).toEqual([{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }]);
-    expect((await svc.api('POST', '/namespaces', { body: { name: 'Other', slug: 'other' } })).status).toBe(201);
+    await svc.client().createNamespace({ body: { name: 'Other', slug: 'other' } });
     // A namespace admin of `default` does not see `other`, which an org member would.
     const seen = await svc.api('GET', '/namespaces', { key: created.body.key });
     expect(seen.body.namespaces.map((n: { slug: string }) => n.slug)).toEqual(['default']);
   });
 
   test('PATCH /api_keys/{id}/sharing-groups replaces the memberships', async () => {
-    const g1 = await svc.api('POST', '/groups', { body: { name: 'one' } });
-    const g2 = await svc.api('POST', '/groups', { body: { name: 'two' } });
-    const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], sharing_group_ids: [g1.body.id] });
-    const patched = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}/sharing-groups`, { body: { sharing_group_ids: [g2.body.id] } });
+    const g1 = await newGroup('one');
+    const g2 = await newGroup('two');
+    const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], sharing_group_ids: [g1.id] });
+    const patched = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}/sharing-groups`, { body: { sharing_group_ids: [g2.id] } });
     expect(patched.status).toBe(200);
-    expect(patched.body.sharing_group_ids).toEqual([g2.body.id]);
-    expect((await svc.api('GET', '/whoami', { key: created.body.key })).body.sharing_group_ids).toEqual([g2.body.id]);
+    expect(patched.body.sharing_group_ids).toEqual([g2.id]);
+    expect((await svc.api('GET', '/whoami', { key: created.body.key })).body.sharing_group_ids).toEqual([g2.id]);
     const cleared = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}/sharing-groups`, { body: { sharing_group_ids: [] } });
     expect(cleared.body.sharing_group_ids).toEqual([]);
   });
@@ -196,7 +191,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
 
   test('a revoked key cannot be rotated or changed (409 key_revoked)', async () => {
     const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] });
-    await svc.api('DELETE', `/api_keys/${created.body.api_key.id}`);
+    await revoke(created.body.api_key.id);
     const detail = `API key ci (${created.body.api_key.id}) has been revoked`;
     expect((await svc.api('POST', `/api_keys/${created.body.api_key.id}/rotate`)).body).toEqual({ detail, code: 'key_revoked' });
     const patch = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}`, { body: { scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } });
@@ -232,7 +227,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
 
   test('only org admins manage keys: 403 for any other key on every key endpoint', async () => {
     const key = await memberKey();
-    const target = (await svc.api('GET', '/whoami')).body.id;
+    const target = (await svc.client().whoami()).id;
     const forbidden = { detail: 'Only org admins may manage API keys', code: 'forbidden' };
     const calls: [string, string, unknown?][] = [
       ['POST', '/api_keys', { name: 'x', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] }],

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ROLES_BY_RESOURCE_TYPE, type ResourceType } from '../../src/contract/common.js';
+import { describe, expect, test } from 'vitest';
+import { ROLES_BY_RESOURCE_TYPE, type ResourceType, type Role } from '../../src/contract/common.js';
+import type { Scope } from '../../src/contract/resources.js';
 import type { Permission } from '../../src/server/auth/policy.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { deployActive, nextHash } from '../support/fixtures.js';
 import { allows, type ResourceName } from '../unit/policy-matrix.js';
 
@@ -12,40 +13,32 @@ import { allows, type ResourceName } from '../unit/policy-matrix.js';
  * visible but not allowed: 403; not visible: 404. The expectations are the unit matrix's.
  */
 
-const cases = (Object.keys(ROLES_BY_RESOURCE_TYPE) as ResourceType[]).flatMap((type) => ROLES_BY_RESOURCE_TYPE[type].map((role) => ({ type, role })));
+const cases = (Object.keys(ROLES_BY_RESOURCE_TYPE) as ResourceType[]).flatMap((type) => ROLES_BY_RESOURCE_TYPE[type].map((role) => ({ type, role: role as Role })));
 
 type AgentFixture = { id: string; branch_id: string; ns: string; name: string; task_id: string; state_id: string };
 type ProjectFixture = { id: string; ns: string; runOn: string };
 
 describe.each(engines)('permission matrix over HTTP (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let orgId: string;
   let namespaceIds: Record<string, string>;
   let agents: Record<'agent' | 'siblingAgent' | 'foreignAgent', AgentFixture>;
   let projects: Record<'project' | 'siblingProject' | 'foreignProject', ProjectFixture>;
 
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-
+  /** The agents and projects each case checks, in a database emptied before each test. */
   async function setUp() {
-    await svc.reset();
-    orgId = (await svc.api('GET', '/whoami')).body.org_id;
-    expect((await svc.api('POST', '/namespaces', { body: { name: 'Other', slug: 'other' } })).status).toBe(201);
-    namespaceIds = Object.fromEntries((await svc.api('GET', '/namespaces')).body.namespaces.map((n: { slug: string; id: string }) => [n.slug, n.id]));
+    const client = svc.client();
+    orgId = (await client.whoami()).org_id;
+    await client.createNamespace({ body: { name: 'Other', slug: 'other' } });
+    namespaceIds = Object.fromEntries((await client.listNamespaces()).namespaces.map((n) => [n.slug, n.id]));
     const deployed = async (ns: string, name: string): Promise<AgentFixture> => {
-      const d = await deployActive(svc, { namespace: ns, agent_name: name });
-      const task = await svc.client().createTask({ body: { agent_id: d.agent_id } });
-      const state = await svc.client().createState({ body: { task_id: task.id, agent_id: d.agent_id, state: {} } });
+      const d = await deployActive(svc, { agent: `${ns}/${name}` });
+      const task = await client.createTask({ body: { agent_id: d.agent_id } });
+      const state = await client.createState({ body: { task_id: task.id, agent_id: d.agent_id, state: {} } });
       return { id: d.agent_id, branch_id: d.branch_id, ns, name, task_id: task.id, state_id: state.id };
     };
     agents = { agent: await deployed('default', 'support-bot'), siblingAgent: await deployed('default', 'sibling'), foreignAgent: await deployed('other', 'bot') };
-    const project = async (ns: string, name: string, runOn: string): Promise<ProjectFixture> => {
-      const res = await svc.api('POST', '/projects', { body: { namespace: ns, name } });
-      expect(res.status).toBe(201);
-      return { id: res.body.id, ns, runOn };
-    };
+    const project = async (ns: string, name: string, runOn: string): Promise<ProjectFixture> => ({ id: (await client.createProject({ body: { namespace: ns, name } })).id, ns, runOn });
     projects = {
       project: await project('default', 'docs', agents.agent.id),
       siblingProject: await project('default', 'notes', agents.agent.id),
@@ -55,11 +48,7 @@ describe.each(engines)('permission matrix over HTTP (%s)', (engine) => {
 
   const scopeTarget = (type: ResourceType) => ({ org: orgId, namespace: namespaceIds.default, agent: agents.agent.id, project: projects.project.id })[type];
 
-  async function keyWith(scopes: { resource_type: string; resource_id: string; role: string }[]): Promise<string> {
-    const res = await svc.api('POST', '/api_keys', { body: { name: 'matrix', scopes } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body.key;
-  }
+  const keyWith = async (scopes: Scope[]): Promise<string> => (await svc.client().createKey({ body: { name: 'matrix', scopes } })).key;
 
   /** The status the policy promises for `permission` on `resource`, given the success status of the endpoint. */
   const want = (typeRole: string, resource: ResourceName, permission: Permission, success: number) =>

@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { buildApp } from '../../src/server/app.js';
 import { openStore, type Store } from '../../src/server/store/db.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import type { Scope } from '../../src/contract/resources.js';
+import { engines, useService } from '../support/service.js';
 
 /** Keys that must not work: revoked, expired, rotated away, malformed; on one server and across replicas. */
 
@@ -15,28 +16,18 @@ const expectRefused = (res: { status: number; headers: Headers; body: unknown },
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.each(engines)('refused keys (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let orgId: string;
-
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
-    orgId = (await svc.api('GET', '/whoami')).body.org_id;
+    orgId = (await svc.client().whoami()).org_id;
   });
 
-  const newKey = async (extra: Record<string, unknown> = {}) =>
-    (await svc.api('POST', '/api_keys', { body: { name: 'k', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], ...extra } })).body as {
-      api_key: { id: string };
-      key: string;
-    };
+  const newKey = (extra: { expires_at?: string } = {}) => svc.client().createKey({ body: { name: 'k', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], ...extra } });
 
   test('a revoked key: 401 on its very next request', async () => {
     const k = await newKey();
     expect((await svc.api('GET', '/namespaces', { key: k.key })).status).toBe(200);
-    await svc.api('DELETE', `/api_keys/${k.api_key.id}`);
+    await svc.client().revokeKey({ params: { key_id: k.api_key.id } });
     expectRefused(await svc.api('GET', '/namespaces', { key: k.key }), 'API key has been revoked');
   });
 
@@ -49,7 +40,7 @@ describe.each(engines)('refused keys (%s)', (engine) => {
 
   test('a rotated-away secret: 401, while the new one works', async () => {
     const k = await newKey();
-    const rotated = (await svc.api('POST', `/api_keys/${k.api_key.id}/rotate`)).body;
+    const rotated = await svc.client().rotateKey({ params: { key_id: k.api_key.id } });
     expectRefused(await svc.api('GET', '/namespaces', { key: k.key }), 'Invalid API key');
     expect((await svc.api('GET', '/namespaces', { key: rotated.key })).status).toBe(200);
   });
@@ -72,7 +63,7 @@ describe.each(engines)('refused keys (%s)', (engine) => {
  * reaches the other within one second.
  */
 describe.skipIf(!process.env.TEST_DATABASE_URL)('across replicas on one PostgreSQL', () => {
-  let svc: TestService;
+  const svc = useService('postgres');
   let replica: { url: string; store: Store; close: () => Promise<void> };
   let orgId: string;
   const BOUND_MS = 1000;
@@ -80,7 +71,6 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('across replicas on one PostgreS
   const SLACK_MS = 300;
 
   beforeAll(async () => {
-    svc = await openTestService('postgres');
     const store = await openStore({ databaseUrl: svc.store.databaseUrl });
     const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
     await app.listen({ host: '127.0.0.1', port: 0 });
@@ -93,13 +83,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('across replicas on one PostgreS
       },
     };
   });
-  afterAll(async () => {
-    await replica?.close();
-    await svc?.close();
-  });
+  // Runs before the service closes (after-hooks run in reverse).
+  afterAll(async () => replica?.close());
   beforeEach(async () => {
-    await svc.reset();
-    orgId = (await svc.api('GET', '/whoami')).body.org_id;
+    orgId = (await svc.client().whoami()).org_id;
   });
 
   const onReplica = async (path: string, key: string) => {
@@ -117,13 +104,13 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('across replicas on one PostgreS
     }
   }
 
-  const newKey = async (scopes: unknown[]) => (await svc.api('POST', '/api_keys', { body: { name: 'k', scopes } })).body as { api_key: { id: string }; key: string };
+  const newKey = (scopes: Scope[]) => svc.client().createKey({ body: { name: 'k', scopes } });
 
   test('a key revoked on one replica stops working on the other within one second', async () => {
     const k = await newKey([{ resource_type: 'org', resource_id: orgId, role: 'member' }]);
     expect((await onReplica('/namespaces', k.key)).status).toBe(200);
     const since = Date.now();
-    await svc.api('DELETE', `/api_keys/${k.api_key.id}`);
+    await svc.client().revokeKey({ params: { key_id: k.api_key.id } });
     expectRefused(await svc.api('GET', '/namespaces', { key: k.key }), 'API key has been revoked');
     const elapsed = await waitOnReplica('/namespaces', k.key, (res) => res.status === 401, since);
     expect(elapsed).toBeLessThan(BOUND_MS + SLACK_MS);
@@ -134,20 +121,20 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('across replicas on one PostgreS
     const k = await newKey([{ resource_type: 'org', resource_id: orgId, role: 'member' }]);
     expect((await onReplica('/namespaces', k.key)).status).toBe(200);
     const since = Date.now();
-    const rotated = (await svc.api('POST', `/api_keys/${k.api_key.id}/rotate`)).body;
+    const rotated = await svc.client().rotateKey({ params: { key_id: k.api_key.id } });
     const elapsed = await waitOnReplica('/namespaces', k.key, (res) => res.status === 401, since);
     expect(elapsed).toBeLessThan(BOUND_MS + SLACK_MS);
     expect((await onReplica('/namespaces', rotated.key)).status).toBe(200);
   });
 
   test('scopes replaced on one replica apply on the other within one second', async () => {
-    await svc.api('POST', '/groups', { body: { name: 'platform' } });
+    await svc.client().createGroup({ body: { name: 'platform' } });
     const k = await newKey([{ resource_type: 'org', resource_id: orgId, role: 'member' }]);
     // An org member sees every group of the org.
     expect((await onReplica('/groups', k.key)).body.total).toBe(1);
-    const namespaceId = (await svc.api('GET', '/namespaces')).body.namespaces[0].id;
+    const namespaceId = (await svc.client().listNamespaces()).namespaces[0].id;
     const since = Date.now();
-    await svc.api('PATCH', `/api_keys/${k.api_key.id}`, { body: { scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } });
+    await svc.client().updateKeyScopes({ params: { key_id: k.api_key.id }, body: { scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } });
     expect((await svc.api('GET', '/groups', { key: k.key })).body.total).toBe(0);
     const elapsed = await waitOnReplica('/groups', k.key, (res) => res.status === 200 && res.body.total === 0, since);
     expect(elapsed).toBeLessThan(BOUND_MS + SLACK_MS);

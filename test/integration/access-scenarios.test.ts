@@ -1,27 +1,24 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { beforeEach, describe, expect, test } from 'vitest';
 import { PRESETS } from '../../src/contract/presets.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import type { Scope } from '../../src/contract/resources.js';
+import { engines, useService } from '../support/service.js';
 import { deploy, deployActive, nextHash, register } from '../support/fixtures.js';
 
 /** The spec's presets and sharing rules as people use them, over HTTP. */
 
 describe.each(engines)('access scenarios (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let orgId: string;
   let namespaceId: string;
   let bot: { agent_id: string; branch_id: string; version_id: string };
   let docsId: string;
 
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
-    orgId = (await svc.api('GET', '/whoami')).body.org_id;
-    namespaceId = (await svc.api('GET', '/namespaces')).body.namespaces[0].id;
+    const client = svc.client();
+    orgId = (await client.whoami()).org_id;
+    namespaceId = (await client.listNamespaces()).namespaces[0].id;
     bot = await deployActive(svc);
-    docsId = (await svc.api('POST', '/projects', { body: { name: 'docs' } })).body.id;
+    docsId = (await client.createProject({ body: { name: 'docs' } })).id;
   });
 
   /** A key with `preset`'s scopes, each on the resource of its type: the default namespace, support-bot, docs. */
@@ -29,16 +26,11 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
     const preset = PRESETS.find((p) => p.id === presetId)!;
     const target = { namespace: namespaceId, agent: bot.agent_id, project: docsId, org: orgId };
     const scopes = preset.scopes.map((s) => ({ resource_type: s.resource_type, resource_id: target[s.resource_type], role: s.role }));
-    const res = await svc.api('POST', '/api_keys', { body: { name: presetId, scopes, sharing_group_ids: groups } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body as { api_key: { id: string }; key: string };
+    return svc.client().createKey({ body: { name: presetId, scopes, sharing_group_ids: groups } });
   }
 
-  async function keyWith(scopes: { resource_type: string; resource_id: string; role: string }[], groups: string[] = []) {
-    const res = await svc.api('POST', '/api_keys', { body: { name: 'custom', scopes, sharing_group_ids: groups } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body as { api_key: { id: string }; key: string };
-  }
+  const keyWith = (scopes: Scope[], groups: string[] = []) => svc.client().createKey({ body: { name: 'custom', scopes, sharing_group_ids: groups } });
+  const newGroup = (name: string) => svc.client().createGroup({ body: { name } });
 
   const task = async (key: string) => svc.api('POST', '/tasks', { key, body: { agent_id: bot.agent_id } });
 
@@ -47,7 +39,7 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
     const t = await task(key);
     expect(t.status).toBe(201);
     // Deploy a sticky v2: the running task stays on v1 until migrated.
-    const v2 = await deploy(svc, { are_tasks_sticky: true }, key);
+    const v2 = await deploy(svc, { are_tasks_sticky: true, key });
     await register(svc, v2.version_id, key);
     const migrated = await svc.api('POST', '/tasks/migrate', { key, body: { from_version_id: bot.version_id, to_latest: true } });
     expect(migrated.status).toBe(200);
@@ -56,15 +48,15 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
     expect(rolledBack.status).toBe(200);
     expect(rolledBack.body).toMatchObject({ rolled_back_version_id: v2.version_id, target_version: { id: bot.version_id, status: 'ACTIVE' } });
     // A new agent in its namespace too.
-    expect((await deploy(svc, { agent_name: 'new-bot' }, key)).agent_id).toMatch(/^agt_/);
+    expect((await deploy(svc, { agent: 'new-bot', key })).agent_id).toMatch(/^agt_/);
     const keys = await svc.api('POST', '/api_keys', { key, body: { name: 'x', scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } });
     expect([keys.status, keys.body]).toEqual([403, { detail: 'Only org admins may manage API keys', code: 'forbidden' }]);
   });
 
   test('a Read-Only key lists versions, cannot migrate (403), and cannot see another namespace’s agent (404)', async () => {
-    expect((await svc.api('POST', '/namespaces', { body: { name: 'Other', slug: 'other' } })).status).toBe(201);
-    const other = await deployActive(svc, { namespace: 'other', agent_name: 'hidden' });
-    const running = (await task(svc.adminKey)).body;
+    await svc.client().createNamespace({ body: { name: 'Other', slug: 'other' } });
+    const other = await deployActive(svc, { agent: 'other/hidden' });
+    const running = await svc.client().createTask({ body: { agent_id: bot.agent_id } });
     const { key } = await presetKey('read-only');
 
     const branchVersions = await svc.api('GET', `/branches/${bot.branch_id}/versions`, { key });
@@ -106,10 +98,10 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
   });
 
   test('a sharing-group member gets owner access to an agent another key created', async () => {
-    const group = (await svc.api('POST', '/groups', { body: { name: 'platform' } })).body;
+    const group = await newGroup('platform');
     const creator = await presetKey('deploy', [group.id]);
     const teammate = await keyWith([{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }], [group.id]);
-    const created = await deploy(svc, { agent_name: 'team-bot' }, creator.key);
+    const created = await deploy(svc, { agent: 'team-bot', key: creator.key });
     await register(svc, created.version_id, creator.key);
 
     expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.key })).status).toBe(200);
@@ -124,32 +116,32 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
   });
 
   test('leaving the group takes the shared access away at once', async () => {
-    const group = (await svc.api('POST', '/groups', { body: { name: 'platform' } })).body;
+    const group = await newGroup('platform');
     const creator = await presetKey('deploy', [group.id]);
     const teammate = await keyWith([{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }], [group.id]);
-    const created = await deploy(svc, { agent_name: 'team-bot' }, creator.key);
+    const created = await deploy(svc, { agent: 'team-bot', key: creator.key });
     expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.key })).status).toBe(200);
-    await svc.api('DELETE', `/groups/${group.id}/members/${teammate.api_key.id}`);
+    await svc.client().removeGroupMember({ params: { group_id: group.id, member_id: teammate.api_key.id } });
     expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.key })).status).toBe(404);
   });
 
   test('a key with no groups creates an agent that a second non-admin key cannot see; the creator owns it', async () => {
     const creator = await presetKey('deploy');
     const second = await presetKey('read-only');
-    const created = await deploy(svc, { agent_name: 'private-bot' }, creator.key);
+    const created = await deploy(svc, { agent: 'private-bot', key: creator.key });
 
     expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: second.key })).status).toBe(404);
     expect((await svc.api('GET', '/agents/default/private-bot/versions', { key: second.key })).status).toBe(404);
     expect((await svc.api('GET', '/agents', { key: second.key })).body.agents.map((a: { id: string }) => a.id)).toEqual([bot.agent_id]);
 
     // Without its namespace admin scope, the creator still owns what it created.
-    await svc.api('PATCH', `/api_keys/${creator.api_key.id}`, { body: { scopes: [{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }] } });
+    await svc.client().updateKeyScopes({ params: { key_id: creator.api_key.id }, body: { scopes: [{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }] } });
     expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: creator.key })).status).toBe(200);
     expect((await svc.api('DELETE', `/agents/${created.agent_id}`, { key: creator.key })).status).toBe(200);
   });
 
   test('a project created by a key is owned by it and its groups', async () => {
-    const group = (await svc.api('POST', '/groups', { body: { name: 'docs-team' } })).body;
+    const group = await newGroup('docs-team');
     const creator = await presetKey('deploy', [group.id]);
     const project = await svc.api('POST', '/projects', { key: creator.key, body: { name: 'handbook' } });
     expect(project.status).toBe(201);

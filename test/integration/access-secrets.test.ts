@@ -1,68 +1,39 @@
-import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { buildApp } from '../../src/server/app.js';
-import { ensureBootstrap } from '../../src/server/bootstrap.js';
-import { openStore, type Store } from '../../src/server/store/db.js';
-import { generateSecret } from '../../src/server/auth/secrets.js';
-import { createTestDatabase, engines } from '../support/service.js';
+import { describe, expect, test } from 'vitest';
+import { engines, useService } from '../support/service.js';
 
 /**
  * No plaintext secret anywhere: after keys are created, used, refused, rotated and revoked, neither
  * a dump of every table nor the server's log (at trace level) contains any of them.
  */
 describe.each(engines)('no plaintext secret in the database or the logs (%s)', (engine) => {
-  let store: Store;
-  let app: Awaited<ReturnType<typeof buildApp>>;
-  let url: string;
-  let drop: (() => Promise<void>) | undefined;
   let log = '';
   const secrets: string[] = [];
-
-  beforeAll(async () => {
-    const database = engine === 'postgres' ? await createTestDatabase() : undefined;
-    drop = database?.drop;
-    store = await openStore({ databaseUrl: database?.url });
-    const stream = new Writable({
-      write(chunk, _encoding, done) {
-        log += chunk.toString();
-        done();
-      },
-    });
-    app = await buildApp({ store, logger: { level: 'trace', stream }, config: { rateLimitPerSecond: 0 } });
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      log += chunk.toString();
+      done();
+    },
   });
-  afterAll(async () => {
-    await app?.close();
-    await store?.close();
-    await drop?.();
-  });
+  const svc = useService(engine, {}, { logger: { level: 'trace', stream } });
 
-  const api = async (method: string, path: string, key: string, body?: unknown) => {
-    const res = await fetch(url + path, {
-      method,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: await res.json() };
-  };
+  // Raw requests: the secrets must travel as a client sends them, refusals included.
+  const api = (method: string, path: string, key: string, body?: unknown) => svc.api(method, path, { key, body });
 
   async function dumpEveryTable(): Promise<string> {
-    const tables = await sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`.execute(store.db);
+    const tables = await sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`.execute(svc.store.db);
     expect(tables.rows.map((t) => t.table_name)).toContain('api_keys');
     let dump = '';
     for (const { table_name } of tables.rows) {
-      const rows = await sql`SELECT row_to_json(t)::text AS row FROM ${sql.table(table_name)} t`.execute(store.db);
+      const rows = await sql`SELECT row_to_json(t)::text AS row FROM ${sql.table(table_name)} t`.execute(svc.store.db);
       dump += `${table_name}\n${rows.rows.map((r) => (r as { row: string }).row).join('\n')}\n`;
     }
     return dump;
   }
 
   test('after creating, using, refusing, rotating and revoking keys', async () => {
-    const admin = generateSecret();
-    await ensureBootstrap(store.db, admin);
+    const admin = svc.adminKey;
     secrets.push(admin);
     const me = await api('GET', '/whoami', admin);
     const scopes = [{ resource_type: 'org', resource_id: me.body.org_id, role: 'member' }];
@@ -86,7 +57,7 @@ describe.each(engines)('no plaintext secret in the database or the logs (%s)', (
     // A validation failure and a 404 on the key endpoints.
     expect((await api('POST', '/api_keys', admin, { name: 'bad', scopes: [{ resource_type: 'org', resource_id: 'nope', role: 'member' }] })).status).toBe(422);
     expect((await api('GET', '/api_keys/key_nope', rotated.body.key)).status).toBe(403);
-    await app.service.auth.flushLastUsed();
+    await svc.service.auth.flushLastUsed();
 
     const dump = await dumpEveryTable();
     expect(dump).toContain(rotated.body.key.slice(0, 12));

@@ -1,13 +1,13 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { createAdk, ConflictError, NotFoundError, ValidationError, type Adk } from '../../src/adk/index.js';
 import { startDispatcher, type Dispatcher } from '../../src/server/delivery/dispatcher.js';
 import { issueRegistrationToken, signingSecretFor } from '../../src/server/domain/registration.js';
 import { buildAdkBundle, repoRoot, startAgentProcess, type AgentProcess } from '../support/agent-process.js';
 import { createTask, deploy } from '../support/fixtures.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 
 // The ADK against the real service: every module in-process, and the echo example as a real agent
 // process registered with a one-time token, fed by the real dispatcher.
@@ -25,7 +25,7 @@ async function until<T>(what: string, read: () => Promise<T>, done: (value: T) =
 }
 
 describe.each(engines)('ADK against the service (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let dispatcher: Dispatcher | undefined;
   let agent: AgentProcess | undefined;
   let dataRoot: string;
@@ -38,11 +38,8 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
       mkdirSync(path.dirname(link), { recursive: true });
       symlinkSync(repoRoot, link, 'dir');
     }
-    svc = await openTestService(engine);
   });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
     dataRoot = mkdtempSync(path.join(tmpdir(), 'adk-it-'));
     adk = createAdk({ baseUrl: svc.url, apiKey: svc.adminKey, retries: 0 });
   });
@@ -79,11 +76,11 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
   test('the echo agent, registered with a token, handles create, events and cancel: messages, state, tracker and workspace are as expected', async () => {
     const v1 = await deploy(svc);
     await startEcho(v1.version_id, v1.branch_id);
-    expect((await svc.api('GET', `/versions/${v1.version_id}`)).body.status).toBe('ACTIVE');
+    expect((await svc.client().getVersion({ params: { version_id: v1.version_id } })).status).toBe('ACTIVE');
     dispatcher = await startDispatcher(svc.store, { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 });
 
     const task = await createTask(svc, { params: { topic: 'x' } });
-    for (const text of ['hello', 'world']) expect((await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: text } })).status).toBe(201);
+    for (const text of ['hello', 'world']) await svc.client().createEvent({ params: { task_id: task.id }, body: { content: text } });
     const texts = (list: { messages: { content: { type: string; text?: string } }[] }) => list.messages.map((m) => m.content.text);
     const messages = await until('three agent messages', () => adk.messages.list(task.id), (l) => l.messages.length === 3);
     expect(texts(messages)).toEqual(['Hello! Send me anything about x and I will echo it.', 'echo #1: hello', 'echo #2: world']);
@@ -92,7 +89,7 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
     const tracker = await until('the tracker after two events', () => adk.agentTaskTracker.get(task.id, v1.agent_id), (t) => t.status_message === 'handled 2 events');
     expect(tracker.progress).toBe(20);
 
-    expect((await svc.api('POST', `/tasks/${task.id}/cancel`)).status).toBe(200);
+    await svc.client().cancelTask({ params: { task_id: task.id } });
     const canceled = await until('the tracker after cancel', () => adk.agentTaskTracker.get(task.id, v1.agent_id), (t) => t.status_message === 'canceled after 2 events');
     expect(canceled.progress).toBe(20);
     // The workspace went up after each handler: the task's filesystem holds the last event's text.
@@ -116,7 +113,7 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
     await agent.waitFor((l) => l.phase === 'listening');
     dispatcher = await startDispatcher(svc.store, { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 });
     const task = await createTask(svc);
-    const event = (await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: { type: 'data', data: { throw: 'the model said no' } } } })).body;
+    const event = await svc.client().createEvent({ params: { task_id: task.id }, body: { content: { type: 'data', data: { throw: 'the model said no' } } } });
     const list = await until('the handler error message', () => adk.messages.list(task.id), (l) => l.messages.length === 1);
     expect(list.messages[0]!.content).toEqual({ type: 'data', data: { handler_error: { handler: 'onEvent', message: 'the model said no', event_id: event.id } } });
   });

@@ -1,24 +1,19 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { Agent } from '../../src/contract/resources.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { createTask, deploy, deployActive } from '../support/fixtures.js';
 import { orgId, scopedKey } from '../support/scoped-key.js';
 import { expectError, expectInvalid, expectMalformed } from '../support/bad-input.js';
 
 describe.each(engines)('agents (%s)', (engine) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => svc.reset());
+  const svc = useService(engine);
 
   const names = (res: { body: { agents: Agent[] } }) => res.body.agents.map((a) => a.name);
 
   describe('GET /agents', () => {
     test('lists live agents, newest first, with the spec’s fields', async () => {
-      await deploy(svc, { agent_name: 'first' });
-      await deploy(svc, { agent_name: 'second', description: 'Second agent', agent_input_type: 'json' });
+      await deploy(svc, { agent: 'first' });
+      await deploy(svc, { agent: 'second', description: 'Second agent', agent_input_type: 'json' });
       const res = await svc.api('GET', '/agents');
       expect(res.status).toBe(200);
       expect(res.body.total).toBe(2);
@@ -29,17 +24,17 @@ describe.each(engines)('agents (%s)', (engine) => {
     });
 
     test('the namespace filter takes a slug; an unknown slug is 404', async () => {
-      await svc.api('POST', '/namespaces', { body: { name: 'Other', slug: 'other' } });
-      await deploy(svc, { agent_name: 'here' });
-      await deploy(svc, { namespace: 'other', agent_name: 'there' });
+      await svc.client().createNamespace({ body: { name: 'Other', slug: 'other' } });
+      await deploy(svc, { agent: 'here' });
+      await deploy(svc, { agent: 'other/there' });
       expect(names(await svc.api('GET', '/agents?namespace=other'))).toEqual(['there']);
       expect(names(await svc.api('GET', '/agents?namespace=default'))).toEqual(['here']);
       expectError(await svc.api('GET', '/agents?namespace=nowhere'), 404, 'not_found', 'Namespace nowhere was not found');
     });
 
     test('a key sees only the agents it can discover', async () => {
-      const seen = await deploy(svc, { agent_name: 'seen' });
-      await deploy(svc, { agent_name: 'unseen' });
+      const seen = await deploy(svc, { agent: 'seen' });
+      await deploy(svc, { agent: 'unseen' });
       const discoverer = await scopedKey(svc, [{ resource_type: 'agent', resource_id: seen.agent_id, role: 'discoverer' }]);
       const res = await svc.api('GET', '/agents', { key: discoverer });
       expect(res.body).toMatchObject({ total: 1, agents: [{ id: seen.agent_id }] });
@@ -48,11 +43,11 @@ describe.each(engines)('agents (%s)', (engine) => {
     });
 
     test('a namespace admin discovers every agent of its namespace, plus those it holds a role on elsewhere', async () => {
-      const other = (await svc.api('POST', '/namespaces', { body: { name: 'Other', slug: 'other' } })).body;
-      const there1 = await deploy(svc, { namespace: 'other', agent_name: 'there-1' });
-      const there2 = await deploy(svc, { namespace: 'other', agent_name: 'there-2' });
-      const here = await deploy(svc, { agent_name: 'here' });
-      await deploy(svc, { agent_name: 'hidden' });
+      const other = await svc.client().createNamespace({ body: { name: 'Other', slug: 'other' } });
+      const there1 = await deploy(svc, { agent: 'other/there-1' });
+      const there2 = await deploy(svc, { agent: 'other/there-2' });
+      const here = await deploy(svc, { agent: 'here' });
+      await deploy(svc, { agent: 'hidden' });
       const key = await scopedKey(svc, [
         { resource_type: 'namespace', resource_id: other.id, role: 'admin' },
         { resource_type: 'agent', resource_id: here.agent_id, role: 'viewer' },
@@ -65,7 +60,7 @@ describe.each(engines)('agents (%s)', (engine) => {
     });
 
     test('an org member discovers every agent, paged in the database', async () => {
-      for (const name of ['a1', 'a2', 'a3']) await deploy(svc, { agent_name: name });
+      for (const name of ['a1', 'a2', 'a3']) await deploy(svc, { agent: name });
       const member = await scopedKey(svc, [{ resource_type: 'org', resource_id: await orgId(svc), role: 'member' }]);
       const res = await svc.api('GET', '/agents?limit=2&page_number=2&order_direction=asc', { key: member });
       expect(res.body.total).toBe(3);
@@ -73,9 +68,9 @@ describe.each(engines)('agents (%s)', (engine) => {
     });
 
     test('deleted agents are not listed', async () => {
-      const gone = await deploy(svc, { agent_name: 'gone' });
-      await deploy(svc, { agent_name: 'kept' });
-      await svc.api('DELETE', `/agents/${gone.agent_id}`);
+      const gone = await deploy(svc, { agent: 'gone' });
+      await deploy(svc, { agent: 'kept' });
+      await svc.client().deleteAgent({ params: { agent_id: gone.agent_id } });
       expect(names(await svc.api('GET', '/agents'))).toEqual(['kept']);
     });
 
@@ -125,8 +120,8 @@ describe.each(engines)('agents (%s)', (engine) => {
       const running = await createTask(svc);
       const idle = await createTask(svc);
       const done = await createTask(svc);
-      expect((await svc.api('PATCH', `/tasks/${idle.id}`, { body: { status: 'IDLE' } })).status).toBe(200);
-      expect((await svc.api('PATCH', `/tasks/${done.id}`, { body: { status: 'COMPLETED' } })).status).toBe(200);
+      await svc.client().updateTask({ params: { task_id: idle.id }, body: { status: 'IDLE' } });
+      await svc.client().updateTask({ params: { task_id: done.id }, body: { status: 'COMPLETED' } });
       const res = await svc.api('DELETE', '/agents/name/default/support-bot');
       expect(res.body.message).toBe('Agent default/support-bot deleted: 2 tasks terminated, 1 version retired');
       const statuses = await svc.store.db.selectFrom('tasks').select(['id', 'status', 'status_reason']).orderBy('id').execute();
@@ -140,9 +135,9 @@ describe.each(engines)('agents (%s)', (engine) => {
     test('its branches’ live versions become RETIRED, with a VERSION_RETIRED event each; failed versions stay FAILED', async () => {
       const main = await deployActive(svc);
       const failed = await deploy(svc);
-      await svc.api('POST', '/versions/register', { body: { version_id: failed.version_id, status: 'FAILED', failure_reason: 'crash_loop' } });
+      await svc.client().registerVersion({ body: { version_id: failed.version_id, status: 'FAILED', failure_reason: 'crash_loop' } });
       const feature = await deploy(svc, { branch: 'feature/x' });
-      await svc.api('DELETE', `/agents/${main.agent_id}`);
+      await svc.client().deleteAgent({ params: { agent_id: main.agent_id } });
       const versions = await svc.store.db.selectFrom('versions').select(['id', 'status', 'retired_at']).orderBy('id').execute();
       expect(versions.map((v) => [v.id, v.status, v.retired_at !== null])).toEqual([
         [main.version_id, 'RETIRED', true],
@@ -160,10 +155,10 @@ describe.each(engines)('agents (%s)', (engine) => {
 
     test('a deleted agent frees its name: the next deploy creates a new agent', async () => {
       const first = await deploy(svc);
-      await svc.api('DELETE', `/agents/${first.agent_id}`);
+      await svc.client().deleteAgent({ params: { agent_id: first.agent_id } });
       const second = await deploy(svc);
       expect(second.agent_id).not.toBe(first.agent_id);
-      expect((await svc.api('GET', '/agents/name/default/support-bot')).body.id).toBe(second.agent_id);
+      expect((await svc.client().getAgentByName({ params: { namespace_slug: 'default', agent_name: 'support-bot' } })).id).toBe(second.agent_id);
     });
 
     test('deleting needs admin on the agent: an editor gets 403, a key that cannot discover it 404, an owner may', async () => {

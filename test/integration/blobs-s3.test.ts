@@ -6,7 +6,7 @@ import S3rver from 's3rver';
 import { openBlobStore, BlobNotFound, type BlobStore } from '../../src/server/blobs/index.js';
 import { sweepBlobs } from '../../src/server/domain/filesystems.js';
 import { syncDown, syncUp } from '../../src/sync/index.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { describeTree, tempDir, writeTree } from '../support/trees.js';
 
 /** The S3 blob store against s3rver (an S3-compatible server from npm), started here on port 0. */
@@ -14,7 +14,6 @@ describe.each(engines)('S3 blob store (%s)', (engine) => {
   let s3: { run(): Promise<{ port: number }>; close(): Promise<void> };
   let s3Dir: string;
   let blobs: BlobStore;
-  let svc: TestService;
   const saved = { ...process.env };
 
   beforeAll(async () => {
@@ -29,10 +28,8 @@ describe.each(engines)('S3 blob store (%s)', (engine) => {
       XDG_CACHE_HOME: await tempDir('agentctl-cache-'),
     });
     blobs = await openBlobStore({ url: 's3://agentctl-test/archives' });
-    svc = await openTestService(engine, {}, { blobs });
   });
   afterAll(async () => {
-    await svc?.close();
     await blobs?.close();
     await s3?.close();
     await rm(s3Dir, { recursive: true, force: true });
@@ -41,14 +38,15 @@ describe.each(engines)('S3 blob store (%s)', (engine) => {
       else process.env[name] = saved[name];
     }
   });
+  // Opens after the blob store above and closes before it (after-hooks run in reverse).
+  const svc = useService(engine, {}, { blobs: () => blobs });
   beforeEach(async () => {
-    await svc.reset();
     for await (const blob of blobs.list()) await blobs.delete(blob.key);
   });
 
   test('archives round-trip through the bucket; blobs are content-addressed objects under the prefix', async () => {
     expect(blobs.kind).toBe('s3');
-    const fs = (await svc.api('POST', '/filesystems', { body: { namespace: 'default' } })).body;
+    const fs = await svc.client().createFilesystem({ body: { namespace: 'default' } });
     const transport = { baseUrl: svc.url, apiKey: svc.adminKey };
     const src = await tempDir();
     await writeTree(src, { 'a.txt': 'alpha', 'bin/run': { content: '#!/bin/sh\n', mode: 0o755 } });
@@ -63,7 +61,7 @@ describe.each(engines)('S3 blob store (%s)', (engine) => {
   });
 
   test('the sweep deletes unreferenced blobs past the grace period and keeps the current ones', async () => {
-    const fs = (await svc.api('POST', '/filesystems', { body: { namespace: 'default' } })).body;
+    const fs = await svc.client().createFilesystem({ body: { namespace: 'default' } });
     const transport = { baseUrl: svc.url, apiKey: svc.adminKey };
     const src = await tempDir();
     await writeTree(src, { 'v.txt': 'one' });

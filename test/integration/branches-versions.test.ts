@@ -1,24 +1,19 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { BranchList, VersionList } from '../../src/contract/endpoints.js';
 import { Version, VersionEvent } from '../../src/contract/resources.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
-import { deploy, deployActive, register, type Deployed } from '../support/fixtures.js';
+import { engines, useService } from '../support/service.js';
+import { deploy, deployActive, register, type DeployOptions, type Deployed } from '../support/fixtures.js';
 import { scopedKey } from '../support/scoped-key.js';
 import { expectError, expectInvalid } from '../support/bad-input.js';
 
 describe.each(engines)('branches, versions and their events (%s)', (engine) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => svc.reset());
+  const svc = useService(engine);
 
   const get = async (path: string) => svc.api('GET', path);
   const ids = (list: { versions: { id: string }[] }) => list.versions.map((v) => v.id);
   const setDeployedAt = (versionId: string, at: string) =>
     svc.store.db.updateTable('versions').set({ deployed_at: at }).where('id', '=', versionId).execute();
-  const deployMany = async (count: number, overrides: Record<string, unknown> = {}): Promise<Deployed[]> => {
+  const deployMany = async (count: number, overrides: DeployOptions = {}): Promise<Deployed[]> => {
     const out: Deployed[] = [];
     for (let i = 0; i < count; i++) out.push(await deploy(svc, overrides));
     return out;
@@ -159,7 +154,7 @@ describe.each(engines)('branches, versions and their events (%s)', (engine) => {
     test('retired branches are hidden unless include_retired=true', async () => {
       const main = await deploy(svc);
       const old = await deploy(svc, { branch: 'old' });
-      expect((await svc.api('POST', `/branches/${old.branch_id}/retire`, { body: { reason: 'merged' } })).status).toBe(200);
+      await svc.client().retireBranch({ params: { branch_id: old.branch_id }, body: { reason: 'merged' } });
       const live = (await get('/agents/default/support-bot/branches')).body;
       expect(live).toMatchObject({ total: 1, branches: [{ id: main.branch_id }] });
       expect((await get('/agents/default/support-bot/branches?include_retired=false')).body.total).toBe(1);
@@ -187,7 +182,7 @@ describe.each(engines)('branches, versions and their events (%s)', (engine) => {
       const a = await deploy(svc, { branch: 'feature/a' });
       const b = await deploy(svc, { branch: 'feature/b' });
       const old = await deploy(svc, { branch: 'old' });
-      await svc.api('POST', `/branches/${old.branch_id}/retire`, { body: { reason: 'gone' } });
+      await svc.client().retireBranch({ params: { branch_id: old.branch_id }, body: { reason: 'gone' } });
       await deploy(svc, { branch: 'feature/a' }); // touches feature/a: it moves to the top
       const list = await envBranches('preview');
       expect(list.total).toBe(3);
@@ -204,7 +199,7 @@ describe.each(engines)('branches, versions and their events (%s)', (engine) => {
       await deploy(svc);
       const a = await deploy(svc, { branch: 'feature/a' });
       await deploy(svc, { branch: 'featured' });
-      await svc.api('POST', '/agents/default/support-bot/environments', { body: { name: 'features', branch_rules: ['feature/*'] } });
+      await svc.client().createEnvironment({ params: { namespace_slug: 'default', agent_name: 'support-bot' }, body: { name: 'features', branch_rules: ['feature/*'] } });
       expect(await envBranches('features')).toMatchObject({ total: 1, branches: [{ id: a.branch_id }] });
     });
 
@@ -254,7 +249,7 @@ describe.each(engines)('branches, versions and their events (%s)', (engine) => {
     test('a branch’s events: every version’s and its own, sequence 1, 2, 3, ...', async () => {
       const v1 = await deployActive(svc);
       const v2 = await deploy(svc);
-      await svc.api('POST', `/branches/${v1.branch_id}/retire`, { body: { reason: 'done' } });
+      await svc.client().retireBranch({ params: { branch_id: v1.branch_id }, body: { reason: 'done' } });
       const res = await get(`/branches/${v1.branch_id}/events`);
       const events: VersionEvent[] = res.body.events;
       expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 1));

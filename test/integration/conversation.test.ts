@@ -1,22 +1,17 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { beforeEach, describe, expect, test } from 'vitest';
 import { Event, Message, Tracker } from '../../src/contract/conversation.js';
 import { Task } from '../../src/contract/resources.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { createTask, deployActive, type Deployed } from '../support/fixtures.js';
 import { expectError, expectInvalid, expectMalformed, expectOversize, MALFORMED_JSON, OVERSIZE_BODY } from '../support/bad-input.js';
 import { scopedKey } from '../support/scoped-key.js';
 import { readSse } from '../support/sse.js';
 
 describe.each(engines)('conversation (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine, { streamHeartbeatMs: 300 });
   let agent: Deployed;
   let task: Task;
-  beforeAll(async () => {
-    svc = await openTestService(engine, { streamHeartbeatMs: 300 });
-  });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
     agent = await deployActive(svc);
     task = await createTask(svc);
   });
@@ -36,6 +31,8 @@ describe.each(engines)('conversation (%s)', (engine) => {
     expect(res.status).toBe(200);
     return Tracker.strict().parse(res.body.trackers[0]);
   };
+  const cancel = () => svc.client().cancelTask({ params: { task_id: task.id } });
+  const complete = () => svc.client().updateTask({ params: { task_id: task.id }, body: { status: 'COMPLETED' } });
   const stream = (taskId = task.id, options: { after?: number; lastEventId?: string; stopAfter?: number; keepComments?: boolean } = {}) =>
     readSse(svc, `/tasks/${taskId}/stream${options.after !== undefined ? `?after_sequence_id=${options.after}` : ''}`, {
       key: svc.adminKey,
@@ -66,7 +63,7 @@ describe.each(engines)('conversation (%s)', (engine) => {
     });
 
     test('a terminal task refuses new events: 409 task_terminal', async () => {
-      expect((await svc.api('POST', `/tasks/${task.id}/cancel`)).status).toBe(200);
+      await cancel();
       expectError(await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: 'late' } }), 409, 'task_terminal', `Task ${task.id} is CANCELED; a finished task takes no new events or messages`);
       expect((await svc.api('GET', `/events?task_id=${task.id}`)).body.events).toEqual([]);
     });
@@ -106,7 +103,7 @@ describe.each(engines)('conversation (%s)', (engine) => {
 
     test('a terminal task refuses new messages and message updates: 409 task_terminal', async () => {
       const message = await sendMessage({ content: 'x', streaming_status: 'IN_PROGRESS' });
-      await svc.api('PATCH', `/tasks/${task.id}`, { body: { status: 'COMPLETED' } });
+      await complete();
       expectError(await svc.api('POST', '/messages', { body: { task_id: task.id, content: 'late' } }), 409, 'task_terminal');
       expectError(await svc.api('PUT', `/messages/${message.id}`, { body: { streaming_status: 'DONE' } }), 409, 'task_terminal');
     });
@@ -171,10 +168,10 @@ describe.each(engines)('conversation (%s)', (engine) => {
     test('replays the task’s records in sequence order and closes after the terminal status', async () => {
       const event = await sendEvent('hi');
       const message = await sendMessage({ content: 'hel', streaming_status: 'IN_PROGRESS' });
-      await svc.api('PUT', `/messages/${message.id}`, { body: { content: 'hello', streaming_status: 'DONE' } });
+      await svc.client().updateMessage({ params: { message_id: message.id }, body: { content: 'hello', streaming_status: 'DONE' } });
       const tracker = await trackerOf();
-      await svc.api('PATCH', `/tracker/${tracker.id}`, { body: { progress: 100, last_processed_event_id: event.id } });
-      await svc.api('POST', `/tasks/${task.id}/cancel`);
+      await svc.client().updateTracker({ params: { tracker_id: tracker.id }, body: { progress: 100, last_processed_event_id: event.id } });
+      await cancel();
 
       const read = await stream();
       expect(read.status).toBe(200);
@@ -200,7 +197,7 @@ describe.each(engines)('conversation (%s)', (engine) => {
       // The first write lands after the watcher is subscribed or before; either way it must arrive.
       await sendEvent('one');
       await sendMessage({ content: 'two' });
-      await svc.api('PATCH', `/tasks/${task.id}`, { body: { status: 'COMPLETED' } });
+      await complete();
       const read = await reading;
       expect(read.ended).toBe(true);
       expect(read.frames.map((f) => [f.id, f.event, f.data.status ?? f.data.content.text])).toEqual([
@@ -213,24 +210,25 @@ describe.each(engines)('conversation (%s)', (engine) => {
     test('Last-Event-ID resumes after that record (and wins over after_sequence_id)', async () => {
       await sendEvent('a');
       await sendEvent('b');
-      await svc.api('POST', `/tasks/${task.id}/cancel`);
+      await cancel();
       const read = await stream(task.id, { after: 0, lastEventId: '2' });
       expect(read.frames.map((f) => f.id)).toEqual(['3', '4']);
     });
 
     test('resuming after the terminal record ends at once with nothing', async () => {
-      await svc.api('POST', `/tasks/${task.id}/cancel`);
+      await cancel();
       const read = await stream(task.id, { after: 2 });
       expect(read).toMatchObject({ status: 200, ended: true, frames: [] });
     });
 
     test('status changes made elsewhere appear too: delete, branch retire, agent delete', async () => {
       const retired = await createTask(svc);
-      const other = await deployActive(svc, { agent_name: 'other-bot' });
+      const other = await deployActive(svc, { agent: 'other-bot' });
       const orphan = await createTask(svc, { agent_name: 'default/other-bot' });
-      await svc.api('DELETE', `/tasks/${task.id}`);
-      expect((await svc.api('POST', `/branches/${agent.branch_id}/retire`, { body: { reason: 'done', force: true } })).status).toBe(200);
-      expect((await svc.api('DELETE', `/agents/${other.agent_id}`)).status).toBe(200);
+      const client = svc.client();
+      await client.deleteTask({ params: { task_id: task.id } });
+      await client.retireBranch({ params: { branch_id: agent.branch_id }, body: { reason: 'done', force: true } });
+      await client.deleteAgent({ params: { agent_id: other.agent_id } });
       const last = async (taskId: string) => (await stream(taskId)).frames.at(-1)!.data;
       expect(await last(task.id)).toMatchObject({ status: 'DELETED' });
       expect(await last(retired.id)).toMatchObject({ status: 'TERMINATED', status_reason: 'Branch retired: done' });

@@ -1,8 +1,9 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
 import { SIGNATURE_HEADER, verifySignature } from '../../src/contract/acp.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import type { Message } from '../../src/contract/conversation.js';
+import { engines, useService, type TestService } from '../support/service.js';
 import { createTask, deploy } from '../support/fixtures.js';
 import { startAgent, stopAgents, type TestAgent } from '../support/agents.js';
 import { readSse } from '../support/sse.js';
@@ -51,26 +52,17 @@ async function settledDeliveries(svc: TestService, taskId: string) {
 }
 
 describe.each(engines)('delivery to agents (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let dispatcher: Dispatcher | undefined;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => {
-    await svc.reset();
-  });
   afterEach(async () => {
     await dispatcher?.close();
     dispatcher = undefined;
     await stopAgents();
   });
 
-  const sendEvent = async (taskId: string, text: string) => {
-    const res = await svc.api('POST', `/tasks/${taskId}/events`, { body: { content: text } });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body;
-  };
+  const sendEvent = (taskId: string, text: string) => svc.client().createEvent({ params: { task_id: taskId }, body: { content: text } });
+  const migrate = (taskId: string, versionId: string) => svc.client().migrateTasks({ body: { task_ids: [taskId], to_version_id: versionId } });
+  const getTask = (taskId: string) => svc.client().getTask({ params: { task_id: taskId } });
 
   test('task/create, event/send and task/cancel reach the agent in order, signed, with the task and its params', async () => {
     const v1 = await deploy(svc);
@@ -78,7 +70,7 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     dispatcher = await startDispatcher(svc.store, FAST);
     const task = await createTask(svc, { params: { topic: 'x' } });
     const event = await sendEvent(task.id, 'hello');
-    expect((await svc.api('POST', `/tasks/${task.id}/cancel`)).status).toBe(200);
+    await svc.client().cancelTask({ params: { task_id: task.id } });
     await agent.waitFor(() => agent.received().length === 3);
 
     expect(methods(agent)).toEqual(['task/create', 'event/send:hello', 'task/cancel']);
@@ -96,7 +88,7 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     const v1 = await deploy(svc);
     const agent = await startAgent(svc, v1.version_id);
     expect(agent.records[0]).toMatchObject({ version_status: 'ACTIVE', has_key: true });
-    expect((await svc.api('GET', `/versions/${v1.version_id}`)).body.status).toBe('ACTIVE');
+    expect((await svc.client().getVersion({ params: { version_id: v1.version_id } })).status).toBe('ACTIVE');
   });
 
   test('an agent answering 503 is retried: nothing lost, the order kept', async () => {
@@ -162,8 +154,7 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
 
     const v2 = await deploy(svc, { are_tasks_sticky: true });
     const next = await startAgent(svc, v2.version_id);
-    const migrated = await svc.api('POST', '/tasks/migrate', { body: { task_ids: [task.id], to_version_id: v2.version_id } });
-    expect(migrated.status, JSON.stringify(migrated.body)).toBe(200);
+    await migrate(task.id, v2.version_id);
     await sendEvent(task.id, 'after');
     await next.waitFor(() => next.received().length === 1);
 
@@ -181,9 +172,9 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     await agent.waitFor(() => agent.received().length === 2);
     expect(agent.received()[1]).toMatchObject({ method: 'message/send', params: { content: { type: 'text', text: 'ping' }, task: { id: task.id } } });
 
-    let messages: any[] = [];
+    let messages: Message[] = [];
     for (let i = 0; i < 100 && messages.length === 0; i++) {
-      messages = (await svc.api('GET', `/messages?task_id=${task.id}`)).body.messages;
+      messages = (await svc.client().listMessages({ query: { task_id: task.id } })).messages;
       if (messages.length === 0) await new Promise((r) => setTimeout(r, 20));
     }
     expect(messages.map((m) => [m.author, m.content])).toEqual([['agent', { type: 'text', text: 'pong' }]]);
@@ -192,7 +183,7 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
   test('a runtime with no driver registers the version with a key and acp_url: deliveries go there, signed', async () => {
     const v1 = await deploy(svc);
     const received: { method: string; signed: boolean }[] = [];
-    const secret = (await svc.api('GET', `/versions/${v1.version_id}/signing-secret`)).body.signing_secret;
+    const { signing_secret: secret } = await svc.client().getSigningSecret({ params: { version_id: v1.version_id } });
     const agent = createServer((req, res) => {
       let body = '';
       req.on('data', (c) => (body += c));
@@ -228,9 +219,9 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     const task = await createTask(svc);
     await sendEvent(task.id, 'lost');
 
-    let current: any;
+    let current = await getTask(task.id);
     for (let i = 0; i < 200; i++) {
-      current = (await svc.api('GET', `/tasks/${task.id}`)).body;
+      current = await getTask(task.id);
       if (current.status === 'FAILED') break;
       await new Promise((r) => setTimeout(r, 25));
     }
@@ -265,7 +256,7 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect(Date.parse(renewed.body.lease_expires_at) - Date.now()).toBeGreaterThan(50_000);
 
     // Another agent's runtime key cannot see the delivery, let alone complete it.
-    const other = await deploy(svc, { agent_name: 'other-bot' });
+    const other = await deploy(svc, { agent: 'other-bot' });
     const stranger = await startAgent(svc, other.version_id);
     expect(await asAgent(stranger, 'POST', `/deliveries/${create.id}/complete`)).toEqual({ status: 404, body: { detail: `Delivery ${create.id} was not found`, code: 'not_found' } });
     expect(await statusesOf(svc, task.id)).toEqual(['leased', 'pending']);
@@ -324,8 +315,8 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     const agent = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
     dispatcher = await startDispatcher(svc.store, { ...FAST, leaseMs: 1000, retryBudgetMs: 1500 });
     const task = await createTask(svc);
-    await until('FAILED', async () => (await svc.api('GET', `/tasks/${task.id}`)).body.status === 'FAILED', 20_000);
-    expect((await svc.api('GET', `/tasks/${task.id}`)).body.status_reason).toBe(
+    await until('FAILED', async () => (await getTask(task.id)).status === 'FAILED', 20_000);
+    expect((await getTask(task.id)).status_reason).toBe(
       'Delivery failed: task/create could not be delivered to the agent within 1.5 seconds (the agent did not report its handler finished within the completion lease)',
     );
     expect(await statusesOf(svc, task.id)).toEqual(['failed']);
@@ -361,8 +352,7 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     await old.waitFor(() => old.received().length === 1);
     const v2 = await deploy(svc, { are_tasks_sticky: true });
     const next = await startAgent(svc, v2.version_id);
-    const migrated = await svc.api('POST', '/tasks/migrate', { body: { task_ids: [task.id], to_version_id: v2.version_id } });
-    expect(migrated.status, JSON.stringify(migrated.body)).toBe(200);
+    await migrate(task.id, v2.version_id);
     await sendEvent(task.id, 'after');
     await new Promise((r) => setTimeout(r, 300));
     expect(next.received()).toEqual([]);

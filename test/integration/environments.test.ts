@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { beforeEach, describe, expect, test } from 'vitest';
 import { Environment } from '../../src/contract/resources.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { deploy, type Deployed } from '../support/fixtures.js';
 import { scopedKey } from '../support/scoped-key.js';
 import { expectError, expectInvalid, expectMalformed, expectOversize, MALFORMED_JSON, OVERSIZE_BODY } from '../support/bad-input.js';
@@ -8,19 +8,17 @@ import { expectError, expectInvalid, expectMalformed, expectOversize, MALFORMED_
 const BASE = '/agents/default/support-bot/environments';
 
 describe.each(engines)('environments (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let agent: Deployed;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
     agent = await deploy(svc);
   });
 
   const create = (body: unknown, key?: string) => svc.api('POST', BASE, { body, key });
   const update = (name: string, body: unknown, key?: string) => svc.api('PATCH', `${BASE}/${name}`, { body, key });
+  const agentPath = { namespace_slug: 'default', agent_name: 'support-bot' };
+  /** Setup: an environment through the typed client. */
+  const newEnv = (name: string, branch_rules: string[]) => svc.client().createEnvironment({ params: agentPath, body: { name, branch_rules } });
   const resolve = (branch: string) => svc.api('GET', `/agents/default/support-bot/resolve-env?branch=${encodeURIComponent(branch)}`);
 
   describe('GET .../environments', () => {
@@ -90,7 +88,7 @@ describe.each(engines)('environments (%s)', (engine) => {
 
   describe('PATCH .../environments/{env}', () => {
     test('updates the description and the rules', async () => {
-      await create({ name: 'staging', branch_rules: ['staging'] });
+      await newEnv('staging', ['staging']);
       const res = await update('staging', { description: 'Now with releases', branch_rules: ['staging', 'release/*'] });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ name: 'staging', description: 'Now with releases', branch_rules: ['staging', 'release/*'] });
@@ -113,7 +111,7 @@ describe.each(engines)('environments (%s)', (engine) => {
     });
 
     test('a rule another environment holds is 409; keeping its own rules is fine', async () => {
-      await create({ name: 'staging', branch_rules: ['staging'] });
+      await newEnv('staging', ['staging']);
       expectError(await update('staging', { branch_rules: ['main'] }), 409, 'branch_rule_conflict', 'Rule main already belongs to environment production');
       expect((await update('staging', { branch_rules: ['staging'] })).status).toBe(200);
     });
@@ -129,7 +127,7 @@ describe.each(engines)('environments (%s)', (engine) => {
 
   describe('DELETE .../environments/{env}', () => {
     test('deletes an environment: {id, message}', async () => {
-      const env = (await create({ name: 'staging', branch_rules: ['staging'] })).body;
+      const env = await newEnv('staging', ['staging']);
       const res = await svc.api('DELETE', `${BASE}/staging`);
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ id: env.id, message: 'Environment staging of agent default/support-bot deleted' });
@@ -147,8 +145,8 @@ describe.each(engines)('environments (%s)', (engine) => {
 
   describe('GET .../resolve-env?branch=', () => {
     beforeEach(async () => {
-      await create({ name: 'features', branch_rules: ['feature/*'] });
-      await create({ name: 'ui', branch_rules: ['feature/ui/*', 'feature/login'] });
+      await newEnv('features', ['feature/*']);
+      await newEnv('ui', ['feature/ui/*', 'feature/login']);
     });
 
     test('a specific rule wins over every wildcard', async () => {
@@ -168,7 +166,7 @@ describe.each(engines)('environments (%s)', (engine) => {
     });
 
     test('no matching rule is 404 no_environment', async () => {
-      await svc.api('DELETE', `${BASE}/preview`);
+      await svc.client().deleteEnvironment({ params: { ...agentPath, env_name: 'preview' } });
       expectError(await resolve('hotfix/1'), 404, 'no_environment', 'No environment of agent default/support-bot has a rule matching branch hotfix/1');
     });
 

@@ -3,14 +3,15 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { openBlobStore, type BlobStore } from '../../src/server/blobs/index.js';
 import { syncDown, syncDownSystemFolder, syncUp, syncUpSystemFolder, SyncConflictError, EMPTY_TREE_CHECKSUM, type SyncTransport } from '../../src/sync/index.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import type { EndpointInput } from '../../src/contract/endpoints.js';
+import type { Scope } from '../../src/contract/resources.js';
+import { engines, useService } from '../support/service.js';
 import { createTask, deployActive } from '../support/fixtures.js';
 import { describeTree, rawTar, tempDir, writeTree, zstd } from '../support/trees.js';
 
 const MiB = 1024 * 1024;
 
 describe.each(engines)('filesystems (%s)', (engine) => {
-  let svc: TestService;
   let blobs: BlobStore;
   let blobDir: string;
   let transport: SyncTransport;
@@ -19,23 +20,19 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     process.env.XDG_CACHE_HOME = await tempDir('agentctl-cache-');
     blobDir = await tempDir('agentctl-blobs-');
     blobs = await openBlobStore({ dir: blobDir });
-    svc = await openTestService(engine, { archiveMaxBytes: 8 * MiB, archiveMaxFiles: 200 }, { blobs });
   });
   afterAll(async () => {
-    await svc?.close();
     await blobs?.close();
     await rm(blobDir, { recursive: true, force: true });
   });
+  // Opens after the blob store above and closes before it (after-hooks run in reverse).
+  const svc = useService(engine, { archiveMaxBytes: 8 * MiB, archiveMaxFiles: 200 }, { blobs: () => blobs });
   beforeEach(async () => {
-    await svc.reset();
     transport = { baseUrl: svc.url, apiKey: svc.adminKey };
   });
 
-  const createFs = async (body: Record<string, unknown> = { namespace: 'default' }, key?: string) => {
-    const res = await svc.api('POST', '/filesystems', { body, key });
-    expect(res.status, JSON.stringify(res.body)).toBe(201);
-    return res.body as { id: string; archive_checksum: string | null };
-  };
+  const createFs = (body: EndpointInput<'createFilesystem'>['body'] = { namespace: 'default' }, key?: string) => svc.client(key).createFilesystem({ body });
+  const getFs = (id: string) => svc.client().getFilesystem({ params: { filesystem_id: id } });
   const put = (fsId: string, body: Buffer, headers: Record<string, string> = {}, key?: string) =>
     fetch(`${svc.url}/filesystems/${fsId}/archive`, {
       method: 'PUT',
@@ -73,8 +70,7 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     const down = await syncDown(transport, fs.id, dest);
     expect(down).toMatchObject({ added: 7, modified: 0, deleted: 0, files_changed: 7, checksum: up.checksum });
     expect(await describeTree(dest)).toEqual(await describeTree(src));
-    const got = await svc.api('GET', `/filesystems/${fs.id}`);
-    expect(got.body).toMatchObject({ archive_checksum: up.checksum, files_count: 6, size_bytes: 18 + 5 + 12 + 4 + 9 + 6 });
+    expect(await getFs(fs.id)).toMatchObject({ archive_checksum: up.checksum, files_count: 6, size_bytes: 18 + 5 + 12 + 4 + 9 + 6 });
   });
 
   test('.git/ and node_modules/ are left out as whole components, .agentctlignore rules apply', async () => {
@@ -116,8 +112,8 @@ describe.each(engines)('filesystems (%s)', (engine) => {
       'lib/important.log': "the re-inclusion is app/'s only",
     });
     await syncUp(transport, fs.id, src);
-    const files = await svc.api('GET', `/filesystems/${fs.id}/files`);
-    expect(files.body.files.map((f: { path: string }) => f.path)).toEqual([
+    const files = await svc.client().listFilesystemFiles({ params: { filesystem_id: fs.id } });
+    expect(files.files.map((f) => f.path)).toEqual([
       '.agentctlignore',
       'app',
       'app/.agentctlignore',
@@ -197,7 +193,7 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     expect(lost).toBeInstanceOf(SyncConflictError);
     expect(lost).toMatchObject({ status: 412, code: 'stale_base' });
     expect(await readFile(path.join(bob, 'shared.txt'), 'utf8')).toBe('bob!!');
-    expect((await svc.api('GET', `/filesystems/${fs.id}`)).body.archive_checksum).toBe(won.checksum);
+    expect((await getFs(fs.id)).archive_checksum).toBe(won.checksum);
   });
 
   test('an upload without If-Match to a filesystem with content is 428; a stale one is 412, before the body is read', async () => {
@@ -243,7 +239,7 @@ describe.each(engines)('filesystems (%s)', (engine) => {
       }),
     ).rejects.toThrow();
     await new Promise((r) => setTimeout(r, 200));
-    expect((await svc.api('GET', `/filesystems/${fs.id}`)).body.archive_checksum).toBe(v1.checksum);
+    expect((await getFs(fs.id)).archive_checksum).toBe(v1.checksum);
     const dest = await tempDir();
     await syncDown(transport, fs.id, dest);
     expect(await describeTree(dest)).toEqual({ 'v1.txt': expect.stringMatching(/^file 644 /) });
@@ -274,7 +270,7 @@ describe.each(engines)('filesystems (%s)', (engine) => {
       expect(res.status, JSON.stringify(res.body)).toBe(status);
       expect(res.body.code).toBe(code);
       expect(res.body.detail).toMatch(detail);
-      expect((await svc.api('GET', `/filesystems/${fs.id}`)).body).toMatchObject({ archive_checksum: null, files_count: 0 });
+      expect(await getFs(fs.id)).toMatchObject({ archive_checksum: null, files_count: 0 });
       await stagingEmpty();
       expect((await readdir(blobDir)).sort()).toEqual(blobsBefore);
     });
@@ -300,13 +296,14 @@ describe.each(engines)('filesystems (%s)', (engine) => {
   });
 
   test('create, list by project and by namespace, delete; a filesystem in use cannot be deleted', async () => {
-    const project = (await svc.api('POST', '/projects', { body: { name: 'docs' } })).body;
+    const client = svc.client();
+    const project = await client.createProject({ body: { name: 'docs' } });
     const inProject = await createFs({ project_id: project.id });
     const bare = await createFs();
-    const byProject = await svc.api('GET', `/filesystems?project_id=${project.id}`);
-    expect(byProject.body).toMatchObject({ total: 1, filesystems: [{ id: inProject.id, project_id: project.id }] });
-    const byNs = await svc.api('GET', '/filesystems?namespace=default');
-    expect(byNs.body.filesystems.map((f: { id: string }) => f.id)).toEqual([bare.id]);
+    const byProject = await client.listFilesystems({ query: { project_id: project.id } });
+    expect(byProject).toMatchObject({ total: 1, filesystems: [{ id: inProject.id, project_id: project.id }] });
+    const byNs = await client.listFilesystems({ query: { namespace: 'default' } });
+    expect(byNs.filesystems.map((f) => f.id)).toEqual([bare.id]);
     await deployActive(svc);
     const task = await createTask(svc, { filesystem_id: bare.id });
     expect(task.filesystem_id).toBe(bare.id);
@@ -318,9 +315,9 @@ describe.each(engines)('filesystems (%s)', (engine) => {
   });
 
   test('access: through the project (viewer reads, may not write), through the task agent, unknown to others', async () => {
-    const project = (await svc.api('POST', '/projects', { body: { name: 'docs' } })).body;
+    const project = await svc.client().createProject({ body: { name: 'docs' } });
     const fs = await createFs({ project_id: project.id });
-    const keyWith = async (scopes: object[]) => (await svc.api('POST', '/api_keys', { body: { name: 'k', scopes } })).body.key as string;
+    const keyWith = async (scopes: Scope[]) => (await svc.client().createKey({ body: { name: 'k', scopes } })).key;
     const viewer = await keyWith([{ resource_type: 'project', resource_id: project.id, role: 'viewer' }]);
     const editor = await keyWith([{ resource_type: 'project', resource_id: project.id, role: 'editor' }]);
     const archive = zstd(rawTar([{ path: 'a.txt', body: Buffer.from('a') }]));
@@ -344,8 +341,8 @@ describe.each(engines)('filesystems (%s)', (engine) => {
   });
 
   test('permissions of every filesystem endpoint: allowed, 403 where the key can discover the owner, 404 where it cannot', async () => {
-    const project = (await svc.api('POST', '/projects', { body: { name: 'docs' } })).body;
-    const sibling = (await svc.api('POST', '/projects', { body: { name: 'notes' } })).body;
+    const project = await svc.client().createProject({ body: { name: 'docs' } });
+    const sibling = await svc.client().createProject({ body: { name: 'notes' } });
     const archive = zstd(rawTar([{ path: 'a.txt', body: Buffer.from('a') }]));
     const withContent = async (fsId: string) => expect((await put(fsId, archive, { 'if-match': '*' })).status).toBe(200);
     const inProject = await createFs({ project_id: project.id });
@@ -356,11 +353,8 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     await withContent(task.filesystem_id);
     const folder = `/tasks/${task.id}/system-folders/dot_alpha/archive`;
     expect((await fetch(`${svc.url}${folder}`, { method: 'PUT', headers: { authorization: `Bearer ${svc.adminKey}`, 'content-type': 'application/zstd' }, body: new Uint8Array(archive) })).status).toBe(200);
-    const keyWith = async (resource_type: string, resource_id: string, role: string) => {
-      const res = await svc.api('POST', '/api_keys', { body: { name: `${resource_type}-${role}`, scopes: [{ resource_type, resource_id, role }] } });
-      expect(res.status, JSON.stringify(res.body)).toBe(201);
-      return res.body.key as string;
-    };
+    const keyWith = async (resource_type: Scope['resource_type'], resource_id: string, role: Scope['role']) =>
+      (await svc.client().createKey({ body: { name: `${resource_type}-${role}`, scopes: [{ resource_type, resource_id, role }] } })).key;
     const keys = {
       projectViewer: await keyWith('project', project.id, 'viewer'),
       projectEditor: await keyWith('project', project.id, 'editor'),
@@ -410,7 +404,7 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     }
     expect(got).toEqual(want);
     // A bare filesystem is its creator's (and the namespace admins'): unknown to other keys.
-    const bare = (await svc.api('POST', '/filesystems', { key: keys.agentEditor, body: { namespace: 'default' } })).body;
+    const bare = await createFs({ namespace: 'default' }, keys.agentEditor);
     expect((await svc.api('GET', `/filesystems/${bare.id}`, { key: keys.agentEditor })).status).toBe(200);
     expect((await svc.api('GET', `/filesystems/${bare.id}`, { key: keys.agentViewer })).status).toBe(404);
     expect((await svc.api('GET', `/filesystems/${bare.id}`)).status).toBe(200);

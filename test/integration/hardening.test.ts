@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../src/server/app.js';
@@ -7,7 +7,7 @@ import { generateSecret, hashSecret, secretPrefix } from '../../src/server/auth/
 import { newId } from '../../src/server/store/ids.js';
 import { defaultNamespaceId, scopedKey } from '../support/scoped-key.js';
 import { sql } from 'kysely';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService, type TestService } from '../support/service.js';
 import { createTask, deployActive } from '../support/fixtures.js';
 import { expectError, expectInvalid } from '../support/bad-input.js';
 
@@ -28,12 +28,7 @@ async function secondOrg(svc: TestService): Promise<string> {
 }
 
 describe.each(engines)('hardening (%s)', (engine) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService(engine, { requestTimeoutMs: 1500 });
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => svc.reset());
+  const svc = useService(engine, { requestTimeoutMs: 1500 });
 
   describe('NUL bytes and lone surrogates are 422 naming the field (defects 2, 3)', () => {
     test('a NUL in a path parameter: 422 at path.agent_name', async () => {
@@ -274,7 +269,6 @@ describe.each(engines)('hardening (%s)', (engine) => {
     });
   });
 
-
   describe('what one migration may move is capped (defect 8)', () => {
     test('a bulk migration of 10,001 tasks is 409 naming the cap and how to page; limit pages it', async () => {
       const v1 = await deployActive(svc, { are_tasks_sticky: true });
@@ -293,7 +287,7 @@ describe.each(engines)('hardening (%s)', (engine) => {
       expect(await onV1()).toBe(10001);
 
       const pages = [];
-      for (let i = 0; i < 3; i++) pages.push((await svc.api('POST', '/tasks/migrate', { body: { ...body, limit: 10000 } })).body.tasks.length);
+      for (let i = 0; i < 3; i++) pages.push((await svc.client().migrateTasks({ body: { ...body, limit: 10000 } })).tasks.length);
       expect(pages).toEqual([10000, 1, 0]);
       expect(await onV1()).toBe(0);
     });
@@ -306,26 +300,27 @@ describe.each(engines)('hardening (%s)', (engine) => {
   describe('existence leaks (defect 4)', () => {
     test('a second org has its own `default` namespace and may reuse another org’s slug', async () => {
       const other = await secondOrg(svc);
-      expect((await svc.api('POST', '/namespaces', { body: { name: 'Payments', slug: 'payments' } })).status).toBe(201);
+      await svc.client().createNamespace({ body: { name: 'Payments', slug: 'payments' } });
       const res = await svc.api('POST', '/namespaces', { body: { name: 'Payments', slug: 'payments' }, key: other });
       expect(res.status).toBe(201);
       expect((await svc.api('GET', '/agents?namespace=payments', { key: other })).body).toEqual({ agents: [], total: 0 });
     });
 
     test('a slug taken in one’s own org is still 409 namespace_exists', async () => {
-      await svc.api('POST', '/namespaces', { body: { name: 'Payments', slug: 'payments' } });
+      await svc.client().createNamespace({ body: { name: 'Payments', slug: 'payments' } });
       expectError(await svc.api('POST', '/namespaces', { body: { name: 'Again', slug: 'payments' } }), 409, 'namespace_exists');
     });
 
     test('task names are unique per org: another org may use the same name, and fetches its own task by it', async () => {
       const other = await secondOrg(svc);
       await deployActive(svc);
-      await deployActive(svc, {}, other);
+      await deployActive(svc, { key: other });
       const mine = await createTask(svc, { name: 'nightly' });
       const theirs = await createTask(svc, { name: 'nightly' }, other);
       expect(theirs.id).not.toBe(mine.id);
-      expect((await svc.api('GET', '/tasks/name/nightly')).body.id).toBe(mine.id);
-      expect((await svc.api('GET', '/tasks/name/nightly', { key: other })).body.id).toBe(theirs.id);
+      const byName = (key?: string) => svc.client(key).getTaskByName({ params: { task_name: 'nightly' } });
+      expect((await byName()).id).toBe(mine.id);
+      expect((await byName(other)).id).toBe(theirs.id);
     });
 
     test('a task name taken in one’s own org is 409 task_name_taken', async () => {
@@ -336,8 +331,8 @@ describe.each(engines)('hardening (%s)', (engine) => {
     });
 
     test('deploy to a hidden agent’s name answers exactly as deploy to an unused name', async () => {
-      const visible = await deployActive(svc, { agent_name: 'visible-bot' });
-      await deployActive(svc, { agent_name: 'hidden-bot' });
+      const visible = await deployActive(svc, { agent: 'visible-bot' });
+      await deployActive(svc, { agent: 'hidden-bot' });
       const viewer = await scopedKey(svc, [{ resource_type: 'agent', resource_id: visible.agent_id, role: 'editor' }]);
       const attempt = (agent_name: string) =>
         svc.api('POST', '/agents/deploy', {

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { z } from 'zod';
 import { endpoints, type Endpoint } from '../../src/contract/endpoints.js';
 import { RESPONSE_STATUSES } from '../../src/contract/common.js';
 import { generateSecret } from '../../src/server/auth/secrets.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 
 /**
  * The hostile client of issue 8, driven by the endpoint table: every endpoint the server serves,
@@ -122,11 +122,7 @@ const isValidationBody = (body: unknown) =>
   (body as any).detail.every((d: any) => Object.keys(d).sort().join() === 'loc,msg,type' && Array.isArray(d.loc) && ['body', 'query', 'path'].includes(d.loc[0]) && typeof d.msg === 'string' && typeof d.type === 'string');
 
 describe.each(engines)('the hostile client, every endpoint of the table (%s)', (engine) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
+  const svc = useService(engine);
 
   test('no 5xx and no answer outside the documented shapes', async () => {
     const statuses: Record<number, number> = {};

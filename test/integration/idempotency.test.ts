@@ -1,21 +1,16 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { beforeEach, describe, expect, test } from 'vitest';
 import { sql } from 'kysely';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { createTask, deployActive, nextHash, type Deployed } from '../support/fixtures.js';
 import { expectInvalid } from '../support/bad-input.js';
 import { scopedKey } from '../support/scoped-key.js';
 import { sweepIdempotencyRecords } from '../../src/server/idempotency.js';
 
 describe.each(engines)('Idempotency-Key (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let agent: Deployed;
   let task: { id: string };
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
     agent = await deployActive(svc);
     task = await createTask(svc);
   });
@@ -104,7 +99,7 @@ describe.each(engines)('Idempotency-Key (%s)', (engine) => {
   test('a failed request stores nothing: the retry runs again', async () => {
     const body = { agent_name: 'default/later-bot' };
     expect((await post('/tasks', body, 'after-deploy')).status).toBe(404);
-    await deployActive(svc, { agent_name: 'later-bot' });
+    await deployActive(svc, { agent: 'later-bot' });
     const retry = await post('/tasks', body, 'after-deploy');
     expect(retry.status).toBe(201);
     expect(retry.headers.get('idempotent-replayed')).toBeNull();

@@ -1,22 +1,18 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { sql } from 'kysely';
-import { Version } from '../../src/contract/resources.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { createTask, createTasks, deploy, deployActive, nextHash, register } from '../support/fixtures.js';
 import { expectError, expectInvalid } from '../support/bad-input.js';
 import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE } from '../../src/contract/enums.js';
 
 describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%s)', (engine) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => svc.reset());
+  const svc = useService(engine);
 
-  const version = async (id: string) => Version.parse((await svc.api('GET', `/versions/${id}`)).body);
-  const task = async (id: string) => (await svc.api('GET', `/tasks/${id}`)).body;
-  const eventTypes = async (branchId: string) => (await svc.api('GET', `/branches/${branchId}/events`)).body.events.map((e: any) => e.type);
+  const version = (id: string) => svc.client().getVersion({ params: { version_id: id } });
+  const task = (id: string) => svc.client().getTask({ params: { task_id: id } });
+  const branch = (id: string) => svc.client().getBranch({ params: { branch_id: id } });
+  const branchEvents = async (branchId: string) => (await svc.client().listBranchEvents({ params: { branch_id: branchId } })).events;
+  const eventTypes = async (branchId: string) => (await branchEvents(branchId)).map((e) => e.type);
 
   describe('deploy', () => {
     test('the first deploy creates the agent, its branch and a DEPLOYING version', async () => {
@@ -31,14 +27,13 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
       const v = await version(res.body.version_id);
       expect(v).toMatchObject({ status: 'DEPLOYING', git_branch: 'Feature/Login_Page', git_message: '', is_dirty: false, replicas: 0, rollback_count: 0 });
       expect(new Date(v.image_expires_at!).getTime() - new Date(v.deployed_at).getTime()).toBe(30 * 86_400_000);
-      const branch = (await svc.api('GET', `/branches/${res.body.branch_id}`)).body;
-      expect(branch.git_branch_normalized).toBe('feature-login-page');
+      expect((await branch(res.body.branch_id)).git_branch_normalized).toBe('feature-login-page');
     });
 
     test('a new agent gets a production (main) and a preview (*) environment', async () => {
       await deploy(svc);
-      const envs = (await svc.api('GET', '/agents/default/support-bot/environments')).body.environments;
-      expect(envs.map((e: any) => [e.name, e.is_prod, e.branch_rules]).sort()).toEqual([
+      const envs = (await svc.client().listEnvironments({ params: { namespace_slug: 'default', agent_name: 'support-bot' } })).environments;
+      expect(envs.map((e) => [e.name, e.is_prod, e.branch_rules]).sort()).toEqual([
         ['preview', false, ['*']],
         ['production', true, ['main']],
       ]);
@@ -126,7 +121,7 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
     test('a non-sticky deploy migrates the RUNNING tasks of the current version', async () => {
       const v1 = await deployActive(svc);
       const [t1, t2] = await createTasks(svc, 2);
-      await svc.api('PATCH', `/tasks/${t2.id}`, { body: { status: 'IDLE' } });
+      await svc.client().updateTask({ params: { task_id: t2.id }, body: { status: 'IDLE' } });
       const v2 = await deploy(svc, { are_tasks_sticky: false });
       expect(v2.tasks_migrated).toBe(1);
       expect((await task(t1.id)).current_version_id).toBe(v2.version_id);
@@ -152,7 +147,7 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
       expect(res.version.status).toBe('ACTIVE');
       expect(res.version.replicas).toBe(1);
       expect((await version(v1.version_id)).status).toBe('DRAINING');
-      await svc.api('PATCH', `/tasks/${t1.id}`, { body: { status: 'COMPLETED' } });
+      await svc.client().updateTask({ params: { task_id: t1.id }, body: { status: 'COMPLETED' } });
       const v1After = await version(v1.version_id);
       expect(v1After.status).toBe('RETIRED');
       expect(v1After.retired_at).not.toBeNull();
@@ -167,9 +162,9 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
     test('every transition appends an event with a per-branch sequence', async () => {
       const v1 = await deployActive(svc);
       await deployActive(svc);
-      const events = (await svc.api('GET', `/branches/${v1.branch_id}/events`)).body.events;
-      expect(events.map((e: any) => e.type)).toEqual(['VERSION_CREATED', 'VERSION_ACTIVATED', 'VERSION_CREATED', 'VERSION_ACTIVATED', 'VERSION_DRAINING', 'VERSION_RETIRED']);
-      expect(events.map((e: any) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
+      const events = await branchEvents(v1.branch_id);
+      expect(events.map((e) => e.type)).toEqual(['VERSION_CREATED', 'VERSION_ACTIVATED', 'VERSION_CREATED', 'VERSION_ACTIVATED', 'VERSION_DRAINING', 'VERSION_RETIRED']);
+      expect(events.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
     });
 
     test('ACTIVE <-> UNHEALTHY on failing and recovering health checks', async () => {
@@ -192,8 +187,7 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
       expect(res.body.version).toMatchObject({ status: 'FAILED', failure_reason: 'image_pull_failed', failure_diagnostics: { title: 'Image not found', description: 'img:1 does not exist', action: 'Push the image' } });
       expect((await task(t1.id)).current_version_id).toBe(v1.version_id);
       expect((await version(v1.version_id)).status).toBe('ACTIVE');
-      const branch = (await svc.api('GET', `/branches/${v1.branch_id}`)).body;
-      expect(branch.current_version.id).toBe(v1.version_id);
+      expect((await branch(v1.branch_id)).current_version?.id).toBe(v1.version_id);
     });
 
     test('an impossible transition is a 409', async () => {
@@ -223,7 +217,7 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
       expect(rolledBack.status).toBe('ROLLED_BACK');
       expect(rolledBack.rolled_back_at).not.toBeNull();
       expect((await task(t1.id)).current_version_id).toBe(v1.version_id);
-      expect((await svc.api('GET', `/branches/${v1.branch_id}`)).body.current_version.id).toBe(v1.version_id);
+      expect((await branch(v1.branch_id)).current_version?.id).toBe(v1.version_id);
       expect((await eventTypes(v1.branch_id)).slice(-4)).toEqual(['VERSION_ROLLED_BACK_FROM', 'VERSION_ROLLED_BACK_TO', 'VERSION_ACTIVATED', 'TASKS_MIGRATED']);
     });
 
@@ -264,8 +258,8 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
     test('the answer carries the upstream API’s from/to ids and hashes, the serving status and a message (dry run too)', async () => {
       const client = svc.client();
       const [h1, h2] = ['1111111aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', '2222222bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb'];
-      const v1 = await deployActive(svc, { git_hash: h1 });
-      const v2 = await deployActive(svc, { git_hash: h2 });
+      const v1 = await deployActive(svc, { hash: h1 });
+      const v2 = await deployActive(svc, { hash: h2 });
       await createTask(svc);
       const plan = await client.rollbackBranch({ params: { branch_id: v1.branch_id }, body: { dry_run: true } });
       expect(plan).toMatchObject({
@@ -320,10 +314,10 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
 
     test('a deploy to a retired branch revives it', async () => {
       const v1 = await deployActive(svc);
-      await svc.api('POST', `/branches/${v1.branch_id}/retire`, { body: { reason: 'paused' } });
-      const v2 = await deploy(svc, { git_hash: nextHash() });
+      await svc.client().retireBranch({ params: { branch_id: v1.branch_id }, body: { reason: 'paused' } });
+      const v2 = await deploy(svc, { hash: nextHash() });
       expect(v2.branch_id).toBe(v1.branch_id);
-      expect((await svc.api('GET', `/branches/${v1.branch_id}`)).body.retired_at).toBeNull();
+      expect((await branch(v1.branch_id)).retired_at).toBeNull();
     });
 
     test('a reason is required (422)', async () => {

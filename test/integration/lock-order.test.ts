@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { openTestService, type TestService } from '../support/service.js';
+import { describe, expect, test } from 'vitest';
+import { useService } from '../support/service.js';
 import { createTask, deploy, deployActive, register } from '../support/fixtures.js';
 
 /**
@@ -8,11 +8,8 @@ import { createTask, deploy, deployActive, register } from '../support/fixtures.
  * for real on PostgreSQL, so this runs there.
  */
 describe.skipIf(!process.env.TEST_DATABASE_URL)('lock order under concurrency (postgres)', () => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService('postgres');
-  });
-  afterAll(async () => svc?.close());
+  // Each round below empties the database itself.
+  const svc = useService('postgres', {}, { resetBeforeEach: false });
 
   // What each operation may answer while the others run: anything else (a 5xx above all) fails.
   const documented: Record<string, number[]> = {

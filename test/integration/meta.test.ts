@@ -1,15 +1,12 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { describe, expect, test } from 'vitest';
+import { engines, useService } from '../support/service.js';
 import { buildApp, EndpointCoverageError } from '../../src/server/app.js';
 import { registerRoutes } from '../../src/server/routes/index.js';
 import type { RouteHost } from '../../src/server/route-host.js';
 
 describe.each(engines)('health, schema and authentication (%s)', (engine) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
+  // Nothing here writes: one database for the whole block.
+  const svc = useService(engine, {}, { resetBeforeEach: false });
 
   test('healthz and readyz need no key', async () => {
     expect((await svc.api('GET', '/healthz', { key: null })).body).toEqual({ status: 'ok' });
@@ -79,11 +76,7 @@ describe.each(engines)('health, schema and authentication (%s)', (engine) => {
 });
 
 describe('per-key rate limit', () => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService('pglite', { rateLimitPerSecond: 1, rateLimitBurst: 2 });
-  });
-  afterAll(async () => svc?.close());
+  const svc = useService('pglite', { rateLimitPerSecond: 1, rateLimitBurst: 2 });
 
   test('past the burst a key gets 429 with Retry-After; the open endpoints are not limited', async () => {
     expect((await svc.api('GET', '/namespaces')).status).toBe(200);

@@ -1,20 +1,17 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { sql } from 'kysely';
 import { MigrateTasksResponse } from '../../src/contract/endpoints.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { createTask, createTasks, deploy, deployActive, register, type Deployed } from '../support/fixtures.js';
 
 describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => svc.reset());
+  const svc = useService(engine);
 
   const migrate = (body: unknown) => svc.api('POST', '/tasks/migrate', { body });
   const getTask = async (id: string) => (await svc.api('GET', `/tasks/${id}`)).body;
-  const versionStatus = async (id: string) => (await svc.api('GET', `/versions/${id}`)).body.status;
+  const getVersion = (id: string) => svc.client().getVersion({ params: { version_id: id } });
+  const versionStatus = async (id: string) => (await getVersion(id)).status;
+  const setStatus = (taskId: string, status: 'IDLE' | 'COMPLETED') => svc.client().updateTask({ params: { task_id: taskId }, body: { status } });
 
   /** v1 ACTIVE with `count` RUNNING tasks, then v2 deployed sticky (tasks stay on v1) and ACTIVE. */
   async function twoVersions(count: number): Promise<{ v1: Deployed; v2: Deployed; tasks: any[] }> {
@@ -56,8 +53,8 @@ describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
   test('bulk mode moves every RUNNING task of the source and leaves IDLE and finished ones', async () => {
     const v1 = await deployActive(svc);
     const [running1, running2, idle, done] = await createTasks(svc, 4);
-    await svc.api('PATCH', `/tasks/${idle.id}`, { body: { status: 'IDLE' } });
-    await svc.api('PATCH', `/tasks/${done.id}`, { body: { status: 'COMPLETED' } });
+    await setStatus(idle.id, 'IDLE');
+    await setStatus(done.id, 'COMPLETED');
     const v2 = await deployActive(svc, { are_tasks_sticky: true });
 
     const res = await migrate({ from_version_id: v1.version_id, to_version_id: v2.version_id });
@@ -140,7 +137,7 @@ describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
 
   test('a target on another agent’s branch is refused (422)', async () => {
     const { tasks } = await twoVersions(1);
-    const other = await deployActive(svc, { agent_name: 'other-bot' });
+    const other = await deployActive(svc, { agent: 'other-bot' });
     const res = await migrate({ task_ids: [tasks[0].id], to_version_id: other.version_id });
     expect(res.status).toBe(422);
   });
@@ -158,7 +155,7 @@ describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
 
   test('a terminal task is refused (409) and nothing moves', async () => {
     const { v1, v2, tasks } = await twoVersions(2);
-    await svc.api('POST', `/tasks/${tasks[1].id}/cancel`);
+    await svc.client().cancelTask({ params: { task_id: tasks[1].id } });
     const res = await migrate({ task_ids: [tasks[0].id, tasks[1].id], to_version_id: v2.version_id });
     expect(res.status).toBe(409);
     expect(res.body).toEqual({ code: 'task_not_migratable', detail: `Only RUNNING or IDLE tasks can migrate: ${tasks[1].id} (CANCELED)` });
@@ -167,7 +164,7 @@ describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
 
   test('an IDLE task can be migrated in specific mode', async () => {
     const { v2, tasks } = await twoVersions(1);
-    await svc.api('PATCH', `/tasks/${tasks[0].id}`, { body: { status: 'IDLE' } });
+    await setStatus(tasks[0].id, 'IDLE');
     const res = await migrate({ task_ids: [tasks[0].id], to_version_id: v2.version_id });
     expect(res.status).toBe(200);
     expect(res.body.tasks[0].status).toBe('IDLE');
@@ -244,7 +241,7 @@ describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
     await migrate({ task_ids: [tasks[0].id], to_latest: true });
     expect(await versionStatus(v1.version_id)).toBe('DRAINING');
     await migrate({ task_ids: [tasks[1].id], to_latest: true });
-    const v1After = (await svc.api('GET', `/versions/${v1.version_id}`)).body;
+    const v1After = await getVersion(v1.version_id);
     expect(v1After.status).toBe('RETIRED');
     expect(v1After.retired_at).not.toBeNull();
   });

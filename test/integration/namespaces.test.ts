@@ -1,28 +1,27 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { Namespace, Project } from '../../src/contract/resources.js';
 import { accessChanged } from '../../src/server/auth/invalidation.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import type { EndpointInput } from '../../src/contract/endpoints.js';
+import { engines, useService } from '../support/service.js';
 import { deploy } from '../support/fixtures.js';
 import { defaultNamespaceId, orgId, scopedKey } from '../support/scoped-key.js';
 import { expectError, expectInvalid, expectMalformed, expectOversize, MALFORMED_JSON, OVERSIZE_BODY } from '../support/bad-input.js';
 
 describe.each(engines)('namespaces and projects (%s)', (engine) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => svc.reset());
+  const svc = useService(engine);
 
   const createNamespace = (body: unknown, key?: string) => svc.api('POST', '/namespaces', { body, key });
   const createProject = (body: unknown, key?: string) => svc.api('POST', '/projects', { body, key });
+  /** Setup: through the typed client. */
+  const newNamespace = (name: string, slug: string) => svc.client().createNamespace({ body: { name, slug } });
+  const newProject = (body: EndpointInput<'createProject'>['body'], key?: string) => svc.client(key).createProject({ body });
 
   describe('POST /namespaces', () => {
     test('an org admin creates a namespace in its org: 201 with the record', async () => {
       const res = await createNamespace({ name: 'Payments team', slug: 'payments' });
       expect(res.status).toBe(201);
       const ns = Namespace.parse(res.body);
-      const adminKeyId = (await svc.api('GET', '/whoami')).body.id;
+      const adminKeyId = (await svc.client().whoami()).id;
       expect(ns).toMatchObject({ name: 'Payments team', slug: 'payments', org_id: await orgId(svc), owner_org_id: await orgId(svc), created_by: adminKeyId });
       expect(ns.id).toMatch(/^ns_[0-9A-Z]{26}$/);
       expect(ns.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -40,7 +39,7 @@ describe.each(engines)('namespaces and projects (%s)', (engine) => {
     });
 
     test('a slug already taken is 409 namespace_exists', async () => {
-      await createNamespace({ name: 'One', slug: 'payments' });
+      await newNamespace('One', 'payments');
       expectError(await createNamespace({ name: 'Two', slug: 'payments' }), 409, 'namespace_exists', 'A namespace with slug payments already exists');
     });
 
@@ -79,8 +78,8 @@ describe.each(engines)('namespaces and projects (%s)', (engine) => {
 
   describe('GET /namespaces', () => {
     test('an org admin sees every namespace of the org, newest first by default', async () => {
-      await createNamespace({ name: 'A', slug: 'aaa' });
-      await createNamespace({ name: 'B', slug: 'bbb' });
+      await newNamespace('A', 'aaa');
+      await newNamespace('B', 'bbb');
       const res = await svc.api('GET', '/namespaces');
       expect(res.status).toBe(200);
       expect(res.body.total).toBe(3);
@@ -90,15 +89,15 @@ describe.each(engines)('namespaces and projects (%s)', (engine) => {
     });
 
     test('limit and page_number page the list; total is the whole list', async () => {
-      for (const slug of ['aaa', 'bbb', 'ccc']) await createNamespace({ name: slug, slug });
+      for (const slug of ['aaa', 'bbb', 'ccc']) await newNamespace(slug, slug);
       const page2 = await svc.api('GET', '/namespaces?limit=2&page_number=2&order_direction=asc');
       expect(page2.body).toMatchObject({ total: 4 });
       expect(page2.body.namespaces.map((n: Namespace) => n.slug)).toEqual(['bbb', 'ccc']);
     });
 
     test('a key sees only the namespaces it can discover', async () => {
-      const other = (await createNamespace({ name: 'Other', slug: 'other' })).body;
-      await createNamespace({ name: 'Hidden', slug: 'hidden' });
+      const other = await newNamespace('Other', 'other');
+      await newNamespace('Hidden', 'hidden');
       const nsAdmin = await scopedKey(svc, [{ resource_type: 'namespace', resource_id: other.id, role: 'admin' }]);
       const res = await svc.api('GET', '/namespaces', { key: nsAdmin });
       expect(res.body).toMatchObject({ total: 1, namespaces: [{ slug: 'other' }] });
@@ -142,9 +141,9 @@ describe.each(engines)('namespaces and projects (%s)', (engine) => {
     });
 
     test('a project name taken in the namespace is 409 project_exists; another namespace may reuse it', async () => {
-      await createProject({ name: 'docs' });
+      await newProject({ name: 'docs' });
       expectError(await createProject({ name: 'docs' }), 409, 'project_exists', 'Namespace default already has a project named docs');
-      await createNamespace({ name: 'Other', slug: 'other' });
+      await newNamespace('Other', 'other');
       expect((await createProject({ namespace: 'other', name: 'docs' })).status).toBe(201);
     });
 
@@ -170,9 +169,9 @@ describe.each(engines)('namespaces and projects (%s)', (engine) => {
 
   describe('GET /projects', () => {
     test('lists the projects a key can discover, filtered by namespace slug', async () => {
-      await createNamespace({ name: 'Other', slug: 'other' });
-      const a = (await createProject({ name: 'alpha' })).body;
-      const b = (await createProject({ namespace: 'other', name: 'beta' })).body;
+      await newNamespace('Other', 'other');
+      const a = await newProject({ name: 'alpha' });
+      const b = await newProject({ namespace: 'other', name: 'beta' });
       expect((await svc.api('GET', '/projects')).body).toMatchObject({ total: 2, projects: [{ id: b.id }, { id: a.id }] });
       expect((await svc.api('GET', '/projects?namespace=other')).body).toMatchObject({ total: 1, projects: [{ id: b.id }] });
       const viewer = await scopedKey(svc, [{ resource_type: 'project', resource_id: a.id, role: 'viewer' }]);
@@ -181,7 +180,7 @@ describe.each(engines)('namespaces and projects (%s)', (engine) => {
 
     test('an unknown namespace filter, or one the key cannot see into, is 404', async () => {
       expectError(await svc.api('GET', '/projects?namespace=nowhere'), 404, 'not_found', 'Namespace nowhere was not found');
-      await createNamespace({ name: 'Other', slug: 'other' });
+      await newNamespace('Other', 'other');
       const nothing = await scopedKey(svc, []);
       expectError(await svc.api('GET', '/projects?namespace=other', { key: nothing }), 404, 'not_found', 'Namespace other was not found');
     });
@@ -192,7 +191,7 @@ describe.each(engines)('namespaces and projects (%s)', (engine) => {
     });
 
     test('an org member pages the list in the database: total counts every project', async () => {
-      for (const name of ['p1', 'p2', 'p3']) await createProject({ name });
+      for (const name of ['p1', 'p2', 'p3']) await newProject({ name });
       const member = await scopedKey(svc, [{ resource_type: 'org', resource_id: await orgId(svc), role: 'member' }]);
       const res = await svc.api('GET', '/projects?limit=1&page_number=2', { key: member });
       expect(res.body).toMatchObject({ total: 3, projects: [{ name: 'p2' }] });

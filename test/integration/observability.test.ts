@@ -1,20 +1,13 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { beforeEach, describe, expect, test } from 'vitest';
 import { startServer } from '../../src/server/main.js';
 import { scopedKey } from '../support/scoped-key.js';
 import { createTask, deployActive } from '../support/fixtures.js';
-import { createTestDatabase, engines, openTestService, type TestService } from '../support/service.js';
+import { createTestDatabase, engines, useService } from '../support/service.js';
 
 describe.each(engines)('request log and metrics (%s)', (engine) => {
-  let svc: TestService;
   const lines: string[] = [];
-  beforeAll(async () => {
-    svc = await openTestService(engine, {}, { logger: { level: 'info', stream: { write: (line: string) => lines.push(line) } } });
-  });
-  afterAll(async () => {
-    await svc?.close();
-  });
+  const svc = useService(engine, {}, { logger: { level: 'info', stream: { write: (line: string) => lines.push(line) } } });
   beforeEach(async () => {
-    await svc.reset();
     lines.length = 0;
   });
 

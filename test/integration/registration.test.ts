@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { describe, expect, test } from 'vitest';
+import { engines, useService } from '../support/service.js';
 import { createTask, deploy, deployActive } from '../support/fixtures.js';
 import { scopedKey } from '../support/scoped-key.js';
 import { issueRegistrationToken, markReplicaGone } from '../../src/server/domain/registration.js';
@@ -7,16 +7,12 @@ import { issueRegistrationToken, markReplicaGone } from '../../src/server/domain
 const ACP_URL = 'http://127.0.0.1:9/agent';
 
 describe.each(engines)('registration with a token, runtime keys (%s)', (engine) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => svc.reset());
+  const svc = useService(engine);
 
   /** `POST /versions/register` as an agent process: no key, the token in the body. */
   const registerWith = (body: Record<string, unknown>) => svc.api('POST', '/versions/register', { key: null, body: { acp_url: ACP_URL, ...body } });
 
+  const versionOf = (id: string) => svc.client().getVersion({ params: { version_id: id } });
   const tokenFor = (versionId: string, options?: { reusable?: boolean; ttlMs?: number }) => issueRegistrationToken(svc.store.db, versionId, options);
 
   /** A registered agent process of a fresh `support-bot` version: its runtime key. */
@@ -46,7 +42,7 @@ describe.each(engines)('registration with a token, runtime keys (%s)', (engine) 
     const res = await registerWith({ version_id: v2.version_id, registration_token: await tokenFor(v1.version_id) });
     expect(res.status).toBe(401);
     expect(res.body).toEqual({ detail: `The registration token is not for version ${v2.version_id}`, code: 'invalid_registration_token' });
-    expect((await svc.api('GET', `/versions/${v2.version_id}`)).body.status).toBe('DEPLOYING');
+    expect((await versionOf(v2.version_id)).status).toBe('DEPLOYING');
   });
 
   test('a token for another branch is refused with 401', async () => {
@@ -102,8 +98,8 @@ describe.each(engines)('registration with a token, runtime keys (%s)', (engine) 
     const v2 = await deploy(svc, { are_tasks_sticky: true });
     const res = await registerWith({ version_id: v2.version_id, registration_token: await tokenFor(v2.version_id) });
     expect(res.body.version_status).toBe('ACTIVE');
-    expect((await svc.api('GET', `/versions/${v1.version_id}`)).body.status).toBe('DRAINING');
-    expect((await svc.api('GET', `/branches/${v2.branch_id}`)).body.current_version.id).toBe(v2.version_id);
+    expect((await versionOf(v1.version_id)).status).toBe('DRAINING');
+    expect((await svc.client().getBranch({ params: { branch_id: v2.branch_id } })).current_version?.id).toBe(v2.version_id);
   });
 
   test('a retired version’s process cannot register (409)', async () => {
@@ -159,7 +155,7 @@ describe.each(engines)('registration with a token, runtime keys (%s)', (engine) 
   });
 
   test('a runtime key reaches nothing of another agent (404) and cannot deploy, manage keys or read secrets (403)', async () => {
-    const other = await deployActive(svc, { agent_name: 'other-bot' });
+    const other = await deployActive(svc, { agent: 'other-bot' });
     const otherTask = await createTask(svc, { agent_name: 'default/other-bot' });
     const { key, agentId, versionId } = await runtimeKey();
 

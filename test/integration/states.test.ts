@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { beforeEach, describe, expect, test } from 'vitest';
 import { State } from '../../src/contract/resources.js';
 import type { EndpointInput } from '../../src/contract/endpoints.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { createTask, deployActive, type Deployed } from '../support/fixtures.js';
 import { scopedKey } from '../support/scoped-key.js';
 import { expectError, expectInvalid, expectMalformed, expectOversize, MALFORMED_JSON, OVERSIZE_BODY } from '../support/bad-input.js';
@@ -9,25 +9,17 @@ import { expectError, expectInvalid, expectMalformed, expectOversize, MALFORMED_
 const KiB = 1024;
 
 describe.each(engines)('states (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let agent: Deployed;
   let task: { id: string };
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
     agent = await deployActive(svc);
     task = await createTask(svc);
   });
 
   const create = (body: unknown, key?: string) => svc.api('POST', '/states', { body, key });
-  const createFor = async (state: Record<string, unknown>) => {
-    const res = await create({ task_id: task.id, agent_id: agent.agent_id, state });
-    expect(res.status, JSON.stringify(res.body)).toBe(200);
-    return res.body as State;
-  };
+  /** Setup: the state of `agentId` (default: the task's agent) on the task, through the typed client. */
+  const createFor = (state: Record<string, unknown>, agentId = agent.agent_id) => svc.client().createState({ body: { task_id: task.id, agent_id: agentId, state } });
   const merge = (id: string, state: Record<string, unknown>, headers?: Record<string, string>) => svc.api('PATCH', `/states/${id}`, { body: { state }, headers });
   const stored = async (id: string) => (await svc.api('GET', `/states/${id}`)).body as State;
 
@@ -53,7 +45,7 @@ describe.each(engines)('states (%s)', (engine) => {
     });
 
     test('the same task may hold a state per agent', async () => {
-      const helper = await deployActive(svc, { agent_name: 'helper-bot' });
+      const helper = await deployActive(svc, { agent: 'helper-bot' });
       await createFor({ mine: true });
       const res = await create({ task_id: task.id, agent_id: helper.agent_id, state: { theirs: true } });
       expect(res.status).toBe(200);
@@ -83,9 +75,9 @@ describe.each(engines)('states (%s)', (engine) => {
 
   describe('GET /states and /states/{id}', () => {
     test('find by task, by agent, or both; at least one is required (422)', async () => {
-      const helper = await deployActive(svc, { agent_name: 'helper-bot' });
+      const helper = await deployActive(svc, { agent: 'helper-bot' });
       const mine = await createFor({ a: 1 });
-      const theirs = (await create({ task_id: task.id, agent_id: helper.agent_id, state: { b: 2 } })).body;
+      const theirs = await createFor({ b: 2 }, helper.agent_id);
       const ids = async (query: string) => (await svc.api('GET', `/states?${query}`)).body.states.map((s: State) => s.id);
       expect(await ids(`task_id=${task.id}`)).toEqual([mine.id, theirs.id]);
       expect(await ids(`agent_id=${helper.agent_id}`)).toEqual([theirs.id]);
@@ -96,10 +88,10 @@ describe.each(engines)('states (%s)', (engine) => {
     test('limit and page_number page the list (total counts every match); order_by and order_direction sort it', async () => {
       const client = svc.client();
       const helpers = [];
-      for (const name of ['helper-a', 'helper-b', 'helper-c']) helpers.push(await deployActive(svc, { agent_name: name }));
+      for (const name of ['helper-a', 'helper-b', 'helper-c']) helpers.push(await deployActive(svc, { agent: name }));
       const mine = await createFor({ n: 0 });
       const others = [];
-      for (const [i, helper] of helpers.entries()) others.push((await create({ task_id: task.id, agent_id: helper.agent_id, state: { n: i + 1 } })).body as State);
+      for (const [i, helper] of helpers.entries()) others.push(await createFor({ n: i + 1 }, helper.agent_id));
       const all = [mine, ...others];
       const when = ['2025-01-01T00:00:00Z', '2025-01-02T00:00:00Z', '2025-01-03T00:00:00Z', '2025-01-04T00:00:00Z'];
       for (const [i, st] of all.entries()) await svc.store.db.updateTable('states').set({ created_at: when[i], updated_at: when[3 - i] }).where('id', '=', st.id).execute();
@@ -116,9 +108,9 @@ describe.each(engines)('states (%s)', (engine) => {
     });
 
     test('a key sees only the states of agents it may read, and total counts only those', async () => {
-      const helper = await deployActive(svc, { agent_name: 'helper-bot' });
+      const helper = await deployActive(svc, { agent: 'helper-bot' });
       const mine = await createFor({ a: 1 });
-      await create({ task_id: task.id, agent_id: helper.agent_id, state: { b: 2 } });
+      await createFor({ b: 2 }, helper.agent_id);
       const key = await scopedKey(svc, [{ resource_type: 'agent', resource_id: agent.agent_id, role: 'viewer' }]);
       expect(await svc.client(key).listStates({ query: { task_id: task.id } })).toEqual({ states: [mine], total: 1 });
     });
@@ -180,7 +172,7 @@ describe.each(engines)('states (%s)', (engine) => {
 
     test('replace needs the record’s task_id and agent_id: 422 otherwise', async () => {
       const s = await createFor({ a: 1 });
-      const helper = await deployActive(svc, { agent_name: 'helper-bot' });
+      const helper = await deployActive(svc, { agent: 'helper-bot' });
       const other = await createTask(svc);
       expectInvalid(await svc.api('PUT', `/states/${s.id}`, { body: { task_id: other.id, agent_id: agent.agent_id, state: {} } }), ['body', 'task_id']);
       expectInvalid(await svc.api('PUT', `/states/${s.id}`, { body: { task_id: task.id, agent_id: helper.agent_id, state: {} } }), ['body', 'agent_id']);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import type { AddressInfo } from 'node:net';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { createTask, deployActive } from '../support/fixtures.js';
 import { readSse, type SseFrame } from '../support/sse.js';
 import { buildApp } from '../../src/server/app.js';
@@ -10,15 +10,10 @@ const WRITERS = 10;
 const PER_WRITER = 100;
 
 describe.each(engines)('task stream ordering (%s)', (engine) => {
-  let svc: TestService;
+  // A long safety poll: what the watchers get here comes from notifications.
+  const svc = useService(engine, { streamPollMs: 60_000 });
   let task: { id: string };
-  beforeAll(async () => {
-    // A long safety poll: what the watchers get here comes from notifications.
-    svc = await openTestService(engine, { streamPollMs: 60_000 });
-  });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
     await deployActive(svc);
     task = await createTask(svc);
   });
@@ -34,18 +29,16 @@ describe.each(engines)('task stream ordering (%s)', (engine) => {
 
   /** 1,000 events and messages from concurrent writers, interleaved, then the task completes. */
   async function writeInterleaved(): Promise<void> {
+    const client = svc.client();
     await Promise.all(
       Array.from({ length: WRITERS }, async (_, writer) => {
         for (let i = 0; i < PER_WRITER; i++) {
-          const res =
-            i % 2 === 0
-              ? await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: `w${writer} e${i}` } })
-              : await svc.api('POST', '/messages', { body: { task_id: task.id, content: `w${writer} m${i}` } });
-          expect(res.status).toBe(201);
+          if (i % 2 === 0) await client.createEvent({ params: { task_id: task.id }, body: { content: `w${writer} e${i}` } });
+          else await client.createMessage({ body: { task_id: task.id, content: `w${writer} m${i}` } });
         }
       }),
     );
-    expect((await svc.api('PATCH', `/tasks/${task.id}`, { body: { status: 'COMPLETED' } })).status).toBe(200);
+    await client.updateTask({ params: { task_id: task.id }, body: { status: 'COMPLETED' } });
   }
 
   const ids = (frames: SseFrame[]) => frames.map((f) => Number(f.id));
@@ -101,8 +94,8 @@ describe.each(engines)('task stream ordering (%s)', (engine) => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     const before = svc.service.streamHub.reads;
     const changes = 20;
-    for (let i = 0; i < changes; i++) expect((await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: `e${i}` } })).status).toBe(201);
-    await svc.api('POST', `/tasks/${task.id}/cancel`);
+    for (let i = 0; i < changes; i++) await svc.client().createEvent({ params: { task_id: task.id }, body: { content: `e${i}` } });
+    await svc.client().cancelTask({ params: { task_id: task.id } });
     const results = await Promise.all(reads);
     for (const r of results) expect(ids(r.frames)).toEqual(Array.from({ length: changes + 2 }, (_, i) => i + 1));
     const readsPerChange = (svc.service.streamHub.reads - before) / (changes + 1);
@@ -111,10 +104,9 @@ describe.each(engines)('task stream ordering (%s)', (engine) => {
 });
 
 describe.runIf(engines.includes('postgres'))('task stream across two servers on one PostgreSQL', () => {
-  let svc: TestService;
+  const svc = useService('postgres', { streamPollMs: 60_000 });
   let second: { url: string; close: () => Promise<void> };
   beforeAll(async () => {
-    svc = await openTestService('postgres', { streamPollMs: 60_000 });
     const store = await openStore({ databaseUrl: svc.store.databaseUrl });
     const app = await buildApp({ store, config: { rateLimitPerSecond: 0, streamPollMs: 60_000 } });
     await app.listen({ host: '127.0.0.1', port: 0 });
@@ -126,10 +118,8 @@ describe.runIf(engines.includes('postgres'))('task stream across two servers on 
       },
     };
   });
-  afterAll(async () => {
-    await second?.close();
-    await svc?.close();
-  });
+  // Runs before the service closes (after-hooks run in reverse).
+  afterAll(async () => second?.close());
 
   test('a write on one server reaches a watcher on the other through NOTIFY', async () => {
     await deployActive(svc);
@@ -139,14 +129,14 @@ describe.runIf(engines.includes('postgres'))('task stream across two servers on 
     const watching = readSse(second, `/tasks/${task.id}/stream?after_sequence_id=1`, { key: svc.adminKey, onOpen: opened, timeoutMs: 20_000 });
     await open;
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const event = await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: 'across' } });
-    await svc.api('POST', `/tasks/${task.id}/cancel`);
+    const event = await svc.client().createEvent({ params: { task_id: task.id }, body: { content: 'across' } });
+    await svc.client().cancelTask({ params: { task_id: task.id } });
     const read = await watching;
     expect(read.ended).toBe(true);
     expect(read.frames.map((f) => [f.id, f.event])).toEqual([
       ['2', 'event'],
       ['3', 'task'],
     ]);
-    expect(read.frames[0]!.data).toEqual(event.body);
+    expect(read.frames[0]!.data).toEqual(event);
   });
 });

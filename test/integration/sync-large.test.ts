@@ -5,14 +5,15 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { syncDown, syncUp, SyncConflictError, type SyncTransport } from '../../src/sync/index.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { describeTree, tempDir } from '../support/trees.js';
 
 const MiB = 1024 * 1024;
 
 /** Big trees: what the sync does with them does not depend on the database, so one engine runs them. */
 describe.each(engines.slice(0, 1))('sync of large trees (%s)', (engine) => {
-  let svc: TestService;
+  // One database for both tests: the transport below holds the admin key it opened with.
+  const svc = useService(engine, {}, { resetBeforeEach: false });
   let transport: SyncTransport;
   const dirs: string[] = [];
   const dir = async () => {
@@ -23,14 +24,13 @@ describe.each(engines.slice(0, 1))('sync of large trees (%s)', (engine) => {
 
   beforeAll(async () => {
     process.env.XDG_CACHE_HOME = await tempDir('agentctl-cache-');
-    svc = await openTestService(engine);
     transport = { baseUrl: svc.url, apiKey: svc.adminKey };
   });
   afterAll(async () => {
-    await svc?.close();
     for (const d of dirs) await rm(d, { recursive: true, force: true });
   });
-  const createFs = async () => (await svc.api('POST', '/filesystems', { body: { namespace: 'default' } })).body.id as string;
+  const createFs = async () => (await svc.client().createFilesystem({ body: { namespace: 'default' } })).id;
+  const getFs = (id: string) => svc.client().getFilesystem({ params: { filesystem_id: id } });
 
   test('a 100 MiB file round-trips byte for byte', async () => {
     const fsId = await createFs();
@@ -50,12 +50,12 @@ describe.each(engines.slice(0, 1))('sync of large trees (%s)', (engine) => {
     const dest = await dir();
     expect(await syncDown(transport, fsId, dest)).toMatchObject({ added: 1, checksum: up.checksum });
     expect((await describeTree(dest))['big.bin']).toBe(`file 644 ${hash.digest('hex')}`);
-    expect((await svc.api('GET', `/filesystems/${fsId}`)).body).toMatchObject({ size_bytes: 100 * MiB, files_count: 1 });
+    expect(await getFs(fsId)).toMatchObject({ size_bytes: 100 * MiB, files_count: 1 });
     // A writer with no base is refused before the server reads its body; the push stops there.
     const stranger = await syncUp(transport, fsId, src, { stateFile: path.join(await dir(), 'state.json') }).catch((e) => e);
     expect(stranger).toBeInstanceOf(SyncConflictError);
     expect(stranger).toMatchObject({ status: 428, code: 'precondition_required' });
-    expect((await svc.api('GET', `/filesystems/${fsId}`)).body).toMatchObject({ archive_checksum: up.checksum });
+    expect(await getFs(fsId)).toMatchObject({ archive_checksum: up.checksum });
   }, 120_000);
 
   test('10,000 small files round-trip; an unchanged second syncUp uploads nothing', async () => {
@@ -71,7 +71,7 @@ describe.each(engines.slice(0, 1))('sync of large trees (%s)', (engine) => {
     const dest = await dir();
     expect(await syncDown(transport, fsId, dest)).toMatchObject({ added: 10_000, checksum: up.checksum });
     expect(await describeTree(dest)).toEqual(await describeTree(src));
-    const files = await svc.api('GET', `/filesystems/${fsId}/files`);
-    expect(files.body.files).toHaveLength(10_100);
+    const files = await svc.client().listFilesystemFiles({ params: { filesystem_id: fsId } });
+    expect(files.files).toHaveLength(10_100);
   }, 120_000);
 });

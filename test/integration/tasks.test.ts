@@ -1,17 +1,12 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { Task } from '../../src/contract/resources.js';
 import { TaskList } from '../../src/contract/endpoints.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
-import { createTask, deploy, deployActive } from '../support/fixtures.js';
+import { engines, useService } from '../support/service.js';
+import { createTask, deploy, deployActive, register } from '../support/fixtures.js';
 import { expectError, expectInvalid } from '../support/bad-input.js';
 
 describe.each(engines)('tasks (%s)', (engine) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
-  beforeEach(async () => svc.reset());
+  const svc = useService(engine);
 
   test('a new task is RUNNING on the branch’s ACTIVE version, with a private filesystem', async () => {
     const v1 = await deployActive(svc);
@@ -37,7 +32,7 @@ describe.each(engines)('tasks (%s)', (engine) => {
 
   test('a branch with no ACTIVE or DEPLOYING version is a 409 no_routable_version', async () => {
     const v1 = await deploy(svc);
-    await svc.api('POST', '/versions/register', { body: { version_id: v1.version_id, status: 'FAILED' } });
+    await register(svc, v1.version_id, undefined, 'FAILED');
     const res = await svc.api('POST', '/tasks', { body: { agent_id: v1.agent_id } });
     expect(res).toMatchObject({ status: 409, body: { code: 'no_routable_version' } });
   });
@@ -70,9 +65,9 @@ describe.each(engines)('tasks (%s)', (engine) => {
     const a = await createTask(svc);
     const b = await createTask(svc, { branch: 'dev' });
     const c = await createTask(svc);
-    await svc.api('PATCH', `/tasks/${c.id}`, { body: { status: 'IDLE' } });
+    await svc.client().updateTask({ params: { task_id: c.id }, body: { status: 'IDLE' } });
     const gone = await createTask(svc);
-    await svc.api('DELETE', `/tasks/${gone.id}`);
+    await svc.client().deleteTask({ params: { task_id: gone.id } });
 
     const all = TaskList.parse((await svc.api('GET', '/tasks?agent=default/support-bot')).body);
     expect(all.tasks.map((t) => t.id)).toEqual([c.id, b.id, a.id]);
@@ -112,7 +107,7 @@ describe.each(engines)('tasks (%s)', (engine) => {
   test('a deleted task is gone for every change (404)', async () => {
     await deployActive(svc);
     const t = await createTask(svc);
-    await svc.api('DELETE', `/tasks/${t.id}`);
+    await svc.client().deleteTask({ params: { task_id: t.id } });
     expect((await svc.api('DELETE', `/tasks/${t.id}`)).status).toBe(404);
   });
 
@@ -129,7 +124,7 @@ describe.each(engines)('tasks (%s)', (engine) => {
     async function calendar() {
       const bot = await deployActive(svc);
       await svc.client().createNamespace({ body: { name: 'Other', slug: 'other' } });
-      const other = await deployActive(svc, { namespace: 'other', agent_name: 'helper' });
+      const other = await deployActive(svc, { agent: 'other/helper' });
       const jan = await createTask(svc, { name: 'charlie' });
       const feb = await createTask(svc, { name: 'alpha' });
       const mar = await createTask(svc, { name: 'bravo' });

@@ -1,42 +1,33 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { applySchemaChanges } from '../../src/server/store/db.js';
 import { deploy, deployActive, nextHash } from '../support/fixtures.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 
 describe.each(engines)('version numbers and version references (%s)', (engine) => {
-  let svc: TestService;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => {
-    await svc?.close();
-  });
-  beforeEach(async () => {
-    await svc.reset();
-  });
+  const svc = useService(engine);
 
-  const numbersOf = async (agent: string) =>
-    (await svc.api('GET', `/agents/default/${agent}/versions?limit=100`)).body.versions.map((v: { id: string; number: number }) => [v.id, v.number]);
+  const versionsOf = async (agent: string) => (await svc.client().listAgentVersions({ params: { namespace_slug: 'default', agent_name: agent }, query: { limit: 100 } })).versions;
+  const numbersOf = async (agent: string) => (await versionsOf(agent)).map((v): [string, number] => [v.id, v.number]);
 
   test('every version of an agent gets the next number in deploy order, across branches', async () => {
     const first = await deploy(svc, { branch: 'main' });
     const second = await deploy(svc, { branch: 'feature/x' });
     const third = await deploy(svc, { branch: 'main' });
-    const other = await deploy(svc, { agent_name: 'other-bot' });
+    const other = await deploy(svc, { agent: 'other-bot' });
     expect(third.version_number).toBe(3);
     expect(await numbersOf('support-bot')).toEqual([
       [third.version_id, 3],
       [second.version_id, 2],
       [first.version_id, 1],
     ]);
-    expect((await svc.api('GET', `/versions/${other.version_id}`)).body.number).toBe(1);
+    expect((await svc.client().getVersion({ params: { version_id: other.version_id } })).number).toBe(1);
   });
 
   test('concurrent deploys of one agent to different branches get distinct numbers with no gap', async () => {
     await deploy(svc, { branch: 'main' });
     await Promise.all(['a', 'b', 'c', 'd', 'e'].map((branch) => deploy(svc, { branch })));
-    const numbers = (await numbersOf('support-bot')).map(([, n]: [string, number]) => n).sort();
+    const numbers = (await numbersOf('support-bot')).map(([, n]) => n).sort();
     expect(numbers).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
@@ -50,7 +41,7 @@ describe.each(engines)('version numbers and version references (%s)', (engine) =
 
   test('a git-hash prefix of four or more characters, any case, resolves to the one version with that commit', async () => {
     const hash = 'ABCDEF' + nextHash().slice(6);
-    const version = await deploy(svc, { git_hash: hash.toLowerCase() });
+    const version = await deploy(svc, { hash: hash.toLowerCase() });
     await deploy(svc);
     const res = await svc.api('GET', '/agents/default/support-bot/versions/AbCd');
     expect(res.status).toBe(200);
@@ -59,9 +50,9 @@ describe.each(engines)('version numbers and version references (%s)', (engine) =
 
   test('a prefix that two deploys of one commit share is 409 ambiguous_version naming both by number and deploy time', async () => {
     const hash = nextHash();
-    await deployActive(svc, { git_hash: hash, branch: 'main' });
-    await deploy(svc, { git_hash: hash, branch: 'feature/x' });
-    const [v2, v1] = (await svc.api('GET', '/agents/default/support-bot/versions')).body.versions;
+    await deployActive(svc, { hash, branch: 'main' });
+    await deploy(svc, { hash, branch: 'feature/x' });
+    const [v2, v1] = await versionsOf('support-bot');
     const res = await svc.api('GET', `/agents/default/support-bot/versions/${hash.slice(0, 8)}`);
     expect(res.status).toBe(409);
     expect(res.body).toEqual({
@@ -89,7 +80,7 @@ describe.each(engines)('version numbers and version references (%s)', (engine) =
 
   test('a ver_ id of another agent is not found under this one', async () => {
     await deploy(svc);
-    const other = await deploy(svc, { agent_name: 'other-bot' });
+    const other = await deploy(svc, { agent: 'other-bot' });
     const res = await svc.api('GET', `/agents/default/support-bot/versions/${other.version_id}`);
     expect(res.status).toBe(404);
   });

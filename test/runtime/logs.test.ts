@@ -1,32 +1,26 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createLocalDriver } from '../../src/server/runtime/local/index.js';
 import { startReconciler, type Reconciler } from '../../src/server/runtime/reconciler.js';
 import type { RuntimeDriver } from '../../src/server/runtime/driver.js';
 import { parseSince } from '../../src/cli/commands/logs.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
-import { createTask, deploy } from '../support/fixtures.js';
+import { engines, useService } from '../support/service.js';
+import { createTask, deploy, type DeployOptions } from '../support/fixtures.js';
 import { scopedKey } from '../support/scoped-key.js';
 import { runCli, serviceEnv, tempDir as cliTempDir } from '../cli/support.js';
 import { copyFixture, tempDir, waitFor } from './support/agents.js';
 import { fakeSecretSource as secrets } from './support/local-runtime.js';
 
-
 describe.each(engines)('version logs: GET /versions/{id}/logs and agentctl logs (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   const data = tempDir('agentctl-logs-');
   const config = cliTempDir();
   let driver: RuntimeDriver;
   let reconciler: Reconciler;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => {
-    await svc?.close();
+  afterAll(() => {
     data.remove();
     config.remove();
   });
   beforeEach(async () => {
-    await svc.reset();
     driver = createLocalDriver({ dataDir: data.path, prepareSource: copyFixture, healthIntervalMs: 100, stopGraceMs: 2_000 });
     svc.service.runtime = driver;
     reconciler = await startReconciler({ store: svc.store, driver, baseUrl: svc.url, secrets, intervalMs: 100, graceMs: 2_000 });
@@ -36,10 +30,10 @@ describe.each(engines)('version logs: GET /versions/{id}/logs and agentctl logs 
     svc.service.runtime = undefined;
   });
 
-  const plain = { agent_name: 'plain', image_url: 'local://plain' };
-  const active = async (overrides: Record<string, unknown> = {}) => {
+  const plain = { agent: 'plain', image_url: 'local://plain' };
+  const active = async (overrides: DeployOptions = {}) => {
     const d = await deploy(svc, { ...plain, ...overrides });
-    await waitFor(`${d.version_id} ACTIVE`, async () => (await svc.api('GET', `/versions/${d.version_id}`)).body.status === 'ACTIVE');
+    await waitFor(`${d.version_id} ACTIVE`, async () => (await svc.client().getVersion({ params: { version_id: d.version_id } })).status === 'ACTIVE');
     return d;
   };
   const port = (versionId: string) => driver.status(versionId)!.replicas[0]!.port!;
@@ -76,7 +70,7 @@ describe.each(engines)('version logs: GET /versions/{id}/logs and agentctl logs 
   });
 
   test('a server without a runtime answers 409 no_runtime', async () => {
-    const d = await deploy(svc, { agent_name: 'imaged', image_url: 'registry.local/imaged:1' });
+    const d = await deploy(svc, { agent: 'imaged', image_url: 'registry.local/imaged:1' });
     svc.service.runtime = undefined;
     const res = await svc.api('GET', `/versions/${d.version_id}/logs`);
     expect(res.status).toBe(409);

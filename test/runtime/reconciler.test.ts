@@ -1,8 +1,8 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { createLocalDriver } from '../../src/server/runtime/local/index.js';
 import { startReconciler, type Reconciler } from '../../src/server/runtime/reconciler.js';
 import type { RuntimeDriver } from '../../src/server/runtime/driver.js';
-import { engines, openTestService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { createTask, deploy, nextHash } from '../support/fixtures.js';
 import { createKubernetesDriver } from '../../src/server/runtime/kubernetes/index.js';
 import { resourceName } from '../../src/server/runtime/kubernetes/manifests.js';
@@ -10,43 +10,35 @@ import { FakeKubeApi } from '../support/kube-api.js';
 import { alive, copyFixture, tempDir, waitFor } from './support/agents.js';
 import { fakeSecretSource as secrets } from './support/local-runtime.js';
 
-
 describe.each(engines)('runtime reconciler with the local driver (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   const data = tempDir('agentctl-reconciler-');
   let driver: RuntimeDriver;
   let reconciler: Reconciler;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => {
-    await svc?.close();
-    data.remove();
-  });
+  afterAll(() => data.remove());
   beforeEach(async () => {
-    await svc.reset();
     driver = createLocalDriver({ dataDir: data.path, prepareSource: copyFixture, healthIntervalMs: 100, startTimeoutMs: 15_000, stopGraceMs: 2_000 });
     reconciler = await startReconciler({ store: svc.store, driver, baseUrl: svc.url, secrets, intervalMs: 100, graceMs: 2_000 });
   });
   afterEach(async () => reconciler?.close());
 
-  const version = async (id: string) => (await svc.api('GET', `/versions/${id}`)).body;
-  const statusOf = async (id: string) => (await version(id)).status as string;
+  const version = (id: string) => svc.client().getVersion({ params: { version_id: id } });
+  const statusOf = async (id: string): Promise<string> => (await version(id)).status;
   const becomes = (id: string, status: string) => waitFor(`${id} to become ${status}`, async () => (await statusOf(id)) === status);
   const pids = (id: string) => driver.status(id)?.replicas.map((r) => r.pid!) ?? [];
-  const plain = { agent_name: 'plain', image_url: 'local://plain' };
+  const plain = { agent: 'plain', image_url: 'local://plain' };
 
   test('a deploy starts the version’s processes and makes it ACTIVE once they are ready', async () => {
     const d = await deploy(svc, { ...plain, replicas: 2 });
     await becomes(d.version_id, 'ACTIVE');
     await waitFor('both replicas ready', () => driver.status(d.version_id)!.replicas.every((r) => r.phase === 'ready'));
     expect(driver.status(d.version_id)!.replicas.map((r) => r.phase)).toEqual(['ready', 'ready']);
-    const events = (await svc.api('GET', `/versions/${d.version_id}/events`)).body.events.map((e: any) => e.type);
+    const events = (await svc.client().listVersionEvents({ params: { version_id: d.version_id } })).events.map((e) => e.type);
     expect(events).toEqual(expect.arrayContaining(['VERSION_CREATED', 'VERSION_ACTIVATED']));
   });
 
   test('versions with a container image are left to whoever registers them', async () => {
-    const d = await deploy(svc, { agent_name: 'imaged', image_url: 'registry.local/imaged:1' });
+    const d = await deploy(svc, { agent: 'imaged', image_url: 'registry.local/imaged:1' });
     await reconciler.reconcileNow();
     await reconciler.reconcileNow();
     expect(driver.running()).toEqual([]);
@@ -57,16 +49,16 @@ describe.each(engines)('runtime reconciler with the local driver (%s)', (engine)
     const v1 = await deploy(svc, plain);
     await becomes(v1.version_id, 'ACTIVE');
     const task = await createTask(svc, { agent_name: 'default/plain' });
-    const v2 = await deploy(svc, { agent_name: 'plain', image_url: 'local://exits-at-start', are_tasks_sticky: false });
+    const v2 = await deploy(svc, { agent: 'plain', image_url: 'local://exits-at-start', are_tasks_sticky: false });
     expect(v2.tasks_migrated).toBe(1);
     await becomes(v2.version_id, 'FAILED');
 
     const failed = await version(v2.version_id);
     expect(failed.failure_reason).toBe('crash_loop');
-    expect(failed.failure_diagnostics.title).toBe('The agent keeps exiting at start');
-    expect(failed.failure_diagnostics.description).toContain('Error: OPENAI_API_KEY is not set');
-    expect((await svc.api('GET', `/branches/${v1.branch_id}`)).body.current_version.id).toBe(v1.version_id);
-    expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.version_id);
+    expect(failed.failure_diagnostics?.title).toBe('The agent keeps exiting at start');
+    expect(failed.failure_diagnostics?.description).toContain('Error: OPENAI_API_KEY is not set');
+    expect((await svc.client().getBranch({ params: { branch_id: v1.branch_id } })).current_version?.id).toBe(v1.version_id);
+    expect((await svc.client().getTask({ params: { task_id: task.id } })).current_version_id).toBe(v1.version_id);
     expect(await statusOf(v1.version_id)).toBe('ACTIVE');
     await waitFor('the failed version to stop running', () => !driver.running().includes(v2.version_id));
     expect(driver.running()).toEqual([v1.version_id]);
@@ -84,8 +76,7 @@ describe.each(engines)('runtime reconciler with the local driver (%s)', (engine)
     expect(driver.running().sort()).toEqual([v1.version_id, v2.version_id].sort());
     expect(v1Pids.every(alive)).toBe(true);
 
-    const migrated = await svc.api('POST', '/tasks/migrate', { body: { task_ids: [task.id], to_version_id: v2.version_id } });
-    expect(migrated.status).toBe(200);
+    await svc.client().migrateTasks({ body: { task_ids: [task.id], to_version_id: v2.version_id } });
     expect(await statusOf(v1.version_id)).toBe('RETIRED');
     await waitFor('v1’s processes to stop', () => !driver.running().includes(v1.version_id) && !v1Pids.some(alive));
     expect(driver.running()).toEqual([v2.version_id]);
@@ -98,8 +89,7 @@ describe.each(engines)('runtime reconciler with the local driver (%s)', (engine)
     await becomes(v2.version_id, 'ACTIVE');
     await waitFor('v1 (retired) to stop', () => !driver.running().includes(v1.version_id));
 
-    const rolled = await svc.api('POST', `/branches/${v1.branch_id}/rollback`, { body: {} });
-    expect(rolled.status).toBe(200);
+    await svc.client().rollbackBranch({ params: { branch_id: v1.branch_id }, body: {} });
     expect(await statusOf(v1.version_id)).toBe('ACTIVE');
     await waitFor('v1 to run again, ready', () => driver.status(v1.version_id)?.replicas[0]?.phase === 'ready');
     await waitFor('v2 (rolled back) to stop', () => !driver.running().includes(v2.version_id));
@@ -114,7 +104,7 @@ describe.each(engines)('runtime reconciler with the local driver (%s)', (engine)
     await becomes(d.version_id, 'UNHEALTHY');
     await fetch(`http://127.0.0.1:${port}/test/health`, { method: 'POST', body: '{"ok":true}' });
     await becomes(d.version_id, 'ACTIVE');
-    const events = (await svc.api('GET', `/versions/${d.version_id}/events`)).body.events.map((e: any) => e.type);
+    const events = (await svc.client().listVersionEvents({ params: { version_id: d.version_id } })).events.map((e) => e.type);
     expect(events).toEqual(expect.arrayContaining(['VERSION_UNHEALTHY', 'VERSION_RECOVERED']));
   });
 
@@ -145,15 +135,10 @@ describe.each(engines)('runtime reconciler with the local driver (%s)', (engine)
 });
 
 describe.each(engines)('runtime reconciler with the kubernetes driver (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let api: FakeKubeApi;
   let reconciler: Reconciler;
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => svc?.close());
   beforeEach(async () => {
-    await svc.reset();
     api = await new FakeKubeApi().start();
     const driver = createKubernetesDriver({ kubeConfig: api.kubeConfig(), namespace: 'agentctl', pollIntervalMs: 50, graceMs: 1_000 });
     reconciler = await startReconciler({ store: svc.store, driver, baseUrl: svc.url, secrets, intervalMs: 100, graceMs: 1_000 });

@@ -1,8 +1,8 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { engines, openTestService, type TestService } from '../support/service.js';
-import { deploy } from '../support/fixtures.js';
+import { engines, useService } from '../support/service.js';
+import { createTask, deploy } from '../support/fixtures.js';
 import { alive, copyFixture, tempDir, waitFor } from './support/agents.js';
 import { startLocalRuntime } from './support/local-runtime.js';
 
@@ -13,18 +13,11 @@ const handlerPids = (file: string) => (existsSync(file) ? readFileSync(file, 'ut
 // the agent holds it leased until its handler reports completion, so the runtime's restart of the
 // process gets it again and answers it.
 describe.each(engines)('an agent process killed mid-handler (%s)', (engine) => {
-  let svc: TestService;
+  const svc = useService(engine);
   let runtime: Awaited<ReturnType<typeof startLocalRuntime>> | undefined;
   const data = tempDir('agentctl-redelivery-');
-  beforeAll(async () => {
-    svc = await openTestService(engine);
-  });
-  afterAll(async () => {
-    await svc?.close();
-    data.remove();
-  });
+  afterAll(() => data.remove());
   beforeEach(async () => {
-    await svc.reset();
     runtime = await startLocalRuntime(svc, { dataDir: data.path, prepareSource: copyFixture, restartBackoffMs: 200 });
   });
   afterEach(async () => {
@@ -32,14 +25,13 @@ describe.each(engines)('an agent process killed mid-handler (%s)', (engine) => {
   });
 
   test('kill -9 while the handler runs: the runtime restarts the process, the event is delivered again and answered once', { timeout: 120_000 }, async () => {
-    const d = await deploy(svc, { agent_name: 'blocking', image_url: 'local://blocking' });
-    await waitFor('ACTIVE', async () => (await svc.api('GET', `/versions/${d.version_id}`)).body.status === 'ACTIVE', 60_000);
-    const task = await svc.api('POST', '/tasks', { body: { agent_name: 'default/blocking' } });
-    expect(task.status).toBe(201);
-    const started = join(data.path, `started-${task.body.id}`);
-    const gate = join(data.path, `gate-${task.body.id}`);
-    const sent = await svc.api('POST', `/tasks/${task.body.id}/events`, { body: { content: { type: 'data', data: { started, gate, text: 'the only event' } } } });
-    expect(sent.status).toBe(201);
+    const d = await deploy(svc, { agent: 'blocking', image_url: 'local://blocking' });
+    const client = svc.client();
+    await waitFor('ACTIVE', async () => (await client.getVersion({ params: { version_id: d.version_id } })).status === 'ACTIVE', 60_000);
+    const task = await createTask(svc, { agent_name: 'default/blocking' });
+    const started = join(data.path, `started-${task.id}`);
+    const gate = join(data.path, `gate-${task.id}`);
+    const sent = await client.createEvent({ params: { task_id: task.id }, body: { content: { type: 'data', data: { started, gate, text: 'the only event' } } } });
 
     const [first] = await waitFor('the handler to start', () => (handlerPids(started).length === 1 ? handlerPids(started) : null), 60_000);
     process.kill(first!, 'SIGKILL');
@@ -49,14 +41,14 @@ describe.each(engines)('an agent process killed mid-handler (%s)', (engine) => {
     const pids = await waitFor('the handler to run again', () => (handlerPids(started).length === 2 ? handlerPids(started) : null), 60_000);
     expect(pids[1]).not.toBe(first);
     writeFileSync(gate, '');
-    const messages = async () => (await svc.api('GET', `/messages?task_id=${task.body.id}`)).body.messages as any[];
+    const messages = async () => (await client.listMessages({ query: { task_id: task.id } })).messages;
     await waitFor('the answer', async () => (await messages()).length > 0, 30_000);
     await new Promise((r) => setTimeout(r, 300));
 
     expect((await messages()).map((m) => [m.author, m.content])).toEqual([['agent', { type: 'text', text: `handled the only event in ${pids[1]}` }]]);
-    const events = (await svc.api('GET', `/events?task_id=${task.body.id}`)).body.events as any[];
-    expect(events.map((e) => e.id)).toEqual([sent.body.id]);
-    expect((await svc.api('GET', `/tasks/${task.body.id}`)).body.status).toBe('RUNNING');
+    const events = (await client.listEvents({ query: { task_id: task.id } })).events;
+    expect(events.map((e) => e.id)).toEqual([sent.id]);
+    expect((await client.getTask({ params: { task_id: task.id } })).status).toBe('RUNNING');
     expect(handlerPids(started)).toEqual(pids);
   });
 });

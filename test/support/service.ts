@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { buildApp, type ServiceConfig, type ServiceContext } from '../../src/server/app.js';
 import { ensureBootstrap } from '../../src/server/bootstrap.js';
@@ -54,20 +55,60 @@ export async function createTestDatabase(base = process.env.TEST_DATABASE_URL!, 
   };
 }
 
+/** A service opened by hand, for code outside a test file (bench/); tests use `useService`. */
 export async function openTestService(engine: Engine, config: Partial<ServiceConfig> = {}, extra: { blobs?: BlobStore; logger?: object } = {}): Promise<TestService> {
+  return openInto({}, engine, config, extra);
+}
+
+export interface UseServiceOptions {
+  /**
+   * The blob store, or what returns it when the file opens it in a `beforeAll` of its own
+   * (registered before `useService`, so it has run by the time the service opens).
+   */
+  blobs?: BlobStore | (() => BlobStore | undefined);
+  /** Fastify's logger (pino options), e.g. a stream the test reads. */
+  logger?: object;
+  /**
+   * Empty the database before each test (the default). `false` for a file whose tests share what
+   * a `beforeAll` set up, or count on what an earlier test left.
+   */
+  resetBeforeEach?: boolean;
+}
+
+/**
+ * The service of a test file (or of one `describe` block): opened in `beforeAll`, emptied before
+ * each test unless `resetBeforeEach: false`, closed in `afterAll`. The returned object is filled in
+ * when the service opens. Hooks registered after this call run after its own (vitest runs
+ * before-hooks in order and after-hooks in reverse), so they see the open, reset service.
+ */
+export function useService(engine: Engine, config: Partial<ServiceConfig> = {}, options: UseServiceOptions = {}): TestService {
+  const service = {} as TestService;
+  beforeAll(async () => {
+    const blobs = typeof options.blobs === 'function' ? options.blobs() : options.blobs;
+    await openInto(service, engine, config, { blobs, logger: options.logger });
+  });
+  afterAll(async () => {
+    await service.close?.();
+  });
+  if (options.resetBeforeEach !== false) beforeEach(() => service.reset());
+  return service;
+}
+
+/** Opens a service and fills `target` with it (so a hook can hand out the object before it opens). */
+async function openInto(target: Partial<TestService>, engine: Engine, config: Partial<ServiceConfig>, extra: { blobs?: BlobStore; logger?: object }): Promise<TestService> {
   const database = engine === 'postgres' ? await createTestDatabase() : undefined;
   const store = await openStore({ databaseUrl: database?.url });
   const app = await buildApp({ store, config: { rateLimitPerSecond: 0, authFailuresPerSecond: 0, ...config }, blobs: extra.blobs, logger: extra.logger });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const service: TestService = {
+  const service: TestService = Object.assign(target, {
     engine,
     url,
     store,
     service: app.service,
     metrics: app.service.metrics,
     adminKey: '',
-    async api(method, path, options = {}) {
+    async api(method: string, path: string, options: Parameters<TestService['api']>[2] = {}) {
       const headers: Record<string, string> = { ...options.headers };
       const key = options.key === undefined ? service.adminKey : options.key;
       if (key) headers.authorization = `Bearer ${key}`;
@@ -85,7 +126,7 @@ export async function openTestService(engine: Engine, config: Partial<ServiceCon
       }
       return { status: response.status, body: parsed as any, headers: response.headers };
     },
-    client(key) {
+    client(key?: string) {
       return createClient({ baseUrl: url, apiKey: key ?? service.adminKey, retries: 0 });
     },
     async reset() {
@@ -100,7 +141,7 @@ export async function openTestService(engine: Engine, config: Partial<ServiceCon
       await store.close();
       await database?.drop();
     },
-  };
+  });
   await service.reset();
   return service;
 }
