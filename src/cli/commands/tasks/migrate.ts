@@ -14,7 +14,7 @@ export default defineCommand({
   path: ['tasks', 'migrate'],
   summary: 'Move tasks between versions of one branch (shows the plan and asks on a terminal)',
   description:
-    'Source: --from REF (every RUNNING task on that version) or --task TASK (a task_ id or name; repeat). Target: --to REF or --to-latest. A REF is vN or a unique git-hash prefix (4+ characters) of the --agent (default: agentctl.json), or a ver_ id. --yes or --json applies without asking.',
+    'Source: --from REF (every RUNNING task on that version) or --task TASK (a task_ id or name; repeat). Target: --to REF or --to-latest. A REF is vN or a unique git-hash prefix (4+ characters) of the --agent (default: agentctl.json), or a ver_ id. --yes applies without asking; where no prompt is possible (--json, CI, no terminal) it is needed.',
   options: [
     { flags: '--from <ref>', description: 'Move every RUNNING task of this version', field: 'from_version_id' },
     { flags: '--task <task>', description: 'Move this task (task_ id or name); repeat for more', repeatable: true, field: 'task_ids' },
@@ -27,7 +27,7 @@ export default defineCommand({
     'agentctl tasks migrate --from v1 --to-latest --agent default/bot',
     'agentctl tasks migrate --from ver_01J... --to-latest',
     'agentctl tasks migrate --agent default/bot --from 3f2a9c1 --to 9b8e7d6 --yes',
-    'agentctl tasks migrate --task task_01J... --task task_01K... --to ver_01J... --json',
+    'agentctl tasks migrate --task task_01J... --task task_01K... --to ver_01J... --yes --json',
   ],
   notFoundNext: 'agentctl versions list --agent <ns/name>',
   handler: async (ctx, _args, options) => {
