@@ -24,7 +24,8 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
       expect(res.body.agent_id).toMatch(/^agt_/);
       expect(res.body.branch_id).toMatch(/^br_/);
       expect(res.body.version_id).toMatch(/^ver_/);
-      const v = await version(res.body.version_id);
+      // The raw answer: the typed client would fill these defaults in if the server left them out.
+      const v = (await svc.api('GET', `/versions/${res.body.version_id}`)).body;
       expect(v).toMatchObject({ status: 'DEPLOYING', git_branch: 'Feature/Login_Page', git_message: '', is_dirty: false, replicas: 0, rollback_count: 0 });
       expect(new Date(v.image_expires_at!).getTime() - new Date(v.deployed_at).getTime()).toBe(30 * 86_400_000);
       expect((await branch(res.body.branch_id)).git_branch_normalized).toBe('feature-login-page');
