@@ -6,7 +6,7 @@ import { ENTRY, hasTmux, Terminal } from './terminal.js';
 
 if (!hasTmux) console.warn('SKIPPED: the key wizard pseudo-terminal test needs tmux (apt-get install -y tmux)');
 
-describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal', () => {
+describe.skipIf(!hasTmux)('agentctl in a pseudo-terminal: the key wizard and the confirmations', () => {
   const svc = useService('pglite', {}, { resetBeforeEach: false });
   const scratch = tempDir();
   afterAll(() => scratch.remove());
@@ -95,6 +95,23 @@ describe.skipIf(!hasTmux)('agentctl keys create: the wizard in a pseudo-terminal
       expect(done).toContain('EXIT=0');
       expect(done).toContain(`No undo: ${v1.version_id} is now RETIRED`);
       expect((await svc.client().getTask({ params: { task_id: task } })).current_version_id).toBe(v2.version_id);
+    } finally {
+      await terminal.close();
+    }
+  });
+
+  test('agents delete on a terminal: answering no changes nothing and exits 1', async () => {
+    const deployed = await deployActive(svc, { agent: 'default/keeper' });
+    const env = [`AGENTCTL_CONFIG_DIR=${scratch.dir}`, `AGENTCTL_BASE_URL=${svc.url}`, `AGENTCTL_API_KEY=${svc.adminKey}`, 'NO_COLOR=1'].join(' ');
+    const terminal = await Terminal.start(`env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} agents delete default/keeper; echo "EXIT=$?"`);
+    try {
+      await terminal.waitFor('Delete agent default/keeper, its branches, versions and environments?');
+      await terminal.type('n');
+      await terminal.keys('Enter');
+      const done = await terminal.waitFor('EXIT=');
+      expect(done).toContain('Nothing changed');
+      expect(done).toContain('EXIT=1');
+      expect((await svc.client().getAgent({ params: { agent_id: deployed.agent_id } })).id).toBe(deployed.agent_id);
     } finally {
       await terminal.close();
     }
