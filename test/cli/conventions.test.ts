@@ -3,19 +3,13 @@ import path from 'node:path';
 import { beforeEach, describe, expect, test } from 'vitest';
 import { TaskStatus, VersionStatus } from '../../src/contract/common.js';
 import { registry } from '../../src/cli/registry.js';
-import { engines, type TestService } from '../support/service.js';
+import { engines } from '../support/service.js';
 import { deployActive } from '../support/fixtures.js';
-import { runCli, useCliService, type CliService } from './support.js';
+import { runCli, useCliService } from './support.js';
 
 /** The CLI conventions of the README's CLI section, each through the real CLI against a real service. */
 describe.each(engines)('agentctl conventions (%s)', (engine) => {
-  const cli = useCliService(engine, (dir) => path.join(dir, 'config'));
-  let svc: TestService;
-  let scratch: CliService['scratch'];
-  let env: Record<string, string>;
-  beforeEach(() => {
-    ({ svc, scratch, env } = cli);
-  });
+  const { svc, scratch, env } = useCliService(engine, (dir) => path.join(dir, 'config'));
   const configDir = () => path.join(scratch.dir, 'config');
   /** No key or URL in the environment: only the config file. */
   const bare = () => ({ AGENTCTL_CONFIG_DIR: configDir(), AGENTCTL_RETRIES: '0' });

@@ -6,20 +6,20 @@ import { createTask, deployActive } from '../support/fixtures.js';
 import { runCli, useCliService } from './support.js';
 
 describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (engine) => {
-  const cli = useCliService(engine);
+  const { svc, env } = useCliService(engine);
 
   async function newTask(name?: string): Promise<string> {
-    await deployActive(cli.svc, { agent: 'default/bot' });
-    return (await createTask(cli.svc, { agent_name: 'default/bot', name })).id;
+    await deployActive(svc, { agent: 'default/bot' });
+    return (await createTask(svc, { agent_name: 'default/bot', name })).id;
   }
   /** What the agent (or another client) does meanwhile: setup, through the typed client. */
-  const client = () => cli.svc.client();
-  const events = async (taskId: string) => (await cli.svc.api('GET', `/events?task_id=${taskId}`)).body.events;
+  const client = () => svc.client();
+  const events = async (taskId: string) => (await svc.api('GET', `/events?task_id=${taskId}`)).body.events;
   const trackerId = async (taskId: string) => (await client().listTrackers({ query: { task_id: taskId } })).trackers[0].id;
 
   test('tasks send TEXT sends a text event; --json prints the Event', async () => {
     const taskId = await newTask();
-    const sent = await runCli(['tasks', 'send', taskId, 'hello there', '--json'], { env: cli.env });
+    const sent = await runCli(['tasks', 'send', taskId, 'hello there', '--json'], { env });
     expect(sent.code, sent.stderr).toBe(0);
     const event = Event.strict().parse(sent.json());
     expect(event).toMatchObject({ task_id: taskId, sequence_id: 2, content: { type: 'text', text: 'hello there' } });
@@ -28,7 +28,7 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
 
   test('tasks send takes a task name and --data for a DataPart', async () => {
     const taskId = await newTask('nightly');
-    const sent = await runCli(['tasks', 'send', 'nightly', '--data', '{"action":"approve"}'], { env: cli.env });
+    const sent = await runCli(['tasks', 'send', 'nightly', '--data', '{"action":"approve"}'], { env });
     expect(sent.code, sent.stderr).toBe(0);
     expect(sent.stderr).toMatch(new RegExp(`^✓ Sent evt_\\w+ to ${taskId} \\(sequence 2\\)\\n$`));
     const [event] = await events(taskId);
@@ -37,22 +37,22 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
 
   test('tasks send with neither TEXT nor --data (or both) is a usage error, exit 2', async () => {
     const taskId = await newTask();
-    expect((await runCli(['tasks', 'send', taskId], { env: cli.env })).code).toBe(2);
-    expect((await runCli(['tasks', 'send', taskId, 'x', '--data', '{}'], { env: cli.env })).code).toBe(2);
+    expect((await runCli(['tasks', 'send', taskId], { env })).code).toBe(2);
+    expect((await runCli(['tasks', 'send', taskId, 'x', '--data', '{}'], { env })).code).toBe(2);
     expect((await events(taskId))).toEqual([]);
   });
 
   test('tasks send to a finished task exits 5 (conflict)', async () => {
     const taskId = await newTask();
     await client().cancelTask({ params: { task_id: taskId } });
-    const sent = await runCli(['tasks', 'send', taskId, 'late'], { env: cli.env });
+    const sent = await runCli(['tasks', 'send', taskId, 'late'], { env });
     expect(sent.code).toBe(5);
     expect(sent.stderr).toContain(`Task ${taskId} is CANCELED`);
   });
 
   test('tasks watch: messages on stdout, events, progress, status and handler errors on stderr; exit 0 on COMPLETED', async () => {
     const taskId = await newTask();
-    const watching = runCli(['tasks', 'watch', taskId], { env: cli.env });
+    const watching = runCli(['tasks', 'watch', taskId], { env });
     const event = await client().createEvent({ params: { task_id: taskId }, body: { content: 'hi' } });
     const streaming = await client().createMessage({ body: { task_id: taskId, content: 'Hel', streaming_status: 'IN_PROGRESS' } });
     await client().updateTracker({ params: { tracker_id: await trackerId(taskId) }, body: { status: 'working', progress: 40, status_message: 'thinking' } });
@@ -75,7 +75,7 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
 
   test('tasks watch exits 1 when the task is canceled', async () => {
     const taskId = await newTask();
-    const watching = runCli(['tasks', 'watch', taskId], { env: cli.env });
+    const watching = runCli(['tasks', 'watch', taskId], { env });
     await client().cancelTask({ params: { task_id: taskId } });
     const watched = await watching;
     expect(watched.code).toBe(1);
@@ -87,7 +87,7 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     await client().createEvent({ params: { task_id: taskId }, body: { content: 'a' } });
     await client().createMessage({ body: { task_id: taskId, content: 'b' } });
     await client().updateTask({ params: { task_id: taskId }, body: { status: 'FAILED', status_reason: 'gave up' } });
-    const watched = await runCli(['tasks', 'watch', taskId, '--json'], { env: cli.env });
+    const watched = await runCli(['tasks', 'watch', taskId, '--json'], { env });
     expect(watched.code).toBe(1);
     expect(watched.stderr).toBe('');
     const lines = watched.stdout.trimEnd().split('\n').map((line) => JSON.parse(line));
@@ -105,16 +105,16 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     await client().createMessage({ body: { task_id: taskId, content: 'old' } });
     await client().createMessage({ body: { task_id: taskId, content: 'new' } });
     await client().updateTask({ params: { task_id: taskId }, body: { status: 'COMPLETED' } });
-    const watched = await runCli(['tasks', 'watch', taskId, '--after', '2'], { env: cli.env });
+    const watched = await runCli(['tasks', 'watch', taskId, '--after', '2'], { env });
     expect(watched.stdout).toBe('new\n');
   });
 
   test('Ctrl-C ends tasks watch with 130', async () => {
     const taskId = await newTask();
     const controller = new AbortController();
-    const watching = runCli(['tasks', 'watch', taskId], { env: cli.env, signal: controller.signal });
+    const watching = runCli(['tasks', 'watch', taskId], { env, signal: controller.signal });
     // Interrupt once the server holds the stream open.
-    while (cli.svc.service.streamHub.watching(taskId) === 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (svc.service.streamHub.watching(taskId) === 0) await new Promise((resolve) => setTimeout(resolve, 20));
     controller.abort(new InterruptedError('SIGINT'));
     const watched = await watching;
     expect(watched.code).toBe(130);
@@ -122,17 +122,17 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
   });
 
   test('tasks watch of an unknown task exits 3', async () => {
-    const watched = await runCli(['tasks', 'watch', 'task_missing'], { env: cli.env });
+    const watched = await runCli(['tasks', 'watch', 'task_missing'], { env });
     expect(watched.code).toBe(3);
     expect(watched.stderr).toContain('Task task_missing was not found');
   });
 
   test('tasks create --watch follows the new task until it ends', async () => {
-    await deployActive(cli.svc, { agent: 'default/bot' });
-    const watching = runCli(['tasks', 'create', '--agent', 'default/bot', '--name', 'followed', '--watch'], { env: cli.env });
+    await deployActive(svc, { agent: 'default/bot' });
+    const watching = runCli(['tasks', 'create', '--agent', 'default/bot', '--name', 'followed', '--watch'], { env });
     let taskId: string | undefined;
     while (!taskId) {
-      const found = await cli.svc.api('GET', '/tasks/name/followed');
+      const found = await svc.api('GET', '/tasks/name/followed');
       if (found.status === 200) taskId = found.body.id;
       else await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -148,14 +148,14 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     const taskId = await newTask();
     await client().createMessage({ body: { task_id: taskId, content: 'hi', author: 'user' } });
     await client().reportHandlerError({ params: { task_id: taskId }, body: { handler: 'onCreate', message: 'no config' } });
-    const listed = await runCli(['tasks', 'messages', taskId], { env: cli.env });
+    const listed = await runCli(['tasks', 'messages', taskId], { env });
     expect(listed.code).toBe(0);
     const rows = listed.stdout.trimEnd().split('\n').map((line) => line.split('\t'));
     expect(rows.map((r) => [r[0], r[2], r[4]])).toEqual([
       ['2', 'user', 'hi'],
       ['3', 'agent (handler error)', 'handler error (onCreate): no config'],
     ]);
-    const json = await runCli(['tasks', 'messages', taskId, '--json', '--after', '2'], { env: cli.env });
+    const json = await runCli(['tasks', 'messages', taskId, '--json', '--after', '2'], { env });
     const list = MessageList.parse(json.json());
     expect(list.messages.map((m) => m.sequence_id)).toEqual([3]);
   });
@@ -164,7 +164,7 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     const taskId = await newTask('evts');
     await client().createEvent({ params: { task_id: taskId }, body: { content: 'one' } });
     await client().createEvent({ params: { task_id: taskId }, body: { content: { type: 'data', data: { n: 2 } } } });
-    const listed = await runCli(['tasks', 'events', 'evts'], { env: cli.env });
+    const listed = await runCli(['tasks', 'events', 'evts'], { env });
     expect(listed.code).toBe(0);
     expect(listed.stdout.trimEnd().split('\n').map((line) => line.split('\t')).map((r) => [r[0], r[2]])).toEqual([
       ['2', 'one'],

@@ -1,16 +1,11 @@
-import { beforeEach, describe, expect, test } from 'vitest';
-import { engines, type TestService } from '../support/service.js';
+import { describe, expect, test } from 'vitest';
+import { engines } from '../support/service.js';
 import { deploy } from '../support/fixtures.js';
 import { scopedKey } from '../support/scoped-key.js';
-import { runCli, serviceEnv, useCliService, type CliService } from './support.js';
+import { runCli, serviceEnv, useCliService } from './support.js';
 
 describe.each(engines)('agentctl versions credentials (%s)', (engine) => {
-  const cli = useCliService(engine);
-  let svc: TestService;
-  let env: CliService['env'];
-  beforeEach(() => {
-    ({ svc, env } = cli);
-  });
+  const { svc, env } = useCliService(engine);
 
   /** A DEPLOYING version: what `versions credentials` is for. */
   const deployed = () => deploy(svc, { agent: 'bot' });

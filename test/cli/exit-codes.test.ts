@@ -1,9 +1,9 @@
 import { createServer } from 'node:net';
 import { z } from 'zod';
-import { beforeEach, describe, expect, test } from 'vitest';
-import { engines, type TestService } from '../support/service.js';
+import { describe, expect, test } from 'vitest';
+import { engines } from '../support/service.js';
 import { deployActive } from '../support/fixtures.js';
-import { gitRepo, runCli, useCliService, type CliService } from './support.js';
+import { gitRepo, runCli, useCliService } from './support.js';
 
 /** The documented `--json` error shape on stderr. */
 const JsonError = z.strictObject({
@@ -20,13 +20,7 @@ async function closedPort(): Promise<number> {
 }
 
 describe.each(engines)('agentctl exit codes (%s)', (engine) => {
-  const cli = useCliService(engine);
-  let svc: TestService;
-  let config: CliService['scratch'];
-  let env: Record<string, string>;
-  beforeEach(() => {
-    ({ svc, scratch: config, env } = cli);
-  });
+  const { svc, scratch: config, env } = useCliService(engine);
 
   test('401: an unknown key exits 4 with a login hint; --json gives the error object', async () => {
     const bad = { ...env, AGENTCTL_API_KEY: 'agk_' + 'A'.repeat(49) };

@@ -2,19 +2,13 @@ import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { engines, type TestService } from '../support/service.js';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { engines } from '../support/service.js';
 import { createTask as createTaskOn, deployActive, nextHash } from '../support/fixtures.js';
-import { gitRepo, runCli, useCliService, type CliService } from './support.js';
+import { gitRepo, runCli, useCliService } from './support.js';
 
 describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
-  const cli = useCliService(engine, (dir) => path.join(dir, 'config'));
-  let svc: TestService;
-  let scratch: CliService['scratch'];
-  let env: Record<string, string>;
-  beforeEach(() => {
-    ({ svc, scratch, env } = cli);
-  });
+  const { svc, scratch, env } = useCliService(engine, (dir) => path.join(dir, 'config'));
 
   const createTask = async () => (await createTaskOn(svc, { agent_name: 'default/bot' })).id;
 

@@ -1,21 +1,18 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { beforeAll, beforeEach, describe, expect, test } from 'vitest';
-import { engines, type TestService } from '../support/service.js';
+import { engines } from '../support/service.js';
 import { describeTree, tempDir, writeTree } from '../support/trees.js';
 import { execa } from 'execa';
 import { runCli, useCliService } from './support.js';
 
 describe.each(engines)('agentctl fs (%s)', (engine) => {
-  const cli = useCliService(engine);
-  let svc: TestService;
-  let env: Record<string, string>;
+  const { svc, env } = useCliService(engine);
   beforeAll(async () => {
     process.env.XDG_CACHE_HOME = await tempDir('agentctl-cache-');
   });
   beforeEach(() => {
-    ({ svc, env } = cli);
-    env = { ...env, XDG_CACHE_HOME: process.env.XDG_CACHE_HOME! };
+    env.XDG_CACHE_HOME = process.env.XDG_CACHE_HOME!;
   });
 
   const createFs = async () => {

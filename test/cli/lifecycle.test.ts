@@ -1,24 +1,18 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { beforeEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { endpoints } from '../../src/contract/endpoints.js';
 import { Version } from '../../src/contract/resources.js';
-import { engines, type TestService } from '../support/service.js';
+import { engines } from '../support/service.js';
 import { deployActive } from '../support/fixtures.js';
-import { gitRepo, runCli, useCliService, type CliService } from './support.js';
+import { gitRepo, runCli, useCliService } from './support.js';
 
 /** stdout parsed and validated with the endpoint’s response schema. */
 const parse = <K extends keyof typeof endpoints>(name: K, text: string): any => (endpoints[name].response as z.ZodType).parse(JSON.parse(text));
 
 describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engine) => {
-  const cli = useCliService(engine, (dir) => path.join(dir, 'config'));
-  let svc: TestService;
-  let scratch: CliService['scratch'];
-  let env: Record<string, string>;
-  beforeEach(() => {
-    ({ svc, scratch, env } = cli);
-  });
+  const { svc, scratch, env } = useCliService(engine, (dir) => path.join(dir, 'config'));
 
   /** Reports the newest DEPLOYING version of the agent ready once it appears, as its container would. */
   async function registerWhenDeploying(agent: string, status: 'ACTIVE' | 'FAILED' = 'ACTIVE', extra: Record<string, unknown> = {}): Promise<string> {

@@ -1,21 +1,15 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { beforeEach, describe, expect, test } from 'vitest';
-import { engines, type TestService } from '../support/service.js';
+import { describe, expect, test } from 'vitest';
+import { engines } from '../support/service.js';
 import { createTask, deploy, deployActive } from '../support/fixtures.js';
-import { gitRepo, runCli, useCliService, type CliService } from './support.js';
+import { gitRepo, runCli, useCliService } from './support.js';
 
 // Issue 13, defects 4-7: every paged list says when it is cut and pages with --all, names where
 // there are names, pasteable hints, errors in the user's terms.
 describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
-  const cli = useCliService(engine, (dir) => path.join(dir, 'config'));
-  let svc: TestService;
-  let scratch: CliService['scratch'];
-  let env: Record<string, string>;
-  beforeEach(() => {
-    ({ svc, scratch, env } = cli);
-  });
+  const { svc, scratch, env } = useCliService(engine, (dir) => path.join(dir, 'config'));
 
   describe('every paged list says when it is cut and pages through with --all', () => {
     test('namespaces list', async () => {

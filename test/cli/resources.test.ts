@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { afterAll, beforeEach, describe, expect, test } from 'vitest';
 import { endpoints } from '../../src/contract/endpoints.js';
-import { engines, useService, type TestService } from '../support/service.js';
+import { engines, useService } from '../support/service.js';
 import { deployActive } from '../support/fixtures.js';
 import { runCli, tempDir, useCliService } from './support.js';
 
@@ -11,12 +11,7 @@ import { runCli, tempDir, useCliService } from './support.js';
 const parse = <K extends keyof typeof endpoints>(name: K, text: string): any => (endpoints[name].response as z.ZodType).parse(JSON.parse(text));
 
 describe.each(engines)('agentctl resource commands (%s)', (engine) => {
-  const cli = useCliService(engine);
-  let svc: TestService;
-  let env: Record<string, string>;
-  beforeEach(() => {
-    ({ svc, env } = cli);
-  });
+  const { svc, env } = useCliService(engine);
 
   test('namespaces create prints the new namespace; --json is the server’s Namespace', async () => {
     const created = await runCli(['namespaces', 'create', 'research', '--name', 'Research', '--json'], { env });

@@ -94,16 +94,19 @@ export interface CliService {
 
 /**
  * The file's service (`useService`: one per file, reset before each test) and a fresh scratch
- * directory per test: the setup every in-process CLI test file shares. The returned object is
- * refilled before each test.
+ * directory and environment per test: the setup every in-process CLI test file shares. The three
+ * are the same objects throughout, refilled before each test, so a file can destructure them once.
  */
 export function useCliService(engine: Engine, configDir: (scratchDir: string) => string = (dir) => dir): CliService {
-  const state = { svc: useService(engine) } as CliService;
-  afterAll(() => state.scratch?.remove());
+  const svc = useService(engine);
+  const scratch: CliService['scratch'] = { dir: '', remove: () => {} };
+  const env: CliService['env'] = {};
+  afterAll(() => scratch.remove());
   beforeEach(() => {
-    state.scratch?.remove();
-    state.scratch = tempDir();
-    state.env = serviceEnv(state.svc, configDir(state.scratch.dir));
+    scratch.remove();
+    Object.assign(scratch, tempDir());
+    for (const name of Object.keys(env)) delete env[name];
+    Object.assign(env, serviceEnv(svc, configDir(scratch.dir)));
   });
-  return state;
+  return { svc, scratch, env };
 }
