@@ -61,23 +61,18 @@ export default defineCommand({
     // Where each task is now, so the undo command can send it back (specific mode may span versions).
     const before = body.task_ids ? await currentVersions(ctx, body.task_ids) : undefined;
 
-    let planJson: unknown;
     const outcome = await planConfirmApply(ctx, {
-      plan: async () => {
-        const { data, raw } = await ctx.call('migrateTasks', { body: { ...body, dry_run: true } });
-        planJson = raw;
-        return data;
-      },
-      describe: (plan) => planText(ctx, plan, body, before),
-      isEmpty: (plan) => plan.tasks.length === 0,
-      question: (plan) => `Move ${plan.tasks.length} task(s)?`,
+      plan: () => ctx.call('migrateTasks', { body: { ...body, dry_run: true } }),
+      describe: (plan) => planText(ctx, plan.data, body, before),
+      isEmpty: (plan) => plan.data.tasks.length === 0,
+      question: (plan) => `Move ${plan.data.tasks.length} task(s)?`,
       needs: 'Migrating tasks needs confirmation',
       retry,
       dryRun: options.dryRun,
       apply: () => ctx.call('migrateTasks', { body: { ...body, dry_run: false } }),
     });
     if (!outcome.applied) {
-      if (options.dryRun) return { json: planJson, view: table(taskColumns, outcome.plan!.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };
+      if (options.dryRun) return { json: outcome.plan!.raw, view: table(taskColumns, outcome.plan!.data.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };
       return { json: undefined, view: table(taskColumns, [], 'Nothing to move.') };
     }
     const { data, raw } = outcome.result;
