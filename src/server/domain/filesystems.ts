@@ -195,7 +195,10 @@ function checkBase(row: FsRow, base: readonly string[]): void {
   }
 }
 
-export interface UploadLimits extends ArchiveLimits {}
+export interface UploadLimits extends ArchiveLimits {
+  /** Wall time for receiving and checking one upload (the request timeout): past it the upload is refused. */
+  maxMs: number;
+}
 
 /** Compressed bytes an upload may have: the content limit plus tar's per-member overhead. */
 const maxCompressedBytes = (limits: ArchiveLimits) => limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
@@ -240,12 +243,16 @@ export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body
     body.once('aborted', onAborted);
     body.once('error', onAborted);
     body.pipe(tee);
+    // Whatever the archive makes the reader do, one upload's reading ends within the request timeout.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new ArchiveRejected(413, 'archive_too_large', `The archive was not received and checked within ${limits.maxMs} ms (AGENTCTL_REQUEST_TIMEOUT_MS)`)), limits.maxMs);
     let summary: ArchiveSummary;
     try {
-      summary = await readArchive(tee, limits);
+      summary = await readArchive(tee, limits, undefined, { signal: deadline.signal });
     } catch (error) {
       throw refusalOf(aborted ?? error);
     } finally {
+      clearTimeout(timer);
       body.off('aborted', onAborted);
       body.off('error', onAborted);
       body.unpipe(tee);
