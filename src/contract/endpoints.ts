@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, VERSION_LIST_MAX } from './enums.js';
+import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, DEPLOY_REPLICAS, VERSION_LIST_LIMIT, VERSION_LIST_MAX } from './enums.js';
 export { VERSION_LIST_MAX };
 import { VersionLogs, VersionLogsQuery } from './runtime.js';
 import {
@@ -190,7 +190,7 @@ export const BranchList = z.object({ branches: z.array(Branch), total: z.number(
 export type BranchList = z.infer<typeof BranchList>;
 
 /** Version lists show the newest versions only: at most this many (no pages). */
-export const VersionLimit = QueryInt(1, VERSION_LIST_MAX).default(20);
+export const VersionLimit = QueryInt(VERSION_LIST_LIMIT.min, VERSION_LIST_LIMIT.max).default(VERSION_LIST_LIMIT.default);
 
 /**
  * An agent's name, or `namespace/name` as `POST /tasks` takes it (the upstream API's form): a
@@ -218,7 +218,7 @@ export const DeployRequest = z
     sdk_type: SDKType.default(DEFAULT_SDK_TYPE),
     acp_type: ACPType.default(DEFAULT_ACP_TYPE),
     is_dirty: z.boolean().default(false),
-    replicas: z.number().int().min(1).max(10).default(1),
+    replicas: z.number().int().min(DEPLOY_REPLICAS.min).max(DEPLOY_REPLICAS.max).default(DEPLOY_REPLICAS.default),
     resources: ResourceRequirements.nullable().default(null),
     are_tasks_sticky: z.boolean().default(false),
     description: z.string().max(1000).default(''),
@@ -252,7 +252,7 @@ export const RegisterVersionRequest = z.object({
   registration_token: z.string().min(1).max(200).optional(),
   /** ACTIVE: ready (or recovered); UNHEALTHY: failing health checks; FAILED: could not start. */
   status: z.enum(REPORTED_VERSION_STATUSES).default('ACTIVE'),
-  replicas: z.number().int().min(0).max(10).optional(),
+  replicas: z.number().int().min(0).max(DEPLOY_REPLICAS.max).optional(),
   failure_reason: z.string().max(200).optional(),
   failure_diagnostics: z
     .object({ title: z.string(), description: z.string(), action: z.string() })
