@@ -16,7 +16,7 @@ export type EventList = EndpointOutput<'listEvents'>;
 export type TrackerList = EndpointOutput<'listTrackers'>;
 
 export interface AdkOptions {
-  /** The service's URL (default: AGENTCTL_BASE_URL, else http://127.0.0.1:7420). */
+  /** The service's URL (default: AGENTCTL_BASE_URL, else DEFAULT_BASE_URL, http://127.0.0.1:7420). */
   baseUrl?: string;
   /** An API key (default: AGENTCTL_API_KEY). An AgentServer sets its runtime key after registering. */
   apiKey?: string;

@@ -53,5 +53,15 @@ export const ROLES_BY_RESOURCE_TYPE: Record<(typeof RESOURCE_TYPES)[number], rea
   agent: ['discoverer', 'viewer', 'editor', 'owner', 'executor'],
 };
 
+/** Where `agentctl server start` listens unless told otherwise, and so where a client without a URL looks. */
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 7420;
+export const DEFAULT_BASE_URL = `http://${DEFAULT_HOST}:${DEFAULT_PORT}`;
+
+/** What runs deployed versions (`agentctl server start --runtime`, AGENTCTL_RUNTIME); the first is the default. */
+export const RUNTIME_NAMES = ['local', 'kubernetes', 'none'] as const;
+export type RuntimeName = (typeof RUNTIME_NAMES)[number];
+export const DEFAULT_RUNTIME: RuntimeName = RUNTIME_NAMES[0];
+
 /** The SSE event name of a version's log lines (GET .../logs?follow=true). */
 export const LOG_SSE_EVENT = 'log';

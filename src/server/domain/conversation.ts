@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { TERMINAL_TASK_STATUSES } from '../../contract/common.js';
+import { isTerminalTask } from '../../contract/lifecycle.js';
 import type { Content, Event, Message, StreamRecord, StreamRecordKind, Tracker } from '../../contract/conversation.js';
 import type { Task } from '../../contract/resources.js';
 import type { Database, Db, EventsTable, MessagesTable, TrackersTable } from '../store/db.js';
@@ -15,7 +15,6 @@ type Trx = Kysely<Database>;
 /** The channel every writer NOTIFYs (payload: the task id) and every stream hub LISTENs on. */
 export const TASK_CHANNEL = 'agentctl_task';
 
-const isTerminal = (status: string) => (TERMINAL_TASK_STATUSES as readonly string[]).includes(status);
 
 // ---- mappers ------------------------------------------------------------------------------------
 
@@ -66,7 +65,7 @@ async function nextSequence(trx: Trx, taskId: string, refuseTerminal: boolean): 
     .returning(['last_sequence_id', 'status', 'name'])
     .executeTakeFirst();
   if (!row) throw notFound('Task', taskId);
-  if (refuseTerminal && isTerminal(row.status)) throw conflict('task_terminal', `Task ${named(row.name, taskId)} is ${row.status}; a finished task takes no new events or messages`);
+  if (refuseTerminal && isTerminalTask(row.status)) throw conflict('task_terminal', `Task ${named(row.name, taskId)} is ${row.status}; a finished task takes no new events or messages`);
   return Number(row.last_sequence_id);
 }
 
@@ -358,8 +357,8 @@ export async function readStream(db: Db, taskId: string, afterSequenceId: number
 /** Where a stream starts: access (`run`), and whether the task has already ended at a sequence number. */
 export async function openStream(db: Db, perms: Permissions, taskId: string): Promise<{ lastSequenceId: number; terminal: boolean }> {
   const task = await taskById(db, perms, 'run', taskId);
-  return { lastSequenceId: Number(task.last_sequence_id), terminal: isTerminal(task.status) };
+  return { lastSequenceId: Number(task.last_sequence_id), terminal: isTerminalTask(task.status) };
 }
 
 /** A `task` record whose status ends the stream. */
-export const endsStream = (record: StreamRecord) => record.kind === 'task' && isTerminal(record.data.status ?? '');
+export const endsStream = (record: StreamRecord) => record.kind === 'task' && isTerminalTask(record.data.status);

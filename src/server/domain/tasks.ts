@@ -1,12 +1,12 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { TERMINAL_TASK_STATUSES, type TaskStatus } from '../../contract/common.js';
+import type { TaskStatus } from '../../contract/common.js';
 import type { CreateTaskRequest, ListTasksQuery } from '../../contract/endpoints.js';
 import type { Task } from '../../contract/resources.js';
 import type { Database, Db, TasksTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toAgent, toTask } from '../store/mappers.js';
 import { isUniqueViolation, statusLit } from '../store/sql.js';
-import { NEW_TASK_STATUS, ROUTABLE_VERSION_STATUSES } from '../../contract/lifecycle.js';
+import { isTerminalTask, NEW_TASK_STATUS, ROUTABLE_VERSION_STATUSES } from '../../contract/lifecycle.js';
 import { conflict, invalid, isNotFound, missing, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { agentById, agentByPath, lockBranch, taskById } from './lookup.js';
@@ -17,7 +17,6 @@ import { enqueueDelivery } from '../delivery/outbox.js';
 
 type Trx = Kysely<Database>;
 
-const isTerminal = (status: string) => (TERMINAL_TASK_STATUSES as readonly string[]).includes(status);
 
 /** `ns/name`, or a bare name in the `default` namespace. */
 export function splitAgentName(name: string): { namespace: string; agent: string } {
@@ -195,7 +194,7 @@ async function lockTaskForChange(trx: Trx, perms: Permissions, taskId: string, a
   await lockBranch(trx, found.branch_id);
   const task = await trx.selectFrom('tasks').selectAll().where('id', '=', taskId).forNoKeyUpdate().executeTakeFirstOrThrow();
   if (task.status === 'DELETED') throw notFound('Task', taskId);
-  if (!allowTerminal && isTerminal(task.status)) throw conflict('task_terminal', `Task ${named(task.name, taskId)} is ${task.status}; a finished task cannot change`);
+  if (!allowTerminal && isTerminalTask(task.status)) throw conflict('task_terminal', `Task ${named(task.name, taskId)} is ${task.status}; a finished task cannot change`);
   return task;
 }
 
@@ -220,7 +219,7 @@ export async function updateTask(db: Db, perms: Permissions, taskId: string, upd
       .where('id', '=', taskId)
       .returningAll()
       .executeTakeFirstOrThrow();
-    if (update.status && isTerminal(update.status)) await settleDraining(trx, [task.current_version_id]);
+    if (update.status && isTerminalTask(update.status)) await settleDraining(trx, [task.current_version_id]);
     await recordTaskChange(trx, [taskId]);
     if (update.status === 'CANCELED') await enqueueDelivery(trx, { taskId, method: 'task/cancel' });
     return toTask(row);
