@@ -7,7 +7,7 @@ import { newId } from '../store/ids.js';
 import { iso, toTask } from '../store/mappers.js';
 import { DomainError, conflict, invalid, isNotFound, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
-import { taskById } from './lookup.js';
+import { inCallerOrg, taskById } from './lookup.js';
 import { enqueueDelivery } from '../delivery/outbox.js';
 
 type Trx = Kysely<Database>;
@@ -125,17 +125,23 @@ export interface AfterQuery {
   limit: number;
 }
 
-export async function listEvents(db: Db, perms: Permissions, q: AfterQuery): Promise<{ events: Event[]; has_more: boolean }> {
+/** One page of a task's events or messages after a sequence_id, ascending, and whether more follow. */
+async function pageAfter<T extends 'events' | 'messages'>(db: Db, perms: Permissions, table: T, q: AfterQuery) {
   await taskById(db, perms, 'run', q.task_id);
   const rows = await db
-    .selectFrom('events')
+    .selectFrom(table as 'events')
     .selectAll()
     .where('task_id', '=', q.task_id)
     .where('sequence_id', '>', q.after_sequence_id)
     .orderBy('sequence_id')
     .limit(q.limit + 1)
     .execute();
-  return { events: rows.slice(0, q.limit).map(toEvent), has_more: rows.length > q.limit };
+  return { rows: rows.slice(0, q.limit) as Selectable<T extends 'events' ? EventsTable : MessagesTable>[], has_more: rows.length > q.limit };
+}
+
+export async function listEvents(db: Db, perms: Permissions, q: AfterQuery): Promise<{ events: Event[]; has_more: boolean }> {
+  const { rows, has_more } = await pageAfter(db, perms, 'events', q);
+  return { events: rows.map(toEvent), has_more };
 }
 
 export async function getEvent(db: Db, perms: Permissions, eventId: string): Promise<Event> {
@@ -220,16 +226,8 @@ export async function updateMessage(
 }
 
 export async function listMessages(db: Db, perms: Permissions, q: AfterQuery): Promise<{ messages: Message[]; has_more: boolean }> {
-  await taskById(db, perms, 'run', q.task_id);
-  const rows = await db
-    .selectFrom('messages')
-    .selectAll()
-    .where('task_id', '=', q.task_id)
-    .where('sequence_id', '>', q.after_sequence_id)
-    .orderBy('sequence_id')
-    .limit(q.limit + 1)
-    .execute();
-  return { messages: rows.slice(0, q.limit).map(toMessage), has_more: rows.length > q.limit };
+  const { rows, has_more } = await pageAfter(db, perms, 'messages', q);
+  return { messages: rows.map(toMessage), has_more };
 }
 
 export async function getMessage(db: Db, perms: Permissions, messageId: string): Promise<Message> {
@@ -273,10 +271,9 @@ export async function listTrackers(db: Db, perms: Permissions, q: { task_id?: st
   if (q.agent_id) {
     const agent = await db
       .selectFrom('agents')
-      .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
       .select(['agents.id', 'agents.namespace_id'])
       .where('agents.id', '=', q.agent_id)
-      .where('namespaces.org_id', '=', perms.actor.orgId)
+      .where(inCallerOrg(perms, 'agents.namespace_id'))
       .executeTakeFirst();
     if (!agent) throw notFound('Agent', q.agent_id);
     perms.require('run', { type: 'agent', id: agent.id, namespaceId: agent.namespace_id }, `Agent ${q.agent_id}`);

@@ -4,7 +4,7 @@ import type { Branch, Version } from '../../contract/resources.js';
 import type { Database, Db, VersionsTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toBranch, toVersion, type BranchRow } from '../store/mappers.js';
-import { conflict, invalid, missing, notFound, named, namedVersion } from './errors.js';
+import { conflict, invalid, notFound, named, namedVersion } from './errors.js';
 import { filesystemForAccess } from './filesystems.js';
 import type { Permissions } from '../auth/policy.js';
 import { grantOwnership } from '../auth/grants.js';
@@ -135,7 +135,7 @@ export async function deploy(db: Db, perms: Permissions, request: DeployRequest,
     // Checked once the key's permission is: the transaction undoes a just-created agent.
     if (req.source_filesystem_id !== null) {
       const source = await trx.selectFrom('filesystems').select('id').where('id', '=', req.source_filesystem_id).where('namespace_id', '=', ns.id).executeTakeFirst();
-      if (!source) throw missing(`Filesystem ${req.source_filesystem_id} was not found`);
+      if (!source) throw notFound(`Filesystem ${req.source_filesystem_id}`);
     }
     await sql`
       INSERT INTO branches (id, agent_id, git_branch, git_branch_normalized, replicas)

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { conflict, invalid, missing, unauthenticated, namedVersion } from './errors.js';
+import { conflict, invalid, unauthenticated, namedVersion, notFound } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { generateSecret, hashSecret, secretPrefix } from '../auth/secrets.js';
 import { versionById } from './lookup.js';
@@ -58,7 +58,7 @@ export async function signingSecretFor(db: Db | Executor, versionId: string): Pr
   const row = await sql<{ signing_secret: string }>`
     UPDATE versions SET signing_secret = COALESCE(signing_secret, ${fresh})
     WHERE id = ${versionId} RETURNING signing_secret`.execute(db);
-  if (!row.rows[0]) throw missing(`Version ${versionId} was not found`);
+  if (!row.rows[0]) throw notFound(`Version ${versionId}`);
   return row.rows[0].signing_secret;
 }
 

@@ -7,9 +7,9 @@ import { newId } from '../store/ids.js';
 import { toAgent, toTask } from '../store/mappers.js';
 import { isUniqueViolation, statusLit } from '../store/sql.js';
 import { isTerminalTask, NEW_TASK_STATUS, ROUTABLE_VERSION_STATUSES } from '../../contract/lifecycle.js';
-import { conflict, invalid, isNotFound, missing, notFound, named } from './errors.js';
+import { conflict, invalid, isNotFound, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
-import { agentById, agentByPath, lockBranch, taskById } from './lookup.js';
+import { agentById, agentByPath, inCallerOrg, lockBranch, taskById } from './lookup.js';
 import { settleDraining } from './events.js';
 import { visibleRows } from './visibility.js';
 import { createTracker, recordTaskChange } from './conversation.js';
@@ -44,7 +44,7 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
         branchName = (prod?.branch_rules as string[] | undefined)?.[0] ?? 'main';
       }
       const branch = await trx.selectFrom('branches').selectAll().where('agent_id', '=', agent.id).where('git_branch', '=', branchName).where('retired_at', 'is', null).executeTakeFirst();
-      if (!branch) throw missing(`Branch ${branchName} of agent ${agent.name} was not found`);
+      if (!branch) throw notFound(`Branch ${branchName} of agent ${agent.name}`);
       const version = await trx
         .selectFrom('versions')
         .select(['id', 'status'])
@@ -143,8 +143,7 @@ export async function listTasks(db: Db, perms: Permissions, f: TaskFilters): Pro
 
   let query = db
     .selectFrom('tasks')
-    .innerJoin('namespaces', 'namespaces.id', 'tasks.namespace_id')
-    .where('namespaces.org_id', '=', perms.actor.orgId);
+    .where(inCallerOrg(perms, 'tasks.namespace_id'));
   if (agentId) query = query.where('tasks.agent_id', '=', agentId);
   else query = query.where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'tasks.namespace_id', 'tasks.agent_id'));
   if (f.branch) {
@@ -178,7 +177,7 @@ export async function getTask(db: Db, perms: Permissions, taskId: string, relati
 }
 
 export async function getTaskByName(db: Db, perms: Permissions, name: string, relationships?: readonly string[]): Promise<Task> {
-  const hidden = missing(`Task named ${name} was not found`);
+  const hidden = notFound(`Task named ${name}`);
   const row = await db.selectFrom('tasks').select('id').where('org_id', '=', perms.actor.orgId).where('name', '=', name).executeTakeFirst();
   if (!row) throw hidden;
   // A task the key may not discover answers like an unknown name, without revealing its id.
