@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { JsonObject, QueryInt, Timestamp } from './common.js';
 import { Task } from './resources.js';
-import { ACP_METHODS } from './acp.js';
-import { EVENT_LIST_LIMIT, MESSAGE_LIST_LIMIT } from './enums.js';
+import { ACP_METHODS, EVENT_LIST_LIMIT, MESSAGE_LIST_LIMIT } from './enums.js';
 
 // ---- content ------------------------------------------------------------------------------------
 

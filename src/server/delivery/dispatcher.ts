@@ -25,7 +25,7 @@ import { settleDraining } from '../domain/events.js';
 import { createMessage, recordTaskChange } from '../domain/conversation.js';
 import { unrestricted } from '../auth/policy.js';
 import { DomainError } from '../domain/errors.js';
-import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from './outbox.js';
+import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from '../store/outbox.js';
 
 /** The open statuses as an SQL list, for the claim statement. */
 const OPEN = sql.join(OPEN_DELIVERY_STATUSES.map((status) => sql.lit(status)));

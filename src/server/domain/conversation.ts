@@ -8,7 +8,7 @@ import { iso, toTask } from '../store/mappers.js';
 import { DomainError, conflict, invalid, isNotFound, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { inCallerOrg, taskById } from './lookup.js';
-import { enqueueDelivery } from '../delivery/outbox.js';
+import { enqueueDelivery } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
 

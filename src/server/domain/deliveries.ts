@@ -13,7 +13,7 @@ import { iso } from '../store/mappers.js';
 import type { Permissions } from '../auth/policy.js';
 import { conflict, notFound } from './errors.js';
 import { inCallerOrg } from './lookup.js';
-import { announceDeliveries, DELIVERY_CHANNEL, wakeDispatchers } from '../delivery/outbox.js';
+import { announceDeliveries, DELIVERY_CHANNEL, wakeDispatchers } from '../store/outbox.js';
 
 type Executor = Kysely<Database>;
 

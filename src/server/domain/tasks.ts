@@ -13,7 +13,7 @@ import { agentById, agentByPath, inCallerOrg, lockBranch, taskById } from './loo
 import { settleDraining } from './events.js';
 import { visibleRows } from './visibility.js';
 import { createTracker, recordTaskChange } from './conversation.js';
-import { enqueueDelivery } from '../delivery/outbox.js';
+import { enqueueDelivery } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
 
