@@ -439,6 +439,7 @@ export const endpoints = lazyTable({
   getState: () => ep({ ...routes.getState, responseHeaders: STATE_ETAG, summary: 'Get a state record', tag: 'states', params: id('state_id'), response: State }),
   replaceState: () => ep({ ...routes.replaceState, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, response: State }),
   mergeState: () => ep({ ...routes.mergeState, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Merge top-level keys atomically (null deletes a key)', tag: 'states', params: id('state_id'), body: MergeStateRequest, response: State }),
+  mergeOrCreateState: () => ep({ ...routes.mergeOrCreateState, responseHeaders: STATE_ETAG, summary: 'Merge top-level keys into the (task, agent) state, an empty one when there is none yet (one atomic statement)', tag: 'states', body: CreateStateRequest, response: State }),
   deleteState: () => ep({ ...routes.deleteState, headers: STATE_IF_MATCH, summary: 'Delete a state record; answers the record as it was', tag: 'states', params: id('state_id'), response: DeletedState }),
 
   // access control

@@ -89,6 +89,7 @@ export const routes = {
   getState: route({ method: 'GET', path: '/states/:state_id', status: 200, idempotent: true }),
   replaceState: route({ method: 'PUT', path: '/states/:state_id', status: 200 }),
   mergeState: route({ method: 'PATCH', path: '/states/:state_id', status: 200 }),
+  mergeOrCreateState: route({ method: 'POST', path: '/states/merge', status: 200 }),
   deleteState: route({ method: 'DELETE', path: '/states/:state_id', status: 200 }),
   whoami: route({ method: 'GET', path: '/whoami', status: 200, idempotent: true }),
   listPresets: route({ method: 'GET', path: '/api_keys/presets', status: 200, idempotent: true }),
