@@ -23,7 +23,7 @@ export interface ServiceConfig {
   streamPollMs?: number;
   /**
    * How far one stream's reader may fall behind (records and their JSON bytes held for it, default
-   * 2,000 and 4 MiB) before its stream is ended; it resumes with Last-Event-ID.
+   * 1,000 and 1 MiB) before its stream is ended; it resumes with Last-Event-ID.
    */
   streamMaxBuffered?: { records?: number; bytes?: number };
   /** Failed authentications per second and client address (then 429); 0 disables the limit. */

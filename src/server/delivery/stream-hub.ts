@@ -18,9 +18,9 @@ const PAGE = 500;
 export interface StreamHubOptions {
   /** Re-read every watched task this often even without a notification (default 5 s). */
   pollMs?: number;
-  /** Records handed to one watcher and not yet taken, at most (default 2,000: four read pages). */
+  /** Records handed to one watcher and not yet taken, at most (default 1,000: two read pages). */
   maxBufferedRecords?: number;
-  /** Their size as JSON, at most (default 4 MiB); one record alone never counts as too much. */
+  /** Their size as JSON, at most (default 1 MiB); one record alone never counts as too much. */
   maxBufferedBytes?: number;
 }
 
@@ -143,7 +143,7 @@ export class StreamHub {
     private readonly store: Store,
     private readonly options: StreamHubOptions = {},
   ) {
-    this.limits = { records: options.maxBufferedRecords ?? 4 * PAGE, bytes: options.maxBufferedBytes ?? 4 * 1024 * 1024 };
+    this.limits = { records: options.maxBufferedRecords ?? 2 * PAGE, bytes: options.maxBufferedBytes ?? 1024 * 1024 };
   }
 
   /** How many streams follow the task on this server right now. */
