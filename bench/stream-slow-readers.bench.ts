@@ -3,7 +3,8 @@
 // socket buffers take for a reader that never reads). The floor is the same run with every watcher
 // reading, in the same process on the same database; then 20 watchers (2 per task) never read. Each
 // line gives the server's RSS and V8 heap (after a GC) before and after the items, as ratios, the peak
-// RSS sampled meanwhile, and how many streams the hub ended for falling behind.
+// RSS sampled meanwhile, and how many streams the hub ended for falling behind (a reading watcher that
+// fell behind resumes with Last-Event-ID, as the client does).
 import { fork } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -34,6 +35,8 @@ async function clientRole(): Promise<void> {
   const args = JSON.parse(process.argv[3]!) as ClientArgs;
   const headers = { authorization: `Bearer ${args.key}` };
   const readers: { task: number; lastSeen: number }[] = [];
+  let resumes = 0;
+  let done = false;
   let wanted = 1;
   let notify: (() => void) | undefined;
   const check = () => {
@@ -57,18 +60,23 @@ async function clientRole(): Promise<void> {
       const reader = { task, lastSeen: 0 };
       readers.push(reader);
       void (async () => {
-        const response = await fetch(`${args.url}/tasks/${taskId}/stream`, { headers });
-        const decoder = new TextDecoder();
-        let buffer = '';
-        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-          buffer += decoder.decode(chunk, { stream: true });
-          let end: number;
-          while ((end = buffer.indexOf('\n\n')) >= 0) {
-            const id = /^id: (\d+)$/m.exec(buffer.slice(0, end));
-            buffer = buffer.slice(end + 2);
-            if (id) reader.lastSeen = Number(id[1]);
+        // As a client does: a stream the server ended (this reader fell behind) resumes with Last-Event-ID.
+        for (;;) {
+          const response = await fetch(`${args.url}/tasks/${taskId}/stream`, { headers: { ...headers, 'last-event-id': String(reader.lastSeen) } });
+          const decoder = new TextDecoder();
+          let buffer = '';
+          for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+            buffer += decoder.decode(chunk, { stream: true });
+            let end: number;
+            while ((end = buffer.indexOf('\n\n')) >= 0) {
+              const id = /^id: (\d+)$/m.exec(buffer.slice(0, end));
+              buffer = buffer.slice(end + 2);
+              if (id) reader.lastSeen = Number(id[1]);
+            }
+            check();
           }
-          check();
+          if (done) return;
+          resumes++;
         }
       })();
     }
@@ -89,7 +97,8 @@ async function clientRole(): Promise<void> {
     }),
   );
   await until(1 + args.itemsPerTask);
-  process.send!('done');
+  done = true;
+  process.send!({ resumes });
   await new Promise<void>((resolve) => process.once('message', () => resolve()));
   for (const request of stuck) request.destroy();
   process.exit(0);
@@ -131,9 +140,13 @@ async function benchEngine(engine: Engine): Promise<void> {
       for (let t = 0; t < TASKS; t++) taskIds.push((await call('POST', '/tasks', { agent_name: 'default/bench-bot' })).id);
       const args: ClientArgs = { url, key, taskIds, watchersPerTask: WATCHERS / TASKS, neverReadPerTask: neverRead / TASKS, itemsPerTask: ITEMS / TASKS };
       const child = fork(fileURLToPath(import.meta.url), ['client', JSON.stringify(args)], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+      let resumes = 0;
       const next = () =>
         new Promise<void>((resolve, reject) => {
-          child.once('message', () => resolve());
+          child.once('message', (message: { resumes?: number }) => {
+            resumes = message.resumes ?? resumes;
+            resolve();
+          });
           child.once('exit', (code) => reject(new Error(`client exited with ${code}`)));
         });
       await next();
@@ -152,11 +165,11 @@ async function benchEngine(engine: Engine): Promise<void> {
       child.send('exit');
       await new Promise((resolve) => child.once('exit', resolve));
       for (const id of taskIds) await call('POST', `/tasks/${id}/cancel`, undefined);
-      return { before, after, peak, ended, seconds };
+      return { before, after, peak, ended, resumes, seconds };
     };
     const line = (label: string, r: Awaited<ReturnType<typeof run>>) =>
       `${engine}: ${label}: RSS ${fmt(r.before.rss / MiB)} -> ${fmt(r.after.rss / MiB)} MiB (${fmt(r.after.rss / r.before.rss, 2)}x, peak ${fmt(r.peak / MiB)} MiB),` +
-      ` heap ${fmt(r.before.heap / MiB)} -> ${fmt(r.after.heap / MiB)} MiB (${fmt(r.after.heap / r.before.heap, 2)}x); streams ended behind: ${r.ended}; ${fmt(r.seconds, 1)} s`;
+      ` heap ${fmt(r.before.heap / MiB)} -> ${fmt(r.after.heap / MiB)} MiB (${fmt(r.after.heap / r.before.heap, 2)}x); streams ended behind: ${r.ended} (reading watchers resumed ${r.resumes} times); ${fmt(r.seconds, 1)} s`;
     const floor = await run(0);
     console.log(line(`all ${WATCHERS} reading (floor)`, floor));
     const slow = await run(NEVER_READ);
