@@ -57,6 +57,12 @@ export class Adk {
     /** Merges the given top-level keys atomically on the server (`null` removes a key); NotFoundError without a state. */
     update: async (taskId: string, agentId: string, state: JsonObject): Promise<State> =>
       this.withStateId(taskId, agentId, (id) => this.call('mergeState', { params: { state_id: id }, body: { state } })),
+    /**
+     * Merges like `update`, into an empty state when there is none yet (one atomic statement on the
+     * server: concurrent first merges both land). What `TaskContext.state.update` calls.
+     */
+    upsert: (taskId: string, agentId: string, state: JsonObject): Promise<State> =>
+      this.call('mergeOrCreateState', { body: { task_id: taskId, agent_id: agentId, state } }),
     delete: async (taskId: string, agentId: string): Promise<void> => {
       await this.withStateId(taskId, agentId, (id) => this.call('deleteState', { params: { state_id: id } }));
       this.stateIds.delete(`${taskId}\n${agentId}`);

@@ -17,7 +17,10 @@ export class TaskContext {
     /** This (task, agent)'s state, or null before the first create. */
     get(): Promise<State | null>;
     create(state: JsonObject): Promise<State>;
-    /** Merges the given top-level keys atomically on the server (`null` removes a key). */
+    /**
+     * Merges the given top-level keys atomically on the server (`null` removes a key), into an empty
+     * state when there is none yet: no `create` needed first.
+     */
     update(state: JsonObject): Promise<State>;
     delete(): Promise<void>;
   };
@@ -52,7 +55,7 @@ export class TaskContext {
     this.state = {
       get: () => adk.state.get(taskId, agentId),
       create: (state) => adk.state.create(taskId, agentId, state),
-      update: (state) => adk.state.update(taskId, agentId, state),
+      update: (state) => adk.state.upsert(taskId, agentId, state),
       delete: () => adk.state.delete(taskId, agentId),
     };
     this.events = { list: (page) => adk.events.list(taskId, page) };

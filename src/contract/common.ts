@@ -47,9 +47,23 @@ export { ROLES_BY_RESOURCE_TYPE };
 export const Role = z.enum(ROLES);
 export type Role = z.infer<typeof Role>;
 
+/**
+ * Where the value of a validation item came from, the first element of its `loc`: the JSON body, or
+ * a parameter by OpenAPI's `in` (`query`, `path`, `header`).
+ */
+export const VALIDATION_LOC_ROOTS = ['body', 'query', 'path', 'header'] as const;
+export type ValidationLocRoot = (typeof VALIDATION_LOC_ROOTS)[number];
+
+/**
+ * The codes of a 422 answered as `{detail, code}` rather than the validation list: input that is
+ * well-formed field by field but cannot be used (an archive with a member that may not be written).
+ */
+export const UNPROCESSABLE_CODES = ['invalid_archive'] as const;
+export type UnprocessableCode = (typeof UNPROCESSABLE_CODES)[number];
+
 /** 422 body: exactly the spec's shape. */
 export const ValidationErrorItem = z.object({
-  loc: z.array(z.union([z.string(), z.number().int()])),
+  loc: z.tuple([z.enum(VALIDATION_LOC_ROOTS)], z.union([z.string(), z.number().int()])),
   msg: z.string(),
   type: z.string(),
 });

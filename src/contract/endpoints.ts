@@ -473,6 +473,7 @@ export const endpoints = lazyTable({
 
   // states
   createState: () => ep({ method: 'POST', path: '/states', status: 200, idempotencyKey: true, responseHeaders: STATE_ETAG, summary: 'Create a state record', tag: 'states', body: CreateStateRequest, response: State }),
+  mergeOrCreateState: () => ep({ method: 'POST', path: '/states/merge', status: 200, idempotencyKey: true, responseHeaders: STATE_ETAG, summary: 'Merge top-level keys into the (task, agent) state, an empty one when there is none yet (one atomic statement)', tag: 'states', body: CreateStateRequest, response: State }),
   listStates: () => ep({ method: 'GET', path: '/states', status: 200, idempotent: true, summary: 'Find states by task and/or agent', tag: 'states', query: ListStatesQuery, response: z.object({ states: z.array(State), total: z.number().int() }) }),
   getState: () => ep({ method: 'GET', path: '/states/:state_id', status: 200, idempotent: true, responseHeaders: STATE_ETAG, summary: 'Get a state record', tag: 'states', params: id('state_id'), response: State }),
   replaceState: () => ep({ method: 'PUT', path: '/states/:state_id', status: 200, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, response: State }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { endpoints, type Endpoint } from './endpoints.js';
-import { ErrorBody, ValidationErrorBody } from './common.js';
+import { ErrorBody, UNPROCESSABLE_CODES, ValidationErrorBody } from './common.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -26,9 +26,16 @@ export function buildOpenApiDocument(version: string): JsonSchema {
     }
     return json;
   };
+  const validation = toSchema(ValidationErrorBody, 'output');
+  const error = toSchema(ErrorBody, 'output');
   const errorResponses = {
-    '422': { description: 'Validation error', content: { 'application/json': { schema: toSchema(ValidationErrorBody, 'output') } } },
-    default: { description: 'Error', content: { 'application/json': { schema: toSchema(ErrorBody, 'output') } } },
+    '422': { description: 'Validation error', content: { 'application/json': { schema: validation } } },
+    default: { description: 'Error', content: { 'application/json': { schema: error } } },
+  };
+  // An upload's content is checked past the schemas: a 422 there may also be `{detail, code}`.
+  const unprocessable = {
+    description: `Validation error, or content that cannot be used (\`{detail, code}\` with code ${UNPROCESSABLE_CODES.join(', ')})`,
+    content: { 'application/json': { schema: { oneOf: [validation, { ...error, properties: { ...(error.properties as object), code: { type: 'string', enum: [...UNPROCESSABLE_CODES] } } }] } } },
   };
 
   const paths: Record<string, Record<string, unknown>> = {};
@@ -71,6 +78,7 @@ export function buildOpenApiDocument(version: string): JsonSchema {
         [String(e.status)]: { description: 'OK', ...headers, content: { [success]: { schema: toSchema(e.response, 'output') } } },
         ...(e.binary?.response ? { '304': { description: 'Not modified (If-None-Match matched the ETag)' } } : {}),
         ...errorResponses,
+        ...(e.binary?.request ? { '422': unprocessable } : {}),
       },
     };
   }

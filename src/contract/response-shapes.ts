@@ -94,6 +94,7 @@ export const RESPONSE_SHAPES: ShapeTable = {
     "listTasks": {"t":"object","props":{"tasks":{"t":"array","of":{"t":"ref","name":"Task"}},"total":{"t":"optional","of":{"t":"number","int":true}}}},
     "listTrackers": {"t":"object","props":{"trackers":{"t":"array","of":{"t":"ref","name":"Tracker"}},"total":{"t":"number","int":true}}},
     "listVersionEvents": {"t":"object","props":{"events":{"t":"array","of":{"t":"ref","name":"VersionEvent"}},"total":{"t":"number","int":true}}},
+    "mergeOrCreateState": {"t":"ref","name":"State"},
     "mergeState": {"t":"ref","name":"State"},
     "migrateTasks": {"t":"ref","name":"MigrateTasksResponse"},
     "readyz": {"t":"object","props":{"status":{"t":"literal","values":["ok"]},"engine":{"t":"enum","values":["pglite","postgres"]}}},

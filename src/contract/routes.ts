@@ -63,6 +63,7 @@ export const routes = {
   getTracker: { method: 'GET', path: '/tracker/:tracker_id', status: 200, idempotent: true },
   updateTracker: { method: 'PATCH', path: '/tracker/:tracker_id', status: 200 },
   createState: { method: 'POST', path: '/states', status: 200, idempotencyKey: true },
+  mergeOrCreateState: { method: 'POST', path: '/states/merge', status: 200, idempotencyKey: true },
   listStates: { method: 'GET', path: '/states', status: 200, idempotent: true },
   getState: { method: 'GET', path: '/states/:state_id', status: 200, idempotent: true },
   replaceState: { method: 'PUT', path: '/states/:state_id', status: 200 },

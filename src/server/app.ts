@@ -97,7 +97,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     store: options.store,
     config,
     auth: new Authenticator(options.store.db),
-    streamHub: new StreamHub(options.store, { pollMs: config.streamPollMs }),
+    streamHub: new StreamHub(options.store, { pollMs: config.streamPollMs, maxBufferedRecords: config.streamMaxBuffered?.records, maxBufferedBytes: config.streamMaxBuffered?.bytes }),
     blobs,
     metrics: new ServiceMetrics(),
   };

@@ -2,6 +2,7 @@
 // `{detail, code}` body and headers, plus the errors only the HTTP layer raises (authentication,
 // rate limits, media types).
 import type { z } from 'zod';
+import type { ValidationLocRoot } from '../contract/common.js';
 import { DomainError, ValidationFailure, type DomainErrorKind, type ValidationItem } from './domain/errors.js';
 
 export { ValidationFailure, type ValidationItem };
@@ -42,7 +43,7 @@ export function httpErrorOf(error: DomainError): ApiError {
 }
 
 /** zod issues -> the spec's validation items, `loc` starting with where the value came from. */
-export function zodIssuesToItems(where: 'body' | 'query' | 'path', issues: z.core.$ZodIssue[]): ValidationItem[] {
+export function zodIssuesToItems(where: ValidationLocRoot, issues: z.core.$ZodIssue[]): ValidationItem[] {
   return issues.map((issue) => {
     const missing = (issue.code === 'invalid_type' || issue.code === 'invalid_union') && (issue as { input?: unknown }).input === undefined;
     return {

@@ -24,6 +24,11 @@ export interface ServiceConfig {
   streamHeartbeatMs?: number;
   /** Milliseconds between the stream hub's safety re-reads of watched tasks (default 5 000). */
   streamPollMs?: number;
+  /**
+   * How far one stream's reader may fall behind (records and their JSON bytes held for it, default
+   * 1,000 and 1 MiB) before its stream is ended; it resumes with Last-Event-ID.
+   */
+  streamMaxBuffered?: { records?: number; bytes?: number };
   /** Failed authentications per second and client address (then 429); 0 disables the limit. */
   authFailuresPerSecond: number;
   authFailureBurst: number;

@@ -118,6 +118,36 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
     expect(list.messages[0]!.content).toEqual({ type: 'data', data: { handler_error: { handler: 'onEvent', message: 'the model said no', event_id: event.id } } });
   });
 
+  test('ctx.state.update with no state yet merges into an empty one: two concurrent first updates both land, no handler error', async () => {
+    const v1 = await deploy(svc);
+    agent = startAgentProcess(path.join(repoRoot, 'test/fixtures/adk/protocol-agent.ts'), {
+      AGENTCTL_BASE_URL: svc.url,
+      AGENTCTL_VERSION_ID: v1.version_id,
+      AGENTCTL_BRANCH_ID: v1.branch_id,
+      AGENTCTL_REGISTRATION_TOKEN: await issueRegistrationToken(svc.store.db, v1.version_id),
+      AGENTCTL_SIGNING_SECRET: await signingSecretFor(svc.store.db, v1.version_id),
+      AGENTCTL_DATA_ROOT: dataRoot,
+      PORT: '0',
+    });
+    await agent.waitFor((l) => l.phase === 'listening');
+    dispatcher = await startDispatcher(svc.store, { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 });
+    const task = await createTask(svc);
+    const event = await svc.client().createEvent({ params: { task_id: task.id }, body: { content: { type: 'data', data: { state_updates: [{ first: 1 }, { second: 2 }] } } } });
+    const a = agent;
+    const outcome = await until(
+      'the handler to end or report an error',
+      async () => ({ ended: a.lines.some((l) => l.phase === 'end' && l.event === event.id), messages: (await adk.messages.list(task.id)).messages.map((m) => m.content) }),
+      (o) => o.ended || o.messages.length > 0,
+    );
+    expect(outcome).toEqual({ ended: true, messages: [] });
+    const state = await adk.state.get(task.id, v1.agent_id);
+    expect(state?.state).toEqual({ first: 1, second: 2 });
+    expect(state?.version).toBe(2);
+    // The module-level update keeps its meaning: no state, no merge.
+    const other = await createTask(svc);
+    await expect(adk.state.update(other.id, v1.agent_id, { a: 1 })).rejects.toBeInstanceOf(NotFoundError);
+  });
+
   test('every module, called in-process with a key', async () => {
     const v1 = await deploy(svc);
     const agents = await adk.agents.list();

@@ -1,5 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import { engines, useService } from '../support/service.js';
+import { createTask, deployActive } from '../support/fixtures.js';
+import { repoRoot } from '../support/agent-process.js';
+import { z } from 'zod';
+import { ErrorBody, UNPROCESSABLE_CODES, VALIDATION_LOC_ROOTS, ValidationErrorItem } from '../../src/contract/common.js';
 import { buildApp, EndpointCoverageError } from '../../src/server/app.js';
 import { registerRoutes } from '../../src/server/routes/index.js';
 import type { RouteHost } from '../../src/server/route-host.js';
@@ -72,6 +77,57 @@ describe.each(engines)('health, schema and authentication (%s)', (engine) => {
     const res = await svc.api('GET', '/nope');
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ detail: 'No route GET /nope', code: 'not_found' });
+  });
+});
+
+describe.each(engines)('what a 422 is: the validation list, or {detail, code} with a named code (%s)', (engine) => {
+  const svc = useService(engine);
+  const validationList = z.strictObject({ detail: z.array(ValidationErrorItem.strict()) });
+
+  test('a bad header is the validation list at ["header", its lowercase name], as the contract and openapi.json say', async () => {
+    await deployActive(svc);
+    const task = await createTask(svc);
+    const lastEventId = await svc.api('GET', `/tasks/${task.id}/stream`, { headers: { 'last-event-id': 'abc' } });
+    expect(lastEventId.status).toBe(422);
+    expect(validationList.parse(lastEventId.body).detail.map((d) => d.loc)).toEqual([['header', 'last-event-id']]);
+    const idempotencyKey = await svc.api('POST', '/tasks', { body: { agent_name: 'default/support-bot' }, headers: { 'idempotency-key': 'k'.repeat(256) } });
+    expect(idempotencyKey.status).toBe(422);
+    expect(validationList.parse(idempotencyKey.body).detail.map((d) => d.loc)).toEqual([['header', 'idempotency-key']]);
+
+    const { paths } = (await svc.api('GET', '/openapi.json', { key: null })).body;
+    const loc = paths['/tasks/{task_id}/stream'].get.responses['422'].content['application/json'].schema.properties.detail.items.properties.loc;
+    expect(loc.prefixItems[0].enum).toEqual([...VALIDATION_LOC_ROOTS]);
+  });
+
+  test('an archive that cannot be used is {detail, code: invalid_archive}, which openapi.json gives as the other form of the upload’s 422', async () => {
+    const fs = await svc.client().createFilesystem({ body: { namespace: 'default' } });
+    const res = await svc.api('PUT', `/filesystems/${fs.id}/archive`, { rawBody: 'not zstd', headers: { 'content-type': 'application/zstd' } });
+    expect(res.status).toBe(422);
+    expect(ErrorBody.strict().parse(res.body).code).toBe('invalid_archive');
+    expect(UNPROCESSABLE_CODES).toContain(res.body.code);
+
+    const { paths } = (await svc.api('GET', '/openapi.json', { key: null })).body;
+    const [list, named] = paths['/filesystems/{filesystem_id}/archive'].put.responses['422'].content['application/json'].schema.oneOf;
+    expect(list).toEqual(paths['/tasks'].post.responses['422'].content['application/json'].schema);
+    expect(named.properties.code.enum).toEqual([...UNPROCESSABLE_CODES]);
+    expect(named.required).toEqual(['detail', 'code']);
+  });
+});
+
+describe('the README’s HTTP conventions say what the contract says about 422s', () => {
+  const readme = readFileSync(`${repoRoot}/README.md`, 'utf8');
+  const conventions = readme.slice(readme.indexOf('### HTTP conventions'), readme.indexOf('### Endpoints'));
+
+  test('every root a validation loc starts with, and no other', () => {
+    const sentence = /`loc` starts with ([^.;]*)/.exec(conventions)?.[1] ?? '';
+    expect([...sentence.matchAll(/`([a-z]+)`/g)].map((m) => m[1])).toEqual([...VALIDATION_LOC_ROOTS]);
+  });
+
+  test('the 422 row names both shapes and every code of the second', () => {
+    const row = conventions.split('\n').find((line) => line.includes('| 422 |')) ?? '';
+    expect(row).toContain('validation list');
+    expect(row).toContain('`{detail, code}`');
+    for (const code of UNPROCESSABLE_CODES) expect(row).toContain(`\`${code}\``);
   });
 });
 

@@ -209,6 +209,55 @@ describe.each(engines)('states (%s)', (engine) => {
     });
   });
 
+  describe('POST /states/merge (by pair, creating an empty state first)', () => {
+    const mergeByPair = (state: Record<string, unknown>, key?: string) => svc.api('POST', '/states/merge', { body: { task_id: task.id, agent_id: agent.agent_id, state }, key });
+
+    test('with no state yet: a new record of the merge (nulls left out), version 1, ETag "1"', async () => {
+      const res = await mergeByPair({ last: 'a', gone: null });
+      expect(res.status).toBe(200);
+      expect(State.strict().parse(res.body)).toMatchObject({ task_id: task.id, agent_id: agent.agent_id, state: { last: 'a' }, version: 1 });
+      expect(res.headers.get('etag')).toBe('"1"');
+    });
+
+    test('with a state: merges like PATCH /states/{id} (null deletes a key), version + 1', async () => {
+      const s = await createFor({ a: 1, b: 2 });
+      const res = await mergeByPair({ b: null, c: 3 });
+      expect(res.body).toMatchObject({ id: s.id, state: { a: 1, c: 3 }, version: 2 });
+    });
+
+    test('20 concurrent first merges each adding its own key: one record, all 20 keys, version 20', async () => {
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => mergeByPair({ [`k${i}`]: i })));
+      expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
+      const { states, total } = (await svc.api('GET', `/states?task_id=${task.id}`)).body;
+      expect(total).toBe(1);
+      expect(states[0].version).toBe(20);
+      expect(Object.keys(states[0].state).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `k${i}`).sort());
+    });
+
+    test('over 256 KiB is 413 state_too_large, new or merged, and changes nothing', async () => {
+      expectError(await mergeByPair({ big: 'x'.repeat(257 * KiB) }), 413, 'state_too_large');
+      expect((await svc.api('GET', `/states?task_id=${task.id}`)).body.total).toBe(0);
+      const s = await createFor({ big: 'x'.repeat(200 * KiB) });
+      expectError(await mergeByPair({ more: 'y'.repeat(100 * KiB) }), 413, 'state_too_large');
+      expect((await stored(s.id)).version).toBe(1);
+    });
+
+    test('an unknown task or agent is 404; a viewer may not write (403); a key without access gets 404', async () => {
+      expectError(await svc.api('POST', '/states/merge', { body: { task_id: 'task_nope', agent_id: agent.agent_id, state: {} } }), 404, 'not_found', 'Task task_nope was not found');
+      expectError(await svc.api('POST', '/states/merge', { body: { task_id: task.id, agent_id: 'agt_nope', state: {} } }), 404, 'not_found', 'Agent agt_nope was not found');
+      const viewer = await scopedKey(svc, [{ resource_type: 'agent', resource_id: agent.agent_id, role: 'viewer' }]);
+      expectError(await mergeByPair({ a: 1 }, viewer), 403, 'forbidden');
+      expectError(await mergeByPair({ a: 1 }, await scopedKey(svc, [])), 404, 'not_found');
+      expect((await svc.api('GET', `/states?task_id=${task.id}`)).body.total).toBe(0);
+    });
+
+    test('bad bodies: malformed JSON, a missing or non-object state', async () => {
+      expectMalformed(await svc.api('POST', '/states/merge', { rawBody: MALFORMED_JSON }));
+      expectInvalid(await svc.api('POST', '/states/merge', { body: { task_id: task.id, agent_id: agent.agent_id } }), ['body', 'state'], 'missing');
+      expectInvalid(await svc.api('POST', '/states/merge', { body: { task_id: task.id, agent_id: agent.agent_id, state: [1] } }), ['body', 'state'], 'invalid_type');
+    });
+  });
+
   describe('If-Match', () => {
     test('a stale If-Match is 412 precondition_failed with the current ETag, on PUT, PATCH and DELETE', async () => {
       const s = await createFor({ a: 1 });

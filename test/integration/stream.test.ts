@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import type { AddressInfo } from 'node:net';
+import http from 'node:http';
 import { engines, useService } from '../support/service.js';
 import { createTask, deployActive } from '../support/fixtures.js';
 import { readSse, type SseFrame } from '../support/sse.js';
@@ -101,6 +102,97 @@ describe.each(engines)('task stream ordering (%s)', (engine) => {
     const readsPerChange = (svc.service.streamHub.reads - before) / (changes + 1);
     expect(readsPerChange).toBeLessThanOrEqual(2);
   });
+});
+
+describe.each(engines)('a stream reader that stops reading (%s)', (engine) => {
+  // Small bounds, so a stuck reader passes them soon after its socket is full.
+  const svc = useService(engine, { streamMaxBuffered: { records: 50 } });
+  let task: { id: string };
+  beforeEach(async () => {
+    await deployActive(svc);
+    task = await createTask(svc);
+  });
+
+  async function waitUntil(what: string, done: () => boolean): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    while (!done()) {
+      if (Date.now() > deadline) throw new Error(`${what}: not reached in 60 s`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  /** Messages of 64 KiB each until the hub ends a stream for falling behind; returns how many were sent. */
+  async function writeUntilEndedBehind(): Promise<number> {
+    const hub = svc.service.streamHub;
+    const before = hub.endedBehind;
+    let sent = 0;
+    while (hub.endedBehind === before) {
+      if (sent === 2000) throw new Error('2,000 messages and no stream was ended');
+      await svc.client().createMessage({ body: { task_id: task.id, content: `m${sent} ${'x'.repeat(64 * 1024)}` } });
+      sent++;
+    }
+    expect(hub.endedBehind).toBe(before + 1);
+    return sent;
+  }
+
+  /** After the stuck reader's end: three more messages, then the task completes. */
+  async function finishTask(): Promise<void> {
+    for (let i = 0; i < 3; i++) await svc.client().createMessage({ body: { task_id: task.id, content: `after ${i}` } });
+    await svc.client().updateTask({ params: { task_id: task.id }, body: { status: 'COMPLETED' } });
+  }
+
+  /** Whole SSE frames of a text (a frame cut off by a closed connection is left out). */
+  const framesOf = (text: string): SseFrame[] =>
+    text
+      .split('\n\n')
+      .slice(0, -1)
+      .filter((block) => !block.startsWith(':'))
+      .map((block) => {
+        const [id, event, data] = block.split('\n');
+        return { id: id!.slice(4), event: event!.slice(7), data: JSON.parse(data!.slice(6)) };
+      });
+
+  const texts = (frames: SseFrame[]) => frames.map((f) => (f.event === 'message' ? f.data.content.text.split(' ')[0] : `${f.event}:${f.data.status}`));
+
+  test('a watcher that never reads has its stream ended; resumed with Last-Event-ID it gets every record exactly once', async () => {
+    // http.get stops reading the socket once its response buffer is full and nothing consumes it.
+    const response = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http.get(`${svc.url}/tasks/${task.id}/stream`, { headers: { authorization: `Bearer ${svc.adminKey}` }, agent: false }, resolve).on('error', reject),
+    );
+    expect(response.statusCode).toBe(200);
+    await waitUntil('the stream watching the task', () => svc.service.streamHub.watching(task.id) === 1);
+    const sent = await writeUntilEndedBehind();
+    await waitUntil('the ended stream gone from the hub', () => svc.service.streamHub.watching(task.id) === 0);
+    await finishTask();
+
+    // Now it reads: what reached it, then the end of the response.
+    let text = '';
+    response.setEncoding('utf8');
+    response.on('data', (chunk: string) => (text += chunk));
+    await new Promise((resolve) => response.once('close', resolve));
+    const first = framesOf(text);
+    expect(first.length).toBeGreaterThan(0);
+    expect(first.length).toBeLessThan(sent + 1);
+    const resumed = await readSse(svc, `/tasks/${task.id}/stream`, { key: svc.adminKey, headers: { 'last-event-id': first.at(-1)!.id! }, timeoutMs: 120_000 });
+    expect(resumed.ended).toBe(true);
+
+    const all = [...first, ...resumed.frames];
+    const total = 1 + sent + 3 + 1;
+    expect(all.map((f) => Number(f.id))).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    expect(texts(all)).toEqual(['task:RUNNING', ...Array.from({ length: sent }, (_, i) => `m${i}`), 'after', 'after', 'after', 'task:COMPLETED']);
+  }, 300_000);
+
+  test('the client’s stream reader, paused by its consumer, resumes across the end on its own: every record once, in order', async () => {
+    const records = svc.client().streamTask(task.id);
+    const seen = [(await records.next()).value!];
+    // The consumer takes nothing more until the server ended this stream for falling behind.
+    const sent = await writeUntilEndedBehind();
+    await finishTask();
+    for await (const record of records) seen.push(record);
+    const total = 1 + sent + 3 + 1;
+    expect(seen.map((r) => r.sequence_id)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    expect(seen.at(-1)).toMatchObject({ kind: 'task', data: { status: 'COMPLETED' } });
+  }, 300_000);
 });
 
 describe.runIf(engines.includes('postgres'))('task stream across two servers on one PostgreSQL', () => {

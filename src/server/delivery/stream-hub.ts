@@ -4,6 +4,11 @@
 // of its watchers, so a hundred watchers of one task cost one read per change. A watcher only ever
 // emits the next sequence number: anything it has not seen (it joined late, a read raced) it reads
 // itself from the table, so a missed notification delays and never loses a record.
+//
+// A watcher whose consumer stops taking records (an SSE reader that does not read: its socket is full
+// and the route waits for 'drain') would otherwise collect every record of the task. Its buffer is
+// bounded (records and bytes); past the bound the hub drops it and ends that watch. The SSE client
+// resumes with Last-Event-ID and reads what it missed from the table, so nothing is lost.
 import type { StreamRecord } from '../../contract/conversation.js';
 import type { Store } from '../store/db.js';
 import { readStream, TASK_CHANNEL } from '../domain/conversation.js';
@@ -13,11 +18,70 @@ const PAGE = 500;
 export interface StreamHubOptions {
   /** Re-read every watched task this often even without a notification (default 5 s). */
   pollMs?: number;
+  /** Records handed to one watcher and not yet taken, at most (default 1,000: two read pages). */
+  maxBufferedRecords?: number;
+  /** Their size as JSON, at most (default 1 MiB); one record alone never counts as too much. */
+  maxBufferedBytes?: number;
 }
 
-interface Watcher {
-  buffer: StreamRecord[];
-  wake: () => void;
+export interface WatchOptions {
+  signal?: AbortSignal;
+  /**
+   * Called once when the watcher fell behind past the hub's bound: its buffer is dropped and the
+   * watch ends at the consumer's next step. A consumer blocked elsewhere (waiting for a socket to
+   * drain) listens here to stop waiting.
+   */
+  onBehind?: () => void;
+}
+
+/** A record as the group read it, with its size counted once for all watchers. */
+interface Sized {
+  record: StreamRecord;
+  bytes: number;
+}
+
+interface Limits {
+  records: number;
+  bytes: number;
+}
+
+class Watcher {
+  buffer: Sized[] = [];
+  private bytes = 0;
+  /** Fell behind past the bound: takes nothing more; the watch ends. */
+  behind = false;
+  wake: () => void = () => {};
+
+  constructor(
+    private readonly limits: Limits,
+    private readonly onBehind?: () => void,
+  ) {}
+
+  take(records: Sized[]): void {
+    if (this.behind) return;
+    for (const sized of records) {
+      this.buffer.push(sized);
+      this.bytes += sized.bytes;
+    }
+    if (this.buffer.length > 1 && (this.buffer.length > this.limits.records || this.bytes > this.limits.bytes)) {
+      this.behind = true;
+      this.buffer = [];
+      this.bytes = 0;
+      this.onBehind?.();
+    }
+    this.wake();
+  }
+
+  next(): Sized | undefined {
+    const next = this.buffer.shift();
+    if (next) this.bytes -= next.bytes;
+    return next;
+  }
+
+  putBack(sized: Sized): void {
+    this.buffer.unshift(sized);
+    this.bytes += sized.bytes;
+  }
 }
 
 class TaskGroup {
@@ -53,10 +117,8 @@ class TaskGroup {
       }
       if (records.length) {
         this.cursor = records[records.length - 1]!.sequence_id;
-        for (const watcher of this.watchers) {
-          watcher.buffer.push(...records);
-          watcher.wake();
-        }
+        const sized = records.map((record) => ({ record, bytes: JSON.stringify(record.data).length }));
+        for (const watcher of this.watchers) watcher.take(sized);
       }
       if (records.length === PAGE) this.again = true;
     } while (this.again && this.watchers.size);
@@ -73,11 +135,16 @@ export class StreamHub {
   private closed = false;
   /** Reads done by groups and watchers: what the benchmark and tests count. */
   reads = 0;
+  /** Watches ended because their consumer fell behind past the bound. */
+  endedBehind = 0;
+  private readonly limits: Limits;
 
   constructor(
     private readonly store: Store,
     private readonly options: StreamHubOptions = {},
-  ) {}
+  ) {
+    this.limits = { records: options.maxBufferedRecords ?? 2 * PAGE, bytes: options.maxBufferedBytes ?? 1024 * 1024 };
+  }
 
   /** How many streams follow the task on this server right now. */
   watching(taskId: string): number {
@@ -118,9 +185,11 @@ export class StreamHub {
 
   /**
    * The task's stream records after `afterSequenceId`, in order, without end: the caller stops
-   * (break, or `signal`) when it has what it wants. Ends on its own only when the hub closes.
+   * (break, or `signal`) when it has what it wants. Ends on its own when the hub closes, and when the
+   * caller fell behind past the bound (`onBehind` says so at once).
    */
-  async *watch(taskId: string, afterSequenceId: number, signal?: AbortSignal): AsyncGenerator<StreamRecord> {
+  async *watch(taskId: string, afterSequenceId: number, options: WatchOptions = {}): AsyncGenerator<StreamRecord> {
+    const { signal } = options;
     if (this.closed) return;
     await this.start();
     let group = this.groups.get(taskId);
@@ -128,19 +197,22 @@ export class StreamHub {
       group = new TaskGroup((after) => this.read(taskId, after));
       this.groups.set(taskId, group);
     }
-    let wake: () => void = () => {};
-    const watcher: Watcher = { buffer: [], wake: () => wake() };
-    const onAbort = () => wake();
+    const watcher = new Watcher(this.limits, () => {
+      this.endedBehind++;
+      options.onBehind?.();
+    });
+    const onAbort = () => watcher.wake();
     signal?.addEventListener('abort', onAbort);
     // Joined before the catch-up read: whatever commits after it is pushed, whatever before it is read.
     group.watchers.add(watcher);
     let cursor = afterSequenceId;
-    const stopped = () => signal?.aborted || this.closed;
+    const stopped = () => signal?.aborted || this.closed || watcher.behind;
     try {
       // Catch up alone, then hand over to the group.
       for (;;) {
         const records = await this.read(taskId, cursor);
         for (const record of records) {
+          if (stopped()) break;
           yield record;
           cursor = record.sequence_id;
         }
@@ -151,22 +223,23 @@ export class StreamHub {
         group.refresh();
       }
       while (!stopped()) {
-        const next = watcher.buffer.shift();
-        if (!next) {
+        const sized = watcher.next();
+        if (!sized) {
           await new Promise<void>((resolve) => {
-            wake = resolve;
+            watcher.wake = resolve;
             if (watcher.buffer.length || stopped()) resolve();
           });
-          wake = () => {};
+          watcher.wake = () => {};
           continue;
         }
+        const next = sized.record;
         if (next.sequence_id <= cursor) continue;
         if (next.sequence_id > cursor + 1) {
           // A gap: read it ourselves, then go on with what the group handed over.
-          watcher.buffer.unshift(next);
+          watcher.putBack(sized);
           const records = await this.read(taskId, cursor);
           for (const record of records) {
-            if (record.sequence_id > next.sequence_id) break;
+            if (record.sequence_id > next.sequence_id || stopped()) break;
             if (record.sequence_id <= cursor) continue;
             yield record;
             cursor = record.sequence_id;

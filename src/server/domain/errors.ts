@@ -1,6 +1,6 @@
 // What the domain says when it refuses: a kind, a stable code and a sentence for people. The HTTP
 // layer (src/server/errors.ts) is the one place that turns a kind into a status and headers.
-import type { ConflictCode } from '../../contract/common.js';
+import type { ConflictCode, UnprocessableCode, ValidationLocRoot } from '../../contract/common.js';
 import { versionLabel } from '../../contract/version-ref.js';
 
 export type DomainErrorKind =
@@ -38,7 +38,7 @@ export class DomainError extends Error {
 
 export type ValidationItem = { loc: (string | number)[]; msg: string; type: string };
 
-/** Invalid input, field by field: `loc` names where each value came from (`body`, `query`, a header). */
+/** Invalid input, field by field: `loc` names where each value came from (VALIDATION_LOC_ROOTS, then the field). */
 export class ValidationFailure extends Error {
   constructor(readonly items: ValidationItem[]) {
     super(items.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
@@ -55,9 +55,9 @@ export const unauthenticated = (code: string, detail: string) => new DomainError
 export const stale = (code: ConflictCode, detail: string, current: string) => new DomainError('stale', code, detail, current);
 export const preconditionRequired = (detail: string, current: string) => new DomainError('precondition_required', 'precondition_required', detail, current);
 export const tooLarge = (code: string, detail: string) => new DomainError('too_large', code, detail);
-export const unprocessable = (code: string, detail: string) => new DomainError('unprocessable', code, detail);
+export const unprocessable = (code: UnprocessableCode, detail: string) => new DomainError('unprocessable', code, detail);
 export const badRequest = (code: string, detail: string) => new DomainError('bad_request', code, detail);
-export const invalid = (loc: (string | number)[], msg: string, type = 'value_error') => new ValidationFailure([{ loc, msg, type }]);
+export const invalid = (loc: [ValidationLocRoot, ...(string | number)[]], msg: string, type = 'value_error') => new ValidationFailure([{ loc, msg, type }]);
 
 /**
  * A resource in an error sentence: its name, with the id that API clients match on (`main

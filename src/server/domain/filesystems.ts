@@ -299,7 +299,7 @@ export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body
 /** An archive the sync library refused, as the domain's refusal; anything else as it is. */
 function refusalOf(error: unknown): unknown {
   if (!(error instanceof ArchiveRejected)) return error;
-  return error.status === 413 ? tooLarge(error.code, error.message) : unprocessable(error.code, error.message);
+  return error.code === 'archive_too_large' ? tooLarge(error.code, error.message) : unprocessable(error.code, error.message);
 }
 
 const toManifestEntry = (e: ArchiveSummary['entries'][number]): ManifestEntry => ({

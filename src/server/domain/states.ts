@@ -166,6 +166,28 @@ export async function mergeState(db: Db, perms: Permissions, stateId: string, pa
   return toState(updated.rows[0]);
 }
 
+/**
+ * `POST /states/merge`: the merge of `PATCH /states/{id}` addressed by the (task, agent) pair, into an
+ * empty record when the pair has none. One INSERT ... ON CONFLICT DO UPDATE, so concurrent first
+ * merges both land (the unique index on the pair makes the second one merge into the first's row).
+ */
+export async function mergeOrCreateState(db: Db, perms: Permissions, input: { task_id: string; agent_id: string; state: Record<string, unknown> }): Promise<State> {
+  await agentById(db, perms, 'write_task_data', input.agent_id);
+  await taskById(db, perms, 'read', input.task_id);
+  const patch = JSON.stringify(input.state);
+  const deleted = Object.keys(input.state).filter((key) => input.state[key] === null);
+  const merged = sql`((s.state || ${patch}::jsonb) - ${deleted}::text[])`;
+  const written = await sql<StateRow>`
+    INSERT INTO states AS s (id, task_id, agent_id, state)
+    SELECT ${newId('state')}, ${input.task_id}, ${input.agent_id}, j FROM (SELECT (${patch}::jsonb - ${deleted}::text[]) AS j) AS input
+    WHERE octet_length(j::text) <= ${STATE_MAX_BYTES}
+    ON CONFLICT (task_id, agent_id) DO UPDATE SET state = ${merged}, version = s.version + 1, updated_at = now()
+      WHERE octet_length(${merged}::text) <= ${STATE_MAX_BYTES}
+    RETURNING s.*`.execute(db);
+  if (written.rows.length === 0) throw stateTooLarge();
+  return toState(written.rows[0]);
+}
+
 /** `DELETE /states/{id}`: answers the record as it was when deleted, with a message. */
 export async function deleteState(db: Db, perms: Permissions, stateId: string, expected: ExpectedVersions): Promise<State & { message: string }> {
   await stateForAccess(db, perms, 'write_task_data', stateId);

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { StreamRecord } from '../../contract/conversation.js';
 import { STREAM_HEARTBEAT_MS, type RouteHost, type ServiceContext } from '../route-host.js';
 import { invalid } from '../domain/errors.js';
@@ -55,13 +56,17 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
     raw.flushHeaders();
     const stop = new AbortController();
     raw.on('close', () => stop.abort());
-    const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), service.config.streamHeartbeatMs ?? STREAM_HEARTBEAT_MS);
+    // The hub says when this reader fell too far behind (it stopped reading): the stream ends, and the
+    // client resumes with Last-Event-ID. Nothing is written while the socket has not drained.
+    const behind = new AbortController();
+    const heartbeatMs = service.config.streamHeartbeatMs ?? STREAM_HEARTBEAT_MS;
+    const heartbeat = setInterval(() => raw.writableNeedDrain || raw.write(': heartbeat\n\n'), heartbeatMs);
     try {
       // Resumed past the terminal record: nothing more will come.
       if (!(start.terminal && after >= start.lastSequenceId)) {
-        for await (const record of service.streamHub.watch(taskId, after, stop.signal)) {
-          if (!raw.write(sseFrame(record))) await new Promise((resolve) => raw.once('drain', resolve).once('close', resolve));
-          if (endsStream(record)) break;
+        for await (const record of service.streamHub.watch(taskId, after, { signal: stop.signal, onBehind: () => behind.abort() })) {
+          if (!raw.write(sseFrame(record))) await drained(raw, behind.signal);
+          if (endsStream(record) || behind.signal.aborted) break;
         }
       }
     } catch (error) {
@@ -69,8 +74,31 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
     } finally {
       clearInterval(heartbeat);
       raw.end();
+      // A reader that does not take even the end within a heartbeat's time is cut off, so its
+      // connection does not hold the frames still queued for it.
+      if (behind.signal.aborted && !raw.writableFinished) {
+        const cut = setTimeout(() => raw.destroy(), heartbeatMs);
+        cut.unref();
+        raw.once('close', () => clearTimeout(cut));
+      }
     }
     return undefined as never;
+  });
+}
+
+/** The socket took what was written, the connection closed, or `signal` gave up waiting. */
+function drained(raw: ServerResponse, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.removeListener('drain', done);
+      raw.removeListener('close', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    raw.once('drain', done);
+    raw.once('close', done);
+    if (signal.aborted) done();
+    else signal.addEventListener('abort', done, { once: true });
   });
 }
 

@@ -2,7 +2,7 @@ import type { FastifyReply } from 'fastify';
 import type { State } from '../../contract/resources.js';
 import type { RouteHost, ServiceContext } from '../route-host.js';
 import { entityTag, entityTags } from '../errors.js';
-import { createState, deleteState, getState, listStates, mergeState, replaceState, type ExpectedVersions } from '../domain/states.js';
+import { createState, deleteState, getState, listStates, mergeOrCreateState, mergeState, replaceState, type ExpectedVersions } from '../domain/states.js';
 
 /** Every single-state response carries its version as the ETag. */
 const withEtag = (reply: FastifyReply, state: State): State => {
@@ -33,5 +33,6 @@ export function registerStateRoutes(host: RouteHost, service: ServiceContext): v
   host.handle('mergeState', async ({ params, body }, call) =>
     withEtag(call.reply, await mergeState(db, await call.access(), params.state_id, body.state, ifMatch(call.request.headers))),
   );
+  host.handle('mergeOrCreateState', async ({ body }, call) => withEtag(call.reply, await mergeOrCreateState(db, await call.access(), body)));
   host.handle('deleteState', async ({ params }, call) => deleteState(db, await call.access(), params.state_id, ifMatch(call.request.headers)));
 }
