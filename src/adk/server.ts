@@ -203,11 +203,14 @@ export class AgentServer {
     }
     if (!taken) {
       const outcome = this.queues.run(request.params.task.id, async () => {
+        // Settled: the handler finished, or its failure reached the platform. One that could not be
+        // reported (the server is gone) is not: it runs again when the delivery comes again.
+        let settled = true;
         try {
-          return await this.handle(request);
+          return await this.handle(request, () => (settled = false));
         } finally {
           // Recorded before the handler's turn ends: a SIGTERM waits for it (close() waits for the queues).
-          if (request.method !== 'message/send') this.recordHandled(request.params.task.id, request.id);
+          if (settled && request.method !== 'message/send') this.recordHandled(request.params.task.id, request.id);
         }
       });
       outcome.catch(() => {});
@@ -285,8 +288,8 @@ export class AgentServer {
       .finally(() => (taken.settled = true));
   }
 
-  /** Runs one delivery's handler; a throw is reported to the platform (and rethrown for a sync answer). */
-  private async handle(request: AcpRequest): Promise<Content[]> {
+  /** Runs one delivery's handler; a throw is reported to the platform (and rethrown for a sync answer), `unreported` called when that fails. */
+  private async handle(request: AcpRequest, unreported: () => void): Promise<Content[]> {
     const method = request.method as AcpMethod;
     const { task, agent } = request.params;
     const event = method === 'event/send' ? (request.params as AcpParams['event/send']).event : null;
@@ -335,6 +338,7 @@ export class AgentServer {
     try {
       await this.adk.reportHandlerError(task.id, handlerName, message, event?.id ?? null);
     } catch (reportError) {
+      unreported();
       log(`could not report the failure of ${handlerName} of ${task.id}: ${(reportError as Error).message}`);
     }
     throw failure;
