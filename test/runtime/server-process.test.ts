@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, describe, expect, test } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createTestDatabase, engines } from '../support/service.js';
@@ -25,22 +25,21 @@ async function openDeliveries(url: string, key: string): Promise<number> {
 // server is stopped: SIGKILL (a crash), SIGTERM (`server stop`, a supervisor), SIGINT (Ctrl-C).
 describe.each(engines)('agentctl server start stopped and killed, with a running agent (%s)', (engine) => {
   const scratch = tempDir('agentctl-server-process-');
-  let databaseUrl: string | undefined;
-  let dropDatabase: (() => Promise<void>) | undefined;
+  const drops: Array<() => Promise<void>> = [];
   const servers: ServerProcess[] = [];
   const agents: number[] = [];
-  beforeAll(async () => {
-    if (engine === 'postgres') ({ url: databaseUrl, drop: dropDatabase } = await createTestDatabase());
-  });
   afterAll(async () => {
     for (const pid of [...servers.map((s) => s.pid), ...agents]) if (alive(pid)) process.kill(pid, 'SIGKILL');
-    await dropDatabase?.();
+    for (const drop of drops) await drop();
     scratch.remove();
   });
-  const place = (name: string): ServerPlace => {
+  /** A directory of its own, and on PostgreSQL an empty database of its own (the first start saves the key). */
+  const place = async (name: string): Promise<ServerPlace> => {
     const dir = join(scratch.path, name);
     mkdirSync(dir);
-    return { configDir: join(dir, 'config'), dataDir: join(dir, 'data'), databaseUrl };
+    const database = engine === 'postgres' ? await createTestDatabase() : undefined;
+    if (database) drops.push(database.drop);
+    return { configDir: join(dir, 'config'), dataDir: join(dir, 'data'), databaseUrl: database?.url };
   };
   const start = async (where: ServerPlace) => {
     const server = await startServerProcess(where);
@@ -49,7 +48,7 @@ describe.each(engines)('agentctl server start stopped and killed, with a running
   };
 
   test('killed by SIGKILL mid-handler after 39 of 200 events were handled and started again: its agent goes with it, and every event is handled soon after the new agent is ready, once, in order', { timeout: 240_000 }, async () => {
-    const where = place('kill');
+    const where = await place('kill');
     const first = await start(where);
     const key = savedKey(where);
     const version = await deployFixture(where, 'tally', join(scratch.path, 'kill', 'repo'));
@@ -105,7 +104,7 @@ describe.each(engines)('agentctl server start stopped and killed, with a running
   });
 
   test('stopped by `agentctl server stop` (SIGTERM, as a supervisor stops it) or by SIGINT (Ctrl-C), it exits 0 once its agent has exited, and `server stop` reports success', { timeout: 240_000 }, async () => {
-    const where = place('stop');
+    const where = await place('stop');
     const newAgent = (versionId: string) =>
       waitFor('the agent', () => {
         const pid = agentPid(where, versionId);
