@@ -1,3 +1,4 @@
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -193,10 +194,25 @@ export class AgentServer {
     if (request.method === 'message/send' && !this.options.onMessage) return rpcError(res, 400, request.id, ACP_ERRORS.methodNotFound, 'this agent has no onMessage handler (an async agent)');
     if (this.draining) return rpcError(res, 503, request.id, ACP_ERRORS.internal, 'shutting down');
 
-    // Deliveries are at least once: a repeat is acknowledged (or answered) without running again.
+    // Deliveries are at least once: a repeat is acknowledged (or answered) without running again,
+    // also one this replica's previous process finished but could not report (the server died).
     let taken = this.seen.get(request.id);
+    if (!taken && request.method !== 'message/send' && this.handledBefore(request.params.task.id, request.id)) {
+      taken = { outcome: Promise.resolve([]), leased: false, settled: true };
+      this.remember(request.id, taken);
+    }
     if (!taken) {
-      const outcome = this.queues.run(request.params.task.id, () => this.handle(request));
+      const outcome = this.queues.run(request.params.task.id, async () => {
+        // Settled: the handler finished, or its failure reached the platform. One that could not be
+        // reported (the server is gone) is not: it runs again when the delivery comes again.
+        let settled = true;
+        try {
+          return await this.handle(request, () => (settled = false));
+        } finally {
+          // Recorded before the handler's turn ends: a SIGTERM waits for it (close() waits for the queues).
+          if (settled && request.method !== 'message/send') this.recordHandled(request.params.task.id, request.id);
+        }
+      });
       outcome.catch(() => {});
       const leaseMs = request.method === 'message/send' ? undefined : (request.params as AcpLeaseOffer).lease_ms;
       taken = { outcome, leased: typeof leaseMs === 'number' && leaseMs > 0, settled: false };
@@ -211,6 +227,38 @@ export class AgentServer {
       rpcResult(res, request.id, { accepted: true, messages: await taken.outcome });
     } catch (error) {
       rpcError(res, 500, request.id, ACP_ERRORS.internal, (error as Error).message);
+    }
+  }
+
+  /**
+   * The last delivery of a task whose handler finished here, kept under the data root: a process
+   * started again (the server was killed, and its agents with it) knows what its predecessor ran.
+   * One task's deliveries come one at a time in increasing id order, so any id up to it is a repeat.
+   */
+  private handledFile(taskId: string): string {
+    return path.join(this.dataRoot, 'tasks', taskId, 'handled-delivery');
+  }
+
+  private handledBefore(taskId: string, deliveryId: string): boolean {
+    let last: string;
+    try {
+      last = readFileSync(this.handledFile(taskId), 'utf8').trim();
+    } catch {
+      return false;
+    }
+    if (last === deliveryId) return true;
+    return /^\d+$/.test(last) && /^\d+$/.test(deliveryId) && BigInt(deliveryId) <= BigInt(last);
+  }
+
+  private recordHandled(taskId: string, deliveryId: string): void {
+    const file = this.handledFile(taskId);
+    try {
+      mkdirSync(path.dirname(file), { recursive: true });
+      // Written beside and renamed: a kill mid-write leaves the previous record, never half of one.
+      writeFileSync(`${file}.tmp`, deliveryId);
+      renameSync(`${file}.tmp`, file);
+    } catch (error) {
+      log(`could not record delivery ${deliveryId} as handled: ${(error as Error).message}`);
     }
   }
 
@@ -240,8 +288,8 @@ export class AgentServer {
       .finally(() => (taken.settled = true));
   }
 
-  /** Runs one delivery's handler; a throw is reported to the platform (and rethrown for a sync answer). */
-  private async handle(request: AcpRequest): Promise<Content[]> {
+  /** Runs one delivery's handler; a throw is reported to the platform (and rethrown for a sync answer), `unreported` called when that fails. */
+  private async handle(request: AcpRequest, unreported: () => void): Promise<Content[]> {
     const method = request.method as AcpMethod;
     const { task, agent } = request.params;
     const event = method === 'event/send' ? (request.params as AcpParams['event/send']).event : null;
@@ -290,6 +338,7 @@ export class AgentServer {
     try {
       await this.adk.reportHandlerError(task.id, handlerName, message, event?.id ?? null);
     } catch (reportError) {
+      unreported();
       log(`could not report the failure of ${handlerName} of ${task.id}: ${(reportError as Error).message}`);
     }
     throw failure;

@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { constants as osConstants } from 'node:os';
 import type Conf from 'conf';
 import envPaths from 'env-paths';
 
@@ -101,7 +102,7 @@ export class ConfigStore {
 
   private async writer(): Promise<Conf<ConfigData>> {
     if (!this.conf) {
-      const { default: ConfClass } = await import('conf');
+      const { default: ConfClass } = await withoutSignalHooks(() => import('conf'));
       this.conf = new ConfClass<ConfigData>({
         projectName: 'agentctl',
         projectSuffix: '',
@@ -113,6 +114,22 @@ export class ConfigStore {
     }
     return this.conf;
   }
+}
+
+/**
+ * Loads a module and takes back the signal listeners it added. conf writes through `atomically`,
+ * whose `when-exit` answers SIGINT, SIGTERM and others by sending the same signal to the process
+ * again: main.ts takes a second signal for "exit now" (130/143), which cut short a clean stop
+ * (`server start` stopped by SIGTERM exited 143). Its cleanup of temporary files also runs on exit.
+ */
+async function withoutSignalHooks<T>(load: () => Promise<T>): Promise<T> {
+  const signals = Object.keys(osConstants.signals) as NodeJS.Signals[];
+  const before = new Map(signals.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const loaded = await load();
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+  }
+  return loaded;
 }
 
 export type Source = 'flag' | 'env' | 'profile' | 'default';

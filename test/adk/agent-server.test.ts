@@ -219,6 +219,24 @@ describe('AgentServer delivery', () => {
     expect(fake.requests.filter((r) => r.path === '/deliveries/43/complete')).toHaveLength(1);
   });
 
+  it('a process started again on the same data root acknowledges what its predecessor handled (its completion report lost) without running it again', async () => {
+    const first = start();
+    let port = await listening(first);
+    const params = (n: number) => ({ agent: agentRef, task: task('task_again'), event: event(`evt_${n}`, 'task_again'), lease_ms: 60_000 });
+    for (const id of ['60', '61']) expect((await deliver(port, 'event/send', params(Number(id)), { id })).body.result).toEqual({ accepted: true, deferred: true });
+    while (!fake.requests.some((r) => r.path === '/deliveries/61/complete')) await new Promise((resolve) => setTimeout(resolve, 20));
+    first.stop();
+    await first.exited;
+
+    const second = start();
+    port = await listening(second);
+    // Say the platform never got those completions (the server died): both come again, then the task's next delivery.
+    for (const id of ['60', '61']) expect((await deliver(port, 'event/send', params(Number(id)), { id })).body.result).toEqual({ accepted: true });
+    expect((await deliver(port, 'event/send', params(62), { id: '62' })).body.result).toEqual({ accepted: true, deferred: true });
+    await second.waitFor((l) => l.handler === 'onEvent' && l.phase === 'end');
+    expect(second.lines.filter((l) => l.handler === 'onEvent' && l.phase === 'start').map((l) => l.event)).toEqual(['evt_62']);
+  });
+
   it('refuses a forged signature with a JSON-RPC 401 and runs nothing', async () => {
     const a = start();
     const port = await listening(a);

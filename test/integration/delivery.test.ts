@@ -7,7 +7,7 @@ import { engines, useService, type TestService } from '../support/service.js';
 import { createTask, deploy } from '../support/fixtures.js';
 import { startAgent, stopAgents, type TestAgent } from '../support/agents.js';
 import { readSse } from '../support/sse.js';
-import { startDispatcher, type Dispatcher, type DispatcherOptions } from '../../src/server/delivery/dispatcher.js';
+import { Dispatcher, startDispatcher, type DispatcherOptions } from '../../src/server/delivery/dispatcher.js';
 import { markReplicaGone } from '../../src/server/domain/registration.js';
 import { REPLICA_GONE_REASON } from '../../src/server/domain/deliveries.js';
 import { buildApp } from '../../src/server/app.js';
@@ -271,6 +271,34 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     const unsent = await svc.store.db.selectFrom('deliveries').select(sql<string>`id::text`.as('id')).where('event_id', '=', event.id).executeTakeFirstOrThrow();
     expect(await asAgent(agent, 'POST', `/deliveries/${unsent.id}/complete`)).toEqual({ status: 409, body: { detail: `Delivery ${unsent.id} has not been sent to the agent yet`, code: 'delivery_not_sent' } });
     expect((await asAgent(agent, 'POST', '/deliveries/not-a-number/complete')).status).toBe(422);
+  });
+
+  test('a delivery left in flight by a dispatcher that is gone (its server was killed) goes out at once, not when its claim runs out; a live one keeps its claim', async () => {
+    const v1 = await deploy(svc);
+    const agent = await startAgent(svc, v1.version_id);
+    const [orphaned, held] = [await createTask(svc), await createTask(svc)];
+    // Made (not started) after the tasks: on PGlite a dispatcher wakes to new deliveries from its construction.
+    const live = new Dispatcher(svc.store, FAST);
+    try {
+      const claim = (taskId: string, by: string) =>
+        sql`UPDATE deliveries SET status = 'in_flight', attempts = 1, claimed_by = ${by}, claimed_until = now() + interval '10 minutes' WHERE task_id = ${taskId}`.execute(svc.store.db);
+      await claim(orphaned.id, 'dsp_gone');
+      await claim(held.id, live.id);
+      await live.start();
+      dispatcher = await startDispatcher(svc.store, FAST);
+
+      await agent.waitFor(() => agent.received().length === 1);
+      expect(agent.received().map((r) => [r.method, r.params.task.id, r.id])).toEqual([['task/create', orphaned.id, expect.any(String)]]);
+      await until('the orphaned delivery done', async () => (await statusesOf(svc, orphaned.id))[0] === 'done');
+      expect(await deliveriesOf(svc, orphaned.id)).toEqual([{ method: 'task/create', status: 'done', attempts: 2 }]);
+      // A few polls later the live dispatcher's claim is still its own.
+      await new Promise((r) => setTimeout(r, 300));
+      const kept = await svc.store.db.selectFrom('deliveries').select(['status', 'claimed_by']).where('task_id', '=', held.id).executeTakeFirstOrThrow();
+      expect(kept).toEqual({ status: 'in_flight', claimed_by: live.id });
+      expect(agent.received()).toHaveLength(1);
+    } finally {
+      await live.close();
+    }
   });
 
   test('a lease that runs out unrenewed is delivered again, with the same id', async () => {

@@ -4,7 +4,8 @@
  * signed JSON-RPC to a live replica of the task's current version (read at claim time, so a
  * migrated task's next delivery reaches its new version). Failures retry with exponential backoff;
  * after the retry budget the task becomes FAILED with the reason. At least once: an agent
- * deduplicates by the JSON-RPC id (the delivery id).
+ * deduplicates by the JSON-RPC id (the delivery id). A claim left by a dispatcher that died (its
+ * server was killed mid-call) is taken back as soon as it is seen gone, not when the claim runs out.
  *
  * An async agent that answers `deferred: true` takes the offered completion lease: the delivery
  * stays `leased` (the task's next one waits) until the agent reports its handler finished
@@ -56,6 +57,12 @@ export const DEFAULT_COMPLETION_LEASE_MS = 5 * 60 * 1000;
 /** Recorded when a lease ran out: the agent neither completed nor renewed it. */
 const LEASE_EXPIRED_REASON = 'the agent did not report its handler finished within the completion lease';
 
+/**
+ * Dispatchers running in this process. On PGlite they are all there are (one process opens a data
+ * directory): a claim held by any other was left by a server that died.
+ */
+const RUNNING_HERE = new Set<string>();
+
 /** A claimed delivery with what its request needs, read in the claiming statement. */
 interface Claimed {
   id: string;
@@ -99,6 +106,7 @@ export class Dispatcher {
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: () => void;
   private listener: { end(): Promise<void> } | undefined;
+  private sweep: Promise<void> = Promise.resolve();
 
   constructor(private readonly store: Store, options: DispatcherOptions = {}) {
     this.db = store.db;
@@ -123,14 +131,34 @@ export class Dispatcher {
 
   /** Starts polling and, on PostgreSQL, listening for deliveries committed by any replica. */
   async start(): Promise<void> {
+    RUNNING_HERE.add(this.id);
     if (this.store.engine === 'postgres' && this.store.databaseUrl) await this.listen(this.store.databaseUrl);
+    await this.releaseOrphanedClaims().catch((error) => this.options.log?.(`dispatcher: ${(error as Error).message}`));
     this.schedulePoll();
     this.wake();
   }
 
+  /**
+   * In-flight claims of a dispatcher that is gone (its server was killed mid-call) come due now,
+   * not when the claim runs out (a minute later, the task's next deliveries waiting behind it). A
+   * dispatcher lives as long as its LISTEN session on PostgreSQL (named with its id), in this
+   * process on PGlite. Leased deliveries are not claims: their agent may still be running them.
+   */
+  private async releaseOrphanedClaims(): Promise<void> {
+    let alive;
+    if (this.store.engine === 'pglite') alive = sql`d.claimed_by IN (${sql.join([...RUNNING_HERE])})`;
+    // Without a session of its own (no URL to LISTEN on) it cannot tell a gone dispatcher from a live one.
+    else if (this.listener) alive = sql`EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = d.claimed_by)`;
+    else return;
+    await sql`
+      UPDATE deliveries d SET claimed_until = now(), updated_at = now()
+      WHERE d.status = 'in_flight' AND d.claimed_until > now() AND d.claimed_by <> ${this.id} AND NOT (${alive})`.execute(this.db);
+  }
+
   private async listen(url: string): Promise<void> {
     const pg = (await import('pg')).default;
-    const client = new pg.Client({ connectionString: url });
+    // Named with this dispatcher's id: other replicas see it alive while this session is (releaseOrphanedClaims).
+    const client = new pg.Client({ connectionString: url, application_name: this.id });
     // A lost LISTEN connection only slows wake-ups to the poll interval; reconnect in the background.
     client.on('error', () => {
       this.listener = undefined;
@@ -146,8 +174,12 @@ export class Dispatcher {
   private schedulePoll(): void {
     if (this.closed) return;
     this.timer = setTimeout(() => {
-      this.wake();
-      this.schedulePoll();
+      this.sweep = this.releaseOrphanedClaims()
+        .catch((error) => this.options.log?.(`dispatcher: ${(error as Error).message}`))
+        .finally(() => {
+          this.wake();
+          this.schedulePoll();
+        });
     }, this.options.pollMs);
     this.timer.unref();
   }
@@ -382,7 +414,8 @@ export class Dispatcher {
     this.closed = true;
     this.unsubscribe();
     if (this.timer) clearTimeout(this.timer);
-    await Promise.allSettled([...this.inFlight]);
+    await Promise.allSettled([...this.inFlight, this.sweep]);
+    RUNNING_HERE.delete(this.id);
     await this.listener?.end().catch(() => {});
     await this.http.close().catch(() => {});
   }

@@ -111,16 +111,16 @@ async function foreground(
     }
   }
   ctx.io.stderr.write('Press Ctrl-C to stop.\n');
-  const reason = await new Promise<unknown>((resolve) => {
-    if (ctx.signal.aborted) resolve(ctx.signal.reason);
-    ctx.signal.addEventListener('abort', () => resolve(ctx.signal.reason), { once: true });
+  await new Promise<void>((resolve) => {
+    if (ctx.signal.aborted) resolve();
+    ctx.signal.addEventListener('abort', () => resolve(), { once: true });
   });
   ctx.io.stderr.write('Stopping the server…\n');
   await server.close();
   removeServerFiles(files, process.pid);
-  const signal = reason instanceof InterruptedError ? reason.signal : 'SIGINT';
-  // `server stop` (SIGTERM) is the normal way to end it; Ctrl-C is an interruption.
-  return { exitCode: signal === 'SIGTERM' ? ExitCode.ok : ExitCode.interrupted };
+  // A stop asked for (`server stop` or a supervisor's SIGTERM, Ctrl-C's SIGINT) that closed agents
+  // and connections is a success: a second signal or a stuck close ends it with 130/143 (main.ts).
+  return { exitCode: ExitCode.ok };
 }
 
 async function detach(ctx: CommandContext, files: ServerFiles, options: Record<string, any>): Promise<Outcome> {

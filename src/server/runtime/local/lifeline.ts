@@ -3,6 +3,9 @@
  * pair whose other end only the server holds. When the server goes away, however it goes (SIGKILL
  * included), the kernel closes its end, this side reads end-of-file, and the agent's whole process
  * group gets SIGTERM, then SIGKILL after a grace. It needs nothing from the agent's code.
+ * The agent's stdout and stderr are pipes the server reads: once it is gone a write fails (EPIPE),
+ * which would crash the agent in the middle of that grace, its running handlers unfinished; the
+ * lines have nowhere to go, so the failure is ignored.
  */
 export const LIFELINE_FD = 3;
 export const LIFELINE_GRACE_MS = 5_000;
@@ -13,6 +16,8 @@ const lifeline = new Socket({ fd: ${LIFELINE_FD}, readable: true, writable: fals
 lifeline.unref();
 lifeline.on('data', () => {});
 lifeline.on('error', () => {});
+process.stdout.on('error', () => {});
+process.stderr.on('error', () => {});
 let ending = false;
 const end = () => {
   if (ending) return;
