@@ -1,4 +1,4 @@
-import type { ValidationItem } from './errors.js';
+import type { ValidationItem } from './domain/errors.js';
 
 /**
  * How deep JSON may nest inside any request field. Deep enough for any real document; shallow
