@@ -1,6 +1,6 @@
 // The server: its service context (store, authentication, streams, blobs, metrics) and the Fastify
 // app that serves the endpoint table over it. What each request goes through is a plugin in
-// src/server/http/, registered here in the order it runs.
+// src/server/http/, registered here.
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Authenticator } from './auth/authenticate.js';
 import { registerRoutes } from './routes/index.js';
@@ -22,7 +22,6 @@ import { metricsAndOpenApi } from './http/metrics-and-openapi.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 export { EndpointCoverageError } from './http/endpoint-routes.js';
-export { BODY_LIMIT_BYTES, MAX_PATH_PARAM_BYTES } from './input-guard.js';
 
 export const SERVICE_VERSION = '0.1.0';
 
