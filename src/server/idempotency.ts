@@ -4,10 +4,12 @@
 // concurrent duplicate finds the claim (primary key) and waits for the winner's response.
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyReply } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from './store/db.js';
 import { ApiError } from './errors.js';
 import { conflict, invalid } from './domain/errors.js';
+import { RawJson } from './route-host.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** How long a stored response answers retries. */
@@ -47,6 +49,31 @@ function canonicalJson(value: unknown): string {
     .filter(([, v]) => v !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+}
+
+/**
+ * The answer to a request that carries an Idempotency-Key: for a retry, the response stored for the
+ * first request (with `Idempotent-Replayed: true`); else `run`'s, stored before it is sent. A run
+ * that fails releases the key, so a retry runs again.
+ */
+export async function answerIdempotently(db: Db, scope: IdempotencyScope, status: number, reply: FastifyReply, run: () => Promise<unknown>): Promise<string> {
+  const claim = await claimIdempotencyKey(db, scope);
+  reply.type('application/json');
+  if (claim.kind === 'replay') {
+    reply.code(claim.status).header('Idempotent-Replayed', 'true');
+    return claim.body;
+  }
+  let text: string;
+  try {
+    const result = await run();
+    text = result instanceof RawJson ? result.text : JSON.stringify(result);
+  } catch (error) {
+    await releaseIdempotencyKey(db, scope);
+    throw error;
+  }
+  await completeIdempotencyKey(db, scope, status, text);
+  reply.code(status);
+  return text;
 }
 
 /**

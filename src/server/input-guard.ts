@@ -1,4 +1,4 @@
-import type { ValidationItem } from './errors.js';
+import type { ValidationItem } from './domain/errors.js';
 
 /**
  * How deep JSON may nest inside any request field. Deep enough for any real document; shallow
@@ -7,6 +7,14 @@ import type { ValidationItem } from './errors.js';
 export const MAX_JSON_DEPTH = 64;
 /** The longest path parameter: the longest name (a task's, 255 characters). */
 export const MAX_PATH_PARAM_CHARS = 255;
+/**
+ * The longest path parameter the router accepts (bytes as sent, percent-encoded). Above every
+ * name limit (255 characters, even fully percent-encoded), so a valid name is always reachable and
+ * the schema's own limit answers 422; beyond it the router answers 414.
+ */
+export const MAX_PATH_PARAM_BYTES = MAX_PATH_PARAM_CHARS * 12;
+/** The largest JSON request body (archive uploads stream and check their own limits). */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 type Loc = (string | number)[];
 

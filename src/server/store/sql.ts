@@ -15,6 +15,12 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
   return !constraint || e.constraint === constraint || (e.message ?? '').includes(constraint);
 }
 
+/** A transaction PostgreSQL aborted to break a deadlock or a serialization conflict: it changed nothing. */
+export function isSerializationFailure(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
 /** A timestamptz as the service writes it: ISO 8601 UTC with milliseconds and `Z`. */
 export const isoSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
