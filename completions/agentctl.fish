@@ -212,6 +212,7 @@ complete -c agentctl -n '__fish_seen_subcommand_from tasks; and __fish_seen_subc
 complete -c agentctl -n '__fish_seen_subcommand_from tasks; and __fish_seen_subcommand_from migrate' -l dry-run -d 'Only show what would move'
 complete -c agentctl -n '__fish_seen_subcommand_from tasks; and __fish_seen_subcommand_from send' -l data -r -d 'Send a DataPart: a JSON object, @file.json, or - for standard input'
 complete -c agentctl -n '__fish_seen_subcommand_from tasks; and __fish_seen_subcommand_from watch' -l after -r -d 'Start after this sequence_id (default: from the beginning)'
+complete -c agentctl -n '__fish_seen_subcommand_from tasks; and __fish_seen_subcommand_from watch' -l retry -d 'Keep reconnecting while the service is unreachable (default: exit 6 after about 20 s of failed attempts)'
 complete -c agentctl -n '__fish_seen_subcommand_from states; and __fish_seen_subcommand_from list ls' -l task -r -d 'Task: task_ id or task name'
 complete -c agentctl -n '__fish_seen_subcommand_from states; and __fish_seen_subcommand_from list ls' -l agent -s a -x -a '(__agentctl_dynamic agents)' -d 'Agent (namespace/name or agt_ id)'
 complete -c agentctl -n '__fish_seen_subcommand_from states; and __fish_seen_subcommand_from get' -l task -r -d 'Task: task_ id or task name'
