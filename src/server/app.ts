@@ -277,7 +277,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     (options.registerRoutes ?? registerRoutes)(host, service);
     // An endpoint in the contract without a handler would answer 404 while openapi.json lists it.
     const unhandled = Object.keys(endpoints).filter((name) => !handled.has(name));
-    if (unhandled.length) throw new EndpointCoverageError(`No handler for endpoint(s) ${unhandled.join(', ')}: add one in src/server/routes`);
+    if (unhandled.length) throw new EndpointCoverageError(`No handler for ${unhandled.length === 1 ? 'endpoint' : 'endpoints'} ${unhandled.join(', ')}: add one in src/server/routes`);
   } catch (error) {
     await app.close();
     throw error;

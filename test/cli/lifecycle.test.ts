@@ -188,7 +188,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
     const result = await runCli(['tasks', 'migrate', '--agent', 'default/bot', '--from', v1.git_hash.slice(0, 8), '--to', v2.git_hash.slice(0, 8), '--dry-run'], { env });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`Plan: move 1 task(s) on branch main from v1 to v2 (${v2.git_hash.slice(0, 7)} "commit ${v2.git_hash.slice(0, 7)}", ACTIVE).\n`);
+    expect(result.stderr).toContain(`Plan: move 1 task on branch main from v1 to v2 (${v2.git_hash.slice(0, 7)} "commit ${v2.git_hash.slice(0, 7)}", ACTIVE).\n`);
     expect(result.stdout).toContain(task.id);
     expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.version_id);
   });
@@ -201,7 +201,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const v2 = (await svc.api('POST', '/agents/deploy', { body: { agent_name: 'bot', branch: 'main', git_hash: 'cafe1234', author_name: 'Ada', author_email: 'ada@example.com', image_url: 'img:2', sdk_type: 'alpha_agent_sdk', acp_type: 'async', are_tasks_sticky: true } })).body;
     const result = await runCli(['tasks', 'migrate', '--task', a, '--task', b, '--to', v2.version_id, '--yes'], { env });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`Moved 2 task(s) to v2 (cafe123, DEPLOYING; ${v2.version_id})`);
+    expect(result.stderr).toContain(`Moved 2 tasks to v2 (cafe123, DEPLOYING; ${v2.version_id})`);
     expect(result.stderr).toContain(`Undo with: agentctl tasks migrate --task ${a} --task ${b} --to ${v1.version_id} --yes`);
     expect(result.stdout.trimEnd().split('\n').map((l) => l.split('\t')[0]).sort()).toEqual([a, b].sort());
   });
