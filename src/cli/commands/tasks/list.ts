@@ -36,6 +36,8 @@ export default defineCommand({
         status: options.status,
         limit,
         page_number: page,
+        // The AGENT column's names; --json prints the server's answer as asked.
+        relationships: ctx.globals.json ? undefined : 'agents',
         },
       });
       // total is always there: only include_total=false leaves it out.

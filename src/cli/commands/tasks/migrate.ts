@@ -75,7 +75,7 @@ export default defineCommand({
       apply: () => ctx.call('migrateTasks', { body: { ...body, dry_run: false } }),
     });
     if (!outcome.applied) {
-      if (options.dryRun) return { json: outcome.plan!.raw, view: table(await taskTable(ctx, outcome.plan!.data.tasks), outcome.plan!.data.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };
+      if (options.dryRun) return { json: outcome.plan!.raw, view: table(await taskTable(ctx, outcome.plan!.data.tasks, outcome.plan!.data.branch_id), outcome.plan!.data.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };
       return { json: undefined, view: table(taskColumns(idsOnly, new Map()), [], 'Nothing to move.') };
     }
     const { data, raw } = outcome.result;
@@ -85,12 +85,16 @@ export default defineCommand({
     }
     ctx.success(`Moved ${plural(data.tasks.length, 'task')} to ${versionLabel(data.to_version.number)} (${shortHash(data.to_version.git_hash)}, ${data.to_version.status}; ${data.to_version.id})`);
     for (const line of await undoLines(ctx, data, body, before)) ctx.info(line);
-    return { json: raw, view: table(await taskTable(ctx, data.tasks), data.tasks, 'No task was moved.') };
+    return { json: raw, view: table(await taskTable(ctx, data.tasks, data.branch_id), data.tasks, 'No task was moved.') };
   },
 });
 
-/** The task table's columns, with the names and version numbers these tasks need. */
-async function taskTable(ctx: CommandContext, tasks: Task[]) {
+/** The task table's columns, with the names and version numbers these tasks need (their agent is the branch's). */
+async function taskTable(ctx: CommandContext, tasks: Task[], branchId: string) {
+  if (ctx.globals.json || tasks.length === 0) return taskColumns(idsOnly, new Map());
+  const client = await ctx.client();
+  const agent = await client.getAgent({ params: { agent_id: (await client.getBranch({ params: { branch_id: branchId } })).agent_id } });
+  for (const task of tasks) task.agents ??= [agent];
   const [names, versions] = await Promise.all([nameBook(ctx, ['namespaces']), versionLabels(ctx, tasks.map((t) => t.current_version_id))]);
   return taskColumns(names, versions);
 }
