@@ -23,12 +23,14 @@ export async function agentctl(args: string[], options: BuiltOptions): Promise<B
 }
 
 /** Starts `agentctl ARGS` and hands back the running process (for commands that follow or wait). */
-export function spawnAgentctl(args: string[], options: BuiltOptions): ResultPromise<{ reject: false; extendEnv: false }> {
+export function spawnAgentctl(args: string[], options: BuiltOptions): ResultPromise<{ reject: false; extendEnv: false; stripFinalNewline: false }> {
   return execa(process.execPath, [BIN, ...args], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, NO_COLOR: '1', ...options.env },
     extendEnv: false,
     cwd: options.cwd,
     input: options.input ?? '',
+    // Output exactly as printed, final newline included.
+    stripFinalNewline: false,
     reject: false,
   });
 }

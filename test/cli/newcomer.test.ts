@@ -1,12 +1,14 @@
 // Issue 18, "What a new user tripped over", items 3 to 8, through the built CLI (bin/agentctl.js)
 // against a real server. Items 1 and 2 (server start/stop/status) are in newcomer-server.test.ts,
 // item 5 (logs) in newcomer-logs.test.ts.
+import { execa } from 'execa';
 import { describe, expect, test } from 'vitest';
 import { engines } from '../support/service.js';
 import { createTask, deployActive } from '../support/fixtures.js';
 import { freePort } from '../support/ports.js';
-import { agentctl, spawnAgentctl } from './built.js';
-import { useCliService } from './support.js';
+import { agentctl, BIN, spawnAgentctl } from './built.js';
+import { gitRepo, useCliService } from './support.js';
+import { hasTmux, Terminal } from './terminal.js';
 
 /** Resolves once `read()` matches `pattern` (polled), with what it read. */
 async function until(read: () => string, pattern: RegExp, what: string, seconds = 90): Promise<string> {
@@ -20,7 +22,7 @@ async function until(read: () => string, pattern: RegExp, what: string, seconds 
 }
 
 describe.each(engines)('newcomer (%s)', (engine) => {
-  const { svc, env } = useCliService(engine);
+  const { svc, scratch, env } = useCliService(engine);
 
   describe('item 3: tasks watch while the service is down', () => {
     test('each failed attempt is said on stderr and the watch exits 6; with --retry it keeps trying', async () => {
@@ -47,5 +49,97 @@ describe.each(engines)('newcomer (%s)', (engine) => {
       patient.kill('SIGINT');
       expect((await patient).exitCode).toBe(130);
     }, 120_000);
+  });
+
+  describe('item 6: rollback without --branch', () => {
+    test('an agent with one branch: that branch, said on stderr', async () => {
+      await deployActive(svc, { agent: 'default/bot' });
+      const second = await deployActive(svc, { agent: 'default/bot' });
+      const result = await agentctl(['rollback', '--agent', 'default/bot', '--yes', '--detach'], { env, cwd: scratch.dir });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toContain('Branch main (the only branch of default/bot)\n');
+      expect((await svc.api('GET', `/versions/${second.version_id}`)).body.status).toBe('ROLLED_BACK');
+    });
+
+    test('several branches: the one checked out in the directory', async () => {
+      await deployActive(svc, { agent: 'default/bot', branch: 'main' });
+      await deployActive(svc, { agent: 'default/bot', branch: 'feature/x' });
+      const feature = await deployActive(svc, { agent: 'default/bot', branch: 'feature/x' });
+      await gitRepo(scratch.dir);
+      await execa('git', ['checkout', '-q', '-b', 'feature/x'], { cwd: scratch.dir });
+      const result = await agentctl(['rollback', '--agent', 'default/bot', '--yes', '--detach'], { env, cwd: scratch.dir });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toContain('Branch feature/x (checked out here; --branch to pick another)\n');
+      expect((await svc.api('GET', `/versions/${feature.version_id}`)).body.status).toBe('ROLLED_BACK');
+    });
+
+    test('several branches and none checked out: exit 2 naming them', async () => {
+      await deployActive(svc, { agent: 'default/bot', branch: 'main' });
+      await deployActive(svc, { agent: 'default/bot', branch: 'feature/x' });
+      const result = await agentctl(['rollback', '--agent', 'default/bot', '--yes'], { env, cwd: scratch.dir });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/^error: Missing --branch: default\/bot has 2 branches \((main, feature\/x|feature\/x, main)\)\n/);
+    });
+  });
+
+  describe('item 7: names and vN where there are names', () => {
+    test.skipIf(!hasTmux)('the rollback plan, its success line and its undo name versions vN', async () => {
+      await deployActive(svc, { agent: 'default/bot' });
+      const v2 = await deployActive(svc, { agent: 'default/bot' });
+      const vars = Object.entries(env).map(([k, v]) => `${k}='${v}'`).join(' ');
+      const terminal = await Terminal.start(`env ${vars} NO_COLOR=1 node ${BIN} rollback --agent default/bot --branch main --detach; echo EXIT=$?; sleep 600`);
+      try {
+        const plan = await terminal.waitFor('Roll back?');
+        expect(plan).toContain(`Plan: branch main goes from v2 back to v1 (`);
+        expect(plan).toContain('; 0 running tasks move with it.');
+        expect(plan).not.toContain('ver_');
+        await terminal.type('y');
+        await terminal.keys('Enter');
+        const done = await terminal.waitFor('EXIT=');
+        expect(done).toContain('✓ Rolled back main: v2 → v1 (0 tasks moved)');
+        expect(done).toContain('Undo with: agentctl rollback --agent default/bot --branch main --to v2 --yes');
+        expect(done).toContain('EXIT=0');
+        expect((await svc.api('GET', `/versions/${v2.version_id}`)).body.status).toBe('ROLLED_BACK');
+      } finally {
+        await terminal.close();
+      }
+    });
+
+    test('tasks list shows each task’s agent by name and its version as vN; --wide adds the version id', async () => {
+      const v1 = await deployActive(svc, { agent: 'default/bot' });
+      const task = await createTask(svc, { agent_name: 'default/bot', name: 'nightly' });
+      const listed = await agentctl(['tasks', 'list'], { env });
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stdout).toMatch(new RegExp(`^${task.id}\tnightly\tdefault/bot\tRUNNING\tv1\t\\S+\n$`));
+      const wide = await agentctl(['tasks', 'list', '--wide'], { env });
+      expect(wide.stdout).toMatch(new RegExp(`^${task.id}\tnightly\tdefault/bot\tRUNNING\tv1\t${v1.version_id}\t\\S+\n$`));
+      const json = await agentctl(['tasks', 'list', '--json'], { env });
+      expect(JSON.parse(json.stdout).tasks[0]).toMatchObject({ id: task.id, current_version_id: v1.version_id });
+      expect(JSON.parse(json.stdout).tasks[0].agents ?? null).toBe(null);
+    });
+  });
+
+  describe('item 8: after migrate', () => {
+    test('moving a task off a version that then retires: count-aware, and one consistent way back', async () => {
+      await deployActive(svc, { agent: 'default/bot' });
+      await createTask(svc, { agent_name: 'default/bot' });
+      await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
+      const result = await agentctl(['tasks', 'migrate', '--agent', 'default/bot', '--from', 'v1', '--to-latest', '--yes'], { env });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toContain('✓ Moved 1 task to v2 (');
+      expect(result.stderr).toContain('v1 is now RETIRED: it takes no tasks, so they cannot be moved back. To serve it again, roll the branch back: agentctl rollback --agent default/bot --branch main --to v1 --yes\n');
+      expect(result.stderr).not.toContain('No undo');
+      expect(result.stderr).not.toContain('(s)');
+    });
+
+    test('migrating from a RETIRED version warns that nothing moved and why', async () => {
+      await deployActive(svc, { agent: 'default/bot' });
+      await deployActive(svc, { agent: 'default/bot' });
+      expect((await svc.api('GET', '/agents/default/bot/versions/v1')).body.status).toBe('RETIRED');
+      const result = await agentctl(['tasks', 'migrate', '--agent', 'default/bot', '--from', 'v1', '--to-latest', '--yes'], { env });
+      expect(result.code).toBe(0);
+      expect(result.stderr).toBe('warning: No task moved: v1 is RETIRED and has no RUNNING or IDLE tasks.\n');
+      expect(result.stdout).toBe('');
+    });
   });
 });
