@@ -142,4 +142,22 @@ describe.each(engines)('newcomer (%s)', (engine) => {
       expect(result.stdout).toBe('');
     });
   });
+
+  describe('item 4: init names the agent it derives, and says when that agent exists', () => {
+    test('init "My Bot!" where default/my-bot exists: the derived name and a warning', async () => {
+      await deployActive(svc, { agent: 'default/my-bot' });
+      const result = await agentctl(['init', 'My Bot!'], { env, cwd: scratch.dir });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toContain('The agent is named default/my-bot, from the directory name "My Bot!" (--agent ns/name picks another).\n');
+      expect(result.stderr).toContain(`warning: default/my-bot already exists on ${svc.url} and this project deploys to it: pass --agent ns/<new name> (or edit agentctl.json) for an agent of its own.\n`);
+    });
+
+    test('a name no agent has: no warning', async () => {
+      await deployActive(svc, { agent: 'default/my-bot' });
+      const result = await agentctl(['init', 'other-bot'], { env, cwd: scratch.dir });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).not.toContain('warning:');
+      expect(result.stderr).not.toContain('from the directory name');
+    });
+  });
 });
