@@ -87,7 +87,7 @@ describe.each(engines)('newcomer (%s)', (engine) => {
       await deployActive(svc, { agent: 'default/bot' });
       const v2 = await deployActive(svc, { agent: 'default/bot' });
       const vars = Object.entries(env).map(([k, v]) => `${k}='${v}'`).join(' ');
-      const terminal = await Terminal.start(`env ${vars} NO_COLOR=1 node ${BIN} rollback --agent default/bot --branch main --detach; echo EXIT=$?; sleep 600`);
+      const terminal = await Terminal.start(`env -u CI ${vars} NO_COLOR=1 ${process.execPath} ${BIN} rollback --agent default/bot --branch main --detach; echo EXIT=$?; sleep 600`);
       try {
         const plan = await terminal.waitFor('Roll back?');
         expect(plan).toContain(`Plan: branch main goes from v2 back to v1 (`);
@@ -100,6 +100,25 @@ describe.each(engines)('newcomer (%s)', (engine) => {
         expect(done).toContain('Undo with: agentctl rollback --agent default/bot --branch main --to v2 --yes');
         expect(done).toContain('EXIT=0');
         expect((await svc.api('GET', `/versions/${v2.version_id}`)).body.status).toBe('ROLLED_BACK');
+      } finally {
+        await terminal.close();
+      }
+    });
+
+    test.skipIf(!hasTmux)('the key wizard names the scopes it builds as --scope takes them', async () => {
+      await deployActive(svc, { agent: 'default/bot' });
+      const vars = Object.entries(env).map(([k, v]) => `${k}='${v}'`).join(' ');
+      const terminal = await Terminal.start(`env -u CI ${vars} NO_COLOR=1 ${process.execPath} ${BIN} keys create; echo EXIT=$?; sleep 600`);
+      try {
+        await terminal.waitFor('Deploy — CI/CD and deployments');
+        await terminal.keys('Enter'); // Deploy
+        await terminal.waitFor('which namespaces get admin?');
+        await terminal.keys('Space', 'Enter'); // default
+        await terminal.waitFor('which agents get editor?');
+        await terminal.keys('Space', 'Enter'); // default/bot
+        const scopes = await terminal.waitFor('? Step 2 of 4 · Scopes: namespace:');
+        expect(scopes).toContain('? Step 2 of 4 · Scopes: namespace:default:admin, agent:default/bot:editor\n');
+        expect(scopes.slice(scopes.indexOf('? Step 2 of 4 · Scopes: namespace:'))).not.toContain('agt_');
       } finally {
         await terminal.close();
       }
