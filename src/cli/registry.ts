@@ -1,12 +1,13 @@
 import type { OptionSpec } from './command.js';
 import { manifest } from './manifest.js';
+import { DEFAULT_BASE_URL } from '../contract/enums.js';
 
 /** Flags every command accepts (README "The CLI"). */
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
   { flags: '--json', description: 'Print the API’s JSON response (errors as {"error": ...} on stderr); never prompts' },
   { flags: '--wide', description: 'Tables and records: the ids too, beside the names' },
   { flags: '--profile <name>', description: 'Config profile to use (env AGENTCTL_PROFILE)', complete: 'profiles' },
-  { flags: '--base-url <url>', description: 'Service URL (env AGENTCTL_BASE_URL; default http://127.0.0.1:7420)' },
+  { flags: '--base-url <url>', description: `Service URL (env AGENTCTL_BASE_URL; default ${DEFAULT_BASE_URL})` },
   { flags: '--api-key <key>', description: 'API key (env AGENTCTL_API_KEY)' },
   { flags: '--no-color', description: 'Plain output without colour (also NO_COLOR)' },
   { flags: '-q, --quiet', description: 'Print only data: no progress, hints or notes' },
