@@ -195,7 +195,7 @@ _agentctl() {
     'tasks messages') COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")) ;;
     'tasks migrate') COMPREPLY=($(compgen -W "--from --task --to --to-latest --agent -a --dry-run $globals" -- "$cur")) ;;
     'tasks send') COMPREPLY=($(compgen -W "--data $globals" -- "$cur")) ;;
-    'tasks watch') COMPREPLY=($(compgen -W "--after $globals" -- "$cur")) ;;
+    'tasks watch') COMPREPLY=($(compgen -W "--after --retry $globals" -- "$cur")) ;;
     'states list') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
     'states get') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
     'states put') COMPREPLY=($(compgen -W "--task --agent -a --data --file --merge --if-match $globals" -- "$cur")) ;;

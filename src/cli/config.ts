@@ -13,6 +13,8 @@ export const LOCAL_PROFILE = 'local';
 export interface Profile {
   base_url?: string;
   api_key?: string;
+  /** The data directory of the local server this profile points at (written by `server start`): how `server stop|status` find it. */
+  data_dir?: string;
 }
 
 export interface ConfigData {

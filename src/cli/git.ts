@@ -30,3 +30,13 @@ export async function readGit(cwd: string): Promise<GitCommit> {
   const status = (await git(['status', '--porcelain'])).stdout;
   return { hash, branch: head === 'HEAD' ? null : head, subject, authorName, authorEmail, dirty: status.trim() !== '' };
 }
+
+/** The branch checked out in the work tree at `cwd`; null outside git, on a detached HEAD, or without git. */
+export async function currentGitBranch(cwd: string): Promise<string | null> {
+  try {
+    const head = (await execa('git', ['rev-parse', '--abbrev-ref', 'HEAD'], { cwd, stripFinalNewline: true })).stdout;
+    return head && head !== 'HEAD' ? head : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,5 +1,5 @@
 import { usageError } from './errors.js';
-import { plural } from './output/plural.js';
+import { plural } from '../contract/plural.js';
 
 /**
  * How long a new key lives unless told otherwise: one default for `keys create --scope ...` and the

@@ -1,5 +1,6 @@
 import type { Scope } from '../contract/resources.js';
 import type { CommandContext } from './context.js';
+import { versionLabel } from '../contract/version-ref.js';
 
 /** The kinds of id a view may show by name. */
 export type NameKind = 'namespaces' | 'agents' | 'projects' | 'groups';
@@ -80,4 +81,17 @@ export function kindsOfScopes(keys: readonly { scopes: readonly Scope[] }[]): Na
     }
   }
   return [...kinds];
+}
+
+/** `vN` for each version id (one request per distinct version, a few at a time); nothing under `--json`, which prints ids. */
+export async function versionLabels(ctx: CommandContext, ids: Iterable<string | null | undefined>): Promise<Map<string, string>> {
+  const labels = new Map<string, string>();
+  if (ctx.globals.json) return labels;
+  const client = await ctx.client();
+  const distinct = [...new Set([...ids].filter((id): id is string => Boolean(id)))];
+  for (let i = 0; i < distinct.length; i += 16) {
+    const versions = await Promise.all(distinct.slice(i, i + 16).map((version_id) => client.getVersion({ params: { version_id } }).catch(() => undefined)));
+    for (const v of versions) if (v) labels.set(v.id, versionLabel(v.number));
+  }
+  return labels;
 }

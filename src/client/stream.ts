@@ -11,12 +11,16 @@ export interface StreamTaskOptions {
   /** Start after this sequence_id (default 0: from the beginning). */
   afterSequenceId?: number;
   signal?: AbortSignal;
-  /** Consecutive failed reconnects before giving up (default 8); a received record resets the count. */
+  /** Consecutive failed connections before giving up (default 8; Infinity: never); a received record resets the count. */
   maxReconnects?: number;
   /** First reconnect delay in milliseconds (default 250), doubling up to 5 s. */
   backoffMs?: number;
   /** A connection silent this long (no record, no heartbeat) counts as dropped (default 60 s). */
   idleTimeoutMs?: number;
+  /** Told of each failed connection before the wait to reconnect: what failed, the attempt (1, 2, ...) and the wait. */
+  onRetry?: (failure: string, attempt: number, delayMs: number) => void;
+  /** Told when the stream answers again after failed attempts. */
+  onReconnected?: () => void;
 }
 
 export interface StreamContext {
@@ -56,6 +60,8 @@ export async function* streamTask(ctx: StreamContext, taskId: string, options: S
         headers,
         dispatcher: dispatcher(),
         signal: options.signal,
+        // A server that accepts but never answers counts as dropped too, not as a wait without end.
+        headersTimeout: options.idleTimeoutMs ?? 60_000,
         bodyTimeout: options.idleTimeoutMs ?? 60_000,
       });
       ctx.debug?.(`← ${response.statusCode} GET ${url} (request ${response.headers['x-request-id'] ?? '-'})`);
@@ -70,6 +76,7 @@ export async function* streamTask(ctx: StreamContext, taskId: string, options: S
         }
         failure = `HTTP ${response.statusCode}`;
       } else {
+        if (failures > 0) options.onReconnected?.();
         for await (const record of parseSse(response.body)) {
           if (record.sequence_id <= lastId) continue;
           lastId = record.sequence_id;
@@ -90,7 +97,9 @@ export async function* streamTask(ctx: StreamContext, taskId: string, options: S
     if (++failures > (options.maxReconnects ?? 8)) throw new UnreachableError(ctx.baseUrl, failure);
     ctx.debug?.(`stream dropped (${failure}); reconnecting after ${lastId}`);
     const base = Math.min((options.backoffMs ?? 250) * 2 ** (failures - 1), 5000);
-    await sleep(base / 2 + Math.random() * (base / 2), options.signal);
+    const delay = base / 2 + Math.random() * (base / 2);
+    options.onRetry?.(failure, failures, delay);
+    await sleep(delay, options.signal);
   }
 }
 

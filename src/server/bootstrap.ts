@@ -43,3 +43,17 @@ export async function ensureBootstrap(db: Db, wantedSecret = process.env.AGENTCT
     return { secret, keyId, orgId, namespaceId };
   });
 }
+
+/**
+ * Undoes what `ensureBootstrap` created (a start that failed after it): nothing else can refer to
+ * the new org yet, and with it gone the next start creates a key again and shows it.
+ */
+export async function removeBootstrap(db: Db, created: BootstrapResult): Promise<void> {
+  if (!created.keyId) return;
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('grants').where('principal_type', '=', 'key').where('principal_id', '=', created.keyId!).execute();
+    await trx.deleteFrom('api_keys').where('id', '=', created.keyId!).execute();
+    await trx.deleteFrom('namespaces').where('id', '=', created.namespaceId).execute();
+    await trx.deleteFrom('orgs').where('id', '=', created.orgId).execute();
+  });
+}

@@ -2,7 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildApp, type ServiceConfig } from './app.js';
-import { ensureBootstrap, type BootstrapResult } from './bootstrap.js';
+import { ensureBootstrap, removeBootstrap, type BootstrapResult } from './bootstrap.js';
 import { openStore, type Engine, type Store } from './store/db.js';
 import { sweepDraining } from './domain/events.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
@@ -92,13 +92,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let dispatcher: Dispatcher | undefined;
   let blobs: BlobStore | undefined;
   let runner: RunningServer['runner'];
+  let bootstrap: BootstrapResult | undefined;
   try {
-    const bootstrap = await ensureBootstrap(store.db);
     const blobDir = options.blobDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.join(path.dirname(options.dataDir), 'blobs') : undefined);
     blobs = await openBlobStore({ url: process.env.AGENTCTL_BLOB_URL, dir: blobDir });
     app = await buildApp({ store, logger: options.logger, config: options.config, blobs });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     const url = address.replace('[::1]', 'localhost');
+    // Only once the port is ours: a start that cannot listen must not create a key nobody will see.
+    bootstrap = await ensureBootstrap(store.db);
     const sweep = setInterval(() => void sweepDraining(store.db).catch(() => {}), SWEEP_INTERVAL_MS);
     sweep.unref();
     const budget = process.env.AGENTCTL_DELIVERY_RETRY_BUDGET_MS;
@@ -147,6 +149,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await runner?.reconciler.close().catch(() => {});
     await dispatcher?.close().catch(() => {});
     await app?.close().catch(() => {});
+    // A key created by this start is shown by no one: take it back, so the next start creates (and prints) one.
+    if (bootstrap?.secret) await removeBootstrap(store.db, bootstrap).catch(() => {});
     await blobs?.close().catch(() => {});
     await store.close().catch(() => {});
     throw error;

@@ -105,10 +105,10 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const second = await deployActive(svc, { agent: 'default/bot' });
     const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--yes', '--detach'], { env });
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain(`Rolled back\t${second.version_id}\n`);
-    expect(result.stdout).toContain(`Now serving\t${first.version_id}\n`);
+    expect(result.stdout).toContain(`Rolled back\tv2 (${second.version_id})\n`);
+    expect(result.stdout).toContain(`Now serving\tv1 (${first.version_id})\n`);
     expect(result.stderr).toContain('Not rolled back: state records, API keys');
-    expect(result.stderr).toContain(`Undo with: agentctl rollback --agent default/bot --branch main --to ${second.version_id} --yes`);
+    expect(result.stderr).toContain(`Undo with: agentctl rollback --agent default/bot --branch main --to v2 --yes`);
     expect((await svc.api('GET', `/versions/${second.version_id}`)).body.status).toBe('ROLLED_BACK');
   });
 
@@ -130,7 +130,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
 
     expect(parse('getTask', (await runCli(['tasks', 'get', 'report-1', '--json'], { env })).stdout).id).toBe(task.id);
     const listed = await runCli(['tasks', 'list', '--agent', 'default/bot', '--status', 'RUNNING'], { env });
-    expect(listed.stdout).toMatch(new RegExp(`^${task.id}\treport-1\tRUNNING\t${versionId}\t\\S+\n$`));
+    expect(listed.stdout).toMatch(new RegExp(`^${task.id}\treport-1\tdefault/bot\tRUNNING\tv1\t\\S+\n$`));
 
     const canceled = await runCli(['tasks', 'cancel', task.id, '--json'], { env });
     expect(parse('cancelTask', canceled.stdout).status).toBe('CANCELED');
@@ -188,7 +188,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
     const result = await runCli(['tasks', 'migrate', '--agent', 'default/bot', '--from', v1.git_hash.slice(0, 8), '--to', v2.git_hash.slice(0, 8), '--dry-run'], { env });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`Plan: move 1 task(s) on branch main from v1 to v2 (${v2.git_hash.slice(0, 7)} "commit ${v2.git_hash.slice(0, 7)}", ACTIVE).\n`);
+    expect(result.stderr).toContain(`Plan: move 1 task on branch main from v1 to v2 (${v2.git_hash.slice(0, 7)} "commit ${v2.git_hash.slice(0, 7)}", ACTIVE).\n`);
     expect(result.stdout).toContain(task.id);
     expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.version_id);
   });
@@ -201,7 +201,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const v2 = (await svc.api('POST', '/agents/deploy', { body: { agent_name: 'bot', branch: 'main', git_hash: 'cafe1234', author_name: 'Ada', author_email: 'ada@example.com', image_url: 'img:2', sdk_type: 'alpha_agent_sdk', acp_type: 'async', are_tasks_sticky: true } })).body;
     const result = await runCli(['tasks', 'migrate', '--task', a, '--task', b, '--to', v2.version_id, '--yes'], { env });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`Moved 2 task(s) to v2 (cafe123, DEPLOYING; ${v2.version_id})`);
+    expect(result.stderr).toContain(`Moved 2 tasks to v2 (cafe123, DEPLOYING; ${v2.version_id})`);
     expect(result.stderr).toContain(`Undo with: agentctl tasks migrate --task ${a} --task ${b} --to ${v1.version_id} --yes`);
     expect(result.stdout.trimEnd().split('\n').map((l) => l.split('\t')[0]).sort()).toEqual([a, b].sort());
   });
@@ -212,7 +212,7 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
     const result = await runCli(['tasks', 'migrate', '--task', a, '--to', v2.version_id, '--yes'], { env });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`No undo: ${v1.version_id} is now RETIRED and takes no tasks (agentctl rollback --agent default/bot --branch main --to ${v1.version_id} --yes would serve it again).`);
+    expect(result.stderr).toContain(`v1 is now RETIRED: it takes no tasks, so they cannot be moved back. To serve it again, roll the branch back: agentctl rollback --agent default/bot --branch main --to v1 --yes`);
     expect(result.stderr).not.toContain('Undo with:');
   });
 

@@ -99,7 +99,7 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       const result = await runCli(['branches', 'retire', 'main', '--agent', 'default/bot', '--reason', 'merged', '--yes'], { env });
       expect(result.code).toBe(5);
       expect(result.stderr).toBe(
-        `error: Branch main (${v1.branch_id}) still has 1 running or idle task(s); pass force: true to terminate them (409 branch_has_tasks)\n` +
+        `error: Branch main (${v1.branch_id}) still has 1 running or idle task; pass force: true to terminate them (409 branch_has_tasks)\n` +
           'hint: Move its tasks first (agentctl tasks migrate), or pass --force to terminate them.\n',
       );
     });

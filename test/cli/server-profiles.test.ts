@@ -38,8 +38,8 @@ describe.each(engines)('agentctl server start: one profile per server (%s)', (en
     expect(second.info.profile).toBe('local-second-server');
     const config = JSON.parse(readFileSync(path.join(scratch.dir, 'config', 'config.json'), 'utf8'));
     expect(config.current_profile).toBe('local');
-    expect(config.profiles.local).toEqual({ base_url: first.info.url, api_key: first.result.stdout.trim() });
-    expect(config.profiles['local-second-server']).toEqual({ base_url: second.info.url, api_key: second.result.stdout.trim() });
+    expect(config.profiles.local).toEqual({ base_url: first.info.url, api_key: first.result.stdout.trim(), data_dir: defaultDir });
+    expect(config.profiles['local-second-server']).toEqual({ base_url: second.info.url, api_key: second.result.stdout.trim(), data_dir: secondDir });
     expect(first.result.stdout.trim()).not.toBe(second.result.stdout.trim());
     expect(second.result.stderr).toContain('Created the org-admin key and saved it in profile "local-second-server": use it with --profile local-second-server or agentctl config use local-second-server');
     // Two first starts of embedded PGlite (initdb each) take a while on a busy machine.

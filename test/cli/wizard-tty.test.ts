@@ -27,7 +27,7 @@ describe.skipIf(!hasTmux)('agentctl in a pseudo-terminal: the key wizard and the
       await terminal.keys('Space', 'Enter'); // default
       await terminal.waitFor('which agents get editor?');
       await terminal.keys('Space', 'Enter'); // default/bot
-      const scopes = await terminal.waitFor(`Scopes: namespace:${namespaceId}:admin, agent:${agentId}:editor`);
+      const scopes = await terminal.waitFor(`Scopes: namespace:default:admin, agent:default/bot:editor`);
       // Nothing of the preset's third type is visible: the step says why it did not ask.
       expect(scopes).toContain("Step 2 of 4 · Scopes: no project is visible to this key, so the preset's project:editor is left out");
       await terminal.keys('Enter'); // Done
@@ -86,14 +86,14 @@ describe.skipIf(!hasTmux)('agentctl in a pseudo-terminal: the key wizard and the
     const env = [`AGENTCTL_CONFIG_DIR=${scratch.dir}`, `AGENTCTL_BASE_URL=${svc.url}`, `AGENTCTL_API_KEY=${svc.adminKey}`, 'NO_COLOR=1'].join(' ');
     const terminal = await Terminal.start(`env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} tasks migrate --from ${v1.version_id} --to-latest; echo "EXIT=$?"`);
     try {
-      const plan = await terminal.waitFor('Move 1 task(s)?');
-      expect(plan).toContain(`Plan: move 1 task(s) on branch main from v1 to v2`);
+      const plan = await terminal.waitFor('Move 1 task?');
+      expect(plan).toContain(`Plan: move 1 task on branch main from v1 to v2`);
       expect((await svc.client().getTask({ params: { task_id: task } })).current_version_id).toBe(v1.version_id);
       await terminal.type('y');
       await terminal.keys('Enter');
       const done = await terminal.waitFor('EXIT=');
       expect(done).toContain('EXIT=0');
-      expect(done).toContain(`No undo: ${v1.version_id} is now RETIRED`);
+      expect(done).toContain(`v1 is now RETIRED: it takes no tasks, so they cannot be moved back.`);
       expect((await svc.client().getTask({ params: { task_id: task } })).current_version_id).toBe(v2.version_id);
     } finally {
       await terminal.close();

@@ -270,7 +270,7 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
         to_git_hash: h1,
         // As the target is now: retired when v2 took over with no task left on it.
         version_status: 'RETIRED',
-        message: `Branch main would roll back from v2 (${h2.slice(0, 7)}) to v1 (${h1.slice(0, 7)}); 1 running task(s) would move`,
+        message: `Branch main would roll back from v2 (${h2.slice(0, 7)}) to v1 (${h1.slice(0, 7)}); 1 running task would move`,
       });
       const done = await client.rollbackBranch({ params: { branch_id: v1.branch_id }, body: {} });
       expect(done).toMatchObject({
@@ -282,7 +282,7 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
         to_git_hash: h1,
         version_status: 'ACTIVE',
         tasks_migrated: 1,
-        message: `Branch main rolled back from v2 (${h2.slice(0, 7)}) to v1 (${h1.slice(0, 7)}); 1 running task(s) moved`,
+        message: `Branch main rolled back from v2 (${h2.slice(0, 7)}) to v1 (${h1.slice(0, 7)}); 1 running task moved`,
       });
       expect(done.to_version_id).toBe(done.target_version.id);
       expect(done.version_status).toBe(done.target_version.status);

@@ -41,7 +41,7 @@ describe.each(engines)('health, schema and authentication (%s)', (engine) => {
       registerRoutes({ handle: (name, handler) => (name === 'whoami' ? undefined : host.handle(name, handler)) }, service);
     const refused = await buildApp({ store: svc.store, registerRoutes: withoutWhoami }).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(EndpointCoverageError);
-    expect((refused as Error).message).toBe('No handler for endpoint(s) whoami: add one in src/server/routes');
+    expect((refused as Error).message).toBe('No handler for endpoint whoami: add one in src/server/routes');
   });
 
   test('the app refuses to start when an endpoint gets two handlers', async () => {

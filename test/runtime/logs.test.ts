@@ -101,7 +101,8 @@ describe.each(engines)('version logs: GET /versions/{id}/logs and agentctl logs 
     await say(d.version_id, true);
     await waitFor('two lines', async () => (await svc.api('GET', `/versions/${d.version_id}/logs`)).body.lines.length === 2);
     const plainOut = await cli('logs', d.version_id);
-    expect(plainOut).toMatchObject({ code: 0, stdout: `${listening(d.version_id)}\nhealth set to true\n` });
+    expect(plainOut.code).toBe(0);
+    expect(plainOut.stdout.split('\n').map((l) => l.split('\t').slice(1).join('\t'))).toEqual([`v1\t0\tstdout\t${listening(d.version_id)}`, 'v1\t0\tstderr\thealth set to true', '']);
     const json = await cli('logs', d.version_id, '--json', '--tail', '1');
     expect(json.code).toBe(0);
     expect(json.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([expect.objectContaining({ version_id: d.version_id, replica: 0, stream: 'stderr', line: 'health set to true' })]);

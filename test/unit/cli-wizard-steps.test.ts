@@ -30,11 +30,11 @@ const preset = (id: Preset['id']) => PRESETS.find((p) => p.id === id)!;
 const presets: Preset[] = [preset('deploy'), preset('read-only'), preset('custom')];
 
 const resources: ResourceChoices = {
-  org: [{ name: 'this org', value: 'org_1' }],
-  namespace: [{ name: 'default (ns_1)', value: 'ns_1' }],
+  org: [{ name: 'this org', value: 'org_1', label: 'current' }],
+  namespace: [{ name: 'default (ns_1)', value: 'ns_1', label: 'default' }],
   agent: [
-    { name: 'default/bot (agt_1)', value: 'agt_1' },
-    { name: 'default/helper (agt_2)', value: 'agt_2' },
+    { name: 'default/bot (agt_1)', value: 'agt_1', label: 'default/bot' },
+    { name: 'default/helper (agt_2)', value: 'agt_2', label: 'default/helper' },
   ],
   project: [],
 };
@@ -63,7 +63,7 @@ describe('key wizard step 2: scopes', () => {
       'checkbox: Step 2 of 4 · Scopes: which namespaces get admin?',
       'checkbox: Step 2 of 4 · Scopes: which agents get editor?',
       "note: Step 2 of 4 · Scopes: no project is visible to this key, so the preset's project:editor is left out",
-      'select: Step 2 of 4 · Scopes: namespace:ns_1:admin, agent:agt_2:editor',
+      'select: Step 2 of 4 · Scopes: namespace:default:admin, agent:default/helper:editor',
     ]);
   });
 
@@ -197,7 +197,7 @@ describe('the whole wizard', () => {
     expect(draft).toMatchObject({ name: 'ci', description: 'desc', sharing_group_ids: [] });
     expect(prompter.asked.filter((a) => a.kind === 'note').map((a) => a.message)).toEqual([
       'Step 1 of 4 · Preset: skipped, the scopes come from --scope',
-      'Step 2 of 4 · Scopes: skipped, from --scope: agent:agt_1:viewer',
+      'Step 2 of 4 · Scopes: skipped, from --scope: agent:default/bot:viewer',
       'Step 3 of 4 · Sharing groups: skipped, from --group',
     ]);
     expect(prompter.asked.at(-1)!.choices!.map((c) => c.name)).toEqual(['Yes, create it', 'Back to step 4 (name, description and expiry)', 'No, cancel']);

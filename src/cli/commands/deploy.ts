@@ -1,4 +1,5 @@
 import { isIn, SETTLED_VERSION_STATUSES } from '../../contract/lifecycle.js';
+import { plural } from '../../contract/plural.js';
 import { defineCommand } from '../command.js';
 import { usageError } from '../errors.js';
 import { readGit } from '../git.js';
@@ -68,7 +69,7 @@ export default defineCommand({
         source_filesystem_id: sourceFilesystemId ?? null,
       },
     });
-    if (data.tasks_migrated) ctx.info(`${data.tasks_migrated} running task(s) moved to ${data.version_id}`);
+    if (data.tasks_migrated) ctx.info(`${plural(data.tasks_migrated, 'running task')} moved to ${data.version_id}`);
     if (options.detach || isIn(SETTLED_VERSION_STATUSES, data.version_status)) {
       ctx.success(`${data.message} (${data.version_id}, ${data.version_status})`);
       if (options.detach) ctx.info(`Follow it with: ${agentctl('versions', 'get', data.version_id)} (it turns ACTIVE when its runtime reports ready: ${agentctl('versions', 'register', data.version_id)})`);

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AGENT_PROJECT_FILE, AgentProjectFile } from '../../contract/agent-project.js';
 import { defineCommand } from '../command.js';
+import type { CommandContext } from '../context.js';
 import { CliError, usageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { record } from '../output/view.js';
@@ -36,6 +37,7 @@ export default defineCommand({
       throw new CliError(`${dir} is not empty`, { exitCode: ExitCode.conflict, code: 'directory_not_empty', hint: 'Pick a new directory, or pass --force to write the project files into this one (same-named files are replaced).' });
     }
     const project = parsed.data;
+    const taken = await existingAgent(ctx, project.agent);
     const files: Record<string, string> = {
       'package.json': JSON.stringify({ name: slug(dirName), version: '0.1.0', private: true, type: 'module', scripts: { start: 'node src/index.ts', typecheck: 'tsc --noEmit' } }, null, 2) + '\n',
       'tsconfig.json': TSCONFIG,
@@ -57,6 +59,8 @@ export default defineCommand({
     }
     const committed = options.git === false ? false : await commitFirst(dir);
     ctx.success(`Created ${project.agent} in ${dir}`);
+    if (!options.agent && project.agent !== `default/${dirName}`) ctx.info(`The agent is named ${project.agent}, from the directory name "${dirName}" (--agent ns/name picks another).`);
+    if (taken) ctx.warn(`${project.agent} already exists on ${taken} and this project deploys to it: pass --agent ns/<new name> (or edit agentctl.json) for an agent of its own.`);
     ctx.info(`Next: ${shellCommand('cd', path.relative(ctx.io.cwd, dir) || '.')} && agentctl deploy`);
     return {
       json: { directory: dir, agent: project.agent, acp_type: project.acp_type, files: [...Object.keys(files), 'node_modules/agentctl'], git_commit: committed || null },
@@ -70,6 +74,29 @@ export default defineCommand({
     };
   },
 });
+
+/**
+ * Where an agent of this name already exists: the service the profile points at, asked once with a
+ * short timeout; nothing when there is no key or no answer (init works offline).
+ */
+async function existingAgent(ctx: CommandContext, agent: string): Promise<string | undefined> {
+  let credentials;
+  try {
+    credentials = ctx.credentials();
+  } catch {
+    return undefined;
+  }
+  if (!credentials.apiKey) return undefined;
+  const { createClient } = await import('../../client/index.js');
+  const client = createClient({ baseUrl: credentials.baseUrl, apiKey: credentials.apiKey, retries: 0, timeoutMs: 2000, shortLived: true, signal: ctx.signal });
+  const [namespace_slug, agent_name] = agent.split('/') as [string, string];
+  try {
+    await client.getAgentByName({ params: { namespace_slug, agent_name } });
+    return credentials.baseUrl;
+  } catch {
+    return undefined;
+  }
+}
 
 const slug = (name: string) => name.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^[-_]+|[-_]+$/g, '') || 'agent';
 

@@ -2,7 +2,7 @@ import type { Client } from '../../client/index.js';
 import { readEventStream } from '../../client/sse.js';
 import { boundsText, LOG_SSE_EVENT, LOG_TAIL } from '../../contract/enums.js';
 import type { VersionLogLine } from '../../contract/runtime.js';
-import { isIn, LIVE_VERSION_STATUSES } from '../../contract/lifecycle.js';
+import { versionLabel } from '../../contract/version-ref.js';
 import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
 import { CliError, usageError } from '../errors.js';
@@ -33,7 +33,7 @@ export default defineCommand({
   path: ['logs'],
   summary: 'Show (or follow) what a version’s processes write',
   description:
-    'One version by its ver_ id (or a git-hash prefix with --agent), or every version of an agent’s branch (default main), merged by time. On a terminal each line starts with v<n>/<replica>; --json prints JSON Lines.',
+    'One version by its ver_ id (or a git-hash prefix with --agent), or every version of an agent’s branch (default main), merged by time; -f then follows every one of them. On a terminal each line starts with v<n>/<replica>; piped, each line is time, version, replica, stream and text, tab-separated; --json prints JSON Lines.',
   args: [{ name: 'version', description: 'A ver_ id, or a git-hash prefix with --agent' }],
   options: [
     { ...agent, description: 'Agent as namespace/name: every version of its branch' },
@@ -49,26 +49,32 @@ export default defineCommand({
     const since = options.since ? parseSince(options.since) : undefined;
     const tail: number = options.tail ?? LOG_TAIL.default;
     const sources = await sourcesOf(ctx, client, args[0], options);
-    const prefix = Boolean(ctx.io.stdout.isTTY) && !ctx.globals.json;
+    const tty = Boolean(ctx.io.stdout.isTTY);
     const print = (source: Source, line: VersionLogLine) => {
       if (ctx.globals.json) return void ctx.io.stdout.write(JSON.stringify(line) + '\n');
+      // Piped: tab-separated fields with the ISO time, as every list prints for scripts.
+      if (!tty) return void ctx.io.stdout.write(`${line.time}\t${source.label}\t${line.replica}\t${line.stream}\t${line.line}\n`);
       const text = line.stream === 'stderr' ? ctx.chalk.red(line.line) : line.line;
-      ctx.io.stdout.write(prefix ? `${ctx.chalk.dim(`${source.label}/${line.replica}`)} ${text}\n` : `${text}\n`);
+      ctx.io.stdout.write(`${ctx.chalk.dim(`${source.label}/${line.replica}`)} ${text}\n`);
     };
 
+    // What is stored first, every version merged by time (each version's own order kept: the sort is stable).
+    const all: Array<{ source: Source; line: VersionLogLine }> = [];
+    const fetched = new Map<Source, VersionLogLine[]>();
+    for (const source of sources) {
+      const { lines } = await client.getVersionLogs({ params: { version_id: source.versionId }, query: { tail, since } });
+      fetched.set(source, lines);
+      for (const line of lines) all.push({ source, line });
+    }
+    all.sort((a, b) => (a.line.time < b.line.time ? -1 : a.line.time > b.line.time ? 1 : 0));
+    for (const { source, line } of sources.length > 1 ? all.slice(-tail || all.length) : all) print(source, line);
     if (!options.follow) {
-      const all: Array<{ source: Source; line: VersionLogLine }> = [];
-      for (const source of sources) {
-        const { lines } = await client.getVersionLogs({ params: { version_id: source.versionId }, query: { tail, since } });
-        for (const line of lines) all.push({ source, line });
-      }
-      // Versions merged by capture time, each version's own order kept (the sort is stable).
-      all.sort((a, b) => (a.line.time < b.line.time ? -1 : a.line.time > b.line.time ? 1 : 0));
-      for (const { source, line } of sources.length > 1 ? all.slice(-tail || all.length) : all) print(source, line);
       if (all.length === 0) ctx.info(`No output yet from ${sources.map((s) => s.versionId).join(', ')}.`);
       return { exitCode: ExitCode.ok };
     }
 
+    // Then every version's new lines as they come: each stream starts at the last stored line read
+    // above, and skips the lines at that instant that were already read.
     ctx.info(`Following ${sources.map((s) => `${s.label} (${s.versionId})`).join(', ')}; Ctrl-C to stop.`);
     const abort = new AbortController();
     const stopOnSignal = () => abort.abort();
@@ -76,9 +82,22 @@ export default defineCommand({
     try {
       await Promise.all(
         sources.map(async (source) => {
-          const events = readEventStream(client, `/versions/${encodeURIComponent(source.versionId)}/logs`, { tail, since, follow: true }, abort.signal);
+          const read = fetched.get(source) ?? [];
+          const from = read.at(-1)?.time;
+          const seen = new Map<string, number>();
+          for (const line of read) if (line.time === from) seen.set(lineKey(line), (seen.get(lineKey(line)) ?? 0) + 1);
+          // Nothing read (none stored yet, or --tail 0): from now, or whatever came since the read.
+          const query = { tail: tail === 0 ? 0 : MAX_TAIL, since: from ?? since, follow: true };
+          const events = readEventStream(client, `/versions/${encodeURIComponent(source.versionId)}/logs`, query, abort.signal);
           for await (const event of events) {
-            if (event.event === LOG_SSE_EVENT) print(source, JSON.parse(event.data) as VersionLogLine);
+            if (event.event !== LOG_SSE_EVENT) continue;
+            const line = JSON.parse(event.data) as VersionLogLine;
+            const left = seen.get(lineKey(line));
+            if (line.time === from && left) {
+              seen.set(lineKey(line), left - 1);
+              continue;
+            }
+            print(source, line);
           }
         }),
       );
@@ -89,12 +108,17 @@ export default defineCommand({
   },
 });
 
+/** The most stored lines one request answers (the `tail` limit). */
+const MAX_TAIL = 10_000;
+const lineKey = (line: VersionLogLine) => `${line.replica}\u0000${line.stream}\u0000${line.line}`;
+
 /** The versions to read: the one named, or every version of the agent's branch (oldest first). */
 async function sourcesOf(ctx: CommandContext, client: Client, versionRef: string | undefined, options: Record<string, any>): Promise<Source[]> {
   if (versionRef) {
     if (options.branch) throw usageError('Give a VERSION or --agent with --branch, not both');
     const versionId = await resolveVersionId(client, versionRef, options.agent, 'VERSION');
-    return [{ versionId, label: versionId.slice(-6).toLowerCase() }];
+    const { number } = await client.getVersion({ params: { version_id: versionId } });
+    return [{ versionId, label: versionLabel(number) }];
   }
   const agent = requireAgentOption(options.agent, 'agentctl logs');
   const branch = await resolveBranch(client, options.branch ?? 'main', agent, 'agentctl logs');
@@ -102,10 +126,7 @@ async function sourcesOf(ctx: CommandContext, client: Client, versionRef: string
   if (versions.length === 0) {
     throw new CliError(`Branch ${branch.git_branch} of ${agent} has no versions`, { exitCode: ExitCode.notFound, code: 'not_found', next: agentctl('deploy', '--agent', agent) });
   }
-  // Newest first from the API; numbered from the oldest, as people count them.
-  const numbered = [...versions].reverse().map((v, index) => ({ versionId: v.id, label: `v${index + 1}`, status: v.status }));
-  if (!options.follow) return numbered;
-  // Following: the versions that can still write, else the newest.
-  const live = numbered.filter((v) => isIn(LIVE_VERSION_STATUSES, v.status));
-  return live.length > 0 ? live : numbered.slice(-1);
+  // Newest first from the API; labelled by their number, as people count them. Following reads every
+  // version too: a retired one may run again (a rollback) and a draining one still writes.
+  return [...versions].reverse().map((v) => ({ versionId: v.id, label: versionLabel(v.number) }));
 }

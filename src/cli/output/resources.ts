@@ -130,11 +130,14 @@ export const environmentRecord = (e: Environment): View =>
     ['Updated', e.updated_at, 'time'],
   ]);
 
-export const taskColumns: Column<Task>[] = [
+/** Tasks with their agent as `ns/name` and their version as `vN` (`versions`: id to `vN`; ids with --wide). */
+export const taskColumns = (names: NameBook, versions: ReadonlyMap<string, string>): Column<Task>[] => [
   { header: 'ID', value: (t) => t.id },
   { header: 'NAME', value: (t) => t.name },
+  { header: 'AGENT', value: (t) => (t.agents?.[0] ? `${names.namespace(t.agents[0].namespace_id)}/${t.agents[0].name}` : null) },
   { header: 'STATUS', value: (t) => t.status, format: 'status' },
-  { header: 'VERSION', value: (t) => t.current_version_id },
+  { header: 'VERSION', value: (t) => (t.current_version_id ? (versions.get(t.current_version_id) ?? t.current_version_id) : null) },
+  { header: 'VERSION ID', value: (t) => t.current_version_id, wide: true },
   { header: 'UPDATED', value: (t) => t.updated_at, format: 'time' },
 ];
 

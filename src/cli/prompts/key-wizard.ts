@@ -5,8 +5,8 @@ import { usageError } from '../errors.js';
 import { DEFAULT_KEY_EXPIRY, parseExpires } from '../key-expiry.js';
 import type { Choice, Prompter } from './prompter.js';
 
-/** What the current key can see, per resource type, as prompt choices (value: the resource id). */
-export type ResourceChoices = Record<ResourceType, Choice<string>[]>;
+/** What the current key can see, per resource type, as prompt choices (value: the resource id; label: as `--scope` names it). */
+export type ResourceChoices = Record<ResourceType, (Choice<string> & { label: string })[]>;
 
 export interface KeyDraft {
   name: string;
@@ -25,7 +25,9 @@ export const NO_GROUP_WARNING = 'No sharing group chosen: only this key (and org
 /** The answer of a step that asks to go back to the one before it. */
 export const BACK = Symbol('back');
 
-export const scopeLabel = (s: Scope) => `${s.resource_type}:${s.resource_id}:${s.role}`;
+/** A scope as `--scope` takes it (`agent:default/bot:viewer`), by the name the pick lists show; an id only for what they do not. */
+export const scopeLabel = (s: Scope, resources?: ResourceChoices) =>
+  `${s.resource_type}:${resources?.[s.resource_type].find((c) => c.value === s.resource_id)?.label ?? s.resource_id}:${s.role}`;
 
 const presetScopes = (preset: Preset) => (preset.scopes.length ? preset.scopes.map((s) => `${s.resource_type}:${s.role}`).join(', ') : 'no scopes');
 
@@ -73,7 +75,7 @@ export async function configureScopes(
   }
   for (;;) {
     const action = await prompter.select<'done' | 'add' | 'remove' | typeof BACK>({
-      message: `Step 2 of 4 · Scopes: ${scopes.length ? scopes.map(scopeLabel).join(', ') : 'none yet'}`,
+      message: `Step 2 of 4 · Scopes: ${scopes.length ? scopes.map((s) => scopeLabel(s, resources)).join(', ') : 'none yet'}`,
       choices: [
         { name: 'Done', value: 'done', disabled: scopes.length ? false : 'add at least one scope' },
         { name: 'Add a scope', value: 'add' },
@@ -83,7 +85,7 @@ export async function configureScopes(
     });
     if (action === 'done' || action === BACK) return action === BACK ? BACK : scopes;
     if (action === 'remove') {
-      const removed = await prompter.checkbox({ message: 'Remove which scopes?', choices: scopes.map((s, i) => ({ name: scopeLabel(s), value: i })) });
+      const removed = await prompter.checkbox({ message: 'Remove which scopes?', choices: scopes.map((s, i) => ({ name: scopeLabel(s, resources), value: i })) });
       const keep = scopes.filter((_s, i) => !removed.includes(i));
       scopes.splice(0, scopes.length, ...keep);
       continue;
@@ -188,7 +190,8 @@ export async function keyWizard(prompter: Prompter, setup: WizardSetup): Promise
       step = 2;
     } else if (step === 2) {
       if (setup.scopes?.length) {
-        prompter.note(`Step 2 of 4 · Scopes: skipped, from --scope: ${scopes.map(scopeLabel).join(', ')}`);
+        resources ??= await setup.resources();
+        prompter.note(`Step 2 of 4 · Scopes: skipped, from --scope: ${scopes.map((s) => scopeLabel(s, resources)).join(', ')}`);
         step = 3;
         continue;
       }

@@ -1,3 +1,4 @@
+import { plural } from '../../contract/plural.js';
 import { sql } from 'kysely';
 import type { Agent } from '../../contract/resources.js';
 import type { Selectable } from 'kysely';
@@ -97,6 +98,5 @@ async function softDelete(db: Db, perms: Permissions, agent: Selectable<AgentsTa
     }
     return { tasks: tasks.length, versions: versions.length };
   });
-  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
   return { id: agent.id, message: `${describe} deleted: ${plural(tasks, 'task')} terminated, ${plural(versions, 'version')} retired` };
 }

@@ -1,3 +1,4 @@
+import { plural } from '../../contract/plural.js';
 import { sql, type Kysely, type Selectable, type UpdateObject } from 'kysely';
 import type { DeployRequest } from '../../contract/endpoints.js';
 import type { Branch, Version } from '../../contract/resources.js';
@@ -335,7 +336,7 @@ export interface RollbackResult {
 
 /** The answer of a rollback (or its dry run), under this service's names and the upstream API's. */
 function rollbackResult(branch: { id: string; git_branch: string }, from: VersionRow, target: Version, tasksMigrated: number, dryRun: boolean): RollbackResult {
-  const moved = `${tasksMigrated} running task(s) ${dryRun ? 'would move' : 'moved'}`;
+  const moved = `${plural(tasksMigrated, 'running task')} ${dryRun ? 'would move' : 'moved'}`;
   const route = `from v${from.number} (${from.git_hash.slice(0, 7)}) to v${target.number} (${target.git_hash.slice(0, 7)})`;
   return {
     branch_id: branch.id,
@@ -415,7 +416,7 @@ export async function retireBranch(db: Db, perms: Permissions, branchId: string,
     const branch = await lockBranch(trx, branchId);
     const live = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('branch_id', '=', branchId).where('status', 'in', LIVE_TASK_STATUSES).executeTakeFirstOrThrow();
     if (live.n > 0 && !force) {
-      throw conflict('branch_has_tasks', `Branch ${named(branch.git_branch, branchId)} still has ${live.n} running or idle task(s); pass force: true to terminate them`);
+      throw conflict('branch_has_tasks', `Branch ${named(branch.git_branch, branchId)} still has ${plural(Number(live.n), 'running or idle task')}; pass force: true to terminate them`);
     }
     const now = new Date();
     if (live.n > 0) {

@@ -7,7 +7,7 @@ import { ExitCode } from '../../exit-codes.js';
 import { renderView } from '../../output/render.js';
 import { record, table, text } from '../../output/view.js';
 import { DEFAULT_KEY_EXPIRY, describeExpiry, parseExpires } from '../../key-expiry.js';
-import { plural } from '../../output/plural.js';
+import { plural } from '../../../contract/plural.js';
 import { keyWizard, NO_GROUP_WARNING, parseScopeFlag, type KeyDraft, type ResourceChoices } from '../../prompts/key-wizard.js';
 import { parseAgentPath } from '../../refs.js';
 import { resolveGroupIds } from '../groups/shared.js';
@@ -103,11 +103,17 @@ async function visibleResources(client: Client): Promise<ResourceChoices> {
   ]);
   const slug = new Map(namespaces.map((n) => [n.id, n.slug]));
   return {
-    org: [{ name: `this org (${whoami.org_id})`, value: whoami.org_id }],
-    namespace: namespaces.map((n) => ({ name: `${n.slug} (${n.id})`, value: n.id })),
-    agent: agents.map((a) => ({ name: `${slug.get(a.namespace_id) ?? a.namespace_id}/${a.name} (${a.id})`, value: a.id })),
-    project: projects.map((p) => ({ name: `${slug.get(p.namespace_id) ?? p.namespace_id}/${p.name} (${p.id})`, value: p.id })),
+    org: [{ name: `this org (${whoami.org_id})`, value: whoami.org_id, label: 'current' }],
+    namespace: namespaces.map((n) => ({ name: `${n.slug} (${n.id})`, value: n.id, label: n.slug })),
+    agent: agents.map((a) => inNamespace(a, slug)),
+    project: projects.map((p) => inNamespace(p, slug)),
   };
+}
+
+/** A pick-list choice for an agent or project: `ns/name (id)`, labelled `ns/name`. */
+function inNamespace(resource: { id: string; name: string; namespace_id: string }, slug: Map<string, string>) {
+  const label = `${slug.get(resource.namespace_id) ?? resource.namespace_id}/${resource.name}`;
+  return { name: `${label} (${resource.id})`, value: resource.id, label };
 }
 
 /** The review: the key's fields, then its scopes as a table, on stderr (stdout is for the secret). */

@@ -1,6 +1,8 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { dataDir, LOCAL_PROFILE, type Env } from '../../config.js';
+import type { CommandContext } from '../../context.js';
+import { shellCommand } from '../../shell.js';
 
 /** What a running server writes next to its data: where it listens and how to stop it. */
 export interface ServerInfo {
@@ -30,6 +32,26 @@ export interface ServerFiles {
 export function serverFiles(option: string | undefined, env: Env, cwd: string): ServerFiles {
   const dir = option ? path.resolve(cwd, option) : dataDir(env);
   return { dir, database: path.join(dir, 'pglite'), pid: path.join(dir, 'server.pid'), info: path.join(dir, 'server.json'), log: path.join(dir, 'server.log') };
+}
+
+/**
+ * The server `server stop|status` act on: --data-dir, else AGENTCTL_DATA_DIR, else the data directory
+ * of the server the profile in use points at (saved by `server start`) while one runs there, else the default.
+ */
+export function serverFilesInUse(ctx: CommandContext, option: string | undefined): ServerFiles {
+  if (option || ctx.env.AGENTCTL_DATA_DIR) return serverFiles(option, ctx.env, ctx.io.cwd);
+  const saved = ctx.config().profile(ctx.credentials().profile)?.data_dir;
+  if (saved) {
+    const files = serverFiles(saved, ctx.env, ctx.io.cwd);
+    const pid = readPid(files);
+    if (pid !== undefined && isServerProcess(pid)) return files;
+  }
+  return serverFiles(undefined, ctx.env, ctx.io.cwd);
+}
+
+/** `agentctl server VERB`, with the `--data-dir` it needs when the directory is not the default one. */
+export function serverCommand(verb: 'start' | 'stop' | 'status', files: ServerFiles, env: Env, ...extra: string[]): string {
+  return shellCommand('agentctl', 'server', verb, ...extra, ...(files.dir === dataDir(env) ? [] : ['--data-dir', files.dir]));
 }
 
 export function readInfo(files: ServerFiles): ServerInfo | undefined {

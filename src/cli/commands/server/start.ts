@@ -1,15 +1,15 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import path from 'node:path';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { defineCommand, type Outcome } from '../../command.js';
 import type { CommandContext } from '../../context.js';
-import { dataDir } from '../../config.js';
 import { shellCommand, shellQuote } from '../../shell.js';
 import { CliError, InterruptedError, usageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { record } from '../../output/view.js';
 import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RUNTIME, RUNTIME_NAMES } from '../../../contract/enums.js';
-import { isServerProcess, readInfo, readPid, removeServerFiles, serverFiles, serverProfileName, type ServerFiles, type ServerInfo } from './files.js';
+import { isServerProcess, readInfo, readPid, removeServerFiles, serverCommand, serverFiles, serverProfileName, type ServerFiles, type ServerInfo } from './files.js';
 
 /** Set in the environment of the background child so it neither prints the key nor re-detaches. */
 const DETACHED_ENV = 'AGENTCTL_SERVER_DETACHED';
@@ -32,15 +32,17 @@ export default defineCommand({
   examples: ['agentctl server start', 'agentctl server start --detach --port 7420', 'DATABASE_URL=postgres://localhost/agents agentctl server start --host 0.0.0.0', 'agentctl server start --runtime none'],
   handler: async (ctx, _args, options) => {
     const files = serverFiles(options.dataDir, ctx.env, ctx.io.cwd);
-    mkdirSync(files.dir, { recursive: true, mode: 0o700 });
     const running = readPid(files);
     if (running !== undefined && running !== process.pid && isServerProcess(running)) {
       throw new CliError(`A server from ${files.dir} is already running (pid ${running}${readInfo(files) ? `, ${readInfo(files)!.url}` : ''})`, {
         exitCode: ExitCode.conflict,
         code: 'already_running',
-        next: 'agentctl server stop',
+        next: serverCommand('stop', files, ctx.env),
       });
     }
+    // Before anything is created (data directory, database, the one-time key): a taken port ends here.
+    if (!ctx.env[DETACHED_ENV]) await ensurePortFree(options.host, options.port, serverCommand('start', files, ctx.env, '--port', '0'));
+    mkdirSync(files.dir, { recursive: true, mode: 0o700 });
     const databaseUrl: string | undefined = options.databaseUrl ?? ctx.env.DATABASE_URL;
     if (options.detach && !ctx.env[DETACHED_ENV]) return detach(ctx, files, options);
     return foreground(ctx, files, { host: options.host, port: options.port, databaseUrl, runtime: options.runtime ?? ctx.env.AGENTCTL_RUNTIME, logLevel: options.logLevel, metricsPort: options.metricsPort });
@@ -73,6 +75,8 @@ async function foreground(
     runtimeOptions: { dataDir: files.dir },
     logger,
     metricsPort: options.metricsPort,
+  }).catch((error: unknown) => {
+    throw portInUse(error, serverCommand('start', files, ctx.env, '--port', '0')) ?? error;
   });
   const store = ctx.config();
   let saved = false;
@@ -81,12 +85,12 @@ async function foreground(
     const existing = store.profile(profile);
     // A key for another server (a wiped directory served elsewhere, or a namesake directory) is kept: this one gets a profile of its own.
     if (existing?.api_key && existing.base_url !== server.url) profile = `${profile}-${new URL(server.url).port}`;
-    await store.updateProfile(profile, { base_url: server.url, api_key: server.bootstrap.secret });
+    await store.updateProfile(profile, { base_url: server.url, api_key: server.bootstrap.secret, data_dir: files.dir });
     if (!store.currentProfile) await store.setCurrentProfile(profile);
     saved = true;
   } else if (store.profile(profile)) {
     // Same database, maybe another port: keep its profile pointing at this server.
-    await store.updateProfile(profile, { base_url: server.url });
+    await store.updateProfile(profile, { base_url: server.url, data_dir: files.dir });
   } else profile = null;
   const info: ServerInfo = {
     pid: process.pid,
@@ -150,7 +154,7 @@ async function detach(ctx: CommandContext, files: ServerFiles, options: Record<s
       if (info && info.pid === child.pid) {
         child.unref();
         spinner.succeed(`Server running at ${info.url} (pid ${info.pid}, ${info.engine})`);
-        const stop = shellCommand('agentctl', 'server', 'stop', ...(files.dir === dataDir(ctx.env) ? [] : ['--data-dir', files.dir]));
+        const stop = serverCommand('stop', files, ctx.env);
         if (info.bootstrap_key_saved) ctx.info(`The org-admin key was saved in profile "${info.profile}" (use it with --profile ${shellQuote(String(info.profile))}). Stop the server with: ${stop}`);
         else ctx.info(`Stop the server with: ${stop}`);
         return {
@@ -180,4 +184,29 @@ async function detach(ctx: CommandContext, files: ServerFiles, options: Record<s
     if (error instanceof InterruptedError && exited === undefined) child.kill('SIGTERM');
     throw error;
   }
+}
+
+/** Refuses a port another process listens on (exit 5), by binding it for a moment; port 0 is always free. */
+async function ensurePortFree(host: string, port: number, next: string): Promise<void> {
+  if (port === 0) return;
+  const probe = createServer();
+  const error = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+    probe.once('error', resolve);
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve(undefined)));
+  });
+  const taken = error && portInUse(error, next);
+  if (taken) throw taken;
+}
+
+/** The CLI's error for a port that is taken (the main port or --metrics-port); undefined for any other error. */
+function portInUse(error: unknown, next: string): CliError | undefined {
+  const e = error as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (e?.code !== 'EADDRINUSE') return undefined;
+  const where = e.port !== undefined ? `${e.address ?? ''}:${e.port}` : '';
+  return new CliError(`Port ${where || 'the server needs'} is in use by another process`, {
+    exitCode: ExitCode.conflict,
+    code: 'port_in_use',
+    hint: 'The server did not start and created no key. Stop what listens there, or pick another port (--port 0 picks a free one).',
+    next,
+  });
 }

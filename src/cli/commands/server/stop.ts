@@ -2,25 +2,25 @@ import { defineCommand } from '../../command.js';
 import { CliError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { record } from '../../output/view.js';
-import { isServerProcess, readInfo, readPid, removeServerFiles, serverFiles } from './files.js';
+import { isServerProcess, readInfo, readPid, removeServerFiles, serverCommand, serverFilesInUse } from './files.js';
 
 export default defineCommand({
   path: ['server', 'stop'],
   summary: 'Stop the background service started with --detach (by its pid file)',
   options: [
-    { flags: '--data-dir <dir>', description: 'Data directory of the server (env AGENTCTL_DATA_DIR)' },
+    { flags: '--data-dir <dir>', description: 'Data directory of the server (env AGENTCTL_DATA_DIR; default: the one the profile in use points at, else the default)' },
     { flags: '--timeout <seconds>', description: 'How long to wait for it to exit', integer: true, default: 20 },
   ],
   examples: ['agentctl server stop', 'agentctl server stop --data-dir ./data'],
   handler: async (ctx, _args, options) => {
-    const files = serverFiles(options.dataDir, ctx.env, ctx.io.cwd);
+    const files = serverFilesInUse(ctx, options.dataDir);
     const pid = readPid(files);
     if (pid === undefined || !isServerProcess(pid)) {
       if (pid !== undefined) removeServerFiles(files, pid);
       throw new CliError(`No server is running from ${files.dir}${pid !== undefined ? ` (removed the stale pid file of ${pid})` : ''}`, {
         exitCode: ExitCode.notFound,
         code: 'not_running',
-        next: 'agentctl server start --detach',
+        next: serverCommand('start', files, ctx.env, '--detach'),
       });
     }
     const info = readInfo(files);

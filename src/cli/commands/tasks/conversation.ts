@@ -31,6 +31,9 @@ export function contentSummary(content: Content): string {
   return error ? `handler error (${error.handler}): ${error.message}` : contentText(content);
 }
 
+/** Failed connections in a row before a watch gives up with exit 6 (about 20 s with the stream's backoff); `--retry` has no limit. */
+const WATCH_RECONNECTS = 8;
+
 /** Exit code of a finished task: 0 when it completed, 1 otherwise. */
 const exitCodeFor = (status: string | null | undefined) => (status === 'COMPLETED' ? ExitCode.ok : ExitCode.failure);
 
@@ -38,8 +41,14 @@ const exitCodeFor = (status: string | null | undefined) => (status === 'COMPLETE
  * Follows the task's stream until its terminal status. People: agent messages on stdout as they
  * complete; events, progress, status and handler errors on stderr. `--json`: JSON Lines of records.
  */
-export async function watchTask(ctx: CommandContext, taskId: string, afterSequenceId = 0): Promise<number> {
+export async function watchTask(ctx: CommandContext, taskId: string, afterSequenceId = 0, options: { retry?: boolean } = {}): Promise<number> {
   const client = await ctx.client();
+  // Stream troubles are said on stderr (not only under --debug): a watch never sits silent.
+  const onRetry = (failure: string, attempt: number, delayMs: number) => {
+    const budget = options.retry ? 'retrying until it answers; Ctrl-C to stop' : `attempt ${attempt} of ${WATCH_RECONNECTS}; --retry keeps trying`;
+    ctx.io.stderr.write(`${ctx.chalk.yellow('warning:')} lost the task stream from ${client.baseUrl} (${failure}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (${budget})\n`);
+  };
+  const onReconnected = () => ctx.io.stderr.write(`Reconnected to ${client.baseUrl}; the watch goes on where it left off.\n`);
   const { stdout, stderr } = ctx.io;
   const printed = new Set<string>();
   const note = (line: string) => {
@@ -57,7 +66,7 @@ export async function watchTask(ctx: CommandContext, taskId: string, afterSequen
     const text = contentText(message.content);
     stdout.write(message.author === 'user' ? `${ctx.chalk.dim('you:')} ${text}\n` : `${text}\n`);
   };
-  for await (const record of client.streamTask(taskId, { afterSequenceId }) as AsyncGenerator<StreamRecord>) {
+  for await (const record of client.streamTask(taskId, { afterSequenceId, maxReconnects: options.retry ? Infinity : WATCH_RECONNECTS, onRetry, onReconnected }) as AsyncGenerator<StreamRecord>) {
     if (ctx.globals.json) {
       stdout.write(JSON.stringify(record) + '\n');
     } else {

@@ -3,6 +3,7 @@ import { usageError } from '../../errors.js';
 import { table, taskColumns } from '../../output/resources.js';
 import { resolveVersionId } from '../../refs.js';
 import { listPaged } from '../../paging.js';
+import { nameBook, versionLabels } from '../../names.js';
 import { agent, all, limit, page } from '../../options.js';
 import { TASK_STATUSES } from '../../../contract/lifecycle.js';
 
@@ -35,11 +36,14 @@ export default defineCommand({
         status: options.status,
         limit,
         page_number: page,
+        // The AGENT column's names; --json prints the server's answer as asked.
+        relationships: ctx.globals.json ? undefined : 'agents',
         },
       });
       // total is always there: only include_total=false leaves it out.
       return { items: data.tasks, total: data.total ?? data.tasks.length, raw };
     });
-    return { json: raw, view: table(taskColumns, items, 'No tasks.') };
+    const [names, versions] = await Promise.all([nameBook(ctx, ['namespaces']), versionLabels(ctx, items.map((t) => t.current_version_id))]);
+    return { json: raw, view: table(taskColumns(names, versions), items, 'No tasks.') };
   },
 });

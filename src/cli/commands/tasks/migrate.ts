@@ -8,6 +8,9 @@ import { planConfirmApply } from '../../confirm.js';
 import { table, taskColumns } from '../../output/resources.js';
 import { agentPathOf, resolveTaskId, resolveVersionId, shortHash } from '../../refs.js';
 import { shellCommand } from '../../shell.js';
+import { plural } from '../../../contract/plural.js';
+import { idsOnly, nameBook, versionLabels } from '../../names.js';
+import type { Task } from '../../../contract/resources.js';
 import { versionLabel } from '../../../contract/version-ref.js';
 import { agent } from '../../options.js';
 
@@ -64,22 +67,36 @@ export default defineCommand({
       plan: () => ctx.call('migrateTasks', { body: { ...body, dry_run: true } }),
       describe: (plan) => planText(ctx, plan.data, body, before),
       isEmpty: (plan) => plan.data.tasks.length === 0,
-      question: (plan) => `Move ${plan.data.tasks.length} task(s)?`,
+      question: (plan) => `Move ${plural(plan.data.tasks.length, 'task')}?`,
       needs: 'Migrating tasks needs confirmation',
       retry,
       dryRun: options.dryRun,
       apply: () => ctx.call('migrateTasks', { body: { ...body, dry_run: false } }),
     });
     if (!outcome.applied) {
-      if (options.dryRun) return { json: outcome.plan!.raw, view: table(taskColumns, outcome.plan!.data.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };
-      return { json: undefined, view: table(taskColumns, [], 'Nothing to move.') };
+      if (options.dryRun) return { json: outcome.plan!.raw, view: table(await taskTable(ctx, outcome.plan!.data.tasks, outcome.plan!.data.branch_id), outcome.plan!.data.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };
+      return { json: undefined, view: table(taskColumns(idsOnly, new Map()), [], 'Nothing to move.') };
     }
     const { data, raw } = outcome.result;
-    ctx.success(`Moved ${data.tasks.length} task(s) to ${versionLabel(data.to_version.number)} (${shortHash(data.to_version.git_hash)}, ${data.to_version.status}; ${data.to_version.id})`);
+    if (data.tasks.length === 0) {
+      ctx.io.stderr.write(`${ctx.chalk.yellow('warning:')} ${await nothingMoved(ctx, body)}\n`);
+      return { json: raw, view: table(taskColumns(idsOnly, new Map()), [], 'No task was moved.') };
+    }
+    ctx.success(`Moved ${plural(data.tasks.length, 'task')} to ${versionLabel(data.to_version.number)} (${shortHash(data.to_version.git_hash)}, ${data.to_version.status}; ${data.to_version.id})`);
     for (const line of await undoLines(ctx, data, body, before)) ctx.info(line);
-    return { json: raw, view: table(taskColumns, data.tasks, 'No task was moved.') };
+    return { json: raw, view: table(await taskTable(ctx, data.tasks, data.branch_id), data.tasks, 'No task was moved.') };
   },
 });
+
+/** The task table's columns, with the names and version numbers these tasks need (their agent is the branch's). */
+async function taskTable(ctx: CommandContext, tasks: Task[], branchId: string) {
+  if (ctx.globals.json || tasks.length === 0) return taskColumns(idsOnly, new Map());
+  const client = await ctx.client();
+  const agent = await client.getAgent({ params: { agent_id: (await client.getBranch({ params: { branch_id: branchId } })).agent_id } });
+  for (const task of tasks) task.agents ??= [agent];
+  const [names, versions] = await Promise.all([nameBook(ctx, ['namespaces']), versionLabels(ctx, tasks.map((t) => t.current_version_id))]);
+  return taskColumns(names, versions);
+}
 
 async function currentVersions(ctx: CommandContext, ids: string[]): Promise<Map<string, string>> {
   const client = await ctx.client();
@@ -111,7 +128,14 @@ async function planText(ctx: CommandContext, response: MigrateTasksResponse, bod
   if (!fromIds.length && body.from_version_id) fromIds.push(body.from_version_id);
   const from = await Promise.all(fromIds.map(async (id) => label(await client.getVersion({ params: { version_id: id } }))));
   const branch = ctx.globals.wide ? `${to.git_branch} (${response.branch_id})` : to.git_branch;
-  return `Plan: move ${response.tasks.length} task(s) on branch ${branch} from ${from.length ? from.join(', ') : 'their versions'} to ${label(to)} (${shortHash(to.git_hash)} "${to.git_message}", ${to.status}).`;
+  return `Plan: move ${plural(response.tasks.length, 'task')} on branch ${branch} from ${from.length ? from.join(', ') : 'their versions'} to ${label(to)} (${shortHash(to.git_hash)} "${to.git_message}", ${to.status}).`;
+}
+
+/** Why a migration moved nothing, in the words of its source: `v1 is RETIRED and has no RUNNING or IDLE tasks`. */
+async function nothingMoved(ctx: CommandContext, body: Partial<MigrateTasksRequest>): Promise<string> {
+  if (!body.from_version_id) return 'No task moved: the named tasks are already on the target version.';
+  const from = await (await ctx.client()).getVersion({ params: { version_id: body.from_version_id } });
+  return `No task moved: ${versionLabel(from.number)} is ${from.status} and has no RUNNING or IDLE tasks.`;
 }
 
 /**
@@ -122,15 +146,15 @@ async function undoLines(ctx: CommandContext, response: MigrateTasksResponse, bo
   const client = await ctx.client();
   const lines: string[] = [];
   for (const [from, ids] of sources(response, body, before)) {
-    const status = (await client.getVersion({ params: { version_id: from } })).status;
+    const { status, number } = await client.getVersion({ params: { version_id: from } });
     if (isIn(ROUTABLE_VERSION_STATUSES, status)) {
       lines.push(`Undo with: ${shellCommand('agentctl', 'tasks', 'migrate', ...ids.flatMap((id) => ['--task', id]), '--to', from, '--yes')}`);
     } else {
       // A pasteable rollback names the agent and branch, which the migration's answer gives only as ids.
       const branch = await client.getBranch({ params: { branch_id: response.branch_id } });
       const agent = await agentPathOf(client, branch.agent_id);
-      const rollback = shellCommand('agentctl', 'rollback', '--agent', `${agent.namespace_slug}/${agent.agent_name}`, '--branch', branch.git_branch, '--to', from, '--yes');
-      lines.push(`No undo: ${from} is now ${status} and takes no tasks (${rollback} would serve it again).`);
+      const rollback = shellCommand('agentctl', 'rollback', '--agent', `${agent.namespace_slug}/${agent.agent_name}`, '--branch', branch.git_branch, '--to', versionLabel(number), '--yes');
+      lines.push(`${versionLabel(number)} is now ${status}: it takes no tasks, so they cannot be moved back. To serve it again, roll the branch back: ${rollback}`);
     }
   }
   return lines;

@@ -5,13 +5,16 @@ export default defineCommand({
   path: ['tasks', 'watch'],
   summary: 'Follow a task live: messages on stdout, events, progress and status on stderr',
   description:
-    'Ends when the task does: exit 0 when it COMPLETED, 1 when it failed, was canceled or terminated; Ctrl-C exits 130. --json prints the stream records as JSON Lines. A dropped connection resumes where it left off.',
+    'Ends when the task does: exit 0 when it COMPLETED, 1 when it failed, was canceled or terminated; Ctrl-C exits 130. --json prints the stream records as JSON Lines. A dropped connection resumes where it left off; while the service is unreachable each attempt is said on stderr, and after about 20 s it exits 6 (--retry: keep trying).',
   args: [{ name: 'task', description: 'task_ id or task name', required: true }],
-  options: [{ flags: '--after <sequence>', description: 'Start after this sequence_id (default: from the beginning)', integer: true }],
+  options: [
+    { flags: '--after <sequence>', description: 'Start after this sequence_id (default: from the beginning)', integer: true },
+    { flags: '--retry', description: 'Keep reconnecting while the service is unreachable (default: exit 6 after about 20 s of failed attempts)' },
+  ],
   examples: ['agentctl tasks watch task_01J...', 'agentctl tasks watch nightly-report --json | jq -c .kind'],
   notFoundNext: 'agentctl tasks list',
   handler: async (ctx, [ref], options) => {
     const taskId = await resolveTaskId(ctx, ref!);
-    return { exitCode: await watchTask(ctx, taskId, options.after ?? 0) };
+    return { exitCode: await watchTask(ctx, taskId, options.after ?? 0, { retry: options.retry }) };
   },
 });

@@ -1,3 +1,4 @@
+import { plural } from '../../../contract/plural.js';
 import { defineCommand } from '../../command.js';
 import { versionRecord } from '../../output/resources.js';
 import { resolveVersionId } from '../../refs.js';
@@ -23,7 +24,7 @@ export default defineCommand({
     const { data, raw } = await ctx.call('registerVersion', {
       body: { version_id: id, status, ...(status === 'FAILED' && options.reason ? { failure_reason: options.reason } : {}) },
     });
-    if (data.tasks_migrated > 0) ctx.info(`${data.tasks_migrated} task(s) moved back to the version still serving.`);
+    if (data.tasks_migrated > 0) ctx.info(`${plural(data.tasks_migrated, 'task')} moved back to the version still serving.`);
     return { json: raw, view: versionRecord(data.version) };
   },
 });
