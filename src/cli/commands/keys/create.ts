@@ -72,7 +72,7 @@ export default defineCommand({
     const expiry = data.api_key.expires_at === null ? 'never expires' : `expires ${describeExpiry(data.api_key.expires_at)}`;
     ctx.success(`Created key ${data.api_key.name} (${data.api_key.id}); it ${expiry}`);
     ctx.warn('The secret is printed once, on stdout: store it now (e.g. agentctl auth login --with-token --profile <name>); it cannot be shown again.');
-    return { json: raw, view: text(data.key) };
+    return { json: raw, view: text(data.secret) };
   },
 });
 
