@@ -17,6 +17,7 @@ _agentctl() {
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
   done
+  case "$noun $verb" in 'keys rm') verb=revoke ;; esac
   case "$verb" in ls) verb=list ;; rm) verb=delete ;; esac
   case "$noun${verb:+ $verb}" in
     'server start')

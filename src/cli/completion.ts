@@ -1,6 +1,6 @@
 import type { CommandDeclaration, OptionSpec } from './command.js';
 import type { CompletionKind } from './complete.js';
-import { GLOBAL_OPTIONS, NOUNS, registry, VERB_ALIASES } from './registry.js';
+import { aliasesOf, GLOBAL_OPTIONS, NOUNS, registry, VERB_ALIASES } from './registry.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 export type Shell = (typeof SHELLS)[number];
@@ -27,7 +27,7 @@ const HEADER = (shell: Shell) => `agentctl ${shell} completion: generated from t
 
 interface Model {
   topLevel: { name: string; description: string }[];
-  verbs: Map<string, { name: string; description: string }[]>;
+  verbs: Map<string, { name: string; description: string; aliases: string[] }[]>;
   commands: { key: string; spec: CommandDeclaration; flags: Flag[] }[];
   globals: Flag[];
 }
@@ -43,7 +43,7 @@ function model(): Model {
         verbs.set(first, []);
         topLevel.push({ name: first, description: NOUNS[first] ?? first });
       }
-      verbs.get(first)!.push({ name: second, description: spec.summary });
+      verbs.get(first)!.push({ name: second, description: spec.summary, aliases: aliasesOf(spec) });
     }
   }
   return {
@@ -74,6 +74,10 @@ function valueFlags(m: Model): string[] {
   return [...new Set([...m.globals, ...m.commands.flatMap((c) => c.flags)].filter((f) => f.takesValue).flatMap((f) => names([f])))].sort();
 }
 
+/** `'keys rm') verb=revoke ;;` for the aliases a command declares itself (the shared ones follow). */
+const ownAliasCases = () =>
+  registry.flatMap((spec) => (spec.aliases ?? []).map((alias) => `${quote(`${spec.path[0]} ${alias}`)}) verb=${spec.path[1]} ;;`)).join(' ');
+
 /** Shared by bash and zsh: finds the noun and verb among the words, skipping flag values (and noting --profile). */
 const FIND_COMMAND = (valueFlagList: string[]) => `  local noun="" verb="" profile="" skip=0 i w
   for ((i = 1; i < cword; i++)); do
@@ -86,6 +90,7 @@ const FIND_COMMAND = (valueFlagList: string[]) => `  local noun="" verb="" profi
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
   done
+  case "$noun $verb" in ${ownAliasCases()} esac
   case "$verb" in ${Object.entries(VERB_ALIASES).map(([verb, alias]) => `${alias}) verb=${verb} ;;`).join(' ')} esac`;
 
 function bash(m: Model): string {
@@ -195,12 +200,12 @@ function fish(m: Model): string {
   for (const f of m.globals) lines.push(flagLine('', f));
   for (const t of m.topLevel) lines.push(`complete -c agentctl -n '__fish_use_subcommand' -a ${t.name} -d ${quote(t.description)}`);
   for (const [noun, vs] of m.verbs) {
-    const verbNames = vs.flatMap((v) => [v.name, ...(VERB_ALIASES[v.name] ? [VERB_ALIASES[v.name]] : [])]).join(' ');
+    const verbNames = vs.flatMap((v) => [v.name, ...v.aliases]).join(' ');
     for (const v of vs) lines.push(`complete -c agentctl -n ${quote(`__fish_seen_subcommand_from ${noun}; and not __fish_seen_subcommand_from ${verbNames}`)} -a ${v.name} -d ${quote(v.description)}`);
   }
   for (const c of m.commands) {
     const [noun, verb] = c.spec.path;
-    const verbWords = verb ? [verb, ...(VERB_ALIASES[verb] ? [VERB_ALIASES[verb]] : [])].join(' ') : '';
+    const verbWords = verb ? [verb, ...aliasesOf(c.spec)].join(' ') : '';
     const condition = verb ? `__fish_seen_subcommand_from ${noun}; and __fish_seen_subcommand_from ${verbWords}` : `__fish_seen_subcommand_from ${noun}`;
     for (const f of c.flags) lines.push(flagLine(condition, f));
     const positional = positionalOf(c.spec);

@@ -3,7 +3,7 @@ import { flagsByField, type CommandEntry, type OptionSpec, type Outcome } from '
 import type { CliIO, GlobalOptions } from './context.js';
 import { CliError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
-import { GLOBAL_OPTIONS, NOUNS, registry, VERB_ALIASES } from './registry.js';
+import { aliasesOf, GLOBAL_OPTIONS, NOUNS, registry } from './registry.js';
 import { VERSION } from './version.js';
 
 export interface RunOptions {
@@ -51,8 +51,7 @@ export function buildProgram(
       command.addArgument(argument);
     }
     for (const option of spec.options ?? []) command.addOption(toOption(option));
-    const alias = spec.path.length === 2 ? VERB_ALIASES[spec.path[1]] : undefined;
-    if (alias) command.alias(alias);
+    for (const alias of aliasesOf(spec)) command.alias(alias);
     command.addHelpText('after', `\nExamples:\n${spec.examples.map((e) => `  $ ${e}`).join('\n')}\n`);
     command.action(async (...received: unknown[]) => {
       const self = received[received.length - 1] as Command;
@@ -88,7 +87,7 @@ function wantedCommands(argv: readonly string[]): readonly CommandEntry[] {
   const [first, second] = words;
   const noun = registry.filter((s) => s.path[0] === first);
   if (!noun.length) return registry;
-  const exact = noun.filter((s) => s.path.length === 1 || s.path[1] === second || VERB_ALIASES[s.path[1]] === second);
+  const exact = noun.filter((s) => s.path.length === 1 || s.path[1] === second || aliasesOf(s).includes(second!));
   return exact.length === 1 ? exact : noun;
 }
 

@@ -1,4 +1,4 @@
-import type { OptionSpec } from './command.js';
+import type { CommandDeclaration, OptionSpec } from './command.js';
 import { manifest } from './manifest.js';
 
 /** Flags every command accepts (README "The CLI"). */
@@ -39,6 +39,13 @@ export const NOUNS: Record<string, string> = {
 
 /** `ls` and `rm` for `list` and `delete` of every noun, as gh, docker and kubectl users type them. */
 export const VERB_ALIASES: Readonly<Record<string, string>> = { list: 'ls', delete: 'rm' };
+
+/** Every other word a command's verb answers to: VERB_ALIASES' and its own (`keys revoke`: `rm`). */
+export function aliasesOf(spec: Pick<CommandDeclaration, 'path' | 'aliases'>): string[] {
+  const verb = spec.path[1];
+  if (verb === undefined) return [];
+  return [...(VERB_ALIASES[verb] ? [VERB_ALIASES[verb]] : []), ...(spec.aliases ?? [])];
+}
 
 /**
  * Every command, as `npm run build` collected them from `commands/**` into `manifest.ts`: the

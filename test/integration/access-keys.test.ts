@@ -36,7 +36,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
   test('POST /api_keys answers 201 with the record and the secret, which then authenticates', async () => {
     const res = await createKey({ name: 'deployer', description: 'CI deploys', scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] });
     expect(res.status).toBe(201);
-    expect(Object.keys(res.body).sort()).toEqual(['api_key', 'key']);
+    expect(Object.keys(res.body).sort()).toEqual(['api_key', 'secret']);
     expect(res.body.secret).toMatch(KEY_FORMAT);
     const { api_key } = res.body;
     expect(api_key).toMatchObject({
