@@ -5,12 +5,27 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AGENT_PROJECT_FILE, AgentProjectFile } from '../../contract/agent-project.js';
 import { defineCommand } from '../command.js';
+import type { CommandContext } from '../context.js';
 import { CliError, usageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { record } from '../output/view.js';
 import { shellCommand } from '../shell.js';
 import { agent } from '../options.js';
 import { ACP_TYPES } from '../../contract/enums.js';
+
+/** What to run after init: deploy, after starting a server when none answers at the profile's URL. */
+async function nextSteps(ctx: CommandContext, cd: string): Promise<string> {
+  let baseUrl: string | undefined;
+  try {
+    baseUrl = ctx.credentials().baseUrl;
+    const { createClient } = await import('../../client/index.js');
+    await createClient({ baseUrl, retries: 0, timeoutMs: 1000, shortLived: true, signal: ctx.signal }).readyz();
+    return `Next: ${cd} && agentctl deploy`;
+  } catch {
+    // Nothing answers there (or the profile is unusable): a deploy would fail, so start a server first.
+    return `Next: no agentctl service answers${baseUrl ? ` at ${baseUrl}` : ''}; start one, then deploy: agentctl server start --detach && ${cd} && agentctl deploy`;
+  }
+}
 
 /** `agentctl init [DIR]`: a new agent project on the ADK that typechecks, runs and deploys as written. */
 export default defineCommand({
@@ -57,7 +72,7 @@ export default defineCommand({
     }
     const committed = options.git === false ? false : await commitFirst(dir);
     ctx.success(`Created ${project.agent} in ${dir}`);
-    ctx.info(`Next: ${shellCommand('cd', path.relative(ctx.io.cwd, dir) || '.')} && agentctl deploy`);
+    ctx.info(await nextSteps(ctx, shellCommand('cd', path.relative(ctx.io.cwd, dir) || '.')));
     return {
       json: { directory: dir, agent: project.agent, acp_type: project.acp_type, files: [...Object.keys(files), 'node_modules/agentctl'], git_commit: committed || null },
       view: record([
