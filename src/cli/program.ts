@@ -26,9 +26,19 @@ export function buildProgram(
     // Under --json, commander's own usage errors are reported as {"error": ...} by run() instead.
     .configureOutput(settings.json ? { writeOut: (s) => io.stdout.write(s), writeErr: () => {}, outputError: () => {} } : { writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showSuggestionAfterError(true)
+    // `help [command]` is commander's, not ours: `--help` is the one way, on every command.
+    .helpCommand(false)
     .configureHelp({ showGlobalOptions: true })
     .addHelpText('after', `\nExamples:\n  $ agentctl server start --detach\n  $ agentctl deploy --agent default/bot --image registry.local/bot:1\n  $ agentctl tasks migrate --from ver_01J... --to-latest --json\n\nRun agentctl <command> --help for a command's flags and examples.\n`);
   for (const option of GLOBAL_OPTIONS) if (!/--(version|help)\b/.test(option.flags)) program.addOption(toOption(option));
+  // An unknown first word that is a verb of some nouns (`agentctl status`) points at those commands.
+  program.on('command:*', ([word]: string[]) => {
+    const nouns = registry.filter((s) => s.path.length === 2 && (s.path[1] === word || aliasesOf(s).includes(word!))).map((s) => s.path[0]!);
+    if (!nouns.length) return (program as unknown as { unknownCommand(): void }).unknownCommand();
+    const suggestion = nouns.length <= 3 ? nouns.map((noun) => `agentctl ${noun} ${word}`).join(' or ') : `agentctl <noun> ${word} (${nouns.join(', ')})`;
+    program.error(`error: '${word}' is not an agentctl command; did you mean ${suggestion}?`, { code: 'commander.unknownCommand' });
+  });
+  program.showHelpAfterError("Run 'agentctl --help' for the commands.");
 
   const parents = new Map<string, Command>();
   // Only the named command is built when the command line names one (its noun's other verbs when
@@ -39,7 +49,7 @@ export function buildProgram(
       const [noun] = spec.path;
       let nounCommand = parents.get(noun);
       if (!nounCommand) {
-        nounCommand = program.command(noun).description(NOUNS[noun] ?? noun);
+        nounCommand = program.command(noun).description(NOUNS[noun] ?? noun).helpCommand(false).showHelpAfterError(`Run 'agentctl ${noun} --help' for its commands.`);
         parents.set(noun, nounCommand);
       }
       parent = nounCommand;
@@ -53,6 +63,9 @@ export function buildProgram(
     for (const option of spec.options ?? []) command.addOption(toOption(option));
     for (const alias of aliasesOf(spec)) command.alias(alias);
     command.addHelpText('after', `\nExamples:\n${spec.examples.map((e) => `  $ ${e}`).join('\n')}\n`);
+    // A usage error (a missing argument, an unknown flag) shows how the command is called, not a bare line.
+    const name = `agentctl ${spec.path.join(' ')}`;
+    command.showHelpAfterError(`usage: ${name} ${command.usage()}\nRun '${name} --help' for its flags and examples.`);
     command.action(async (...received: unknown[]) => {
       const self = received[received.length - 1] as Command;
       const globals = self.optsWithGlobals() as Record<string, any>;
