@@ -11,7 +11,8 @@ function __agentctl_dynamic
     $tokens[1] __complete $argv[1] $profile 2>/dev/null
 end
 complete -c agentctl -f
-complete -c agentctl -l json -d 'Print the API’s JSON response (errors as {"error": ...} on stderr); never prompts'
+complete -c agentctl -l json -d 'Print the API’s JSON response (errors as {"error": ...} on stderr); never prompts. --json id,name: only those fields'
+complete -c agentctl -l jq -r -d 'Filter the JSON response with a jq expression (implies --json; strings print raw)'
 complete -c agentctl -l wide -d 'Tables and records: the ids too, beside the names'
 complete -c agentctl -l profile -x -a '(__agentctl_dynamic profiles)' -d 'Config profile to use (env AGENTCTL_PROFILE)'
 complete -c agentctl -l base-url -r -d 'Service URL (env AGENTCTL_BASE_URL; default http://127.0.0.1:7420)'

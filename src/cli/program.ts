@@ -1,6 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { flagsByField, type CommandEntry, type OptionSpec, type Outcome } from './command.js';
 import type { CliIO, GlobalOptions } from './context.js';
+import { runJq, selectFields, takeJsonFields } from './json-fields.js';
 import { CliError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import { aliasesOf, GLOBAL_OPTIONS, NOUNS, registry } from './registry.js';
@@ -15,7 +16,7 @@ export interface RunOptions {
 export function buildProgram(
   io: CliIO,
   onAction: (spec: CommandEntry, args: string[], options: Record<string, any>, globals: GlobalOptions) => Promise<void>,
-  settings: { json?: boolean; argv?: readonly string[] } = {},
+  settings: { json?: boolean; argv?: readonly string[]; jsonFields?: string[] } = {},
 ): Command {
   const program = new Command('agentctl');
   program
@@ -70,7 +71,9 @@ export function buildProgram(
       const self = received[received.length - 1] as Command;
       const globals = self.optsWithGlobals() as Record<string, any>;
       await onAction(spec, self.processedArgs.filter((a) => a !== undefined).map(String), self.opts(), {
-        json: Boolean(globals.json),
+        json: Boolean(globals.json) || globals.jq !== undefined,
+        jsonFields: settings.jsonFields,
+        jq: globals.jq,
         wide: Boolean(globals.wide),
         profile: globals.profile,
         baseUrl: globals.baseUrl,
@@ -86,10 +89,10 @@ export function buildProgram(
   return program;
 }
 
-const GLOBAL_VALUE_FLAGS = new Set(['--profile', '--base-url', '--api-key']);
+const GLOBAL_VALUE_FLAGS = new Set(['--profile', '--base-url', '--api-key', '--jq']);
 
 /** The commands the command line can name: its first one or two words that are not flags or their values. */
-function wantedCommands(argv: readonly string[]): readonly CommandEntry[] {
+export function wantedCommands(argv: readonly string[]): readonly CommandEntry[] {
   const words: string[] = [];
   for (let i = 0; i < argv.length && words.length < 2; i++) {
     const word = argv[i];
@@ -128,12 +131,20 @@ function toOption(spec: OptionSpec): Option {
 }
 
 /** Runs one command line in-process: returns the exit code; prints to `io` only. */
-export async function run(argv: readonly string[], io: CliIO, options: RunOptions = {}): Promise<number> {
+export async function run(commandLine: readonly string[], io: CliIO, options: RunOptions = {}): Promise<number> {
   const signal = options.signal ?? new AbortController().signal;
   let exitCode: number = ExitCode.ok;
   let parsedGlobals: GlobalOptions | undefined;
   let failedSpec: CommandEntry | undefined;
-  let jsonMode = argv.includes('--json');
+  const named = wantedCommands(commandLine);
+  let taken: ReturnType<typeof takeJsonFields>;
+  try {
+    taken = takeJsonFields(commandLine, named.length === 1 ? named[0] : undefined);
+  } catch (error) {
+    return reportFailure(error, io, undefined, undefined);
+  }
+  const { argv, fields: jsonFields } = taken;
+  let jsonMode = argv.includes('--json') || argv.includes('--jq');
   const program = buildProgram(io, async (spec, args, opts, globals) => {
     parsedGlobals = globals;
     jsonMode = globals.json;
@@ -148,7 +159,7 @@ export async function run(argv: readonly string[], io: CliIO, options: RunOption
     const outcome: Outcome = await (command.handler as (ctx: unknown, args: string[], options: Record<string, any>) => Promise<Outcome>)(ctx, args, opts);
     await print(ctx, outcome);
     exitCode = outcome.exitCode ?? ExitCode.ok;
-  }, { json: jsonMode, argv });
+  }, { json: jsonMode, argv, jsonFields });
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;
@@ -165,7 +176,27 @@ export async function run(argv: readonly string[], io: CliIO, options: RunOption
 
 async function print(ctx: import('./context.js').CommandContext, outcome: Outcome): Promise<void> {
   if (ctx.globals.json && outcome.json !== undefined) {
-    ctx.io.stdout.write(JSON.stringify(outcome.json, null, 2) + '\n');
+    const whole = () => ctx.io.stdout.write(JSON.stringify(outcome.json, null, 2) + '\n');
+    let value: unknown = outcome.json;
+    if (ctx.globals.jsonFields || ctx.globals.jq !== undefined) {
+      if (ctx.globals.jsonFields) {
+        const picked = selectFields(value, ctx.globals.jsonFields);
+        // A typo in a field (or the expression) costs no data: the whole answer still goes to stdout.
+        if (picked.unknown) throw (whole(), picked.unknown);
+        value = picked.value;
+      }
+      if (ctx.globals.jq !== undefined) {
+        let output: string;
+        try {
+          output = await runJq(value, ctx.globals.jq);
+        } catch (error) {
+          throw (whole(), error);
+        }
+        ctx.io.stdout.write(output);
+        return;
+      }
+    }
+    ctx.io.stdout.write(JSON.stringify(value, null, 2) + '\n');
     return;
   }
   if (!outcome.view) return;

@@ -3,7 +3,8 @@ import { manifest } from './manifest.js';
 
 /** Flags every command accepts (README "The CLI"). */
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
-  { flags: '--json', description: 'Print the API’s JSON response (errors as {"error": ...} on stderr); never prompts' },
+  { flags: '--json', description: 'Print the API’s JSON response (errors as {"error": ...} on stderr); never prompts. --json id,name: only those fields' },
+  { flags: '--jq <expr>', description: 'Filter the JSON response with a jq expression (implies --json; strings print raw)' },
   { flags: '--wide', description: 'Tables and records: the ids too, beside the names' },
   { flags: '--profile <name>', description: 'Config profile to use (env AGENTCTL_PROFILE)', complete: 'profiles' },
   { flags: '--base-url <url>', description: 'Service URL (env AGENTCTL_BASE_URL; default http://127.0.0.1:7420)' },
