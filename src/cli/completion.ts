@@ -1,5 +1,5 @@
 import type { CommandDeclaration, OptionSpec } from './command.js';
-import type { CompletionKind } from './complete.js';
+import { completionByName, type CompletionKind } from './complete.js';
 import { aliasesOf, GLOBAL_OPTIONS, NOUNS, registry, VERB_ALIASES } from './registry.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
@@ -17,11 +17,13 @@ interface Flag {
 function parseFlag(option: OptionSpec): Flag {
   const short = /(?:^|\s)-([a-zA-Z])\b/.exec(option.flags)?.[1];
   const long = /--([a-z][a-z0-9-]*)/.exec(option.flags)![1];
-  return { short, long, takesValue: /[<[]/.test(option.flags), description: option.description, choices: option.choices, complete: option.complete };
+  const takesValue = /[<[]/.test(option.flags);
+  return { short, long, takesValue, description: option.description, choices: option.choices, complete: option.complete ?? (takesValue && !option.choices ? completionByName(long) : undefined) };
 }
 
-/** The positional argument whose values a script can offer: fixed choices, or live ones. */
-const positionalOf = (spec: CommandDeclaration) => (spec.args ?? []).find((a) => a.choices || a.complete);
+/** The positional argument whose values a script can offer: fixed choices, or live ones (declared, or by its name). */
+const positionalOf = (spec: CommandDeclaration) =>
+  (spec.args ?? []).map((a) => (a.choices || a.complete ? a : { ...a, complete: completionByName(a.name) })).find((a) => a.choices || a.complete);
 
 const HEADER = (shell: Shell) => `agentctl ${shell} completion: generated from the command registry by \`agentctl completion ${shell}\`; do not edit`;
 
@@ -79,12 +81,13 @@ const ownAliasCases = () =>
   registry.flatMap((spec) => (spec.aliases ?? []).map((alias) => `${quote(`${spec.path[0]} ${alias}`)}) verb=${spec.path[1]} ;;`)).join(' ');
 
 /** Shared by bash and zsh: finds the noun and verb among the words, skipping flag values (and noting --profile). */
-const FIND_COMMAND = (valueFlagList: string[]) => `  local noun="" verb="" profile="" skip=0 i w
+const FIND_COMMAND = (valueFlagList: string[]) => `  local noun="" verb="" profile="" agent="" skip=0 i w
   for ((i = 1; i < cword; i++)); do
     w="\${words[i]}"
     if ((skip)); then skip=0; continue; fi
     case "$w" in
       --profile) profile="\${words[i+1]}"; skip=1; continue ;;
+      --agent|-a) agent="\${words[i+1]}"; skip=1; continue ;;
       ${valueFlagList.join('|')}) skip=1; continue ;;
       -*) continue ;;
     esac
@@ -96,8 +99,8 @@ const FIND_COMMAND = (valueFlagList: string[]) => `  local noun="" verb="" profi
 function bash(m: Model): string {
   const lines = [
     `# ${HEADER('bash')}`,
-    '# Live values (profiles, agent names) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
-    '_agentctl_dynamic() { "$cmd" __complete "$1" ${profile:+--profile "$profile"} 2>/dev/null; }',
+    '# Live values (profiles, agents, tasks, versions, branches) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
+    '_agentctl_dynamic() { "$cmd" __complete "$1" ${profile:+--profile "$profile"} ${agent:+--agent "$agent"} 2>/dev/null; }',
     '_agentctl() {',
     '  local cur prev words cword',
     '  words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD',
@@ -148,9 +151,9 @@ function zsh(m: Model): string {
   const lines = [
     '#compdef agentctl',
     `# ${HEADER('zsh')}`,
-    '# Live values (profiles, agent names) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
+    '# Live values (profiles, agents, tasks, versions, branches) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
     '# _arguments calls an action with its compadd options first: the kind is the last word.',
-    '_agentctl_dynamic() { local -a items; items=(${(f)"$("$agentctl_cmd" __complete "${@[-1]}" ${profile:+--profile "$profile"} 2>/dev/null)"}); compadd "${@[1,-2]}" -a items; }',
+    '_agentctl_dynamic() { local -a items; items=(${(f)"$("$agentctl_cmd" __complete "${@[-1]}" ${profile:+--profile "$profile"} ${agent:+--agent "$agent"} 2>/dev/null)"}); compadd "${@[1,-2]}" -a items; }',
     '_agentctl() {',
     '  local cword=$((CURRENT - 1)) agentctl_cmd="${words[1]}"',
     FIND_COMMAND(valueFlags(m)).replace('for ((i = 1; i < cword; i++))', 'for ((i = 2; i <= cword; i++))'),
@@ -181,16 +184,18 @@ function zsh(m: Model): string {
 function fish(m: Model): string {
   const lines = [
     `# ${HEADER('fish')}`,
-    '# Live values (profiles, agent names) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
+    '# Live values (profiles, agents, tasks, versions, branches) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
     'function __agentctl_dynamic',
     '    set -l tokens (commandline -opc)',
     '    set -l previous',
     '    set -l profile',
+    '    set -l agent',
     '    for token in $tokens',
     '        test "$previous" = --profile; and set profile --profile $token',
+    '        contains -- "$previous" --agent -a; and set agent --agent $token',
     '        set previous $token',
     '    end',
-    '    $tokens[1] __complete $argv[1] $profile 2>/dev/null',
+    '    $tokens[1] __complete $argv[1] $profile $agent 2>/dev/null',
     'end',
     'complete -c agentctl -f',
   ];
