@@ -212,7 +212,7 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
     const secret = made.json().secret;
     expect(made.stderr).toContain('→ POST ' + svc.url + '/api_keys');
     expect(made.stderr).toContain('"authorization":"Bearer [redacted]"');
-    expect(made.stderr).toContain('"key":"[redacted]"');
+    expect(made.stderr).toContain('"secret":"[redacted]"');
     expect(made.stderr).not.toContain(svc.adminKey);
     expect(made.stderr).not.toContain(secret);
     expect(made.stderr).not.toContain(svc.adminKey.slice(4, 20));
