@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// npm run build: writes src/contract/response-shapes.ts from the contract and src/cli/manifest.ts from
+// npm run build: writes src/contract/routes.ts, src/contract/response-shapes.ts and README.md's endpoint
+// table from the contract's endpoint table, and src/cli/manifest.ts from
 // the commands' declarations, bundles the CLI into dist/
 // (ESM, one lazily loaded chunk per command), writes openapi.json from the contract, and regenerates
 // completions/ from the bundled CLI's registry.
@@ -67,13 +68,25 @@ const commanderWithoutEagerChildProcess = {
 rmSync(dist, { recursive: true, force: true });
 mkdirSync(dist, { recursive: true });
 
-// src/contract/response-shapes.ts from the contract's zod response schemas, before the CLI bundle
-// that parses answers with it (src/contract/shape.ts says why).
-const shapesTmp = path.join(dist, '.shapes-build.mjs');
-await build({ absWorkingDir: root, entryPoints: ['src/contract/shape-describe.ts'], outfile: shapesTmp, bundle: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' });
-const { describeResponses, responseShapesSource } = await import(pathToFileURL(shapesTmp).href);
-rmSync(shapesTmp);
+// From the endpoint table (src/contract/endpoints.ts), before the CLI bundle that reads them:
+// src/contract/routes.ts, every endpoint's route as plain data; src/contract/response-shapes.ts, the
+// zod response schemas as shapes (src/contract/shape.ts says why); and the README's endpoint table.
+const contractTmp = path.join(dist, '.contract-build.mjs');
+await build({
+  absWorkingDir: root,
+  stdin: { contents: "export * from './shape-describe.ts'; export * from './endpoint-docs.ts';", resolveDir: path.join(root, 'src', 'contract'), loader: 'ts' },
+  outfile: contractTmp,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  logLevel: 'warning',
+});
+const { describeResponses, responseShapesSource, routesSource, withEndpointTable } = await import(pathToFileURL(contractTmp).href);
+rmSync(contractTmp);
+writeFileSync(path.join(root, 'src', 'contract', 'routes.ts'), routesSource());
 writeFileSync(path.join(root, 'src', 'contract', 'response-shapes.ts'), responseShapesSource(describeResponses()));
+writeFileSync(path.join(root, 'README.md'), withEndpointTable(readFileSync(path.join(root, 'README.md'), 'utf8')));
 
 // src/cli/manifest.ts from the commands' own declarations (src/cli/manifest-describe.ts), before the
 // CLI bundle that reads it at start-up.

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { createClient, type CallOptions, type Client } from '../client/index.js';
 import { createUndiciTransport } from '../client/undici-transport.js';
 import type { Content, ContentInput, Event, Message, Tracker } from '../contract/conversation.js';
@@ -17,7 +16,7 @@ export type EventList = EndpointOutput<'listEvents'>;
 export type TrackerList = EndpointOutput<'listTrackers'>;
 
 export interface AdkOptions {
-  /** The service's URL (default: AGENTCTL_BASE_URL, else http://127.0.0.1:7420). */
+  /** The service's URL (default: AGENTCTL_BASE_URL, else DEFAULT_BASE_URL, http://127.0.0.1:7420). */
   baseUrl?: string;
   /** An API key (default: AGENTCTL_API_KEY). An AgentServer sets its runtime key after registering. */
   apiKey?: string;
@@ -35,20 +34,21 @@ export interface ListPage {
 
 /**
  * The toolkit: one typed request per call, through the project's client on a keep-alive pool.
- * Every create carries a fresh Idempotency-Key, so the client's retries never duplicate it.
+ * Every create carries a fresh Idempotency-Key (the client adds one for every endpoint that takes
+ * it), so the client's retries never duplicate it.
  */
 export class Adk {
   readonly messages = {
     /** Adds an agent message to the task's transcript. */
     send: (taskId: string, content: ContentInput, options: { author?: 'agent' | 'user' } = {}): Promise<Message> =>
-      this.create('createMessage', { body: { task_id: taskId, content, ...(options.author ? { author: options.author } : {}) } as EndpointInput<'createMessage'>['body'] }),
+      this.call('createMessage', { body: { task_id: taskId, content, ...(options.author ? { author: options.author } : {}) } as EndpointInput<'createMessage'>['body'] }),
     list: (taskId: string, page: ListPage = {}): Promise<MessageList> =>
       this.call('listMessages', { query: { task_id: taskId, after_sequence_id: page.afterSequenceId, limit: page.limit } as EndpointInput<'listMessages'>['query'] }),
   };
 
   readonly state = {
     /** Creates the (task, agent) state; a second create for the same pair is a ConflictError. */
-    create: (taskId: string, agentId: string, state: JsonObject): Promise<State> => this.create('createState', { body: { task_id: taskId, agent_id: agentId, state } }),
+    create: (taskId: string, agentId: string, state: JsonObject): Promise<State> => this.call('createState', { body: { task_id: taskId, agent_id: agentId, state } }),
     /** The (task, agent) state, or null when there is none yet. */
     get: async (taskId: string, agentId: string): Promise<State | null> => {
       const { states } = await this.call('listStates', { query: { task_id: taskId, agent_id: agentId } });
@@ -90,8 +90,8 @@ export class Adk {
   readonly acp = {
     /** A new task of an agent (`agt_...` id or `namespace/name`); the platform delivers `task/create` to it. */
     createTask: (agent: string, params: JsonObject | null = null, options: { name?: string; branch?: string } = {}): Promise<Task> =>
-      this.create('createTask', { body: { ...(agent.startsWith('agt_') ? { agent_id: agent } : { agent_name: agent }), params, ...options } }),
-    sendEvent: (taskId: string, content: ContentInput): Promise<Event> => this.create('createEvent', { params: { task_id: taskId }, body: { content } }),
+      this.call('createTask', { body: { ...(agent.startsWith('agt_') ? { agent_id: agent } : { agent_name: agent }), params, ...options } }),
+    sendEvent: (taskId: string, content: ContentInput): Promise<Event> => this.call('createEvent', { params: { task_id: taskId }, body: { content } }),
     cancelTask: (taskId: string): Promise<Task> => this.call('cancelTask', { params: { task_id: taskId } }),
   };
 
@@ -141,7 +141,7 @@ export class Adk {
 
   /** @internal for AgentServer: reports a handler that threw. */
   reportHandlerError(taskId: string, handler: 'onCreate' | 'onEvent' | 'onCancel' | 'onMessage', message: string, eventId: string | null): Promise<Message> {
-    return this.create('reportHandlerError', { params: { task_id: taskId }, body: { handler, message: message.slice(0, 10_000) || 'Error', event_id: eventId } });
+    return this.call('reportHandlerError', { params: { task_id: taskId }, body: { handler, message: message.slice(0, 10_000) || 'Error', event_id: eventId } });
   }
 
   /** @internal for AgentServer: the handler of a deferred delivery finished (a failure was reported first). */
@@ -191,9 +191,6 @@ export class Adk {
     }
   }
 
-  private create<K extends EndpointName>(name: K, input: EndpointInput<K>): Promise<EndpointOutput<K>> {
-    return this.call(name, input, { headers: { 'idempotency-key': randomUUID() } });
-  }
 
   private syncTransport() {
     return { baseUrl: this.baseUrl, apiKey: this.options.apiKey ?? readProcessConfig().apiKey, userAgent: 'agentctl-adk' };

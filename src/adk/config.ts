@@ -1,8 +1,8 @@
 import { PROCESS_ENV } from '../contract/acp.js';
+import { DEFAULT_BASE_URL } from '../contract/enums.js';
 
 /** Scripts outside a runtime authenticate with this (a runtime's agent gets its key by registering). */
 export const API_KEY_ENV = 'AGENTCTL_API_KEY';
-const DEFAULT_BASE_URL = 'http://127.0.0.1:7420';
 
 /** The process contract (README "Writing agents: the ADK") as read from the environment. */
 export interface ProcessConfig {

@@ -3,7 +3,8 @@ import path from 'node:path';
 import type Conf from 'conf';
 import envPaths from 'env-paths';
 
-export const DEFAULT_BASE_URL = 'http://127.0.0.1:7420';
+import { DEFAULT_BASE_URL } from '../contract/enums.js';
+export { DEFAULT_BASE_URL };
 export const DEFAULT_PROFILE = 'default';
 /** The profile `agentctl server start` writes its bootstrap key into. */
 export const LOCAL_PROFILE = 'local';

@@ -1,4 +1,5 @@
 import type { OptionSpec } from './command.js';
+import { boundsText, PAGE_LIMIT, type Bounds } from '../contract/enums.js';
 
 // Options several commands declare alike. `as const` keeps each flag's literal text, from which
 // a command's option types are read (command.ts OptionsOf).
@@ -10,7 +11,8 @@ export const agent = {
   field: ['agent', 'agent_id', 'agent_name', 'namespace'],
 } as const satisfies OptionSpec;
 
-export const limit = <const Fallback extends number>(fallback: Fallback, max = 1000) => ({ flags: '--limit <n>', description: `How many to list (1..${max})`, integer: true, default: fallback }) as const satisfies OptionSpec;
+/** `--limit`, its range and default the list endpoint's (src/contract/enums.ts). */
+export const limit = (bounds: Required<Bounds> = PAGE_LIMIT) => ({ flags: '--limit <n>', description: `How many to list (${boundsText(bounds)})`, integer: true, default: bounds.default }) as const satisfies OptionSpec;
 
 export const page = { flags: '--page <n>', description: 'Page number, from 1', integer: true, default: 1, field: 'page_number' } as const satisfies OptionSpec;
 

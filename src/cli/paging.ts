@@ -3,7 +3,7 @@ import type { OptionsOf } from './command.js';
 import type { all, limit, page } from './options.js';
 
 /** The options of a paged list command: `--limit`, `--page`, `--all` (options.ts). */
-type PagedOptions = OptionsOf<[ReturnType<typeof limit<number>>, typeof page, typeof all]>;
+type PagedOptions = OptionsOf<[ReturnType<typeof limit>, typeof page, typeof all]>;
 
 /** One page of a paged list endpoint (`limit` + `page_number`, answering `{<key>: [...], total}`). */
 export interface Page<T> {

@@ -1,5 +1,6 @@
 import type { CommandDeclaration, OptionSpec } from './command.js';
 import { manifest } from './manifest.js';
+import { DEFAULT_BASE_URL } from '../contract/enums.js';
 
 /** Flags every command accepts (README "The CLI"). */
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
@@ -7,7 +8,7 @@ export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
   { flags: '--jq <expr>', description: 'Filter the JSON response with a jq expression (implies --json; strings print raw)' },
   { flags: '--wide', description: 'Tables and records: the ids too, beside the names' },
   { flags: '--profile <name>', description: 'Config profile to use (env AGENTCTL_PROFILE)', complete: 'profiles' },
-  { flags: '--base-url <url>', description: 'Service URL (env AGENTCTL_BASE_URL; default http://127.0.0.1:7420)' },
+  { flags: '--base-url <url>', description: `Service URL (env AGENTCTL_BASE_URL; default ${DEFAULT_BASE_URL})` },
   { flags: '--api-key <key>', description: 'API key (env AGENTCTL_API_KEY)' },
   { flags: '--no-color', description: 'Plain output without colour (also NO_COLOR)' },
   { flags: '-q, --quiet', description: 'Print only data: no progress, hints or notes' },

@@ -113,9 +113,11 @@ export class AgentctlClient {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     if (payload !== undefined) headers['content-type'] = 'application/json';
 
-    // A create carrying an Idempotency-Key is as safe to retry as a GET: the server answers a repeat
-    // with the first response.
-    const retriable = endpoint.idempotent || (endpoint.idempotencyKey === true && Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key'));
+    // An endpoint that takes an Idempotency-Key gets one per call (the caller's, else a fresh one),
+    // the same on every attempt: such a create is then as safe to retry as a GET, since the server
+    // answers a repeat with the first response.
+    if (endpoint.idempotencyKey && !Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key')) headers['idempotency-key'] = globalThis.crypto.randomUUID();
+    const retriable = endpoint.idempotent || endpoint.idempotencyKey === true;
     const attempts = retriable ? 1 + (this.options.retries ?? 3) : 1;
     const transport = this.options.transport ?? send;
     for (let attempt = 1; ; attempt++) {

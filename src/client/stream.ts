@@ -2,7 +2,7 @@
 // HTTP(S)_PROXY / NO_PROXY through EnvHttpProxyAgent). Loaded only by callers that stream, so the
 // CLI's one-shot commands never pay for undici.
 import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
-import { TERMINAL_TASK_STATUSES } from '../contract/lifecycle.js';
+import { isTerminalTask } from '../contract/lifecycle.js';
 import { STREAM_RECORD_KINDS, type StreamRecord } from '../contract/conversation.js';
 import { UnreachableError } from './errors.js';
 import { redactHeaders } from './redact.js';
@@ -32,7 +32,7 @@ let sharedDispatcher: Dispatcher | undefined;
 /** One pool per process: environment proxies honoured, connections kept alive between reconnects. */
 const dispatcher = () => (sharedDispatcher ??= new EnvHttpProxyAgent());
 
-const isTerminal = (record: StreamRecord) => record.kind === 'task' && (TERMINAL_TASK_STATUSES as readonly string[]).includes(record.data.status ?? '');
+const isTerminal = (record: StreamRecord) => record.kind === 'task' && isTerminalTask(record.data.status);
 const RETRY_STATUSES = new Set([429, 502, 503, 504]);
 
 /**

@@ -6,6 +6,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Content, Event } from './conversation.js';
 import type { Task } from './resources.js';
+import { ACP_METHODS } from './enums.js';
 
 export const ACP_PATH = '/api';
 
@@ -28,7 +29,7 @@ export const SIGNATURE_HEADER = 'x-agentctl-signature';
 /** A signature older (or newer) than this is refused: a replayed request. */
 export const SIGNATURE_MAX_AGE_SECONDS = 300;
 
-export const ACP_METHODS = ['task/create', 'event/send', 'task/cancel', 'message/send'] as const;
+export { ACP_METHODS };
 export type AcpMethod = (typeof ACP_METHODS)[number];
 
 export interface AcpAgentRef {

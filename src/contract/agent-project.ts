@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ACPType } from './common.js';
-import { DEFAULT_ACP_TYPE } from './enums.js';
+import { DEFAULT_ACP_TYPE, DEPLOY_REPLICAS } from './enums.js';
 
 /** The file an agent repository keeps at its root; `agentctl init` writes it, `deploy` and the runtime read it. */
 export const AGENT_PROJECT_FILE = 'agentctl.json';
@@ -18,7 +18,7 @@ export const AgentProjectFile = z
     entry: z.string().min(1).default('src/index.ts'),
     acp_type: ACPType.default(DEFAULT_ACP_TYPE),
     description: z.string().max(1000).default(''),
-    replicas: z.number().int().min(1).max(10).default(1),
+    replicas: z.number().int().min(DEPLOY_REPLICAS.min).max(DEPLOY_REPLICAS.max).default(DEPLOY_REPLICAS.default),
     are_tasks_sticky: z.boolean().default(false),
     /** A shell command run in the source directory before the entry starts (optional). */
     build: z.string().min(1).optional(),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ACP_TYPES, RESOURCE_TYPES, ROLES, ROLES_BY_RESOURCE_TYPE, SDK_TYPES } from './enums.js';
+import { ACP_TYPES, PAGE_LIMIT, RESOURCE_TYPES, ROLES, ROLES_BY_RESOURCE_TYPE, SDK_TYPES } from './enums.js';
 import { AGENT_STATUSES, TASK_STATUSES, TERMINAL_TASK_STATUSES, VERSION_STATUSES } from './lifecycle.js';
 
 /** ISO 8601 UTC with milliseconds and `Z`, as every timestamp the service writes. */
@@ -126,7 +126,7 @@ export const QueryInt = (min: number, max?: number) => {
 export const NonBlank = (max: number) => z.string().min(1).max(max).regex(/\S/, 'must not be blank');
 
 export const PageQuery = {
-  limit: QueryInt(1, 1000).default(100),
+  limit: QueryInt(PAGE_LIMIT.min, PAGE_LIMIT.max).default(PAGE_LIMIT.default),
   page_number: QueryInt(1).default(1),
   order_direction: z.enum(['asc', 'desc']).default('desc'),
 };

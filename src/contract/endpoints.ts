@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, VERSION_LIST_MAX } from './enums.js';
+import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, DEPLOY_REPLICAS, VERSION_LIST_LIMIT, VERSION_LIST_MAX } from './enums.js';
 export { VERSION_LIST_MAX };
 import { VersionLogs, VersionLogsQuery } from './runtime.js';
 import {
@@ -19,7 +19,6 @@ import {
   VersionStatus,
 } from './common.js';
 import { REPORTED_VERSION_STATUSES, SETTABLE_TASK_STATUSES } from './lifecycle.js';
-import { routes, type Route } from './routes.js';
 import { parseVersionRef, VERSION_REF_FORMS } from './version-ref.js';
 import {
   CreateEventRequest,
@@ -62,7 +61,46 @@ import {
 } from './resources.js';
 import { ArchiveBody, CreateFilesystemRequest, FileManifest, Filesystem, FilesystemList, SystemFolderType } from './filesystems.js';
 
-/** A route (routes.ts) with its documentation and the schemas of what goes in and comes out. */
+/**
+ * Where an operation lives and how it may be called: method, path, success status, whether it
+ * needs a key, and whether a retry is safe. The plain-data part of an endpoint: `npm run build`
+ * writes every endpoint's route into routes.ts (no zod), so a client can send a request before it
+ * has loaded the schemas that parse the answer.
+ */
+export interface Route {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Fastify-style path: `/branches/:branch_id/versions`. */
+  path: string;
+  status: number;
+  /**
+   * false only for the health and schema endpoints; 'optional' where a body credential (a
+   * registration token) stands in for a key.
+   */
+  auth?: boolean | 'optional';
+  /**
+   * Accepts `Idempotency-Key`: the same key and body within 24 h returns the first response. The
+   * client sends a fresh key on every call of such an endpoint (the caller may pass its own).
+   */
+  idempotencyKey?: boolean;
+  /** Answers Server-Sent Events (`text/event-stream`), resumable with `Last-Event-ID`. */
+  sse?: boolean;
+  /** Safe to retry after a connection failure, 429 or 503. */
+  idempotent?: boolean;
+  /**
+   * Bytes rather than JSON: the media types an upload takes (streamed, with its own size limit) or
+   * the one a download answers with. The sync library (src/sync) calls these, not the JSON client.
+   */
+  binary?: { request?: readonly string[]; response?: string };
+}
+
+/** The route keys, in the order routes.ts lists them. */
+export const ROUTE_KEYS = ['method', 'path', 'status', 'auth', 'idempotencyKey', 'sse', 'idempotent', 'binary'] as const satisfies readonly (keyof Route)[];
+
+/**
+ * One endpoint, the only place for its facts: its route, its documentation and the schemas of
+ * what goes in and comes out. Everything else (routes.ts, the client's methods, the server's
+ * validation, openapi.json, the response shapes, the README's endpoint table) is derived from it.
+ */
 export interface Endpoint extends Route {
   summary: string;
   tag: string;
@@ -152,7 +190,7 @@ export const BranchList = z.object({ branches: z.array(Branch), total: z.number(
 export type BranchList = z.infer<typeof BranchList>;
 
 /** Version lists show the newest versions only: at most this many (no pages). */
-export const VersionLimit = QueryInt(1, VERSION_LIST_MAX).default(20);
+export const VersionLimit = QueryInt(VERSION_LIST_LIMIT.min, VERSION_LIST_LIMIT.max).default(VERSION_LIST_LIMIT.default);
 
 /**
  * An agent's name, or `namespace/name` as `POST /tasks` takes it (the upstream API's form): a
@@ -180,7 +218,7 @@ export const DeployRequest = z
     sdk_type: SDKType.default(DEFAULT_SDK_TYPE),
     acp_type: ACPType.default(DEFAULT_ACP_TYPE),
     is_dirty: z.boolean().default(false),
-    replicas: z.number().int().min(1).max(10).default(1),
+    replicas: z.number().int().min(DEPLOY_REPLICAS.min).max(DEPLOY_REPLICAS.max).default(DEPLOY_REPLICAS.default),
     resources: ResourceRequirements.nullable().default(null),
     are_tasks_sticky: z.boolean().default(false),
     description: z.string().max(1000).default(''),
@@ -214,7 +252,7 @@ export const RegisterVersionRequest = z.object({
   registration_token: z.string().min(1).max(200).optional(),
   /** ACTIVE: ready (or recovered); UNHEALTHY: failing health checks; FAILED: could not start. */
   status: z.enum(REPORTED_VERSION_STATUSES).default('ACTIVE'),
-  replicas: z.number().int().min(0).max(10).optional(),
+  replicas: z.number().int().min(0).max(DEPLOY_REPLICAS.max).optional(),
   failure_reason: z.string().max(200).optional(),
   failure_diagnostics: z
     .object({ title: z.string(), description: z.string(), action: z.string() })
@@ -366,111 +404,112 @@ export const CreateKeyResponse = z.object({ api_key: ApiKey, secret: z.string() 
  */
 export const endpoints = lazyTable({
   // health and schema
-  healthz: () => ep({ ...routes.healthz, summary: 'Liveness', tag: 'meta', response: z.object({ status: z.literal('ok') }) }),
-  readyz: () => ep({ ...routes.readyz, summary: 'Readiness (database reachable)', tag: 'meta', response: z.object({ status: z.literal('ok'), engine: z.enum(['pglite', 'postgres']) }) }),
+  healthz: () => ep({ method: 'GET', path: '/healthz', status: 200, auth: false, idempotent: true, summary: 'Liveness', tag: 'meta', response: z.object({ status: z.literal('ok') }) }),
+  readyz: () => ep({ method: 'GET', path: '/readyz', status: 200, auth: false, idempotent: true, summary: 'Readiness (database reachable)', tag: 'meta', response: z.object({ status: z.literal('ok'), engine: z.enum(['pglite', 'postgres']) }) }),
 
   // namespaces and projects
-  createNamespace: () => ep({ ...routes.createNamespace, summary: 'Create a namespace (org admins)', tag: 'namespaces', body: z.object({ name: NonBlank(100), slug: Slug }), response: Namespace }),
-  listNamespaces: () => ep({ ...routes.listNamespaces, summary: 'List namespaces', tag: 'namespaces', query: z.object({ ...PageQuery }), response: z.object({ namespaces: z.array(Namespace), total: z.number().int() }) }),
-  createProject: () => ep({ ...routes.createProject, summary: 'Create a project', tag: 'projects', body: z.object({ namespace: Slug.default('default'), name: ResourceName, description: z.string().max(1000).default('') }), response: Project }),
-  listProjects: () => ep({ ...routes.listProjects, summary: 'List projects', tag: 'projects', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ projects: z.array(Project), total: z.number().int() }) }),
+  createNamespace: () => ep({ method: 'POST', path: '/namespaces', status: 201, summary: 'Create a namespace (org admins)', tag: 'namespaces', body: z.object({ name: NonBlank(100), slug: Slug }), response: Namespace }),
+  listNamespaces: () => ep({ method: 'GET', path: '/namespaces', status: 200, idempotent: true, summary: 'List namespaces', tag: 'namespaces', query: z.object({ ...PageQuery }), response: z.object({ namespaces: z.array(Namespace), total: z.number().int() }) }),
+  createProject: () => ep({ method: 'POST', path: '/projects', status: 201, summary: 'Create a project', tag: 'projects', body: z.object({ namespace: Slug.default('default'), name: ResourceName, description: z.string().max(1000).default('') }), response: Project }),
+  listProjects: () => ep({ method: 'GET', path: '/projects', status: 200, idempotent: true, summary: 'List projects', tag: 'projects', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ projects: z.array(Project), total: z.number().int() }) }),
 
   // agents
-  deploy: () => ep({ ...routes.deploy, summary: 'Deploy a version (creates agent and branch if needed)', tag: 'agents', body: DeployRequest, response: DeployResponse }),
-  listAgents: () => ep({ ...routes.listAgents, summary: 'List agents', tag: 'agents', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ agents: z.array(Agent), total: z.number().int() }) }),
-  getAgent: () => ep({ ...routes.getAgent, summary: 'Get an agent by id', tag: 'agents', params: id('agent_id'), response: Agent }),
-  getAgentByName: () => ep({ ...routes.getAgentByName, summary: 'Get an agent by namespace and name', tag: 'agents', params: AgentPath, response: Agent }),
-  deleteAgent: () => ep({ ...routes.deleteAgent, summary: 'Delete an agent', tag: 'agents', params: id('agent_id'), response: DeleteResponse }),
-  deleteAgentByName: () => ep({ ...routes.deleteAgentByName, summary: 'Delete an agent by name', tag: 'agents', params: AgentPath, response: DeleteResponse }),
+  deploy: () => ep({ method: 'POST', path: '/agents/deploy', status: 201, idempotencyKey: true, summary: 'Deploy a version (creates agent and branch if needed)', tag: 'agents', body: DeployRequest, response: DeployResponse }),
+  listAgents: () => ep({ method: 'GET', path: '/agents', status: 200, idempotent: true, summary: 'List agents', tag: 'agents', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ agents: z.array(Agent), total: z.number().int() }) }),
+  getAgent: () => ep({ method: 'GET', path: '/agents/:agent_id', status: 200, idempotent: true, summary: 'Get an agent by id', tag: 'agents', params: id('agent_id'), response: Agent }),
+  getAgentByName: () => ep({ method: 'GET', path: '/agents/name/:namespace_slug/:agent_name', status: 200, idempotent: true, summary: 'Get an agent by namespace and name', tag: 'agents', params: AgentPath, response: Agent }),
+  deleteAgent: () => ep({ method: 'DELETE', path: '/agents/:agent_id', status: 200, summary: 'Delete an agent', tag: 'agents', params: id('agent_id'), response: DeleteResponse }),
+  deleteAgentByName: () => ep({ method: 'DELETE', path: '/agents/name/:namespace_slug/:agent_name', status: 200, summary: 'Delete an agent by name', tag: 'agents', params: AgentPath, response: DeleteResponse }),
 
   // versions and branches (the spec's four list endpoints)
-  listBranchVersions: () => ep({ ...routes.listBranchVersions, summary: 'Versions of a branch, newest deployed_at first', tag: 'versions', params: id('branch_id'), query: z.object({ limit: VersionLimit }), response: VersionList }),
-  listAgentVersions: () => ep({ ...routes.listAgentVersions, summary: 'Versions of an agent, newest deployed_at first', tag: 'versions', params: AgentPath, query: z.object({ branch: z.string().min(1).optional(), status: VersionStatus.optional(), limit: VersionLimit }), response: VersionList }),
-  listAgentBranches: () => ep({ ...routes.listAgentBranches, summary: 'Branches of an agent', tag: 'branches', params: AgentPath, query: z.object({ include_retired: QueryBool.default(false) }), response: BranchList }),
-  listEnvironmentBranches: () => ep({ ...routes.listEnvironmentBranches, summary: 'Branches matching an environment’s rules, updated_at descending', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: BranchList }),
-  getBranch: () => ep({ ...routes.getBranch, summary: 'Get a branch', tag: 'branches', params: id('branch_id'), response: Branch }),
-  rollbackBranch: () => ep({ ...routes.rollbackBranch, summary: 'Roll a branch back to an earlier version', tag: 'branches', params: id('branch_id'), body: RollbackRequest, response: RollbackResponse }),
-  retireBranch: () => ep({ ...routes.retireBranch, summary: 'Retire a branch', tag: 'branches', params: id('branch_id'), body: RetireBranchRequest, response: Branch }),
-  getVersion: () => ep({ ...routes.getVersion, summary: 'Get a version', tag: 'versions', params: id('version_id'), response: Version }),
-  listVersionEvents: () => ep({ ...routes.listVersionEvents, summary: 'Lifecycle events of a version', tag: 'versions', params: id('version_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
-  listBranchEvents: () => ep({ ...routes.listBranchEvents, summary: 'Lifecycle events of a branch', tag: 'branches', params: id('branch_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
-  resolveAgentVersion: () => ep({ ...routes.resolveAgentVersion, summary: 'One version of an agent by reference: vN, a git-hash prefix (409 ambiguous_version when it matches several) or a ver_ id', tag: 'versions', params: AgentPath.extend({ ref: z.string().refine((ref) => parseVersionRef(ref) !== null, `must be ${VERSION_REF_FORMS}`) }), response: Version }),
-  registerVersion: () => ep({ ...routes.registerVersion, summary: 'Register an agent process (registration token) or report a version ready, unhealthy or failed (key)', tag: 'versions', body: RegisterVersionRequest, response: RegisterVersionResponse }),
-  createRegistrationToken: () => ep({ ...routes.createRegistrationToken, summary: 'A one-time registration token for an agent process started by hand (write on the agent)', tag: 'versions', params: id('version_id'), response: RegistrationTokenResponse }),
-  getSigningSecret: () => ep({ ...routes.getSigningSecret, summary: 'The version’s delivery signing secret (admin on the agent)', tag: 'versions', params: id('version_id'), response: SigningSecretResponse }),
+  listBranchVersions: () => ep({ method: 'GET', path: '/branches/:branch_id/versions', status: 200, idempotent: true, summary: 'Versions of a branch, newest deployed_at first', tag: 'versions', params: id('branch_id'), query: z.object({ limit: VersionLimit }), response: VersionList }),
+  listAgentVersions: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/versions', status: 200, idempotent: true, summary: 'Versions of an agent, newest deployed_at first', tag: 'versions', params: AgentPath, query: z.object({ branch: z.string().min(1).optional(), status: VersionStatus.optional(), limit: VersionLimit }), response: VersionList }),
+  listAgentBranches: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/branches', status: 200, idempotent: true, summary: 'Branches of an agent', tag: 'branches', params: AgentPath, query: z.object({ include_retired: QueryBool.default(false) }), response: BranchList }),
+  listEnvironmentBranches: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments/:env_name/branches', status: 200, idempotent: true, summary: 'Branches matching an environment’s rules, updated_at descending', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: BranchList }),
+  getBranch: () => ep({ method: 'GET', path: '/branches/:branch_id', status: 200, idempotent: true, summary: 'Get a branch', tag: 'branches', params: id('branch_id'), response: Branch }),
+  rollbackBranch: () => ep({ method: 'POST', path: '/branches/:branch_id/rollback', status: 200, summary: 'Roll a branch back to an earlier version', tag: 'branches', params: id('branch_id'), body: RollbackRequest, response: RollbackResponse }),
+  retireBranch: () => ep({ method: 'POST', path: '/branches/:branch_id/retire', status: 200, summary: 'Retire a branch', tag: 'branches', params: id('branch_id'), body: RetireBranchRequest, response: Branch }),
+  getVersion: () => ep({ method: 'GET', path: '/versions/:version_id', status: 200, idempotent: true, summary: 'Get a version', tag: 'versions', params: id('version_id'), response: Version }),
+  listVersionEvents: () => ep({ method: 'GET', path: '/versions/:version_id/events', status: 200, idempotent: true, summary: 'Lifecycle events of a version', tag: 'versions', params: id('version_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
+  listBranchEvents: () => ep({ method: 'GET', path: '/branches/:branch_id/events', status: 200, idempotent: true, summary: 'Lifecycle events of a branch', tag: 'branches', params: id('branch_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
+  resolveAgentVersion: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/versions/:ref', status: 200, idempotent: true, summary: 'One version of an agent by reference: vN, a git-hash prefix (409 ambiguous_version when it matches several) or a ver_ id', tag: 'versions', params: AgentPath.extend({ ref: z.string().refine((ref) => parseVersionRef(ref) !== null, `must be ${VERSION_REF_FORMS}`) }), response: Version }),
+  registerVersion: () => ep({ method: 'POST', path: '/versions/register', status: 200, auth: 'optional', summary: 'Register an agent process (registration token) or report a version ready, unhealthy or failed (key)', tag: 'versions', body: RegisterVersionRequest, response: RegisterVersionResponse }),
+  createRegistrationToken: () => ep({ method: 'POST', path: '/versions/:version_id/registration-tokens', status: 201, summary: 'A one-time registration token for an agent process started by hand (write on the agent)', tag: 'versions', params: id('version_id'), response: RegistrationTokenResponse }),
+  getSigningSecret: () => ep({ method: 'GET', path: '/versions/:version_id/signing-secret', status: 200, idempotent: true, summary: 'The version’s delivery signing secret (admin on the agent)', tag: 'versions', params: id('version_id'), response: SigningSecretResponse }),
 
   // environments
-  listEnvironments: () => ep({ ...routes.listEnvironments, summary: 'Environments of an agent', tag: 'environments', params: AgentPath, response: z.object({ environments: z.array(Environment), total: z.number().int() }) }),
-  createEnvironment: () => ep({ ...routes.createEnvironment, summary: 'Create an environment', tag: 'environments', params: AgentPath, body: EnvironmentCreate, response: Environment }),
-  getEnvironment: () => ep({ ...routes.getEnvironment, summary: 'Get an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: Environment }),
-  updateEnvironment: () => ep({ ...routes.updateEnvironment, summary: 'Update an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), body: EnvironmentUpdate, response: Environment }),
-  deleteEnvironment: () => ep({ ...routes.deleteEnvironment, summary: 'Delete an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: DeleteResponse }),
-  resolveEnvironment: () => ep({ ...routes.resolveEnvironment, summary: 'Which environment a git branch falls in', tag: 'environments', params: AgentPath, query: z.object({ branch: z.string().min(1) }), response: z.object({ branch: z.string(), environment: Environment }) }),
+  listEnvironments: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments', status: 200, idempotent: true, summary: 'Environments of an agent', tag: 'environments', params: AgentPath, response: z.object({ environments: z.array(Environment), total: z.number().int() }) }),
+  createEnvironment: () => ep({ method: 'POST', path: '/agents/:namespace_slug/:agent_name/environments', status: 201, summary: 'Create an environment', tag: 'environments', params: AgentPath, body: EnvironmentCreate, response: Environment }),
+  getEnvironment: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', status: 200, idempotent: true, summary: 'Get an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: Environment }),
+  updateEnvironment: () => ep({ method: 'PATCH', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', status: 200, summary: 'Update an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), body: EnvironmentUpdate, response: Environment }),
+  deleteEnvironment: () => ep({ method: 'DELETE', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', status: 200, summary: 'Delete an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: DeleteResponse }),
+  resolveEnvironment: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/resolve-env', status: 200, idempotent: true, summary: 'Which environment a git branch falls in', tag: 'environments', params: AgentPath, query: z.object({ branch: z.string().min(1) }), response: z.object({ branch: z.string(), environment: Environment }) }),
 
   // tasks
-  createTask: () => ep({ ...routes.createTask, summary: 'Create a task', tag: 'tasks', body: CreateTaskRequest, response: Task }),
-  listTasks: () => ep({ ...routes.listTasks, summary: 'List tasks', tag: 'tasks', query: ListTasksQuery, response: TaskList }),
-  getTask: () => ep({ ...routes.getTask, summary: 'Get a task', tag: 'tasks', params: id('task_id'), query: TaskQuery, response: Task }),
-  getTaskByName: () => ep({ ...routes.getTaskByName, summary: 'Get a task by name', tag: 'tasks', params: id('task_name'), query: TaskQuery, response: Task }),
-  updateTask: () => ep({ ...routes.updateTask, summary: 'Update task metadata or status', tag: 'tasks', params: id('task_id'), body: UpdateTaskRequest, response: Task }),
-  deleteTask: () => ep({ ...routes.deleteTask, summary: 'Delete a task (soft)', tag: 'tasks', params: id('task_id'), response: Task }),
-  cancelTask: () => ep({ ...routes.cancelTask, summary: 'Cancel a task', tag: 'tasks', params: id('task_id'), response: Task }),
-  migrateTasks: () => ep({ ...routes.migrateTasks, summary: 'Move tasks between versions of one branch', tag: 'tasks', body: MigrateTasksRequest, response: MigrateTasksResponse }),
+  createTask: () => ep({ method: 'POST', path: '/tasks', status: 201, idempotencyKey: true, summary: 'Create a task', tag: 'tasks', body: CreateTaskRequest, response: Task }),
+  listTasks: () => ep({ method: 'GET', path: '/tasks', status: 200, idempotent: true, summary: 'List tasks', tag: 'tasks', query: ListTasksQuery, response: TaskList }),
+  getTask: () => ep({ method: 'GET', path: '/tasks/:task_id', status: 200, idempotent: true, summary: 'Get a task', tag: 'tasks', params: id('task_id'), query: TaskQuery, response: Task }),
+  getTaskByName: () => ep({ method: 'GET', path: '/tasks/name/:task_name', status: 200, idempotent: true, summary: 'Get a task by name', tag: 'tasks', params: id('task_name'), query: TaskQuery, response: Task }),
+  updateTask: () => ep({ method: 'PATCH', path: '/tasks/:task_id', status: 200, summary: 'Update task metadata or status', tag: 'tasks', params: id('task_id'), body: UpdateTaskRequest, response: Task }),
+  deleteTask: () => ep({ method: 'DELETE', path: '/tasks/:task_id', status: 200, summary: 'Delete a task (soft)', tag: 'tasks', params: id('task_id'), response: Task }),
+  cancelTask: () => ep({ method: 'POST', path: '/tasks/:task_id/cancel', status: 200, summary: 'Cancel a task', tag: 'tasks', params: id('task_id'), response: Task }),
+  migrateTasks: () => ep({ method: 'POST', path: '/tasks/migrate', status: 200, summary: 'Move tasks between versions of one branch', tag: 'tasks', body: MigrateTasksRequest, response: MigrateTasksResponse }),
 
   // conversation: events, messages, trackers, the stream
-  streamTask: () => ep({ ...routes.streamTask, summary: 'Server-Sent Events: the task’s events, messages, status and tracker in sequence order', tag: 'conversation', params: id('task_id'), query: StreamQuery, response: z.string() }),
-  createEvent: () => ep({ ...routes.createEvent, summary: 'Send an event to a task (run on the agent)', tag: 'conversation', params: id('task_id'), body: CreateEventRequest, response: Event }),
-  listEvents: () => ep({ ...routes.listEvents, summary: 'Events of a task, ascending sequence_id', tag: 'conversation', query: ListEventsQuery, response: EventList }),
-  getEvent: () => ep({ ...routes.getEvent, summary: 'Get an event', tag: 'conversation', params: id('event_id'), response: Event }),
-  reportHandlerError: () => ep({ ...routes.reportHandlerError, summary: 'Report a handler that threw (recorded as an agent message)', tag: 'conversation', params: id('task_id'), body: HandlerErrorRequest, response: Message }),
-  completeDelivery: () => ep({ ...routes.completeDelivery, summary: 'An async agent’s handler of this delivery finished (run on the task’s agent): the task’s next delivery may go', tag: 'conversation', params: z.object({ delivery_id: DeliveryId }), response: Delivery }),
-  renewDeliveryLease: () => ep({ ...routes.renewDeliveryLease, summary: 'Extend the lease of a delivery whose handler still runs (run on the task’s agent); 409 lease_lost once it was released for redelivery', tag: 'conversation', params: z.object({ delivery_id: DeliveryId }), response: Delivery }),
-  createMessage: () => ep({ ...routes.createMessage, summary: 'Add a message to a task’s transcript', tag: 'conversation', body: CreateMessageRequest, response: Message }),
-  updateMessage: () => ep({ ...routes.updateMessage, summary: 'Replace a message’s content or finish its streaming', tag: 'conversation', params: id('message_id'), body: UpdateMessageRequest, response: Message }),
-  listMessages: () => ep({ ...routes.listMessages, summary: 'Messages of a task, ascending sequence_id', tag: 'conversation', query: ListMessagesQuery, response: MessageList }),
-  getMessage: () => ep({ ...routes.getMessage, summary: 'Get a message', tag: 'conversation', params: id('message_id'), response: Message }),
-  listTrackers: () => ep({ ...routes.listTrackers, summary: 'Task trackers by task and/or agent', tag: 'conversation', query: TrackerQuery, response: TrackerList }),
-  getTracker: () => ep({ ...routes.getTracker, summary: 'Get a task tracker', tag: 'conversation', params: id('tracker_id'), response: Tracker }),
-  updateTracker: () => ep({ ...routes.updateTracker, summary: 'Update a tracker (left-out fields stay; the cursor only moves forward)', tag: 'conversation', params: id('tracker_id'), body: UpdateTrackerRequest, response: Tracker }),
+  streamTask: () => ep({ method: 'GET', path: '/tasks/:task_id/stream', status: 200, idempotent: true, sse: true, summary: 'Server-Sent Events: the task’s events, messages, status and tracker in sequence order', tag: 'conversation', params: id('task_id'), query: StreamQuery, response: z.string() }),
+  createEvent: () => ep({ method: 'POST', path: '/tasks/:task_id/events', status: 201, idempotencyKey: true, summary: 'Send an event to a task (run on the agent)', tag: 'conversation', params: id('task_id'), body: CreateEventRequest, response: Event }),
+  listEvents: () => ep({ method: 'GET', path: '/events', status: 200, idempotent: true, summary: 'Events of a task, ascending sequence_id', tag: 'conversation', query: ListEventsQuery, response: EventList }),
+  getEvent: () => ep({ method: 'GET', path: '/events/:event_id', status: 200, idempotent: true, summary: 'Get an event', tag: 'conversation', params: id('event_id'), response: Event }),
+  reportHandlerError: () => ep({ method: 'POST', path: '/tasks/:task_id/handler-errors', status: 201, idempotencyKey: true, summary: 'Report a handler that threw (recorded as an agent message)', tag: 'conversation', params: id('task_id'), body: HandlerErrorRequest, response: Message }),
+  completeDelivery: () => ep({ method: 'POST', path: '/deliveries/:delivery_id/complete', status: 200, idempotent: true, summary: 'An async agent’s handler of this delivery finished (run on the task’s agent): the task’s next delivery may go', tag: 'conversation', params: z.object({ delivery_id: DeliveryId }), response: Delivery }),
+  renewDeliveryLease: () => ep({ method: 'POST', path: '/deliveries/:delivery_id/renew', status: 200, idempotent: true, summary: 'Extend the lease of a delivery whose handler still runs (run on the task’s agent); 409 lease_lost once it was released for redelivery', tag: 'conversation', params: z.object({ delivery_id: DeliveryId }), response: Delivery }),
+  createMessage: () => ep({ method: 'POST', path: '/messages', status: 201, idempotencyKey: true, summary: 'Add a message to a task’s transcript', tag: 'conversation', body: CreateMessageRequest, response: Message }),
+  updateMessage: () => ep({ method: 'PUT', path: '/messages/:message_id', status: 200, summary: 'Replace a message’s content or finish its streaming', tag: 'conversation', params: id('message_id'), body: UpdateMessageRequest, response: Message }),
+  listMessages: () => ep({ method: 'GET', path: '/messages', status: 200, idempotent: true, summary: 'Messages of a task, ascending sequence_id', tag: 'conversation', query: ListMessagesQuery, response: MessageList }),
+  getMessage: () => ep({ method: 'GET', path: '/messages/:message_id', status: 200, idempotent: true, summary: 'Get a message', tag: 'conversation', params: id('message_id'), response: Message }),
+  listTrackers: () => ep({ method: 'GET', path: '/tracker', status: 200, idempotent: true, summary: 'Task trackers by task and/or agent', tag: 'conversation', query: TrackerQuery, response: TrackerList }),
+  getTracker: () => ep({ method: 'GET', path: '/tracker/:tracker_id', status: 200, idempotent: true, summary: 'Get a task tracker', tag: 'conversation', params: id('tracker_id'), response: Tracker }),
+  updateTracker: () => ep({ method: 'PATCH', path: '/tracker/:tracker_id', status: 200, summary: 'Update a tracker (left-out fields stay; the cursor only moves forward)', tag: 'conversation', params: id('tracker_id'), body: UpdateTrackerRequest, response: Tracker }),
 
   // states
-  createState: () => ep({ ...routes.createState, responseHeaders: STATE_ETAG, summary: 'Create a state record', tag: 'states', body: CreateStateRequest, response: State }),
-  listStates: () => ep({ ...routes.listStates, summary: 'Find states by task and/or agent', tag: 'states', query: ListStatesQuery, response: z.object({ states: z.array(State), total: z.number().int() }) }),
-  getState: () => ep({ ...routes.getState, responseHeaders: STATE_ETAG, summary: 'Get a state record', tag: 'states', params: id('state_id'), response: State }),
-  replaceState: () => ep({ ...routes.replaceState, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, response: State }),
-  mergeState: () => ep({ ...routes.mergeState, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Merge top-level keys atomically (null deletes a key)', tag: 'states', params: id('state_id'), body: MergeStateRequest, response: State }),
-  deleteState: () => ep({ ...routes.deleteState, headers: STATE_IF_MATCH, summary: 'Delete a state record; answers the record as it was', tag: 'states', params: id('state_id'), response: DeletedState }),
+  createState: () => ep({ method: 'POST', path: '/states', status: 200, idempotencyKey: true, responseHeaders: STATE_ETAG, summary: 'Create a state record', tag: 'states', body: CreateStateRequest, response: State }),
+  listStates: () => ep({ method: 'GET', path: '/states', status: 200, idempotent: true, summary: 'Find states by task and/or agent', tag: 'states', query: ListStatesQuery, response: z.object({ states: z.array(State), total: z.number().int() }) }),
+  getState: () => ep({ method: 'GET', path: '/states/:state_id', status: 200, idempotent: true, responseHeaders: STATE_ETAG, summary: 'Get a state record', tag: 'states', params: id('state_id'), response: State }),
+  replaceState: () => ep({ method: 'PUT', path: '/states/:state_id', status: 200, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, response: State }),
+  mergeState: () => ep({ method: 'PATCH', path: '/states/:state_id', status: 200, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Merge top-level keys atomically (null deletes a key)', tag: 'states', params: id('state_id'), body: MergeStateRequest, response: State }),
+  deleteState: () => ep({ method: 'DELETE', path: '/states/:state_id', status: 200, headers: STATE_IF_MATCH, summary: 'Delete a state record; answers the record as it was', tag: 'states', params: id('state_id'), response: DeletedState }),
 
   // access control
-  whoami: () => ep({ ...routes.whoami, summary: 'The calling key', tag: 'keys', response: Whoami }),
-  listPresets: () => ep({ ...routes.listPresets, summary: 'Key presets for the creation wizard', tag: 'keys', response: z.object({ presets: z.array(Preset) }) }),
-  createKey: () => ep({ ...routes.createKey, summary: 'Create an API key (secret shown once)', tag: 'keys', body: CreateKeyRequest, response: CreateKeyResponse }),
-  listKeys: () => ep({ ...routes.listKeys, summary: 'List API keys', tag: 'keys', query: z.object({ include_revoked: QueryBool.default(false) }), response: z.object({ api_keys: z.array(ApiKey), total: z.number().int() }) }),
-  getKey: () => ep({ ...routes.getKey, summary: 'Get an API key', tag: 'keys', params: id('key_id'), response: ApiKey }),
-  revokeKey: () => ep({ ...routes.revokeKey, summary: 'Revoke an API key', tag: 'keys', params: id('key_id'), response: RevokedApiKey }),
-  updateKeyScopes: () => ep({ ...routes.updateKeyScopes, summary: 'Replace a key’s scopes', tag: 'keys', params: id('key_id'), body: z.object({ scopes: z.array(Scope).min(1).max(100) }), response: ApiKey }),
-  updateKeyGroups: () => ep({ ...routes.updateKeyGroups, summary: 'Replace a key’s sharing groups', tag: 'keys', params: id('key_id'), body: z.object({ sharing_group_ids: z.array(z.string().min(1)).max(100) }), response: ApiKey }),
-  rotateKey: () => ep({ ...routes.rotateKey, summary: 'Issue a new secret for a key', tag: 'keys', params: id('key_id'), response: CreateKeyResponse }),
-  createGroup: () => ep({ ...routes.createGroup, summary: 'Create a sharing group', tag: 'groups', body: z.object({ name: NonBlank(100), description: z.string().max(1000).default('') }), response: Group }),
-  listGroups: () => ep({ ...routes.listGroups, summary: 'List sharing groups', tag: 'groups', query: z.object({ ...PageQuery }), response: z.object({ groups: z.array(Group), total: z.number().int() }) }),
-  getGroup: () => ep({ ...routes.getGroup, summary: 'Get a sharing group', tag: 'groups', params: id('group_id'), response: Group }),
-  deleteGroup: () => ep({ ...routes.deleteGroup, summary: 'Delete a sharing group', tag: 'groups', params: id('group_id'), response: DeleteResponse }),
-  listGroupMembers: () => ep({ ...routes.listGroupMembers, summary: 'Members of a sharing group', tag: 'groups', params: id('group_id'), response: z.object({ members: z.array(GroupMember), total: z.number().int() }) }),
-  addGroupMember: () => ep({ ...routes.addGroupMember, summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: GroupMember }),
-  removeGroupMember: () => ep({ ...routes.removeGroupMember, summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: DeleteResponse }),
+  whoami: () => ep({ method: 'GET', path: '/whoami', status: 200, idempotent: true, summary: 'The calling key', tag: 'keys', response: Whoami }),
+  listPresets: () => ep({ method: 'GET', path: '/api_keys/presets', status: 200, idempotent: true, summary: 'Key presets for the creation wizard', tag: 'keys', response: z.object({ presets: z.array(Preset) }) }),
+  createKey: () => ep({ method: 'POST', path: '/api_keys', status: 201, summary: 'Create an API key (secret shown once)', tag: 'keys', body: CreateKeyRequest, response: CreateKeyResponse }),
+  listKeys: () => ep({ method: 'GET', path: '/api_keys', status: 200, idempotent: true, summary: 'List API keys', tag: 'keys', query: z.object({ include_revoked: QueryBool.default(false) }), response: z.object({ api_keys: z.array(ApiKey), total: z.number().int() }) }),
+  getKey: () => ep({ method: 'GET', path: '/api_keys/:key_id', status: 200, idempotent: true, summary: 'Get an API key', tag: 'keys', params: id('key_id'), response: ApiKey }),
+  revokeKey: () => ep({ method: 'DELETE', path: '/api_keys/:key_id', status: 200, summary: 'Revoke an API key', tag: 'keys', params: id('key_id'), response: RevokedApiKey }),
+  updateKeyScopes: () => ep({ method: 'PATCH', path: '/api_keys/:key_id', status: 200, summary: 'Replace a key’s scopes', tag: 'keys', params: id('key_id'), body: z.object({ scopes: z.array(Scope).min(1).max(100) }), response: ApiKey }),
+  updateKeyGroups: () => ep({ method: 'PATCH', path: '/api_keys/:key_id/sharing-groups', status: 200, summary: 'Replace a key’s sharing groups', tag: 'keys', params: id('key_id'), body: z.object({ sharing_group_ids: z.array(z.string().min(1)).max(100) }), response: ApiKey }),
+  rotateKey: () => ep({ method: 'POST', path: '/api_keys/:key_id/rotate', status: 200, summary: 'Issue a new secret for a key', tag: 'keys', params: id('key_id'), response: CreateKeyResponse }),
+  createGroup: () => ep({ method: 'POST', path: '/groups', status: 201, summary: 'Create a sharing group', tag: 'groups', body: z.object({ name: NonBlank(100), description: z.string().max(1000).default('') }), response: Group }),
+  listGroups: () => ep({ method: 'GET', path: '/groups', status: 200, idempotent: true, summary: 'List sharing groups', tag: 'groups', query: z.object({ ...PageQuery }), response: z.object({ groups: z.array(Group), total: z.number().int() }) }),
+  getGroup: () => ep({ method: 'GET', path: '/groups/:group_id', status: 200, idempotent: true, summary: 'Get a sharing group', tag: 'groups', params: id('group_id'), response: Group }),
+  deleteGroup: () => ep({ method: 'DELETE', path: '/groups/:group_id', status: 200, summary: 'Delete a sharing group', tag: 'groups', params: id('group_id'), response: DeleteResponse }),
+  listGroupMembers: () => ep({ method: 'GET', path: '/groups/:group_id/members', status: 200, idempotent: true, summary: 'Members of a sharing group', tag: 'groups', params: id('group_id'), response: z.object({ members: z.array(GroupMember), total: z.number().int() }) }),
+  addGroupMember: () => ep({ method: 'PUT', path: '/groups/:group_id/members/:member_id', status: 200, idempotent: true, summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: GroupMember }),
+  removeGroupMember: () => ep({ method: 'DELETE', path: '/groups/:group_id/members/:member_id', status: 200, summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: DeleteResponse }),
 
   // filesystems and system folders (README "Filesystems and sync")
-  createFilesystem: () => ep({ ...routes.createFilesystem, summary: 'Create a filesystem in a project or a namespace', tag: 'filesystems', body: CreateFilesystemRequest, response: Filesystem }),
-  listFilesystems: () => ep({ ...routes.listFilesystems, summary: 'Filesystems of a project (or of a namespace: those not in a project)', tag: 'filesystems', query: z.object({ project_id: z.string().min(1).optional(), namespace: z.string().min(1).optional(), ...PageQuery }), response: FilesystemList }),
-  getFilesystem: () => ep({ ...routes.getFilesystem, summary: 'Get a filesystem', tag: 'filesystems', params: id('filesystem_id'), response: Filesystem }),
-  deleteFilesystem: () => ep({ ...routes.deleteFilesystem, summary: 'Delete a filesystem no task or version uses', tag: 'filesystems', params: id('filesystem_id'), response: DeleteResponse }),
-  downloadFilesystemArchive: () => ep({ ...routes.downloadFilesystemArchive, responseHeaders: TREE_ETAG, summary: 'The current archive (ETag is the tree checksum; If-None-Match answers 304)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
-  uploadFilesystemArchive: () => ep({ ...routes.uploadFilesystemArchive, summary: 'Replace the content (If-Match the base checksum once there is content: 428 without, 412 when stale)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
-  listFilesystemFiles: () => ep({ ...routes.listFilesystemFiles, summary: 'The manifest: every member’s path, type, mode, size and sha256', tag: 'filesystems', params: id('filesystem_id'), response: FileManifest }),
-  getFilesystemFile: () => ep({ ...routes.getFilesystemFile, summary: 'One file’s bytes', tag: 'filesystems', params: z.object({ filesystem_id: z.string().min(1), '*': z.string().min(1) }), response: ArchiveBody }),
-  downloadSystemFolderArchive: () => ep({ ...routes.downloadSystemFolderArchive, responseHeaders: TREE_ETAG, summary: 'A task’s system folder archive (read on the agent)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
-  uploadSystemFolderArchive: () => ep({ ...routes.uploadSystemFolderArchive, summary: 'Replace a task’s system folder (run on the agent; same rules as filesystems)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
-  getVersionLogs: () => ep({ ...routes.getVersionLogs, summary: 'Output of a version’s processes (read on the agent); Server-Sent Events with follow=true', tag: 'versions', params: id('version_id'), query: VersionLogsQuery, response: VersionLogs }),
+  createFilesystem: () => ep({ method: 'POST', path: '/filesystems', status: 201, summary: 'Create a filesystem in a project or a namespace', tag: 'filesystems', body: CreateFilesystemRequest, response: Filesystem }),
+  listFilesystems: () => ep({ method: 'GET', path: '/filesystems', status: 200, idempotent: true, summary: 'Filesystems of a project (or of a namespace: those not in a project)', tag: 'filesystems', query: z.object({ project_id: z.string().min(1).optional(), namespace: z.string().min(1).optional(), ...PageQuery }), response: FilesystemList }),
+  getFilesystem: () => ep({ method: 'GET', path: '/filesystems/:filesystem_id', status: 200, idempotent: true, summary: 'Get a filesystem', tag: 'filesystems', params: id('filesystem_id'), response: Filesystem }),
+  deleteFilesystem: () => ep({ method: 'DELETE', path: '/filesystems/:filesystem_id', status: 200, summary: 'Delete a filesystem no task or version uses', tag: 'filesystems', params: id('filesystem_id'), response: DeleteResponse }),
+  downloadFilesystemArchive: () => ep({ method: 'GET', path: '/filesystems/:filesystem_id/archive', status: 200, idempotent: true, binary: { response: 'application/zstd' }, responseHeaders: TREE_ETAG, summary: 'The current archive (ETag is the tree checksum; If-None-Match answers 304)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
+  uploadFilesystemArchive: () => ep({ method: 'PUT', path: '/filesystems/:filesystem_id/archive', status: 200, binary: { request: ['application/zstd', 'application/octet-stream'] }, summary: 'Replace the content (If-Match the base checksum once there is content: 428 without, 412 when stale)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
+  listFilesystemFiles: () => ep({ method: 'GET', path: '/filesystems/:filesystem_id/files', status: 200, idempotent: true, summary: 'The manifest: every member’s path, type, mode, size and sha256', tag: 'filesystems', params: id('filesystem_id'), response: FileManifest }),
+  getFilesystemFile: () => ep({ method: 'GET', path: '/filesystems/:filesystem_id/files/*', status: 200, idempotent: true, binary: { response: 'application/octet-stream' }, summary: 'One file’s bytes', tag: 'filesystems', params: z.object({ filesystem_id: z.string().min(1), '*': z.string().min(1) }), response: ArchiveBody }),
+  downloadSystemFolderArchive: () => ep({ method: 'GET', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, idempotent: true, binary: { response: 'application/zstd' }, responseHeaders: TREE_ETAG, summary: 'A task’s system folder archive (read on the agent)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
+  uploadSystemFolderArchive: () => ep({ method: 'PUT', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, binary: { request: ['application/zstd', 'application/octet-stream'] }, summary: 'Replace a task’s system folder (run on the agent; same rules as filesystems)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
+  /** JSON `{lines}` (the client's method); with `follow=true` Server-Sent Events instead, so not marked `sse`. */
+  getVersionLogs: () => ep({ method: 'GET', path: '/versions/:version_id/logs', status: 200, idempotent: true, summary: 'Output of a version’s processes (read on the agent); Server-Sent Events with follow=true', tag: 'versions', params: id('version_id'), query: VersionLogsQuery, response: VersionLogs }),
 });
 
 export type Endpoints = typeof endpoints;

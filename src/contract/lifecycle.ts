@@ -44,3 +44,6 @@ export const LIVE_AGENT_STATUS = 'ACTIVE' satisfies AgentStatus;
 export function isIn<S extends string>(set: readonly S[], status: string | null | undefined): status is S {
   return (set as readonly (string | null | undefined)[]).includes(status);
 }
+
+/** Whether a task has ended: it takes no more changes, events or messages, and its stream ends. */
+export const isTerminalTask = (status: string | null | undefined): status is (typeof TERMINAL_TASK_STATUSES)[number] => isIn(TERMINAL_TASK_STATUSES, status);

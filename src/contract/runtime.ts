@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { QueryBool, Timestamp } from './common.js';
+import { LOG_TAIL } from './enums.js';
 
 /** One line an agent process wrote (README "Local runtime and logs"). */
 export const VersionLogLine = z
@@ -15,11 +16,9 @@ export const VersionLogLine = z
   .meta({ id: 'VersionLogLine' });
 export type VersionLogLine = z.infer<typeof VersionLogLine>;
 
-export const VERSION_LOGS_MAX_TAIL = 10_000;
-
 export const VersionLogsQuery = z.object({
   /** The last N lines (all replicas merged by time); 0 with `follow` sends only new lines. */
-  tail: z.coerce.number().int().min(0).max(VERSION_LOGS_MAX_TAIL).default(100),
+  tail: z.coerce.number().int().min(LOG_TAIL.min).max(LOG_TAIL.max).default(LOG_TAIL.default),
   /** Only lines captured at or after this instant. */
   since: z.iso.datetime({ offset: true }).optional(),
   /** Keep the response open as Server-Sent Events (`event: log`), one per new line. */

@@ -2,8 +2,7 @@
 // response-shapes.ts and for the test that keeps that file current. Build and test code only: it
 // loads zod and every schema.
 import { z } from 'zod';
-import { endpoints, type EndpointName } from './endpoints.js';
-import { routes, type Route } from './routes.js';
+import { endpoints, type Endpoint, type EndpointName } from './endpoints.js';
 import type { Shape, ShapeTable } from './shape.js';
 
 /** A schema (or a check of one) that the zod-free parser cannot reproduce. */
@@ -16,11 +15,11 @@ const defOf = (schema: z.ZodType): Def => (schema as unknown as { _zod: { def: D
 export function describeResponses(): ShapeTable {
   const table: ShapeTable = { defs: {}, responses: {}, zodOnly: {} };
   for (const name of Object.keys(endpoints).sort() as EndpointName[]) {
-    const route = routes[name] as Route;
-    if (route.sse || route.binary?.response) continue;
+    const endpoint = endpoints[name] as Endpoint;
+    if (endpoint.sse || endpoint.binary?.response) continue;
     const defs = { ...table.defs };
     try {
-      table.responses[name] = describe(endpoints[name].response as z.ZodType, defs);
+      table.responses[name] = describe(endpoint.response, defs);
       table.defs = defs;
     } catch (error) {
       if (!(error instanceof UnsupportedSchema)) throw error;

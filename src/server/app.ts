@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { endpoints, type Endpoint } from '../contract/endpoints.js';
 import { ApiError, httpErrorOf, ValidationFailure, zodIssuesToItems, type ValidationItem } from './errors.js';
 import { DomainError } from './domain/errors.js';
-import { Authenticator, type Actor } from './auth/authenticate.js';
+import { ANONYMOUS, Authenticator, type Actor } from './auth/authenticate.js';
 import { RateLimiter } from './ratelimit.js';
 import { MAX_PATH_PARAM_CHARS, unsafeInputItems } from './input-guard.js';
 import { loadPermissions, unrestricted, type Permissions } from './auth/policy.js';
@@ -336,9 +336,6 @@ function writeClientError(this: unknown, error: Error & { code?: string }, socke
   }
   socket.destroy();
 }
-
-/** Stands in for a key on the unauthenticated endpoints. */
-export const ANONYMOUS: Actor = Object.freeze({ keyId: '', orgId: '', name: 'anonymous' });
 
 function validate(e: Endpoint, request: FastifyRequest): { params: unknown; query: unknown; body: unknown } {
   // What no schema can say, for every endpoint alike: NUL, lone surrogates, nesting, empty filters.

@@ -18,12 +18,14 @@ import { registrationSecrets, sourceFromFilesystem } from './runtime/wiring.js';
 const BLOB_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RUNTIME, RUNTIME_NAMES } from '../contract/enums.js';
+import { isIn } from '../contract/lifecycle.js';
 import type { ServiceMetrics } from './metrics.js';
 
 /** How often drained versions are retired as a safety net (it normally happens in the same transaction). */
 const SWEEP_INTERVAL_MS = 30_000;
 
-export const RUNTIME_NAMES: readonly RuntimeName[] = ['local', 'kubernetes', 'none'];
+export { RUNTIME_NAMES };
 
 export interface RuntimeOptions {
   /** A driver to use instead of the one `runtime` names (tests, embedding). */
@@ -77,9 +79,9 @@ export interface RunningServer {
 
 /** The runtime named by the option, else AGENTCTL_RUNTIME, else `local`; anything else is refused. */
 export function runtimeName(option: string | undefined): RuntimeName {
-  const name = option ?? process.env.AGENTCTL_RUNTIME ?? 'local';
-  if (!RUNTIME_NAMES.includes(name as RuntimeName)) throw new Error(`Unknown runtime "${name}": use one of ${RUNTIME_NAMES.join(', ')}`);
-  return name as RuntimeName;
+  const name = option ?? process.env.AGENTCTL_RUNTIME ?? DEFAULT_RUNTIME;
+  if (!isIn(RUNTIME_NAMES, name)) throw new Error(`Unknown runtime "${name}": use one of ${RUNTIME_NAMES.join(', ')}`);
+  return name;
 }
 
 /** Opens the store (its schema brought up to date), bootstraps an empty database, listens, and starts delivery and the runtime. */
@@ -95,7 +97,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const blobDir = options.blobDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.join(path.dirname(options.dataDir), 'blobs') : undefined);
     blobs = await openBlobStore({ url: process.env.AGENTCTL_BLOB_URL, dir: blobDir });
     app = await buildApp({ store, logger: options.logger, config: options.config, blobs });
-    const address = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 7420 });
+    const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     const url = address.replace('[::1]', 'localhost');
     const sweep = setInterval(() => void sweepDraining(store.db).catch(() => {}), SWEEP_INTERVAL_MS);
     sweep.unref();

@@ -11,13 +11,16 @@ import type { StreamHub } from './delivery/stream-hub.js';
 import type { BlobStore } from './blobs/index.js';
 import type { RuntimeDriver } from './runtime/driver.js';
 
+/** SSE streams (a task's, a version's logs) send a comment this often so proxies keep a quiet stream open. */
+export const STREAM_HEARTBEAT_MS = 15_000;
+
 export interface ServiceConfig {
   /** Image retention for rollbacks, in days (default 30). */
   imageRetentionDays: number;
   /** Per-key requests per second; 0 disables rate limiting. */
   rateLimitPerSecond: number;
   rateLimitBurst: number;
-  /** Milliseconds between SSE comment heartbeats on task streams (default 15 000). */
+  /** Milliseconds between SSE comment heartbeats on streams (default STREAM_HEARTBEAT_MS). */
   streamHeartbeatMs?: number;
   /** Milliseconds between the stream hub's safety re-reads of watched tasks (default 5 000). */
   streamPollMs?: number;

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { Header, Parser, Pax, type ReadEntry } from 'tar';
+import { TarWalker, type MemberHeader } from './tar-walk.js';
 import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type StatStamp, type TreeEntry } from './tree.js';
 
 /** Fixed member mtime: equal trees give equal archive bytes. */
@@ -295,14 +296,39 @@ export interface ArchiveSink {
   symlink(entry: TreeEntry): Promise<void>;
 }
 
+export interface ReadArchiveOptions {
+  /** Aborting it stops the reading and refuses the archive with its reason (an ArchiveRejected). */
+  signal?: AbortSignal;
+}
+
+/** A failure of a stage as the refusal it is: zstd's and the tar package's errors are the archive's fault. */
+function asRefusal(error: unknown): unknown {
+  if (error instanceof ArchiveRejected) return error;
+  const code = (error as { code?: unknown }).code;
+  const message = (error as Error).message;
+  if (typeof code !== 'string') return error;
+  if (code === 'Z_BUF_ERROR') return new ArchiveRejected(422, 'invalid_archive', 'The archive is not valid zstd: the stream is cut short (its last frame is unfinished)');
+  if (code.startsWith('ERR__ZSTD') || code.startsWith('ZSTD') || code === 'Z_DATA_ERROR') return new ArchiveRejected(422, 'invalid_archive', `The archive is not valid zstd: ${message}`);
+  if (code.startsWith('TAR_')) return new ArchiveRejected(422, 'invalid_archive', `The archive is not a valid tar: ${message}`);
+  return error;
+}
+
 /**
  * Reads a (zstd or plain) tar stream, refusing the first member that is unsafe or past a limit,
- * and returns the manifest and tree checksum. The sink, if any, sees a member only after its
- * header passed every check.
+ * and returns the manifest and tree checksum. Each header is judged as it is decompressed (see
+ * TarWalker), before any of its body is; the sink, if any, sees a member only after its header
+ * passed every check. An archive cut short (an unfinished zstd frame, a member shorter than its
+ * header says, no end-of-archive blocks) is refused, and so is anything after its end but a little
+ * zero padding: decompressed bytes are bounded by what the headers declare.
  */
-export async function readArchive(source: Readable, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS, sink?: ArchiveSink): Promise<ArchiveSummary> {
+export async function readArchive(source: Readable, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS, sink?: ArchiveSink, options: ReadArchiveOptions = {}): Promise<ArchiveSummary> {
   const entries: TreeEntry[] = [];
   const kinds = new Map<string, TreeEntry['kind']>();
+  /** Every directory a member lies below, named in the archive or not: nothing else may take its path. */
+  const impliedDirs = new Set<string>();
+  /** Members whose headers passed, in order, until the parser hands over their content. */
+  const passed: { header: MemberHeader; entry: TreeEntry }[] = [];
+  let members = 0;
   let sizeBytes = 0;
   let failure: unknown;
   const parser = new Parser({ strict: true });
@@ -312,9 +338,9 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     throw new ArchiveRejected(status, status === 413 ? 'archive_too_large' : 'invalid_archive', message, member);
   };
 
-  const check = (raw: ReadEntry): TreeEntry => {
-    const rawPath = String(raw.path);
-    const type = raw.type;
+  const check = (h: MemberHeader): TreeEntry => {
+    const rawPath = h.path;
+    const type = h.type;
     const kind = type === 'File' || type === 'OldFile' || type === 'ContiguousFile' ? 'file' : type === 'Directory' ? 'dir' : type === 'SymbolicLink' ? 'symlink' : undefined;
     if (!kind) refuse(422, `Member ${JSON.stringify(rawPath)} is a ${type}: only regular files, directories and symlinks inside the tree are allowed`, rawPath);
     const p = normalizeMemberPath(rawPath);
@@ -322,23 +348,29 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     const unsafe = unsafeMemberPath(p);
     if (unsafe) refuse(422, `Member ${JSON.stringify(rawPath)} is refused: ${unsafe}`, rawPath);
     if (kinds.has(p)) refuse(422, `Member ${JSON.stringify(p)} appears twice`, p);
-    // A member below a symlink member would be written through the link.
+    // A member below a symlink (or a file) would be written through it...
     for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) {
       const parentKind = kinds.get(p.slice(0, i));
       if (parentKind && parentKind !== 'dir') refuse(422, `Member ${JSON.stringify(p)} lies below ${JSON.stringify(p.slice(0, i))}, which is not a directory`, p);
     }
+    // ...and one that comes after members below its path would turn their directory into something else.
+    if (kind !== 'dir' && impliedDirs.has(p)) refuse(422, `Member ${JSON.stringify(p)} is a ${kind === 'file' ? 'file' : 'symlink'}, but earlier members lie below it, which is not a directory`, p);
+    if (kind !== 'file' && h.size > 0) refuse(422, `Member ${JSON.stringify(p)} is a ${kind === 'dir' ? 'directory' : 'symlink'} with content`, p);
     let linkpath: string | undefined;
     if (kind === 'symlink') {
-      linkpath = String(raw.linkpath ?? '');
+      linkpath = h.linkpath ?? '';
       if (!linkStaysInside(p, linkpath)) refuse(422, `Symlink ${JSON.stringify(p)} points outside the tree (${JSON.stringify(linkpath)})`, p);
     }
-    const size = kind === 'file' ? raw.size : 0;
-    if (entries.length + 1 > limits.maxFiles) refuse(413, `The archive has more than ${limits.maxFiles} members`, p);
+    const size = kind === 'file' ? h.size : 0;
+    if (members + 1 > limits.maxFiles) refuse(413, `The archive has more than ${limits.maxFiles} members`, p);
     if (sizeBytes + size > limits.maxBytes) refuse(413, `The archive's content is larger than ${limits.maxBytes} bytes (member ${JSON.stringify(p)} claims ${size})`, p);
+    members++;
     sizeBytes += size;
     kinds.set(p, kind!);
-    return { path: p, kind: kind!, mode: canonicalMode(raw.mode ?? 0o644, kind!), size, sha256: linkpath === undefined ? '' : sha256Text(linkpath), linkpath };
+    for (let i = p.lastIndexOf('/'); i > 0 && !impliedDirs.has(p.slice(0, i)); i = p.lastIndexOf('/', i - 1)) impliedDirs.add(p.slice(0, i));
+    return { path: p, kind: kind!, mode: canonicalMode(h.mode ?? 0o644, kind!), size, sha256: linkpath === undefined ? '' : sha256Text(linkpath), linkpath };
   };
+  const walker = new TarWalker((header) => passed.push({ header, entry: check(header) }), refuse);
 
   // If the input fails part-way, the member being read never ends by itself: its reader is stopped.
   let inputFailed = false;
@@ -365,7 +397,12 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
       out.on('error', settle);
     });
   const consume = async (raw: ReadEntry): Promise<void> => {
-    const entry = check(raw);
+    // The parser and the walker read the same bytes with the same decoder: a disagreement is a bug or an attack.
+    const next = passed.shift();
+    if (!next || next.header.path !== String(raw.path) || next.header.type !== raw.type || next.header.size !== raw.size) {
+      refuse(422, `Member ${JSON.stringify(String(raw.path))}: the archive's headers read two ways`, String(raw.path));
+    }
+    const entry = next!.entry;
     entries.push(entry);
     if (entry.kind === 'file') {
       const hash = createHash('sha256');
@@ -401,59 +438,75 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     });
   });
 
+  // A backstop behind the walker's own bounds (content, headers, extended headers, padding).
   const decompressedLimit = limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
   let decompressed = 0;
-  // A tar of no members is only zero blocks, which the tar package calls unrecognized.
-  let allZero = true;
   const counter = new Transform({
     transform(chunk: Buffer, _enc, done) {
       decompressed += chunk.length;
-      if (allZero && chunk.some((b) => b !== 0)) allZero = false;
       if (decompressed > decompressedLimit) return done(new ArchiveRejected(413, 'archive_too_large', `The archive expands past ${decompressedLimit} bytes`));
-      done(null, chunk);
+      let archive: Buffer;
+      try {
+        archive = walker.push(chunk);
+      } catch (error) {
+        return done(error as Error);
+      }
+      done(null, archive.length ? archive : undefined);
+    },
+    flush(done) {
+      try {
+        walker.finish();
+        done();
+      } catch (error) {
+        done(error as Error);
+      }
     },
   });
-  let parserFailure: ArchiveRejected | undefined;
-  parser.on('error', (error: Error) => {
-    // The pipeline hands the parser the failure of a stage before it (the expansion limit): keep it as it is.
-    if (error instanceof ArchiveRejected) return void (failure ??= error);
-    parserFailure = new ArchiveRejected(422, 'invalid_archive', `The archive is not a valid tar: ${error.message}`);
-    if (allZero && decompressed > 0 && (error as { code?: string }).code === 'TAR_BAD_ARCHIVE') return;
-    failure ??= parserFailure;
-  });
-  const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  const first = await chunks.next();
-  if (first.done) refuse(422, 'The archive is empty');
-  const head = first.value as Buffer;
-  const body = Readable.from(
-    (async function* () {
-      yield head;
-      for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
-    })(),
-    { objectMode: false },
-  );
-  const isZstd = head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC);
+  /** Why the caller stopped the reading, if it did: that, not how the streams broke off, is the failure. */
+  let stopped: Error | undefined;
+  const fail = (error: unknown) => {
+    // An archive of no members is only its end blocks, which the tar package calls unrecognized.
+    if ((error as { code?: string }).code === 'TAR_BAD_ARCHIVE' && walker.ended && members === 0) return;
+    failure ??= stopped ?? asRefusal(error);
+  };
+  // The pipeline hands the parser the failure of a stage before it: that failure is the reason.
+  parser.on('error', fail);
+  const stop = () => {
+    const reason = options.signal!.reason;
+    stopped = reason instanceof Error ? reason : new ArchiveRejected(413, 'archive_too_large', 'The archive took too long to read');
+    counter.destroy(stopped);
+  };
+  options.signal?.addEventListener('abort', stop, { once: true });
   try {
-    if (isZstd) {
-      const zstd = zlib.createZstdDecompress({ chunkSize: 256 * 1024 });
-      const zstdFailure = (e: Error) => new ArchiveRejected(422, 'invalid_archive', `The archive is not valid zstd: ${e.message}`);
-      await pipeline(body, zstd, counter, parser as unknown as Writable).catch((e) => {
-        throw (e as { code?: string }).code?.startsWith('ERR__ZSTD') || (e as { code?: string }).code?.startsWith('ZSTD') ? zstdFailure(e) : e;
-      });
-    } else {
-      await pipeline(body, counter, parser as unknown as Writable);
-    }
+    if (options.signal?.aborted) throw options.signal.reason;
+    const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    // The first chunk tells zstd from plain tar; a stop meanwhile ends the wait.
+    const first = await new Promise<IteratorResult<Buffer>>((resolve, reject) => {
+      chunks.next().then(resolve, reject);
+      counter.once('error', reject);
+    });
+    if (first.done) refuse(422, 'The archive is empty');
+    const head = first.value as Buffer;
+    const body = Readable.from(
+      (async function* () {
+        yield head;
+        for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
+      })(),
+      { objectMode: false },
+    );
+    const isZstd = head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC);
+    const stages: NodeJS.ReadWriteStream[] = isZstd ? [zlib.createZstdDecompress({ chunkSize: 256 * 1024 })] : [];
+    await pipeline([body, ...stages, counter, parser as unknown as Writable]);
   } catch (error) {
-    failure ??= error;
+    fail(error);
+  } finally {
+    options.signal?.removeEventListener('abort', stop);
   }
   if (failure) {
     inputFailed = true;
     stopReading?.();
   }
   await chain;
-  // Only zero blocks decoded and only the parser objected: an archive of no members.
-  const emptyTar = allZero && decompressed > 0 && entries.length === 0 && parserFailure !== undefined;
-  if (emptyTar && (failure === undefined || !(failure instanceof ArchiveRejected))) failure = undefined;
   if (failure) throw failure;
   return { entries, checksum: treeChecksum(entries), sizeBytes, filesCount: entries.filter((e) => e.kind === 'file').length };
 }

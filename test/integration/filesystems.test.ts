@@ -246,42 +246,11 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     await stagingEmpty();
   });
 
-  describe('hostile archives are refused with the documented body and nothing is kept', () => {
-    const cases: [string, Buffer, number, string, RegExp][] = [
-      ['a ../ path', zstd(rawTar([{ path: '../x', body: Buffer.from('x') }])), 422, 'invalid_archive', /"\.\." in path/],
-      ['an absolute path', zstd(rawTar([{ path: '/etc/x', body: Buffer.from('x') }])), 422, 'invalid_archive', /absolute path/],
-      ['a symlink to /', zstd(rawTar([{ path: 'root', type: 'SymbolicLink', linkpath: '/' }])), 422, 'invalid_archive', /points outside the tree/],
-      ['a symlink climbing out', zstd(rawTar([{ path: 'a/up', type: 'SymbolicLink', linkpath: '../../etc' }])), 422, 'invalid_archive', /points outside the tree/],
-      ['a file written through a symlink', zstd(rawTar([{ path: 'd', type: 'SymbolicLink', linkpath: '.' }, { path: 'd/x', body: Buffer.from('x') }])), 422, 'invalid_archive', /not a directory/],
-      ['a device', zstd(rawTar([{ path: 'null', type: 'CharacterDevice' }])), 422, 'invalid_archive', /CharacterDevice/],
-      ['a fifo', zstd(rawTar([{ path: 'pipe', type: 'FIFO' }])), 422, 'invalid_archive', /FIFO/],
-      ['a hard link', zstd(rawTar([{ path: 'a', body: Buffer.from('a') }, { path: 'b', type: 'Link', linkpath: 'a' }])), 422, 'invalid_archive', /Link/],
-      ['a 10 GB sparse size claim', zstd(rawTar([{ path: 'huge', size: 10 * 1024 ** 3 }], { end: false })), 413, 'archive_too_large', /larger than 8388608 bytes/],
-      ['a zip bomb past the size limit', zstd(rawTar([{ path: 'zeros', body: Buffer.alloc(9 * MiB) }])), 413, 'archive_too_large', /larger than 8388608 bytes/],
-      ['a zip bomb that claims nothing: a small stream expanding far past the limits', zstd(Buffer.concat([rawTar([{ path: 'a', body: Buffer.from('a') }], { end: false }), Buffer.alloc(64 * MiB)])), 413, 'archive_too_large', /expands past/],
-      ['more members than allowed', zstd(rawTar(Array.from({ length: 201 }, (_, i) => ({ path: `f${i}` })))), 413, 'archive_too_large', /more than 200 members/],
-      ['bytes that are not zstd', Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), Buffer.alloc(600, 1)]), 422, 'invalid_archive', /not valid zstd|not a valid tar/],
-      ['a truncated tar', zstd(rawTar([{ path: 'a', body: Buffer.alloc(4096, 1) }]).subarray(0, 1024)), 422, 'invalid_archive', /truncated|not a valid tar/],
-    ];
-    test.each(cases)('%s', async (_name, body, status, code, detail) => {
-      const fs = await createFs();
-      const blobsBefore = (await readdir(blobDir)).sort();
-      const res = await put(fs.id, body);
-      expect(res.status, JSON.stringify(res.body)).toBe(status);
-      expect(res.body.code).toBe(code);
-      expect(res.body.detail).toMatch(detail);
-      expect(await getFs(fs.id)).toMatchObject({ archive_checksum: null, files_count: 0 });
-      await stagingEmpty();
-      expect((await readdir(blobDir)).sort()).toEqual(blobsBefore);
-    });
-  });
-
+  // Hostile archives have their own table: test/integration/hostile-archives.test.ts.
   test('bad input: wrong media type 415, create with both or neither target 422, unknown ids 404', async () => {
     const fs = await createFs();
     const json = await svc.api('PUT', `/filesystems/${fs.id}/archive`, { body: { files: [] } });
     expect(json.status).toBe(415);
-    const empty = await put(fs.id, Buffer.alloc(0));
-    expect(empty).toMatchObject({ status: 422, body: { code: 'invalid_archive' } });
     const badTag = await put(fs.id, zstd(rawTar([{ path: 'a', body: Buffer.from('a') }])), { 'if-match': 'not a checksum' });
     expect(badTag).toMatchObject({ status: 412, body: { code: 'stale_base' } });
     expect((await svc.api('POST', '/filesystems', { body: {} })).status).toBe(422);

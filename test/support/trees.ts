@@ -46,7 +46,7 @@ export async function describeTree(root: string, skip: string[] = []): Promise<R
 
 export interface RawMember {
   path: string;
-  type?: 'File' | 'Directory' | 'SymbolicLink' | 'CharacterDevice' | 'FIFO' | 'Link';
+  type?: 'File' | 'Directory' | 'SymbolicLink' | 'CharacterDevice' | 'FIFO' | 'Link' | 'ExtendedHeader' | 'NextFileHasLongPath' | 'NextFileHasLongLinkpath';
   body?: Buffer;
   /** The size the header claims (default: the body's length). */
   size?: number;
@@ -70,3 +70,26 @@ export function rawTar(members: RawMember[], { end = true }: { end?: boolean } =
 }
 
 export const zstd = (data: Buffer) => zlib.zstdCompressSync(data);
+
+/** One pax record, `<length> <key>=<value>\n`, its length counting itself. */
+export function paxRecord(key: string, value: string | Buffer): Buffer {
+  const rest = Buffer.concat([Buffer.from(` ${key}=`), Buffer.from(value), Buffer.from('\n')]);
+  let length = rest.length + 1;
+  while (String(length).length + rest.length !== length) length = String(length).length + rest.length;
+  return Buffer.concat([Buffer.from(String(length)), rest]);
+}
+
+/**
+ * `tar` with the bytes at `offset` of its header block `block` replaced by `bytes`, the header's
+ * checksum recomputed: a header no writer makes, but one a reader accepts as intact.
+ */
+export function patchHeader(tar: Buffer, block: number, offset: number, bytes: Buffer): Buffer {
+  const out = Buffer.from(tar);
+  const header = out.subarray(block * 512, block * 512 + 512);
+  bytes.copy(header, offset);
+  header.fill(0x20, 148, 156);
+  let sum = 0;
+  for (const b of header) sum += b;
+  header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 'latin1');
+  return out;
+}

@@ -4,6 +4,9 @@ import { describe, expect, test } from 'vitest';
 import pkg from '../../package.json' with { type: 'json' };
 import { buildOpenApiDocument } from '../../src/contract/openapi.js';
 import { completionScript } from '../../src/cli/completion.js';
+import { endpointTableMarkdown, routesSource, withEndpointTable } from '../../src/contract/endpoint-docs.js';
+import { endpoints } from '../../src/contract/endpoints.js';
+import { routes } from '../../src/contract/routes.js';
 import { commandModules, isCommand, manifestSource, type FoundCommand } from '../../src/cli/manifest-describe.js';
 
 // `npm run build` writes these files; when the contract or the command registry changes without a
@@ -17,6 +20,18 @@ describe('committed build artifacts are up to date (run npm run build)', () => {
     }
     expect(found.map((f) => f.command.path.join(' '))).toContain('tasks migrate');
     expect(readFileSync('src/cli/manifest.ts', 'utf8')).toBe(manifestSource(found));
+  });
+
+  test('src/contract/routes.ts holds the route of every endpoint, and nothing else', () => {
+    expect(readFileSync('src/contract/routes.ts', 'utf8')).toBe(routesSource());
+    expect(Object.keys(routes)).toEqual(Object.keys(endpoints));
+    expect(routes.createTask).toEqual({ method: 'POST', path: '/tasks', status: 201, idempotencyKey: true });
+  });
+
+  test("README.md's endpoint table is the endpoint table's", () => {
+    const readme = readFileSync('README.md', 'utf8');
+    expect(readme).toBe(withEndpointTable(readme));
+    expect(endpointTableMarkdown()).toContain('| tasks | `POST /tasks` (`Idempotency-Key`), ');
   });
 
   test('openapi.json matches the endpoint table', () => {

@@ -67,6 +67,33 @@ describe('typed client', () => {
     expect(remote.requests).toHaveLength(3);
   });
 
+  const event = { id: 'evt_1', task_id: 'task_1', agent_id: 'agt_1', sequence_id: 1, content: { type: 'text', text: 'hi' }, created_at: '2026-01-02T03:04:05.000Z' };
+  const idempotencyKeys: (string | undefined)[] = [];
+  const keyed = (handler: (req: IncomingMessage, res: ServerResponse) => void) => (req: IncomingMessage, res: ServerResponse) => {
+    idempotencyKeys.push(req.headers['idempotency-key'] as string | undefined);
+    handler(req, res);
+  };
+  afterEach(() => void idempotencyKeys.splice(0));
+
+  test('an endpoint that takes an Idempotency-Key gets a fresh one per call, the same on each retry, so the create is retried', async () => {
+    const remote = await serve(keyed(json(503, { detail: 'busy', code: 'retry' }, { 'retry-after': '0' })), keyed(json(201, event)), keyed(json(201, event)));
+    const client = createClient({ baseUrl: remote.url, backoffMs: 1 });
+    await client.createEvent({ params: { task_id: 'task_1' }, body: { content: 'hi' } });
+    await client.createEvent({ params: { task_id: 'task_1' }, body: { content: 'hi' } });
+    expect(idempotencyKeys).toHaveLength(3);
+    expect(idempotencyKeys[0]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(idempotencyKeys[1]).toBe(idempotencyKeys[0]);
+    expect(idempotencyKeys[2]).not.toBe(idempotencyKeys[0]);
+  });
+
+  test("the caller's own Idempotency-Key is sent as it is; an endpoint without the flag gets none", async () => {
+    const remote = await serve(keyed(json(201, event)), keyed(json(200, groups)));
+    const client = createClient({ baseUrl: remote.url });
+    await client.createEvent({ params: { task_id: 'task_1' }, body: { content: 'hi' } }, { headers: { 'Idempotency-Key': 'mine' } });
+    await client.listGroups();
+    expect(idempotencyKeys).toEqual(['mine', undefined]);
+  });
+
   test('a request slower than the timeout fails as unreachable (timed out)', async () => {
     await serve(() => {});
     const client = createClient({ baseUrl: `http://127.0.0.1:${(server!.address() as { port: number }).port}`, timeoutMs: 50, retries: 0 });

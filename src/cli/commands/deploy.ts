@@ -10,7 +10,7 @@ import { versionRecord } from '../output/resources.js';
 import { record } from '../output/view.js';
 import { parseAgentPath, requireAgentOption } from '../refs.js';
 import { waitForVersion } from '../wait.js';
-import { ACP_TYPES, DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, SDK_TYPES } from '../../contract/enums.js';
+import { ACP_TYPES, boundsText, DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, DEPLOY_REPLICAS, SDK_TYPES } from '../../contract/enums.js';
 import { gitRoot, readAgentProject, uploadSource } from '../source-upload.js';
 import { agentctl } from '../shell.js';
 import { agent, waitOptions } from '../options.js';
@@ -23,7 +23,7 @@ export default defineCommand({
     { ...agent, description: 'Agent as namespace/name (created on first deploy)' },
     { flags: '--image <url>', description: 'Container image of this version (without it: the commit’s tree is uploaded and run from source)', field: 'image_url' },
     { flags: '--branch <name>', description: 'Git branch to deploy as (default: the checked-out branch)' },
-    { flags: '--replicas <n>', description: 'Replicas, 1..10', integer: true },
+    { flags: '--replicas <n>', description: `Replicas, ${boundsText(DEPLOY_REPLICAS)}`, integer: true },
     { flags: '--sticky', description: 'Keep running tasks on their current version', field: 'are_tasks_sticky' },
     { flags: '--no-sticky', description: 'Move running tasks to the new version (the default)', field: 'are_tasks_sticky' },
     { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: SDK_TYPES, default: DEFAULT_SDK_TYPE },

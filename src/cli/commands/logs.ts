@@ -1,6 +1,6 @@
 import type { Client } from '../../client/index.js';
 import { readEventStream } from '../../client/sse.js';
-import { LOG_SSE_EVENT } from '../../contract/enums.js';
+import { boundsText, LOG_SSE_EVENT, LOG_TAIL } from '../../contract/enums.js';
 import type { VersionLogLine } from '../../contract/runtime.js';
 import { isIn, LIVE_VERSION_STATUSES } from '../../contract/lifecycle.js';
 import { defineCommand } from '../command.js';
@@ -40,14 +40,14 @@ export default defineCommand({
     { flags: '--branch <name>', description: 'Git branch with --agent (default main)' },
     { flags: '-f, --follow', description: 'Keep printing new lines until Ctrl-C' },
     { flags: '--since <when>', description: 'Only lines since a duration ago (10m, 2h, 1d) or a time' },
-    { flags: '--tail <n>', description: 'The last N lines (0..10000)', integer: true, default: 100 },
+    { flags: '--tail <n>', description: `The last N lines (${boundsText(LOG_TAIL)})`, integer: true, default: LOG_TAIL.default },
   ],
   examples: ['agentctl logs --agent default/my-bot -f', 'agentctl logs ver_01J9Z3 --since 10m', 'agentctl logs --agent default/my-bot --branch feature/search --json'],
   notFoundNext: 'agentctl versions list --agent <ns/name>',
   handler: async (ctx, args, options) => {
     const client = await ctx.client();
     const since = options.since ? parseSince(options.since) : undefined;
-    const tail: number = options.tail ?? 100;
+    const tail: number = options.tail ?? LOG_TAIL.default;
     const sources = await sourcesOf(ctx, client, args[0], options);
     const prefix = Boolean(ctx.io.stdout.isTTY) && !ctx.globals.json;
     const print = (source: Source, line: VersionLogLine) => {

@@ -1,17 +1,35 @@
 import type { ChalkInstance } from 'chalk';
+import type { AgentStatus, TaskStatus, VersionStatus } from '../../contract/lifecycle.js';
 
 export type CellFormat = 'text' | 'status' | 'time' | 'json' | 'bool';
 
-const GOOD = new Set(['ACTIVE', 'RUNNING', 'COMPLETED', 'ok']);
-const BUSY = new Set(['DEPLOYING', 'DRAINING', 'IDLE', 'UNHEALTHY']);
-const BAD = new Set(['FAILED', 'TIMED_OUT', 'TERMINATED']);
+type Tone = 'green' | 'yellow' | 'red' | 'gray';
 
-/** Colour for a status word: green for healthy, yellow for in-between, red for failed, grey for gone. */
+/**
+ * Green for healthy, yellow for in-between, red for failed, grey for gone. Keyed by every status of
+ * the contract (lifecycle.ts), so a new status does not compile until it has its colour.
+ */
+const STATUS_TONE: Record<AgentStatus | TaskStatus | VersionStatus | 'ok', Tone> = {
+  ok: 'green',
+  ACTIVE: 'green',
+  RUNNING: 'green',
+  COMPLETED: 'green',
+  DEPLOYING: 'yellow',
+  DRAINING: 'yellow',
+  IDLE: 'yellow',
+  UNHEALTHY: 'yellow',
+  FAILED: 'red',
+  TIMED_OUT: 'red',
+  TERMINATED: 'red',
+  CANCELED: 'gray',
+  DELETED: 'gray',
+  RETIRED: 'gray',
+  ROLLED_BACK: 'gray',
+};
+
+/** Colour for a status word (grey for a word that is no status). */
 export function colourStatus(status: string, chalk: ChalkInstance): string {
-  if (GOOD.has(status)) return chalk.green(status);
-  if (BUSY.has(status)) return chalk.yellow(status);
-  if (BAD.has(status)) return chalk.red(status);
-  return chalk.gray(status);
+  return chalk[Object.hasOwn(STATUS_TONE, status) ? STATUS_TONE[status as keyof typeof STATUS_TONE] : 'gray'](status);
 }
 
 const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [

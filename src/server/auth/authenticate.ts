@@ -13,6 +13,9 @@ export interface Actor {
   runtimeAgentId?: string;
 }
 
+/** Stands in for a key on the unauthenticated endpoints. */
+export const ANONYMOUS: Actor = Object.freeze({ keyId: '', orgId: '', name: 'anonymous' });
+
 const unauthorized = (detail: string) =>
   new ApiError(401, 'unauthorized', detail, { 'WWW-Authenticate': 'Bearer' });
 

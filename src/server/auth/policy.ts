@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
-import { forbidden, missing } from '../domain/errors.js';
+import { forbidden, notFound } from '../domain/errors.js';
 import { statusLit } from '../store/sql.js';
 import { LIVE_AGENT_STATUS } from '../../contract/lifecycle.js';
 import type { Actor } from './authenticate.js';
@@ -132,7 +132,7 @@ export class Permissions {
   /** 404 when the key may not even discover the resource (no existence leak), 403 when it may look but not act. */
   require(permission: Permission, resource: ResourceRef, describe: string): void {
     if (this.can(permission, resource)) return;
-    if (permission === 'discover' || !this.can('discover', resource)) throw missing(`${describe} was not found`);
+    if (permission === 'discover' || !this.can('discover', resource)) throw notFound(`${describe}`);
     throw forbidden(`This API key may not ${permission === 'write_task_data' ? 'write' : permission} ${describe}`);
   }
 

@@ -3,37 +3,10 @@
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
 import { LocalBlobStore } from './local.js';
+import type { BlobStore } from './store.js';
 
-export interface BlobInfo {
-  key: string;
-  modifiedAt: Date;
-}
-
-export interface BlobStore {
-  readonly kind: 'local' | 's3';
-  /** A local directory for files being received before they get a key. */
-  readonly stagingDir: string;
-  /**
-   * Stores a finished local file under `key` (the sha256 of its bytes) and removes the file.
-   * Storing a key that exists is a no-op: equal keys are equal bytes.
-   */
-  putFile(key: string, file: string): Promise<void>;
-  /** The blob's bytes, streamed; throws BlobNotFound. */
-  get(key: string): Promise<Readable>;
-  delete(key: string): Promise<void>;
-  list(): AsyncIterable<BlobInfo>;
-  close(): Promise<void>;
-}
-
-export class BlobNotFound extends Error {
-  constructor(readonly key: string) {
-    super(`Blob ${key} was not found`);
-  }
-}
-
-export const isBlobKey = (key: string) => /^[0-9a-f]{64}$/.test(key);
+export { BlobNotFound, isBlobKey, type BlobInfo, type BlobStore } from './store.js';
 
 export interface BlobStoreOptions {
   /** `s3://bucket/prefix`; else the local directory is used. */

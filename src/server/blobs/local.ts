@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { BlobNotFound, isBlobKey, type BlobInfo, type BlobStore } from './index.js';
+import { BlobNotFound, isBlobKey, type BlobInfo, type BlobStore } from './store.js';
 
 /** Blobs as files `<dir>/<first two hex digits>/<key>`; staging in `<dir>/.staging` (same file system, so renames are atomic). */
 export class LocalBlobStore implements BlobStore {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { BlobNotFound, isBlobKey, type BlobInfo, type BlobStore } from './index.js';
+import { BlobNotFound, isBlobKey, type BlobInfo, type BlobStore } from './store.js';
 
 /**
  * Blobs as objects `<prefix>/<key>` of one bucket. Endpoint, region and credentials come from the

@@ -16,7 +16,7 @@ import { Agent, request } from 'undici';
 import { ACP_PATH, SIGNATURE_HEADER, signBody, type AcpAgentRef, type AcpMethod, type AcpRequest, type AcpResponse } from '../../contract/acp.js';
 import { Content, OPEN_DELIVERY_STATUSES } from '../../contract/conversation.js';
 import type { Task } from '../../contract/resources.js';
-import { TERMINAL_TASK_STATUSES } from '../../contract/common.js';
+import { isTerminalTask } from '../../contract/lifecycle.js';
 import type { Selectable } from 'kysely';
 import type { Db, Store, TasksTable } from '../store/db.js';
 import { toTask } from '../store/mappers.js';
@@ -25,7 +25,7 @@ import { settleDraining } from '../domain/events.js';
 import { createMessage, recordTaskChange } from '../domain/conversation.js';
 import { unrestricted } from '../auth/policy.js';
 import { DomainError } from '../domain/errors.js';
-import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from './outbox.js';
+import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from '../store/outbox.js';
 
 /** The open statuses as an SQL list, for the claim statement. */
 const OPEN = sql.join(OPEN_DELIVERY_STATUSES.map((status) => sql.lit(status)));
@@ -369,7 +369,7 @@ export class Dispatcher {
         .where('task_id', '=', delivery.task_id)
         .where('status', 'in', OPEN_DELIVERY_STATUSES)
         .execute();
-      if ((TERMINAL_TASK_STATUSES as readonly string[]).includes(task.status) || task.status === 'DELETED') return;
+      if (isTerminalTask(task.status)) return;
       await trx.updateTable('tasks').set({ status: 'FAILED', status_reason: statusReason, updated_at: new Date() }).where('id', '=', task.id).execute();
       await settleDraining(trx, [task.current_version_id]);
       await recordTaskChange(trx, [task.id]);

@@ -3,10 +3,10 @@ import type { Agent } from '../../contract/resources.js';
 import type { Selectable } from 'kysely';
 import type { AgentsTable, Db } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
-import { missing } from './errors.js';
+import { notFound } from './errors.js';
 import { toAgent } from '../store/mappers.js';
 import { appendEvent } from './events.js';
-import { agentById, agentByPath, lockBranches, namespaceBySlug } from './lookup.js';
+import { inCallerOrg, agentById, agentByPath, lockBranches, namespaceBySlug } from './lookup.js';
 import { hideUndiscoverableNamespace } from './namespaces.js';
 import { pageOffset, type PageInput } from './paging.js';
 import { visibleRows } from './visibility.js';
@@ -19,8 +19,7 @@ export async function listAgents(db: Db, perms: Permissions, query: PageInput & 
   const ns = query.namespace === undefined ? undefined : await namespaceBySlug(db, perms, query.namespace);
   let select = db
     .selectFrom('agents')
-    .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
-    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where(inCallerOrg(perms, 'agents.namespace_id'))
     .where('agents.status', '=', 'ACTIVE')
     .where((eb) => visibleRows(eb, perms.visible('agent'), 'agents.namespace_id', 'agents.id'));
   if (ns) select = select.where('agents.namespace_id', '=', ns.id);
@@ -62,7 +61,7 @@ async function softDelete(db: Db, perms: Permissions, agent: Selectable<AgentsTa
   const { tasks, versions } = await db.transaction().execute(async (trx) => {
     // The row lock serializes concurrent deletes of the same agent: the second finds it DELETED.
     const live = await trx.selectFrom('agents').select('id').where('id', '=', agent.id).where('status', '=', 'ACTIVE').forNoKeyUpdate().executeTakeFirst();
-    if (!live) throw missing(`${describe} was not found`);
+    if (!live) throw notFound(`${describe}`);
     // The lock order (lookup.ts): agent, then its branches, before any of their tasks or versions,
     // as cancels, migrations and deploys take them. Updating tasks first deadlocked with those.
     await lockBranches(trx, { agentId: agent.id });

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { TERMINAL_TASK_STATUSES } from '../../contract/common.js';
+import { isTerminalTask } from '../../contract/lifecycle.js';
 import type { Content, Event, Message, StreamRecord, StreamRecordKind, Tracker } from '../../contract/conversation.js';
 import type { Task } from '../../contract/resources.js';
 import type { Database, Db, EventsTable, MessagesTable, TrackersTable } from '../store/db.js';
@@ -7,15 +7,14 @@ import { newId } from '../store/ids.js';
 import { iso, toTask } from '../store/mappers.js';
 import { DomainError, conflict, invalid, isNotFound, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
-import { taskById } from './lookup.js';
-import { enqueueDelivery } from '../delivery/outbox.js';
+import { inCallerOrg, taskById } from './lookup.js';
+import { enqueueDelivery } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
 
 /** The channel every writer NOTIFYs (payload: the task id) and every stream hub LISTENs on. */
 export const TASK_CHANNEL = 'agentctl_task';
 
-const isTerminal = (status: string) => (TERMINAL_TASK_STATUSES as readonly string[]).includes(status);
 
 // ---- mappers ------------------------------------------------------------------------------------
 
@@ -66,7 +65,7 @@ async function nextSequence(trx: Trx, taskId: string, refuseTerminal: boolean): 
     .returning(['last_sequence_id', 'status', 'name'])
     .executeTakeFirst();
   if (!row) throw notFound('Task', taskId);
-  if (refuseTerminal && isTerminal(row.status)) throw conflict('task_terminal', `Task ${named(row.name, taskId)} is ${row.status}; a finished task takes no new events or messages`);
+  if (refuseTerminal && isTerminalTask(row.status)) throw conflict('task_terminal', `Task ${named(row.name, taskId)} is ${row.status}; a finished task takes no new events or messages`);
   return Number(row.last_sequence_id);
 }
 
@@ -126,17 +125,23 @@ export interface AfterQuery {
   limit: number;
 }
 
-export async function listEvents(db: Db, perms: Permissions, q: AfterQuery): Promise<{ events: Event[]; has_more: boolean }> {
+/** One page of a task's events or messages after a sequence_id, ascending, and whether more follow. */
+async function pageAfter<T extends 'events' | 'messages'>(db: Db, perms: Permissions, table: T, q: AfterQuery) {
   await taskById(db, perms, 'run', q.task_id);
   const rows = await db
-    .selectFrom('events')
+    .selectFrom(table as 'events')
     .selectAll()
     .where('task_id', '=', q.task_id)
     .where('sequence_id', '>', q.after_sequence_id)
     .orderBy('sequence_id')
     .limit(q.limit + 1)
     .execute();
-  return { events: rows.slice(0, q.limit).map(toEvent), has_more: rows.length > q.limit };
+  return { rows: rows.slice(0, q.limit) as Selectable<T extends 'events' ? EventsTable : MessagesTable>[], has_more: rows.length > q.limit };
+}
+
+export async function listEvents(db: Db, perms: Permissions, q: AfterQuery): Promise<{ events: Event[]; has_more: boolean }> {
+  const { rows, has_more } = await pageAfter(db, perms, 'events', q);
+  return { events: rows.map(toEvent), has_more };
 }
 
 export async function getEvent(db: Db, perms: Permissions, eventId: string): Promise<Event> {
@@ -221,16 +226,8 @@ export async function updateMessage(
 }
 
 export async function listMessages(db: Db, perms: Permissions, q: AfterQuery): Promise<{ messages: Message[]; has_more: boolean }> {
-  await taskById(db, perms, 'run', q.task_id);
-  const rows = await db
-    .selectFrom('messages')
-    .selectAll()
-    .where('task_id', '=', q.task_id)
-    .where('sequence_id', '>', q.after_sequence_id)
-    .orderBy('sequence_id')
-    .limit(q.limit + 1)
-    .execute();
-  return { messages: rows.slice(0, q.limit).map(toMessage), has_more: rows.length > q.limit };
+  const { rows, has_more } = await pageAfter(db, perms, 'messages', q);
+  return { messages: rows.map(toMessage), has_more };
 }
 
 export async function getMessage(db: Db, perms: Permissions, messageId: string): Promise<Message> {
@@ -274,10 +271,9 @@ export async function listTrackers(db: Db, perms: Permissions, q: { task_id?: st
   if (q.agent_id) {
     const agent = await db
       .selectFrom('agents')
-      .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
       .select(['agents.id', 'agents.namespace_id'])
       .where('agents.id', '=', q.agent_id)
-      .where('namespaces.org_id', '=', perms.actor.orgId)
+      .where(inCallerOrg(perms, 'agents.namespace_id'))
       .executeTakeFirst();
     if (!agent) throw notFound('Agent', q.agent_id);
     perms.require('run', { type: 'agent', id: agent.id, namespaceId: agent.namespace_id }, `Agent ${q.agent_id}`);
@@ -358,8 +354,8 @@ export async function readStream(db: Db, taskId: string, afterSequenceId: number
 /** Where a stream starts: access (`run`), and whether the task has already ended at a sequence number. */
 export async function openStream(db: Db, perms: Permissions, taskId: string): Promise<{ lastSequenceId: number; terminal: boolean }> {
   const task = await taskById(db, perms, 'run', taskId);
-  return { lastSequenceId: Number(task.last_sequence_id), terminal: isTerminal(task.status) };
+  return { lastSequenceId: Number(task.last_sequence_id), terminal: isTerminalTask(task.status) };
 }
 
 /** A `task` record whose status ends the stream. */
-export const endsStream = (record: StreamRecord) => record.kind === 'task' && isTerminal(record.data.status ?? '');
+export const endsStream = (record: StreamRecord) => record.kind === 'task' && isTerminalTask(record.data.status);

@@ -12,7 +12,8 @@ import type { Database, DeliveriesTable, Db } from '../store/db.js';
 import { iso } from '../store/mappers.js';
 import type { Permissions } from '../auth/policy.js';
 import { conflict, notFound } from './errors.js';
-import { announceDeliveries, DELIVERY_CHANNEL, wakeDispatchers } from '../delivery/outbox.js';
+import { inCallerOrg } from './lookup.js';
+import { announceDeliveries, DELIVERY_CHANNEL, wakeDispatchers } from '../store/outbox.js';
 
 type Executor = Kysely<Database>;
 
@@ -38,11 +39,10 @@ async function deliveryForAgent(db: Executor, perms: Permissions, deliveryId: st
   const row = await db
     .selectFrom('deliveries')
     .innerJoin('tasks', 'tasks.id', 'deliveries.task_id')
-    .innerJoin('namespaces', 'namespaces.id', 'tasks.namespace_id')
     .selectAll('deliveries')
     .select(['tasks.agent_id', 'tasks.namespace_id'])
     .where('deliveries.id', '=', deliveryId)
-    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where(inCallerOrg(perms, 'tasks.namespace_id'))
     .executeTakeFirst();
   if (!row) throw notFound('Delivery', deliveryId);
   perms.require('run', { type: 'agent', id: row.agent_id, namespaceId: row.namespace_id }, `Delivery ${deliveryId}`);

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Environment } from '../../contract/resources.js';
 import type { Database, Db, EnvironmentsTable } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
-import { ValidationFailure, conflict, missing, type ValidationItem } from './errors.js';
+import { ValidationFailure, conflict, missing, type ValidationItem, notFound } from './errors.js';
 import { newId } from '../store/ids.js';
 import { toEnvironment } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
@@ -22,7 +22,7 @@ async function environmentsOf(db: Executor, agentId: string): Promise<Environmen
 /** One environment of an agent by name; 404 naming both when there is none. */
 export async function environmentByName(db: Executor, agentId: string, ref: AgentRef, envName: string): Promise<EnvironmentRow> {
   const env = await db.selectFrom('environments').selectAll().where('agent_id', '=', agentId).where('name', '=', envName).executeTakeFirst();
-  if (!env) throw missing(`Environment ${envName} of agent ${ref.namespace_slug}/${ref.agent_name} was not found`);
+  if (!env) throw notFound(`Environment ${envName} of agent ${ref.namespace_slug}/${ref.agent_name}`);
   return env;
 }
 

@@ -45,7 +45,8 @@ export class ValidationFailure extends Error {
   }
 }
 
-export const notFound = (what: string, id: string) => new DomainError('not_found', 'not_found', `${what} ${id} was not found`);
+/** The one 404 sentence, `<what> [<id>] was not found`: `notFound('Task', id)`, `notFound(\`Agent ${ns}/${name}\`)`. */
+export const notFound = (what: string, id?: string) => new DomainError('not_found', 'not_found', `${id === undefined ? what : `${what} ${id}`} was not found`);
 /** A not-found with its own sentence (and, rarely, its own code). */
 export const missing = (detail: string, code = 'not_found') => new DomainError('not_found', code, detail);
 export const conflict = (code: ConflictCode, detail: string) => new DomainError('conflict', code, detail);

@@ -17,7 +17,7 @@ import { iso } from '../store/mappers.js';
 import { DomainError, badRequest, conflict, forbidden, invalid, missing, notFound, preconditionRequired, stale, tooLarge, unprocessable, named, namedVersion } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import type { BlobStore } from '../blobs/index.js';
-import { namespaceBySlug, taskById } from './lookup.js';
+import { inCallerOrg, namespaceBySlug, taskById } from './lookup.js';
 import { pageOffset } from './paging.js';
 
 type Executor = Db | Kysely<Database>;
@@ -43,10 +43,9 @@ export const toFilesystem = (r: FsRow): Filesystem => ({
 export async function filesystemForAccess(db: Executor, perms: Permissions, fsId: string, need: 'read' | 'write'): Promise<FsRow> {
   const row = await db
     .selectFrom('filesystems')
-    .innerJoin('namespaces', 'namespaces.id', 'filesystems.namespace_id')
     .selectAll('filesystems')
     .where('filesystems.id', '=', fsId)
-    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where(inCallerOrg(perms, 'filesystems.namespace_id'))
     .executeTakeFirst();
   const describe = `Filesystem ${fsId}`;
   if (!row) throw notFound('Filesystem', fsId);
@@ -75,10 +74,9 @@ export async function createFilesystem(db: Db, perms: Permissions, req: CreateFi
   if (req.project_id) {
     const project = await db
       .selectFrom('projects')
-      .innerJoin('namespaces', 'namespaces.id', 'projects.namespace_id')
       .select(['projects.id', 'projects.namespace_id'])
       .where('projects.id', '=', req.project_id)
-      .where('namespaces.org_id', '=', perms.actor.orgId)
+      .where(inCallerOrg(perms, 'projects.namespace_id'))
       .executeTakeFirst();
     if (!project) throw notFound('Project', req.project_id);
     perms.require('write', { type: 'project', id: project.id, namespaceId: project.namespace_id }, `Project ${project.id}`);
@@ -120,10 +118,9 @@ export async function listFilesystems(db: Db, perms: Permissions, query: ListFil
   if (query.project_id) {
     const project = await db
       .selectFrom('projects')
-      .innerJoin('namespaces', 'namespaces.id', 'projects.namespace_id')
       .select(['projects.id', 'projects.namespace_id'])
       .where('projects.id', '=', query.project_id)
-      .where('namespaces.org_id', '=', perms.actor.orgId)
+      .where(inCallerOrg(perms, 'projects.namespace_id'))
       .executeTakeFirst();
     if (!project) throw notFound('Project', query.project_id);
     perms.require('read', { type: 'project', id: project.id, namespaceId: project.namespace_id }, `Project ${project.id}`);
@@ -195,7 +192,10 @@ function checkBase(row: FsRow, base: readonly string[]): void {
   }
 }
 
-export interface UploadLimits extends ArchiveLimits {}
+export interface UploadLimits extends ArchiveLimits {
+  /** Wall time for receiving and checking one upload (the request timeout): past it the upload is refused. */
+  maxMs: number;
+}
 
 /** Compressed bytes an upload may have: the content limit plus tar's per-member overhead. */
 const maxCompressedBytes = (limits: ArchiveLimits) => limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
@@ -240,12 +240,16 @@ export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body
     body.once('aborted', onAborted);
     body.once('error', onAborted);
     body.pipe(tee);
+    // Whatever the archive makes the reader do, one upload's reading ends within the request timeout.
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(new ArchiveRejected(413, 'archive_too_large', `The archive was not received and checked within ${limits.maxMs} ms (AGENTCTL_REQUEST_TIMEOUT_MS)`)), limits.maxMs);
     let summary: ArchiveSummary;
     try {
-      summary = await readArchive(tee, limits);
+      summary = await readArchive(tee, limits, undefined, { signal: deadline.signal });
     } catch (error) {
       throw refusalOf(aborted ?? error);
     } finally {
+      clearTimeout(timer);
       body.off('aborted', onAborted);
       body.off('error', onAborted);
       body.unpipe(tee);

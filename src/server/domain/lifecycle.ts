@@ -4,14 +4,13 @@ import type { Branch, Version } from '../../contract/resources.js';
 import type { Database, Db, VersionsTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toBranch, toVersion, type BranchRow } from '../store/mappers.js';
-import { conflict, invalid, missing, notFound, named, namedVersion } from './errors.js';
+import { conflict, invalid, notFound, named, namedVersion } from './errors.js';
 import { filesystemForAccess } from './filesystems.js';
 import type { Permissions } from '../auth/policy.js';
 import { grantOwnership } from '../auth/grants.js';
 import { branchById, lockBranch, namespaceBySlug, versionById } from './lookup.js';
 import { appendEvent, settleDraining } from './events.js';
 import { recordTaskChange } from './conversation.js';
-import { recordReplica } from './registration.js';
 import { bulkMove, isRefusal, next, refusing, type VersionHappening } from './version-lifecycle.js';
 import { LIVE_AGENT_STATUS, LIVE_TASK_STATUSES, NEW_VERSION_STATUS, type REPORTED_VERSION_STATUSES, type VersionStatus } from '../../contract/lifecycle.js';
 import { statusLit } from '../store/sql.js';
@@ -135,7 +134,7 @@ export async function deploy(db: Db, perms: Permissions, request: DeployRequest,
     // Checked once the key's permission is: the transaction undoes a just-created agent.
     if (req.source_filesystem_id !== null) {
       const source = await trx.selectFrom('filesystems').select('id').where('id', '=', req.source_filesystem_id).where('namespace_id', '=', ns.id).executeTakeFirst();
-      if (!source) throw missing(`Filesystem ${req.source_filesystem_id} was not found`);
+      if (!source) throw notFound(`Filesystem ${req.source_filesystem_id}`);
     }
     await sql`
       INSERT INTO branches (id, agent_id, git_branch, git_branch_normalized, replicas)
@@ -242,24 +241,6 @@ export interface VersionDetails {
   registration_metadata?: Record<string, unknown>;
 }
 
-/** What each reported status means for the version. */
-const REPORTS: Record<RegisterInput['status'], VersionHappening> = { ACTIVE: 'ready', UNHEALTHY: 'unhealthy', FAILED: 'failed' };
-
-/**
- * `POST /versions/register`: what the runtime reports about a version. DEPLOYING -> ACTIVE (the
- * previous version hands over), ACTIVE <-> UNHEALTHY, DEPLOYING -> FAILED (tasks return to the
- * version still serving).
- */
-export async function registerVersion(db: Db, perms: Permissions, input: RegisterInput & { acp_url?: string }): Promise<RegisterResult> {
-  return db.transaction().execute(async (trx) => {
-    const found = await versionById(trx, perms, 'write', input.version_id);
-    const result = await applyVersionHappening(trx, found.branch_id, found.id, REPORTS[input.status], input, `it cannot become ${input.status}`);
-    // A runtime without a driver (`--runtime none`) tells where its agent listens.
-    if (input.acp_url && input.status !== 'FAILED') await recordReplica(trx, found.id, input.acp_url, null);
-    return result;
-  });
-}
-
 /**
  * What the runtime observed about a version (the reconciler, in-process, with a system principal):
  * the same transition as a report, refused (409) where the table has no row.
@@ -273,8 +254,8 @@ export async function recordRuntimeHappening(db: Db, perms: Permissions, version
 
 /**
  * A happening of the version's own (ready, recovered, unhealthy, failed, runtime_failed,
- * registered), inside the caller's transaction: the keyed register above, the runtime, and a
- * registration with a token (src/server/domain/registration.ts). The branch and the version are
+ * registered), inside the caller's transaction: the keyed register and a registration with a token
+ * (src/server/domain/registration.ts), and the runtime. The branch and the version are
  * locked, the new status comes from version-lifecycle.ts; `refusal` ends the 409's detail.
  */
 export async function applyVersionHappening(trx: Trx, branchId: string, versionId: string, happening: VersionHappening, details: VersionDetails, refusal: string): Promise<RegisterResult> {

@@ -1,6 +1,6 @@
-import type { Kysely } from 'kysely';
+import type { Expression, ExpressionBuilder, Kysely, SqlBool } from 'kysely';
 import type { Database, Db } from '../store/db.js';
-import { missing } from './errors.js';
+import { notFound } from './errors.js';
 import type { Permission, Permissions } from '../auth/policy.js';
 
 type Executor = Db | Kysely<Database>;
@@ -27,12 +27,22 @@ export async function lockBranches(trx: Kysely<Database>, where: { agentId: stri
 }
 
 /**
+ * Keeps only rows of the caller's org, by the namespace they live in (`agents.namespace_id`, ...):
+ * the one org scope of every lookup and list, so a row of another org answers as an unknown one.
+ */
+export function inCallerOrg(perms: Permissions, namespaceColumn: string) {
+  // `any`: the column belongs to whichever table the caller selects from.
+  return (eb: ExpressionBuilder<any, any>): Expression<SqlBool> =>
+    eb(eb.ref(namespaceColumn), 'in', eb.selectFrom('namespaces').select('namespaces.id').where('namespaces.org_id', '=', perms.actor.orgId));
+}
+
+/**
  * Lookups shared by the domain modules. Each one checks the caller's permission on what it finds,
  * so an unknown id and an undiscoverable one answer the same 404.
  */
 export async function namespaceBySlug(db: Executor, perms: Permissions, slug: string) {
   const ns = await db.selectFrom('namespaces').selectAll().where('slug', '=', slug).where('org_id', '=', perms.actor.orgId).executeTakeFirst();
-  if (!ns) throw missing(`Namespace ${slug} was not found`);
+  if (!ns) throw notFound(`Namespace ${slug}`);
   return ns;
 }
 
@@ -42,12 +52,12 @@ export async function agentByPath(db: Executor, perms: Permissions, permission: 
     .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
     .selectAll('agents')
     .where('namespaces.slug', '=', namespaceSlug)
-    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where(inCallerOrg(perms, 'agents.namespace_id'))
     .where('agents.name', '=', agentName)
     .where('agents.status', '=', 'ACTIVE')
     .executeTakeFirst();
   const describe = `Agent ${namespaceSlug}/${agentName}`;
-  if (!agent) throw missing(`${describe} was not found`);
+  if (!agent) throw notFound(`${describe}`);
   perms.require(permission, { type: 'agent', id: agent.id, namespaceId: agent.namespace_id }, describe);
   return agent;
 }
@@ -55,13 +65,12 @@ export async function agentByPath(db: Executor, perms: Permissions, permission: 
 export async function agentById(db: Executor, perms: Permissions, permission: Permission, agentId: string) {
   const agent = await db
     .selectFrom('agents')
-    .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
     .selectAll('agents')
     .where('agents.id', '=', agentId)
-    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where(inCallerOrg(perms, 'agents.namespace_id'))
     .where('agents.status', '=', 'ACTIVE')
     .executeTakeFirst();
-  if (!agent) throw missing(`Agent ${agentId} was not found`);
+  if (!agent) throw notFound(`Agent ${agentId}`);
   perms.require(permission, { type: 'agent', id: agent.id, namespaceId: agent.namespace_id }, `Agent ${agentId}`);
   return agent;
 }
@@ -71,13 +80,12 @@ export async function branchById(db: Executor, perms: Permissions, permission: P
   const branch = await db
     .selectFrom('branches')
     .innerJoin('agents', 'agents.id', 'branches.agent_id')
-    .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
     .selectAll('branches')
     .select(['agents.namespace_id', 'agents.status as agent_status'])
     .where('branches.id', '=', branchId)
-    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where(inCallerOrg(perms, 'agents.namespace_id'))
     .executeTakeFirst();
-  if (!branch || branch.agent_status !== 'ACTIVE') throw missing(`Branch ${branchId} was not found`);
+  if (!branch || branch.agent_status !== 'ACTIVE') throw notFound(`Branch ${branchId}`);
   perms.require(permission, { type: 'agent', id: branch.agent_id, namespaceId: branch.namespace_id }, `Branch ${branchId}`);
   return branch;
 }
@@ -86,13 +94,12 @@ export async function versionById(db: Executor, perms: Permissions, permission: 
   const version = await db
     .selectFrom('versions')
     .innerJoin('agents', 'agents.id', 'versions.agent_id')
-    .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
     .selectAll('versions')
     .select(['agents.namespace_id', 'agents.status as agent_status'])
     .where('versions.id', '=', versionId)
-    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where(inCallerOrg(perms, 'agents.namespace_id'))
     .executeTakeFirst();
-  if (!version || version.agent_status !== 'ACTIVE') throw missing(`Version ${versionId} was not found`);
+  if (!version || version.agent_status !== 'ACTIVE') throw notFound(`Version ${versionId}`);
   perms.require(permission, { type: 'agent', id: version.agent_id, namespaceId: version.namespace_id }, `Version ${versionId}`);
   return version;
 }
@@ -100,12 +107,11 @@ export async function versionById(db: Executor, perms: Permissions, permission: 
 export async function taskById(db: Executor, perms: Permissions, permission: Permission, taskId: string) {
   const task = await db
     .selectFrom('tasks')
-    .innerJoin('namespaces', 'namespaces.id', 'tasks.namespace_id')
     .selectAll('tasks')
     .where('tasks.id', '=', taskId)
-    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where(inCallerOrg(perms, 'tasks.namespace_id'))
     .executeTakeFirst();
-  if (!task) throw missing(`Task ${taskId} was not found`);
+  if (!task) throw notFound(`Task ${taskId}`);
   perms.require(permission, { type: 'agent', id: task.agent_id, namespaceId: task.namespace_id }, `Task ${taskId}`);
   return task;
 }

@@ -8,9 +8,10 @@ import { taskJsonSql } from '../store/sql.js';
 import { ValidationFailure, conflict, invalid, notFound, named, namedVersion, type ValidationItem } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { LIVE_TASK_STATUSES, ROUTABLE_VERSION_STATUSES, isIn } from '../../contract/lifecycle.js';
+import { migrationChoiceProblem } from '../../contract/migration.js';
 import { statusLit } from '../store/sql.js';
 import { settleDraining } from './events.js';
-import { lockBranch, versionById } from './lookup.js';
+import { inCallerOrg, lockBranch, versionById } from './lookup.js';
 
 type Trx = Kysely<Database>;
 
@@ -24,21 +25,19 @@ export interface MigrationResult {
   dry_run: boolean;
 }
 
-/** The valid shapes: exactly one source and exactly one target (README "Versions and migration, in short"). */
+/** The valid shapes: exactly one source and exactly one target (contract/migration.ts; README "Versions and migration, in short"). */
 export function checkMigrationShape(req: MigrateTasksRequest): void {
   const items: ValidationItem[] = [];
   const hasFrom = req.from_version_id !== null;
   const hasTasks = req.task_ids !== null;
-  if (hasFrom === hasTasks) {
-    const msg = hasFrom ? 'Give either from_version_id or task_ids, not both' : 'Give a source: from_version_id or task_ids';
-    items.push({ loc: ['body', 'from_version_id'], msg, type: 'value_error' }, { loc: ['body', 'task_ids'], msg, type: 'value_error' });
+  const source = migrationChoiceProblem('source', { names: ['from_version_id', 'task_ids'], given: [hasFrom, hasTasks] });
+  if (source) {
+    items.push({ loc: ['body', 'from_version_id'], msg: source, type: 'value_error' }, { loc: ['body', 'task_ids'], msg: source, type: 'value_error' });
   } else if (hasTasks && req.task_ids!.length === 0) {
     items.push({ loc: ['body', 'task_ids'], msg: 'task_ids must not be empty', type: 'too_small' });
   }
-  if ((req.to_version_id !== null) === req.to_latest) {
-    const msg = req.to_latest ? 'Give either to_version_id or to_latest, not both' : 'Give a target: to_version_id or to_latest: true';
-    items.push({ loc: ['body', 'to_version_id'], msg, type: 'value_error' }, { loc: ['body', 'to_latest'], msg, type: 'value_error' });
-  }
+  const target = migrationChoiceProblem('target', { names: ['to_version_id', 'to_latest: true'], given: [req.to_version_id !== null, req.to_latest] });
+  if (target) items.push({ loc: ['body', 'to_version_id'], msg: target, type: 'value_error' }, { loc: ['body', 'to_latest'], msg: target, type: 'value_error' });
   if (hasFrom && !hasTasks && req.to_version_id !== null && req.to_version_id === req.from_version_id) {
     items.push({ loc: ['body', 'to_version_id'], msg: 'to_version_id is the same as from_version_id', type: 'value_error' });
   }
@@ -95,10 +94,9 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       taskIds = [...new Set(req.task_ids!)];
       const seen = await trx
         .selectFrom('tasks')
-        .innerJoin('namespaces', 'namespaces.id', 'tasks.namespace_id')
         .select(['tasks.id', 'tasks.agent_id', 'tasks.namespace_id', 'tasks.branch_id'])
         .where('tasks.id', 'in', taskIds)
-        .where('namespaces.org_id', '=', perms.actor.orgId)
+        .where(inCallerOrg(perms, 'tasks.namespace_id'))
         .where('tasks.status', '!=', 'DELETED')
         .execute();
       const byId = new Map(seen.map((t) => [t.id, t]));

@@ -2,11 +2,11 @@ import type { Namespace, Project } from '../../contract/resources.js';
 import type { Db } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
 import { grantOwnership } from '../auth/grants.js';
-import { conflict, invalid, missing } from './errors.js';
+import { conflict, invalid, notFound } from './errors.js';
 import { newId } from '../store/ids.js';
 import { toNamespace, toProject } from '../store/mappers.js';
 import { isUniqueViolation } from '../store/sql.js';
-import { namespaceBySlug } from './lookup.js';
+import { inCallerOrg, namespaceBySlug } from './lookup.js';
 import { pageOf, pageOffset, type PageInput } from './paging.js';
 import { visibleRows } from './visibility.js';
 
@@ -88,8 +88,7 @@ export async function listProjects(
   const ns = query.namespace === undefined ? undefined : await namespaceBySlug(db, perms, query.namespace);
   let select = db
     .selectFrom('projects')
-    .innerJoin('namespaces', 'namespaces.id', 'projects.namespace_id')
-    .where('namespaces.org_id', '=', perms.actor.orgId)
+    .where(inCallerOrg(perms, 'projects.namespace_id'))
     .where((eb) => visibleRows(eb, perms.visible('project'), 'projects.namespace_id', 'projects.id'));
   if (ns) select = select.where('projects.namespace_id', '=', ns.id);
   const [rows, count] = await Promise.all([
@@ -107,6 +106,6 @@ export async function listProjects(
  */
 export function hideUndiscoverableNamespace(perms: Permissions, ns: { id: string; slug: string }, visibleCount: number): void {
   if (visibleCount === 0 && !perms.can('discover', { type: 'namespace', id: ns.id })) {
-    throw missing(`Namespace ${ns.slug} was not found`);
+    throw notFound(`Namespace ${ns.slug}`);
   }
 }

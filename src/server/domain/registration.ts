@@ -8,13 +8,13 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { conflict, invalid, missing, unauthenticated, namedVersion } from './errors.js';
+import { conflict, invalid, unauthenticated, namedVersion, notFound } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { generateSecret, hashSecret, secretPrefix } from '../auth/secrets.js';
 import { versionById } from './lookup.js';
-import { applyVersionHappening, describeVersion, type RegisterResult } from './lifecycle.js';
+import { applyVersionHappening, describeVersion, type RegisterInput, type RegisterResult } from './lifecycle.js';
 import { releaseLeases } from './deliveries.js';
-import { isRefusal, next } from './version-lifecycle.js';
+import { isRefusal, next, type VersionHappening } from './version-lifecycle.js';
 import { LIVE_AGENT_STATUS, type VersionStatus } from '../../contract/lifecycle.js';
 
 type Executor = Kysely<Database>;
@@ -58,7 +58,7 @@ export async function signingSecretFor(db: Db | Executor, versionId: string): Pr
   const row = await sql<{ signing_secret: string }>`
     UPDATE versions SET signing_secret = COALESCE(signing_secret, ${fresh})
     WHERE id = ${versionId} RETURNING signing_secret`.execute(db);
-  if (!row.rows[0]) throw missing(`Version ${versionId} was not found`);
+  if (!row.rows[0]) throw notFound(`Version ${versionId}`);
   return row.rows[0].signing_secret;
 }
 
@@ -78,6 +78,24 @@ export async function markReplicaGone(db: Db, versionId: string, acpUrl: string)
       .executeTakeFirst();
     if (gone?.runtime_key_id) await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', '=', gone.runtime_key_id).where('revoked_at', 'is', null).execute();
     await releaseLeases(trx, versionId, acpUrl);
+  });
+}
+
+/** What each reported status means for the version. */
+const REPORTS: Record<RegisterInput['status'], VersionHappening> = { ACTIVE: 'ready', UNHEALTHY: 'unhealthy', FAILED: 'failed' };
+
+/**
+ * `POST /versions/register`: what the runtime reports about a version. DEPLOYING -> ACTIVE (the
+ * previous version hands over), ACTIVE <-> UNHEALTHY, DEPLOYING -> FAILED (tasks return to the
+ * version still serving).
+ */
+export async function registerVersion(db: Db, perms: Permissions, input: RegisterInput & { acp_url?: string }): Promise<RegisterResult> {
+  return db.transaction().execute(async (trx) => {
+    const found = await versionById(trx, perms, 'write', input.version_id);
+    const result = await applyVersionHappening(trx, found.branch_id, found.id, REPORTS[input.status], input, `it cannot become ${input.status}`);
+    // A runtime without a driver (`--runtime none`) tells where its agent listens.
+    if (input.acp_url && input.status !== 'FAILED') await recordReplica(trx, found.id, input.acp_url, null);
+    return result;
   });
 }
 

@@ -8,7 +8,7 @@ import { newId } from '../store/ids.js';
 import { toState } from '../store/mappers.js';
 import { isUniqueViolation, statusLit } from '../store/sql.js';
 import { LIVE_AGENT_STATUS } from '../../contract/lifecycle.js';
-import { agentById, taskById } from './lookup.js';
+import { inCallerOrg, agentById, taskById } from './lookup.js';
 import { pageOffset } from './paging.js';
 import { visibleRows } from './visibility.js';
 import type { ListStatesQuery } from '../../contract/endpoints.js';
@@ -34,11 +34,10 @@ async function stateForAccess(db: Db, perms: Permissions, permission: Permission
   const row = await db
     .selectFrom('states as s')
     .innerJoin('agents as a', 'a.id', 's.agent_id')
-    .innerJoin('namespaces as n', 'n.id', 'a.namespace_id')
     .selectAll('s')
     .select('a.namespace_id')
     .where('s.id', '=', stateId)
-    .where('n.org_id', '=', perms.actor.orgId)
+    .where(inCallerOrg(perms, 'a.namespace_id'))
     .where('a.status', '=', 'ACTIVE')
     .executeTakeFirst();
   if (!row) throw notFound('State', stateId);

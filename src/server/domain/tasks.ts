@@ -1,23 +1,22 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
-import { TERMINAL_TASK_STATUSES, type TaskStatus } from '../../contract/common.js';
+import type { TaskStatus } from '../../contract/common.js';
 import type { CreateTaskRequest, ListTasksQuery } from '../../contract/endpoints.js';
 import type { Task } from '../../contract/resources.js';
 import type { Database, Db, TasksTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toAgent, toTask } from '../store/mappers.js';
 import { isUniqueViolation, statusLit } from '../store/sql.js';
-import { NEW_TASK_STATUS, ROUTABLE_VERSION_STATUSES } from '../../contract/lifecycle.js';
-import { conflict, invalid, isNotFound, missing, notFound, named } from './errors.js';
+import { isTerminalTask, NEW_TASK_STATUS, ROUTABLE_VERSION_STATUSES } from '../../contract/lifecycle.js';
+import { conflict, invalid, isNotFound, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
-import { agentById, agentByPath, lockBranch, taskById } from './lookup.js';
+import { agentById, agentByPath, inCallerOrg, lockBranch, taskById } from './lookup.js';
 import { settleDraining } from './events.js';
 import { visibleRows } from './visibility.js';
 import { createTracker, recordTaskChange } from './conversation.js';
-import { enqueueDelivery } from '../delivery/outbox.js';
+import { enqueueDelivery } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
 
-const isTerminal = (status: string) => (TERMINAL_TASK_STATUSES as readonly string[]).includes(status);
 
 /** `ns/name`, or a bare name in the `default` namespace. */
 export function splitAgentName(name: string): { namespace: string; agent: string } {
@@ -45,7 +44,7 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
         branchName = (prod?.branch_rules as string[] | undefined)?.[0] ?? 'main';
       }
       const branch = await trx.selectFrom('branches').selectAll().where('agent_id', '=', agent.id).where('git_branch', '=', branchName).where('retired_at', 'is', null).executeTakeFirst();
-      if (!branch) throw missing(`Branch ${branchName} of agent ${agent.name} was not found`);
+      if (!branch) throw notFound(`Branch ${branchName} of agent ${agent.name}`);
       const version = await trx
         .selectFrom('versions')
         .select(['id', 'status'])
@@ -144,8 +143,7 @@ export async function listTasks(db: Db, perms: Permissions, f: TaskFilters): Pro
 
   let query = db
     .selectFrom('tasks')
-    .innerJoin('namespaces', 'namespaces.id', 'tasks.namespace_id')
-    .where('namespaces.org_id', '=', perms.actor.orgId);
+    .where(inCallerOrg(perms, 'tasks.namespace_id'));
   if (agentId) query = query.where('tasks.agent_id', '=', agentId);
   else query = query.where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'tasks.namespace_id', 'tasks.agent_id'));
   if (f.branch) {
@@ -179,7 +177,7 @@ export async function getTask(db: Db, perms: Permissions, taskId: string, relati
 }
 
 export async function getTaskByName(db: Db, perms: Permissions, name: string, relationships?: readonly string[]): Promise<Task> {
-  const hidden = missing(`Task named ${name} was not found`);
+  const hidden = notFound(`Task named ${name}`);
   const row = await db.selectFrom('tasks').select('id').where('org_id', '=', perms.actor.orgId).where('name', '=', name).executeTakeFirst();
   if (!row) throw hidden;
   // A task the key may not discover answers like an unknown name, without revealing its id.
@@ -195,7 +193,7 @@ async function lockTaskForChange(trx: Trx, perms: Permissions, taskId: string, a
   await lockBranch(trx, found.branch_id);
   const task = await trx.selectFrom('tasks').selectAll().where('id', '=', taskId).forNoKeyUpdate().executeTakeFirstOrThrow();
   if (task.status === 'DELETED') throw notFound('Task', taskId);
-  if (!allowTerminal && isTerminal(task.status)) throw conflict('task_terminal', `Task ${named(task.name, taskId)} is ${task.status}; a finished task cannot change`);
+  if (!allowTerminal && isTerminalTask(task.status)) throw conflict('task_terminal', `Task ${named(task.name, taskId)} is ${task.status}; a finished task cannot change`);
   return task;
 }
 
@@ -220,7 +218,7 @@ export async function updateTask(db: Db, perms: Permissions, taskId: string, upd
       .where('id', '=', taskId)
       .returningAll()
       .executeTakeFirstOrThrow();
-    if (update.status && isTerminal(update.status)) await settleDraining(trx, [task.current_version_id]);
+    if (update.status && isTerminalTask(update.status)) await settleDraining(trx, [task.current_version_id]);
     await recordTaskChange(trx, [taskId]);
     if (update.status === 'CANCELED') await enqueueDelivery(trx, { taskId, method: 'task/cancel' });
     return toTask(row);

@@ -5,10 +5,10 @@ import type { Version, VersionEvent } from '../../contract/resources.js';
 import type { VersionStatus } from '../../contract/lifecycle.js';
 import type { Db } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
-import { ValidationFailure, conflict, missing } from './errors.js';
+import { ValidationFailure, conflict, missing, notFound } from './errors.js';
 import { parseVersionRef, VERSION_REF_FORMS, versionLabel } from '../../contract/version-ref.js';
 import { toVersion, toVersionEvent } from '../store/mappers.js';
-import { agentByPath, branchById, versionById } from './lookup.js';
+import { inCallerOrg, agentByPath, branchById, versionById } from './lookup.js';
 import type { AgentRef } from './branches.js';
 
 /** Versions newest `deployed_at` first (then id, so equal times keep a stable order), at most `limit`. */
@@ -97,13 +97,13 @@ export async function resolveAgentVersion(db: Db, perms: Permissions, ref: Agent
     .selectAll('v')
     .select(['a.id as found_agent_id', 'a.namespace_id as found_namespace_id'])
     .where('n.slug', '=', ref.namespace_slug)
-    .where('n.org_id', '=', perms.actor.orgId)
+    .where(inCallerOrg(perms, 'a.namespace_id'))
     .where('a.name', '=', ref.agent_name)
     .where('a.status', '=', 'ACTIVE')
     .orderBy('v.deployed_at', 'desc')
     .limit(AMBIGUOUS_SHOWN + 1)
     .execute();
-  if (rows.length === 0) throw missing(`Agent ${describe} was not found`);
+  if (rows.length === 0) throw notFound(`Agent ${describe}`);
   perms.require('read', { type: 'agent', id: rows[0].found_agent_id, namespaceId: rows[0].found_namespace_id }, `Agent ${describe}`);
   const versions = rows.filter((row) => row.id !== null).map(({ found_agent_id: _a, found_namespace_id: _n, ...row }) => toVersion(row as Parameters<typeof toVersion>[0]));
   if (versions.length === 0) {

@@ -1,5 +1,5 @@
 import type { StreamRecord } from '../../contract/conversation.js';
-import type { RouteHost, ServiceContext } from '../route-host.js';
+import { STREAM_HEARTBEAT_MS, type RouteHost, type ServiceContext } from '../route-host.js';
 import { invalid } from '../domain/errors.js';
 import { completeDelivery, renewDeliveryLease } from '../domain/deliveries.js';
 import {
@@ -55,7 +55,7 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
     raw.flushHeaders();
     const stop = new AbortController();
     raw.on('close', () => stop.abort());
-    const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), service.config.streamHeartbeatMs ?? 15_000);
+    const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), service.config.streamHeartbeatMs ?? STREAM_HEARTBEAT_MS);
     try {
       // Resumed past the terminal record: nothing more will come.
       if (!(start.terminal && after >= start.lastSequenceId)) {

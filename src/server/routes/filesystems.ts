@@ -37,7 +37,7 @@ function archiveAnswer(download: ArchiveDownload): Streamed {
 
 export function registerFilesystemRoutes(host: RouteHost, service: ServiceContext): void {
   const db = service.store.db;
-  const limits = () => ({ maxBytes: service.config.archiveMaxBytes, maxFiles: service.config.archiveMaxFiles });
+  const limits = () => ({ maxBytes: service.config.archiveMaxBytes, maxFiles: service.config.archiveMaxFiles, maxMs: service.config.requestTimeoutMs });
   host.handle('createFilesystem', async ({ body }, call) => createFilesystem(db, await call.access(), body));
   host.handle('listFilesystems', async ({ query }, call) => listFilesystems(db, await call.access(), query));
   host.handle('getFilesystem', async ({ params }, call) => getFilesystem(db, await call.access(), params.filesystem_id));

@@ -1,9 +1,6 @@
 import { LOG_SSE_EVENT, type VersionLogLine } from '../../contract/runtime.js';
 import { versionLogs } from '../domain/logs.js';
-import type { RouteHost, ServiceContext } from '../route-host.js';
-
-/** A comment line every so often keeps proxies from closing a quiet stream. */
-const HEARTBEAT_MS = 15_000;
+import { STREAM_HEARTBEAT_MS, type RouteHost, type ServiceContext } from '../route-host.js';
 
 export function registerRuntimeRoutes(host: RouteHost, service: ServiceContext): void {
   const db = service.store.db;
@@ -22,7 +19,7 @@ export function registerRuntimeRoutes(host: RouteHost, service: ServiceContext):
     const raw = reply.raw;
     raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': request.id });
     raw.write(': following\n\n');
-    const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), HEARTBEAT_MS);
+    const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), service.config.streamHeartbeatMs ?? STREAM_HEARTBEAT_MS);
     const stop = () => abort.abort();
     request.raw.once('close', stop);
     raw.once('close', stop);

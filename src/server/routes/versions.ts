@@ -1,9 +1,8 @@
 import type { RouteHost, ServiceContext } from '../route-host.js';
-import { registerVersion } from '../domain/lifecycle.js';
-import { createRegistrationToken, getSigningSecret, registerWithToken } from '../domain/registration.js';
+import { createRegistrationToken, getSigningSecret, registerVersion, registerWithToken } from '../domain/registration.js';
 import { getVersion, listAgentVersions, listBranchVersions, listVersionEvents, resolveAgentVersion } from '../domain/versions.js';
 import { ApiError } from '../errors.js';
-import { ANONYMOUS } from '../app.js';
+import { ANONYMOUS } from '../auth/authenticate.js';
 
 /** Every version endpoint but the log stream (runtime.ts, beside the runtime that holds the logs). */
 export function registerVersionRoutes(host: RouteHost, service: ServiceContext): void {

@@ -9,7 +9,8 @@
 export { PROCESS_ENV } from '../../contract/acp.js';
 import type { ResourceRequirements } from '../../contract/resources.js';
 
-export type RuntimeName = 'local' | 'kubernetes' | 'none';
+import type { RuntimeName } from '../../contract/enums.js';
+export type { RuntimeName };
 
 export interface FailureDiagnostics {
   title: string;

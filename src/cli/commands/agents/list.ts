@@ -7,7 +7,7 @@ import { all, limit, page } from '../../options.js';
 export default defineCommand({
   path: ['agents', 'list'],
   summary: 'List agents',
-  options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(100), page, all],
+  options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(), page, all],
   examples: ['agentctl agents list', 'agentctl agents list --namespace default --json'],
   notFoundNext: 'agentctl namespaces list',
   handler: async (ctx, _args, options) => {

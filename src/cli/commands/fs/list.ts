@@ -9,7 +9,7 @@ export default defineCommand({
   options: [
     { flags: '--project <id>', description: 'Project (prj_ id)', field: 'project_id' },
     { flags: '-n, --namespace <slug>', description: 'Namespace (default: default)' },
-    limit(100),
+    limit(),
     page,
     all,
   ],

@@ -6,7 +6,7 @@ import { all, limit, page } from '../../options.js';
 export default defineCommand({
   path: ['groups', 'list'],
   summary: 'List sharing groups',
-  options: [limit(100), page, all],
+  options: [limit(), page, all],
   examples: ['agentctl groups list', 'agentctl groups list --all --json'],
   handler: async (ctx, _args, options) => {
     const { items, raw } = await listPaged(ctx, options, 'groups', async (page, limit) => {

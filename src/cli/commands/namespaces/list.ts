@@ -6,7 +6,7 @@ import { all, limit, page } from '../../options.js';
 export default defineCommand({
   path: ['namespaces', 'list'],
   summary: 'List namespaces',
-  options: [limit(100), page, all],
+  options: [limit(), page, all],
   examples: ['agentctl namespaces list', 'agentctl namespaces list --all --json'],
   handler: async (ctx, _args, options) => {
     const { items, raw } = await listPaged(ctx, options, 'namespaces', async (page, limit) => {

@@ -7,7 +7,7 @@ import { all, limit, page } from '../../options.js';
 export default defineCommand({
   path: ['projects', 'list'],
   summary: 'List projects',
-  options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(100), page, all],
+  options: [{ flags: '-n, --namespace <slug>', description: 'Only this namespace' }, limit(), page, all],
   examples: ['agentctl projects list', 'agentctl projects list --namespace research --all --json'],
   handler: async (ctx, _args, options) => {
     const { items, raw } = await listPaged(ctx, options, 'projects', async (page, limit) => {

@@ -8,6 +8,7 @@ import { shellCommand, shellQuote } from '../../shell.js';
 import { CliError, InterruptedError, usageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { record } from '../../output/view.js';
+import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RUNTIME, RUNTIME_NAMES } from '../../../contract/enums.js';
 import { isServerProcess, readInfo, readPid, removeServerFiles, serverFiles, serverProfileName, type ServerFiles, type ServerInfo } from './files.js';
 
 /** Set in the environment of the background child so it neither prints the key nor re-detaches. */
@@ -19,12 +20,12 @@ export default defineCommand({
   description:
     'Uses embedded PGlite under the data directory, or PostgreSQL when --database-url / DATABASE_URL is set. On a fresh database the bootstrap org-admin key is saved into the server’s own profile: "local" for the default data directory, "local-<dir name>" for another (made current when there is none).',
   options: [
-    { flags: '--host <host>', description: 'Interface to listen on', default: '127.0.0.1' },
-    { flags: '--port <port>', description: 'Port to listen on (0 picks a free one)', integer: true, default: 7420 },
+    { flags: '--host <host>', description: 'Interface to listen on', default: DEFAULT_HOST },
+    { flags: '--port <port>', description: 'Port to listen on (0 picks a free one)', integer: true, default: DEFAULT_PORT },
     { flags: '--data-dir <dir>', description: 'Data directory (env AGENTCTL_DATA_DIR; default under the user data dir)' },
     { flags: '--database-url <url>', description: 'PostgreSQL URL instead of embedded PGlite (env DATABASE_URL)' },
     { flags: '--detach', description: 'Run in the background; stop it with agentctl server stop' },
-    { flags: '--runtime <name>', description: 'What runs deployed versions: local child processes, kubernetes, or none (env AGENTCTL_RUNTIME; default local)', choices: ['local', 'kubernetes', 'none'] },
+    { flags: '--runtime <name>', description: `What runs deployed versions: local child processes, kubernetes, or none (env AGENTCTL_RUNTIME; default ${DEFAULT_RUNTIME})`, choices: RUNTIME_NAMES },
     { flags: '--log-level <level>', description: 'Request log: one JSON line per request on stderr (readable on a terminal)', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
     { flags: '--metrics-port <port>', description: 'Also serve GET /metrics without a key on this port (on the main port it needs an org-admin key)', integer: true },
   ],
@@ -55,7 +56,7 @@ async function foreground(
   const [{ startServer, runtimeName }, { readableLogStream }] = await Promise.all([import('../../../server/main.js'), import('../../../server/log-format.js')]);
   let runtime;
   try {
-    runtime = runtimeName(options.runtime ?? 'local');
+    runtime = runtimeName(options.runtime);
   } catch (error) {
     throw usageError((error as Error).message);
   }

@@ -1,6 +1,6 @@
 // Shared by tasks send/watch/messages/events and create --watch: task references, how content
 // reads for a person, and the live watch loop.
-import { TERMINAL_TASK_STATUSES } from '../../../contract/lifecycle.js';
+import { isTerminalTask } from '../../../contract/lifecycle.js';
 import type { Content, Message, StreamRecord } from '../../../contract/conversation.js';
 import type { CommandContext } from '../../context.js';
 import { resolveTaskId as resolveTask } from '../../refs.js';
@@ -80,7 +80,7 @@ export async function watchTask(ctx: CommandContext, taskId: string, afterSequen
           break;
       }
     }
-    if (record.kind === 'task' && (TERMINAL_TASK_STATUSES as readonly string[]).includes(record.data.status ?? '')) return exitCodeFor(record.data.status);
+    if (record.kind === 'task' && isTerminalTask(record.data.status)) return exitCodeFor(record.data.status);
   }
   return ExitCode.failure;
 }

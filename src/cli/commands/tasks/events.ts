@@ -1,4 +1,5 @@
 import { defineCommand } from '../../command.js';
+import { boundsText, EVENT_LIST_LIMIT } from '../../../contract/enums.js';
 import { table } from '../../output/view.js';
 import type { Event } from '../../../contract/conversation.js';
 import { contentSummary, resolveTaskId } from './conversation.js';
@@ -9,7 +10,7 @@ export default defineCommand({
   args: [{ name: 'task', description: 'task_ id or task name', required: true }],
   options: [
     { flags: '--after <sequence>', description: 'Only events after this sequence_id', integer: true, field: 'after_sequence_id' },
-    { flags: '--limit <n>', description: 'At most this many (1-500, default 100)', integer: true },
+    { flags: '--limit <n>', description: `At most this many (${boundsText(EVENT_LIST_LIMIT, true)})`, integer: true },
   ],
   examples: ['agentctl tasks events task_01J...', 'agentctl tasks events nightly-report --json'],
   notFoundNext: 'agentctl tasks list',

@@ -14,7 +14,7 @@ export default defineCommand({
     { flags: '--branch <name>', description: 'Only this git branch (with --agent) or br_ id', field: ['branch', 'branch_id'] },
     { flags: '--on-version <ref>', description: 'Only tasks currently on this version (vN or git-hash prefix of the --agent, or a ver_ id)', field: 'version_id' },
     { flags: '--status <status>', description: 'Only this status', choices: TASK_STATUSES },
-    limit(100),
+    limit(),
     page,
     all,
   ],

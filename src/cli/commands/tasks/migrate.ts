@@ -1,5 +1,6 @@
 import type { MigrateTasksRequest, MigrateTasksResponse } from '../../../contract/endpoints.js';
 import { isIn, ROUTABLE_VERSION_STATUSES } from '../../../contract/lifecycle.js';
+import { migrationChoiceProblem } from '../../../contract/migration.js';
 import { defineCommand } from '../../command.js';
 import type { CommandContext } from '../../context.js';
 import { usageError } from '../../errors.js';
@@ -32,12 +33,10 @@ export default defineCommand({
   notFoundNext: 'agentctl versions list --agent <ns/name>',
   handler: async (ctx, _args, options) => {
     const taskRefs: string[] = options.task ?? [];
-    if (Boolean(options.from) === taskRefs.length > 0) {
-      throw usageError('Give exactly one source: --from REF, or --task ID (repeatable)', undefined, 'agentctl tasks migrate --from <version> --to-latest');
-    }
-    if (Boolean(options.to) === Boolean(options.toLatest)) {
-      throw usageError('Give exactly one target: --to REF or --to-latest', undefined, 'agentctl tasks migrate --from <version> --to-latest');
-    }
+    const shapeProblem =
+      migrationChoiceProblem('source', { names: ['--from REF', '--task ID (repeatable)'], given: [Boolean(options.from), taskRefs.length > 0] }) ??
+      migrationChoiceProblem('target', { names: ['--to REF', '--to-latest'], given: [Boolean(options.to), Boolean(options.toLatest)] });
+    if (shapeProblem) throw usageError(shapeProblem, undefined, 'agentctl tasks migrate --from <version> --to-latest');
     const client = await ctx.client();
     // Task names as ids, a few requests at a time (a migration may name up to 1000 tasks).
     const taskIds: string[] = [];

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { defineCommand } from '../../command.js';
 import { CliError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
@@ -22,8 +21,8 @@ export default defineCommand({
     }
     const taskId = await resolveTaskId(ctx, ref!);
     const content = text !== undefined ? text : { type: 'data' as const, data: await readJsonObject(ctx, options.data!, '--data') };
-    // One key per invocation: a retried request can never send the event twice.
-    const { data, raw } = await ctx.call('createEvent', { params: { task_id: taskId }, body: { content } }, { headers: { 'idempotency-key': randomUUID() } });
+    // The client sends one Idempotency-Key per call (createEvent takes one): a retry never sends the event twice.
+    const { data, raw } = await ctx.call('createEvent', { params: { task_id: taskId }, body: { content } });
     ctx.success(`Sent ${data.id} to ${taskId} (sequence ${data.sequence_id})`);
     return {
       json: raw,

@@ -3,7 +3,7 @@ import { usageError } from '../../errors.js';
 import { table, versionColumns } from '../../output/resources.js';
 import { noteNewest } from '../../paging.js';
 import { agentPathOf, requireAgentOption } from '../../refs.js';
-import { VERSION_LIST_MAX } from '../../../contract/enums.js';
+import { VERSION_LIST_LIMIT, VERSION_LIST_MAX } from '../../../contract/enums.js';
 import { agentctl, placeholder } from '../../shell.js';
 import { agent, limit } from '../../options.js';
 import { VERSION_STATUSES } from '../../../contract/lifecycle.js';
@@ -13,7 +13,7 @@ const EMPTY = 'No versions. Deploy one with: agentctl deploy --agent <ns/name> -
 export default defineCommand({
   path: ['versions', 'list'],
   summary: 'List versions of an agent, newest first',
-  options: [agent, { flags: '--branch <name>', description: 'Only this git branch (or a br_ id)' }, { flags: '--status <status>', description: 'Only this status', choices: VERSION_STATUSES }, limit(20, 100)],
+  options: [agent, { flags: '--branch <name>', description: 'Only this git branch (or a br_ id)' }, { flags: '--status <status>', description: 'Only this status', choices: VERSION_STATUSES }, limit(VERSION_LIST_LIMIT)],
   examples: ['agentctl versions list --agent default/bot', 'agentctl versions list --agent default/bot --branch main --status ACTIVE --json'],
   notFoundNext: 'agentctl agents list',
   handler: async (ctx, _args, options) => {

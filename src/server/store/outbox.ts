@@ -1,12 +1,12 @@
 /**
  * The transactional outbox (README "Delivery to agents, in short"): creating a task, an event or a cancel writes a
  * `deliveries` row in the same transaction, so a delivery exists exactly when its cause committed.
- * The dispatcher (dispatcher.ts) sends them.
+ * The dispatcher (delivery/dispatcher.ts) sends them. At the store level: the domain writes it, delivery reads it.
  */
 import { sql, type Kysely } from 'kysely';
 import type { AcpMethod } from '../../contract/acp.js';
 import type { Event } from '../../contract/conversation.js';
-import type { Database } from '../store/db.js';
+import type { Database } from './db.js';
 
 /** The NOTIFY channel that wakes every replica's dispatcher when a delivery commits (PostgreSQL). */
 export const DELIVERY_CHANNEL = 'agentctl_delivery';
