@@ -176,25 +176,27 @@ export async function run(commandLine: readonly string[], io: CliIO, options: Ru
 
 async function print(ctx: import('./context.js').CommandContext, outcome: Outcome): Promise<void> {
   if (ctx.globals.json && outcome.json !== undefined) {
+    // A typo in a field or the expression costs no data: the whole answer still goes to stdout.
     const whole = () => ctx.io.stdout.write(JSON.stringify(outcome.json, null, 2) + '\n');
     let value: unknown = outcome.json;
-    if (ctx.globals.jsonFields || ctx.globals.jq !== undefined) {
-      if (ctx.globals.jsonFields) {
-        const picked = selectFields(value, ctx.globals.jsonFields);
-        // A typo in a field (or the expression) costs no data: the whole answer still goes to stdout.
-        if (picked.unknown) throw (whole(), picked.unknown);
-        value = picked.value;
+    if (ctx.globals.jsonFields) {
+      const picked = selectFields(value, ctx.globals.jsonFields);
+      if (picked.unknown) {
+        whole();
+        throw picked.unknown;
       }
-      if (ctx.globals.jq !== undefined) {
-        let output: string;
-        try {
-          output = await runJq(value, ctx.globals.jq);
-        } catch (error) {
-          throw (whole(), error);
-        }
-        ctx.io.stdout.write(output);
-        return;
+      value = picked.value;
+    }
+    if (ctx.globals.jq !== undefined) {
+      let output: string;
+      try {
+        output = await runJq(value, ctx.globals.jq);
+      } catch (error) {
+        whole();
+        throw error;
       }
+      ctx.io.stdout.write(output);
+      return;
     }
     ctx.io.stdout.write(JSON.stringify(value, null, 2) + '\n');
     return;
