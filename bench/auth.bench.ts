@@ -60,7 +60,7 @@ async function serve(engine: Engine, databaseUrl: string | undefined): Promise<v
   }
   // A Read-Only key on the agent: the realistic case, with grants to load and check (an org admin short-cuts).
   const created = await call('POST', '/api_keys', { name: 'reader', scopes: [{ resource_type: 'agent', resource_id: agentId, role: 'viewer' }, { resource_type: 'project', resource_id: (await call('POST', '/projects', { name: 'docs' })).id, role: 'viewer' }] });
-  const ready: Ready = { authedUrl, openUrl, path: `/branches/${branchId}/versions`, key: created.key };
+  const ready: Ready = { authedUrl, openUrl, path: `/branches/${branchId}/versions`, key: created.secret };
   process.send!(ready);
   process.on('disconnect', async () => {
     // autocannon drops its last requests unanswered; let their handlers finish before the store closes.

@@ -85,7 +85,7 @@ async function benchEngine(engine: Engine) {
       states.push(state.id);
     }
     const editor = await call('POST', '/api_keys', { name: 'bench-runtime', scopes: [{ resource_type: 'agent', resource_id: deployed.agent_id, role: 'editor' }] });
-    const auth = { authorization: `Bearer ${editor.key}` };
+    const auth = { authorization: `Bearer ${editor.secret}` };
     scope = writeScopeOf(await loadPermissions(store.db, { keyId: editor.api_key.id, orgId, name: editor.api_key.name }));
     const body = JSON.stringify({ state: { step: 1, progress: 0.5, message: 'working' } });
     const targets = { service: `${serviceUrl}/states/${states[0]}`, bare: `${bareUrl}/states/${states[1]}` };

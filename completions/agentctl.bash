@@ -1,22 +1,24 @@
 # agentctl bash completion: generated from the command registry by `agentctl completion bash`; do not edit
-# Live values (profiles, agent names) come from the hidden `agentctl __complete KIND`: quick, silent on errors.
-_agentctl_dynamic() { "$cmd" __complete "$1" ${profile:+--profile "$profile"} 2>/dev/null; }
+# Live values (profiles, agents, tasks, versions, branches) come from the hidden `agentctl __complete KIND`: quick, silent on errors.
+_agentctl_dynamic() { "$cmd" __complete "$1" ${profile:+--profile "$profile"} ${agent:+--agent "$agent"} 2>/dev/null; }
 _agentctl() {
   local cur prev words cword
   words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
   cur="${COMP_WORDS[COMP_CWORD]}"; prev="${COMP_WORDS[COMP_CWORD-1]}"
   local cmd="${words[0]}"
-  local noun="" verb="" profile="" skip=0 i w
+  local noun="" verb="" profile="" agent="" skip=0 i w
   for ((i = 1; i < cword; i++)); do
     w="${words[i]}"
     if ((skip)); then skip=0; continue; fi
     case "$w" in
       --profile) profile="${words[i+1]}"; skip=1; continue ;;
-      --acp-type|--after|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--limit|--log-level|--metrics-port|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|-a|-n) skip=1; continue ;;
+      --agent|-a) agent="${words[i+1]}"; skip=1; continue ;;
+      --acp-type|--after|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--metrics-port|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
   done
+  case "$noun $verb" in 'keys rm') verb=revoke ;; esac
   case "$verb" in ls) verb=list ;; rm) verb=delete ;; esac
   case "$noun${verb:+ $verb}" in
     'server start')
@@ -31,16 +33,20 @@ _agentctl() {
     'deploy')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+        --branch) COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); return ;;
         --sdk-type) COMPREPLY=($(compgen -W 'alpha_agent_sdk beta_agent_sdk' -- "$cur")); return ;;
         --acp-type) COMPREPLY=($(compgen -W 'sync async' -- "$cur")); return ;;
       esac ;;
     'rollback')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+        --branch) COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); return ;;
+        --to) COMPREPLY=($(compgen -W "$(_agentctl_dynamic versions)" -- "$cur")); return ;;
       esac ;;
     'logs')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+        --branch) COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); return ;;
       esac ;;
     'branches list')
       case "$prev" in
@@ -57,6 +63,7 @@ _agentctl() {
     'versions list')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+        --branch) COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); return ;;
         --status) COMPREPLY=($(compgen -W 'DEPLOYING ACTIVE FAILED UNHEALTHY DRAINING RETIRED ROLLED_BACK' -- "$cur")); return ;;
       esac ;;
     'versions get')
@@ -95,34 +102,45 @@ _agentctl() {
     'envs resolve')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+        --branch) COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); return ;;
       esac ;;
     'tasks list')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+        --branch) COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); return ;;
+        --on-version) COMPREPLY=($(compgen -W "$(_agentctl_dynamic versions)" -- "$cur")); return ;;
         --status) COMPREPLY=($(compgen -W 'IDLE CANCELED COMPLETED FAILED RUNNING TERMINATED TIMED_OUT DELETED' -- "$cur")); return ;;
       esac ;;
     'tasks create')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+        --branch) COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); return ;;
       esac ;;
     'tasks migrate')
       case "$prev" in
+        --from) COMPREPLY=($(compgen -W "$(_agentctl_dynamic versions)" -- "$cur")); return ;;
+        --task) COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); return ;;
+        --to) COMPREPLY=($(compgen -W "$(_agentctl_dynamic versions)" -- "$cur")); return ;;
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
     'states list')
       case "$prev" in
+        --task) COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); return ;;
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
     'states get')
       case "$prev" in
+        --task) COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); return ;;
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
     'states put')
       case "$prev" in
+        --task) COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); return ;;
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
     'states delete')
       case "$prev" in
+        --task) COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); return ;;
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
     'keys create')
@@ -133,7 +151,7 @@ _agentctl() {
   case "$prev" in
     --profile) COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); return ;;
   esac
-  local globals='--json --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
+  local globals='--json --jq --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
   if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs tasks states keys groups fs completion $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
@@ -163,9 +181,9 @@ _agentctl() {
     'server status') COMPREPLY=($(compgen -W "--data-dir $globals" -- "$cur")) ;;
     'server stop') COMPREPLY=($(compgen -W "--data-dir --timeout $globals" -- "$cur")) ;;
     'init') COMPREPLY=($(compgen -W "--agent -a --acp-type --force --no-git $globals" -- "$cur")) ;;
-    'deploy') COMPREPLY=($(compgen -W "--agent -a --image --branch --replicas --sticky --no-sticky --sdk-type --acp-type --description --allow-dirty --timeout --detach $globals" -- "$cur")) ;;
+    'deploy') COMPREPLY=($(compgen -W "--agent -a --image --branch --replicas --sticky --no-sticky --sdk-type --acp-type --description --allow-dirty --force --timeout --detach $globals" -- "$cur")) ;;
     'rollback') COMPREPLY=($(compgen -W "--agent -a --branch --to --timeout --detach $globals" -- "$cur")) ;;
-    'logs') COMPREPLY=($(compgen -W "--agent -a --branch --follow -f --since --tail $globals" -- "$cur")) ;;
+    'logs') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--agent -a --branch --follow -f --since --tail $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic versions)" -- "$cur")); fi ;;
     'namespaces list') COMPREPLY=($(compgen -W "--limit --page --all $globals" -- "$cur")) ;;
     'namespaces create') COMPREPLY=($(compgen -W "--name $globals" -- "$cur")) ;;
     'projects list') COMPREPLY=($(compgen -W "--namespace -n --limit --page --all $globals" -- "$cur")) ;;
@@ -174,12 +192,12 @@ _agentctl() {
     'agents get') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); fi ;;
     'agents delete') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); fi ;;
     'branches list') COMPREPLY=($(compgen -W "--agent -a --include-retired --env $globals" -- "$cur")) ;;
-    'branches get') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
-    'branches retire') COMPREPLY=($(compgen -W "--agent -a --reason --force $globals" -- "$cur")) ;;
+    'branches get') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); fi ;;
+    'branches retire') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--agent -a --reason --force $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); fi ;;
     'versions list') COMPREPLY=($(compgen -W "--agent -a --branch --status --limit $globals" -- "$cur")) ;;
-    'versions get') COMPREPLY=($(compgen -W "--agent -a --events $globals" -- "$cur")) ;;
-    'versions credentials') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
-    'versions register') COMPREPLY=($(compgen -W "--agent -a --status --reason $globals" -- "$cur")) ;;
+    'versions get') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--agent -a --events $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic versions)" -- "$cur")); fi ;;
+    'versions credentials') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic versions)" -- "$cur")); fi ;;
+    'versions register') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--agent -a --status --reason $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic versions)" -- "$cur")); fi ;;
     'envs list') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs get') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs create') COMPREPLY=($(compgen -W "--agent -a --rule --description $globals" -- "$cur")) ;;
@@ -187,15 +205,15 @@ _agentctl() {
     'envs delete') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs resolve') COMPREPLY=($(compgen -W "--agent -a --branch $globals" -- "$cur")) ;;
     'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --limit --page --all $globals" -- "$cur")) ;;
-    'tasks get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'tasks get') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks create') COMPREPLY=($(compgen -W "--agent -a --branch --name --params --project --watch $globals" -- "$cur")) ;;
-    'tasks delete') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'tasks cancel') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'tasks events') COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")) ;;
-    'tasks messages') COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")) ;;
+    'tasks delete') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
+    'tasks cancel') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
+    'tasks events') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
+    'tasks messages') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks migrate') COMPREPLY=($(compgen -W "--from --task --to --to-latest --agent -a --dry-run $globals" -- "$cur")) ;;
-    'tasks send') COMPREPLY=($(compgen -W "--data $globals" -- "$cur")) ;;
-    'tasks watch') COMPREPLY=($(compgen -W "--after --retry $globals" -- "$cur")) ;;
+    'tasks send') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--data $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
+    'tasks watch') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--after --retry $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'states list') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
     'states get') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
     'states put') COMPREPLY=($(compgen -W "--task --agent -a --data --file --merge --if-match $globals" -- "$cur")) ;;

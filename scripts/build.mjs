@@ -20,6 +20,8 @@ const pkg = JSON.parse((await import('node:fs')).readFileSync(path.join(root, 'p
 // only needed by `agentctl server start`: they stay in node_modules. Everything the CLI needs on
 // every start is bundled, which is what keeps start-up near a bare `node -e 0`.
 const serverOnly = ['@electric-sql/pglite', 'kysely-pglite-dialect', 'kysely', 'pg', 'fastify', 'fastify-plugin', 'ulid', 'undici', '@kubernetes/client-node'];
+// jq (a WebAssembly build with its module inlined, 1.4 MB) loads from node_modules only when --jq is given.
+const onDemand = ['jq-wasm'];
 // undici (the dispatcher, sync and stream transports) stays in node_modules too: bundled, its module
 // evaluation fails (lib/interceptor/decompress.js), and only long-lived paths load it.
 
@@ -101,7 +103,7 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node22',
-  external: serverOnly,
+  external: [...serverOnly, ...onDemand],
   banner: { js: "import { createRequire as __agentctlRequire } from 'node:module'; const require = __agentctlRequire(import.meta.url);" },
   logLevel: 'warning',
 });
@@ -121,7 +123,7 @@ const cli = await build({
   platform: 'node',
   target: 'node22',
   chunkNames: 'chunks/[name]-[hash]',
-  external: serverOnly,
+  external: [...serverOnly, ...onDemand],
   plugins: [englishOnlyZod, chalkWithoutDetection, commanderWithoutEagerChildProcess],
   metafile: true,
   minifyWhitespace: true,

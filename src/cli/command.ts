@@ -53,6 +53,11 @@ export interface CommandDeclaration<A extends readonly ArgSpec[] = readonly ArgS
   examples: readonly string[];
   /** What to run next after a 404 from this command. */
   notFoundNext?: string;
+  /**
+   * Other words for the verb, beside VERB_ALIASES' `ls` and `rm` of `list` and `delete`: a noun whose
+   * removal is not called delete takes `rm` here (`keys revoke`).
+   */
+  aliases?: readonly string[];
 }
 
 // ---- option and argument types, read off the declarations ------------------------------------

@@ -1,6 +1,6 @@
 import type { CommandDeclaration, OptionSpec } from './command.js';
-import type { CompletionKind } from './complete.js';
-import { GLOBAL_OPTIONS, NOUNS, registry, VERB_ALIASES } from './registry.js';
+import { completionByName, type CompletionKind } from './complete.js';
+import { aliasesOf, GLOBAL_OPTIONS, NOUNS, registry, VERB_ALIASES } from './registry.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
 export type Shell = (typeof SHELLS)[number];
@@ -17,17 +17,19 @@ interface Flag {
 function parseFlag(option: OptionSpec): Flag {
   const short = /(?:^|\s)-([a-zA-Z])\b/.exec(option.flags)?.[1];
   const long = /--([a-z][a-z0-9-]*)/.exec(option.flags)![1];
-  return { short, long, takesValue: /[<[]/.test(option.flags), description: option.description, choices: option.choices, complete: option.complete };
+  const takesValue = /[<[]/.test(option.flags);
+  return { short, long, takesValue, description: option.description, choices: option.choices, complete: option.complete ?? (takesValue && !option.choices ? completionByName(long) : undefined) };
 }
 
-/** The positional argument whose values a script can offer: fixed choices, or live ones. */
-const positionalOf = (spec: CommandDeclaration) => (spec.args ?? []).find((a) => a.choices || a.complete);
+/** The positional argument whose values a script can offer: fixed choices, or live ones (declared, or by its name). */
+const positionalOf = (spec: CommandDeclaration) =>
+  (spec.args ?? []).map((a) => (a.choices || a.complete ? a : { ...a, complete: completionByName(a.name) })).find((a) => a.choices || a.complete);
 
 const HEADER = (shell: Shell) => `agentctl ${shell} completion: generated from the command registry by \`agentctl completion ${shell}\`; do not edit`;
 
 interface Model {
   topLevel: { name: string; description: string }[];
-  verbs: Map<string, { name: string; description: string }[]>;
+  verbs: Map<string, { name: string; description: string; aliases: string[] }[]>;
   commands: { key: string; spec: CommandDeclaration; flags: Flag[] }[];
   globals: Flag[];
 }
@@ -43,7 +45,7 @@ function model(): Model {
         verbs.set(first, []);
         topLevel.push({ name: first, description: NOUNS[first] ?? first });
       }
-      verbs.get(first)!.push({ name: second, description: spec.summary });
+      verbs.get(first)!.push({ name: second, description: spec.summary, aliases: aliasesOf(spec) });
     }
   }
   return {
@@ -74,25 +76,31 @@ function valueFlags(m: Model): string[] {
   return [...new Set([...m.globals, ...m.commands.flatMap((c) => c.flags)].filter((f) => f.takesValue).flatMap((f) => names([f])))].sort();
 }
 
+/** `'keys rm') verb=revoke ;;` for the aliases a command declares itself (the shared ones follow). */
+const ownAliasCases = () =>
+  registry.flatMap((spec) => (spec.aliases ?? []).map((alias) => `${quote(`${spec.path[0]} ${alias}`)}) verb=${spec.path[1]} ;;`)).join(' ');
+
 /** Shared by bash and zsh: finds the noun and verb among the words, skipping flag values (and noting --profile). */
-const FIND_COMMAND = (valueFlagList: string[]) => `  local noun="" verb="" profile="" skip=0 i w
+const FIND_COMMAND = (valueFlagList: string[]) => `  local noun="" verb="" profile="" agent="" skip=0 i w
   for ((i = 1; i < cword; i++)); do
     w="\${words[i]}"
     if ((skip)); then skip=0; continue; fi
     case "$w" in
       --profile) profile="\${words[i+1]}"; skip=1; continue ;;
+      --agent|-a) agent="\${words[i+1]}"; skip=1; continue ;;
       ${valueFlagList.join('|')}) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
   done
+  case "$noun $verb" in ${ownAliasCases()} esac
   case "$verb" in ${Object.entries(VERB_ALIASES).map(([verb, alias]) => `${alias}) verb=${verb} ;;`).join(' ')} esac`;
 
 function bash(m: Model): string {
   const lines = [
     `# ${HEADER('bash')}`,
-    '# Live values (profiles, agent names) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
-    '_agentctl_dynamic() { "$cmd" __complete "$1" ${profile:+--profile "$profile"} 2>/dev/null; }',
+    '# Live values (profiles, agents, tasks, versions, branches) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
+    '_agentctl_dynamic() { "$cmd" __complete "$1" ${profile:+--profile "$profile"} ${agent:+--agent "$agent"} 2>/dev/null; }',
     '_agentctl() {',
     '  local cur prev words cword',
     '  words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD',
@@ -143,9 +151,9 @@ function zsh(m: Model): string {
   const lines = [
     '#compdef agentctl',
     `# ${HEADER('zsh')}`,
-    '# Live values (profiles, agent names) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
+    '# Live values (profiles, agents, tasks, versions, branches) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
     '# _arguments calls an action with its compadd options first: the kind is the last word.',
-    '_agentctl_dynamic() { local -a items; items=(${(f)"$("$agentctl_cmd" __complete "${@[-1]}" ${profile:+--profile "$profile"} 2>/dev/null)"}); compadd "${@[1,-2]}" -a items; }',
+    '_agentctl_dynamic() { local -a items; items=(${(f)"$("$agentctl_cmd" __complete "${@[-1]}" ${profile:+--profile "$profile"} ${agent:+--agent "$agent"} 2>/dev/null)"}); compadd "${@[1,-2]}" -a items; }',
     '_agentctl() {',
     '  local cword=$((CURRENT - 1)) agentctl_cmd="${words[1]}"',
     FIND_COMMAND(valueFlags(m)).replace('for ((i = 1; i < cword; i++))', 'for ((i = 2; i <= cword; i++))'),
@@ -176,16 +184,18 @@ function zsh(m: Model): string {
 function fish(m: Model): string {
   const lines = [
     `# ${HEADER('fish')}`,
-    '# Live values (profiles, agent names) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
+    '# Live values (profiles, agents, tasks, versions, branches) come from the hidden `agentctl __complete KIND`: quick, silent on errors.',
     'function __agentctl_dynamic',
     '    set -l tokens (commandline -opc)',
     '    set -l previous',
     '    set -l profile',
+    '    set -l agent',
     '    for token in $tokens',
     '        test "$previous" = --profile; and set profile --profile $token',
+    '        contains -- "$previous" --agent -a; and set agent --agent $token',
     '        set previous $token',
     '    end',
-    '    $tokens[1] __complete $argv[1] $profile 2>/dev/null',
+    '    $tokens[1] __complete $argv[1] $profile $agent 2>/dev/null',
     'end',
     'complete -c agentctl -f',
   ];
@@ -195,12 +205,12 @@ function fish(m: Model): string {
   for (const f of m.globals) lines.push(flagLine('', f));
   for (const t of m.topLevel) lines.push(`complete -c agentctl -n '__fish_use_subcommand' -a ${t.name} -d ${quote(t.description)}`);
   for (const [noun, vs] of m.verbs) {
-    const verbNames = vs.flatMap((v) => [v.name, ...(VERB_ALIASES[v.name] ? [VERB_ALIASES[v.name]] : [])]).join(' ');
+    const verbNames = vs.flatMap((v) => [v.name, ...v.aliases]).join(' ');
     for (const v of vs) lines.push(`complete -c agentctl -n ${quote(`__fish_seen_subcommand_from ${noun}; and not __fish_seen_subcommand_from ${verbNames}`)} -a ${v.name} -d ${quote(v.description)}`);
   }
   for (const c of m.commands) {
     const [noun, verb] = c.spec.path;
-    const verbWords = verb ? [verb, ...(VERB_ALIASES[verb] ? [VERB_ALIASES[verb]] : [])].join(' ') : '';
+    const verbWords = verb ? [verb, ...aliasesOf(c.spec)].join(' ') : '';
     const condition = verb ? `__fish_seen_subcommand_from ${noun}; and __fish_seen_subcommand_from ${verbWords}` : `__fish_seen_subcommand_from ${noun}`;
     for (const f of c.flags) lines.push(flagLine(condition, f));
     const positional = positionalOf(c.spec);

@@ -1,6 +1,5 @@
 import type { CommandContext } from './context.js';
-import { CliError, needsFlag } from './errors.js';
-import { ExitCode } from './exit-codes.js';
+import { declined, needsFlag } from './errors.js';
 
 /** A change that asks first: what it would do, the question, and the change itself. */
 export interface ConfirmedChange<Plan, Result> {
@@ -42,7 +41,7 @@ export async function planConfirmApply<Plan = undefined, Result = void>(ctx: Com
     const question = typeof change.question === 'string' ? change.question : change.question(plan as Plan);
     const prompter = await ctx.prompts();
     if (!(await prompter.confirm({ message: question, default: false }))) {
-      throw new CliError('Nothing changed', { exitCode: ExitCode.failure, code: 'declined' });
+      throw declined('Answered no: nothing changed.');
     }
   }
   return { applied: true, result: await change.apply() };

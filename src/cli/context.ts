@@ -24,6 +24,10 @@ export interface CliIO {
 
 export interface GlobalOptions {
   json: boolean;
+  /** `--json id,name`: only these fields of the answer (of each record of a list). */
+  jsonFields?: string[];
+  /** `--jq EXPR`: the answer through jq. */
+  jq?: string;
   /** Ids beside names in tables and records (`--wide`). */
   wide: boolean;
   profile?: string;

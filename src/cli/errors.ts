@@ -43,6 +43,12 @@ export const needsFlag = (flag: string, what: string, next?: string) =>
     next,
   });
 
+/**
+ * The user answered no (or cancelled a wizard): not an error, so it is reported as a plain line,
+ * but the run still exits 1 (README "Exit codes": a declined confirmation) so a script knows.
+ */
+export const declined = (message: string) => new CliError(message, { exitCode: ExitCode.failure, code: 'declined' });
+
 /** A profile name that the config file does not hold: exit 3, listing the ones it does. */
 export const unknownProfile = (name: string, from: string | undefined, existing: string[]) =>
   new CliError(`No profile named "${name}"${from ? ` (${from})` : ''}; ${existing.length ? `the profiles are: ${[...existing].sort().join(', ')}` : 'there are no profiles yet'}`, {

@@ -1,9 +1,10 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { flagsByField, type CommandEntry, type OptionSpec, type Outcome } from './command.js';
 import type { CliIO, GlobalOptions } from './context.js';
+import { runJq, selectFields, takeJsonFields } from './json-fields.js';
 import { CliError } from './errors.js';
 import { ExitCode } from './exit-codes.js';
-import { GLOBAL_OPTIONS, NOUNS, registry, VERB_ALIASES } from './registry.js';
+import { aliasesOf, GLOBAL_OPTIONS, NOUNS, registry } from './registry.js';
 import { VERSION } from './version.js';
 
 export interface RunOptions {
@@ -15,7 +16,7 @@ export interface RunOptions {
 export function buildProgram(
   io: CliIO,
   onAction: (spec: CommandEntry, args: string[], options: Record<string, any>, globals: GlobalOptions) => Promise<void>,
-  settings: { json?: boolean; argv?: readonly string[] } = {},
+  settings: { json?: boolean; argv?: readonly string[]; jsonFields?: string[] } = {},
 ): Command {
   const program = new Command('agentctl');
   program
@@ -26,9 +27,19 @@ export function buildProgram(
     // Under --json, commander's own usage errors are reported as {"error": ...} by run() instead.
     .configureOutput(settings.json ? { writeOut: (s) => io.stdout.write(s), writeErr: () => {}, outputError: () => {} } : { writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showSuggestionAfterError(true)
+    // `help [command]` is commander's, not ours: `--help` is the one way, on every command.
+    .helpCommand(false)
     .configureHelp({ showGlobalOptions: true })
     .addHelpText('after', `\nExamples:\n  $ agentctl server start --detach\n  $ agentctl deploy --agent default/bot --image registry.local/bot:1\n  $ agentctl tasks migrate --from ver_01J... --to-latest --json\n\nRun agentctl <command> --help for a command's flags and examples.\n`);
   for (const option of GLOBAL_OPTIONS) if (!/--(version|help)\b/.test(option.flags)) program.addOption(toOption(option));
+  // An unknown first word that is a verb of some nouns (`agentctl status`) points at those commands.
+  program.on('command:*', ([word]: string[]) => {
+    const nouns = registry.filter((s) => s.path.length === 2 && (s.path[1] === word || aliasesOf(s).includes(word!))).map((s) => s.path[0]!);
+    if (!nouns.length) return (program as unknown as { unknownCommand(): void }).unknownCommand();
+    const suggestion = nouns.length <= 3 ? nouns.map((noun) => `agentctl ${noun} ${word}`).join(' or ') : `agentctl <noun> ${word} (${nouns.join(', ')})`;
+    program.error(`error: '${word}' is not an agentctl command; did you mean ${suggestion}?`, { code: 'commander.unknownCommand' });
+  });
+  program.showHelpAfterError("Run 'agentctl --help' for the commands.");
 
   const parents = new Map<string, Command>();
   // Only the named command is built when the command line names one (its noun's other verbs when
@@ -39,7 +50,7 @@ export function buildProgram(
       const [noun] = spec.path;
       let nounCommand = parents.get(noun);
       if (!nounCommand) {
-        nounCommand = program.command(noun).description(NOUNS[noun] ?? noun);
+        nounCommand = program.command(noun).description(NOUNS[noun] ?? noun).helpCommand(false).showHelpAfterError(`Run 'agentctl ${noun} --help' for its commands.`);
         parents.set(noun, nounCommand);
       }
       parent = nounCommand;
@@ -51,14 +62,18 @@ export function buildProgram(
       command.addArgument(argument);
     }
     for (const option of spec.options ?? []) command.addOption(toOption(option));
-    const alias = spec.path.length === 2 ? VERB_ALIASES[spec.path[1]] : undefined;
-    if (alias) command.alias(alias);
+    for (const alias of aliasesOf(spec)) command.alias(alias);
     command.addHelpText('after', `\nExamples:\n${spec.examples.map((e) => `  $ ${e}`).join('\n')}\n`);
+    // A usage error (a missing argument, an unknown flag) shows how the command is called, not a bare line.
+    const name = `agentctl ${spec.path.join(' ')}`;
+    command.showHelpAfterError(`usage: ${name} ${command.usage()}\nRun '${name} --help' for its flags and examples.`);
     command.action(async (...received: unknown[]) => {
       const self = received[received.length - 1] as Command;
       const globals = self.optsWithGlobals() as Record<string, any>;
       await onAction(spec, self.processedArgs.filter((a) => a !== undefined).map(String), self.opts(), {
-        json: Boolean(globals.json),
+        json: Boolean(globals.json) || globals.jq !== undefined,
+        jsonFields: settings.jsonFields,
+        jq: globals.jq,
         wide: Boolean(globals.wide),
         profile: globals.profile,
         baseUrl: globals.baseUrl,
@@ -74,10 +89,10 @@ export function buildProgram(
   return program;
 }
 
-const GLOBAL_VALUE_FLAGS = new Set(['--profile', '--base-url', '--api-key']);
+const GLOBAL_VALUE_FLAGS = new Set(['--profile', '--base-url', '--api-key', '--jq']);
 
 /** The commands the command line can name: its first one or two words that are not flags or their values. */
-function wantedCommands(argv: readonly string[]): readonly CommandEntry[] {
+export function wantedCommands(argv: readonly string[]): readonly CommandEntry[] {
   const words: string[] = [];
   for (let i = 0; i < argv.length && words.length < 2; i++) {
     const word = argv[i];
@@ -88,7 +103,7 @@ function wantedCommands(argv: readonly string[]): readonly CommandEntry[] {
   const [first, second] = words;
   const noun = registry.filter((s) => s.path[0] === first);
   if (!noun.length) return registry;
-  const exact = noun.filter((s) => s.path.length === 1 || s.path[1] === second || VERB_ALIASES[s.path[1]] === second);
+  const exact = noun.filter((s) => s.path.length === 1 || s.path[1] === second || aliasesOf(s).includes(second!));
   return exact.length === 1 ? exact : noun;
 }
 
@@ -116,12 +131,20 @@ function toOption(spec: OptionSpec): Option {
 }
 
 /** Runs one command line in-process: returns the exit code; prints to `io` only. */
-export async function run(argv: readonly string[], io: CliIO, options: RunOptions = {}): Promise<number> {
+export async function run(commandLine: readonly string[], io: CliIO, options: RunOptions = {}): Promise<number> {
   const signal = options.signal ?? new AbortController().signal;
   let exitCode: number = ExitCode.ok;
   let parsedGlobals: GlobalOptions | undefined;
   let failedSpec: CommandEntry | undefined;
-  let jsonMode = argv.includes('--json');
+  const named = wantedCommands(commandLine);
+  let taken: ReturnType<typeof takeJsonFields>;
+  try {
+    taken = takeJsonFields(commandLine, named.length === 1 ? named[0] : undefined);
+  } catch (error) {
+    return reportFailure(error, io, undefined, undefined);
+  }
+  const { argv, fields: jsonFields } = taken;
+  let jsonMode = argv.includes('--json') || argv.includes('--jq');
   const program = buildProgram(io, async (spec, args, opts, globals) => {
     parsedGlobals = globals;
     jsonMode = globals.json;
@@ -136,7 +159,7 @@ export async function run(argv: readonly string[], io: CliIO, options: RunOption
     const outcome: Outcome = await (command.handler as (ctx: unknown, args: string[], options: Record<string, any>) => Promise<Outcome>)(ctx, args, opts);
     await print(ctx, outcome);
     exitCode = outcome.exitCode ?? ExitCode.ok;
-  }, { json: jsonMode, argv });
+  }, { json: jsonMode, argv, jsonFields });
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;
@@ -153,7 +176,29 @@ export async function run(argv: readonly string[], io: CliIO, options: RunOption
 
 async function print(ctx: import('./context.js').CommandContext, outcome: Outcome): Promise<void> {
   if (ctx.globals.json && outcome.json !== undefined) {
-    ctx.io.stdout.write(JSON.stringify(outcome.json, null, 2) + '\n');
+    // A typo in a field or the expression costs no data: the whole answer still goes to stdout.
+    const whole = () => ctx.io.stdout.write(JSON.stringify(outcome.json, null, 2) + '\n');
+    let value: unknown = outcome.json;
+    if (ctx.globals.jsonFields) {
+      const picked = selectFields(value, ctx.globals.jsonFields);
+      if (picked.unknown) {
+        whole();
+        throw picked.unknown;
+      }
+      value = picked.value;
+    }
+    if (ctx.globals.jq !== undefined) {
+      let output: string;
+      try {
+        output = await runJq(value, ctx.globals.jq);
+      } catch (error) {
+        whole();
+        throw error;
+      }
+      ctx.io.stdout.write(output);
+      return;
+    }
+    ctx.io.stdout.write(JSON.stringify(value, null, 2) + '\n');
     return;
   }
   if (!outcome.view) return;

@@ -1,10 +1,11 @@
-import type { OptionSpec } from './command.js';
+import type { CommandDeclaration, OptionSpec } from './command.js';
 import { manifest } from './manifest.js';
 import { DEFAULT_BASE_URL } from '../contract/enums.js';
 
 /** Flags every command accepts (README "The CLI"). */
 export const GLOBAL_OPTIONS: readonly OptionSpec[] = [
-  { flags: '--json', description: 'Print the API’s JSON response (errors as {"error": ...} on stderr); never prompts' },
+  { flags: '--json', description: 'Print the API’s JSON response (errors as {"error": ...} on stderr); never prompts. --json id,name: only those fields' },
+  { flags: '--jq <expr>', description: 'Filter the JSON response with a jq expression (implies --json; strings print raw)' },
   { flags: '--wide', description: 'Tables and records: the ids too, beside the names' },
   { flags: '--profile <name>', description: 'Config profile to use (env AGENTCTL_PROFILE)', complete: 'profiles' },
   { flags: '--base-url <url>', description: `Service URL (env AGENTCTL_BASE_URL; default ${DEFAULT_BASE_URL})` },
@@ -40,6 +41,13 @@ export const NOUNS: Record<string, string> = {
 
 /** `ls` and `rm` for `list` and `delete` of every noun, as gh, docker and kubectl users type them. */
 export const VERB_ALIASES: Readonly<Record<string, string>> = { list: 'ls', delete: 'rm' };
+
+/** Every other word a command's verb answers to: VERB_ALIASES' and its own (`keys revoke`: `rm`). */
+export function aliasesOf(spec: Pick<CommandDeclaration, 'path' | 'aliases'>): string[] {
+  const verb = spec.path[1];
+  if (verb === undefined) return [];
+  return [...(VERB_ALIASES[verb] ? [VERB_ALIASES[verb]] : []), ...(spec.aliases ?? [])];
+}
 
 /**
  * Every command, as `npm run build` collected them from `commands/**` into `manifest.ts`: the

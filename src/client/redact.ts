@@ -2,8 +2,8 @@
 const SECRET_PATTERN = /agk_[0-9A-Za-z]+/g;
 /** Matches a registration token (`agrt_` + base64url). */
 const TOKEN_PATTERN = /agrt_[0-9A-Za-z_-]+/g;
-/** Fields whose string value is a secret: keys, runtime keys, registration tokens, signing secrets. */
-const SECRET_FIELDS = new Set(['key', 'agent_api_key', 'registration_token', 'signing_secret']);
+/** Fields whose string value is a secret: a new key's secret, runtime keys, registration tokens, signing secrets. */
+const SECRET_FIELDS = new Set(['secret', 'key', 'agent_api_key', 'registration_token', 'signing_secret']);
 
 /** Hides key secrets and registration tokens in a string: `agk_...` becomes `agk_[redacted]`. */
 export function redactText(text: string): string {

@@ -394,7 +394,7 @@ export const CreateKeyRequest = z.object({
   sharing_group_ids: z.array(z.string().min(1)).max(100).default([]),
   expires_at: Timestamp.nullable().default(null),
 });
-export const CreateKeyResponse = z.object({ api_key: ApiKey, key: z.string() });
+export const CreateKeyResponse = z.object({ api_key: ApiKey, secret: z.string() });
 
 // ---- the endpoint table: routes, client methods and the OpenAPI document all come from here ---
 

@@ -129,7 +129,7 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
       const added = await runCli(['groups', 'add-member', 'platform', 'ci-deploy', '--json'], { env });
       expect(added.code).toBe(0);
       expect(added.json()).toMatchObject({ group_id: group.id, member_id: key.api_key.id, name: 'ci-deploy' });
-      expect((await svc.api('GET', '/whoami', { key: key.key })).body.sharing_group_ids).toEqual([group.id]);
+      expect((await svc.api('GET', '/whoami', { key: key.secret })).body.sharing_group_ids).toEqual([group.id]);
       // Adding again is not an error (PUT).
       const again = await runCli(['groups', 'add-member', group.id, key.api_key.id], { env });
       expect([again.code, again.stdout.split('\n')[0]]).toEqual([0, `Group\t${group.id}`]);
@@ -139,7 +139,7 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
       const removed = await runCli(['groups', 'remove-member', 'platform', 'ci-deploy', '--yes'], { env });
       expect(removed.code).toBe(0);
       expect(removed.stderr).toBe(`✓ ci-deploy (${key.api_key.id}) is no longer a member of platform\n`);
-      expect((await svc.api('GET', '/whoami', { key: key.key })).body.sharing_group_ids).toEqual([]);
+      expect((await svc.api('GET', '/whoami', { key: key.secret })).body.sharing_group_ids).toEqual([]);
 
       const notMember = await runCli(['groups', 'remove-member', 'platform', 'ci-deploy', '--yes'], { env });
       expect([notMember.code, notMember.stderr.split('\n')[0]]).toEqual([3, `error: API key ${key.api_key.id} is not a member of sharing group platform (404 not_found)`]);

@@ -39,7 +39,7 @@ describe.each(engines)('agentctl exit codes (%s)', (engine) => {
   test('403: a key that may see but not change an agent exits 4', async () => {
     const { agent_id: agentId } = await deployActive(svc, { agent: 'default/bot' });
     const viewer = await svc.client().createKey({ body: { name: 'viewer', scopes: [{ resource_type: 'agent', resource_id: agentId, role: 'viewer' }] } });
-    const result = await runCli(['agents', 'delete', 'default/bot', '--yes', '--json'], { env: { ...env, AGENTCTL_API_KEY: viewer.key } });
+    const result = await runCli(['agents', 'delete', 'default/bot', '--yes', '--json'], { env: { ...env, AGENTCTL_API_KEY: viewer.secret } });
     expect(result.code).toBe(4);
     expect(JsonError.parse(JSON.parse(result.stderr)).error).toMatchObject({ code: 'forbidden', status: 403 });
   });

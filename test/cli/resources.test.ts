@@ -178,7 +178,7 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
     expect(result.stderr).toBe('');
     const created = parse('createKey', result.stdout);
     expect(created.api_key).toMatchObject({ name: 'reader', sharing_group_ids: [group.id] });
-    expect(created.key).toMatch(/^agk_/);
+    expect(created.secret).toMatch(/^agk_/);
     // No --expires: the wizard's default, 90 days.
     expect(Math.round((Date.parse(created.api_key.expires_at) - Date.now()) / 86_400_000)).toBe(90);
   });
@@ -189,7 +189,7 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
     const id = made.api_key.id;
     const listed = await runCli(['keys', 'list', '--json'], { env });
     expect(parse('listKeys', listed.stdout).api_keys.map((k: { name: string }) => k.name).sort()).toEqual(['bootstrap', 'temp']);
-    expect(listed.stdout).not.toContain(made.key);
+    expect(listed.stdout).not.toContain(made.secret);
 
     const got = await runCli(['keys', 'get', id, '--json'], { env });
     expect(parse('getKey', got.stdout).id).toBe(id);
@@ -198,7 +198,7 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
     expect(rotated.code).toBe(0);
     const secret = rotated.stdout.trim();
     expect(secret).toMatch(/^agk_/);
-    expect((await svc.api('GET', '/whoami', { key: made.key })).status).toBe(401);
+    expect((await svc.api('GET', '/whoami', { key: made.secret })).status).toBe(401);
     expect((await svc.api('GET', '/whoami', { key: secret })).status).toBe(200);
 
     const revoked = await runCli(['keys', 'revoke', id, '--yes', '--json'], { env });
@@ -209,10 +209,10 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
   test('--debug traces requests on stderr with the key redacted', async () => {
     const made = await runCli(['keys', 'create', '--name', 'traced', '--scope', 'namespace:default:admin', '--json', '--debug'], { env });
     expect(made.code).toBe(0);
-    const secret = made.json().key;
+    const secret = made.json().secret;
     expect(made.stderr).toContain('→ POST ' + svc.url + '/api_keys');
     expect(made.stderr).toContain('"authorization":"Bearer [redacted]"');
-    expect(made.stderr).toContain('"key":"[redacted]"');
+    expect(made.stderr).toContain('"secret":"[redacted]"');
     expect(made.stderr).not.toContain(svc.adminKey);
     expect(made.stderr).not.toContain(secret);
     expect(made.stderr).not.toContain(svc.adminKey.slice(4, 20));
@@ -253,10 +253,10 @@ describe.each(engines)('agentctl auth and config (%s)', (engine) => {
     await runCli(['auth', 'login', '--api-key', svc.adminKey, '--base-url', svc.url], { env: bare() });
     const client = svc.client();
     const made = await client.createKey({ body: { name: 'other', scopes: [{ resource_type: 'namespace', resource_id: (await client.listNamespaces()).namespaces[0].id, role: 'admin' }] } });
-    const status = await runCli(['auth', 'status'], { env: { ...bare(), AGENTCTL_API_KEY: made.key } });
+    const status = await runCli(['auth', 'status'], { env: { ...bare(), AGENTCTL_API_KEY: made.secret } });
     expect(status.code).toBe(0);
     expect(status.stderr).toContain('warning: AGENTCTL_API_KEY overrides the value saved in profile "default"');
-    expect(status.stdout).toContain(`API key\t${made.key.slice(0, 12)}… (from AGENTCTL_API_KEY)`);
+    expect(status.stdout).toContain(`API key\t${made.secret.slice(0, 12)}… (from AGENTCTL_API_KEY)`);
     expect(status.stdout).toContain(`Base URL\t${svc.url} (from profile "default")`);
   });
 

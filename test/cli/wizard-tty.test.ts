@@ -109,8 +109,9 @@ describe.skipIf(!hasTmux)('agentctl in a pseudo-terminal: the key wizard and the
       await terminal.type('n');
       await terminal.keys('Enter');
       const done = await terminal.waitFor('EXIT=');
-      expect(done).toContain('Nothing changed');
-      expect(done).toContain('EXIT=1');
+      // Answering no is an outcome, not an error: one plain line, and the exit code of a declined confirmation.
+      expect(done).toContain('✓ Delete agent default/keeper, its branches, versions and environments? No\nAnswered no: nothing changed.\nEXIT=1');
+      expect(done).not.toContain('error:');
       expect((await svc.client().getAgent({ params: { agent_id: deployed.agent_id } })).id).toBe(deployed.agent_id);
     } finally {
       await terminal.close();

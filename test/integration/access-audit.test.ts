@@ -15,7 +15,7 @@ describe.each(engines)('access audit (%s)', (engine) => {
     theirs = await deployActive(svc, { agent: 'theirs' });
   });
 
-  const keyWith = async (scopes: Scope[]) => (await svc.client().createKey({ body: { name: 'audit', scopes } })).key;
+  const keyWith = async (scopes: Scope[]) => (await svc.client().createKey({ body: { name: 'audit', scopes } })).secret;
 
   test('a task cannot be started on the private filesystem of a task of an agent the key may not run', async () => {
     const theirTask = await createTask(svc, { agent_name: 'default/theirs' });

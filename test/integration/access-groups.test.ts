@@ -59,8 +59,8 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
     expect(await page({ order_direction: 'asc' })).toEqual([[a, b, c], 3]);
     // A key that is not an org member pages through its own groups only.
     const k = await nsAdminKey('two-groups', [a, c]);
-    expect((await svc.client(k.key).listGroups({ query: { limit: 1, page_number: 2 } })).groups.map((g) => g.id)).toEqual([a]);
-    expect((await svc.client(k.key).listGroups({ query: { limit: 1 } })).total).toBe(2);
+    expect((await svc.client(k.secret).listGroups({ query: { limit: 1, page_number: 2 } })).groups.map((g) => g.id)).toEqual([a]);
+    expect((await svc.client(k.secret).listGroups({ query: { limit: 1 } })).total).toBe(2);
     const bad = await svc.api('GET', '/groups?limit=0&page_number=x');
     expect(bad.body.detail.map((d: { loc: unknown }) => d.loc)).toEqual([['query', 'limit'], ['query', 'page_number']]);
   });
@@ -74,7 +74,7 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
     const again = await svc.api('PUT', `/groups/${group.id}/members/${k.api_key.id}`);
     expect(again.body).toEqual(added.body);
     expect((await svc.api('GET', `/groups/${group.id}/members`)).body).toEqual({ members: [added.body], total: 1 });
-    expect((await svc.client(k.key).whoami()).sharing_group_ids).toEqual([group.id]);
+    expect((await svc.client(k.secret).whoami()).sharing_group_ids).toEqual([group.id]);
     const removed = await svc.api('DELETE', `/groups/${group.id}/members/${k.api_key.id}`);
     expect(removed.body).toEqual({ id: k.api_key.id, message: `API key ${k.api_key.id} removed from sharing group platform` });
     expect((await svc.api('GET', `/groups/${group.id}/members`)).body).toEqual({ members: [], total: 0 });
@@ -98,7 +98,7 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
     const res = await svc.api('DELETE', `/groups/${group.id}`);
     expect(res.body).toEqual({ id: group.id, message: 'Sharing group platform deleted' });
     expect((await svc.api('GET', `/groups/${group.id}`)).status).toBe(404);
-    expect((await svc.client(k.key).whoami()).sharing_group_ids).toEqual([]);
+    expect((await svc.client(k.secret).whoami()).sharing_group_ids).toEqual([]);
   });
 
   test('a key outside the group that is not an org member cannot see it (404); a member sees it but cannot change it (403)', async () => {
@@ -112,23 +112,23 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
       ['DELETE', `/groups/${group.id}`],
       ['PUT', `/groups/${group.id}/members/${outsider.api_key.id}`],
     ]) {
-      const res = await svc.api(method, path, { key: outsider.key });
+      const res = await svc.api(method, path, { key: outsider.secret });
       expect([method, path, res.status, res.body]).toEqual([method, path, 404, notFound]);
     }
-    expect((await svc.api('GET', '/groups', { key: outsider.key })).body).toEqual({ groups: [], total: 0 });
+    expect((await svc.api('GET', '/groups', { key: outsider.secret })).body).toEqual({ groups: [], total: 0 });
 
-    expect((await svc.api('GET', '/groups', { key: member.key })).body.groups.map((g: { id: string }) => g.id)).toEqual([group.id]);
-    expect((await svc.api('GET', `/groups/${group.id}/members`, { key: member.key })).body.total).toBe(1);
+    expect((await svc.api('GET', '/groups', { key: member.secret })).body.groups.map((g: { id: string }) => g.id)).toEqual([group.id]);
+    expect((await svc.api('GET', `/groups/${group.id}/members`, { key: member.secret })).body.total).toBe(1);
     const forbidden = { detail: 'Only org admins may manage sharing groups', code: 'forbidden' };
     for (const [method, path] of [
       ['DELETE', `/groups/${group.id}`],
       ['PUT', `/groups/${group.id}/members/${outsider.api_key.id}`],
       ['DELETE', `/groups/${group.id}/members/${member.api_key.id}`],
     ]) {
-      const res = await svc.api(method, path, { key: member.key });
+      const res = await svc.api(method, path, { key: member.secret });
       expect([method, path, res.status, res.body]).toEqual([method, path, 403, forbidden]);
     }
-    const create = await svc.api('POST', '/groups', { key: member.key, body: { name: 'mine' } });
+    const create = await svc.api('POST', '/groups', { key: member.secret, body: { name: 'mine' } });
     expect([create.status, create.body]).toEqual([403, forbidden]);
   });
 
@@ -136,7 +136,7 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
     await newGroup('a');
     await newGroup('b');
     const member = await svc.client().createKey({ body: { name: 'm', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } });
-    expect((await svc.api('GET', '/groups', { key: member.key })).body.total).toBe(2);
+    expect((await svc.api('GET', '/groups', { key: member.secret })).body.total).toBe(2);
   });
 
   test('bad input: a missing or oversize name is 422', async () => {

@@ -29,21 +29,21 @@ describe.each(engines)('API keys (%s)', (engine) => {
   });
 
   const createKey = async (body: Record<string, unknown>, key?: string) => svc.api('POST', '/api_keys', { body: { name: 'ci', ...body }, key });
-  const memberKey = async () => (await svc.client().createKey({ body: { name: 'member', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } })).key;
+  const memberKey = async () => (await svc.client().createKey({ body: { name: 'member', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } })).secret;
   const newGroup = (name: string) => svc.client().createGroup({ body: { name } });
   const revoke = (keyId: string) => svc.client().revokeKey({ params: { key_id: keyId } });
 
   test('POST /api_keys answers 201 with the record and the secret, which then authenticates', async () => {
     const res = await createKey({ name: 'deployer', description: 'CI deploys', scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] });
     expect(res.status).toBe(201);
-    expect(Object.keys(res.body).sort()).toEqual(['api_key', 'key']);
-    expect(res.body.key).toMatch(KEY_FORMAT);
+    expect(Object.keys(res.body).sort()).toEqual(['api_key', 'secret']);
+    expect(res.body.secret).toMatch(KEY_FORMAT);
     const { api_key } = res.body;
     expect(api_key).toMatchObject({
       org_id: orgId,
       name: 'deployer',
       description: 'CI deploys',
-      key_prefix: res.body.key.slice(0, 12),
+      key_prefix: res.body.secret.slice(0, 12),
       scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }],
       sharing_group_ids: [],
       expires_at: null,
@@ -51,12 +51,12 @@ describe.each(engines)('API keys (%s)', (engine) => {
       last_used_at: null,
     });
     expect(api_key.id).toMatch(/^key_[0-9A-Z]{26}$/);
-    const me = await svc.api('GET', '/whoami', { key: res.body.key });
+    const me = await svc.api('GET', '/whoami', { key: res.body.secret });
     expect(me.status).toBe(200);
     expect(me.body).toEqual({
       id: api_key.id,
       name: 'deployer',
-      key_prefix: res.body.key.slice(0, 12),
+      key_prefix: res.body.secret.slice(0, 12),
       org_id: orgId,
       scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }],
       sharing_group_ids: [],
@@ -69,8 +69,8 @@ describe.each(engines)('API keys (%s)', (engine) => {
     const got = await svc.api('GET', `/api_keys/${created.body.api_key.id}`);
     const listed = await svc.api('GET', '/api_keys');
     expect(got.body).toEqual(created.body.api_key);
-    expect(JSON.stringify(got.body)).not.toContain(created.body.key);
-    expect(JSON.stringify(listed.body)).not.toContain(created.body.key);
+    expect(JSON.stringify(got.body)).not.toContain(created.body.secret);
+    expect(JSON.stringify(listed.body)).not.toContain(created.body.secret);
     expect(got.body).not.toHaveProperty('key');
   });
 
@@ -110,9 +110,9 @@ describe.each(engines)('API keys (%s)', (engine) => {
     const soon = new Date(Date.now() + 1500).toISOString();
     const res = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], expires_at: soon });
     expect(res.body.api_key.expires_at).toBe(soon);
-    expect((await svc.api('GET', '/whoami', { key: res.body.key })).body.expires_at).toBe(soon);
+    expect((await svc.api('GET', '/whoami', { key: res.body.secret })).body.expires_at).toBe(soon);
     await new Promise((resolve) => setTimeout(resolve, 1600));
-    const after = await svc.api('GET', '/whoami', { key: res.body.key });
+    const after = await svc.api('GET', '/whoami', { key: res.body.secret });
     expect(after.status).toBe(401);
     expect(after.headers.get('www-authenticate')).toBe('Bearer');
     expect(after.body).toEqual({ detail: 'API key has expired', code: 'unauthorized' });
@@ -133,14 +133,14 @@ describe.each(engines)('API keys (%s)', (engine) => {
   test('DELETE /api_keys/{id} revokes at once: 401 on the next request, and the key leaves its groups', async () => {
     const group = await newGroup('platform');
     const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], sharing_group_ids: [group.id] });
-    expect((await svc.api('GET', '/whoami', { key: created.body.key })).status).toBe(200);
+    expect((await svc.api('GET', '/whoami', { key: created.body.secret })).status).toBe(200);
     const revoked = await svc.api('DELETE', `/api_keys/${created.body.api_key.id}`);
     expect(revoked.status).toBe(200);
     // The upstream API's {id, message}, beside the record.
     expect(revoked.body).toMatchObject({ id: created.body.api_key.id, name: created.body.api_key.name, message: `API key ${created.body.api_key.name} revoked` });
     expect(revoked.body.revoked_at).toMatch(/Z$/);
     expect(revoked.body.sharing_group_ids).toEqual([]);
-    const refused = await svc.api('GET', '/whoami', { key: created.body.key });
+    const refused = await svc.api('GET', '/whoami', { key: created.body.secret });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toBe('Bearer');
     expect(refused.body).toEqual({ detail: 'API key has been revoked', code: 'unauthorized' });
@@ -154,13 +154,13 @@ describe.each(engines)('API keys (%s)', (engine) => {
 
   test('PATCH /api_keys/{id} replaces the scopes, effective on the next request', async () => {
     const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] });
-    expect((await svc.api('GET', '/namespaces', { key: created.body.key })).body.total).toBe(1);
+    expect((await svc.api('GET', '/namespaces', { key: created.body.secret })).body.total).toBe(1);
     const patched = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}`, { body: { scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } });
     expect(patched.status).toBe(200);
     expect(patched.body.scopes).toEqual([{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }]);
     await svc.client().createNamespace({ body: { name: 'Other', slug: 'other' } });
     // A namespace admin of `default` does not see `other`, which an org member would.
-    const seen = await svc.api('GET', '/namespaces', { key: created.body.key });
+    const seen = await svc.api('GET', '/namespaces', { key: created.body.secret });
     expect(seen.body.namespaces.map((n: { slug: string }) => n.slug)).toEqual(['default']);
   });
 
@@ -171,7 +171,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
     const patched = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}/sharing-groups`, { body: { sharing_group_ids: [g2.id] } });
     expect(patched.status).toBe(200);
     expect(patched.body.sharing_group_ids).toEqual([g2.id]);
-    expect((await svc.api('GET', '/whoami', { key: created.body.key })).body.sharing_group_ids).toEqual([g2.id]);
+    expect((await svc.api('GET', '/whoami', { key: created.body.secret })).body.sharing_group_ids).toEqual([g2.id]);
     const cleared = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}/sharing-groups`, { body: { sharing_group_ids: [] } });
     expect(cleared.body.sharing_group_ids).toEqual([]);
   });
@@ -180,13 +180,13 @@ describe.each(engines)('API keys (%s)', (engine) => {
     const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] });
     const rotated = await svc.api('POST', `/api_keys/${created.body.api_key.id}/rotate`);
     expect(rotated.status).toBe(200);
-    expect(rotated.body.key).toMatch(KEY_FORMAT);
-    expect(rotated.body.key).not.toBe(created.body.key);
-    expect(rotated.body.api_key).toMatchObject({ id: created.body.api_key.id, scopes: created.body.api_key.scopes, key_prefix: rotated.body.key.slice(0, 12) });
-    const old = await svc.api('GET', '/whoami', { key: created.body.key });
+    expect(rotated.body.secret).toMatch(KEY_FORMAT);
+    expect(rotated.body.secret).not.toBe(created.body.secret);
+    expect(rotated.body.api_key).toMatchObject({ id: created.body.api_key.id, scopes: created.body.api_key.scopes, key_prefix: rotated.body.secret.slice(0, 12) });
+    const old = await svc.api('GET', '/whoami', { key: created.body.secret });
     expect(old.status).toBe(401);
     expect(old.headers.get('www-authenticate')).toBe('Bearer');
-    expect((await svc.api('GET', '/whoami', { key: rotated.body.key })).body.id).toBe(created.body.api_key.id);
+    expect((await svc.api('GET', '/whoami', { key: rotated.body.secret })).body.id).toBe(created.body.api_key.id);
   });
 
   test('a revoked key cannot be rotated or changed (409 key_revoked)', async () => {
@@ -207,7 +207,7 @@ describe.each(engines)('API keys (%s)', (engine) => {
     expect([demote.status, demote.body]).toEqual([409, { detail, code: 'last_org_admin' }]);
     const second = await createKey({ name: 'admin-2', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'admin' }] });
     expect((await svc.api('DELETE', `/api_keys/${me.body.id}`)).status).toBe(200);
-    expect((await svc.api('GET', '/api_keys', { key: second.body.key })).body.total).toBe(1);
+    expect((await svc.api('GET', '/api_keys', { key: second.body.secret })).body.total).toBe(1);
   });
 
   test('GET /api_keys/presets: the spec’s four presets, for any valid key', async () => {

@@ -48,7 +48,7 @@ describe.each(engines)('permission matrix over HTTP (%s)', (engine) => {
 
   const scopeTarget = (type: ResourceType) => ({ org: orgId, namespace: namespaceIds.default, agent: agents.agent.id, project: projects.project.id })[type];
 
-  const keyWith = async (scopes: Scope[]): Promise<string> => (await svc.client().createKey({ body: { name: 'matrix', scopes } })).key;
+  const keyWith = async (scopes: Scope[]): Promise<string> => (await svc.client().createKey({ body: { name: 'matrix', scopes } })).secret;
 
   /** The status the policy promises for `permission` on `resource`, given the success status of the endpoint. */
   const want = (typeRole: string, resource: ResourceName, permission: Permission, success: number) =>

@@ -26,27 +26,27 @@ describe.each(engines)('refused keys (%s)', (engine) => {
 
   test('a revoked key: 401 on its very next request', async () => {
     const k = await newKey();
-    expect((await svc.api('GET', '/namespaces', { key: k.key })).status).toBe(200);
+    expect((await svc.api('GET', '/namespaces', { key: k.secret })).status).toBe(200);
     await svc.client().revokeKey({ params: { key_id: k.api_key.id } });
-    expectRefused(await svc.api('GET', '/namespaces', { key: k.key }), 'API key has been revoked');
+    expectRefused(await svc.api('GET', '/namespaces', { key: k.secret }), 'API key has been revoked');
   });
 
   test('an expired key: 401', async () => {
     const k = await newKey({ expires_at: new Date(Date.now() + 1000).toISOString() });
-    expect((await svc.api('GET', '/namespaces', { key: k.key })).status).toBe(200);
+    expect((await svc.api('GET', '/namespaces', { key: k.secret })).status).toBe(200);
     await sleep(1100);
-    expectRefused(await svc.api('GET', '/namespaces', { key: k.key }), 'API key has expired');
+    expectRefused(await svc.api('GET', '/namespaces', { key: k.secret }), 'API key has expired');
   });
 
   test('a rotated-away secret: 401, while the new one works', async () => {
     const k = await newKey();
     const rotated = await svc.client().rotateKey({ params: { key_id: k.api_key.id } });
-    expectRefused(await svc.api('GET', '/namespaces', { key: k.key }), 'Invalid API key');
-    expect((await svc.api('GET', '/namespaces', { key: rotated.key })).status).toBe(200);
+    expectRefused(await svc.api('GET', '/namespaces', { key: k.secret }), 'Invalid API key');
+    expect((await svc.api('GET', '/namespaces', { key: rotated.secret })).status).toBe(200);
   });
 
   test('malformed keys and headers: 401', async () => {
-    const k = (await newKey()).key;
+    const k = (await newKey()).secret;
     const badChecksum = k.slice(0, -1) + (k.endsWith('A') ? 'B' : 'A');
     for (const key of [badChecksum, k.slice(0, -2), `agx_${k.slice(4)}`, `${k}x`, 'hunter2']) {
       expectRefused(await svc.api('GET', '/namespaces', { key }), 'Invalid API key');
@@ -108,35 +108,35 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('across replicas on one PostgreS
 
   test('a key revoked on one replica stops working on the other within one second', async () => {
     const k = await newKey([{ resource_type: 'org', resource_id: orgId, role: 'member' }]);
-    expect((await onReplica('/namespaces', k.key)).status).toBe(200);
+    expect((await onReplica('/namespaces', k.secret)).status).toBe(200);
     const since = Date.now();
     await svc.client().revokeKey({ params: { key_id: k.api_key.id } });
-    expectRefused(await svc.api('GET', '/namespaces', { key: k.key }), 'API key has been revoked');
-    const elapsed = await waitOnReplica('/namespaces', k.key, (res) => res.status === 401, since);
+    expectRefused(await svc.api('GET', '/namespaces', { key: k.secret }), 'API key has been revoked');
+    const elapsed = await waitOnReplica('/namespaces', k.secret, (res) => res.status === 401, since);
     expect(elapsed).toBeLessThan(BOUND_MS + SLACK_MS);
-    expectRefused(await onReplica('/namespaces', k.key), 'API key has been revoked');
+    expectRefused(await onReplica('/namespaces', k.secret), 'API key has been revoked');
   });
 
   test('a secret rotated on one replica stops working on the other within one second', async () => {
     const k = await newKey([{ resource_type: 'org', resource_id: orgId, role: 'member' }]);
-    expect((await onReplica('/namespaces', k.key)).status).toBe(200);
+    expect((await onReplica('/namespaces', k.secret)).status).toBe(200);
     const since = Date.now();
     const rotated = await svc.client().rotateKey({ params: { key_id: k.api_key.id } });
-    const elapsed = await waitOnReplica('/namespaces', k.key, (res) => res.status === 401, since);
+    const elapsed = await waitOnReplica('/namespaces', k.secret, (res) => res.status === 401, since);
     expect(elapsed).toBeLessThan(BOUND_MS + SLACK_MS);
-    expect((await onReplica('/namespaces', rotated.key)).status).toBe(200);
+    expect((await onReplica('/namespaces', rotated.secret)).status).toBe(200);
   });
 
   test('scopes replaced on one replica apply on the other within one second', async () => {
     await svc.client().createGroup({ body: { name: 'platform' } });
     const k = await newKey([{ resource_type: 'org', resource_id: orgId, role: 'member' }]);
     // An org member sees every group of the org.
-    expect((await onReplica('/groups', k.key)).body.total).toBe(1);
+    expect((await onReplica('/groups', k.secret)).body.total).toBe(1);
     const namespaceId = (await svc.client().listNamespaces()).namespaces[0].id;
     const since = Date.now();
     await svc.client().updateKeyScopes({ params: { key_id: k.api_key.id }, body: { scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } });
-    expect((await svc.api('GET', '/groups', { key: k.key })).body.total).toBe(0);
-    const elapsed = await waitOnReplica('/groups', k.key, (res) => res.status === 200 && res.body.total === 0, since);
+    expect((await svc.api('GET', '/groups', { key: k.secret })).body.total).toBe(0);
+    const elapsed = await waitOnReplica('/groups', k.secret, (res) => res.status === 200 && res.body.total === 0, since);
     expect(elapsed).toBeLessThan(BOUND_MS + SLACK_MS);
   });
 });

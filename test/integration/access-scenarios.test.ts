@@ -35,7 +35,7 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
   const task = async (key: string) => svc.api('POST', '/tasks', { key, body: { agent_id: bot.agent_id } });
 
   test('a Deploy key deploys, rolls back and migrates, but cannot create keys', async () => {
-    const { key } = await presetKey('deploy');
+    const { secret: key } = await presetKey('deploy');
     const t = await task(key);
     expect(t.status).toBe(201);
     // Deploy a sticky v2: the running task stays on v1 until migrated.
@@ -57,7 +57,7 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
     await svc.client().createNamespace({ body: { name: 'Other', slug: 'other' } });
     const other = await deployActive(svc, { agent: 'other/hidden' });
     const running = await svc.client().createTask({ body: { agent_id: bot.agent_id } });
-    const { key } = await presetKey('read-only');
+    const { secret: key } = await presetKey('read-only');
 
     const branchVersions = await svc.api('GET', `/branches/${bot.branch_id}/versions`, { key });
     expect(branchVersions.status).toBe(200);
@@ -77,7 +77,7 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
   });
 
   test('an Agent Runner key creates tasks (on its project’s files too) but cannot deploy', async () => {
-    const { key } = await presetKey('agent-runner');
+    const { secret: key } = await presetKey('agent-runner');
     expect((await task(key)).status).toBe(201);
     const withFiles = await svc.api('POST', '/tasks', { key, body: { agent_id: bot.agent_id, project_id: docsId } });
     expect(withFiles.status).toBe(201);
@@ -89,7 +89,7 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
   });
 
   test('an executor scope runs tasks and nothing more', async () => {
-    const { key } = await keyWith([{ resource_type: 'agent', resource_id: bot.agent_id, role: 'executor' }]);
+    const { secret: key } = await keyWith([{ resource_type: 'agent', resource_id: bot.agent_id, role: 'executor' }]);
     const t = await task(key);
     expect(t.status).toBe(201);
     expect((await svc.api('POST', `/tasks/${t.body.id}/cancel`, { key })).status).toBe(200);
@@ -101,13 +101,13 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
     const group = await newGroup('platform');
     const creator = await presetKey('deploy', [group.id]);
     const teammate = await keyWith([{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }], [group.id]);
-    const created = await deploy(svc, { agent: 'team-bot', key: creator.key });
-    await register(svc, created.version_id, creator.key);
+    const created = await deploy(svc, { agent: 'team-bot', key: creator.secret });
+    await register(svc, created.version_id, creator.secret);
 
-    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.key })).status).toBe(200);
-    expect((await svc.api('POST', '/tasks', { key: teammate.key, body: { agent_id: created.agent_id } })).status).toBe(201);
-    expect((await svc.api('POST', '/agents/default/team-bot/environments', { key: teammate.key, body: { name: 'qa', branch_rules: ['qa'] } })).status).toBe(201);
-    expect((await svc.api('DELETE', `/agents/${created.agent_id}`, { key: teammate.key })).status).toBe(200);
+    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.secret })).status).toBe(200);
+    expect((await svc.api('POST', '/tasks', { key: teammate.secret, body: { agent_id: created.agent_id } })).status).toBe(201);
+    expect((await svc.api('POST', '/agents/default/team-bot/environments', { key: teammate.secret, body: { name: 'qa', branch_rules: ['qa'] } })).status).toBe(201);
+    expect((await svc.api('DELETE', `/agents/${created.agent_id}`, { key: teammate.secret })).status).toBe(200);
     const owners = await svc.store.db.selectFrom('grants').select(['principal_type', 'principal_id', 'role']).where('resource_id', '=', created.agent_id).orderBy('principal_type', 'desc').execute();
     expect(owners).toEqual([
       { principal_type: 'key', principal_id: creator.api_key.id, role: 'owner' },
@@ -119,31 +119,31 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
     const group = await newGroup('platform');
     const creator = await presetKey('deploy', [group.id]);
     const teammate = await keyWith([{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }], [group.id]);
-    const created = await deploy(svc, { agent: 'team-bot', key: creator.key });
-    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.key })).status).toBe(200);
+    const created = await deploy(svc, { agent: 'team-bot', key: creator.secret });
+    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.secret })).status).toBe(200);
     await svc.client().removeGroupMember({ params: { group_id: group.id, member_id: teammate.api_key.id } });
-    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.key })).status).toBe(404);
+    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.secret })).status).toBe(404);
   });
 
   test('a key with no groups creates an agent that a second non-admin key cannot see; the creator owns it', async () => {
     const creator = await presetKey('deploy');
     const second = await presetKey('read-only');
-    const created = await deploy(svc, { agent: 'private-bot', key: creator.key });
+    const created = await deploy(svc, { agent: 'private-bot', key: creator.secret });
 
-    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: second.key })).status).toBe(404);
-    expect((await svc.api('GET', '/agents/default/private-bot/versions', { key: second.key })).status).toBe(404);
-    expect((await svc.api('GET', '/agents', { key: second.key })).body.agents.map((a: { id: string }) => a.id)).toEqual([bot.agent_id]);
+    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: second.secret })).status).toBe(404);
+    expect((await svc.api('GET', '/agents/default/private-bot/versions', { key: second.secret })).status).toBe(404);
+    expect((await svc.api('GET', '/agents', { key: second.secret })).body.agents.map((a: { id: string }) => a.id)).toEqual([bot.agent_id]);
 
     // Without its namespace admin scope, the creator still owns what it created.
     await svc.client().updateKeyScopes({ params: { key_id: creator.api_key.id }, body: { scopes: [{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }] } });
-    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: creator.key })).status).toBe(200);
-    expect((await svc.api('DELETE', `/agents/${created.agent_id}`, { key: creator.key })).status).toBe(200);
+    expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: creator.secret })).status).toBe(200);
+    expect((await svc.api('DELETE', `/agents/${created.agent_id}`, { key: creator.secret })).status).toBe(200);
   });
 
   test('a project created by a key is owned by it and its groups', async () => {
     const group = await newGroup('docs-team');
     const creator = await presetKey('deploy', [group.id]);
-    const project = await svc.api('POST', '/projects', { key: creator.key, body: { name: 'handbook' } });
+    const project = await svc.api('POST', '/projects', { key: creator.secret, body: { name: 'handbook' } });
     expect(project.status).toBe(201);
     const owners = await svc.store.db.selectFrom('grants').select(['principal_type', 'role']).where('resource_id', '=', project.body.id).orderBy('principal_type', 'desc').execute();
     expect(owners).toEqual([
@@ -151,8 +151,8 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
       { principal_type: 'group', role: 'owner' },
     ]);
     const teammate = await keyWith([{ resource_type: 'agent', resource_id: bot.agent_id, role: 'viewer' }], [group.id]);
-    const listed = await svc.api('GET', '/projects', { key: teammate.key });
+    const listed = await svc.api('GET', '/projects', { key: teammate.secret });
     expect(listed.body.projects.map((p: { name: string }) => p.name)).toEqual(['handbook']);
-    expect((await svc.api('POST', '/tasks', { key: teammate.key, body: { agent_id: bot.agent_id, project_id: project.body.id } })).status).toBe(201);
+    expect((await svc.api('POST', '/tasks', { key: teammate.secret, body: { agent_id: bot.agent_id, project_id: project.body.id } })).status).toBe(201);
   });
 });

@@ -41,26 +41,26 @@ describe.each(engines)('no plaintext secret in the database or the logs (%s)', (
     const group = await api('POST', '/groups', admin, { name: 'platform' });
     const created = await api('POST', '/api_keys', admin, { name: 'ci', scopes, sharing_group_ids: [group.body.id] });
     expect(created.status).toBe(201);
-    secrets.push(created.body.key);
-    expect((await api('GET', '/namespaces', created.body.key)).status).toBe(200);
+    secrets.push(created.body.secret);
+    expect((await api('GET', '/namespaces', created.body.secret)).status).toBe(200);
 
     const rotated = await api('POST', `/api_keys/${created.body.api_key.id}/rotate`, admin);
-    secrets.push(rotated.body.key);
+    secrets.push(rotated.body.secret);
     // The rotated-away secret and a mistyped one are refused; the refusal must not log them.
-    expect((await api('GET', '/namespaces', created.body.key)).status).toBe(401);
-    expect((await api('GET', '/namespaces', rotated.body.key.slice(0, -1) + 'x')).status).toBe(401);
+    expect((await api('GET', '/namespaces', created.body.secret)).status).toBe(401);
+    expect((await api('GET', '/namespaces', rotated.body.secret.slice(0, -1) + 'x')).status).toBe(401);
 
     const other = await api('POST', '/api_keys', admin, { name: 'other', scopes, expires_at: '2099-01-01T00:00:00Z' });
-    secrets.push(other.body.key);
+    secrets.push(other.body.secret);
     await api('DELETE', `/api_keys/${other.body.api_key.id}`, admin);
-    expect((await api('GET', '/whoami', other.body.key)).status).toBe(401);
+    expect((await api('GET', '/whoami', other.body.secret)).status).toBe(401);
     // A validation failure and a 404 on the key endpoints.
     expect((await api('POST', '/api_keys', admin, { name: 'bad', scopes: [{ resource_type: 'org', resource_id: 'nope', role: 'member' }] })).status).toBe(422);
-    expect((await api('GET', '/api_keys/key_nope', rotated.body.key)).status).toBe(403);
+    expect((await api('GET', '/api_keys/key_nope', rotated.body.secret)).status).toBe(403);
     await svc.service.auth.flushLastUsed();
 
     const dump = await dumpEveryTable();
-    expect(dump).toContain(rotated.body.key.slice(0, 12));
+    expect(dump).toContain(rotated.body.secret.slice(0, 12));
     expect(log.length).toBeGreaterThan(0);
     for (const secret of secrets) {
       const body = secret.slice('agk_'.length);

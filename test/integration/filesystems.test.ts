@@ -286,7 +286,7 @@ describe.each(engines)('filesystems (%s)', (engine) => {
   test('access: through the project (viewer reads, may not write), through the task agent, unknown to others', async () => {
     const project = await svc.client().createProject({ body: { name: 'docs' } });
     const fs = await createFs({ project_id: project.id });
-    const keyWith = async (scopes: Scope[]) => (await svc.client().createKey({ body: { name: 'k', scopes } })).key;
+    const keyWith = async (scopes: Scope[]) => (await svc.client().createKey({ body: { name: 'k', scopes } })).secret;
     const viewer = await keyWith([{ resource_type: 'project', resource_id: project.id, role: 'viewer' }]);
     const editor = await keyWith([{ resource_type: 'project', resource_id: project.id, role: 'editor' }]);
     const archive = zstd(rawTar([{ path: 'a.txt', body: Buffer.from('a') }]));
@@ -323,7 +323,7 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     const folder = `/tasks/${task.id}/system-folders/dot_alpha/archive`;
     expect((await fetch(`${svc.url}${folder}`, { method: 'PUT', headers: { authorization: `Bearer ${svc.adminKey}`, 'content-type': 'application/zstd' }, body: new Uint8Array(archive) })).status).toBe(200);
     const keyWith = async (resource_type: Scope['resource_type'], resource_id: string, role: Scope['role']) =>
-      (await svc.client().createKey({ body: { name: `${resource_type}-${role}`, scopes: [{ resource_type, resource_id, role }] } })).key;
+      (await svc.client().createKey({ body: { name: `${resource_type}-${role}`, scopes: [{ resource_type, resource_id, role }] } })).secret;
     const keys = {
       projectViewer: await keyWith('project', project.id, 'viewer'),
       projectEditor: await keyWith('project', project.id, 'editor'),

@@ -122,12 +122,12 @@ describe('typed client', () => {
 
   test('--debug lines redact the Authorization header and secrets in bodies', async () => {
     const secret = 'agk_' + 'b'.repeat(49);
-    const remote = await serve(json(201, { api_key: { id: 'key_1', org_id: 'o', name: 'n', description: '', key_prefix: secret.slice(0, 12), scopes: [], sharing_group_ids: [], expires_at: null, revoked_at: null, last_used_at: null, created_at: 't', updated_at: 't' }, key: secret }));
+    const remote = await serve(json(201, { api_key: { id: 'key_1', org_id: 'o', name: 'n', description: '', key_prefix: secret.slice(0, 12), scopes: [], sharing_group_ids: [], expires_at: null, revoked_at: null, last_used_at: null, created_at: 't', updated_at: 't' }, secret }));
     const lines: string[] = [];
     await createClient({ baseUrl: remote.url, apiKey: 'agk_' + 'a'.repeat(49), debug: (l) => lines.push(l) }).createKey({ body: { name: 'n', scopes: [{ resource_type: 'org', resource_id: 'o', role: 'admin' }] } });
     const trace = lines.join('\n');
     expect(trace).toContain('"authorization":"Bearer [redacted]"');
-    expect(trace).toContain('"key":"[redacted]"');
+    expect(trace).toContain('"secret":"[redacted]"');
     expect(trace).not.toMatch(/agk_[ab]{4}/);
   });
 

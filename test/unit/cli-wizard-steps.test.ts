@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { PRESETS } from '../../src/contract/presets.js';
 import type { Preset } from '../../src/contract/resources.js';
-import { askDetails, BACK, chooseGroups, choosePreset, configureScopes, keyWizard, NO_GROUP_WARNING, review, type KeyDraft, type ResourceChoices, type WizardSetup } from '../../src/cli/prompts/key-wizard.js';
+import { askDetails, BACK, chooseGroups, choosePreset, configureScopes, keyWizard, NO_GROUP_WARNING, noGroupWarning, review, type KeyDraft, type ResourceChoices, type WizardSetup } from '../../src/cli/prompts/key-wizard.js';
 import type { Choice, Prompter } from '../../src/cli/prompts/prompter.js';
 
 type Asked = { kind: string; message: string; choices?: Choice<unknown>[]; default?: unknown };
@@ -108,6 +108,19 @@ describe('key wizard step 3: sharing groups', () => {
   });
 });
 
+describe('the no-group warning', () => {
+  test('warns a key that can create agents or projects (org or namespace admin) and joins no group', () => {
+    expect(noGroupWarning([{ resource_type: 'namespace', role: 'admin' }], [])).toBe(NO_GROUP_WARNING);
+    expect(noGroupWarning([{ resource_type: 'org', role: 'admin' }], [])).toBe(NO_GROUP_WARNING);
+  });
+
+  test('says nothing to a key that creates nothing (Read-Only, Agent Runner), or that joins a group', () => {
+    expect(noGroupWarning([{ resource_type: 'agent', role: 'viewer' }, { resource_type: 'project', role: 'editor' }], [])).toBeUndefined();
+    expect(noGroupWarning([{ resource_type: 'org', role: 'member' }], [])).toBeUndefined();
+    expect(noGroupWarning([{ resource_type: 'namespace', role: 'admin' }], ['grp_1'])).toBeUndefined();
+  });
+});
+
 describe('key wizard step 4: details and review', () => {
   test('asks only for what the flags left open; expiry defaults to 90 days', async () => {
     const prompter = scripted(['desc', '90d']);
@@ -180,7 +193,8 @@ describe('the whole wizard', () => {
     const s = setup();
     const draft = await keyWizard(prompter, s);
     expect(draft).toMatchObject({ name: 'reader', description: '', scopes: [{ resource_type: 'namespace', resource_id: 'ns_1', role: 'admin' }], sharing_group_ids: ['grp_1'] });
-    expect(s.warnings).toEqual([NO_GROUP_WARNING]);
+    // The first review had a Read-Only key with no group: it creates nothing, so nothing to warn about.
+    expect(s.warnings).toEqual([]);
     expect(s.shown.map((d) => d.sharing_group_ids)).toEqual([[], ['grp_1'], ['grp_1']]);
     // Going back, the earlier answers are the defaults.
     const groupQuestions = prompter.asked.filter((a) => a.kind === 'checkbox' && a.message.startsWith('Step 3'));

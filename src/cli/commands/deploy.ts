@@ -1,7 +1,11 @@
-import { isIn, SETTLED_VERSION_STATUSES } from '../../contract/lifecycle.js';
+import { isIn, LIVE_VERSION_STATUSES, SETTLED_VERSION_STATUSES } from '../../contract/lifecycle.js';
 import { plural } from '../../contract/plural.js';
 import { defineCommand } from '../command.js';
-import { usageError } from '../errors.js';
+import { CliError, usageError } from '../errors.js';
+import { ExitCode } from '../exit-codes.js';
+import { ApiRequestError } from '../../client/errors.js';
+import type { Version } from '../../contract/resources.js';
+import type { CommandContext } from '../context.js';
 import { readGit } from '../git.js';
 import { versionRecord } from '../output/resources.js';
 import { record } from '../output/view.js';
@@ -27,6 +31,7 @@ export default defineCommand({
     { flags: '--acp-type <type>', description: `Client-protocol server type (default: agentctl.json, else ${DEFAULT_ACP_TYPE})`, choices: ACP_TYPES },
     { flags: '--description <text>', description: 'Agent description (first deploy)' },
     { flags: '--allow-dirty', description: 'Deploy even with uncommitted changes (without --image: uploads the work tree as it is)' },
+    { flags: '--force', description: 'Deploy even when the branch’s newest version, still live, is of this same commit (and image)' },
     ...waitOptions,
   ],
   examples: [
@@ -47,6 +52,16 @@ export default defineCommand({
     }
     const branch = options.branch ?? git.branch;
     if (!branch) throw usageError('HEAD is detached, so there is no branch to deploy to', 'Pass --branch <name>.');
+    // Before a word of progress: the profile's key and the server answer, and the branch's newest version is known.
+    const newest = await newestVersion(ctx, agent, branch);
+    if (newest && !options.force && isRedeploy(newest, { hash: git.hash, dirty: git.dirty, image: options.image })) {
+      throw new CliError(`v${newest.number} of ${agentName} on ${branch} already runs ${git.hash.slice(0, 7)} "${newest.git_message}" (${newest.status}): deploying it again would make an identical v${newest.number + 1}`, {
+        exitCode: ExitCode.conflict,
+        code: 'same_commit',
+        hint: 'Commit a change first, or pass --force to deploy the same commit again (a fresh start of it).',
+        next: agentctl('deploy', '--agent', agentName, ...(options.image ? ['--image', options.image] : []), ...(options.branch ? ['--branch', options.branch] : []), '--force'),
+      });
+    }
     ctx.info(`Deploying ${git.hash.slice(0, 7)} "${git.subject}" of ${branch}${git.dirty ? ' (dirty)' : ''} as ${agentName}`);
     // Without an image the source itself is deployed: uploaded as a filesystem the runtime runs from.
     const sourceFilesystemId = options.image ? undefined : await uploadSource(ctx, root, agent.namespace_slug, Boolean(options.allowDirty));
@@ -91,3 +106,25 @@ export default defineCommand({
     return { json: settled.raw, view: versionRecord(settled.version) };
   },
 });
+
+/** The branch's newest version; undefined before the agent's first deploy (or its branch's). */
+async function newestVersion(ctx: CommandContext, agent: { namespace_slug: string; agent_name: string }, branch: string): Promise<Version | undefined> {
+  try {
+    const { data } = await ctx.call('listAgentVersions', { params: agent, query: { branch, limit: 1 } });
+    return data.versions[0];
+  } catch (error) {
+    // An agent not deployed yet (or not visible to this key: the deploy itself says what it may do).
+    if (error instanceof ApiRequestError && error.status === 404) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Whether this deploy would repeat the branch's newest version: the same clean commit, still live,
+ * and the same image (a new image of one commit, or a dirty tree, is a new version worth making).
+ */
+function isRedeploy(newest: Version, next: { hash: string; dirty: boolean; image: string | undefined }): boolean {
+  if (newest.git_hash !== next.hash || newest.is_dirty || next.dirty || !isIn(LIVE_VERSION_STATUSES, newest.status)) return false;
+  const fromSource = newest.image_url.startsWith('local://');
+  return next.image === undefined ? fromSource : !fromSource && newest.image_url === next.image;
+}

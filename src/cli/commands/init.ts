@@ -13,6 +13,20 @@ import { shellCommand } from '../shell.js';
 import { agent } from '../options.js';
 import { ACP_TYPES } from '../../contract/enums.js';
 
+/** What to run after init: deploy, after starting a server when none answers at the profile's URL. */
+async function nextSteps(ctx: CommandContext, cd: string): Promise<string> {
+  let baseUrl: string | undefined;
+  try {
+    baseUrl = ctx.credentials().baseUrl;
+    const { createClient } = await import('../../client/index.js');
+    await createClient({ baseUrl, retries: 0, timeoutMs: 1000, shortLived: true, signal: ctx.signal }).readyz();
+    return `Next: ${cd} && agentctl deploy`;
+  } catch {
+    // Nothing answers there (or the profile is unusable): a deploy would fail, so start a server first.
+    return `Next: no agentctl service answers${baseUrl ? ` at ${baseUrl}` : ''}; start one, then deploy: agentctl server start --detach && ${cd} && agentctl deploy`;
+  }
+}
+
 /** `agentctl init [DIR]`: a new agent project on the ADK that typechecks, runs and deploys as written. */
 export default defineCommand({
   path: ['init'],
@@ -61,7 +75,7 @@ export default defineCommand({
     ctx.success(`Created ${project.agent} in ${dir}`);
     if (!options.agent && project.agent !== `default/${dirName}`) ctx.info(`The agent is named ${project.agent}, from the directory name "${dirName}" (--agent ns/name picks another).`);
     if (taken) ctx.warn(`${project.agent} already exists on ${taken} and this project deploys to it: pass --agent ns/<new name> (or edit agentctl.json) for an agent of its own.`);
-    ctx.info(`Next: ${shellCommand('cd', path.relative(ctx.io.cwd, dir) || '.')} && agentctl deploy`);
+    ctx.info(await nextSteps(ctx, shellCommand('cd', path.relative(ctx.io.cwd, dir) || '.')));
     return {
       json: { directory: dir, agent: project.agent, acp_type: project.acp_type, files: [...Object.keys(files), 'node_modules/agentctl'], git_commit: committed || null },
       view: record([

@@ -148,6 +148,8 @@ function isAbort(error: unknown): boolean {
 
 /** The human form: `error: ...`, then `hint:` and `try:` lines. */
 export function formatFailure(failure: Failure, chalk: ChalkInstance): string {
+  // Answering no is a calm outcome, not an error: one plain line (the exit code still says it).
+  if (failure.code === 'declined') return `${failure.message}\n`;
   const lines = [`${chalk.red('error:')} ${failure.message}${failure.status ? chalk.gray(` (${failure.status} ${failure.code})`) : ''}`];
   if (failure.hint) lines.push(`${chalk.gray('hint:')} ${failure.hint}`);
   if (failure.next) lines.push(`${chalk.gray('try:')}  ${failure.next}`);

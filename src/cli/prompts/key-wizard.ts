@@ -22,6 +22,18 @@ export type KeyDetails = Pick<KeyDraft, 'name' | 'description' | 'expires_at'> &
 
 export const NO_GROUP_WARNING = 'No sharing group chosen: only this key (and org admins) will reach the agents and projects it creates.';
 
+/**
+ * Whether a key with these scopes can create agents or projects, the resources whose ownership its
+ * sharing groups share (README "Access control": org admins, and namespace admins deploy new agents
+ * and create projects). Without it, the no-group warning has nothing to warn about.
+ */
+export const createsResources = (scopes: readonly Pick<Scope, 'resource_type' | 'role'>[]) =>
+  scopes.some((s) => s.role === 'admin' && (s.resource_type === 'org' || s.resource_type === 'namespace'));
+
+/** The no-group warning, for a key that creates resources and joins no group; undefined otherwise. */
+export const noGroupWarning = (scopes: readonly Pick<Scope, 'resource_type' | 'role'>[], groupIds: readonly string[]) =>
+  !groupIds.length && createsResources(scopes) ? NO_GROUP_WARNING : undefined;
+
 /** The answer of a step that asks to go back to the one before it. */
 export const BACK = Symbol('back');
 
@@ -218,7 +230,8 @@ export async function keyWizard(prompter: Prompter, setup: WizardSetup): Promise
       step = 5;
     } else {
       const draft: KeyDraft = { name: details!.name, description: details!.description, expires_at: details!.expires_at, scopes, sharing_group_ids: groupIds };
-      if (!groupIds.length) setup.warn(NO_GROUP_WARNING);
+      const warning = noGroupWarning(scopes, groupIds);
+      if (warning) setup.warn(warning);
       if (setup.skipReview) return draft;
       const answer = await review(prompter, draft, setup.show, [...asked]);
       if (answer === 'create') return draft;

@@ -230,7 +230,7 @@ export interface CreateKeyInput {
 }
 
 /** `POST /api_keys` (org admins): the secret is returned here only; the database keeps its SHA-256. */
-export async function createKey(db: Db, perms: Permissions, input: CreateKeyInput): Promise<{ api_key: ApiKey; key: string }> {
+export async function createKey(db: Db, perms: Permissions, input: CreateKeyInput): Promise<{ api_key: ApiKey; secret: string }> {
   perms.requireOrgAdmin(MANAGE);
   const orgId = perms.actor.orgId;
   const expiresAt = parseExpiry(input.expires_at);
@@ -259,7 +259,7 @@ export async function createKey(db: Db, perms: Permissions, input: CreateKeyInpu
     if (groupIds.length > 0) await trx.insertInto('group_members').values(groupIds.map((group_id) => ({ group_id, key_id: keyId }))).execute();
     return keyRecord(trx, orgId, keyId);
   });
-  return { api_key: record, key: secret };
+  return { api_key: record, secret };
 }
 
 export async function listKeys(db: Db, perms: Permissions, includeRevoked: boolean): Promise<{ api_keys: ApiKey[]; total: number }> {
@@ -337,7 +337,7 @@ export async function updateKeyGroups(db: Db, perms: Permissions, keyId: string,
 }
 
 /** `POST /api_keys/{id}/rotate`: a new secret for the same key id, scopes and groups; the old one stops working. */
-export async function rotateKey(db: Db, perms: Permissions, keyId: string): Promise<{ api_key: ApiKey; key: string }> {
+export async function rotateKey(db: Db, perms: Permissions, keyId: string): Promise<{ api_key: ApiKey; secret: string }> {
   perms.requireOrgAdmin(MANAGE);
   const orgId = perms.actor.orgId;
   const secret = generateSecret();
@@ -352,7 +352,7 @@ export async function rotateKey(db: Db, perms: Permissions, keyId: string): Prom
     return keyRecord(trx, orgId, keyId);
   });
   accessChanged(db);
-  return { api_key: record, key: secret };
+  return { api_key: record, secret };
 }
 
 /** `GET /whoami`: the calling key as it stands. */

@@ -2,13 +2,13 @@ import type { Client } from '../../../client/index.js';
 import type { Preset, Scope } from '../../../contract/resources.js';
 import { defineCommand } from '../../command.js';
 import type { CommandContext } from '../../context.js';
-import { CliError, needsFlag } from '../../errors.js';
+import { CliError, declined, needsFlag } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { renderView } from '../../output/render.js';
 import { record, table, text } from '../../output/view.js';
 import { DEFAULT_KEY_EXPIRY, describeExpiry, parseExpires } from '../../key-expiry.js';
 import { plural } from '../../../contract/plural.js';
-import { keyWizard, NO_GROUP_WARNING, parseScopeFlag, type KeyDraft, type ResourceChoices } from '../../prompts/key-wizard.js';
+import { keyWizard, noGroupWarning, parseScopeFlag, type KeyDraft, type ResourceChoices } from '../../prompts/key-wizard.js';
 import { parseAgentPath } from '../../refs.js';
 import { resolveGroupIds } from '../groups/shared.js';
 import { kindsOfScopes, LIST_MAX, nameBook } from '../../names.js';
@@ -61,18 +61,19 @@ export default defineCommand({
         warn: (message) => ctx.warn(message),
         skipReview: ctx.globals.yes,
       });
-      if (!draft) throw new CliError('No key was created', { exitCode: ExitCode.failure, code: 'declined' });
+      if (!draft) throw declined('Cancelled: no key was created.');
     } else {
       // --name was required above when there is no wizard.
       draft = { name: options.name!, description: options.description ?? '', expires_at: parseExpires(options.expires ?? DEFAULT_KEY_EXPIRY), scopes, sharing_group_ids: groupIds };
-      if (!groupIds.length) ctx.warn(NO_GROUP_WARNING);
+      const warning = noGroupWarning(scopes, groupIds);
+      if (warning) ctx.warn(warning);
     }
 
     const { data, raw } = await ctx.call('createKey', { body: draft });
     const expiry = data.api_key.expires_at === null ? 'never expires' : `expires ${describeExpiry(data.api_key.expires_at)}`;
     ctx.success(`Created key ${data.api_key.name} (${data.api_key.id}); it ${expiry}`);
     ctx.warn('The secret is printed once, on stdout: store it now (e.g. agentctl auth login --with-token --profile <name>); it cannot be shown again.');
-    return { json: raw, view: text(data.key) };
+    return { json: raw, view: text(data.secret) };
   },
 });
 

@@ -8,8 +8,9 @@ import { agentctl } from '../../shell.js';
 export default defineCommand({
   path: ['keys', 'revoke'],
   summary: 'Revoke an API key at once (asks first; --yes to skip)',
+  aliases: ['rm'],
   args: [{ name: 'key', description: 'key_ id or key name (a name several keys share is refused)', required: true }],
-  examples: ['agentctl keys revoke key_01J... --yes', 'agentctl keys revoke ci-deploy --yes'],
+  examples: ['agentctl keys revoke key_01J... --yes', 'agentctl keys rm ci-deploy --yes'],
   notFoundNext: 'agentctl keys list',
   handler: async (ctx, [ref]) => {
     const { data, raw } = await confirmApply(ctx, {

@@ -23,10 +23,10 @@ export default defineCommand({
       },
     });
     if (own) {
-      await ctx.config().updateProfile(credentials.profile, { api_key: data.key });
+      await ctx.config().updateProfile(credentials.profile, { api_key: data.secret });
       ctx.info(`Saved the new secret into profile "${credentials.profile}".`);
     }
     ctx.warn(`New secret for ${data.api_key.name} (${data.api_key.id}) is on stdout: store it now, it is not shown again.`);
-    return { json: raw, view: text(data.key) };
+    return { json: raw, view: text(data.secret) };
   },
 });
