@@ -38,7 +38,9 @@ function importCost() {
   }
   const floor = median(bare);
   const measured = median(adk);
-  console.log(`import('agentctl/adk') ${fmt(measured, 1)} ms | node -e 0 ${fmt(floor, 1)} ms | ratio = ${fmt(measured / floor, 2)} (median of ${IMPORT_RUNS}, fresh processes)`);
+  console.log(
+    `import('agentctl/adk') ${fmt(measured, 1)} ms | node -e 0 ${fmt(floor, 1)} ms | ratio = ${fmt(measured / floor, 2)} (median of ${IMPORT_RUNS}, fresh processes)`,
+  );
 }
 
 /** Calls `fn` back to back for `ms`; returns how many completed. */
@@ -63,14 +65,27 @@ async function callRates(engine: Engine) {
   const pool = new Agent({ connections: 4 });
   // Creates carry an Idempotency-Key as the ADK's do, so the ratio is the ADK's own cost.
   const bare = async (method: 'POST' | 'PATCH', p: string, body: unknown) => {
-    const headers = { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json', ...(method === 'POST' ? { 'idempotency-key': randomUUID() } : {}) };
+    const headers = {
+      authorization: `Bearer ${adminKey}`,
+      'content-type': 'application/json',
+      ...(method === 'POST' ? { 'idempotency-key': randomUUID() } : {}),
+    };
     const res = await request(url + p, { method, dispatcher: pool, headers, body: JSON.stringify(body) });
     const text = await res.body.text();
     if (res.statusCode >= 300) throw new Error(`${method} ${p}: ${res.statusCode} ${text.slice(0, 300)}`);
     return JSON.parse(text);
   };
   try {
-    const deployed = await bare('POST', '/agents/deploy', { agent_name: 'bench-bot', branch: 'main', git_hash: 'c0ffee00', author_name: 'Bench', author_email: 'bench@example.com', image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async' });
+    const deployed = await bare('POST', '/agents/deploy', {
+      agent_name: 'bench-bot',
+      branch: 'main',
+      git_hash: 'c0ffee00',
+      author_name: 'Bench',
+      author_email: 'bench@example.com',
+      image_url: 'img',
+      sdk_type: 'alpha_agent_sdk',
+      acp_type: 'async',
+    });
     await bare('POST', '/versions/register', { version_id: deployed.version_id });
     const tasks = [await bare('POST', '/tasks', { agent_id: deployed.agent_id }), await bare('POST', '/tasks', { agent_id: deployed.agent_id })];
     const bareState = await bare('POST', '/states', { task_id: tasks[0].id, agent_id: deployed.agent_id, state: { step: 0 } });
@@ -99,7 +114,9 @@ async function callRates(engine: Engine) {
       const seconds = (SLICES * SLICE_MS) / 1000;
       const adkRate = counts.adk / seconds;
       const bareRate = counts.bare / seconds;
-      console.log(`${engine.padEnd(8)} ctx.${name.padEnd(13)} ${fmt(adkRate).padStart(5)} calls/s | bare HTTP, same endpoint ${fmt(bareRate).padStart(5)} req/s | ratio = ${fmt(adkRate / bareRate, 2)}`);
+      console.log(
+        `${engine.padEnd(8)} ctx.${name.padEnd(13)} ${fmt(adkRate).padStart(5)} calls/s | bare HTTP, same endpoint ${fmt(bareRate).padStart(5)} req/s | ratio = ${fmt(adkRate / bareRate, 2)}`,
+      );
     }
   } finally {
     await pool.close();

@@ -76,7 +76,11 @@ const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
 const auth = { authorization: `Bearer ${secret}` };
 
 try {
-  const created = await fetch(`${base}/filesystems`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ namespace: 'default' }) });
+  const created = await fetch(`${base}/filesystems`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ namespace: 'default' }),
+  });
   const fsId = ((await created.json()) as { id: string }).id;
   /** One upload: its time, the peak RSS during it, how far the peak rose, and the status it got. */
   const upload = async (body: Buffer) => {
@@ -86,7 +90,10 @@ try {
     let answer = 0;
     const ms = await timed(async () => {
       // Headers and body in one write (fetch sends them apart, and the delayed ACK between would be most of the time).
-      const req = http.request(`${base}/filesystems/${fsId}/archive`, { method: 'PUT', headers: { ...auth, 'content-type': 'application/zstd', 'if-match': '*', 'content-length': body.length } });
+      const req = http.request(`${base}/filesystems/${fsId}/archive`, {
+        method: 'PUT',
+        headers: { ...auth, 'content-type': 'application/zstd', 'if-match': '*', 'content-length': body.length },
+      });
       req.end(body);
       const [res] = (await once(req, 'response')) as [http.IncomingMessage];
       for await (const _chunk of res);
@@ -99,12 +106,19 @@ try {
     for (let i = 0; i < 3; i++) await upload(body); // warm-up: the first requests of a path pay for its compilation
     const runs = [];
     for (let i = 0; i < RUNS; i++) runs.push(await upload(body));
-    return { ms: median(runs.map((r) => r.ms))!, peak: Math.max(...runs.map((r) => r.peak)), rise: Math.max(...runs.map((r) => r.rise)), answers: [...new Set(runs.map((r) => r.answer))].join(',') };
+    return {
+      ms: median(runs.map((r) => r.ms))!,
+      peak: Math.max(...runs.map((r) => r.peak)),
+      rise: Math.max(...runs.map((r) => r.rise)),
+      answers: [...new Set(runs.map((r) => r.answer))].join(','),
+    };
   };
 
   const floor = await measure(small);
   console.log(`server on ${database ? 'PostgreSQL' : 'PGlite'}, default limits; times are medians of ${RUNS}, memory the largest`);
-  console.log(`floor: uploading a ${fmt(small.length)}-byte archive (one 1 KiB file): ${fmt(floor.ms, 1)} ms (${floor.answers}) | peak RSS ${fmt(floor.peak)} MiB (+${fmt(floor.rise, 1)} MiB)`);
+  console.log(
+    `floor: uploading a ${fmt(small.length)}-byte archive (one 1 KiB file): ${fmt(floor.ms, 1)} ms (${floor.answers}) | peak RSS ${fmt(floor.peak)} MiB (+${fmt(floor.rise, 1)} MiB)`,
+  );
   // The reader alone, in this process, without HTTP, the database or the blob store.
   const read = async (body: Buffer) => {
     const runs: number[] = [];
@@ -117,7 +131,9 @@ try {
     const r = await measure(bomb.body);
     const alone = await read(bomb.body);
     console.log(`refusing ${fmt(bomb.body.length)} bytes of zstd, ${bomb.label}:`);
-    console.log(`  upload ${fmt(r.ms, 1)} ms (${r.answers}), ${fmt(r.ms / floor.ms, 2)}x the floor | peak RSS ${fmt(r.peak)} MiB (+${fmt(r.rise, 1)} MiB), ${fmt(r.peak / floor.peak, 2)}x the floor's peak`);
+    console.log(
+      `  upload ${fmt(r.ms, 1)} ms (${r.answers}), ${fmt(r.ms / floor.ms, 2)}x the floor | peak RSS ${fmt(r.peak)} MiB (+${fmt(r.rise, 1)} MiB), ${fmt(r.peak / floor.peak, 2)}x the floor's peak`,
+    );
     console.log(`  readArchive alone ${fmt(alone, 2)} ms, ${fmt(alone / readFloor, 2)}x its floor`);
   }
 } finally {

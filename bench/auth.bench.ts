@@ -51,15 +51,27 @@ async function serve(engine: Engine, databaseUrl: string | undefined): Promise<v
   let agentId = '';
   for (let i = 0; i < VERSIONS; i++) {
     const d = await call('POST', '/agents/deploy', {
-      agent_name: 'bench-bot', branch: 'main', git_hash: (i + 1).toString(16).padStart(8, '0'), author_name: 'Bench',
-      author_email: 'bench@example.com', image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async',
+      agent_name: 'bench-bot',
+      branch: 'main',
+      git_hash: (i + 1).toString(16).padStart(8, '0'),
+      author_name: 'Bench',
+      author_email: 'bench@example.com',
+      image_url: 'img',
+      sdk_type: 'alpha_agent_sdk',
+      acp_type: 'async',
     });
     await call('POST', '/versions/register', { version_id: d.version_id });
     branchId = d.branch_id;
     agentId = d.agent_id;
   }
   // A Read-Only key on the agent: the realistic case, with grants to load and check (an org admin short-cuts).
-  const created = await call('POST', '/api_keys', { name: 'reader', scopes: [{ resource_type: 'agent', resource_id: agentId, role: 'viewer' }, { resource_type: 'project', resource_id: (await call('POST', '/projects', { name: 'docs' })).id, role: 'viewer' }] });
+  const created = await call('POST', '/api_keys', {
+    name: 'reader',
+    scopes: [
+      { resource_type: 'agent', resource_id: agentId, role: 'viewer' },
+      { resource_type: 'project', resource_id: (await call('POST', '/projects', { name: 'docs' })).id, role: 'viewer' },
+    ],
+  });
   const ready: Ready = { authedUrl, openUrl, path: `/branches/${branchId}/versions`, key: created.secret };
   process.send!(ready);
   process.on('disconnect', async () => {
@@ -95,7 +107,8 @@ async function benchEngine(engine: Engine): Promise<void> {
       fetch(ready.authedUrl + ready.path, { headers: authedHeaders }).then((r) => r.json()),
       fetch(ready.openUrl + ready.path).then((r) => r.json()),
     ]);
-    if (a.total !== VERSIONS || JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`the two servers answer differently: ${JSON.stringify(a).slice(0, 200)} / ${JSON.stringify(b).slice(0, 200)}`);
+    if (a.total !== VERSIONS || JSON.stringify(a) !== JSON.stringify(b))
+      throw new Error(`the two servers answer differently: ${JSON.stringify(a).slice(0, 200)} / ${JSON.stringify(b).slice(0, 200)}`);
 
     await run(ready.authedUrl + ready.path, authedHeaders, 1);
     await run(ready.openUrl + ready.path, {}, 1);

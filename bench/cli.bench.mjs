@@ -50,13 +50,27 @@ const started = JSON.parse(agentctl('server', 'start', '--detach', '--port', Str
 try {
   const key = agentctl('config', 'get', 'api_key', '--reveal').trim();
   const post = async (p, body) => {
-    const res = await fetch(started.url + p, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(started.url + p, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (!res.ok) throw new Error(`${p}: ${res.status} ${await res.text()}`);
     return res.json();
   };
   // Twenty versions, so the list has real rows to parse and print.
   for (let i = 0; i < 20; i++) {
-    const deployed = await post('/agents/deploy', { agent_name: 'bench', branch: 'main', git_hash: (i + 1).toString(16).padStart(8, 'a'), git_message: `version ${i}`, author_name: 'Bench', author_email: 'bench@example.com', image_url: `img:${i}`, sdk_type: 'alpha_agent_sdk', acp_type: 'async' });
+    const deployed = await post('/agents/deploy', {
+      agent_name: 'bench',
+      branch: 'main',
+      git_hash: (i + 1).toString(16).padStart(8, 'a'),
+      git_message: `version ${i}`,
+      author_name: 'Bench',
+      author_email: 'bench@example.com',
+      image_url: `img:${i}`,
+      sdk_type: 'alpha_agent_sdk',
+      acp_type: 'async',
+    });
     await post('/versions/register', { version_id: deployed.version_id });
   }
 
@@ -78,7 +92,9 @@ try {
     const ms = median(samples.get(name));
     const ratio = ms / floor;
     const target = targets[name];
-    console.log(`${name.padEnd(32)} ${ms.toFixed(1).padStart(7)} ms  ${ratio.toFixed(2)}x${target ? `  (target <= ${target}x: ${ratio <= target ? 'met' : 'MISSED'})` : ''}`);
+    console.log(
+      `${name.padEnd(32)} ${ms.toFixed(1).padStart(7)} ms  ${ratio.toFixed(2)}x${target ? `  (target <= ${target}x: ${ratio <= target ? 'met' : 'MISSED'})` : ''}`,
+    );
   }
 } finally {
   agentctl('server', 'stop');

@@ -30,7 +30,8 @@ const INSERT_CONCURRENCY = 10;
 
 const now = () => performance.now();
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
-const listen = (server: Server) => new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+const listen = (server: Server) =>
+  new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 
 async function benchEngine(engine: Engine) {
   const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
@@ -42,7 +43,12 @@ async function benchEngine(engine: Engine) {
   const serviceUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const http = new Agent({ connections: 16 });
   const call = async (method: 'POST' | 'GET', path: string, body?: unknown) => {
-    const res = await request(serviceUrl + path, { method, dispatcher: http, headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await request(serviceUrl + path, {
+      method,
+      dispatcher: http,
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await res.body.text();
     if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 300)}`);
     return JSON.parse(text);
@@ -91,7 +97,16 @@ async function benchEngine(engine: Engine) {
   const dispatchers: { close(): Promise<void> }[] = [];
 
   try {
-    const deployed = await call('POST', '/agents/deploy', { agent_name: 'bench-bot', branch: 'main', git_hash: 'c0ffee00', author_name: 'Bench', author_email: 'bench@example.com', image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async' });
+    const deployed = await call('POST', '/agents/deploy', {
+      agent_name: 'bench-bot',
+      branch: 'main',
+      git_hash: 'c0ffee00',
+      author_name: 'Bench',
+      author_email: 'bench@example.com',
+      image_url: 'img',
+      sdk_type: 'alpha_agent_sdk',
+      acp_type: 'async',
+    });
     await call('POST', '/versions/register', { version_id: deployed.version_id, acp_url: agentUrl });
     secret = await signingSecretFor(store.db, deployed.version_id);
 
@@ -120,7 +135,12 @@ async function benchEngine(engine: Engine) {
       eventLatencies.push(handlerStarted.get(event.id)! - start);
 
       const bareStart = now();
-      const res = await request(bareUrl + '/api', { method: 'POST', dispatcher: http, headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0"}' });
+      const res = await request(`${bareUrl}/api`, {
+        method: 'POST',
+        dispatcher: http,
+        headers: { 'content-type': 'application/json' },
+        body: '{"jsonrpc":"2.0"}',
+      });
       await res.body.text();
       bareLatencies.push(now() - bareStart);
     }
@@ -129,8 +149,12 @@ async function benchEngine(engine: Engine) {
 
     const p = (xs: number[], q: number) => fmt(percentile(xs, q), 2);
     console.log(`[${engine}] event POST -> agent handler start, ${LATENCY_SAMPLES} sequential events on one task`);
-    console.log(`  p50 ${p(eventLatencies, 50)} ms, p99 ${p(eventLatencies, 99)} ms; bare loopback round trip p50 ${p(bareLatencies, 50)} ms, p99 ${p(bareLatencies, 99)} ms`);
-    console.log(`  ratio p50 ${fmt(percentile(eventLatencies, 50) / percentile(bareLatencies, 50), 1)}x, p99 ${fmt(percentile(eventLatencies, 99) / percentile(bareLatencies, 99), 1)}x the bare round trip`);
+    console.log(
+      `  p50 ${p(eventLatencies, 50)} ms, p99 ${p(eventLatencies, 99)} ms; bare loopback round trip p50 ${p(bareLatencies, 50)} ms, p99 ${p(bareLatencies, 99)} ms`,
+    );
+    console.log(
+      `  ratio p50 ${fmt(percentile(eventLatencies, 50) / percentile(bareLatencies, 50), 1)}x, p99 ${fmt(percentile(eventLatencies, 99) / percentile(bareLatencies, 99), 1)}x the bare round trip`,
+    );
 
     // ---- (2) throughput across 100 tasks ----------------------------------------------------------
     const perms = unrestricted({ keyId: '', orgId, name: 'bench' });
@@ -151,7 +175,11 @@ async function benchEngine(engine: Engine) {
       for (let n = 0; n < EVENTS_PER_TASK; n++) {
         await Promise.all(tasks.map((t) => createEvent(store.db, perms, t.id, { type: 'text', text: `e${n}` })));
       }
-      const pending = await store.db.selectFrom('deliveries').select(sql<number>`count(*)::int`.as('n')).where('status', '=', 'pending').executeTakeFirstOrThrow();
+      const pending = await store.db
+        .selectFrom('deliveries')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .where('status', '=', 'pending')
+        .executeTakeFirstOrThrow();
       const total = pending.n;
       const before = received;
       const completedBefore = completed;

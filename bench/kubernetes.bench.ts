@@ -22,7 +22,11 @@ function processCost(code: string): { ms: number; rssMb: number } {
   const rss: number[] = [];
   for (let i = 0; i < LOAD_RUNS; i++) {
     const start = process.hrtime.bigint();
-    const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `${code}\nprocess.stdout.write(String(process.resourceUsage().maxRSS));`], { cwd: root, encoding: 'utf8' });
+    const result = spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', `${code}\nprocess.stdout.write(String(process.resourceUsage().maxRSS));`],
+      { cwd: root, encoding: 'utf8' },
+    );
     times.push(Number(process.hrtime.bigint() - start) / 1e6);
     if (result.status !== 0) throw new Error(result.stderr);
     rss.push(Number(result.stdout) / 1024);
@@ -32,7 +36,9 @@ function processCost(code: string): { ms: number; rssMb: number } {
 
 const floor = processCost('');
 const loaded = processCost("await import('./src/server/runtime/kubernetes/index.ts');");
-console.log(`load: an empty process ${fmt(floor.ms)} ms, ${fmt(floor.rssMb)} MB; one importing the kubernetes driver ${fmt(loaded.ms)} ms, ${fmt(loaded.rssMb)} MB`);
+console.log(
+  `load: an empty process ${fmt(floor.ms)} ms, ${fmt(floor.rssMb)} MB; one importing the kubernetes driver ${fmt(loaded.ms)} ms, ${fmt(loaded.rssMb)} MB`,
+);
 console.log(`load: ${fmt(loaded.ms / floor.ms, 1)}x the time, +${fmt(loaded.rssMb - floor.rssMb)} MB peak RSS (paid only with --runtime kubernetes)`);
 
 const api = await new FakeKubeApi().start();
@@ -57,7 +63,10 @@ async function bareApply(i: number): Promise<void> {
     const response = await fetch(`${api.url}${url}`, { method: 'POST', headers, body: JSON.stringify(body) });
     await response.text();
   };
-  await post('/api/v1/namespaces/agentctl/secrets', buildSecret(s, { namespace: 'agentctl', baseUrl: secrets.baseUrl, registrationToken: 'rt_bench', signingSecret: 'sig_bench' }));
+  await post(
+    '/api/v1/namespaces/agentctl/secrets',
+    buildSecret(s, { namespace: 'agentctl', baseUrl: secrets.baseUrl, registrationToken: 'rt_bench', signingSecret: 'sig_bench' }),
+  );
   await post('/apis/apps/v1/namespaces/agentctl/deployments', buildDeployment(s, { namespace: 'agentctl', terminationGracePeriodSeconds: 30 }));
   await post('/api/v1/namespaces/agentctl/services', buildService(s, { namespace: 'agentctl' }));
 }

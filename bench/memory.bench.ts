@@ -51,7 +51,18 @@ for (const engine of await benchEngines()) {
     const scratch = mkdtempSync(path.join(tmpdir(), 'agentctl-bench-'));
     const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
     const env = { AGENTCTL_CONFIG_DIR: path.join(scratch, 'config'), DATABASE_URL: database?.url ?? '', CI: 'true' };
-    const args = [bin, 'server', 'start', '--port', '0', '--data-dir', path.join(scratch, 'data'), '--log-level', 'silent', ...(runtime === 'none' ? ['--runtime', 'none'] : [])];
+    const args = [
+      bin,
+      'server',
+      'start',
+      '--port',
+      '0',
+      '--data-dir',
+      path.join(scratch, 'data'),
+      '--log-level',
+      'silent',
+      ...(runtime === 'none' ? ['--runtime', 'none'] : []),
+    ];
     try {
       const first = await measure(args, env, /listening on (\S+)/);
       if (engine === 'pglite') {

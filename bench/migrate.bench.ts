@@ -21,12 +21,26 @@ async function benchEngine(engine: Engine) {
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const call = async (path: string, body: unknown) => {
-    const res = await fetch(url + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(url + path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const text = await res.text();
     if (!res.ok) throw new Error(`${path}: ${res.status} ${text.slice(0, 300)}`);
     return text;
   };
-  const deployBody = (hash: string) => ({ agent_name: 'bench-bot', branch: 'main', git_hash: hash, author_name: 'Bench', author_email: 'bench@example.com', image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async', are_tasks_sticky: true });
+  const deployBody = (hash: string) => ({
+    agent_name: 'bench-bot',
+    branch: 'main',
+    git_hash: hash,
+    author_name: 'Bench',
+    author_email: 'bench@example.com',
+    image_url: 'img',
+    sdk_type: 'alpha_agent_sdk',
+    acp_type: 'async',
+    are_tasks_sticky: true,
+  });
   const v1 = JSON.parse(await call('/agents/deploy', deployBody('a1a1a1a1'))).version_id as string;
   await call('/versions/register', { version_id: v1 });
   const v2 = JSON.parse(await call('/agents/deploy', deployBody('b2b2b2b2'))).version_id as string;
@@ -36,7 +50,9 @@ async function benchEngine(engine: Engine) {
     for (const size of SIZES) {
       await sql`DELETE FROM tasks`.execute(store.db);
       await sql`DELETE FROM filesystems`.execute(store.db);
-      await sql`INSERT INTO filesystems (id, namespace_id) SELECT 'fs_b' || g, id FROM generate_series(1, ${size}) g, namespaces WHERE slug = 'default'`.execute(store.db);
+      await sql`INSERT INTO filesystems (id, namespace_id) SELECT 'fs_b' || g, id FROM generate_series(1, ${size}) g, namespaces WHERE slug = 'default'`.execute(
+        store.db,
+      );
       await sql`
         INSERT INTO tasks (id, agent_id, branch_id, namespace_id, filesystem_id, status, params, created_version_id, current_version_id)
         SELECT 'task_b' || lpad(g::text, 7, '0'), v.agent_id, v.branch_id, a.namespace_id, 'fs_b' || g, 'RUNNING', '{"step": 1}'::jsonb, v.id, v.id
@@ -50,7 +66,10 @@ async function benchEngine(engine: Engine) {
         await reset();
         bare.push(
           await timed(async () => {
-            const result = await sql`UPDATE tasks SET current_version_id = ${v2}, updated_at = now() WHERE current_version_id = ${v1} AND status = 'RUNNING' RETURNING *`.execute(store.db);
+            const result =
+              await sql`UPDATE tasks SET current_version_id = ${v2}, updated_at = now() WHERE current_version_id = ${v1} AND status = 'RUNNING' RETURNING *`.execute(
+                store.db,
+              );
             if (result.rows.length !== size) throw new Error(`bare moved ${result.rows.length}`);
           }),
         );

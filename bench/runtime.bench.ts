@@ -18,7 +18,10 @@ const ECHO = fileURLToPath(new URL('../examples/echo/', import.meta.url));
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const run = (args: string[]) => new Promise<void>((done, fail) => spawn(process.execPath, args, { stdio: 'ignore' }).once('exit', (code) => (code === 0 ? done() : fail(new Error(`exit ${code}`)))));
+const run = (args: string[]) =>
+  new Promise<void>((done, fail) =>
+    spawn(process.execPath, args, { stdio: 'ignore' }).once('exit', (code) => (code === 0 ? done() : fail(new Error(`exit ${code}`)))),
+  );
 const floorTimes: number[] = [];
 for (let i = 0; i < ROUNDS; i++) floorTimes.push(await timed(() => run(['-e', '0'])));
 const floor = median(floorTimes);
@@ -32,10 +35,12 @@ console.log(`floor: node -e 0, spawn to exit, median of ${ROUNDS}: ${fmt(floor, 
   const times: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const spec = specFor('plain');
-    times.push(await timed(async () => {
-      await driver.start(spec, testSecrets());
-      await happenings.next(spec.versionId, 'ready');
-    }));
+    times.push(
+      await timed(async () => {
+        await driver.start(spec, testSecrets());
+        await happenings.next(spec.versionId, 'ready');
+      }),
+    );
     await driver.stop(spec.versionId, { graceMs: 2_000 });
   }
   const m = median(times);
@@ -56,8 +61,12 @@ console.log(`floor: node -e 0, spawn to exit, median of ${ROUNDS}: ${fmt(floor, 
   await sleep(1_500);
   const bareRss = rssMiB(bare.pid!);
   bare.kill('SIGKILL');
-  console.log(`server process with 10 running versions: ${fmt(after, 1)} MiB (${fmt(before, 1)} MiB with none) | ${fmt((after - before) / 10, 2)} MiB per version`);
-  console.log(`agent process at rest: median ${fmt(median(agents), 1)} MiB | ${fmt(median(agents) / bareRss, 2)}x a bare node process (${fmt(bareRss, 1)} MiB)`);
+  console.log(
+    `server process with 10 running versions: ${fmt(after, 1)} MiB (${fmt(before, 1)} MiB with none) | ${fmt((after - before) / 10, 2)} MiB per version`,
+  );
+  console.log(
+    `agent process at rest: median ${fmt(median(agents), 1)} MiB | ${fmt(median(agents) / bareRss, 2)}x a bare node process (${fmt(bareRss, 1)} MiB)`,
+  );
   await driver.close();
   data.remove();
 }
@@ -76,13 +85,25 @@ for (const engine of await benchEngines()) {
     await syncUp({ baseUrl: svc.url, apiKey: svc.adminKey }, fs.body.id, ECHO);
     const times: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
-      times.push(await timed(async () => {
-        const d = await svc.api('POST', '/agents/deploy', {
-          body: { agent_name: 'echo', branch: 'main', git_hash: `${i}`.padStart(40, 'a'), author_name: 'Ada', author_email: 'ada@example.com', image_url: `local://${fs.body.id}`, source_filesystem_id: fs.body.id, sdk_type: 'alpha_agent_sdk', acp_type: 'async' },
-        });
-        await reconciler.reconcileNow();
-        while ((await svc.api('GET', `/versions/${d.body.version_id}`)).body.status !== 'ACTIVE') await sleep(5);
-      }));
+      times.push(
+        await timed(async () => {
+          const d = await svc.api('POST', '/agents/deploy', {
+            body: {
+              agent_name: 'echo',
+              branch: 'main',
+              git_hash: `${i}`.padStart(40, 'a'),
+              author_name: 'Ada',
+              author_email: 'ada@example.com',
+              image_url: `local://${fs.body.id}`,
+              source_filesystem_id: fs.body.id,
+              sdk_type: 'alpha_agent_sdk',
+              acp_type: 'async',
+            },
+          });
+          await reconciler.reconcileNow();
+          while ((await svc.api('GET', `/versions/${d.body.version_id}`)).body.status !== 'ACTIVE') await sleep(5);
+        }),
+      );
     }
     const m = median(times);
     console.log(`${engine.padEnd(8)} deploy to ACTIVE (echo example), median of ${ROUNDS}: ${fmt(m, 0)} ms | ${fmt(m / floor, 1)}x the floor`);

@@ -66,25 +66,42 @@ async function benchEngine(engine: Engine) {
   const bareUrl = `http://127.0.0.1:${(bare.server.address() as AddressInfo).port}`;
 
   const call = async (method: string, path: string, body: unknown) => {
-    const res = await fetch(serviceUrl + path, { method, headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(serviceUrl + path, {
+      method,
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
     return JSON.parse(text);
   };
   try {
     const deployed = await call('POST', '/agents/deploy', {
-      agent_name: 'bench-bot', branch: 'main', git_hash: 'c0ffee00', author_name: 'Bench', author_email: 'bench@example.com',
-      image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async',
+      agent_name: 'bench-bot',
+      branch: 'main',
+      git_hash: 'c0ffee00',
+      author_name: 'Bench',
+      author_email: 'bench@example.com',
+      image_url: 'img',
+      sdk_type: 'alpha_agent_sdk',
+      acp_type: 'async',
     });
     await call('POST', '/versions/register', { version_id: deployed.version_id });
     // One state per side, so neither run updates the row the other one bloated.
     const states: string[] = [];
     for (let i = 0; i < 2; i++) {
       const task = await call('POST', '/tasks', { agent_id: deployed.agent_id });
-      const state = await call('POST', '/states', { task_id: task.id, agent_id: deployed.agent_id, state: { step: 0, notes: 'x'.repeat(200), items: [1, 2, 3] } });
+      const state = await call('POST', '/states', {
+        task_id: task.id,
+        agent_id: deployed.agent_id,
+        state: { step: 0, notes: 'x'.repeat(200), items: [1, 2, 3] },
+      });
       states.push(state.id);
     }
-    const editor = await call('POST', '/api_keys', { name: 'bench-runtime', scopes: [{ resource_type: 'agent', resource_id: deployed.agent_id, role: 'editor' }] });
+    const editor = await call('POST', '/api_keys', {
+      name: 'bench-runtime',
+      scopes: [{ resource_type: 'agent', resource_id: deployed.agent_id, role: 'editor' }],
+    });
     const auth = { authorization: `Bearer ${editor.secret}` };
     scope = writeScopeOf(await loadPermissions(store.db, { keyId: editor.api_key.id, orgId, name: editor.api_key.name }));
     const body = JSON.stringify({ state: { step: 1, progress: 0.5, message: 'working' } });

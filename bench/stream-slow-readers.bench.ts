@@ -90,7 +90,11 @@ async function clientRole(): Promise<void> {
   await Promise.all(
     args.taskIds.map(async (taskId) => {
       for (let i = 0; i < args.itemsPerTask; i++) {
-        const res = await fetch(`${args.url}/messages`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ task_id: taskId, content: `${i} ${text}` }) });
+        const res = await fetch(`${args.url}/messages`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ task_id: taskId, content: `${i} ${text}` }),
+        });
         if (!res.ok) throw new Error(`POST /messages: ${res.status} ${await res.text()}`);
         await res.arrayBuffer();
       }
@@ -123,15 +127,25 @@ async function benchEngine(engine: Engine): Promise<void> {
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const call = async (method: string, path: string, body: unknown) => {
-    const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
     return res.json() as Promise<any>;
   };
   const hub = app.service.streamHub as { endedBehind?: number };
   try {
     const deployed = await call('POST', '/agents/deploy', {
-      agent_name: 'bench-bot', branch: 'main', git_hash: 'c0ffee00', author_name: 'Bench', author_email: 'bench@example.com',
-      image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async',
+      agent_name: 'bench-bot',
+      branch: 'main',
+      git_hash: 'c0ffee00',
+      author_name: 'Bench',
+      author_email: 'bench@example.com',
+      image_url: 'img',
+      sdk_type: 'alpha_agent_sdk',
+      acp_type: 'async',
     });
     await call('POST', '/versions/register', { version_id: deployed.version_id });
 

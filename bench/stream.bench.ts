@@ -60,7 +60,11 @@ async function clientRole(): Promise<void> {
   await new Promise<void>((resolve) => process.once('message', () => resolve()));
   let last = 1;
   for (let i = 0; i < args.events; i++) {
-    const res = await fetch(`${args.url}/tasks/${args.taskId}/events`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ content: `event ${i}` }) });
+    const res = await fetch(`${args.url}/tasks/${args.taskId}/events`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ content: `event ${i}` }),
+    });
     last = ((await res.json()) as { sequence_id: number }).sequence_id;
   }
   await until(last);
@@ -78,27 +82,42 @@ async function benchEngine(engine: Engine): Promise<void> {
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   const call = async (method: string, path: string, body: unknown) => {
-    const res = await fetch(url + path, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
     return res.json() as Promise<any>;
   };
   try {
     const deployed = await call('POST', '/agents/deploy', {
-      agent_name: 'bench-bot', branch: 'main', git_hash: 'c0ffee00', author_name: 'Bench', author_email: 'bench@example.com',
-      image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async',
+      agent_name: 'bench-bot',
+      branch: 'main',
+      git_hash: 'c0ffee00',
+      author_name: 'Bench',
+      author_email: 'bench@example.com',
+      image_url: 'img',
+      sdk_type: 'alpha_agent_sdk',
+      acp_type: 'async',
     });
     await call('POST', '/versions/register', { version_id: deployed.version_id });
 
     const measure = async (watchers: number) => {
       const task = await call('POST', '/tasks', { agent_name: 'default/bench-bot' });
-      const child = fork(fileURLToPath(import.meta.url), ['client', JSON.stringify({ url, key, taskId: task.id, watchers, events: EVENTS } satisfies ClientArgs)], {
-        execArgv: ['--import', 'tsx'],
-        stdio: 'inherit',
-      });
-      const next = () => new Promise<void>((resolve, reject) => {
-        child.once('message', () => resolve());
-        child.once('exit', (code) => reject(new Error(`client exited with ${code}`)));
-      });
+      const child = fork(
+        fileURLToPath(import.meta.url),
+        ['client', JSON.stringify({ url, key, taskId: task.id, watchers, events: EVENTS } satisfies ClientArgs)],
+        {
+          execArgv: ['--import', 'tsx'],
+          stdio: 'inherit',
+        },
+      );
+      const next = () =>
+        new Promise<void>((resolve, reject) => {
+          child.once('message', () => resolve());
+          child.once('exit', (code) => reject(new Error(`client exited with ${code}`)));
+        });
       await next();
       const readsBefore = app.service.streamHub.reads;
       const cpuBefore = process.cpuUsage();

@@ -116,7 +116,11 @@ const app = await buildApp({ store, blobs, config: { rateLimitPerSecond: 0 } });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const transport: SyncTransport = { baseUrl: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, apiKey: secret };
 const createFs = async () => {
-  const res = await fetch(`${transport.baseUrl}/filesystems`, { method: 'POST', headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' }, body: JSON.stringify({ namespace: 'default' }) });
+  const res = await fetch(`${transport.baseUrl}/filesystems`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ namespace: 'default' }),
+  });
   return ((await res.json()) as { id: string }).id;
 };
 
@@ -125,9 +129,21 @@ async function clientRun(job: Omit<ClientJob, 'transport' | 'cacheHome'>): Promi
   gc();
   resetPeak();
   const serverBase = status('VmRSS');
-  const child = spawn(process.execPath, ['--expose-gc', ...(process.env.BENCH_SYNC_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SYNC_PROF}`] : []), '--import', 'tsx', self, '--client', JSON.stringify({ ...job, transport, cacheHome: path.join(work, 'cache') })], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--expose-gc',
+      ...(process.env.BENCH_SYNC_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SYNC_PROF}`] : []),
+      '--import',
+      'tsx',
+      self,
+      '--client',
+      JSON.stringify({ ...job, transport, cacheHome: path.join(work, 'cache') }),
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   const [code] = (await once(child, 'exit')) as [number];
@@ -152,7 +168,9 @@ async function bigFiles(dir: string, totalMiB: number, fileMiB: number): Promise
 async function smallFiles(dir: string, count: number, size: number): Promise<void> {
   for (let d = 0; d < count / 100; d++) {
     await mkdir(path.join(dir, `d${d}`), { recursive: true });
-    await Promise.all(Array.from({ length: 100 }, (_, f) => writeFile(path.join(dir, `d${d}`, `f${f}.txt`), f % 2 ? randomBytes(size) : Buffer.alloc(size, f))));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, f) => writeFile(path.join(dir, `d${d}`, `f${f}.txt`), f % 2 ? randomBytes(size) : Buffer.alloc(size, f))),
+    );
   }
 }
 
@@ -182,7 +200,9 @@ try {
       }),
     );
   }
-  console.log(`clean syncUp of ${fmt(SMALL_FILES)} files: ${fmt(median(cleanMs))} ms; bare lstat walk: ${fmt(median(walkMs))} ms; ratio ${fmt(median(cleanMs) / median(walkMs), 2)}x (median of ${RUNS})`);
+  console.log(
+    `clean syncUp of ${fmt(SMALL_FILES)} files: ${fmt(median(cleanMs))} ms; bare lstat walk: ${fmt(median(walkMs))} ms; ratio ${fmt(median(cleanMs) / median(walkMs), 2)}x (median of ${RUNS})`,
+  );
   await rm(small, { recursive: true, force: true });
 
   // ---- 2. full syncs, speed and memory per side ------------------------------------------------
@@ -196,7 +216,9 @@ try {
       if (name === 'small-100') return { name: '10,000 files of 10 KiB', make: (d: string) => smallFiles(d, 10_000, 10 * 1024) };
       throw new Error(`unknown tree ${name}`);
     });
-  console.log(`client in a child process, server (${database ? 'PostgreSQL' : 'PGlite'}) in this one; memory is each side's peak RSS growth during the operation; times are medians of ${RUNS}, peaks the largest`);
+  console.log(
+    `client in a child process, server (${database ? 'PostgreSQL' : 'PGlite'}) in this one; memory is each side's peak RSS growth during the operation; times are medians of ${RUNS}, peaks the largest`,
+  );
   for (const [t, tree] of trees.entries()) {
     const dir = path.join(work, 'tree');
     await tree.make(dir);
@@ -212,8 +234,12 @@ try {
     const upS = median(up.map((r) => r.seconds));
     const downS = median(down.map((r) => r.seconds));
     console.log(`\n${tree.name}:`);
-    console.log(`  syncUp   ${fmt(upS, 2)} s | client +${fmt(max(up.map((r) => r.growthMiB)))} MiB | server (receive, validate, store) +${fmt(max(up.map((r) => r.serverGrowthMiB)))} MiB | archive ${fmt(up[0]!.bytes / MiB, 1)} MiB`);
-    console.log(`  syncDown ${fmt(downS, 2)} s | client +${fmt(max(down.map((r) => r.growthMiB)))} MiB | server (serve) +${fmt(max(down.map((r) => r.serverGrowthMiB)))} MiB`);
+    console.log(
+      `  syncUp   ${fmt(upS, 2)} s | client +${fmt(max(up.map((r) => r.growthMiB)))} MiB | server (receive, validate, store) +${fmt(max(up.map((r) => r.serverGrowthMiB)))} MiB | archive ${fmt(up[0]!.bytes / MiB, 1)} MiB`,
+    );
+    console.log(
+      `  syncDown ${fmt(downS, 2)} s | client +${fmt(max(down.map((r) => r.growthMiB)))} MiB | server (serve) +${fmt(max(down.map((r) => r.serverGrowthMiB)))} MiB`,
+    );
     if (hasZstd) {
       const archive = path.join(work, 'tree.tar.zst');
       const packRuns: { seconds: number; peakMiB: number }[] = [];
@@ -228,12 +254,16 @@ try {
       const packS = median(packRuns.map((r) => r.seconds));
       const unpackS = median(unpackRuns.map((r) => r.seconds));
       console.log(`  tar | zstd -1      ${fmt(packS, 2)} s (peak ${fmt(max(packRuns.map((r) => r.peakMiB)))} MiB) -> syncUp ratio ${fmt(upS / packS, 2)}x`);
-      console.log(`  zstd -d | tar -x   ${fmt(unpackS, 2)} s (peak ${fmt(max(unpackRuns.map((r) => r.peakMiB)))} MiB) -> syncDown ratio ${fmt(downS / unpackS, 2)}x`);
+      console.log(
+        `  zstd -d | tar -x   ${fmt(unpackS, 2)} s (peak ${fmt(max(unpackRuns.map((r) => r.peakMiB)))} MiB) -> syncDown ratio ${fmt(downS / unpackS, 2)}x`,
+      );
     }
     await rm(dir, { recursive: true, force: true });
   }
   if (!hasZstd) console.log('\nzstd is not installed (Debian package zstd): the tar | zstd comparison is skipped');
-  console.log('\n(syncUp: hashing, packing, the HTTP upload, the server-side validation and blob store write; syncDown: the download, validation, staging and apply)');
+  console.log(
+    '\n(syncUp: hashing, packing, the HTTP upload, the server-side validation and blob store write; syncDown: the download, validation, staging and apply)',
+  );
 } finally {
   await app.close();
   await blobs.close();

@@ -23,7 +23,8 @@ module.enableCompileCache?.();
 const dist = new URL('../dist/', import.meta.url).href;
 module.registerHooks?.({
   resolve(specifier, context, nextResolve) {
-    if (specifier.startsWith('./') && context.parentURL?.startsWith(dist)) return { url: new URL(specifier, context.parentURL).href, format: 'module', shortCircuit: true };
+    if (specifier.startsWith('./') && context.parentURL?.startsWith(dist))
+      return { url: new URL(specifier, context.parentURL).href, format: 'module', shortCircuit: true };
     return nextResolve(specifier, context);
   },
 });
@@ -31,7 +32,7 @@ await import('../dist/agentctl.js');
 
 /** `^22.22.2` as "22.22.2 or a later 22.x", `>=26.0.0` as "26.0.0 or later". */
 function describe(part) {
-  const [, op, version] = /(\^|>=)\s*(\S+)/.exec(part) ?? [, '', part.trim()];
+  const [, op, version] = /(\^|>=)\s*(\S+)/.exec(part) ?? [undefined, '', part.trim()];
   return op === '^' ? `${version} or a later ${version.split('.')[0]}.x` : `${version} or later`;
 }
 

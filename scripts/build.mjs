@@ -31,9 +31,15 @@ const englishOnlyZod = {
   name: 'zod-english-only',
   setup(b) {
     b.onResolve({ filter: /\/locales\/index\.js$/ }, (args) =>
-      args.importer.includes(`${path.sep}node_modules${path.sep}zod${path.sep}`) ? { path: path.join(path.dirname(args.importer), '..', 'locales', 'index.js'), namespace: 'zod-locales' } : undefined,
+      args.importer.includes(`${path.sep}node_modules${path.sep}zod${path.sep}`)
+        ? { path: path.join(path.dirname(args.importer), '..', 'locales', 'index.js'), namespace: 'zod-locales' }
+        : undefined,
     );
-    b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({ contents: "export { default as en } from './en.js';", resolveDir: path.dirname(args.path), loader: 'js' }));
+    b.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
+      contents: "export { default as en } from './en.js';",
+      resolveDir: path.dirname(args.path),
+      loader: 'js',
+    }));
   },
 };
 
@@ -46,7 +52,10 @@ const chalkWithoutDetection = {
     b.onResolve({ filter: /^#supports-color$/ }, (args) =>
       args.importer.startsWith(path.join(root, 'node_modules', 'chalk') + path.sep) ? { path: 'supports-color', namespace: 'chalk-no-detection' } : undefined,
     );
-    b.onLoad({ filter: /.*/, namespace: 'chalk-no-detection' }, () => ({ contents: 'export function createSupportsColor() { return false; }\nexport default { stdout: false, stderr: false };', loader: 'js' }));
+    b.onLoad({ filter: /.*/, namespace: 'chalk-no-detection' }, () => ({
+      contents: 'export function createSupportsColor() { return false; }\nexport default { stdout: false, stderr: false };',
+      loader: 'js',
+    }));
   },
 };
 
@@ -56,7 +65,9 @@ const commanderWithoutEagerChildProcess = {
   name: 'commander-lazy-child-process',
   setup(b) {
     b.onResolve({ filter: /^node:child_process$/ }, (args) =>
-      args.importer.startsWith(path.join(root, 'node_modules', 'commander') + path.sep) ? { path: 'child_process', namespace: 'commander-lazy-child-process' } : undefined,
+      args.importer.startsWith(path.join(root, 'node_modules', 'commander') + path.sep)
+        ? { path: 'child_process', namespace: 'commander-lazy-child-process' }
+        : undefined,
     );
     b.onLoad({ filter: /.*/, namespace: 'commander-lazy-child-process' }, () => ({
       contents: "export default { spawn: (...args) => process.getBuiltinModule('node:child_process').spawn(...args) };",
@@ -91,7 +102,16 @@ writeFileSync(path.join(root, 'README.md'), withEndpointTable(readFileSync(path.
 // src/cli/manifest.ts from the commands' own declarations (src/cli/manifest-describe.ts), before the
 // CLI bundle that reads it at start-up.
 const describeTmp = path.join(dist, '.manifest-describe.mjs');
-await build({ absWorkingDir: root, entryPoints: ['src/cli/manifest-describe.ts'], outfile: describeTmp, bundle: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' });
+await build({
+  absWorkingDir: root,
+  entryPoints: ['src/cli/manifest-describe.ts'],
+  outfile: describeTmp,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  logLevel: 'warning',
+});
 const { commandModules, isCommand, manifestSource } = await import(pathToFileURL(describeTmp).href);
 const modules = commandModules(path.join(root, 'src', 'cli'));
 const commandsTmp = path.join(dist, '.manifest-commands.mjs');
@@ -152,7 +172,8 @@ const cli = await build({
   const allowed = new Set(['src/cli/commands/deploy.ts', 'src/cli/commands/init.ts']);
   const offenders = [entry, ...commandChunks].filter((f) => !allowed.has(outputs[f].entryPoint) && reachesZod(f)).map((f) => outputs[f].entryPoint);
   if (!commandChunks.length) throw new Error('found no command chunks in the metafile');
-  if (offenders.length) throw new Error(`these load zod at start-up; import zod-free contract modules instead (src/contract/enums.ts, lifecycle.ts): ${offenders.join(', ')}`);
+  if (offenders.length)
+    throw new Error(`these load zod at start-up; import zod-free contract modules instead (src/contract/enums.ts, lifecycle.ts): ${offenders.join(', ')}`);
 }
 for (const [file, output] of Object.entries(cli.metafile.outputs)) {
   if (!file.endsWith('.js')) continue;
@@ -175,7 +196,12 @@ function withoutBuiltinFacades(code, expected, file) {
   const rewritten = code.replace(statement, (whole, clause, from) => {
     if (!isBuiltin(from)) return whole;
     const module = `globalThis.process.getBuiltinModule(${JSON.stringify(from.startsWith('node:') ? from : `node:${from}`)})`;
-    const named = (list) => `{${list.split(',').filter(Boolean).map((s) => s.replace(' as ', ':')).join(',')}}`;
+    const named = (list) =>
+      `{${list
+        .split(',')
+        .filter(Boolean)
+        .map((s) => s.replace(' as ', ':'))
+        .join(',')}}`;
     clause = clause.trim();
     let m;
     if ((m = /^\*as ([\w$]+)$/.exec(clause))) consts.push(`const ${m[1]}=${module};`);
@@ -194,14 +220,27 @@ await buildAdk();
 
 // openapi.json from the endpoint table, exactly what GET /openapi.json serves.
 const tmp = path.join(dist, '.openapi-build.mjs');
-await build({ absWorkingDir: root, entryPoints: ['src/contract/openapi.ts'], outfile: tmp, bundle: true, format: 'esm', platform: 'node', target: 'node22', logLevel: 'warning' });
+await build({
+  absWorkingDir: root,
+  entryPoints: ['src/contract/openapi.ts'],
+  outfile: tmp,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node22',
+  logLevel: 'warning',
+});
 const { buildOpenApiDocument } = await import(pathToFileURL(tmp).href);
 rmSync(tmp);
-writeFileSync(path.join(root, 'openapi.json'), JSON.stringify(buildOpenApiDocument(pkg.version), null, 2) + '\n');
+writeFileSync(path.join(root, 'openapi.json'), `${JSON.stringify(buildOpenApiDocument(pkg.version), null, 2)}\n`);
 
 // Completion scripts, from the registry of the CLI just built.
 mkdirSync(path.join(root, 'completions'), { recursive: true });
-for (const [shell, file] of [['bash', 'agentctl.bash'], ['zsh', '_agentctl'], ['fish', 'agentctl.fish']]) {
+for (const [shell, file] of [
+  ['bash', 'agentctl.bash'],
+  ['zsh', '_agentctl'],
+  ['fish', 'agentctl.fish'],
+]) {
   const script = execFileSync(process.execPath, [path.join(dist, 'agentctl.js'), 'completion', shell], { encoding: 'utf8' });
   writeFileSync(path.join(root, 'completions', file), script);
 }

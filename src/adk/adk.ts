@@ -41,14 +41,19 @@ export class Adk {
   readonly messages = {
     /** Adds an agent message to the task's transcript. */
     send: (taskId: string, content: ContentInput, options: { author?: 'agent' | 'user' } = {}): Promise<Message> =>
-      this.call('createMessage', { body: { task_id: taskId, content, ...(options.author ? { author: options.author } : {}) } as EndpointInput<'createMessage'>['body'] }),
+      this.call('createMessage', {
+        body: { task_id: taskId, content, ...(options.author ? { author: options.author } : {}) } as EndpointInput<'createMessage'>['body'],
+      }),
     list: (taskId: string, page: ListPage = {}): Promise<MessageList> =>
-      this.call('listMessages', { query: { task_id: taskId, after_sequence_id: page.afterSequenceId, limit: page.limit } as EndpointInput<'listMessages'>['query'] }),
+      this.call('listMessages', {
+        query: { task_id: taskId, after_sequence_id: page.afterSequenceId, limit: page.limit } as EndpointInput<'listMessages'>['query'],
+      }),
   };
 
   readonly state = {
     /** Creates the (task, agent) state; a second create for the same pair is a ConflictError. */
-    create: (taskId: string, agentId: string, state: JsonObject): Promise<State> => this.call('createState', { body: { task_id: taskId, agent_id: agentId, state } }),
+    create: (taskId: string, agentId: string, state: JsonObject): Promise<State> =>
+      this.call('createState', { body: { task_id: taskId, agent_id: agentId, state } }),
     /** The (task, agent) state, or null when there is none yet. */
     get: async (taskId: string, agentId: string): Promise<State | null> => {
       const { states } = await this.call('listStates', { query: { task_id: taskId, agent_id: agentId } });
@@ -78,7 +83,9 @@ export class Adk {
 
   readonly events = {
     list: (taskId: string, page: ListPage = {}): Promise<EventList> =>
-      this.call('listEvents', { query: { task_id: taskId, after_sequence_id: page.afterSequenceId, limit: page.limit } as EndpointInput<'listEvents'>['query'] }),
+      this.call('listEvents', {
+        query: { task_id: taskId, after_sequence_id: page.afterSequenceId, limit: page.limit } as EndpointInput<'listEvents'>['query'],
+      }),
     get: (eventId: string): Promise<Event> => this.call('getEvent', { params: { event_id: eventId } }),
   };
 
@@ -90,7 +97,9 @@ export class Adk {
       return this.call('getAgentByName', { params: { namespace_slug: namespace!, agent_name: name! } });
     },
     list: (options: { namespace?: string; limit?: number; pageNumber?: number } = {}): Promise<{ agents: Agent[]; total: number }> =>
-      this.call('listAgents', { query: { namespace: options.namespace, limit: options.limit, page_number: options.pageNumber } as EndpointInput<'listAgents'>['query'] }),
+      this.call('listAgents', {
+        query: { namespace: options.namespace, limit: options.limit, page_number: options.pageNumber } as EndpointInput<'listAgents'>['query'],
+      }),
   };
 
   readonly acp = {
@@ -110,9 +119,15 @@ export class Adk {
       this.trackerIds.set(`${taskId}\n${agentId ?? ''}`, tracker.id);
       return tracker;
     },
-    list: (filter: { taskId?: string; agentId?: string } = {}): Promise<TrackerList> => this.call('listTrackers', { query: { task_id: filter.taskId, agent_id: filter.agentId } }),
+    list: (filter: { taskId?: string; agentId?: string } = {}): Promise<TrackerList> =>
+      this.call('listTrackers', { query: { task_id: filter.taskId, agent_id: filter.agentId } }),
     /** Sets progress (0..100, or null) and the status message; left-out fields stay. */
-    update: async (taskId: string, progress?: number | null, statusMessage?: string | null, options: { agentId?: string; status?: string; lastProcessedEventId?: string } = {}): Promise<Tracker> => {
+    update: async (
+      taskId: string,
+      progress?: number | null,
+      statusMessage?: string | null,
+      options: { agentId?: string; status?: string; lastProcessedEventId?: string } = {},
+    ): Promise<Tracker> => {
       const key = `${taskId}\n${options.agentId ?? ''}`;
       const id = this.trackerIds.get(key) ?? (await this.agentTaskTracker.get(taskId, options.agentId)).id;
       const body: EndpointInput<'updateTracker'>['body'] = {};
@@ -196,7 +211,6 @@ export class Adk {
       throw toAdkError(error);
     }
   }
-
 
   private syncTransport() {
     return { baseUrl: this.baseUrl, apiKey: this.options.apiKey ?? readProcessConfig().apiKey, userAgent: 'agentctl-adk' };

@@ -59,7 +59,14 @@ export function toAdkError(error: unknown): unknown {
 }
 
 /** The typed error for an HTTP status. */
-export function httpError(status: number, code: string, message: string, requestId?: string, items: ValidationError['items'] = [], retryAfter?: number): AdkError {
+export function httpError(
+  status: number,
+  code: string,
+  message: string,
+  requestId?: string,
+  items: ValidationError['items'] = [],
+  retryAfter?: number,
+): AdkError {
   const args = [message, status, code, requestId] as const;
   const error = { status, validationItems: items, retryAfter };
   switch (true) {

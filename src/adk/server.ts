@@ -4,7 +4,18 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ACP_ERRORS, ACP_METHODS, ACP_PATH, SIGNATURE_HEADER, verifySignature, type AcpLeaseOffer, type AcpMethod, type AcpParams, type AcpRequest, type AcpResponse } from '../contract/acp.js';
+import {
+  ACP_ERRORS,
+  ACP_METHODS,
+  ACP_PATH,
+  SIGNATURE_HEADER,
+  verifySignature,
+  type AcpLeaseOffer,
+  type AcpMethod,
+  type AcpParams,
+  type AcpRequest,
+  type AcpResponse,
+} from '../contract/acp.js';
 import type { Content, ContentInput, Event } from '../contract/conversation.js';
 import { UnreachableError } from '../client/index.js';
 import { adk as defaultAdk, type Adk, type JsonObject } from './adk.js';
@@ -25,7 +36,7 @@ export interface AgentHandlers {
    * Sync agents (`acp_type: sync`): answers a message inline. What it returns, and what it sends
    * with `ctx.messages.send`, is recorded as agent messages and returned to the caller.
    */
-  onMessage?(ctx: TaskContext, content: Content): Awaitable<ContentInput | ContentInput[] | void>;
+  onMessage?(ctx: TaskContext, content: Content): Awaitable<ContentInput | ContentInput[] | undefined>;
 }
 
 export interface AgentServerOptions extends AgentHandlers {
@@ -101,7 +112,10 @@ export class AgentServer {
     const closed = new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     this.server?.closeIdleConnections();
     let timer: NodeJS.Timeout | undefined;
-    const finished = await Promise.race([this.queues.idle().then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), gracePeriodMs)))]);
+    const finished = await Promise.race([
+      this.queues.idle().then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), gracePeriodMs))),
+    ]);
     clearTimeout(timer);
     this.server?.closeAllConnections();
     await closed;
@@ -111,7 +125,10 @@ export class AgentServer {
   private async start(): Promise<{ port: number; url: string }> {
     const config = readProcessConfig();
     const secret = this.options.signingSecret ?? config.signingSecret;
-    if (!secret) throw new AgentStartError('no signing secret: set AGENTCTL_SIGNING_SECRET (a runtime sets it; for a hand-started agent read it with `GET /versions/{id}/signing-secret`)');
+    if (!secret)
+      throw new AgentStartError(
+        'no signing secret: set AGENTCTL_SIGNING_SECRET (a runtime sets it; for a hand-started agent read it with `GET /versions/{id}/signing-secret`)',
+      );
     this.signingSecret = secret;
     this.dataRoot = path.resolve(config.dataRoot ?? path.join(tmpdir(), `agentctl-agent-${process.pid}`));
     const server = (this.server = createServer((req, res) => void this.route(req, res)));
@@ -187,11 +204,13 @@ export class AgentServer {
     } catch {
       return rpcError(res, 400, null, ACP_ERRORS.parseError, 'body is not JSON');
     }
-    if (!request || request.jsonrpc !== '2.0' || typeof request.id !== 'string' || !request.params?.task?.id || !request.params.agent?.id) {
+    if (request?.jsonrpc !== '2.0' || typeof request.id !== 'string' || !request.params?.task?.id || !request.params.agent?.id) {
       return rpcError(res, 400, request?.id ?? null, ACP_ERRORS.invalidRequest, 'not a JSON-RPC 2.0 delivery');
     }
-    if (!(ACP_METHODS as readonly string[]).includes(request.method)) return rpcError(res, 400, request.id, ACP_ERRORS.methodNotFound, `unknown method ${request.method}`);
-    if (request.method === 'message/send' && !this.options.onMessage) return rpcError(res, 400, request.id, ACP_ERRORS.methodNotFound, 'this agent has no onMessage handler (an async agent)');
+    if (!(ACP_METHODS as readonly string[]).includes(request.method))
+      return rpcError(res, 400, request.id, ACP_ERRORS.methodNotFound, `unknown method ${request.method}`);
+    if (request.method === 'message/send' && !this.options.onMessage)
+      return rpcError(res, 400, request.id, ACP_ERRORS.methodNotFound, 'this agent has no onMessage handler (an async agent)');
     if (this.draining) return rpcError(res, 503, request.id, ACP_ERRORS.internal, 'shutting down');
 
     // Deliveries are at least once: a repeat is acknowledged (or answered) without running again,
@@ -222,7 +241,8 @@ export class AgentServer {
     // Async: the handler runs after this answer. Taking the platform's lease (deferred) keeps the
     // delivery ours until the handler finished, so a process killed mid-handler gets it again; a
     // repeat of one already finished (its completion report was lost) is done with this answer.
-    if (request.method !== 'message/send') return rpcResult(res, request.id, taken.leased && !taken.settled ? { accepted: true, deferred: true } : { accepted: true });
+    if (request.method !== 'message/send')
+      return rpcResult(res, request.id, taken.leased && !taken.settled ? { accepted: true, deferred: true } : { accepted: true });
     try {
       rpcResult(res, request.id, { accepted: true, messages: await taken.outcome });
     } catch (error) {
@@ -274,9 +294,12 @@ export class AgentServer {
    * delivery again when the lease runs out, and this process answers that repeat as done.
    */
   private holdLease(deliveryId: string, taken: Taken, leaseMs: number): void {
-    const renew = setInterval(() => {
-      this.adk.renewDeliveryLease(deliveryId).catch((error) => log(`could not renew the lease of delivery ${deliveryId}: ${(error as Error).message}`));
-    }, Math.max(250, Math.floor(leaseMs / 3)));
+    const renew = setInterval(
+      () => {
+        this.adk.renewDeliveryLease(deliveryId).catch((error) => log(`could not renew the lease of delivery ${deliveryId}: ${(error as Error).message}`));
+      },
+      Math.max(250, Math.floor(leaseMs / 3)),
+    );
     renew.unref();
     void taken.outcome
       .catch(() => {})

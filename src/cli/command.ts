@@ -92,7 +92,8 @@ export type Handler<A extends readonly ArgSpec[] = readonly ArgSpec[], O extends
 ) => Promise<Outcome>;
 
 /** A command module's default export: its declaration and its handler, side by side. */
-export interface CommandDefinition<A extends readonly ArgSpec[] = readonly ArgSpec[], O extends readonly OptionSpec[] = readonly OptionSpec[]> extends CommandDeclaration<A, O> {
+export interface CommandDefinition<A extends readonly ArgSpec[] = readonly ArgSpec[], O extends readonly OptionSpec[] = readonly OptionSpec[]>
+  extends CommandDeclaration<A, O> {
   handler: Handler<A, O>;
 }
 
@@ -102,7 +103,9 @@ export interface CommandDefinition<A extends readonly ArgSpec[] = readonly ArgSp
  * `npm run build` collects the declarations into `manifest.ts`, which start-up reads instead of
  * loading every command.
  */
-export function defineCommand<const A extends readonly ArgSpec[] = [], const O extends readonly OptionSpec[] = []>(command: CommandDefinition<A, O>): CommandDefinition {
+export function defineCommand<const A extends readonly ArgSpec[] = [], const O extends readonly OptionSpec[] = []>(
+  command: CommandDefinition<A, O>,
+): CommandDefinition {
   return command as unknown as CommandDefinition;
 }
 

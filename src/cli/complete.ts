@@ -12,7 +12,14 @@ export type CompletionKind = (typeof COMPLETION_KINDS)[number];
  * The live values of a flag or argument that does not name its kind (`complete`), by its name: a
  * task (`--task`, TASK), a version reference (`--from`, `--to`, `--on-version`, VERSION), a branch.
  */
-const KIND_BY_NAME: Readonly<Record<string, CompletionKind>> = { task: 'tasks', version: 'versions', from: 'versions', to: 'versions', 'on-version': 'versions', branch: 'branches' };
+const KIND_BY_NAME: Readonly<Record<string, CompletionKind>> = {
+  task: 'tasks',
+  version: 'versions',
+  from: 'versions',
+  to: 'versions',
+  'on-version': 'versions',
+  branch: 'branches',
+};
 export const completionByName = (name: string): CompletionKind | undefined => KIND_BY_NAME[name];
 
 /** How long one TAB may wait for the service before it completes nothing. */
@@ -29,7 +36,7 @@ export async function complete(args: readonly string[], io: CliIO): Promise<numb
     const [kind, ...rest] = args;
     const flags = parseFlags(rest);
     const words = kind === 'profiles' ? profiles(io) : kind === 'agents' ? await agents(io, flags) : isLive(kind) ? await live(kind, io, flags) : [];
-    if (words.length) io.stdout.write(words.join('\n') + '\n');
+    if (words.length) io.stdout.write(`${words.join('\n')}\n`);
   } catch {
     // Nothing to offer: a broken config, an unreachable or refusing service.
   }
@@ -62,14 +69,25 @@ async function clientFor(io: CliIO, flags: CredentialFlags) {
   if (!credentials.apiKey) return undefined;
   const { createClient } = await import('../client/index.js');
   const timeoutMs = Number(io.env.AGENTCTL_COMPLETE_TIMEOUT_MS) || DEFAULT_TIMEOUT_MS;
-  return createClient({ baseUrl: credentials.baseUrl, apiKey: credentials.apiKey, timeoutMs, retries: 0, shortLived: true, userAgent: `agentctl/${VERSION}`, signal: AbortSignal.timeout(timeoutMs) });
+  return createClient({
+    baseUrl: credentials.baseUrl,
+    apiKey: credentials.apiKey,
+    timeoutMs,
+    retries: 0,
+    shortLived: true,
+    userAgent: `agentctl/${VERSION}`,
+    signal: AbortSignal.timeout(timeoutMs),
+  });
 }
 
 async function agents(io: CliIO, flags: CredentialFlags): Promise<string[]> {
   const client = await clientFor(io, flags);
   if (!client) return [];
   // Agents carry only their namespace's id: both lists at once, one round trip.
-  const [{ agents: list }, { namespaces }] = await Promise.all([client.listAgents({ query: { limit: 1000 } }), client.listNamespaces({ query: { limit: 1000 } })]);
+  const [{ agents: list }, { namespaces }] = await Promise.all([
+    client.listAgents({ query: { limit: 1000 } }),
+    client.listNamespaces({ query: { limit: 1000 } }),
+  ]);
   const slug = new Map(namespaces.map((n) => [n.id, n.slug]));
   return list.flatMap((a) => (slug.has(a.namespace_id) ? [`${slug.get(a.namespace_id)}/${a.name}`] : [])).sort();
 }

@@ -18,7 +18,14 @@ function parseFlag(option: OptionSpec): Flag {
   const short = /(?:^|\s)-([a-zA-Z])\b/.exec(option.flags)?.[1];
   const long = /--([a-z][a-z0-9-]*)/.exec(option.flags)![1];
   const takesValue = /[<[]/.test(option.flags);
-  return { short, long, takesValue, description: option.description, choices: option.choices, complete: option.complete ?? (takesValue && !option.choices ? completionByName(long) : undefined) };
+  return {
+    short,
+    long,
+    takesValue,
+    description: option.description,
+    choices: option.choices,
+    complete: option.complete ?? (takesValue && !option.choices ? completionByName(long) : undefined),
+  };
 }
 
 /** The positional argument whose values a script can offer: fixed choices, or live ones (declared, or by its name). */
@@ -94,7 +101,9 @@ const FIND_COMMAND = (valueFlagList: string[]) => `  local noun="" verb="" profi
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
   done
   case "$noun $verb" in ${ownAliasCases()} esac
-  case "$verb" in ${Object.entries(VERB_ALIASES).map(([verb, alias]) => `${alias}) verb=${verb} ;;`).join(' ')} esac`;
+  case "$verb" in ${Object.entries(VERB_ALIASES)
+    .map(([verb, alias]) => `${alias}) verb=${verb} ;;`)
+    .join(' ')} esac`;
 
 function bash(m: Model): string {
   const lines = [
@@ -109,7 +118,8 @@ function bash(m: Model): string {
     FIND_COMMAND(valueFlags(m)),
   ];
   const key = '"$noun${verb:+ $verb}"';
-  const values = (f: Flag) => (f.choices ? `$(compgen -W ${quote(f.choices.join(' '))} -- "$cur")` : `$(compgen -W "$(_agentctl_dynamic ${f.complete})" -- "$cur")`);
+  const values = (f: Flag) =>
+    f.choices ? `$(compgen -W ${quote(f.choices.join(' '))} -- "$cur")` : `$(compgen -W "$(_agentctl_dynamic ${f.complete})" -- "$cur")`;
   // A flag's values, per command (the same flag may take different values elsewhere).
   lines.push(`  case ${key} in`);
   for (const c of m.commands) {
@@ -126,7 +136,8 @@ function bash(m: Model): string {
   lines.push(`  local globals=${quote(names(m.globals).join(' '))}`);
   lines.push(`  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "${m.topLevel.map((t) => t.name).join(' ')} $globals" -- "$cur")); return; fi`);
   lines.push(`  case "$noun" in`);
-  for (const [noun, vs] of m.verbs) lines.push(`    ${noun}) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W ${quote(vs.map((v) => v.name).join(' '))} -- "$cur")); return; fi ;;`);
+  for (const [noun, vs] of m.verbs)
+    lines.push(`    ${noun}) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W ${quote(vs.map((v) => v.name).join(' '))} -- "$cur")); return; fi ;;`);
   lines.push(`  esac`);
   lines.push(`  case ${key} in`);
   for (const c of m.commands) {
@@ -134,7 +145,10 @@ function bash(m: Model): string {
     const words = [...names(c.flags), ...(positional?.choices ?? [])].join(' ');
     const flagsOrChoices = `COMPREPLY=($(compgen -W "${words} $globals" -- "$cur"))`;
     // Live values are fetched only when a value, not a flag, is being typed.
-    if (positional?.complete) lines.push(`    ${quote(c.key)}) if [[ "$cur" == -* ]]; then ${flagsOrChoices}; else COMPREPLY=($(compgen -W "$(_agentctl_dynamic ${positional.complete})" -- "$cur")); fi ;;`);
+    if (positional?.complete)
+      lines.push(
+        `    ${quote(c.key)}) if [[ "$cur" == -* ]]; then ${flagsOrChoices}; else COMPREPLY=($(compgen -W "$(_agentctl_dynamic ${positional.complete})" -- "$cur")); fi ;;`,
+      );
     else lines.push(`    ${quote(c.key)}) ${flagsOrChoices} ;;`);
   }
   lines.push(`  esac`, '}', 'complete -o default -F _agentctl agentctl', '');
@@ -166,7 +180,8 @@ function zsh(m: Model): string {
     `  fi`,
     `  case "$noun" in`,
   ];
-  for (const [noun, vs] of m.verbs) lines.push(`    ${noun}) if [[ -z "$verb" ]]; then local -a verbs; verbs=(${described(vs)}); _describe -t verbs '${noun} command' verbs; return; fi ;;`);
+  for (const [noun, vs] of m.verbs)
+    lines.push(`    ${noun}) if [[ -z "$verb" ]]; then local -a verbs; verbs=(${described(vs)}); _describe -t verbs '${noun} command' verbs; return; fi ;;`);
   lines.push(`  esac`, `  case "$noun\${verb:+ $verb}" in`);
   for (const c of m.commands) {
     const positional = positionalOf(c.spec);
@@ -199,14 +214,18 @@ function fish(m: Model): string {
     'end',
     'complete -c agentctl -f',
   ];
-  const values = (f: Flag) => (f.choices ? ` -x -a ${quote(f.choices.join(' '))}` : f.complete ? ` -x -a ${quote(`(__agentctl_dynamic ${f.complete})`)}` : ' -r');
+  const values = (f: Flag) =>
+    f.choices ? ` -x -a ${quote(f.choices.join(' '))}` : f.complete ? ` -x -a ${quote(`(__agentctl_dynamic ${f.complete})`)}` : ' -r';
   const flagLine = (condition: string, f: Flag) =>
     `complete -c agentctl${condition ? ` -n ${quote(condition)}` : ''} -l ${f.long}${f.short ? ` -s ${f.short}` : ''}${f.takesValue ? values(f) : ''} -d ${quote(f.description)}`;
   for (const f of m.globals) lines.push(flagLine('', f));
   for (const t of m.topLevel) lines.push(`complete -c agentctl -n '__fish_use_subcommand' -a ${t.name} -d ${quote(t.description)}`);
   for (const [noun, vs] of m.verbs) {
     const verbNames = vs.flatMap((v) => [v.name, ...v.aliases]).join(' ');
-    for (const v of vs) lines.push(`complete -c agentctl -n ${quote(`__fish_seen_subcommand_from ${noun}; and not __fish_seen_subcommand_from ${verbNames}`)} -a ${v.name} -d ${quote(v.description)}`);
+    for (const v of vs)
+      lines.push(
+        `complete -c agentctl -n ${quote(`__fish_seen_subcommand_from ${noun}; and not __fish_seen_subcommand_from ${verbNames}`)} -a ${v.name} -d ${quote(v.description)}`,
+      );
   }
   for (const c of m.commands) {
     const [noun, verb] = c.spec.path;
@@ -214,7 +233,10 @@ function fish(m: Model): string {
     const condition = verb ? `__fish_seen_subcommand_from ${noun}; and __fish_seen_subcommand_from ${verbWords}` : `__fish_seen_subcommand_from ${noun}`;
     for (const f of c.flags) lines.push(flagLine(condition, f));
     const positional = positionalOf(c.spec);
-    if (positional) lines.push(`complete -c agentctl -n ${quote(condition)} -a ${quote(positional.choices ? positional.choices.join(' ') : `(__agentctl_dynamic ${positional.complete})`)}`);
+    if (positional)
+      lines.push(
+        `complete -c agentctl -n ${quote(condition)} -a ${quote(positional.choices ? positional.choices.join(' ') : `(__agentctl_dynamic ${positional.complete})`)}`,
+      );
   }
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

@@ -27,7 +27,10 @@ export type ChangeOutcome<Plan, Result> = { applied: true; result: Result } | { 
  * possible (`--json`, CI, `--non-interactive`, no terminal) it fails at once with exit 2 naming
  * `--yes`, before the plan is fetched or anything changes. `--json` changes the output, never this.
  */
-export async function planConfirmApply<Plan = undefined, Result = void>(ctx: CommandContext, change: ConfirmedChange<Plan, Result>): Promise<ChangeOutcome<Plan, Result>> {
+export async function planConfirmApply<Plan = undefined, Result = void>(
+  ctx: CommandContext,
+  change: ConfirmedChange<Plan, Result>,
+): Promise<ChangeOutcome<Plan, Result>> {
   const showPlan = async (): Promise<Plan | undefined> => {
     const plan = change.plan ? await change.plan() : undefined;
     if (plan !== undefined && change.describe) ctx.info(await change.describe(plan));
@@ -48,7 +51,10 @@ export async function planConfirmApply<Plan = undefined, Result = void>(ctx: Com
 }
 
 /** planConfirmApply for a change that is never skipped (no dry run, no empty plan): its result. */
-export async function confirmApply<Result, Plan = undefined>(ctx: CommandContext, change: Omit<ConfirmedChange<Plan, Result>, 'isEmpty' | 'dryRun'>): Promise<Result> {
+export async function confirmApply<Result, Plan = undefined>(
+  ctx: CommandContext,
+  change: Omit<ConfirmedChange<Plan, Result>, 'isEmpty' | 'dryRun'>,
+): Promise<Result> {
   const outcome = await planConfirmApply(ctx, change);
   if (!outcome.applied) throw new Error('a change without a dry run or an empty plan is applied or declined');
   return outcome.result;

@@ -104,7 +104,7 @@ export class CommandContext {
   }
 
   info(message: string): void {
-    if (this.chatty) this.io.stderr.write(message + '\n');
+    if (this.chatty) this.io.stderr.write(`${message}\n`);
   }
 
   success(message: string): void {
@@ -132,7 +132,11 @@ export class CommandContext {
    * commands that create one (`creating`: auth login, config set).
    */
   credentials(options: { creating?: boolean } = {}): Credentials {
-    const credentials = resolveCredentials({ profile: this.globals.profile, baseUrl: this.globals.baseUrl, apiKey: this.globals.apiKey }, this.io.env, this.config());
+    const credentials = resolveCredentials(
+      { profile: this.globals.profile, baseUrl: this.globals.baseUrl, apiKey: this.globals.apiKey },
+      this.io.env,
+      this.config(),
+    );
     if (!options.creating && (credentials.profileSource === 'flag' || credentials.profileSource === 'env') && !this.config().profile(credentials.profile)) {
       throw unknownProfile(credentials.profile, credentials.profileSource === 'flag' ? '--profile' : 'AGENTCTL_PROFILE', Object.keys(this.config().profiles()));
     }

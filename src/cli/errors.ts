@@ -31,8 +31,7 @@ export class CliError extends Error {
 }
 
 /** A missing or wrong flag: exit 2. */
-export const usageError = (message: string, hint?: string, next?: string) =>
-  new CliError(message, { exitCode: ExitCode.usage, code: 'usage', hint, next });
+export const usageError = (message: string, hint?: string, next?: string) => new CliError(message, { exitCode: ExitCode.usage, code: 'usage', hint, next });
 
 /** A confirmation or value that would need a prompt, when prompting is not allowed: exit 2 naming the flag. */
 export const needsFlag = (flag: string, what: string, next?: string) =>
@@ -51,12 +50,17 @@ export const declined = (message: string) => new CliError(message, { exitCode: E
 
 /** A profile name that the config file does not hold: exit 3, listing the ones it does. */
 export const unknownProfile = (name: string, from: string | undefined, existing: string[]) =>
-  new CliError(`No profile named "${name}"${from ? ` (${from})` : ''}; ${existing.length ? `the profiles are: ${[...existing].sort().join(', ')}` : 'there are no profiles yet'}`, {
-    exitCode: ExitCode.notFound,
-    code: 'unknown_profile',
-    hint: existing.length ? 'Check the spelling, or create it by logging in with it.' : 'Create one by logging in, or start a local server (agentctl server start).',
-    next: shellCommand('agentctl', 'auth', 'login', '--profile', name),
-  });
+  new CliError(
+    `No profile named "${name}"${from ? ` (${from})` : ''}; ${existing.length ? `the profiles are: ${[...existing].sort().join(', ')}` : 'there are no profiles yet'}`,
+    {
+      exitCode: ExitCode.notFound,
+      code: 'unknown_profile',
+      hint: existing.length
+        ? 'Check the spelling, or create it by logging in with it.'
+        : 'Create one by logging in, or start a local server (agentctl server start).',
+      next: shellCommand('agentctl', 'auth', 'login', '--profile', name),
+    },
+  );
 
 /** Ctrl-C, or a prompt closed by the user. */
 export class InterruptedError extends Error {

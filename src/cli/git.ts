@@ -17,7 +17,10 @@ export async function readGit(cwd: string): Promise<GitCommit> {
     await git(['rev-parse', '--is-inside-work-tree']);
   } catch (error) {
     const missing = (error as { code?: string }).code === 'ENOENT';
-    throw usageError(missing ? 'deploy reads git, but git is not installed' : `deploy reads the commit to deploy from git, but ${cwd} is not inside a git work tree`, 'Run it in the agent’s repository.');
+    throw usageError(
+      missing ? 'deploy reads git, but git is not installed' : `deploy reads the commit to deploy from git, but ${cwd} is not inside a git work tree`,
+      'Run it in the agent’s repository.',
+    );
   }
   let log: string;
   try {

@@ -38,11 +38,17 @@ export function takeJsonFields(argv: readonly string[], spec: CommandEntry | und
 }
 
 const badFields = (fields: string) =>
-  new CliError(`--json ${fields}: not a list of field names`, { exitCode: ExitCode.usage, code: 'usage', hint: 'Name the fields comma-separated, e.g. --json id,name,status; bare --json prints every field.' });
+  new CliError(`--json ${fields}: not a list of field names`, {
+    exitCode: ExitCode.usage,
+    code: 'usage',
+    hint: 'Name the fields comma-separated, e.g. --json id,name,status; bare --json prints every field.',
+  });
 
 /** How many positional arguments the command line gives the command, leaving out the word at `skip`. */
 function positionalsWithout(argv: readonly string[], skip: number, spec: CommandEntry): number {
-  const valueFlags = new Set([...GLOBAL_OPTIONS, ...(spec.options ?? [])].filter((o) => /[<[]/.test(o.flags)).flatMap((o) => o.flags.match(/-{1,2}[a-zA-Z][\w-]*/g) ?? []));
+  const valueFlags = new Set(
+    [...GLOBAL_OPTIONS, ...(spec.options ?? [])].filter((o) => /[<[]/.test(o.flags)).flatMap((o) => o.flags.match(/-{1,2}[a-zA-Z][\w-]*/g) ?? []),
+  );
   let words = 0;
   for (let i = 0; i < argv.length; i++) {
     const word = argv[i]!;
@@ -69,13 +75,25 @@ function positionalsWithout(argv: readonly string[], skip: number, spec: Command
 export function selectFields(json: unknown, fields: readonly string[]): { value: unknown; unknown?: CliError } {
   const list = listOf(json);
   const records = list ?? [json];
-  if (!records.every(isRecord)) return { value: json, unknown: new CliError('--json FIELDS needs an answer made of records; this one is not', { exitCode: ExitCode.usage, code: 'usage', hint: 'Use bare --json, or --jq.' }) };
+  if (!records.every(isRecord))
+    return {
+      value: json,
+      unknown: new CliError('--json FIELDS needs an answer made of records; this one is not', {
+        exitCode: ExitCode.usage,
+        code: 'usage',
+        hint: 'Use bare --json, or --jq.',
+      }),
+    };
   const available = [...new Set((records as Record<string, unknown>[]).flatMap((r) => Object.keys(r)))];
   const missing = fields.filter((f) => !available.includes(f));
   if (missing.length && records.length) {
     return {
       value: json,
-      unknown: new CliError(`Unknown JSON field${missing.length === 1 ? '' : 's'}: ${missing.join(', ')}`, { exitCode: ExitCode.usage, code: 'unknown_field', hint: `Available fields: ${available.sort().join(', ')}` }),
+      unknown: new CliError(`Unknown JSON field${missing.length === 1 ? '' : 's'}: ${missing.join(', ')}`, {
+        exitCode: ExitCode.usage,
+        code: 'unknown_field',
+        hint: `Available fields: ${available.sort().join(', ')}`,
+      }),
     };
   }
   const pick = (r: Record<string, unknown>) => Object.fromEntries(fields.map((f) => [f, r[f] ?? null]));

@@ -27,7 +27,10 @@ export function parseJsonObject(text: string, source: string): Record<string, un
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw usageError(`${source} is not valid JSON: ${(error as Error).message}`, `Quote the object for your shell, e.g. '{"key":"value"}', or read it from a file with @file.json or from standard input with -.`);
+    throw usageError(
+      `${source} is not valid JSON: ${(error as Error).message}`,
+      `Quote the object for your shell, e.g. '{"key":"value"}', or read it from a file with @file.json or from standard input with -.`,
+    );
   }
   if (!value || typeof value !== 'object' || Array.isArray(value)) throw usageError(`${source} must be a JSON object ({...})`);
   return value as Record<string, unknown>;

@@ -14,12 +14,35 @@ export interface FoundCommand {
  * Where each first word comes in `agentctl --help` and the completion scripts; a noun's verbs follow
  * VERB_ORDER, then the alphabet. A first word this list lacks comes last, alphabetically.
  */
-const FIRST_WORD_ORDER = ['auth', 'config', 'server', 'init', 'deploy', 'rollback', 'logs', 'namespaces', 'projects', 'agents', 'branches', 'versions', 'envs', 'tasks', 'states', 'keys', 'groups', 'fs', 'completion'];
+const FIRST_WORD_ORDER = [
+  'auth',
+  'config',
+  'server',
+  'init',
+  'deploy',
+  'rollback',
+  'logs',
+  'namespaces',
+  'projects',
+  'agents',
+  'branches',
+  'versions',
+  'envs',
+  'tasks',
+  'states',
+  'keys',
+  'groups',
+  'fs',
+  'completion',
+];
 const VERB_ORDER = ['list', 'get', 'create', 'update', 'put', 'delete'];
 
 const rank = (order: string[], word: string) => (order.includes(word) ? order.indexOf(word) : order.length);
 const compare = (a: readonly string[], b: readonly string[]) =>
-  rank(FIRST_WORD_ORDER, a[0]!) - rank(FIRST_WORD_ORDER, b[0]!) || a[0]!.localeCompare(b[0]!) || rank(VERB_ORDER, a[1] ?? '') - rank(VERB_ORDER, b[1] ?? '') || (a[1] ?? '').localeCompare(b[1] ?? '');
+  rank(FIRST_WORD_ORDER, a[0]!) - rank(FIRST_WORD_ORDER, b[0]!) ||
+  a[0]!.localeCompare(b[0]!) ||
+  rank(VERB_ORDER, a[1] ?? '') - rank(VERB_ORDER, b[1] ?? '') ||
+  (a[1] ?? '').localeCompare(b[1] ?? '');
 
 /** Every module under `<cliDir>/commands`, as paths from cliDir without `.ts` (`commands/tasks/list`). */
 export function commandModules(cliDir: string): string[] {

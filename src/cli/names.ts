@@ -29,7 +29,12 @@ export const LIST_MAX = 1000;
  * ids; `--json` prints the server's ids, so it asks for nothing.
  */
 export async function nameBook(ctx: CommandContext, kinds: readonly NameKind[]): Promise<NameBook> {
-  const maps = { namespaces: new Map<string, string>(), agents: new Map<string, string>(), projects: new Map<string, string>(), groups: new Map<string, string>() };
+  const maps = {
+    namespaces: new Map<string, string>(),
+    agents: new Map<string, string>(),
+    projects: new Map<string, string>(),
+    groups: new Map<string, string>(),
+  };
   if (!ctx.globals.json && kinds.length > 0) {
     const client = await ctx.client();
     const want = new Set<NameKind>(kinds);
@@ -54,7 +59,13 @@ export async function nameBook(ctx: CommandContext, kinds: readonly NameKind[]):
     project: lookup(maps.projects),
     group: lookup(maps.groups),
     resource: (s) =>
-      s.resource_type === 'org' ? 'current' : s.resource_type === 'namespace' ? book.namespace(s.resource_id) : s.resource_type === 'agent' ? book.agent(s.resource_id) : book.project(s.resource_id),
+      s.resource_type === 'org'
+        ? 'current'
+        : s.resource_type === 'namespace'
+          ? book.namespace(s.resource_id)
+          : s.resource_type === 'agent'
+            ? book.agent(s.resource_id)
+            : book.project(s.resource_id),
     scope: (s) => `${s.resource_type}:${book.resource(s)}:${s.role}`,
   };
   return book;

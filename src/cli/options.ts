@@ -12,7 +12,8 @@ export const agent = {
 } as const satisfies OptionSpec;
 
 /** `--limit`, its range and default the list endpoint's (src/contract/enums.ts). */
-export const limit = (bounds: Required<Bounds> = PAGE_LIMIT) => ({ flags: '--limit <n>', description: `How many to list (${boundsText(bounds)})`, integer: true, default: bounds.default }) as const satisfies OptionSpec;
+export const limit = (bounds: Required<Bounds> = PAGE_LIMIT) =>
+  ({ flags: '--limit <n>', description: `How many to list (${boundsText(bounds)})`, integer: true, default: bounds.default }) as const satisfies OptionSpec;
 
 export const page = { flags: '--page <n>', description: 'Page number, from 1', integer: true, default: 1, field: 'page_number' } as const satisfies OptionSpec;
 

@@ -18,7 +18,12 @@ export interface Page<T> {
  * `--json` of `--all` is the first page's object with every row under `key` (and `total` kept).
  * When rows are left out, a terminal is told on stderr: "showing 2 of 5; --page 2 or --all".
  */
-export async function listPaged<T>(ctx: CommandContext, options: PagedOptions, key: string, fetchPage: (page: number, limit: number) => Promise<Page<T>>): Promise<Page<T>> {
+export async function listPaged<T>(
+  ctx: CommandContext,
+  options: PagedOptions,
+  key: string,
+  fetchPage: (page: number, limit: number) => Promise<Page<T>>,
+): Promise<Page<T>> {
   const limit = options.limit;
   if (options.all) {
     const first = await fetchPage(1, limit);

@@ -15,6 +15,7 @@ export interface RunOptions {
 /** Builds the commander program from the registry; `onAction` runs when a command matches. */
 export function buildProgram(
   io: CliIO,
+  // biome-ignore lint/suspicious/noExplicitAny: commander's parsed options are untyped
   onAction: (spec: CommandEntry, args: string[], options: Record<string, any>, globals: GlobalOptions) => Promise<void>,
   settings: { json?: boolean; argv?: readonly string[]; jsonFields?: string[] } = {},
 ): Command {
@@ -25,12 +26,19 @@ export function buildProgram(
     .helpOption('-h, --help', 'Show help')
     .exitOverride()
     // Under --json, commander's own usage errors are reported as {"error": ...} by run() instead.
-    .configureOutput(settings.json ? { writeOut: (s) => io.stdout.write(s), writeErr: () => {}, outputError: () => {} } : { writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .configureOutput(
+      settings.json
+        ? { writeOut: (s) => io.stdout.write(s), writeErr: () => {}, outputError: () => {} }
+        : { writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) },
+    )
     .showSuggestionAfterError(true)
     // `help [command]` is commander's, not ours: `--help` is the one way, on every command.
     .helpCommand(false)
     .configureHelp({ showGlobalOptions: true })
-    .addHelpText('after', `\nExamples:\n  $ agentctl server start --detach\n  $ agentctl deploy --agent default/bot --image registry.local/bot:1\n  $ agentctl tasks migrate --from ver_01J... --to-latest --json\n\nRun agentctl <command> --help for a command's flags and examples.\n`);
+    .addHelpText(
+      'after',
+      `\nExamples:\n  $ agentctl server start --detach\n  $ agentctl deploy --agent default/bot --image registry.local/bot:1\n  $ agentctl tasks migrate --from ver_01J... --to-latest --json\n\nRun agentctl <command> --help for a command's flags and examples.\n`,
+    );
   for (const option of GLOBAL_OPTIONS) if (!/--(version|help)\b/.test(option.flags)) program.addOption(toOption(option));
   // An unknown first word that is a verb of some nouns (`agentctl status`) points at those commands.
   program.on('command:*', ([word]: string[]) => {
@@ -50,12 +58,19 @@ export function buildProgram(
       const [noun] = spec.path;
       let nounCommand = parents.get(noun);
       if (!nounCommand) {
-        nounCommand = program.command(noun).description(NOUNS[noun] ?? noun).helpCommand(false).showHelpAfterError(`Run 'agentctl ${noun} --help' for its commands.`);
+        nounCommand = program
+          .command(noun)
+          .description(NOUNS[noun] ?? noun)
+          .helpCommand(false)
+          .showHelpAfterError(`Run 'agentctl ${noun} --help' for its commands.`);
         parents.set(noun, nounCommand);
       }
       parent = nounCommand;
     }
-    const command = parent.command(spec.path[spec.path.length - 1]).description(spec.description ? `${spec.summary}\n\n${spec.description}` : spec.summary).summary(spec.summary);
+    const command = parent
+      .command(spec.path[spec.path.length - 1])
+      .description(spec.description ? `${spec.summary}\n\n${spec.description}` : spec.summary)
+      .summary(spec.summary);
     for (const arg of spec.args ?? []) {
       const argument = command.createArgument(arg.required ? `<${arg.name}>` : `[${arg.name}]`, arg.description);
       if (arg.choices) argument.choices(arg.choices);
@@ -69,6 +84,7 @@ export function buildProgram(
     command.showHelpAfterError(`usage: ${name} ${command.usage()}\nRun '${name} --help' for its flags and examples.`);
     command.action(async (...received: unknown[]) => {
       const self = received[received.length - 1] as Command;
+      // biome-ignore lint/suspicious/noExplicitAny: commander's parsed options are untyped
       const globals = self.optsWithGlobals() as Record<string, any>;
       await onAction(spec, self.processedArgs.filter((a) => a !== undefined).map(String), self.opts(), {
         json: Boolean(globals.json) || globals.jq !== undefined,
@@ -145,21 +161,26 @@ export async function run(commandLine: readonly string[], io: CliIO, options: Ru
   }
   const { argv, fields: jsonFields } = taken;
   let jsonMode = argv.includes('--json') || argv.includes('--jq');
-  const program = buildProgram(io, async (spec, args, opts, globals) => {
-    parsedGlobals = globals;
-    jsonMode = globals.json;
-    failedSpec = spec;
-    const { CommandContext } = await import('./context.js');
-    const ctx = await CommandContext.create(io, globals, signal);
-    const { default: command } = await spec.load();
-    if (opts.agent === undefined && spec.options?.some((option) => option.flags.includes('--agent '))) {
-      const { projectAgent } = await import('./project-file.js');
-      opts.agent = await projectAgent(io.cwd);
-    }
-    const outcome: Outcome = await (command.handler as (ctx: unknown, args: string[], options: Record<string, any>) => Promise<Outcome>)(ctx, args, opts);
-    await print(ctx, outcome);
-    exitCode = outcome.exitCode ?? ExitCode.ok;
-  }, { json: jsonMode, argv, jsonFields });
+  const program = buildProgram(
+    io,
+    async (spec, args, opts, globals) => {
+      parsedGlobals = globals;
+      jsonMode = globals.json;
+      failedSpec = spec;
+      const { CommandContext } = await import('./context.js');
+      const ctx = await CommandContext.create(io, globals, signal);
+      const { default: command } = await spec.load();
+      if (opts.agent === undefined && spec.options?.some((option) => option.flags.includes('--agent '))) {
+        const { projectAgent } = await import('./project-file.js');
+        opts.agent = await projectAgent(io.cwd);
+      }
+      // biome-ignore lint/suspicious/noExplicitAny: commander's parsed options are untyped
+      const outcome: Outcome = await (command.handler as (ctx: unknown, args: string[], options: Record<string, any>) => Promise<Outcome>)(ctx, args, opts);
+      await print(ctx, outcome);
+      exitCode = outcome.exitCode ?? ExitCode.ok;
+    },
+    { json: jsonMode, argv, jsonFields },
+  );
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exitCode;
@@ -167,7 +188,10 @@ export async function run(commandLine: readonly string[], io: CliIO, options: Ru
     if (error instanceof CommanderError) {
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return ExitCode.ok;
       if (error.code === 'commander.help' || error.code === 'commander.executeSubCommandAsync') return ExitCode.usage;
-      if (jsonMode) io.stderr.write(JSON.stringify({ error: { code: 'usage', message: error.message.replace(/^error: /, ''), status: null, detail: null, hint: 'Run with --help for the flags.' } }) + '\n');
+      if (jsonMode)
+        io.stderr.write(
+          `${JSON.stringify({ error: { code: 'usage', message: error.message.replace(/^error: /, ''), status: null, detail: null, hint: 'Run with --help for the flags.' } })}\n`,
+        );
       return ExitCode.usage;
     }
     return reportFailure(error, io, parsedGlobals, failedSpec);
@@ -177,7 +201,7 @@ export async function run(commandLine: readonly string[], io: CliIO, options: Ru
 async function print(ctx: import('./context.js').CommandContext, outcome: Outcome): Promise<void> {
   if (ctx.globals.json && outcome.json !== undefined) {
     // A typo in a field or the expression costs no data: the whole answer still goes to stdout.
-    const whole = () => ctx.io.stdout.write(JSON.stringify(outcome.json, null, 2) + '\n');
+    const whole = () => ctx.io.stdout.write(`${JSON.stringify(outcome.json, null, 2)}\n`);
     let value: unknown = outcome.json;
     if (ctx.globals.jsonFields) {
       const picked = selectFields(value, ctx.globals.jsonFields);
@@ -198,19 +222,24 @@ async function print(ctx: import('./context.js').CommandContext, outcome: Outcom
       ctx.io.stdout.write(output);
       return;
     }
-    ctx.io.stdout.write(JSON.stringify(value, null, 2) + '\n');
+    ctx.io.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
     return;
   }
   if (!outcome.view) return;
   const { renderView } = await import('./output/render.js');
-  const rendered = await renderView(outcome.view, { tty: Boolean(ctx.io.stdout.isTTY), chalk: ctx.chalk, columns: ctx.io.stdout.columns, wide: ctx.globals.wide });
+  const rendered = await renderView(outcome.view, {
+    tty: Boolean(ctx.io.stdout.isTTY),
+    chalk: ctx.chalk,
+    columns: ctx.io.stdout.columns,
+    wide: ctx.globals.wide,
+  });
   ctx.io.stdout.write(rendered.stdout);
   if (rendered.note && ctx.io.stderr.isTTY) ctx.info(rendered.note);
 }
 
 async function reportFailure(error: unknown, io: CliIO, globals: GlobalOptions | undefined, spec: CommandEntry | undefined): Promise<number> {
   // Data first: a script still gets the record (e.g. the version a timed-out deploy created) on stdout.
-  if (globals?.json && error instanceof CliError && error.json !== undefined) io.stdout.write(JSON.stringify(error.json, null, 2) + '\n');
+  if (globals?.json && error instanceof CliError && error.json !== undefined) io.stdout.write(`${JSON.stringify(error.json, null, 2)}\n`);
   const { toFailure, formatFailure, jsonFailure } = await import('./output/failure.js');
   const { Chalk } = await import('chalk');
   const failure = toFailure(error, { commandPath: spec?.path, notFoundNext: spec?.notFoundNext, flags: spec ? flagsByField(spec) : undefined });
@@ -218,7 +247,7 @@ async function reportFailure(error: unknown, io: CliIO, globals: GlobalOptions |
   else {
     const colour = globals?.color !== false && !io.env.NO_COLOR && Boolean(io.stderr.isTTY);
     io.stderr.write(formatFailure(failure, new Chalk({ level: colour ? 1 : 0 })));
-    if (globals?.debug && error instanceof Error && error.stack && failure.code === 'error') io.stderr.write(error.stack + '\n');
+    if (globals?.debug && error instanceof Error && error.stack && failure.code === 'error') io.stderr.write(`${error.stack}\n`);
   }
   return failure.exitCode;
 }

@@ -20,7 +20,12 @@ export function parseAgentPath(ref: string): AgentPath {
 }
 
 export function requireAgentOption(agent: string | undefined, command: string): string {
-  if (!agent) throw usageError('Missing --agent', 'Name the agent as --agent namespace/name, or run where an agentctl.json names it.', `${command} --agent default/<name>`);
+  if (!agent)
+    throw usageError(
+      'Missing --agent',
+      'Name the agent as --agent namespace/name, or run where an agentctl.json names it.',
+      `${command} --agent default/<name>`,
+    );
   return agent;
 }
 
@@ -52,17 +57,30 @@ export async function resolveVersionId(client: Client, ref: string, agentRef: st
 /** The version a `vN` or git-hash reference names; undefined for a `ver_` id (nothing to look up). */
 export async function resolveVersion(client: Client, ref: string, agentRef: string | undefined, flag: string): Promise<Version | undefined> {
   const parsed = parseVersionRef(ref);
-  if (!parsed) throw usageError(`${flag} ${ref} is not a version reference`, `Give ${VERSION_REF_FORMS}.`, agentRef ? agentctl('versions', 'list', '--agent', agentRef) : undefined);
+  if (!parsed)
+    throw usageError(
+      `${flag} ${ref} is not a version reference`,
+      `Give ${VERSION_REF_FORMS}.`,
+      agentRef ? agentctl('versions', 'list', '--agent', agentRef) : undefined,
+    );
   if (parsed.kind === 'id') return undefined;
   if (!agentRef) {
-    throw usageError(`${flag} ${ref} names a version of an agent: add --agent namespace/name (or run where agentctl.json names the agent)`, undefined, `agentctl versions list --agent <ns/name>`);
+    throw usageError(
+      `${flag} ${ref} names a version of an agent: add --agent namespace/name (or run where agentctl.json names the agent)`,
+      undefined,
+      `agentctl versions list --agent <ns/name>`,
+    );
   }
   const path = await agentPathOf(client, agentRef);
   try {
     return await client.resolveAgentVersion({ params: { ...path, ref } });
   } catch (error) {
     if (error instanceof ApiRequestError && error.code === 'ambiguous_version') {
-      throw usageError(`${flag} ${error.message}`, 'Name the version by its number (vN) or give more characters of the hash.', agentctl('versions', 'list', '--agent', agentRef));
+      throw usageError(
+        `${flag} ${error.message}`,
+        'Name the version by its number (vN) or give more characters of the hash.',
+        agentctl('versions', 'list', '--agent', agentRef),
+      );
     }
     if (error instanceof ApiRequestError && error.status === 404 && !/was not found$/.test(error.message)) {
       throw new CliError(error.message, { exitCode: ExitCode.notFound, code: 'not_found', next: agentctl('versions', 'list', '--agent', agentRef) });
@@ -79,7 +97,11 @@ export async function resolveBranch(client: Client, ref: string, agentRef: strin
   const { branches } = await client.listAgentBranches({ params: path, query: { include_retired: 'true' } });
   const found = branches.find((b) => b.git_branch === ref) ?? branches.find((b) => b.git_branch_normalized === ref);
   if (!found) {
-    throw new CliError(`${agentRef} has no branch "${ref}"`, { exitCode: ExitCode.notFound, code: 'not_found', next: agentctl('branches', 'list', '--agent', agentRef, '--include-retired') });
+    throw new CliError(`${agentRef} has no branch "${ref}"`, {
+      exitCode: ExitCode.notFound,
+      code: 'not_found',
+      next: agentctl('branches', 'list', '--agent', agentRef, '--include-retired'),
+    });
   }
   return found;
 }
@@ -107,7 +129,11 @@ export async function resolveKeyId(client: Client, ref: string, includeRevoked: 
       next: agentctl('keys', 'list', ...(includeRevoked ? ['--include-revoked'] : [])),
     });
   }
-  throw usageError(`${named.length} API keys are named "${ref}": ${named.map((k) => k.id).join(', ')}`, 'Give the key_ id of the one you mean.', agentctl('keys', 'list'));
+  throw usageError(
+    `${named.length} API keys are named "${ref}": ${named.map((k) => k.id).join(', ')}`,
+    'Give the key_ id of the one you mean.',
+    agentctl('keys', 'list'),
+  );
 }
 
 /** Short form of a git hash for people. */

@@ -26,7 +26,8 @@ export async function readAgentProject(root: string): Promise<AgentProjectFile |
     throw usageError(`${AGENT_PROJECT_FILE} is not valid JSON: ${(error as Error).message}`);
   }
   const parsed = AgentProjectFile.safeParse(json);
-  if (!parsed.success) throw usageError(`${AGENT_PROJECT_FILE} is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    throw usageError(`${AGENT_PROJECT_FILE} is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
   return parsed.data;
 }
 
@@ -52,7 +53,9 @@ export async function uploadSource(ctx: CommandContext, root: string, namespace:
       await Promise.all([pipeline(git.stdout!, extract({ cwd: dir })), git]);
     }
     const stateFile = path.join(scratch, 'sync-state.json');
-    const result = await runSync(ctx, { fsId: fs.id, dir, verb: 'push' }, (onProgress) => syncUp(transport, fs.id, dir, { onProgress, stateFile, signal: ctx.signal }));
+    const result = await runSync(ctx, { fsId: fs.id, dir, verb: 'push' }, (onProgress) =>
+      syncUp(transport, fs.id, dir, { onProgress, stateFile, signal: ctx.signal }),
+    );
     ctx.info(`Uploaded the ${workTree ? 'work tree' : 'commit’s tree'} as ${fs.id} (${result.added} files, checksum ${result.checksum.slice(0, 12)})`);
     return fs.id;
   } finally {

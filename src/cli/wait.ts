@@ -4,7 +4,6 @@ import type { CommandContext } from './context.js';
 import { CliError, InterruptedError } from './errors.js';
 import { agentctl } from './shell.js';
 
-
 export interface WaitResult {
   version: Version;
   raw: unknown;
@@ -25,11 +24,14 @@ export async function waitForVersion(ctx: CommandContext, versionId: string, tim
         if (data.status === 'FAILED') {
           spinner.fail(`${what} failed: ${versionId} is FAILED${data.failure_reason ? ` (${data.failure_reason})` : ''}`);
           const d = data.failure_diagnostics;
-          throw new CliError(`${versionId} FAILED${data.failure_reason ? `: ${data.failure_reason}` : ''}${d?.title ? ` — ${d.title}${d.description ? `: ${d.description}` : ''}` : ''}`, {
-            code: 'version_failed',
-            hint: d?.action ?? 'The branch keeps serving its previous version.',
-            next: agentctl('versions', 'get', versionId, '--events'),
-          });
+          throw new CliError(
+            `${versionId} FAILED${data.failure_reason ? `: ${data.failure_reason}` : ''}${d?.title ? ` — ${d.title}${d.description ? `: ${d.description}` : ''}` : ''}`,
+            {
+              code: 'version_failed',
+              hint: d?.action ?? 'The branch keeps serving its previous version.',
+              next: agentctl('versions', 'get', versionId, '--events'),
+            },
+          );
         }
         if (data.status === 'ACTIVE') spinner.succeed(`${what}: ${versionId} is ACTIVE`);
         else spinner.stop();

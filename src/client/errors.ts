@@ -62,6 +62,8 @@ export class NotServiceAnswerError extends Error {
     readonly request: { method: string; url: string },
   ) {
     const what = { empty: 'an empty body', html: 'an HTML page', text: 'a body that is not JSON', truncated_json: 'JSON that is cut short' }[body];
-    super(`HTTP ${status} with ${what} from ${request.method} ${request.url}: ${body === 'truncated_json' ? 'the answer was cut off on the way' : 'that is not an answer of the agentctl service'}`);
+    super(
+      `HTTP ${status} with ${what} from ${request.method} ${request.url}: ${body === 'truncated_json' ? 'the answer was cut off on the way' : 'that is not an answer of the agentctl service'}`,
+    );
   }
 }

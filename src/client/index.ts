@@ -54,9 +54,8 @@ export interface ApiResponse<T> {
   headers: ResponseHeaders;
 }
 
-type Args<K extends EndpointName> = {} extends EndpointInput<K>
-  ? [input?: EndpointInput<K>, options?: CallOptions]
-  : [input: EndpointInput<K>, options?: CallOptions];
+type Args<K extends EndpointName> =
+  {} extends EndpointInput<K> ? [input?: EndpointInput<K>, options?: CallOptions] : [input: EndpointInput<K>, options?: CallOptions];
 
 /** Endpoints answering Server-Sent Events: the client streams them (`streamTask`) instead of one JSON answer. */
 type SseEndpointName = { [K in EndpointName]: (typeof routes)[K] extends { sse: true } ? K : never }[EndpointName];
@@ -104,11 +103,19 @@ export class AgentctlClient {
   }
 
   /** Calls one endpoint by its table name; the typed methods below are thin wrappers of this. */
-  async request<K extends EndpointName>(name: K, input: EndpointInput<K> = {} as EndpointInput<K>, call: CallOptions = {}): Promise<ApiResponse<EndpointOutput<K>>> {
+  async request<K extends EndpointName>(
+    name: K,
+    input: EndpointInput<K> = {} as EndpointInput<K>,
+    call: CallOptions = {},
+  ): Promise<ApiResponse<EndpointOutput<K>>> {
     const endpoint: Route = routes[name];
     const { params, query, body } = input as { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown };
     const url = this.baseUrl + buildPath(endpoint.path, params ?? {}) + buildQuery(query);
-    const headers: Record<string, string> = { accept: 'application/json', ...(this.options.userAgent ? { 'user-agent': this.options.userAgent } : {}), ...call.headers };
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      ...(this.options.userAgent ? { 'user-agent': this.options.userAgent } : {}),
+      ...call.headers,
+    };
     if (endpoint.auth !== false && this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
     const payload = body === undefined ? undefined : JSON.stringify(body);
     if (payload !== undefined) headers['content-type'] = 'application/json';
@@ -116,17 +123,24 @@ export class AgentctlClient {
     // An endpoint that takes an Idempotency-Key gets one per call (the caller's, else a fresh one),
     // the same on every attempt: such a create is then as safe to retry as a GET, since the server
     // answers a repeat with the first response.
-    if (endpoint.idempotencyKey && !Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key')) headers['idempotency-key'] = globalThis.crypto.randomUUID();
+    if (endpoint.idempotencyKey && !Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key'))
+      headers['idempotency-key'] = globalThis.crypto.randomUUID();
     const retriable = endpoint.idempotent || endpoint.idempotencyKey === true;
     const attempts = retriable ? 1 + (this.options.retries ?? 3) : 1;
     const transport = this.options.transport ?? send;
     for (let attempt = 1; ; attempt++) {
       // Date.now, not performance.now: the global `performance` loads perf_hooks on first touch.
       const started = Date.now();
-      this.trace(() => `→ ${endpoint.method} ${url} ${JSON.stringify(redactHeaders(headers))}${payload ? ' ' + JSON.stringify(redactJson(body)) : ''}`);
+      this.trace(() => `→ ${endpoint.method} ${url} ${JSON.stringify(redactHeaders(headers))}${payload ? ` ${JSON.stringify(redactJson(body))}` : ''}`);
       let response: TransportResponse;
       try {
-        response = await transport(url, { method: endpoint.method, headers, body: payload, signal: this.signalFor(call), onSent: () => void this.loadParser() });
+        response = await transport(url, {
+          method: endpoint.method,
+          headers,
+          body: payload,
+          signal: this.signalFor(call),
+          onSent: () => void this.loadParser(),
+        });
       } catch (error) {
         if (this.options.signal?.aborted || call.signal?.aborted) throw error;
         const reason = failureReason(error);
@@ -138,7 +152,10 @@ export class AgentctlClient {
         throw new UnreachableError(this.baseUrl, reason);
       }
       const raw = parseJson(response.text);
-      this.trace(() => `← ${response.status} ${endpoint.method} ${url} (${Date.now() - started} ms, request ${response.headers.get('x-request-id') ?? '-'}) ${raw === undefined ? '(empty body)' : typeof raw === 'string' ? redactText(raw).slice(0, 4000) : JSON.stringify(redactJson(raw)).slice(0, 4000)}`);
+      this.trace(
+        () =>
+          `← ${response.status} ${endpoint.method} ${url} (${Date.now() - started} ms, request ${response.headers.get('x-request-id') ?? '-'}) ${raw === undefined ? '(empty body)' : typeof raw === 'string' ? redactText(raw).slice(0, 4000) : JSON.stringify(redactJson(raw)).slice(0, 4000)}`,
+      );
       // Every answer of the service is a JSON body; anything else came from something in between, or from another program.
       if (raw === undefined || typeof raw === 'string') {
         if (RETRY_STATUSES.has(response.status) && attempt < attempts) {
@@ -177,7 +194,10 @@ export class AgentctlClient {
         toError: (status, headers, text, request) => toApiError({ status, statusText: '', headers, text }, parseJson(text), request),
       },
       taskId,
-      { ...options, signal: options.signal && this.options.signal ? AbortSignal.any([options.signal, this.options.signal]) : (options.signal ?? this.options.signal) },
+      {
+        ...options,
+        signal: options.signal && this.options.signal ? AbortSignal.any([options.signal, this.options.signal]) : (options.signal ?? this.options.signal),
+      },
     );
   }
 

@@ -12,7 +12,12 @@ export interface ServerSentEvent {
  * the stream or `signal` aborts. An error status before the stream starts throws the same
  * ApiRequestError a JSON call would.
  */
-export async function* readEventStream(client: AgentctlClient, path: string, query: Record<string, string | number | boolean | undefined>, signal?: AbortSignal): AsyncGenerator<ServerSentEvent> {
+export async function* readEventStream(
+  client: AgentctlClient,
+  path: string,
+  query: Record<string, string | number | boolean | undefined>,
+  signal?: AbortSignal,
+): AsyncGenerator<ServerSentEvent> {
   const url = new URL(client.baseUrl + path);
   for (const [name, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(name, String(value));
   const headers: Record<string, string> = { accept: 'text/event-stream' };
@@ -35,7 +40,12 @@ export async function* readEventStream(client: AgentctlClient, path: string, que
     }
     const request = { method: 'GET', url: url.toString(), requestId: response.headers.get('x-request-id') ?? undefined };
     if (body && Array.isArray(body.detail)) throw new ApiRequestError(response.status, 'validation_error', body.detail, request);
-    throw new ApiRequestError(response.status, typeof body?.code === 'string' ? body.code : `http_${response.status}`, typeof body?.detail === 'string' ? body.detail : text.slice(0, 200) || `HTTP ${response.status}`, request);
+    throw new ApiRequestError(
+      response.status,
+      typeof body?.code === 'string' ? body.code : `http_${response.status}`,
+      typeof body?.detail === 'string' ? body.detail : text.slice(0, 200) || `HTTP ${response.status}`,
+      request,
+    );
   }
   const decoder = new TextDecoder();
   let buffer = '';

@@ -56,7 +56,14 @@ export async function send(url: string, request: TransportRequest): Promise<Tran
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('error', (error) => reject(toTransportError(error, request.signal)));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', headers: headerReader(res.headers), text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          statusText: res.statusMessage ?? '',
+          headers: headerReader(res.headers),
+          text: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
     });
     req.on('error', (error) => reject(toTransportError(error, request.signal)));
     if (request.onSent) req.once('finish', request.onSent);

@@ -84,7 +84,14 @@ export interface AcpResponse {
 }
 
 /** JSON-RPC error codes the agent answers with. */
-export const ACP_ERRORS = { parseError: -32700, invalidRequest: -32600, methodNotFound: -32601, invalidParams: -32602, internal: -32603, unauthorized: -32001 } as const;
+export const ACP_ERRORS = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  unauthorized: -32001,
+} as const;
 
 /** `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, t + "." + body)>`. */
 export function signBody(secret: string, body: string, nowSeconds = Math.floor(Date.now() / 1000)): string {

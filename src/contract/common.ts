@@ -132,7 +132,16 @@ export const QueryBool = z.stringbool();
 export const QueryInt = (min: number, max?: number) => {
   const bounded = z.number().int().min(min);
   return z
-    .union([z.number(), z.string().regex(/^-?[0-9]{1,16}$/).transform(Number)], { error: 'Expected a decimal integer' })
+    .union(
+      [
+        z.number(),
+        z
+          .string()
+          .regex(/^-?[0-9]{1,16}$/)
+          .transform(Number),
+      ],
+      { error: 'Expected a decimal integer' },
+    )
     .pipe(max === undefined ? bounded : bounded.max(max));
 };
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { JsonObject, QueryInt, Timestamp } from './common.js';
-import { Task } from './resources.js';
+import type { Task } from './resources.js';
 import { ACP_METHODS, EVENT_LIST_LIMIT, MESSAGE_LIST_LIMIT } from './enums.js';
 
 // ---- content ------------------------------------------------------------------------------------
@@ -76,7 +76,11 @@ export type Tracker = z.infer<typeof Tracker>;
 const afterSequence = { after_sequence_id: QueryInt(0).default(0) };
 
 export const CreateEventRequest = z.object({ content: ContentInput });
-export const ListEventsQuery = z.object({ task_id: z.string().min(1), ...afterSequence, limit: QueryInt(EVENT_LIST_LIMIT.min, EVENT_LIST_LIMIT.max).default(EVENT_LIST_LIMIT.default) });
+export const ListEventsQuery = z.object({
+  task_id: z.string().min(1),
+  ...afterSequence,
+  limit: QueryInt(EVENT_LIST_LIMIT.min, EVENT_LIST_LIMIT.max).default(EVENT_LIST_LIMIT.default),
+});
 export const EventList = z.object({ events: z.array(Event), has_more: z.boolean() });
 
 export const CreateMessageRequest = z.object({
@@ -86,7 +90,11 @@ export const CreateMessageRequest = z.object({
   streaming_status: StreamingStatus.nullable().default(null),
 });
 export const UpdateMessageRequest = z.object({ content: ContentInput.optional(), streaming_status: StreamingStatus.nullable().optional() });
-export const ListMessagesQuery = z.object({ task_id: z.string().min(1), ...afterSequence, limit: QueryInt(MESSAGE_LIST_LIMIT.min, MESSAGE_LIST_LIMIT.max).default(MESSAGE_LIST_LIMIT.default) });
+export const ListMessagesQuery = z.object({
+  task_id: z.string().min(1),
+  ...afterSequence,
+  limit: QueryInt(MESSAGE_LIST_LIMIT.min, MESSAGE_LIST_LIMIT.max).default(MESSAGE_LIST_LIMIT.default),
+});
 export const MessageList = z.object({ messages: z.array(Message), has_more: z.boolean() });
 
 export const TrackerQuery = z.object({ task_id: z.string().min(1).optional(), agent_id: z.string().min(1).optional() });

@@ -32,7 +32,10 @@ export type RouteName = keyof typeof routes;
 /** A route as a TypeScript object literal on one line (keys bare, strings single-quoted). */
 function literal(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(literal).join(', ')}]`;
-  if (value && typeof value === 'object') return `{ ${Object.entries(value).map(([k, v]) => `${k}: ${literal(v)}`).join(', ')} }`;
+  if (value && typeof value === 'object')
+    return `{ ${Object.entries(value)
+      .map(([k, v]) => `${k}: ${literal(v)}`)
+      .join(', ')} }`;
   if (typeof value === 'string') return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
   return String(value);
 }
@@ -56,7 +59,12 @@ export function endpointTableMarkdown(): string {
       // Methods of one path share a cell when they take the same query and carry the same notes.
       const bySuffix = new Map<string, string[]>();
       for (const e of group) {
-        const query = e.method === 'GET' && e.query ? `?${Object.keys(e.query.shape).map((q) => `${q}=`).join('&')}` : '';
+        const query =
+          e.method === 'GET' && e.query
+            ? `?${Object.keys(e.query.shape)
+                .map((q) => `${q}=`)
+                .join('&')}`
+            : '';
         const notes = notesOf(e);
         const key = JSON.stringify([query, notes.length ? ` (${notes.join(', ')})` : '']);
         (bySuffix.get(key) ?? bySuffix.set(key, []).get(key)!).push(e.method);

@@ -248,15 +248,16 @@ export const RegisterVersionRequest = z.object({
   version_id: z.string().min(1),
   branch_id: z.string().min(1).optional(),
   /** Where the dispatcher delivers: `{acp_url}/api`. */
-  acp_url: z.url({ protocol: /^https?$/ }).max(2048).optional(),
+  acp_url: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .optional(),
   registration_token: z.string().min(1).max(200).optional(),
   /** ACTIVE: ready (or recovered); UNHEALTHY: failing health checks; FAILED: could not start. */
   status: z.enum(REPORTED_VERSION_STATUSES).default('ACTIVE'),
   replicas: z.number().int().min(0).max(DEPLOY_REPLICAS.max).optional(),
   failure_reason: z.string().max(200).optional(),
-  failure_diagnostics: z
-    .object({ title: z.string(), description: z.string(), action: z.string() })
-    .optional(),
+  failure_diagnostics: z.object({ title: z.string(), description: z.string(), action: z.string() }).optional(),
   registration_metadata: JsonObject.optional(),
 });
 export const RegisterVersionResponse = z.object({
@@ -321,9 +322,18 @@ export const TASK_RELATIONSHIPS = ['agents'] as const;
 const TaskRelationship = z.enum(TASK_RELATIONSHIPS);
 /** `relationships=agents`, once or repeated; read as a list. */
 export const TaskRelationships = z
-  .union([TaskRelationship, z.array(TaskRelationship).min(1).max(TASK_RELATIONSHIPS.length * 4)], {
-    error: `one of ${TASK_RELATIONSHIPS.join(', ')}, once or repeated`,
-  })
+  .union(
+    [
+      TaskRelationship,
+      z
+        .array(TaskRelationship)
+        .min(1)
+        .max(TASK_RELATIONSHIPS.length * 4),
+    ],
+    {
+      error: `one of ${TASK_RELATIONSHIPS.join(', ')}, once or repeated`,
+    },
+  )
   .transform((value) => (Array.isArray(value) ? value : [value]));
 
 const ISO_DATE_TIME = z.iso.datetime({ offset: true });
@@ -404,113 +414,952 @@ export const CreateKeyResponse = z.object({ api_key: ApiKey, secret: z.string() 
  */
 export const endpoints = lazyTable({
   // health and schema
-  healthz: () => ep({ method: 'GET', path: '/healthz', status: 200, auth: false, idempotent: true, summary: 'Liveness', tag: 'meta', response: z.object({ status: z.literal('ok') }) }),
-  readyz: () => ep({ method: 'GET', path: '/readyz', status: 200, auth: false, idempotent: true, summary: 'Readiness (database reachable)', tag: 'meta', response: z.object({ status: z.literal('ok'), engine: z.enum(['pglite', 'postgres']) }) }),
+  healthz: () =>
+    ep({
+      method: 'GET',
+      path: '/healthz',
+      status: 200,
+      auth: false,
+      idempotent: true,
+      summary: 'Liveness',
+      tag: 'meta',
+      response: z.object({ status: z.literal('ok') }),
+    }),
+  readyz: () =>
+    ep({
+      method: 'GET',
+      path: '/readyz',
+      status: 200,
+      auth: false,
+      idempotent: true,
+      summary: 'Readiness (database reachable)',
+      tag: 'meta',
+      response: z.object({ status: z.literal('ok'), engine: z.enum(['pglite', 'postgres']) }),
+    }),
 
   // namespaces and projects
-  createNamespace: () => ep({ method: 'POST', path: '/namespaces', status: 201, summary: 'Create a namespace (org admins)', tag: 'namespaces', body: z.object({ name: NonBlank(100), slug: Slug }), response: Namespace }),
-  listNamespaces: () => ep({ method: 'GET', path: '/namespaces', status: 200, idempotent: true, summary: 'List namespaces', tag: 'namespaces', query: z.object({ ...PageQuery }), response: z.object({ namespaces: z.array(Namespace), total: z.number().int() }) }),
-  createProject: () => ep({ method: 'POST', path: '/projects', status: 201, summary: 'Create a project', tag: 'projects', body: z.object({ namespace: Slug.default('default'), name: ResourceName, description: z.string().max(1000).default('') }), response: Project }),
-  listProjects: () => ep({ method: 'GET', path: '/projects', status: 200, idempotent: true, summary: 'List projects', tag: 'projects', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ projects: z.array(Project), total: z.number().int() }) }),
+  createNamespace: () =>
+    ep({
+      method: 'POST',
+      path: '/namespaces',
+      status: 201,
+      summary: 'Create a namespace (org admins)',
+      tag: 'namespaces',
+      body: z.object({ name: NonBlank(100), slug: Slug }),
+      response: Namespace,
+    }),
+  listNamespaces: () =>
+    ep({
+      method: 'GET',
+      path: '/namespaces',
+      status: 200,
+      idempotent: true,
+      summary: 'List namespaces',
+      tag: 'namespaces',
+      query: z.object({ ...PageQuery }),
+      response: z.object({ namespaces: z.array(Namespace), total: z.number().int() }),
+    }),
+  createProject: () =>
+    ep({
+      method: 'POST',
+      path: '/projects',
+      status: 201,
+      summary: 'Create a project',
+      tag: 'projects',
+      body: z.object({ namespace: Slug.default('default'), name: ResourceName, description: z.string().max(1000).default('') }),
+      response: Project,
+    }),
+  listProjects: () =>
+    ep({
+      method: 'GET',
+      path: '/projects',
+      status: 200,
+      idempotent: true,
+      summary: 'List projects',
+      tag: 'projects',
+      query: z.object({ namespace: z.string().optional(), ...PageQuery }),
+      response: z.object({ projects: z.array(Project), total: z.number().int() }),
+    }),
 
   // agents
-  deploy: () => ep({ method: 'POST', path: '/agents/deploy', status: 201, idempotencyKey: true, summary: 'Deploy a version (creates agent and branch if needed)', tag: 'agents', body: DeployRequest, response: DeployResponse }),
-  listAgents: () => ep({ method: 'GET', path: '/agents', status: 200, idempotent: true, summary: 'List agents', tag: 'agents', query: z.object({ namespace: z.string().optional(), ...PageQuery }), response: z.object({ agents: z.array(Agent), total: z.number().int() }) }),
-  getAgent: () => ep({ method: 'GET', path: '/agents/:agent_id', status: 200, idempotent: true, summary: 'Get an agent by id', tag: 'agents', params: id('agent_id'), response: Agent }),
-  getAgentByName: () => ep({ method: 'GET', path: '/agents/name/:namespace_slug/:agent_name', status: 200, idempotent: true, summary: 'Get an agent by namespace and name', tag: 'agents', params: AgentPath, response: Agent }),
-  deleteAgent: () => ep({ method: 'DELETE', path: '/agents/:agent_id', status: 200, summary: 'Delete an agent', tag: 'agents', params: id('agent_id'), response: DeleteResponse }),
-  deleteAgentByName: () => ep({ method: 'DELETE', path: '/agents/name/:namespace_slug/:agent_name', status: 200, summary: 'Delete an agent by name', tag: 'agents', params: AgentPath, response: DeleteResponse }),
+  deploy: () =>
+    ep({
+      method: 'POST',
+      path: '/agents/deploy',
+      status: 201,
+      idempotencyKey: true,
+      summary: 'Deploy a version (creates agent and branch if needed)',
+      tag: 'agents',
+      body: DeployRequest,
+      response: DeployResponse,
+    }),
+  listAgents: () =>
+    ep({
+      method: 'GET',
+      path: '/agents',
+      status: 200,
+      idempotent: true,
+      summary: 'List agents',
+      tag: 'agents',
+      query: z.object({ namespace: z.string().optional(), ...PageQuery }),
+      response: z.object({ agents: z.array(Agent), total: z.number().int() }),
+    }),
+  getAgent: () =>
+    ep({
+      method: 'GET',
+      path: '/agents/:agent_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get an agent by id',
+      tag: 'agents',
+      params: id('agent_id'),
+      response: Agent,
+    }),
+  getAgentByName: () =>
+    ep({
+      method: 'GET',
+      path: '/agents/name/:namespace_slug/:agent_name',
+      status: 200,
+      idempotent: true,
+      summary: 'Get an agent by namespace and name',
+      tag: 'agents',
+      params: AgentPath,
+      response: Agent,
+    }),
+  deleteAgent: () =>
+    ep({
+      method: 'DELETE',
+      path: '/agents/:agent_id',
+      status: 200,
+      summary: 'Delete an agent',
+      tag: 'agents',
+      params: id('agent_id'),
+      response: DeleteResponse,
+    }),
+  deleteAgentByName: () =>
+    ep({
+      method: 'DELETE',
+      path: '/agents/name/:namespace_slug/:agent_name',
+      status: 200,
+      summary: 'Delete an agent by name',
+      tag: 'agents',
+      params: AgentPath,
+      response: DeleteResponse,
+    }),
 
   // versions and branches (the spec's four list endpoints)
-  listBranchVersions: () => ep({ method: 'GET', path: '/branches/:branch_id/versions', status: 200, idempotent: true, summary: 'Versions of a branch, newest deployed_at first', tag: 'versions', params: id('branch_id'), query: z.object({ limit: VersionLimit }), response: VersionList }),
-  listAgentVersions: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/versions', status: 200, idempotent: true, summary: 'Versions of an agent, newest deployed_at first', tag: 'versions', params: AgentPath, query: z.object({ branch: z.string().min(1).optional(), status: VersionStatus.optional(), limit: VersionLimit }), response: VersionList }),
-  listAgentBranches: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/branches', status: 200, idempotent: true, summary: 'Branches of an agent', tag: 'branches', params: AgentPath, query: z.object({ include_retired: QueryBool.default(false) }), response: BranchList }),
-  listEnvironmentBranches: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments/:env_name/branches', status: 200, idempotent: true, summary: 'Branches matching an environment’s rules, updated_at descending', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: BranchList }),
-  getBranch: () => ep({ method: 'GET', path: '/branches/:branch_id', status: 200, idempotent: true, summary: 'Get a branch', tag: 'branches', params: id('branch_id'), response: Branch }),
-  rollbackBranch: () => ep({ method: 'POST', path: '/branches/:branch_id/rollback', status: 200, summary: 'Roll a branch back to an earlier version', tag: 'branches', params: id('branch_id'), body: RollbackRequest, response: RollbackResponse }),
-  retireBranch: () => ep({ method: 'POST', path: '/branches/:branch_id/retire', status: 200, summary: 'Retire a branch', tag: 'branches', params: id('branch_id'), body: RetireBranchRequest, response: Branch }),
-  getVersion: () => ep({ method: 'GET', path: '/versions/:version_id', status: 200, idempotent: true, summary: 'Get a version', tag: 'versions', params: id('version_id'), response: Version }),
-  listVersionEvents: () => ep({ method: 'GET', path: '/versions/:version_id/events', status: 200, idempotent: true, summary: 'Lifecycle events of a version', tag: 'versions', params: id('version_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
-  listBranchEvents: () => ep({ method: 'GET', path: '/branches/:branch_id/events', status: 200, idempotent: true, summary: 'Lifecycle events of a branch', tag: 'branches', params: id('branch_id'), response: z.object({ events: z.array(VersionEvent), total: z.number().int() }) }),
-  resolveAgentVersion: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/versions/:ref', status: 200, idempotent: true, summary: 'One version of an agent by reference: vN, a git-hash prefix (409 ambiguous_version when it matches several) or a ver_ id', tag: 'versions', params: AgentPath.extend({ ref: z.string().refine((ref) => parseVersionRef(ref) !== null, `must be ${VERSION_REF_FORMS}`) }), response: Version }),
-  registerVersion: () => ep({ method: 'POST', path: '/versions/register', status: 200, auth: 'optional', summary: 'Register an agent process (registration token) or report a version ready, unhealthy or failed (key)', tag: 'versions', body: RegisterVersionRequest, response: RegisterVersionResponse }),
-  createRegistrationToken: () => ep({ method: 'POST', path: '/versions/:version_id/registration-tokens', status: 201, summary: 'A one-time registration token for an agent process started by hand (write on the agent)', tag: 'versions', params: id('version_id'), response: RegistrationTokenResponse }),
-  getSigningSecret: () => ep({ method: 'GET', path: '/versions/:version_id/signing-secret', status: 200, idempotent: true, summary: 'The version’s delivery signing secret (admin on the agent)', tag: 'versions', params: id('version_id'), response: SigningSecretResponse }),
+  listBranchVersions: () =>
+    ep({
+      method: 'GET',
+      path: '/branches/:branch_id/versions',
+      status: 200,
+      idempotent: true,
+      summary: 'Versions of a branch, newest deployed_at first',
+      tag: 'versions',
+      params: id('branch_id'),
+      query: z.object({ limit: VersionLimit }),
+      response: VersionList,
+    }),
+  listAgentVersions: () =>
+    ep({
+      method: 'GET',
+      path: '/agents/:namespace_slug/:agent_name/versions',
+      status: 200,
+      idempotent: true,
+      summary: 'Versions of an agent, newest deployed_at first',
+      tag: 'versions',
+      params: AgentPath,
+      query: z.object({ branch: z.string().min(1).optional(), status: VersionStatus.optional(), limit: VersionLimit }),
+      response: VersionList,
+    }),
+  listAgentBranches: () =>
+    ep({
+      method: 'GET',
+      path: '/agents/:namespace_slug/:agent_name/branches',
+      status: 200,
+      idempotent: true,
+      summary: 'Branches of an agent',
+      tag: 'branches',
+      params: AgentPath,
+      query: z.object({ include_retired: QueryBool.default(false) }),
+      response: BranchList,
+    }),
+  listEnvironmentBranches: () =>
+    ep({
+      method: 'GET',
+      path: '/agents/:namespace_slug/:agent_name/environments/:env_name/branches',
+      status: 200,
+      idempotent: true,
+      summary: 'Branches matching an environment’s rules, updated_at descending',
+      tag: 'environments',
+      params: AgentPath.extend({ env_name: PathParam }),
+      response: BranchList,
+    }),
+  getBranch: () =>
+    ep({
+      method: 'GET',
+      path: '/branches/:branch_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get a branch',
+      tag: 'branches',
+      params: id('branch_id'),
+      response: Branch,
+    }),
+  rollbackBranch: () =>
+    ep({
+      method: 'POST',
+      path: '/branches/:branch_id/rollback',
+      status: 200,
+      summary: 'Roll a branch back to an earlier version',
+      tag: 'branches',
+      params: id('branch_id'),
+      body: RollbackRequest,
+      response: RollbackResponse,
+    }),
+  retireBranch: () =>
+    ep({
+      method: 'POST',
+      path: '/branches/:branch_id/retire',
+      status: 200,
+      summary: 'Retire a branch',
+      tag: 'branches',
+      params: id('branch_id'),
+      body: RetireBranchRequest,
+      response: Branch,
+    }),
+  getVersion: () =>
+    ep({
+      method: 'GET',
+      path: '/versions/:version_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get a version',
+      tag: 'versions',
+      params: id('version_id'),
+      response: Version,
+    }),
+  listVersionEvents: () =>
+    ep({
+      method: 'GET',
+      path: '/versions/:version_id/events',
+      status: 200,
+      idempotent: true,
+      summary: 'Lifecycle events of a version',
+      tag: 'versions',
+      params: id('version_id'),
+      response: z.object({ events: z.array(VersionEvent), total: z.number().int() }),
+    }),
+  listBranchEvents: () =>
+    ep({
+      method: 'GET',
+      path: '/branches/:branch_id/events',
+      status: 200,
+      idempotent: true,
+      summary: 'Lifecycle events of a branch',
+      tag: 'branches',
+      params: id('branch_id'),
+      response: z.object({ events: z.array(VersionEvent), total: z.number().int() }),
+    }),
+  resolveAgentVersion: () =>
+    ep({
+      method: 'GET',
+      path: '/agents/:namespace_slug/:agent_name/versions/:ref',
+      status: 200,
+      idempotent: true,
+      summary: 'One version of an agent by reference: vN, a git-hash prefix (409 ambiguous_version when it matches several) or a ver_ id',
+      tag: 'versions',
+      params: AgentPath.extend({ ref: z.string().refine((ref) => parseVersionRef(ref) !== null, `must be ${VERSION_REF_FORMS}`) }),
+      response: Version,
+    }),
+  registerVersion: () =>
+    ep({
+      method: 'POST',
+      path: '/versions/register',
+      status: 200,
+      auth: 'optional',
+      summary: 'Register an agent process (registration token) or report a version ready, unhealthy or failed (key)',
+      tag: 'versions',
+      body: RegisterVersionRequest,
+      response: RegisterVersionResponse,
+    }),
+  createRegistrationToken: () =>
+    ep({
+      method: 'POST',
+      path: '/versions/:version_id/registration-tokens',
+      status: 201,
+      summary: 'A one-time registration token for an agent process started by hand (write on the agent)',
+      tag: 'versions',
+      params: id('version_id'),
+      response: RegistrationTokenResponse,
+    }),
+  getSigningSecret: () =>
+    ep({
+      method: 'GET',
+      path: '/versions/:version_id/signing-secret',
+      status: 200,
+      idempotent: true,
+      summary: 'The version’s delivery signing secret (admin on the agent)',
+      tag: 'versions',
+      params: id('version_id'),
+      response: SigningSecretResponse,
+    }),
 
   // environments
-  listEnvironments: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments', status: 200, idempotent: true, summary: 'Environments of an agent', tag: 'environments', params: AgentPath, response: z.object({ environments: z.array(Environment), total: z.number().int() }) }),
-  createEnvironment: () => ep({ method: 'POST', path: '/agents/:namespace_slug/:agent_name/environments', status: 201, summary: 'Create an environment', tag: 'environments', params: AgentPath, body: EnvironmentCreate, response: Environment }),
-  getEnvironment: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', status: 200, idempotent: true, summary: 'Get an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: Environment }),
-  updateEnvironment: () => ep({ method: 'PATCH', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', status: 200, summary: 'Update an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), body: EnvironmentUpdate, response: Environment }),
-  deleteEnvironment: () => ep({ method: 'DELETE', path: '/agents/:namespace_slug/:agent_name/environments/:env_name', status: 200, summary: 'Delete an environment', tag: 'environments', params: AgentPath.extend({ env_name: PathParam }), response: DeleteResponse }),
-  resolveEnvironment: () => ep({ method: 'GET', path: '/agents/:namespace_slug/:agent_name/resolve-env', status: 200, idempotent: true, summary: 'Which environment a git branch falls in', tag: 'environments', params: AgentPath, query: z.object({ branch: z.string().min(1) }), response: z.object({ branch: z.string(), environment: Environment }) }),
+  listEnvironments: () =>
+    ep({
+      method: 'GET',
+      path: '/agents/:namespace_slug/:agent_name/environments',
+      status: 200,
+      idempotent: true,
+      summary: 'Environments of an agent',
+      tag: 'environments',
+      params: AgentPath,
+      response: z.object({ environments: z.array(Environment), total: z.number().int() }),
+    }),
+  createEnvironment: () =>
+    ep({
+      method: 'POST',
+      path: '/agents/:namespace_slug/:agent_name/environments',
+      status: 201,
+      summary: 'Create an environment',
+      tag: 'environments',
+      params: AgentPath,
+      body: EnvironmentCreate,
+      response: Environment,
+    }),
+  getEnvironment: () =>
+    ep({
+      method: 'GET',
+      path: '/agents/:namespace_slug/:agent_name/environments/:env_name',
+      status: 200,
+      idempotent: true,
+      summary: 'Get an environment',
+      tag: 'environments',
+      params: AgentPath.extend({ env_name: PathParam }),
+      response: Environment,
+    }),
+  updateEnvironment: () =>
+    ep({
+      method: 'PATCH',
+      path: '/agents/:namespace_slug/:agent_name/environments/:env_name',
+      status: 200,
+      summary: 'Update an environment',
+      tag: 'environments',
+      params: AgentPath.extend({ env_name: PathParam }),
+      body: EnvironmentUpdate,
+      response: Environment,
+    }),
+  deleteEnvironment: () =>
+    ep({
+      method: 'DELETE',
+      path: '/agents/:namespace_slug/:agent_name/environments/:env_name',
+      status: 200,
+      summary: 'Delete an environment',
+      tag: 'environments',
+      params: AgentPath.extend({ env_name: PathParam }),
+      response: DeleteResponse,
+    }),
+  resolveEnvironment: () =>
+    ep({
+      method: 'GET',
+      path: '/agents/:namespace_slug/:agent_name/resolve-env',
+      status: 200,
+      idempotent: true,
+      summary: 'Which environment a git branch falls in',
+      tag: 'environments',
+      params: AgentPath,
+      query: z.object({ branch: z.string().min(1) }),
+      response: z.object({ branch: z.string(), environment: Environment }),
+    }),
 
   // tasks
-  createTask: () => ep({ method: 'POST', path: '/tasks', status: 201, idempotencyKey: true, summary: 'Create a task', tag: 'tasks', body: CreateTaskRequest, response: Task }),
-  listTasks: () => ep({ method: 'GET', path: '/tasks', status: 200, idempotent: true, summary: 'List tasks', tag: 'tasks', query: ListTasksQuery, response: TaskList }),
-  getTask: () => ep({ method: 'GET', path: '/tasks/:task_id', status: 200, idempotent: true, summary: 'Get a task', tag: 'tasks', params: id('task_id'), query: TaskQuery, response: Task }),
-  getTaskByName: () => ep({ method: 'GET', path: '/tasks/name/:task_name', status: 200, idempotent: true, summary: 'Get a task by name', tag: 'tasks', params: id('task_name'), query: TaskQuery, response: Task }),
-  updateTask: () => ep({ method: 'PATCH', path: '/tasks/:task_id', status: 200, summary: 'Update task metadata or status', tag: 'tasks', params: id('task_id'), body: UpdateTaskRequest, response: Task }),
-  deleteTask: () => ep({ method: 'DELETE', path: '/tasks/:task_id', status: 200, summary: 'Delete a task (soft)', tag: 'tasks', params: id('task_id'), response: Task }),
-  cancelTask: () => ep({ method: 'POST', path: '/tasks/:task_id/cancel', status: 200, summary: 'Cancel a task', tag: 'tasks', params: id('task_id'), response: Task }),
-  migrateTasks: () => ep({ method: 'POST', path: '/tasks/migrate', status: 200, summary: 'Move tasks between versions of one branch', tag: 'tasks', body: MigrateTasksRequest, response: MigrateTasksResponse }),
+  createTask: () =>
+    ep({ method: 'POST', path: '/tasks', status: 201, idempotencyKey: true, summary: 'Create a task', tag: 'tasks', body: CreateTaskRequest, response: Task }),
+  listTasks: () =>
+    ep({ method: 'GET', path: '/tasks', status: 200, idempotent: true, summary: 'List tasks', tag: 'tasks', query: ListTasksQuery, response: TaskList }),
+  getTask: () =>
+    ep({
+      method: 'GET',
+      path: '/tasks/:task_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get a task',
+      tag: 'tasks',
+      params: id('task_id'),
+      query: TaskQuery,
+      response: Task,
+    }),
+  getTaskByName: () =>
+    ep({
+      method: 'GET',
+      path: '/tasks/name/:task_name',
+      status: 200,
+      idempotent: true,
+      summary: 'Get a task by name',
+      tag: 'tasks',
+      params: id('task_name'),
+      query: TaskQuery,
+      response: Task,
+    }),
+  updateTask: () =>
+    ep({
+      method: 'PATCH',
+      path: '/tasks/:task_id',
+      status: 200,
+      summary: 'Update task metadata or status',
+      tag: 'tasks',
+      params: id('task_id'),
+      body: UpdateTaskRequest,
+      response: Task,
+    }),
+  deleteTask: () =>
+    ep({ method: 'DELETE', path: '/tasks/:task_id', status: 200, summary: 'Delete a task (soft)', tag: 'tasks', params: id('task_id'), response: Task }),
+  cancelTask: () =>
+    ep({ method: 'POST', path: '/tasks/:task_id/cancel', status: 200, summary: 'Cancel a task', tag: 'tasks', params: id('task_id'), response: Task }),
+  migrateTasks: () =>
+    ep({
+      method: 'POST',
+      path: '/tasks/migrate',
+      status: 200,
+      summary: 'Move tasks between versions of one branch',
+      tag: 'tasks',
+      body: MigrateTasksRequest,
+      response: MigrateTasksResponse,
+    }),
 
   // conversation: events, messages, trackers, the stream
-  streamTask: () => ep({ method: 'GET', path: '/tasks/:task_id/stream', status: 200, idempotent: true, sse: true, summary: 'Server-Sent Events: the task’s events, messages, status and tracker in sequence order', tag: 'conversation', params: id('task_id'), query: StreamQuery, response: z.string() }),
-  createEvent: () => ep({ method: 'POST', path: '/tasks/:task_id/events', status: 201, idempotencyKey: true, summary: 'Send an event to a task (run on the agent)', tag: 'conversation', params: id('task_id'), body: CreateEventRequest, response: Event }),
-  listEvents: () => ep({ method: 'GET', path: '/events', status: 200, idempotent: true, summary: 'Events of a task, ascending sequence_id', tag: 'conversation', query: ListEventsQuery, response: EventList }),
-  getEvent: () => ep({ method: 'GET', path: '/events/:event_id', status: 200, idempotent: true, summary: 'Get an event', tag: 'conversation', params: id('event_id'), response: Event }),
-  reportHandlerError: () => ep({ method: 'POST', path: '/tasks/:task_id/handler-errors', status: 201, idempotencyKey: true, summary: 'Report a handler that threw (recorded as an agent message)', tag: 'conversation', params: id('task_id'), body: HandlerErrorRequest, response: Message }),
-  completeDelivery: () => ep({ method: 'POST', path: '/deliveries/:delivery_id/complete', status: 200, idempotent: true, summary: 'An async agent’s handler of this delivery finished (run on the task’s agent): the task’s next delivery may go', tag: 'conversation', params: z.object({ delivery_id: DeliveryId }), response: Delivery }),
-  renewDeliveryLease: () => ep({ method: 'POST', path: '/deliveries/:delivery_id/renew', status: 200, idempotent: true, summary: 'Extend the lease of a delivery whose handler still runs (run on the task’s agent); 409 lease_lost once it was released for redelivery', tag: 'conversation', params: z.object({ delivery_id: DeliveryId }), response: Delivery }),
-  createMessage: () => ep({ method: 'POST', path: '/messages', status: 201, idempotencyKey: true, summary: 'Add a message to a task’s transcript', tag: 'conversation', body: CreateMessageRequest, response: Message }),
-  updateMessage: () => ep({ method: 'PUT', path: '/messages/:message_id', status: 200, summary: 'Replace a message’s content or finish its streaming', tag: 'conversation', params: id('message_id'), body: UpdateMessageRequest, response: Message }),
-  listMessages: () => ep({ method: 'GET', path: '/messages', status: 200, idempotent: true, summary: 'Messages of a task, ascending sequence_id', tag: 'conversation', query: ListMessagesQuery, response: MessageList }),
-  getMessage: () => ep({ method: 'GET', path: '/messages/:message_id', status: 200, idempotent: true, summary: 'Get a message', tag: 'conversation', params: id('message_id'), response: Message }),
-  listTrackers: () => ep({ method: 'GET', path: '/tracker', status: 200, idempotent: true, summary: 'Task trackers by task and/or agent', tag: 'conversation', query: TrackerQuery, response: TrackerList }),
-  getTracker: () => ep({ method: 'GET', path: '/tracker/:tracker_id', status: 200, idempotent: true, summary: 'Get a task tracker', tag: 'conversation', params: id('tracker_id'), response: Tracker }),
-  updateTracker: () => ep({ method: 'PATCH', path: '/tracker/:tracker_id', status: 200, summary: 'Update a tracker (left-out fields stay; the cursor only moves forward)', tag: 'conversation', params: id('tracker_id'), body: UpdateTrackerRequest, response: Tracker }),
+  streamTask: () =>
+    ep({
+      method: 'GET',
+      path: '/tasks/:task_id/stream',
+      status: 200,
+      idempotent: true,
+      sse: true,
+      summary: 'Server-Sent Events: the task’s events, messages, status and tracker in sequence order',
+      tag: 'conversation',
+      params: id('task_id'),
+      query: StreamQuery,
+      response: z.string(),
+    }),
+  createEvent: () =>
+    ep({
+      method: 'POST',
+      path: '/tasks/:task_id/events',
+      status: 201,
+      idempotencyKey: true,
+      summary: 'Send an event to a task (run on the agent)',
+      tag: 'conversation',
+      params: id('task_id'),
+      body: CreateEventRequest,
+      response: Event,
+    }),
+  listEvents: () =>
+    ep({
+      method: 'GET',
+      path: '/events',
+      status: 200,
+      idempotent: true,
+      summary: 'Events of a task, ascending sequence_id',
+      tag: 'conversation',
+      query: ListEventsQuery,
+      response: EventList,
+    }),
+  getEvent: () =>
+    ep({
+      method: 'GET',
+      path: '/events/:event_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get an event',
+      tag: 'conversation',
+      params: id('event_id'),
+      response: Event,
+    }),
+  reportHandlerError: () =>
+    ep({
+      method: 'POST',
+      path: '/tasks/:task_id/handler-errors',
+      status: 201,
+      idempotencyKey: true,
+      summary: 'Report a handler that threw (recorded as an agent message)',
+      tag: 'conversation',
+      params: id('task_id'),
+      body: HandlerErrorRequest,
+      response: Message,
+    }),
+  completeDelivery: () =>
+    ep({
+      method: 'POST',
+      path: '/deliveries/:delivery_id/complete',
+      status: 200,
+      idempotent: true,
+      summary: 'An async agent’s handler of this delivery finished (run on the task’s agent): the task’s next delivery may go',
+      tag: 'conversation',
+      params: z.object({ delivery_id: DeliveryId }),
+      response: Delivery,
+    }),
+  renewDeliveryLease: () =>
+    ep({
+      method: 'POST',
+      path: '/deliveries/:delivery_id/renew',
+      status: 200,
+      idempotent: true,
+      summary: 'Extend the lease of a delivery whose handler still runs (run on the task’s agent); 409 lease_lost once it was released for redelivery',
+      tag: 'conversation',
+      params: z.object({ delivery_id: DeliveryId }),
+      response: Delivery,
+    }),
+  createMessage: () =>
+    ep({
+      method: 'POST',
+      path: '/messages',
+      status: 201,
+      idempotencyKey: true,
+      summary: 'Add a message to a task’s transcript',
+      tag: 'conversation',
+      body: CreateMessageRequest,
+      response: Message,
+    }),
+  updateMessage: () =>
+    ep({
+      method: 'PUT',
+      path: '/messages/:message_id',
+      status: 200,
+      summary: 'Replace a message’s content or finish its streaming',
+      tag: 'conversation',
+      params: id('message_id'),
+      body: UpdateMessageRequest,
+      response: Message,
+    }),
+  listMessages: () =>
+    ep({
+      method: 'GET',
+      path: '/messages',
+      status: 200,
+      idempotent: true,
+      summary: 'Messages of a task, ascending sequence_id',
+      tag: 'conversation',
+      query: ListMessagesQuery,
+      response: MessageList,
+    }),
+  getMessage: () =>
+    ep({
+      method: 'GET',
+      path: '/messages/:message_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get a message',
+      tag: 'conversation',
+      params: id('message_id'),
+      response: Message,
+    }),
+  listTrackers: () =>
+    ep({
+      method: 'GET',
+      path: '/tracker',
+      status: 200,
+      idempotent: true,
+      summary: 'Task trackers by task and/or agent',
+      tag: 'conversation',
+      query: TrackerQuery,
+      response: TrackerList,
+    }),
+  getTracker: () =>
+    ep({
+      method: 'GET',
+      path: '/tracker/:tracker_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get a task tracker',
+      tag: 'conversation',
+      params: id('tracker_id'),
+      response: Tracker,
+    }),
+  updateTracker: () =>
+    ep({
+      method: 'PATCH',
+      path: '/tracker/:tracker_id',
+      status: 200,
+      summary: 'Update a tracker (left-out fields stay; the cursor only moves forward)',
+      tag: 'conversation',
+      params: id('tracker_id'),
+      body: UpdateTrackerRequest,
+      response: Tracker,
+    }),
 
   // states
-  createState: () => ep({ method: 'POST', path: '/states', status: 200, idempotencyKey: true, responseHeaders: STATE_ETAG, summary: 'Create a state record', tag: 'states', body: CreateStateRequest, response: State }),
-  mergeOrCreateState: () => ep({ method: 'POST', path: '/states/merge', status: 200, idempotencyKey: true, responseHeaders: STATE_ETAG, summary: 'Merge top-level keys into the (task, agent) state, an empty one when there is none yet (one atomic statement)', tag: 'states', body: CreateStateRequest, response: State }),
-  listStates: () => ep({ method: 'GET', path: '/states', status: 200, idempotent: true, summary: 'Find states by task and/or agent', tag: 'states', query: ListStatesQuery, response: z.object({ states: z.array(State), total: z.number().int() }) }),
-  getState: () => ep({ method: 'GET', path: '/states/:state_id', status: 200, idempotent: true, responseHeaders: STATE_ETAG, summary: 'Get a state record', tag: 'states', params: id('state_id'), response: State }),
-  replaceState: () => ep({ method: 'PUT', path: '/states/:state_id', status: 200, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Replace a state record', tag: 'states', params: id('state_id'), body: ReplaceStateRequest, response: State }),
-  mergeState: () => ep({ method: 'PATCH', path: '/states/:state_id', status: 200, headers: STATE_IF_MATCH, responseHeaders: STATE_ETAG, summary: 'Merge top-level keys atomically (null deletes a key)', tag: 'states', params: id('state_id'), body: MergeStateRequest, response: State }),
-  deleteState: () => ep({ method: 'DELETE', path: '/states/:state_id', status: 200, headers: STATE_IF_MATCH, summary: 'Delete a state record; answers the record as it was', tag: 'states', params: id('state_id'), response: DeletedState }),
+  createState: () =>
+    ep({
+      method: 'POST',
+      path: '/states',
+      status: 200,
+      idempotencyKey: true,
+      responseHeaders: STATE_ETAG,
+      summary: 'Create a state record',
+      tag: 'states',
+      body: CreateStateRequest,
+      response: State,
+    }),
+  mergeOrCreateState: () =>
+    ep({
+      method: 'POST',
+      path: '/states/merge',
+      status: 200,
+      idempotencyKey: true,
+      responseHeaders: STATE_ETAG,
+      summary: 'Merge top-level keys into the (task, agent) state, an empty one when there is none yet (one atomic statement)',
+      tag: 'states',
+      body: CreateStateRequest,
+      response: State,
+    }),
+  listStates: () =>
+    ep({
+      method: 'GET',
+      path: '/states',
+      status: 200,
+      idempotent: true,
+      summary: 'Find states by task and/or agent',
+      tag: 'states',
+      query: ListStatesQuery,
+      response: z.object({ states: z.array(State), total: z.number().int() }),
+    }),
+  getState: () =>
+    ep({
+      method: 'GET',
+      path: '/states/:state_id',
+      status: 200,
+      idempotent: true,
+      responseHeaders: STATE_ETAG,
+      summary: 'Get a state record',
+      tag: 'states',
+      params: id('state_id'),
+      response: State,
+    }),
+  replaceState: () =>
+    ep({
+      method: 'PUT',
+      path: '/states/:state_id',
+      status: 200,
+      headers: STATE_IF_MATCH,
+      responseHeaders: STATE_ETAG,
+      summary: 'Replace a state record',
+      tag: 'states',
+      params: id('state_id'),
+      body: ReplaceStateRequest,
+      response: State,
+    }),
+  mergeState: () =>
+    ep({
+      method: 'PATCH',
+      path: '/states/:state_id',
+      status: 200,
+      headers: STATE_IF_MATCH,
+      responseHeaders: STATE_ETAG,
+      summary: 'Merge top-level keys atomically (null deletes a key)',
+      tag: 'states',
+      params: id('state_id'),
+      body: MergeStateRequest,
+      response: State,
+    }),
+  deleteState: () =>
+    ep({
+      method: 'DELETE',
+      path: '/states/:state_id',
+      status: 200,
+      headers: STATE_IF_MATCH,
+      summary: 'Delete a state record; answers the record as it was',
+      tag: 'states',
+      params: id('state_id'),
+      response: DeletedState,
+    }),
 
   // access control
   whoami: () => ep({ method: 'GET', path: '/whoami', status: 200, idempotent: true, summary: 'The calling key', tag: 'keys', response: Whoami }),
-  listPresets: () => ep({ method: 'GET', path: '/api_keys/presets', status: 200, idempotent: true, summary: 'Key presets for the creation wizard', tag: 'keys', response: z.object({ presets: z.array(Preset) }) }),
-  createKey: () => ep({ method: 'POST', path: '/api_keys', status: 201, summary: 'Create an API key (secret shown once)', tag: 'keys', body: CreateKeyRequest, response: CreateKeyResponse }),
-  listKeys: () => ep({ method: 'GET', path: '/api_keys', status: 200, idempotent: true, summary: 'List API keys', tag: 'keys', query: z.object({ include_revoked: QueryBool.default(false) }), response: z.object({ api_keys: z.array(ApiKey), total: z.number().int() }) }),
-  getKey: () => ep({ method: 'GET', path: '/api_keys/:key_id', status: 200, idempotent: true, summary: 'Get an API key', tag: 'keys', params: id('key_id'), response: ApiKey }),
-  revokeKey: () => ep({ method: 'DELETE', path: '/api_keys/:key_id', status: 200, summary: 'Revoke an API key', tag: 'keys', params: id('key_id'), response: RevokedApiKey }),
-  updateKeyScopes: () => ep({ method: 'PATCH', path: '/api_keys/:key_id', status: 200, summary: 'Replace a key’s scopes', tag: 'keys', params: id('key_id'), body: z.object({ scopes: z.array(Scope).min(1).max(100) }), response: ApiKey }),
-  updateKeyGroups: () => ep({ method: 'PATCH', path: '/api_keys/:key_id/sharing-groups', status: 200, summary: 'Replace a key’s sharing groups', tag: 'keys', params: id('key_id'), body: z.object({ sharing_group_ids: z.array(z.string().min(1)).max(100) }), response: ApiKey }),
-  rotateKey: () => ep({ method: 'POST', path: '/api_keys/:key_id/rotate', status: 200, summary: 'Issue a new secret for a key', tag: 'keys', params: id('key_id'), response: CreateKeyResponse }),
-  createGroup: () => ep({ method: 'POST', path: '/groups', status: 201, summary: 'Create a sharing group', tag: 'groups', body: z.object({ name: NonBlank(100), description: z.string().max(1000).default('') }), response: Group }),
-  listGroups: () => ep({ method: 'GET', path: '/groups', status: 200, idempotent: true, summary: 'List sharing groups', tag: 'groups', query: z.object({ ...PageQuery }), response: z.object({ groups: z.array(Group), total: z.number().int() }) }),
-  getGroup: () => ep({ method: 'GET', path: '/groups/:group_id', status: 200, idempotent: true, summary: 'Get a sharing group', tag: 'groups', params: id('group_id'), response: Group }),
-  deleteGroup: () => ep({ method: 'DELETE', path: '/groups/:group_id', status: 200, summary: 'Delete a sharing group', tag: 'groups', params: id('group_id'), response: DeleteResponse }),
-  listGroupMembers: () => ep({ method: 'GET', path: '/groups/:group_id/members', status: 200, idempotent: true, summary: 'Members of a sharing group', tag: 'groups', params: id('group_id'), response: z.object({ members: z.array(GroupMember), total: z.number().int() }) }),
-  addGroupMember: () => ep({ method: 'PUT', path: '/groups/:group_id/members/:member_id', status: 200, idempotent: true, summary: 'Add a key to a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: GroupMember }),
-  removeGroupMember: () => ep({ method: 'DELETE', path: '/groups/:group_id/members/:member_id', status: 200, summary: 'Remove a key from a sharing group', tag: 'groups', params: z.object({ group_id: PathParam, member_id: PathParam }), response: DeleteResponse }),
+  listPresets: () =>
+    ep({
+      method: 'GET',
+      path: '/api_keys/presets',
+      status: 200,
+      idempotent: true,
+      summary: 'Key presets for the creation wizard',
+      tag: 'keys',
+      response: z.object({ presets: z.array(Preset) }),
+    }),
+  createKey: () =>
+    ep({
+      method: 'POST',
+      path: '/api_keys',
+      status: 201,
+      summary: 'Create an API key (secret shown once)',
+      tag: 'keys',
+      body: CreateKeyRequest,
+      response: CreateKeyResponse,
+    }),
+  listKeys: () =>
+    ep({
+      method: 'GET',
+      path: '/api_keys',
+      status: 200,
+      idempotent: true,
+      summary: 'List API keys',
+      tag: 'keys',
+      query: z.object({ include_revoked: QueryBool.default(false) }),
+      response: z.object({ api_keys: z.array(ApiKey), total: z.number().int() }),
+    }),
+  getKey: () =>
+    ep({
+      method: 'GET',
+      path: '/api_keys/:key_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get an API key',
+      tag: 'keys',
+      params: id('key_id'),
+      response: ApiKey,
+    }),
+  revokeKey: () =>
+    ep({ method: 'DELETE', path: '/api_keys/:key_id', status: 200, summary: 'Revoke an API key', tag: 'keys', params: id('key_id'), response: RevokedApiKey }),
+  updateKeyScopes: () =>
+    ep({
+      method: 'PATCH',
+      path: '/api_keys/:key_id',
+      status: 200,
+      summary: 'Replace a key’s scopes',
+      tag: 'keys',
+      params: id('key_id'),
+      body: z.object({ scopes: z.array(Scope).min(1).max(100) }),
+      response: ApiKey,
+    }),
+  updateKeyGroups: () =>
+    ep({
+      method: 'PATCH',
+      path: '/api_keys/:key_id/sharing-groups',
+      status: 200,
+      summary: 'Replace a key’s sharing groups',
+      tag: 'keys',
+      params: id('key_id'),
+      body: z.object({ sharing_group_ids: z.array(z.string().min(1)).max(100) }),
+      response: ApiKey,
+    }),
+  rotateKey: () =>
+    ep({
+      method: 'POST',
+      path: '/api_keys/:key_id/rotate',
+      status: 200,
+      summary: 'Issue a new secret for a key',
+      tag: 'keys',
+      params: id('key_id'),
+      response: CreateKeyResponse,
+    }),
+  createGroup: () =>
+    ep({
+      method: 'POST',
+      path: '/groups',
+      status: 201,
+      summary: 'Create a sharing group',
+      tag: 'groups',
+      body: z.object({ name: NonBlank(100), description: z.string().max(1000).default('') }),
+      response: Group,
+    }),
+  listGroups: () =>
+    ep({
+      method: 'GET',
+      path: '/groups',
+      status: 200,
+      idempotent: true,
+      summary: 'List sharing groups',
+      tag: 'groups',
+      query: z.object({ ...PageQuery }),
+      response: z.object({ groups: z.array(Group), total: z.number().int() }),
+    }),
+  getGroup: () =>
+    ep({
+      method: 'GET',
+      path: '/groups/:group_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get a sharing group',
+      tag: 'groups',
+      params: id('group_id'),
+      response: Group,
+    }),
+  deleteGroup: () =>
+    ep({
+      method: 'DELETE',
+      path: '/groups/:group_id',
+      status: 200,
+      summary: 'Delete a sharing group',
+      tag: 'groups',
+      params: id('group_id'),
+      response: DeleteResponse,
+    }),
+  listGroupMembers: () =>
+    ep({
+      method: 'GET',
+      path: '/groups/:group_id/members',
+      status: 200,
+      idempotent: true,
+      summary: 'Members of a sharing group',
+      tag: 'groups',
+      params: id('group_id'),
+      response: z.object({ members: z.array(GroupMember), total: z.number().int() }),
+    }),
+  addGroupMember: () =>
+    ep({
+      method: 'PUT',
+      path: '/groups/:group_id/members/:member_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Add a key to a sharing group',
+      tag: 'groups',
+      params: z.object({ group_id: PathParam, member_id: PathParam }),
+      response: GroupMember,
+    }),
+  removeGroupMember: () =>
+    ep({
+      method: 'DELETE',
+      path: '/groups/:group_id/members/:member_id',
+      status: 200,
+      summary: 'Remove a key from a sharing group',
+      tag: 'groups',
+      params: z.object({ group_id: PathParam, member_id: PathParam }),
+      response: DeleteResponse,
+    }),
 
   // filesystems and system folders (README "Filesystems and sync")
-  createFilesystem: () => ep({ method: 'POST', path: '/filesystems', status: 201, summary: 'Create a filesystem in a project or a namespace', tag: 'filesystems', body: CreateFilesystemRequest, response: Filesystem }),
-  listFilesystems: () => ep({ method: 'GET', path: '/filesystems', status: 200, idempotent: true, summary: 'Filesystems of a project (or of a namespace: those not in a project)', tag: 'filesystems', query: z.object({ project_id: z.string().min(1).optional(), namespace: z.string().min(1).optional(), ...PageQuery }), response: FilesystemList }),
-  getFilesystem: () => ep({ method: 'GET', path: '/filesystems/:filesystem_id', status: 200, idempotent: true, summary: 'Get a filesystem', tag: 'filesystems', params: id('filesystem_id'), response: Filesystem }),
-  deleteFilesystem: () => ep({ method: 'DELETE', path: '/filesystems/:filesystem_id', status: 200, summary: 'Delete a filesystem no task or version uses', tag: 'filesystems', params: id('filesystem_id'), response: DeleteResponse }),
-  downloadFilesystemArchive: () => ep({ method: 'GET', path: '/filesystems/:filesystem_id/archive', status: 200, idempotent: true, binary: { response: 'application/zstd' }, responseHeaders: TREE_ETAG, summary: 'The current archive (ETag is the tree checksum; If-None-Match answers 304)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
-  uploadFilesystemArchive: () => ep({ method: 'PUT', path: '/filesystems/:filesystem_id/archive', status: 200, binary: { request: ['application/zstd', 'application/octet-stream'] }, summary: 'Replace the content (If-Match the base checksum once there is content: 428 without, 412 when stale)', tag: 'filesystems', params: id('filesystem_id'), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
-  listFilesystemFiles: () => ep({ method: 'GET', path: '/filesystems/:filesystem_id/files', status: 200, idempotent: true, summary: 'The manifest: every member’s path, type, mode, size and sha256', tag: 'filesystems', params: id('filesystem_id'), response: FileManifest }),
-  getFilesystemFile: () => ep({ method: 'GET', path: '/filesystems/:filesystem_id/files/*', status: 200, idempotent: true, binary: { response: 'application/octet-stream' }, summary: 'One file’s bytes', tag: 'filesystems', params: z.object({ filesystem_id: z.string().min(1), '*': z.string().min(1) }), response: ArchiveBody }),
-  downloadSystemFolderArchive: () => ep({ method: 'GET', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, idempotent: true, binary: { response: 'application/zstd' }, responseHeaders: TREE_ETAG, summary: 'A task’s system folder archive (read on the agent)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-none-match': z.string().optional() }), response: ArchiveBody }),
-  uploadSystemFolderArchive: () => ep({ method: 'PUT', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, binary: { request: ['application/zstd', 'application/octet-stream'] }, summary: 'Replace a task’s system folder (run on the agent; same rules as filesystems)', tag: 'filesystems', params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }), headers: z.object({ 'if-match': z.string().optional() }), body: ArchiveBody, response: Filesystem }),
+  createFilesystem: () =>
+    ep({
+      method: 'POST',
+      path: '/filesystems',
+      status: 201,
+      summary: 'Create a filesystem in a project or a namespace',
+      tag: 'filesystems',
+      body: CreateFilesystemRequest,
+      response: Filesystem,
+    }),
+  listFilesystems: () =>
+    ep({
+      method: 'GET',
+      path: '/filesystems',
+      status: 200,
+      idempotent: true,
+      summary: 'Filesystems of a project (or of a namespace: those not in a project)',
+      tag: 'filesystems',
+      query: z.object({ project_id: z.string().min(1).optional(), namespace: z.string().min(1).optional(), ...PageQuery }),
+      response: FilesystemList,
+    }),
+  getFilesystem: () =>
+    ep({
+      method: 'GET',
+      path: '/filesystems/:filesystem_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get a filesystem',
+      tag: 'filesystems',
+      params: id('filesystem_id'),
+      response: Filesystem,
+    }),
+  deleteFilesystem: () =>
+    ep({
+      method: 'DELETE',
+      path: '/filesystems/:filesystem_id',
+      status: 200,
+      summary: 'Delete a filesystem no task or version uses',
+      tag: 'filesystems',
+      params: id('filesystem_id'),
+      response: DeleteResponse,
+    }),
+  downloadFilesystemArchive: () =>
+    ep({
+      method: 'GET',
+      path: '/filesystems/:filesystem_id/archive',
+      status: 200,
+      idempotent: true,
+      binary: { response: 'application/zstd' },
+      responseHeaders: TREE_ETAG,
+      summary: 'The current archive (ETag is the tree checksum; If-None-Match answers 304)',
+      tag: 'filesystems',
+      params: id('filesystem_id'),
+      headers: z.object({ 'if-none-match': z.string().optional() }),
+      response: ArchiveBody,
+    }),
+  uploadFilesystemArchive: () =>
+    ep({
+      method: 'PUT',
+      path: '/filesystems/:filesystem_id/archive',
+      status: 200,
+      binary: { request: ['application/zstd', 'application/octet-stream'] },
+      summary: 'Replace the content (If-Match the base checksum once there is content: 428 without, 412 when stale)',
+      tag: 'filesystems',
+      params: id('filesystem_id'),
+      headers: z.object({ 'if-match': z.string().optional() }),
+      body: ArchiveBody,
+      response: Filesystem,
+    }),
+  listFilesystemFiles: () =>
+    ep({
+      method: 'GET',
+      path: '/filesystems/:filesystem_id/files',
+      status: 200,
+      idempotent: true,
+      summary: 'The manifest: every member’s path, type, mode, size and sha256',
+      tag: 'filesystems',
+      params: id('filesystem_id'),
+      response: FileManifest,
+    }),
+  getFilesystemFile: () =>
+    ep({
+      method: 'GET',
+      path: '/filesystems/:filesystem_id/files/*',
+      status: 200,
+      idempotent: true,
+      binary: { response: 'application/octet-stream' },
+      summary: 'One file’s bytes',
+      tag: 'filesystems',
+      params: z.object({ filesystem_id: z.string().min(1), '*': z.string().min(1) }),
+      response: ArchiveBody,
+    }),
+  downloadSystemFolderArchive: () =>
+    ep({
+      method: 'GET',
+      path: '/tasks/:task_id/system-folders/:folder_type/archive',
+      status: 200,
+      idempotent: true,
+      binary: { response: 'application/zstd' },
+      responseHeaders: TREE_ETAG,
+      summary: 'A task’s system folder archive (read on the agent)',
+      tag: 'filesystems',
+      params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }),
+      headers: z.object({ 'if-none-match': z.string().optional() }),
+      response: ArchiveBody,
+    }),
+  uploadSystemFolderArchive: () =>
+    ep({
+      method: 'PUT',
+      path: '/tasks/:task_id/system-folders/:folder_type/archive',
+      status: 200,
+      binary: { request: ['application/zstd', 'application/octet-stream'] },
+      summary: 'Replace a task’s system folder (run on the agent; same rules as filesystems)',
+      tag: 'filesystems',
+      params: z.object({ task_id: z.string().min(1), folder_type: SystemFolderType }),
+      headers: z.object({ 'if-match': z.string().optional() }),
+      body: ArchiveBody,
+      response: Filesystem,
+    }),
   /** JSON `{lines}` (the client's method); with `follow=true` Server-Sent Events instead, so not marked `sse`. */
-  getVersionLogs: () => ep({ method: 'GET', path: '/versions/:version_id/logs', status: 200, idempotent: true, summary: 'Output of a version’s processes (read on the agent); Server-Sent Events with follow=true', tag: 'versions', params: id('version_id'), query: VersionLogsQuery, response: VersionLogs }),
+  getVersionLogs: () =>
+    ep({
+      method: 'GET',
+      path: '/versions/:version_id/logs',
+      status: 200,
+      idempotent: true,
+      summary: 'Output of a version’s processes (read on the agent); Server-Sent Events with follow=true',
+      tag: 'versions',
+      params: id('version_id'),
+      query: VersionLogsQuery,
+      response: VersionLogs,
+    }),
 });
 
 export type Endpoints = typeof endpoints;

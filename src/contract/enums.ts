@@ -42,7 +42,8 @@ export const DEPLOY_REPLICAS = { min: 1, max: 10, default: 1 } as const satisfie
 export const LOG_TAIL = { min: 0, max: 10_000, default: 100 } as const satisfies Bounds;
 
 /** Bounds as help text says them: `1..500`, or with the server's default `1..500, default 100`. */
-export const boundsText = (b: Bounds, withDefault = false): string => `${b.min}..${b.max}${withDefault && b.default !== undefined ? `, default ${b.default}` : ''}`;
+export const boundsText = (b: Bounds, withDefault = false): string =>
+  `${b.min}..${b.max}${withDefault && b.default !== undefined ? `, default ${b.default}` : ''}`;
 
 export const RESOURCE_TYPES = ['org', 'namespace', 'project', 'agent'] as const;
 export const ROLES = ['admin', 'member', 'discoverer', 'viewer', 'editor', 'owner', 'executor'] as const;

@@ -49,8 +49,12 @@ export const ManifestEntry = z
   .meta({ id: 'ManifestEntry' });
 export type ManifestEntry = z.infer<typeof ManifestEntry>;
 
-export const FileManifest = z.object({ filesystem_id: z.string(), archive_checksum: z.string().nullable(), files: z.array(ManifestEntry) }).meta({ id: 'FileManifest' });
+export const FileManifest = z
+  .object({ filesystem_id: z.string(), archive_checksum: z.string().nullable(), files: z.array(ManifestEntry) })
+  .meta({ id: 'FileManifest' });
 export type FileManifest = z.infer<typeof FileManifest>;
 
 /** The binary body of archive downloads and uploads, as openapi.json shows it. */
-export const ArchiveBody = z.string().meta({ format: 'binary', description: 'A tar archive, zstd-compressed (application/zstd) or plain (application/octet-stream)' });
+export const ArchiveBody = z
+  .string()
+  .meta({ format: 'binary', description: 'A tar archive, zstd-compressed (application/zstd) or plain (application/octet-stream)' });

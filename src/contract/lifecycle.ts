@@ -33,7 +33,15 @@ export const TERMINAL_TASK_STATUSES = ['CANCELED', 'COMPLETED', 'FAILED', 'TERMI
 /** The others: a live task, which keeps a DRAINING version running and can migrate. */
 export const LIVE_TASK_STATUSES = ['RUNNING', 'IDLE'] as const satisfies readonly TaskStatus[];
 /** What `PATCH /tasks/{id}` may set: every status but DELETED (that is `DELETE /tasks/{id}`). */
-export const SETTABLE_TASK_STATUSES = ['RUNNING', 'IDLE', 'COMPLETED', 'FAILED', 'CANCELED', 'TERMINATED', 'TIMED_OUT'] as const satisfies readonly TaskStatus[];
+export const SETTABLE_TASK_STATUSES = [
+  'RUNNING',
+  'IDLE',
+  'COMPLETED',
+  'FAILED',
+  'CANCELED',
+  'TERMINATED',
+  'TIMED_OUT',
+] as const satisfies readonly TaskStatus[];
 
 export const AGENT_STATUSES = ['ACTIVE', 'DELETED'] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];

@@ -35,14 +35,24 @@ export function buildOpenApiDocument(version: string): JsonSchema {
   // An upload's content is checked past the schemas: a 422 there may also be `{detail, code}`.
   const unprocessable = {
     description: `Validation error, or content that cannot be used (\`{detail, code}\` with code ${UNPROCESSABLE_CODES.join(', ')})`,
-    content: { 'application/json': { schema: { oneOf: [validation, { ...error, properties: { ...(error.properties as object), code: { type: 'string', enum: [...UNPROCESSABLE_CODES] } } }] } } },
+    content: {
+      'application/json': {
+        schema: {
+          oneOf: [validation, { ...error, properties: { ...(error.properties as object), code: { type: 'string', enum: [...UNPROCESSABLE_CODES] } } }],
+        },
+      },
+    },
   };
 
   const paths: Record<string, Record<string, unknown>> = {};
   for (const [operationId, e] of Object.entries(endpoints) as [string, Endpoint][]) {
     const path = e.path.replace(/:([a-z_]+)/g, '{$1}').replace(/\/\*$/, '/{path}');
     const parameters: unknown[] = [];
-    for (const [where, schema] of [['path', e.params], ['query', e.query], ['header', e.headers]] as const) {
+    for (const [where, schema] of [
+      ['path', e.params],
+      ['query', e.query],
+      ['header', e.headers],
+    ] as const) {
       if (!schema) continue;
       for (const [name, field] of Object.entries(schema.shape)) {
         parameters.push({
@@ -55,7 +65,13 @@ export function buildOpenApiDocument(version: string): JsonSchema {
     }
     // Headers the route flags imply (routes.ts), documented like declared ones.
     if (e.idempotencyKey) {
-      parameters.push({ name: 'Idempotency-Key', in: 'header', required: false, description: 'The same key and body within 24 h answers the first response again', schema: { type: 'string', minLength: 1, maxLength: 255 } });
+      parameters.push({
+        name: 'Idempotency-Key',
+        in: 'header',
+        required: false,
+        description: 'The same key and body within 24 h answers the first response again',
+        schema: { type: 'string', minLength: 1, maxLength: 255 },
+      });
     }
     if (e.sse) {
       parameters.push({ name: 'Last-Event-ID', in: 'header', required: false, description: 'Resume after this sequence_id', schema: { type: 'string' } });
@@ -72,7 +88,12 @@ export function buildOpenApiDocument(version: string): JsonSchema {
       ...(e.auth === false ? { security: [] } : {}),
       ...(parameters.length ? { parameters } : {}),
       ...(e.body
-        ? { requestBody: { required: true, content: Object.fromEntries((e.binary?.request ?? ['application/json']).map((type) => [type, { schema: toSchema(e.body!, 'input') }])) } }
+        ? {
+            requestBody: {
+              required: true,
+              content: Object.fromEntries((e.binary?.request ?? ['application/json']).map((type) => [type, { schema: toSchema(e.body!, 'input') }])),
+            },
+          }
         : {}),
       responses: {
         [String(e.status)]: { description: 'OK', ...headers, content: { [success]: { schema: toSchema(e.response, 'output') } } },

@@ -1,17 +1,6 @@
 import { z } from 'zod';
 import { PRESET_IDS } from './enums.js';
-import {
-  ACPType,
-  AgentInputType,
-  AgentStatus,
-  JsonObject,
-  ResourceType,
-  Role,
-  SDKType,
-  TaskStatus,
-  Timestamp,
-  VersionStatus,
-} from './common.js';
+import { ACPType, AgentInputType, AgentStatus, JsonObject, ResourceType, Role, SDKType, TaskStatus, Timestamp, VersionStatus } from './common.js';
 
 export const Agent = z
   .object({
@@ -64,19 +53,17 @@ const ResourceAmounts = z.strictObject({
  * limits. A request above its limit is refused here, as Kubernetes would refuse the pod. Not a named
  * component of openapi.json: what a deploy takes (numbers too) differs from what a version holds.
  */
-export const ResourceRequirements = z
-  .strictObject({ requests: ResourceAmounts.optional(), limits: ResourceAmounts.optional() })
-  .superRefine((value, ctx) => {
-    const check = (name: 'cpu' | 'memory', measure: (q: string) => number) => {
-      const request = value.requests?.[name];
-      const limit = value.limits?.[name];
-      if (request !== undefined && limit !== undefined && measure(request) > measure(limit)) {
-        ctx.addIssue({ code: 'custom', path: ['requests', name], message: `The ${name} request (${request}) is above its limit (${limit})` });
-      }
-    };
-    check('cpu', cpuMillicores);
-    check('memory', memoryBytes);
-  });
+export const ResourceRequirements = z.strictObject({ requests: ResourceAmounts.optional(), limits: ResourceAmounts.optional() }).superRefine((value, ctx) => {
+  const check = (name: 'cpu' | 'memory', measure: (q: string) => number) => {
+    const request = value.requests?.[name];
+    const limit = value.limits?.[name];
+    if (request !== undefined && limit !== undefined && measure(request) > measure(limit)) {
+      ctx.addIssue({ code: 'custom', path: ['requests', name], message: `The ${name} request (${request}) is above its limit (${limit})` });
+    }
+  };
+  check('cpu', cpuMillicores);
+  check('memory', memoryBytes);
+});
 export type ResourceRequirements = z.infer<typeof ResourceRequirements>;
 
 /** Resources as a version holds them (checked when deployed): quantities as text. */
@@ -276,9 +263,7 @@ export const Group = z
   .meta({ id: 'Group' });
 export type Group = z.infer<typeof Group>;
 
-export const GroupMember = z
-  .object({ group_id: z.string(), member_id: z.string(), name: z.string(), added_at: Timestamp })
-  .meta({ id: 'GroupMember' });
+export const GroupMember = z.object({ group_id: z.string(), member_id: z.string(), name: z.string(), added_at: Timestamp }).meta({ id: 'GroupMember' });
 
 export const Preset = z
   .object({

@@ -75,7 +75,11 @@ async function openService(app: FastifyInstance, options: AppOptions, config: Se
     store: options.store,
     config,
     auth: new Authenticator(options.store.db),
-    streamHub: new StreamHub(options.store, { pollMs: config.streamPollMs, maxBufferedRecords: config.streamMaxBuffered?.records, maxBufferedBytes: config.streamMaxBuffered?.bytes }),
+    streamHub: new StreamHub(options.store, {
+      pollMs: config.streamPollMs,
+      maxBufferedRecords: config.streamMaxBuffered?.records,
+      maxBufferedBytes: config.streamMaxBuffered?.bytes,
+    }),
     blobs,
     metrics: new ServiceMetrics(),
   };

@@ -34,7 +34,18 @@ export async function ensureBootstrap(db: Db, wantedSecret = process.env.AGENTCT
     await trx.insertInto('namespaces').values({ id: namespaceId, org_id: orgId, name: 'Default', slug: 'default' }).execute();
     await trx
       .insertInto('api_keys')
-      .values({ id: keyId, org_id: orgId, name: 'bootstrap', description: 'Org admin key created at first start', key_hash: hashSecret(secret), key_prefix: secretPrefix(secret), created_by_key_id: null, expires_at: null, revoked_at: null, last_used_at: null })
+      .values({
+        id: keyId,
+        org_id: orgId,
+        name: 'bootstrap',
+        description: 'Org admin key created at first start',
+        key_hash: hashSecret(secret),
+        key_prefix: secretPrefix(secret),
+        created_by_key_id: null,
+        expires_at: null,
+        revoked_at: null,
+        last_used_at: null,
+      })
       .execute();
     await trx
       .insertInto('grants')

@@ -7,7 +7,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from './store/db.js';
-import { ApiError } from './errors.js';
 import { conflict, invalid } from './domain/errors.js';
 import { RawJson } from './route-host.js';
 

@@ -43,8 +43,10 @@ export function unsafeInputItems(where: 'path' | 'query' | 'body', value: unknow
     const { value: v, loc, depth } = stack.pop()!;
     if (typeof v === 'string') {
       checkString(v, loc, 'Text');
-      if (where === 'query' && v === '' && loc.length === 2) items.push({ loc, msg: 'Must not be empty: leave the parameter out instead', type: 'string_too_short' });
-      if (where === 'path' && v.length > MAX_PATH_PARAM_CHARS) items.push({ loc, msg: `Too long: at most ${MAX_PATH_PARAM_CHARS} characters`, type: 'too_big' });
+      if (where === 'query' && v === '' && loc.length === 2)
+        items.push({ loc, msg: 'Must not be empty: leave the parameter out instead', type: 'string_too_short' });
+      if (where === 'path' && v.length > MAX_PATH_PARAM_CHARS)
+        items.push({ loc, msg: `Too long: at most ${MAX_PATH_PARAM_CHARS} characters`, type: 'too_big' });
       continue;
     }
     if (v === null || typeof v !== 'object') continue;

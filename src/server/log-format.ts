@@ -34,7 +34,7 @@ export function readableLogStream(out: { write(text: string): unknown }): { writ
         entry.msg === 'request'
           ? `${entry.method} ${entry.path} ${entry.status} ${entry.duration_ms} ms ${entry.key_id ?? '-'} ${entry.reqId ?? ''}`
           : `${entry.msg ?? ''}${entry.reqId ? ` ${entry.reqId}` : ''}`;
-      out.write(`${time} ${level} ${text.trimEnd()}\n${entry.err?.stack ? entry.err.stack + '\n' : ''}`);
+      out.write(`${time} ${level} ${text.trimEnd()}\n${entry.err?.stack ? `${entry.err.stack}\n` : ''}`);
     },
   };
 }

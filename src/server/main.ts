@@ -132,7 +132,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       runner = { driver, reconciler };
       app.service.runtime = driver;
     }
-    const metricsServer = options.metricsPort === undefined ? undefined : await listenMetrics(app.service.metrics, options.host ?? '127.0.0.1', options.metricsPort);
+    const metricsServer =
+      options.metricsPort === undefined ? undefined : await listenMetrics(app.service.metrics, options.host ?? '127.0.0.1', options.metricsPort);
     const close = async () => {
       clearInterval(sweep);
       if (metricsServer) await new Promise((resolve) => metricsServer.server.close(resolve));
@@ -161,7 +162,11 @@ async function createDriver(runtime: RuntimeName, options: ServerOptions, ro: Ru
   if (runtime === 'kubernetes') {
     // Loaded only when chosen: it brings @kubernetes/client-node.
     const { createKubernetesDriver } = await import('./runtime/kubernetes/index.js');
-    return createKubernetesDriver({ startTimeoutMs: ro.startTimeoutMs, graceMs: ro.graceMs, warn: (message) => process.stderr.write(`[agentctl runtime] ${message}\n`) });
+    return createKubernetesDriver({
+      startTimeoutMs: ro.startTimeoutMs,
+      graceMs: ro.graceMs,
+      warn: (message) => process.stderr.write(`[agentctl runtime] ${message}\n`),
+    });
   }
   const { createLocalDriver } = await import('./runtime/local/index.js');
   const dataDir =
@@ -184,7 +189,10 @@ async function listenMetrics(metrics: ServiceMetrics, host: string, port: number
     }
     metrics.expose().then(
       ({ contentType, text }) => response.writeHead(200, { 'content-type': contentType }).end(text),
-      () => response.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'Collecting the metrics failed', code: 'internal_error' })),
+      () =>
+        response
+          .writeHead(500, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ detail: 'Collecting the metrics failed', code: 'internal_error' })),
     );
   });
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, resolve));

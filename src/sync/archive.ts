@@ -50,7 +50,11 @@ export class TreeChangedError extends Error {}
  */
 export function packTree(root: string, entries: PackEntry[], level = 3): Readable {
   // Two pieces may wait while one is compressed: reading and compressing overlap.
-  const zstd = zlib.createZstdCompress({ chunkSize: 128 * 1024, writableHighWaterMark: 2 * BATCH_SIZE, params: { [zlib.constants.ZSTD_c_compressionLevel]: level } } as zlib.ZstdOptions);
+  const zstd = zlib.createZstdCompress({
+    chunkSize: 128 * 1024,
+    writableHighWaterMark: 2 * BATCH_SIZE,
+    params: { [zlib.constants.ZSTD_c_compressionLevel]: level },
+  } as zlib.ZstdOptions);
   const pools = { batch: new BufferPool(BATCH_SIZE, 4), small: new BufferPool(SMALL_FILE, READ_AHEAD + 1) };
   void (async () => {
     try {
@@ -307,8 +311,10 @@ function asRefusal(error: unknown): unknown {
   const code = (error as { code?: unknown }).code;
   const message = (error as Error).message;
   if (typeof code !== 'string') return error;
-  if (code === 'Z_BUF_ERROR') return new ArchiveRejected(422, 'invalid_archive', 'The archive is not valid zstd: the stream is cut short (its last frame is unfinished)');
-  if (code.startsWith('ERR__ZSTD') || code.startsWith('ZSTD') || code === 'Z_DATA_ERROR') return new ArchiveRejected(422, 'invalid_archive', `The archive is not valid zstd: ${message}`);
+  if (code === 'Z_BUF_ERROR')
+    return new ArchiveRejected(422, 'invalid_archive', 'The archive is not valid zstd: the stream is cut short (its last frame is unfinished)');
+  if (code.startsWith('ERR__ZSTD') || code.startsWith('ZSTD') || code === 'Z_DATA_ERROR')
+    return new ArchiveRejected(422, 'invalid_archive', `The archive is not valid zstd: ${message}`);
   if (code.startsWith('TAR_')) return new ArchiveRejected(422, 'invalid_archive', `The archive is not a valid tar: ${message}`);
   return error;
 }
@@ -321,7 +327,12 @@ function asRefusal(error: unknown): unknown {
  * header says, no end-of-archive blocks) is refused, and so is anything after its end but a little
  * zero padding: decompressed bytes are bounded by what the headers declare.
  */
-export async function readArchive(source: Readable, limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS, sink?: ArchiveSink, options: ReadArchiveOptions = {}): Promise<ArchiveSummary> {
+export async function readArchive(
+  source: Readable,
+  limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
+  sink?: ArchiveSink,
+  options: ReadArchiveOptions = {},
+): Promise<ArchiveSummary> {
   const entries: TreeEntry[] = [];
   const kinds = new Map<string, TreeEntry['kind']>();
   /** Every directory a member lies below, named in the archive or not: nothing else may take its path. */
@@ -341,7 +352,14 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
   const check = (h: MemberHeader): TreeEntry => {
     const rawPath = h.path;
     const type = h.type;
-    const kind = type === 'File' || type === 'OldFile' || type === 'ContiguousFile' ? 'file' : type === 'Directory' ? 'dir' : type === 'SymbolicLink' ? 'symlink' : undefined;
+    const kind =
+      type === 'File' || type === 'OldFile' || type === 'ContiguousFile'
+        ? 'file'
+        : type === 'Directory'
+          ? 'dir'
+          : type === 'SymbolicLink'
+            ? 'symlink'
+            : undefined;
     if (!kind) refuse(422, `Member ${JSON.stringify(rawPath)} is a ${type}: only regular files, directories and symlinks inside the tree are allowed`, rawPath);
     const p = normalizeMemberPath(rawPath);
     if (rawPath.startsWith('/')) refuse(422, `Member ${JSON.stringify(rawPath)} has an absolute path`, rawPath);
@@ -351,10 +369,12 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     // A member below a symlink (or a file) would be written through it...
     for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) {
       const parentKind = kinds.get(p.slice(0, i));
-      if (parentKind && parentKind !== 'dir') refuse(422, `Member ${JSON.stringify(p)} lies below ${JSON.stringify(p.slice(0, i))}, which is not a directory`, p);
+      if (parentKind && parentKind !== 'dir')
+        refuse(422, `Member ${JSON.stringify(p)} lies below ${JSON.stringify(p.slice(0, i))}, which is not a directory`, p);
     }
     // ...and one that comes after members below its path would turn their directory into something else.
-    if (kind !== 'dir' && impliedDirs.has(p)) refuse(422, `Member ${JSON.stringify(p)} is a ${kind === 'file' ? 'file' : 'symlink'}, but earlier members lie below it, which is not a directory`, p);
+    if (kind !== 'dir' && impliedDirs.has(p))
+      refuse(422, `Member ${JSON.stringify(p)} is a ${kind === 'file' ? 'file' : 'symlink'}, but earlier members lie below it, which is not a directory`, p);
     if (kind !== 'file' && h.size > 0) refuse(422, `Member ${JSON.stringify(p)} is a ${kind === 'dir' ? 'directory' : 'symlink'} with content`, p);
     let linkpath: string | undefined;
     if (kind === 'symlink') {
@@ -363,7 +383,8 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     }
     const size = kind === 'file' ? h.size : 0;
     if (members + 1 > limits.maxFiles) refuse(413, `The archive has more than ${limits.maxFiles} members`, p);
-    if (sizeBytes + size > limits.maxBytes) refuse(413, `The archive's content is larger than ${limits.maxBytes} bytes (member ${JSON.stringify(p)} claims ${size})`, p);
+    if (sizeBytes + size > limits.maxBytes)
+      refuse(413, `The archive's content is larger than ${limits.maxBytes} bytes (member ${JSON.stringify(p)} claims ${size})`, p);
     members++;
     sizeBytes += size;
     kinds.set(p, kind!);
@@ -431,11 +452,13 @@ export async function readArchive(source: Readable, limits: ArchiveLimits = DEFA
     if (failure) return raw.resume();
     // Pause the entry until its turn: members are handled one at a time, in order.
     raw.pause();
-    chain = chain.then(() => (failure ? void raw.resume() : consume(raw))).catch((error) => {
-      failure ??= error;
-      raw.resume();
-      source.destroy();
-    });
+    chain = chain
+      .then(() => (failure ? void raw.resume() : consume(raw)))
+      .catch((error) => {
+        failure ??= error;
+        raw.resume();
+        source.destroy();
+      });
   });
 
   // A backstop behind the walker's own bounds (content, headers, extended headers, padding).

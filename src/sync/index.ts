@@ -12,6 +12,16 @@ export {
   type SyncProgress,
   type SyncResult,
 } from './sync.js';
-export { packTree, readArchive, emptyArchive, ArchiveRejected, DEFAULT_ARCHIVE_LIMITS, ARCHIVE_CONTENT_TYPE, type ArchiveLimits, type ArchiveSink, type ArchiveSummary } from './archive.js';
+export {
+  packTree,
+  readArchive,
+  emptyArchive,
+  ArchiveRejected,
+  DEFAULT_ARCHIVE_LIMITS,
+  ARCHIVE_CONTENT_TYPE,
+  type ArchiveLimits,
+  type ArchiveSink,
+  type ArchiveSummary,
+} from './archive.js';
 export { treeChecksum, walkTree, loadIgnoreRules, EMPTY_TREE_CHECKSUM, DEFAULT_IGNORED_NAMES, IGNORE_FILE, type TreeEntry, type EntryKind } from './tree.js';
 export { defaultStateFile, TIMESTAMP_RESOLUTION_MS } from './state.js';

@@ -34,7 +34,10 @@ export const emptyState = (): SyncState => ({ base: null, recordedAt: 0, entries
 /** `$XDG_CACHE_HOME/agentctl/sync/<hash of remote and directory>.json`. */
 export function defaultStateFile(remote: string, dir: string): string {
   const cacheHome = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
-  const key = createHash('sha256').update(`${remote}\0${path.resolve(dir)}`).digest('hex').slice(0, 32);
+  const key = createHash('sha256')
+    .update(`${remote}\0${path.resolve(dir)}`)
+    .digest('hex')
+    .slice(0, 32);
   return path.join(cacheHome, 'agentctl', 'sync', `${key}.json`);
 }
 
@@ -67,5 +70,12 @@ export function cachedHash(state: SyncState, path_: string, stamp: StatStamp): s
 }
 
 export function toCachedEntry(e: TreeEntry & { stamp?: StatStamp }): CachedEntry {
-  return { kind: e.kind, mode: e.mode, size: e.size, sha256: e.sha256, ...(e.linkpath !== undefined ? { linkpath: e.linkpath } : {}), ...(e.stamp ? { stamp: e.stamp } : {}) };
+  return {
+    kind: e.kind,
+    mode: e.mode,
+    size: e.size,
+    sha256: e.sha256,
+    ...(e.linkpath !== undefined ? { linkpath: e.linkpath } : {}),
+    ...(e.stamp ? { stamp: e.stamp } : {}),
+  };
 }

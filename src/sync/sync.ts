@@ -85,11 +85,23 @@ export function syncDown(transport: SyncTransport, fsId: string, dir: string, op
   return syncDownFrom(transport, filesystemArchivePath(fsId), dir, options);
 }
 
-export function syncUpSystemFolder(transport: SyncTransport, taskId: string, type: SystemFolderType, dir: string, options: SyncOptions = {}): Promise<SyncResult> {
+export function syncUpSystemFolder(
+  transport: SyncTransport,
+  taskId: string,
+  type: SystemFolderType,
+  dir: string,
+  options: SyncOptions = {},
+): Promise<SyncResult> {
   return syncUpTo(transport, systemFolderArchivePath(taskId, type), dir, options);
 }
 
-export function syncDownSystemFolder(transport: SyncTransport, taskId: string, type: SystemFolderType, dir: string, options: SyncOptions = {}): Promise<SyncResult> {
+export function syncDownSystemFolder(
+  transport: SyncTransport,
+  taskId: string,
+  type: SystemFolderType,
+  dir: string,
+  options: SyncOptions = {},
+): Promise<SyncResult> {
   return syncDownFrom(transport, systemFolderArchivePath(taskId, type), dir, options);
 }
 
@@ -114,7 +126,11 @@ async function hashFiles(dir: string, files: PackEntry[], onProgress?: SyncOptio
 }
 
 /** Walks and hashes `dir` (syncDown's view of the local tree). */
-async function scanTree(dir: string, state: SyncState, onProgress?: SyncOptions['onProgress']): Promise<{ entries: LocalEntry[]; checksum: string; rehashed: number }> {
+async function scanTree(
+  dir: string,
+  state: SyncState,
+  onProgress?: SyncOptions['onProgress'],
+): Promise<{ entries: LocalEntry[]; checksum: string; rehashed: number }> {
   const { entries, unhashed } = await walkLocal(dir, state);
   await hashFiles(dir, unhashed, onProgress);
   return { entries: entries as LocalEntry[], checksum: treeChecksum(entries as LocalEntry[]), rehashed: unhashed.length };
@@ -229,7 +245,11 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
   });
   if (response.statusCode === 304) {
     await response.body.dump();
-    await saveState(stateFile, { base: local.checksum, recordedAt: startedAt, entries: Object.fromEntries(local.entries.map((e) => [e.path, toCachedEntry(e)])) });
+    await saveState(stateFile, {
+      base: local.checksum,
+      recordedAt: startedAt,
+      entries: Object.fromEntries(local.entries.map((e) => [e.path, toCachedEntry(e)])),
+    });
     return { files_changed: 0, added: 0, modified: 0, deleted: 0, bytes: 0, checksum: local.checksum };
   }
   if (response.statusCode >= 300) throw await failure(response.statusCode, response.body);
@@ -337,7 +357,9 @@ function stagingSink(staging: string): ArchiveSink & { settled(): Promise<void> 
           done();
         },
         final(done) {
-          track(writeSmallFile(p, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), { mode: entry.mode, flag: 'wx' }).then(() => exactMode(p, entry.mode)));
+          track(
+            writeSmallFile(p, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), { mode: entry.mode, flag: 'wx' }).then(() => exactMode(p, entry.mode)),
+          );
           done();
         },
       });
@@ -360,7 +382,7 @@ const umask = () => (processUmask ??= process.umask());
 async function ensureRealDir(p: string, mode: number): Promise<void> {
   const st = await lstat(p).catch(() => undefined);
   if (st && !st.isDirectory()) await rm(p, { recursive: true, force: true });
-  if (!st || !st.isDirectory()) await mkdir(p, { mode });
+  if (!st?.isDirectory()) await mkdir(p, { mode });
   if (st?.isDirectory() && (st.mode & 0o7777) !== mode) await chmod(p, mode);
 }
 
@@ -388,7 +410,8 @@ async function applyStaged(root: string, staging: string, remote: TreeEntry[], l
   for (const e of [...local].reverse()) {
     if (remotePaths.has(e.path)) continue;
     const p = path.join(root, e.path);
-    if (e.kind === 'dir') await rmdir(p).catch(() => undefined); // keeps directories holding ignored files
+    if (e.kind === 'dir')
+      await rmdir(p).catch(() => undefined); // keeps directories holding ignored files
     else await rm(p, { force: true });
   }
   // Every local path and its ancestors: a remote directory outside this set is new here.

@@ -97,7 +97,8 @@ export class TarWalker {
         const rest = chunk.subarray(at);
         this.padding += rest.length;
         if (!allZero(rest)) this.refuse(422, 'The archive has data after its end-of-archive blocks');
-        if (this.padding > MAX_END_PADDING) this.refuse(413, `The archive expands past its end: more than ${MAX_END_PADDING} bytes of padding after the end-of-archive blocks`);
+        if (this.padding > MAX_END_PADDING)
+          this.refuse(413, `The archive expands past its end: more than ${MAX_END_PADDING} bytes of padding after the end-of-archive blocks`);
         return chunk.subarray(0, at);
       }
       if (this.state === 'body') {
@@ -130,9 +131,16 @@ export class TarWalker {
     if (this.state === 'end') return;
     if (this.state === 'body' && this.current) {
       const missing = this.bodyLeft;
-      this.refuse(422, `Member ${JSON.stringify(this.current.path)} is truncated: the archive ends ${missing} bytes before the end of its content`, this.current.path);
+      this.refuse(
+        422,
+        `Member ${JSON.stringify(this.current.path)} is truncated: the archive ends ${missing} bytes before the end of its content`,
+        this.current.path,
+      );
     }
-    this.refuse(422, this.state === 'meta' ? 'The archive ends inside an extended header' : 'The archive ends without its end-of-archive blocks: it is cut short');
+    this.refuse(
+      422,
+      this.state === 'meta' ? 'The archive ends inside an extended header' : 'The archive ends without its end-of-archive blocks: it is cut short',
+    );
   }
 
   private header(block: Buffer): void {

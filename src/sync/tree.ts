@@ -56,7 +56,7 @@ export function treeChecksum(entries: Iterable<TreeEntry>): string {
   const hash = createHash('sha256');
   for (const e of sorted) {
     const kind = e.kind === 'file' ? 'f' : e.kind === 'dir' ? 'd' : 'l';
-    hash.update(`${e.kind === 'dir' ? e.path + '/' : e.path}\0${kind}${e.mode.toString(8)}\0${e.kind === 'dir' ? EMPTY_SHA256 : e.sha256}\n`);
+    hash.update(`${e.kind === 'dir' ? `${e.path}/` : e.path}\0${kind}${e.mode.toString(8)}\0${e.kind === 'dir' ? EMPTY_SHA256 : e.sha256}\n`);
   }
   return hash.digest('hex');
 }
@@ -210,7 +210,10 @@ const SMALL_FILE = 64 * 1024;
 
 /** sha256 of a file's bytes, streamed (memory does not grow with the file). */
 export async function hashFile(file: string, size: number): Promise<string> {
-  if (size <= SMALL_FILE) return createHash('sha256').update(await readFile(file)).digest('hex');
+  if (size <= SMALL_FILE)
+    return createHash('sha256')
+      .update(await readFile(file))
+      .digest('hex');
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(file, { highWaterMark: 1024 * 1024 })) hash.update(chunk as Buffer);
   return hash.digest('hex');

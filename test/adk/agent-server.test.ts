@@ -64,7 +64,12 @@ describe('AgentServer registration', () => {
     const port = await listening(start());
     const registrations = fake.requests.filter((r) => r.path === '/versions/register');
     expect(registrations).toHaveLength(1);
-    expect(registrations[0]!.body).toEqual({ version_id: 'ver_1', branch_id: 'br_1', acp_url: `http://127.0.0.1:${port}`, registration_token: 'agrt_one_time' });
+    expect(registrations[0]!.body).toEqual({
+      version_id: 'ver_1',
+      branch_id: 'br_1',
+      acp_url: `http://127.0.0.1:${port}`,
+      registration_token: 'agrt_one_time',
+    });
     expect(registrations[0]!.headers.authorization).toBeUndefined();
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);
     expect(health.status).toBe(200);
@@ -72,10 +77,17 @@ describe('AgentServer registration', () => {
   });
 
   it('exits at once with the cause when the service refuses the token (4xx)', async () => {
-    fake.registration = { kind: 'refuse', status: 401, code: 'invalid_registration_token', detail: 'The registration token is unknown, already used or expired' };
+    fake.registration = {
+      kind: 'refuse',
+      status: 401,
+      code: 'invalid_registration_token',
+      detail: 'The registration token is unknown, already used or expired',
+    };
     const a = start();
     expect(await a.exited).toEqual({ code: 1, signal: null });
-    expect(a.stderr()).toContain(`agentctl-adk: cannot start: registration refused by ${fake.url} (401 invalid_registration_token): The registration token is unknown, already used or expired`);
+    expect(a.stderr()).toContain(
+      `agentctl-adk: cannot start: registration refused by ${fake.url} (401 invalid_registration_token): The registration token is unknown, already used or expired`,
+    );
     expect(fake.requests.filter((r) => r.path === '/versions/register')).toHaveLength(1);
   });
 
@@ -97,7 +109,9 @@ describe('AgentServer registration', () => {
     const a = start({ AGENTCTL_BASE_URL: `http://127.0.0.1:${closedPort}` });
     expect(await a.exited).toEqual({ code: 1, signal: null });
     expect(a.stderr().match(/registration attempt \d of 5 failed/g)).toHaveLength(4);
-    expect(a.stderr()).toContain(`agentctl-adk: cannot start: could not register with http://127.0.0.1:${closedPort} after 5 attempts: Cannot reach the agentctl service at http://127.0.0.1:${closedPort} (ECONNREFUSED)`);
+    expect(a.stderr()).toContain(
+      `agentctl-adk: cannot start: could not register with http://127.0.0.1:${closedPort} after 5 attempts: Cannot reach the agentctl service at http://127.0.0.1:${closedPort} (ECONNREFUSED)`,
+    );
   });
 
   it('refuses to start without a signing secret', async () => {
@@ -112,7 +126,10 @@ describe('AgentServer delivery', () => {
   it('runs create, event and cancel of a task in order, each in the task workspace', async () => {
     const a = start();
     const port = await listening(a);
-    expect(await deliver(port, 'task/create', { agent: agentRef, task: task('task_a'), params: { sleep_ms: 100 } })).toEqual({ status: 200, body: { jsonrpc: '2.0', id: expect.any(String), result: { accepted: true } } });
+    expect(await deliver(port, 'task/create', { agent: agentRef, task: task('task_a'), params: { sleep_ms: 100 } })).toEqual({
+      status: 200,
+      body: { jsonrpc: '2.0', id: expect.any(String), result: { accepted: true } },
+    });
     expect((await deliver(port, 'event/send', { agent: agentRef, task: task('task_a'), event: event('evt_1', 'task_a') })).status).toBe(200);
     expect((await deliver(port, 'task/cancel', { agent: agentRef, task: task('task_a') })).status).toBe(200);
     await a.waitFor((l) => l.phase === 'end' && l.handler === 'onCancel');
@@ -147,7 +164,9 @@ describe('AgentServer delivery', () => {
   it('runs 20 tasks side by side', async () => {
     const a = start();
     const port = await listening(a);
-    await Promise.all(Array.from({ length: 20 }, (_, i) => deliver(port, 'task/create', { agent: agentRef, task: task(`task_p${i}`), params: { sleep_ms: 1000 } })));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) => deliver(port, 'task/create', { agent: agentRef, task: task(`task_p${i}`), params: { sleep_ms: 1000 } })),
+    );
     await a.waitFor(() => ends(a).length === 20);
     const firstEnd = a.lines.findIndex((l) => l.phase === 'end');
     expect(a.lines.slice(0, firstEnd).filter((l) => l.phase === 'start')).toHaveLength(20);
@@ -156,7 +175,9 @@ describe('AgentServer delivery', () => {
   it('keeps to the concurrency cap across tasks', async () => {
     const a = start({ TEST_CONCURRENCY: '3' });
     const port = await listening(a);
-    await Promise.all(Array.from({ length: 9 }, (_, i) => deliver(port, 'task/create', { agent: agentRef, task: task(`task_c${i}`), params: { sleep_ms: 150 } })));
+    await Promise.all(
+      Array.from({ length: 9 }, (_, i) => deliver(port, 'task/create', { agent: agentRef, task: task(`task_c${i}`), params: { sleep_ms: 150 } })),
+    );
     await a.waitFor(() => ends(a).length === 9);
     let running = 0;
     let most = 0;
@@ -182,7 +203,12 @@ describe('AgentServer delivery', () => {
   it('takes an offered lease: acknowledges deferred, renews it while the handler runs, reports completion after it ends', async () => {
     const a = start();
     const port = await listening(a);
-    const ack = await deliver(port, 'event/send', { agent: agentRef, task: task('task_l'), event: event('evt_l', 'task_l', { sleep_ms: 2000 }), lease_ms: 1500 }, { id: '41' });
+    const ack = await deliver(
+      port,
+      'event/send',
+      { agent: agentRef, task: task('task_l'), event: event('evt_l', 'task_l', { sleep_ms: 2000 }), lease_ms: 1500 },
+      { id: '41' },
+    );
     expect(ack).toEqual({ status: 200, body: { jsonrpc: '2.0', id: '41', result: { accepted: true, deferred: true } } });
     const end = await a.waitFor((l) => l.phase === 'end' && l.event === 'evt_l');
     while (!fake.requests.some((r) => r.path === '/deliveries/41/complete')) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -200,9 +226,17 @@ describe('AgentServer delivery', () => {
   it('reports completion of a handler that threw after reporting the error', async () => {
     const a = start();
     const port = await listening(a);
-    await deliver(port, 'event/send', { agent: agentRef, task: task('task_x'), event: event('evt_x', 'task_x', { throw: 'no' }), lease_ms: 60_000 }, { id: '42' });
+    await deliver(
+      port,
+      'event/send',
+      { agent: agentRef, task: task('task_x'), event: event('evt_x', 'task_x', { throw: 'no' }), lease_ms: 60_000 },
+      { id: '42' },
+    );
     while (!fake.requests.some((r) => r.path === '/deliveries/42/complete')) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(fake.requests.filter((r) => r.path === '/tasks/task_x/handler-errors' || r.path.startsWith('/deliveries/')).map((r) => r.path)).toEqual(['/tasks/task_x/handler-errors', '/deliveries/42/complete']);
+    expect(fake.requests.filter((r) => r.path === '/tasks/task_x/handler-errors' || r.path.startsWith('/deliveries/')).map((r) => r.path)).toEqual([
+      '/tasks/task_x/handler-errors',
+      '/deliveries/42/complete',
+    ]);
   });
 
   it('a repeat of a leased delivery while its handler runs is acknowledged deferred and runs once; after completion, a repeat is simply acknowledged', async () => {
@@ -223,7 +257,8 @@ describe('AgentServer delivery', () => {
     const first = start();
     let port = await listening(first);
     const params = (n: number) => ({ agent: agentRef, task: task('task_again'), event: event(`evt_${n}`, 'task_again'), lease_ms: 60_000 });
-    for (const id of ['60', '61']) expect((await deliver(port, 'event/send', params(Number(id)), { id })).body.result).toEqual({ accepted: true, deferred: true });
+    for (const id of ['60', '61'])
+      expect((await deliver(port, 'event/send', params(Number(id)), { id })).body.result).toEqual({ accepted: true, deferred: true });
     while (!fake.requests.some((r) => r.path === '/deliveries/61/complete')) await new Promise((resolve) => setTimeout(resolve, 20));
     first.stop();
     await first.exited;
@@ -250,7 +285,12 @@ describe('AgentServer delivery', () => {
   it('refuses a correctly signed request replayed with a timestamp older than 5 minutes', async () => {
     const a = start();
     const port = await listening(a);
-    const replayed = await deliver(port, 'task/create', { agent: agentRef, task: task('task_r'), params: {} }, { timestamp: Math.floor(Date.now() / 1000) - 301 });
+    const replayed = await deliver(
+      port,
+      'task/create',
+      { agent: agentRef, task: task('task_r'), params: {} },
+      { timestamp: Math.floor(Date.now() / 1000) - 301 },
+    );
     expect(replayed).toEqual({ status: 401, body: { jsonrpc: '2.0', id: null, error: { code: -32001, message: 'signature expired' } } });
     expect(a.lines.filter((l) => l.phase === 'start')).toHaveLength(0);
   });
@@ -273,7 +313,13 @@ describe('AgentServer delivery', () => {
     const port = await listening(a);
     const answer = await deliver(port, 'message/send', { agent: agentRef, task: task('task_s'), content: { type: 'text', text: 'hi' } });
     expect(answer.status).toBe(200);
-    expect(answer.body.result).toEqual({ accepted: true, messages: [{ type: 'text', text: 'first' }, { type: 'text', text: 'echo: hi' }] });
+    expect(answer.body.result).toEqual({
+      accepted: true,
+      messages: [
+        { type: 'text', text: 'first' },
+        { type: 'text', text: 'echo: hi' },
+      ],
+    });
     expect(fake.requests.filter((r) => r.path === '/messages').map((r) => r.body)).toEqual([
       { task_id: 'task_s', content: 'first' },
       { task_id: 'task_s', content: 'echo: hi' },
@@ -314,7 +360,10 @@ describe('AgentServer delivery', () => {
     await a.waitFor((l) => l.phase === 'start');
     process.kill(a.child.pid!, 'SIGTERM');
     while (!a.stderr().includes('SIGTERM: finishing running handlers')) await new Promise((resolve) => setTimeout(resolve, 10));
-    const refused = await deliver(port, 'task/create', { agent: agentRef, task: task('task_late'), params: {} }).catch((error: Error) => ({ status: 0, body: String(error) }));
+    const refused = await deliver(port, 'task/create', { agent: agentRef, task: task('task_late'), params: {} }).catch((error: Error) => ({
+      status: 0,
+      body: String(error),
+    }));
     expect([0, 503]).toContain(refused.status);
     expect(await a.exited).toEqual({ code: 0, signal: null });
     expect(a.lines.filter((l) => l.phase === 'end').map((l) => l.task)).toEqual(['task_g']);

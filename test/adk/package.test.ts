@@ -44,10 +44,13 @@ describe('agentctl/adk package', () => {
 
   it('imports from a project linked to agentctl, with the documented exports', async () => {
     const dir = projectCopy(path.join(repoRoot, 'examples/echo'), 'import-check');
-    writeFileSync(path.join(dir, 'check.mjs'), "const m = await import('agentctl/adk'); console.log(JSON.stringify(Object.keys(m).sort()), typeof m.adk.messages.send);\n");
+    writeFileSync(
+      path.join(dir, 'check.mjs'),
+      "const m = await import('agentctl/adk'); console.log(JSON.stringify(Object.keys(m).sort()), typeof m.adk.messages.send);\n",
+    );
     const { stdout } = await execa(process.execPath, ['check.mjs'], { cwd: dir });
     expect(stdout).toBe(
-      JSON.stringify(['Adk', 'AdkError', 'AgentServer', 'AgentStartError', 'AuthenticationError', 'ConflictError', 'NotFoundError', 'PayloadTooLargeError', 'PermissionDeniedError', 'RateLimitedError', 'ServerError', 'TaskContext', 'UnreachableError', 'ValidationError', 'WorkspaceSyncError', 'adk', 'createAdk', 'readProcessConfig']) + ' function',
+      `${JSON.stringify(['Adk', 'AdkError', 'AgentServer', 'AgentStartError', 'AuthenticationError', 'ConflictError', 'NotFoundError', 'PayloadTooLargeError', 'PermissionDeniedError', 'RateLimitedError', 'ServerError', 'TaskContext', 'UnreachableError', 'ValidationError', 'WorkspaceSyncError', 'adk', 'createAdk', 'readProcessConfig'])} function`,
     );
   });
 

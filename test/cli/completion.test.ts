@@ -7,9 +7,14 @@ import { deployActive } from '../support/fixtures.js';
 import { tempDir } from './support.js';
 import { ENTRY, hasTmux, Terminal } from './terminal.js';
 
-const has = async (shell: string) => execa(shell, ['-c', 'exit 0'], { reject: false }).then((r) => r.exitCode === 0, () => false);
+const has = async (shell: string) =>
+  execa(shell, ['-c', 'exit 0'], { reject: false }).then(
+    (r) => r.exitCode === 0,
+    () => false,
+  );
 const shells = { bash: await has('bash'), zsh: await has('zsh'), fish: await has('fish') };
-for (const [shell, present] of Object.entries(shells)) if (!hasTmux || !present) console.warn(`SKIPPED: completion in ${shell} needs tmux and ${shell} (apt-get install -y tmux ${shell})`);
+for (const [shell, present] of Object.entries(shells))
+  if (!hasTmux || !present) console.warn(`SKIPPED: completion in ${shell} needs tmux and ${shell} (apt-get install -y tmux ${shell})`);
 
 const TSX = path.resolve('node_modules/tsx/dist/loader.mjs');
 const COMPLETIONS = path.resolve('completions');
@@ -27,14 +32,22 @@ describe('agentctl __complete', () => {
     mkdirSync(configDir, { recursive: true });
     writeFileSync(
       path.join(configDir, 'config.json'),
-      JSON.stringify({ current_profile: 'staging', profiles: { staging: { base_url: svc.url, api_key: svc.adminKey }, prod: { base_url: 'http://127.0.0.1:9', api_key: svc.adminKey } } }),
+      JSON.stringify({
+        current_profile: 'staging',
+        profiles: { staging: { base_url: svc.url, api_key: svc.adminKey }, prod: { base_url: 'http://127.0.0.1:9', api_key: svc.adminKey } },
+      }),
       { mode: 0o600 },
     );
   });
   afterAll(() => scratch.remove());
 
   const complete = (args: string[], env: Record<string, string> = {}) =>
-    execa(process.execPath, ['--import', TSX, ENTRY, '__complete', ...args], { env: { AGENTCTL_CONFIG_DIR: configDir, AGENTCTL_COMPLETE_TIMEOUT_MS: '20000', ...env }, extendEnv: false, reject: false, stdin: 'ignore' });
+    execa(process.execPath, ['--import', TSX, ENTRY, '__complete', ...args], {
+      env: { AGENTCTL_CONFIG_DIR: configDir, AGENTCTL_COMPLETE_TIMEOUT_MS: '20000', ...env },
+      extendEnv: false,
+      reject: false,
+      stdin: 'ignore',
+    });
 
   test('profiles: the names in the config file, from the file alone', async () => {
     const result = await complete(['profiles'], { AGENTCTL_BASE_URL: 'http://127.0.0.1:9' });
@@ -75,7 +88,10 @@ describe('agentctl __complete', () => {
     let env: string;
     beforeAll(() => {
       mkdirSync(bin, { recursive: true });
-      writeFileSync(path.join(bin, 'agentctl'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --import ${JSON.stringify(TSX)} ${JSON.stringify(ENTRY)} "$@"\n`);
+      writeFileSync(
+        path.join(bin, 'agentctl'),
+        `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} --import ${JSON.stringify(TSX)} ${JSON.stringify(ENTRY)} "$@"\n`,
+      );
       chmodSync(path.join(bin, 'agentctl'), 0o755);
       // Generous: the CLI runs from source through tsx here, which compiles on the fly on a busy machine.
       env = `env -i HOME=${scratch.dir} TERM=xterm PATH=${bin}:/usr/bin:/bin AGENTCTL_CONFIG_DIR=${configDir} AGENTCTL_COMPLETE_TIMEOUT_MS=20000`;

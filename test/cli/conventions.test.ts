@@ -13,14 +13,18 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
   const configDir = () => path.join(scratch.dir, 'config');
   /** No key or URL in the environment: only the config file. */
   const bare = () => ({ AGENTCTL_CONFIG_DIR: configDir(), AGENTCTL_RETRIES: '0' });
-  const createTask = async (body: Record<string, unknown> = {}) => (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot', ...body } })).body.id as string;
+  const createTask = async (body: Record<string, unknown> = {}) =>
+    (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot', ...body } })).body.id as string;
 
   describe('auth login --with-token', () => {
     test('reads the key from standard input, checks it and saves it', async () => {
       const result = await runCli(['auth', 'login', '--with-token', '--base-url', svc.url, '--profile', 'ci'], { env: bare(), stdin: `${svc.adminKey}\n` });
       expect(result.stderr).toContain(`Logged in to ${svc.url} as bootstrap`);
       expect(result.code).toBe(0);
-      expect(JSON.parse(readFileSync(path.join(configDir(), 'config.json'), 'utf8'))).toEqual({ profiles: { ci: { base_url: svc.url, api_key: svc.adminKey } }, current_profile: 'ci' });
+      expect(JSON.parse(readFileSync(path.join(configDir(), 'config.json'), 'utf8'))).toEqual({
+        profiles: { ci: { base_url: svc.url, api_key: svc.adminKey } },
+        current_profile: 'ci',
+      });
     });
 
     test('refuses an empty standard input, a terminal, and --api-key beside it', async () => {
@@ -48,9 +52,14 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
       await twoProfiles();
       const result = await runCli(['agents', 'list', '--profile', 'stagign'], { env: bare() });
       expect(result.code).toBe(3);
-      expect(result.stderr).toBe('error: No profile named "stagign" (--profile); the profiles are: prod, staging\nhint: Check the spelling, or create it by logging in with it.\ntry:  agentctl auth login --profile stagign\n');
+      expect(result.stderr).toBe(
+        'error: No profile named "stagign" (--profile); the profiles are: prod, staging\nhint: Check the spelling, or create it by logging in with it.\ntry:  agentctl auth login --profile stagign\n',
+      );
       const json = await runCli(['auth', 'status', '--profile', 'stagign', '--json'], { env: bare() });
-      expect(JSON.parse(json.stderr).error).toMatchObject({ code: 'unknown_profile', message: 'No profile named "stagign" (--profile); the profiles are: prod, staging' });
+      expect(JSON.parse(json.stderr).error).toMatchObject({
+        code: 'unknown_profile',
+        message: 'No profile named "stagign" (--profile); the profiles are: prod, staging',
+      });
     });
 
     test('so does AGENTCTL_PROFILE; with no config at all it says there are none', async () => {
@@ -98,7 +107,10 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
       writeFileSync(path.join(scratch.dir, 'state.json'), '{"step": 1}');
       const created = await runCli(['states', 'put', '--task', task, '--agent', 'default/bot', '--data', '@state.json', '--json'], { env, cwd: scratch.dir });
       expect(created.json().state).toEqual({ step: 1 });
-      const merged = await runCli(['states', 'put', '--task', task, '--agent', 'default/bot', '--merge', '--data', '-', '--json'], { env, stdin: '{"done": true}' });
+      const merged = await runCli(['states', 'put', '--task', task, '--agent', 'default/bot', '--merge', '--data', '-', '--json'], {
+        env,
+        stdin: '{"done": true}',
+      });
       expect(merged.json().state).toEqual({ step: 1, done: true });
     });
 
@@ -124,7 +136,9 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
     test('add a key to a group by names, then remove it; the key’s groups follow', async () => {
       const group = (await svc.api('POST', '/groups', { body: { name: 'platform' } })).body;
       const namespaceId = (await svc.api('GET', '/namespaces')).body.namespaces[0].id;
-      const key = (await svc.api('POST', '/api_keys', { body: { name: 'ci-deploy', scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } })).body;
+      const key = (
+        await svc.api('POST', '/api_keys', { body: { name: 'ci-deploy', scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } })
+      ).body;
 
       const added = await runCli(['groups', 'add-member', 'platform', 'ci-deploy', '--json'], { env });
       expect(added.code).toBe(0);
@@ -135,14 +149,20 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
       expect([again.code, again.stdout.split('\n')[0]]).toEqual([0, `Group\t${group.id}`]);
 
       const refused = await runCli(['groups', 'remove-member', 'platform', 'ci-deploy'], { env });
-      expect([refused.code, refused.stderr.split('\n')[0]]).toEqual([2, 'error: This needs confirmation: pass --yes (no prompt without a terminal, or under CI, --non-interactive or --json)']);
+      expect([refused.code, refused.stderr.split('\n')[0]]).toEqual([
+        2,
+        'error: This needs confirmation: pass --yes (no prompt without a terminal, or under CI, --non-interactive or --json)',
+      ]);
       const removed = await runCli(['groups', 'remove-member', 'platform', 'ci-deploy', '--yes'], { env });
       expect(removed.code).toBe(0);
       expect(removed.stderr).toBe(`✓ ci-deploy (${key.api_key.id}) is no longer a member of platform\n`);
       expect((await svc.api('GET', '/whoami', { key: key.secret })).body.sharing_group_ids).toEqual([]);
 
       const notMember = await runCli(['groups', 'remove-member', 'platform', 'ci-deploy', '--yes'], { env });
-      expect([notMember.code, notMember.stderr.split('\n')[0]]).toEqual([3, `error: API key ${key.api_key.id} is not a member of sharing group platform (404 not_found)`]);
+      expect([notMember.code, notMember.stderr.split('\n')[0]]).toEqual([
+        3,
+        `error: API key ${key.api_key.id} is not a member of sharing group platform (404 not_found)`,
+      ]);
     });
 
     test('an unknown group or key name is exit 3 pointing at the list', async () => {
@@ -167,7 +187,12 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
       const { v1, v2, task } = await sticky();
       const result = await runCli(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/bot', '--dry-run', '--json'], { env });
       expect(result.code).toBe(0);
-      expect(result.json()).toMatchObject({ dry_run: true, branch_id: v1.branch_id, to_version: { id: v2.version_id }, tasks: [{ id: task, current_version_id: v2.version_id }] });
+      expect(result.json()).toMatchObject({
+        dry_run: true,
+        branch_id: v1.branch_id,
+        to_version: { id: v2.version_id },
+        tasks: [{ id: task, current_version_id: v2.version_id }],
+      });
       expect((await svc.api('GET', `/tasks/${task}`)).body.current_version_id).toBe(v1.version_id);
       const applied = await runCli(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/bot', '--json', '--yes'], { env });
       expect(applied.json().dry_run).toBe(false);
@@ -175,7 +200,10 @@ describe.each(engines)('agentctl conventions (%s)', (engine) => {
 
     test('on a terminal the table has a heading; piped, only the rows', async () => {
       const { task } = await sticky();
-      const tty = await runCli(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/bot', '--dry-run'], { env: { ...env, NO_COLOR: '1' }, tty: true });
+      const tty = await runCli(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--agent', 'default/bot', '--dry-run'], {
+        env: { ...env, NO_COLOR: '1' },
+        tty: true,
+      });
       expect(tty.code).toBe(0);
       expect(tty.stdout.split('\n')[0]).toBe('Dry run: the plan (nothing has moved)');
       expect(tty.stdout).toContain(task);

@@ -23,7 +23,7 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     expect(sent.code, sent.stderr).toBe(0);
     const event = Event.strict().parse(sent.json());
     expect(event).toMatchObject({ task_id: taskId, sequence_id: 2, content: { type: 'text', text: 'hello there' } });
-    expect((await events(taskId))).toEqual([event]);
+    expect(await events(taskId)).toEqual([event]);
   });
 
   test('tasks send takes a task name and --data for a DataPart', async () => {
@@ -39,7 +39,7 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     const taskId = await newTask();
     expect((await runCli(['tasks', 'send', taskId], { env })).code).toBe(2);
     expect((await runCli(['tasks', 'send', taskId, 'x', '--data', '{}'], { env })).code).toBe(2);
-    expect((await events(taskId))).toEqual([]);
+    expect(await events(taskId)).toEqual([]);
   });
 
   test('tasks send to a finished task exits 5 (conflict)', async () => {
@@ -90,7 +90,10 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     const watched = await runCli(['tasks', 'watch', taskId, '--json'], { env });
     expect(watched.code).toBe(1);
     expect(watched.stderr).toBe('');
-    const lines = watched.stdout.trimEnd().split('\n').map((line) => JSON.parse(line));
+    const lines = watched.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(lines.map((r) => [r.kind, r.sequence_id])).toEqual([
       ['task', 1],
       ['event', 2],
@@ -150,7 +153,10 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     await client().reportHandlerError({ params: { task_id: taskId }, body: { handler: 'onCreate', message: 'no config' } });
     const listed = await runCli(['tasks', 'messages', taskId], { env });
     expect(listed.code).toBe(0);
-    const rows = listed.stdout.trimEnd().split('\n').map((line) => line.split('\t'));
+    const rows = listed.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => line.split('\t'));
     expect(rows.map((r) => [r[0], r[2], r[4]])).toEqual([
       ['2', 'user', 'hi'],
       ['3', 'agent (handler error)', 'handler error (onCreate): no config'],
@@ -166,7 +172,13 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     await client().createEvent({ params: { task_id: taskId }, body: { content: { type: 'data', data: { n: 2 } } } });
     const listed = await runCli(['tasks', 'events', 'evts'], { env });
     expect(listed.code).toBe(0);
-    expect(listed.stdout.trimEnd().split('\n').map((line) => line.split('\t')).map((r) => [r[0], r[2]])).toEqual([
+    expect(
+      listed.stdout
+        .trimEnd()
+        .split('\n')
+        .map((line) => line.split('\t'))
+        .map((r) => [r[0], r[2]]),
+    ).toEqual([
       ['2', 'one'],
       ['3', '{"n":2}'],
     ]);

@@ -11,20 +11,35 @@ describe.each(engines)('agentctl versions credentials (%s)', (engine) => {
   const deployed = () => deploy(svc, { agent: 'bot' });
 
   /** `NAME=value` lines as a record (the values here need no shell quoting). */
-  const parseLines = (stdout: string) => Object.fromEntries(stdout.trim().split('\n').map((line) => line.split(/=(.*)/s).slice(0, 2) as [string, string]));
+  const parseLines = (stdout: string) =>
+    Object.fromEntries(
+      stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.split(/=(.*)/s).slice(0, 2) as [string, string]),
+    );
 
   test('prints shell-sourceable AGENTCTL_* lines whose token registers the agent once', async () => {
     const v = await deployed();
     const result = await runCli(['versions', 'credentials', v.version_id], { env });
     expect(result.code, result.stderr).toBe(0);
     const lines = parseLines(result.stdout);
-    expect(Object.keys(lines)).toEqual(['AGENTCTL_VERSION_ID', 'AGENTCTL_BRANCH_ID', 'AGENTCTL_REGISTRATION_TOKEN', 'AGENTCTL_SIGNING_SECRET', 'AGENTCTL_BASE_URL']);
+    expect(Object.keys(lines)).toEqual([
+      'AGENTCTL_VERSION_ID',
+      'AGENTCTL_BRANCH_ID',
+      'AGENTCTL_REGISTRATION_TOKEN',
+      'AGENTCTL_SIGNING_SECRET',
+      'AGENTCTL_BASE_URL',
+    ]);
     expect(lines).toMatchObject({ AGENTCTL_VERSION_ID: v.version_id, AGENTCTL_BRANCH_ID: v.branch_id, AGENTCTL_BASE_URL: svc.url });
     expect(lines.AGENTCTL_SIGNING_SECRET).toBe((await svc.client().getSigningSecret({ params: { version_id: v.version_id } })).signing_secret);
     expect(result.stderr).toContain('The registration token works once');
 
     const register = (token: string) =>
-      svc.api('POST', '/versions/register', { key: null, body: { version_id: lines.AGENTCTL_VERSION_ID, branch_id: lines.AGENTCTL_BRANCH_ID, acp_url: 'http://127.0.0.1:9', registration_token: token } });
+      svc.api('POST', '/versions/register', {
+        key: null,
+        body: { version_id: lines.AGENTCTL_VERSION_ID, branch_id: lines.AGENTCTL_BRANCH_ID, acp_url: 'http://127.0.0.1:9', registration_token: token },
+      });
     expect((await register(lines.AGENTCTL_REGISTRATION_TOKEN)).status).toBe(200);
     expect((await register(lines.AGENTCTL_REGISTRATION_TOKEN)).status).toBe(401);
   });

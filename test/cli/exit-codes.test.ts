@@ -23,7 +23,7 @@ describe.each(engines)('agentctl exit codes (%s)', (engine) => {
   const { svc, scratch: config, env } = useCliService(engine);
 
   test('401: an unknown key exits 4 with a login hint; --json gives the error object', async () => {
-    const bad = { ...env, AGENTCTL_API_KEY: 'agk_' + 'A'.repeat(49) };
+    const bad = { ...env, AGENTCTL_API_KEY: `agk_${'A'.repeat(49)}` };
     const human = await runCli(['namespaces', 'list'], { env: bad });
     expect(human.code).toBe(4);
     expect(human.stdout).toBe('');

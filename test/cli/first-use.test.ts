@@ -15,7 +15,14 @@ const NOWHERE = 'http://127.0.0.1:9';
 describe.each(engines)('a new user’s first hour (%s)', (engine) => {
   const { svc, scratch, env } = useCliService(engine, (dir) => path.join(dir, 'config'));
   const agentctl = (args: string[], options: { cwd?: string; env?: Record<string, string> } = {}) =>
-    execa(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH!, HOME: scratch.dir, ...env, ...options.env }, extendEnv: false, cwd: options.cwd ?? scratch.dir, reject: false, stdin: 'ignore', stripFinalNewline: false });
+    execa(process.execPath, [BIN, ...args], {
+      env: { PATH: process.env.PATH!, HOME: scratch.dir, ...env, ...options.env },
+      extendEnv: false,
+      cwd: options.cwd ?? scratch.dir,
+      reject: false,
+      stdin: 'ignore',
+      stripFinalNewline: false,
+    });
 
   test('keys rm revokes a key, as rm removes with every noun', async () => {
     const created = await svc.client().createKey({ body: { name: 'old-ci', scopes: [{ resource_type: 'namespace', resource_id: 'default', role: 'admin' }] } });
@@ -80,7 +87,9 @@ describe.each(engines)('a new user’s first hour (%s)', (engine) => {
     test('with no server answering, the next step starts one first', async () => {
       const result = await agentctl(['init', 'bot', '--no-git'], { env: { AGENTCTL_BASE_URL: NOWHERE } });
       expect(result.exitCode, result.stderr).toBe(0);
-      expect(result.stderr).toContain(`Next: no agentctl service answers at ${NOWHERE}; start one, then deploy: agentctl server start --detach && cd bot && agentctl deploy\n`);
+      expect(result.stderr).toContain(
+        `Next: no agentctl service answers at ${NOWHERE}; start one, then deploy: agentctl server start --detach && cd bot && agentctl deploy\n`,
+      );
     });
 
     test('with the server up, the next step is deploy', async () => {
@@ -109,13 +118,17 @@ describe.each(engines)('a new user’s first hour (%s)', (engine) => {
     test('agentctl status is not a command: it points at auth status and server status', async () => {
       const result = await agentctl(['status']);
       expect(result.exitCode).toBe(2);
-      expect(result.stderr).toBe("error: 'status' is not an agentctl command; did you mean agentctl auth status or agentctl server status?\nRun 'agentctl --help' for the commands.\n");
+      expect(result.stderr).toBe(
+        "error: 'status' is not an agentctl command; did you mean agentctl auth status or agentctl server status?\nRun 'agentctl --help' for the commands.\n",
+      );
     });
 
     test('a missing argument shows the usage line and where the help is', async () => {
       const result = await agentctl(['tasks', 'get']);
       expect(result.exitCode).toBe(2);
-      expect(result.stderr).toBe("error: missing required argument 'task'\nusage: agentctl tasks get [options] <task>\nRun 'agentctl tasks get --help' for its flags and examples.\n");
+      expect(result.stderr).toBe(
+        "error: missing required argument 'task'\nusage: agentctl tasks get [options] <task>\nRun 'agentctl tasks get --help' for its flags and examples.\n",
+      );
     });
 
     test('--help lists commands and flags, not commander’s help command', async () => {

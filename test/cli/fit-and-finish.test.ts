@@ -110,7 +110,10 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
       const v2 = await deployActive(svc, { agent: 'default/bot' });
       const result = await runCli(['versions', 'list', '--agent', 'default/bot'], { env });
       expect(result.code).toBe(0);
-      const rows = result.stdout.trim().split('\n').map((line) => line.split('\t').slice(0, 2));
+      const rows = result.stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.split('\t').slice(0, 2));
       expect(rows).toEqual([
         ['v2', v2.version_id],
         ['v1', v1.version_id],
@@ -160,7 +163,11 @@ describe.each(engines)('agentctl fit and finish (%s)', (engine) => {
       await deployActive(svc, { agent: 'default/bot', branch: 'feature/x', hash });
       const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', hash.slice(0, 6), '--yes'], { env });
       expect(result.code).toBe(2);
-      expect(result.stderr).toMatch(new RegExp(`--to ${hash.slice(0, 6)} matches several versions of default/bot: v2 \\(${hash.slice(0, 12)}, deployed \\S+\\), v1 \\(${hash.slice(0, 12)}, deployed \\S+\\)`));
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `--to ${hash.slice(0, 6)} matches several versions of default/bot: v2 \\(${hash.slice(0, 12)}, deployed \\S+\\), v1 \\(${hash.slice(0, 12)}, deployed \\S+\\)`,
+        ),
+      );
       expect(result.stderr).toContain('Name the version by its number (vN) or give more characters of the hash.');
     });
 
@@ -201,7 +208,9 @@ describe('answers that are not the service’s JSON', () => {
     const result = await runCli(['versions', 'list', '--agent', 'default/bot'], { env: env() });
     expect(result.code).toBe(6);
     expect(result.stdout).toBe('');
-    expect(result.stderr).toContain(`error: HTTP ${status} with ${what} from GET ${baseUrl}/agents/default/bot/versions?limit=20: that is not an answer of the agentctl service`);
+    expect(result.stderr).toContain(
+      `error: HTTP ${status} with ${what} from GET ${baseUrl}/agents/default/bot/versions?limit=20: that is not an answer of the agentctl service`,
+    );
     expect(result.stderr).toContain(`hint: Is AGENTCTL_BASE_URL right? This agentctl talks to ${baseUrl}`);
   });
 
@@ -210,6 +219,10 @@ describe('answers that are not the service’s JSON', () => {
     const result = await runCli(['versions', 'list', '--agent', 'default/bot', '--json'], { env: env() });
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
-    expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'truncated_response', status: 200, hint: 'A proxy or the network cut the answer short; run the command again.' });
+    expect(JSON.parse(result.stderr).error).toMatchObject({
+      code: 'truncated_response',
+      status: 200,
+      hint: 'A proxy or the network cut the answer short; run the command again.',
+    });
   });
 });

@@ -94,7 +94,10 @@ describe.each(engines)('agentctl fs (%s)', (engine) => {
 
   describe('deploy without --image uploads the source', () => {
     const git = (cwd: string, ...args: string[]) =>
-      execa('git', args, { cwd, env: { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' } });
+      execa('git', args, {
+        cwd,
+        env: { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' },
+      });
     const repo = async () => {
       const dir = await tempDir('agentctl-repo-');
       await writeTree(dir, {
@@ -117,7 +120,12 @@ describe.each(engines)('agentctl fs (%s)', (engine) => {
       expect(version).toMatchObject({ image_url: `local://${version.source_filesystem_id}`, acp_type: 'sync', is_dirty: false });
       expect((await svc.api('GET', '/agents/name/default/src-bot')).body.description).toBe('From source');
       const files = await svc.api('GET', `/filesystems/${version.source_filesystem_id}/files`);
-      expect(files.body.files.map((f: { path: string; mode: number }) => `${f.path} ${f.mode.toString(8)}`)).toEqual(['agentctl.json 644', 'run.sh 755', 'src 755', 'src/index.ts 644']);
+      expect(files.body.files.map((f: { path: string; mode: number }) => `${f.path} ${f.mode.toString(8)}`)).toEqual([
+        'agentctl.json 644',
+        'run.sh 755',
+        'src 755',
+        'src/index.ts 644',
+      ]);
     });
 
     test('--allow-dirty uploads the work tree as it is', async () => {

@@ -8,7 +8,14 @@ const repoRoot = path.resolve(import.meta.dirname, '../..');
 
 describe('agentctl init', () => {
   let tmp: ReturnType<typeof tempDir>;
-  const env = () => ({ AGENTCTL_CONFIG_DIR: path.join(tmp.dir, 'config'), GIT_AUTHOR_NAME: 'Ada Lovelace', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada Lovelace', GIT_COMMITTER_EMAIL: 'ada@example.com', PATH: process.env.PATH });
+  const env = () => ({
+    AGENTCTL_CONFIG_DIR: path.join(tmp.dir, 'config'),
+    GIT_AUTHOR_NAME: 'Ada Lovelace',
+    GIT_AUTHOR_EMAIL: 'ada@example.com',
+    GIT_COMMITTER_NAME: 'Ada Lovelace',
+    GIT_COMMITTER_EMAIL: 'ada@example.com',
+    PATH: process.env.PATH,
+  });
   beforeEach(() => (tmp = tempDir('agentctl-init-')));
   afterEach(() => tmp.remove());
 
@@ -25,8 +32,19 @@ describe('agentctl init', () => {
       files: ['package.json', 'tsconfig.json', 'agentctl.json', 'src/index.ts', 'README.md', '.gitignore', 'node_modules/agentctl'],
       git_commit: expect.stringMatching(/^[0-9a-f]{40}$/),
     });
-    expect(JSON.parse(readFileSync(path.join(dir, 'agentctl.json'), 'utf8'))).toEqual({ agent: 'default/my-bot', entry: 'src/index.ts', acp_type: 'async', description: '' });
-    expect(JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'))).toEqual({ name: 'my-bot', version: '0.1.0', private: true, type: 'module', scripts: { start: 'node src/index.ts', typecheck: 'tsc --noEmit' } });
+    expect(JSON.parse(readFileSync(path.join(dir, 'agentctl.json'), 'utf8'))).toEqual({
+      agent: 'default/my-bot',
+      entry: 'src/index.ts',
+      acp_type: 'async',
+      description: '',
+    });
+    expect(JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8'))).toEqual({
+      name: 'my-bot',
+      version: '0.1.0',
+      private: true,
+      type: 'module',
+      scripts: { start: 'node src/index.ts', typecheck: 'tsc --noEmit' },
+    });
     expect(readFileSync(path.join(dir, 'src/index.ts'), 'utf8')).toContain("import { AgentServer, ConflictError } from 'agentctl/adk';");
     expect(lstatSync(path.join(dir, 'node_modules/agentctl')).isSymbolicLink()).toBe(true);
     expect(readlinkSync(path.join(dir, 'node_modules/agentctl'))).toBe(repoRoot);
@@ -40,7 +58,12 @@ describe('agentctl init', () => {
     const result = await runCli(['init', 'answers', '--acp-type', 'sync', '--agent', 'team/answer-bot', '--no-git', '--json'], { cwd: tmp.dir, env: env() });
     expect(result.code).toBe(0);
     const dir = path.join(tmp.dir, 'answers');
-    expect(JSON.parse(readFileSync(path.join(dir, 'agentctl.json'), 'utf8'))).toEqual({ agent: 'team/answer-bot', entry: 'src/index.ts', acp_type: 'sync', description: '' });
+    expect(JSON.parse(readFileSync(path.join(dir, 'agentctl.json'), 'utf8'))).toEqual({
+      agent: 'team/answer-bot',
+      entry: 'src/index.ts',
+      acp_type: 'sync',
+      description: '',
+    });
     expect(readFileSync(path.join(dir, 'src/index.ts'), 'utf8')).toContain('onMessage(_ctx, content)');
     expect(result.json().git_commit).toBeNull();
     expect(existsSync(path.join(dir, '.git'))).toBe(false);

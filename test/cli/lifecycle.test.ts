@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { describe, expect, test } from 'vitest';
 import { endpoints } from '../../src/contract/endpoints.js';
 import { Version } from '../../src/contract/resources.js';
@@ -37,12 +37,41 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     expect(result.code).toBe(0);
     expect(result.stderr).toBe('');
     const version = Version.parse(result.json());
-    expect(version).toMatchObject({ id: registered, status: 'ACTIVE', git_hash: hash, git_branch: 'main', git_message: 'Add the search tool', author_name: 'Ada Lovelace', author_email: 'ada@example.com', image_url: 'registry.local/bot:1', is_dirty: false });
+    expect(version).toMatchObject({
+      id: registered,
+      status: 'ACTIVE',
+      git_hash: hash,
+      git_branch: 'main',
+      git_message: 'Add the search tool',
+      author_name: 'Ada Lovelace',
+      author_email: 'ada@example.com',
+      image_url: 'registry.local/bot:1',
+      is_dirty: false,
+    });
   });
 
   test('deploy --detach returns the server’s deploy response at once', async () => {
     await gitRepo(scratch.dir);
-    const result = await runCli(['deploy', '--agent', 'default/bot', '--image', 'img:1', '--branch', 'feature/x', '--replicas', '2', '--sdk-type', 'beta_agent_sdk', '--acp-type', 'sync', '--detach', '--json'], { env, cwd: scratch.dir });
+    const result = await runCli(
+      [
+        'deploy',
+        '--agent',
+        'default/bot',
+        '--image',
+        'img:1',
+        '--branch',
+        'feature/x',
+        '--replicas',
+        '2',
+        '--sdk-type',
+        'beta_agent_sdk',
+        '--acp-type',
+        'sync',
+        '--detach',
+        '--json',
+      ],
+      { env, cwd: scratch.dir },
+    );
     expect(result.code).toBe(0);
     const deployed = parse('deploy', result.stdout);
     expect(deployed.version_status).toBe('DEPLOYING');
@@ -86,7 +115,10 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     await gitRepo(scratch.dir);
     const [result] = await Promise.all([
       runCli(['deploy', '--agent', 'default/bot', '--image', 'img:broken'], { env, cwd: scratch.dir }),
-      registerWhenDeploying('default/bot', 'FAILED', { failure_reason: 'image_pull_failed', failure_diagnostics: { title: 'Image not found', description: 'img:broken does not exist', action: 'Push the image, then deploy again' } }),
+      registerWhenDeploying('default/bot', 'FAILED', {
+        failure_reason: 'image_pull_failed',
+        failure_diagnostics: { title: 'Image not found', description: 'img:broken does not exist', action: 'Push the image, then deploy again' },
+      }),
     ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('FAILED: image_pull_failed — Image not found: img:broken does not exist');
@@ -116,7 +148,9 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const first = await deployActive(svc, { agent: 'default/bot' });
     await deployActive(svc, { agent: 'default/bot' });
     await deployActive(svc, { agent: 'default/bot' });
-    const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', first.git_hash.slice(0, 9), '--json', '--detach', '--yes'], { env });
+    const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--to', first.git_hash.slice(0, 9), '--json', '--detach', '--yes'], {
+      env,
+    });
     expect(result.code).toBe(0);
     expect(parse('rollbackBranch', result.stdout).target_version.id).toBe(first.version_id);
   });
@@ -166,7 +200,10 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const result = await runCli(['tasks', 'migrate', '--from', v1.version_id, '--to-latest', '--json'], { env });
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
-    expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'needs_flag', message: 'Migrating tasks needs confirmation: pass --yes (no prompt without a terminal, or under CI, --non-interactive or --json)' });
+    expect(JSON.parse(result.stderr).error).toMatchObject({
+      code: 'needs_flag',
+      message: 'Migrating tasks needs confirmation: pass --yes (no prompt without a terminal, or under CI, --non-interactive or --json)',
+    });
     expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.version_id);
   });
 
@@ -176,7 +213,10 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const result = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main', '--json'], { env });
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
-    expect(JSON.parse(result.stderr).error).toMatchObject({ code: 'needs_flag', message: 'Rolling back needs confirmation: pass --yes (no prompt without a terminal, or under CI, --non-interactive or --json)' });
+    expect(JSON.parse(result.stderr).error).toMatchObject({
+      code: 'needs_flag',
+      message: 'Rolling back needs confirmation: pass --yes (no prompt without a terminal, or under CI, --non-interactive or --json)',
+    });
     const plain = await runCli(['rollback', '--agent', 'default/bot', '--branch', 'main'], { env });
     expect(plain.stderr).toContain('try:  agentctl rollback --agent default/bot --branch main --yes');
     expect((await svc.api('GET', `/branches/${second.branch_id}`)).body.current_version.id).toBe(second.version_id);
@@ -186,9 +226,14 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const v1 = await deployActive(svc, { agent: 'default/bot' });
     const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body;
     const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
-    const result = await runCli(['tasks', 'migrate', '--agent', 'default/bot', '--from', v1.git_hash.slice(0, 8), '--to', v2.git_hash.slice(0, 8), '--dry-run'], { env });
+    const result = await runCli(
+      ['tasks', 'migrate', '--agent', 'default/bot', '--from', v1.git_hash.slice(0, 8), '--to', v2.git_hash.slice(0, 8), '--dry-run'],
+      { env },
+    );
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`Plan: move 1 task on branch main from v1 to v2 (${v2.git_hash.slice(0, 7)} "commit ${v2.git_hash.slice(0, 7)}", ACTIVE).\n`);
+    expect(result.stderr).toContain(
+      `Plan: move 1 task on branch main from v1 to v2 (${v2.git_hash.slice(0, 7)} "commit ${v2.git_hash.slice(0, 7)}", ACTIVE).\n`,
+    );
     expect(result.stdout).toContain(task.id);
     expect((await svc.api('GET', `/tasks/${task.id}`)).body.current_version_id).toBe(v1.version_id);
   });
@@ -198,21 +243,43 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     const a = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
     const b = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
     // A canary: v2 is still DEPLOYING, so v1 stays ACTIVE and can take the tasks back.
-    const v2 = (await svc.api('POST', '/agents/deploy', { body: { agent_name: 'bot', branch: 'main', git_hash: 'cafe1234', author_name: 'Ada', author_email: 'ada@example.com', image_url: 'img:2', sdk_type: 'alpha_agent_sdk', acp_type: 'async', are_tasks_sticky: true } })).body;
+    const v2 = (
+      await svc.api('POST', '/agents/deploy', {
+        body: {
+          agent_name: 'bot',
+          branch: 'main',
+          git_hash: 'cafe1234',
+          author_name: 'Ada',
+          author_email: 'ada@example.com',
+          image_url: 'img:2',
+          sdk_type: 'alpha_agent_sdk',
+          acp_type: 'async',
+          are_tasks_sticky: true,
+        },
+      })
+    ).body;
     const result = await runCli(['tasks', 'migrate', '--task', a, '--task', b, '--to', v2.version_id, '--yes'], { env });
     expect(result.code).toBe(0);
     expect(result.stderr).toContain(`Moved 2 tasks to v2 (cafe123, DEPLOYING; ${v2.version_id})`);
     expect(result.stderr).toContain(`Undo with: agentctl tasks migrate --task ${a} --task ${b} --to ${v1.version_id} --yes`);
-    expect(result.stdout.trimEnd().split('\n').map((l) => l.split('\t')[0]).sort()).toEqual([a, b].sort());
+    expect(
+      result.stdout
+        .trimEnd()
+        .split('\n')
+        .map((l) => l.split('\t')[0])
+        .sort(),
+    ).toEqual([a, b].sort());
   });
 
   test('tasks migrate says there is no undo when the old version retired as its last task left', async () => {
-    const v1 = await deployActive(svc, { agent: 'default/bot' });
+    const _v1 = await deployActive(svc, { agent: 'default/bot' });
     const a = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot' } })).body.id;
     const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
     const result = await runCli(['tasks', 'migrate', '--task', a, '--to', v2.version_id, '--yes'], { env });
     expect(result.code).toBe(0);
-    expect(result.stderr).toContain(`v1 is now RETIRED: it takes no tasks, so they cannot be moved back. To serve it again, roll the branch back: agentctl rollback --agent default/bot --branch main --to v1 --yes`);
+    expect(result.stderr).toContain(
+      `v1 is now RETIRED: it takes no tasks, so they cannot be moved back. To serve it again, roll the branch back: agentctl rollback --agent default/bot --branch main --to v1 --yes`,
+    );
     expect(result.stderr).not.toContain('Undo with:');
   });
 

@@ -19,7 +19,12 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       expect(cut.stderr).toBe('showing 2 of 4; --page 2 or --all\n');
       const all = await runCli(['namespaces', 'list', '--limit', '2', '--all', '--json'], { env });
       expect(all.json().total).toBe(4);
-      expect(all.json().namespaces.map((n: { slug: string }) => n.slug).sort()).toEqual(['alpha', 'beta', 'default', 'gamma']);
+      expect(
+        all
+          .json()
+          .namespaces.map((n: { slug: string }) => n.slug)
+          .sort(),
+      ).toEqual(['alpha', 'beta', 'default', 'gamma']);
     });
 
     test('projects list', async () => {
@@ -28,7 +33,12 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       expect(cut.stderr).toBe('showing 2-2 of 3; --page 3 or --all\n');
       const all = await runCli(['projects', 'list', '--limit', '1', '--all', '--json'], { env });
       expect(all.json().total).toBe(3);
-      expect(all.json().projects.map((p: { name: string }) => p.name).sort()).toEqual(['one', 'three', 'two']);
+      expect(
+        all
+          .json()
+          .projects.map((p: { name: string }) => p.name)
+          .sort(),
+      ).toEqual(['one', 'three', 'two']);
     });
 
     test('groups list (GET /groups pages since the upstream API’s paging)', async () => {
@@ -48,7 +58,12 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       expect(cut.stderr).toBe('showing 2 of 3; --page 2 or --all\n');
       const all = await runCli(['fs', 'list', '--limit', '2', '--all', '--json'], { env });
       expect(all.json().total).toBe(3);
-      expect(all.json().filesystems.map((f: { id: string }) => f.id).sort()).toEqual(ids.sort());
+      expect(
+        all
+          .json()
+          .filesystems.map((f: { id: string }) => f.id)
+          .sort(),
+      ).toEqual(ids.sort());
     });
 
     test('versions list (the newest only: it says how far --limit goes)', async () => {
@@ -176,7 +191,11 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
     test('agents list: the namespace by slug, its id with --wide', async () => {
       const namespace = await svc.client().createNamespace({ body: { slug: 'research', name: 'Research' } });
       const { agent_id: agentId } = await deployActive(svc, { agent: 'research/bot' });
-      const rows = (result: { stdout: string }) => result.stdout.trim().split('\n').map((line) => line.split('\t'));
+      const rows = (result: { stdout: string }) =>
+        result.stdout
+          .trim()
+          .split('\n')
+          .map((line) => line.split('\t'));
       const plain = await runCli(['agents', 'list'], { env });
       expect(rows(plain).map((row) => row.slice(0, 4))).toEqual([[agentId, 'bot', 'research', 'ACTIVE']]);
       const wide = await runCli(['agents', 'list', '--wide'], { env });
@@ -193,7 +212,12 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
         { resource_type: 'agent' as const, resource_id: agentId, role: 'viewer' as const },
       ];
       const key = (await svc.client().createKey({ body: { name: 'ci', scopes } })).api_key;
-      const scopesOf = (result: { stdout: string }, column: number) => result.stdout.trim().split('\n').map((line) => line.split('\t')).find((row) => row[0] === key.id)![column];
+      const scopesOf = (result: { stdout: string }, column: number) =>
+        result.stdout
+          .trim()
+          .split('\n')
+          .map((line) => line.split('\t'))
+          .find((row) => row[0] === key.id)![column];
       expect(scopesOf(await runCli(['keys', 'list'], { env }), 3)).toBe('namespace:default:admin, agent:default/bot:viewer');
       expect(scopesOf(await runCli(['keys', 'list', '--wide'], { env }), 4)).toBe(`namespace:${namespaceId}:admin, agent:${agentId}:viewer`);
     });
@@ -226,7 +250,12 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       const [report, digest, old] = [await create('report'), await create('digest'), await create('old')];
       const moved = await runCli(['tasks', 'migrate', '--task', 'report', '--task', digest, '--to', v2.version_id, '--yes', '--json'], { env });
       expect(moved.code).toBe(0);
-      expect(moved.json().tasks.map((t: { id: string }) => t.id).sort()).toEqual([report, digest].sort());
+      expect(
+        moved
+          .json()
+          .tasks.map((t: { id: string }) => t.id)
+          .sort(),
+      ).toEqual([report, digest].sort());
       expect(moved.json().to_version.id).toBe(v2.version_id);
       const put = await runCli(['states', 'put', '--task', 'report', '--agent', 'default/bot', '--data', '{"step": 1}', '--json'], { env });
       expect(put.code).toBe(0);

@@ -54,7 +54,9 @@ describe.each(engines)('newcomer, item 5: agentctl logs (%s)', (engine) => {
     const v2Line = listening(v2.version_id);
     await waitFor('v1 retired', async () => (await svc.client().getVersion({ params: { version_id: v1.version_id } })).status === 'RETIRED');
     // Its process has stopped, saying so: v1's last line (v2 was listening before v1 retired).
-    await waitFor('v1 stopped', async () => (await svc.api('GET', `/versions/${v1.version_id}/logs`)).body.lines.some((l: any) => l.line === 'stopping on SIGTERM'));
+    await waitFor('v1 stopped', async () =>
+      (await svc.api('GET', `/versions/${v1.version_id}/logs`)).body.lines.some((l: any) => l.line === 'stopping on SIGTERM'),
+    );
 
     const follow = spawnAgentctl(['logs', '--agent', 'default/plain', '-f'], { env });
     let out = '';
@@ -67,11 +69,11 @@ describe.each(engines)('newcomer, item 5: agentctl logs (%s)', (engine) => {
     expect(ended.exitCode).toBe(130);
     expect(ended.stderr).toContain(`Following v1 (${v1.version_id}), v2 (${v2.version_id}); Ctrl-C to stop.`);
     // Each line once: the stored ones are not repeated by the streams that follow them.
-    expect(out.split('\n').filter(Boolean).map((l) => l.split('\t').slice(1).join('\t'))).toEqual([
-      `v1\t0\tstdout\t${v1Line}`,
-      `v2\t0\tstdout\t${v2Line}`,
-      'v1\t0\tstdout\tstopping on SIGTERM',
-      'v2\t0\tstderr\thealth set to true',
-    ]);
+    expect(
+      out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t').slice(1).join('\t')),
+    ).toEqual([`v1\t0\tstdout\t${v1Line}`, `v2\t0\tstdout\t${v2Line}`, 'v1\t0\tstdout\tstopping on SIGTERM', 'v2\t0\tstderr\thealth set to true']);
   });
 });

@@ -22,7 +22,12 @@ describe.each(engines)('newcomer: server start, stop and status (%s)', (engine) 
     cleanups.push(scratch.remove);
     const database = engine === 'postgres' ? await createTestDatabase() : undefined;
     if (database) cleanups.push(database.drop);
-    const env = { AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'), XDG_DATA_HOME: path.join(scratch.dir, 'xdg'), DATABASE_URL: database?.url, AGENTCTL_RUNTIME: 'none' };
+    const env = {
+      AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'),
+      XDG_DATA_HOME: path.join(scratch.dir, 'xdg'),
+      DATABASE_URL: database?.url,
+      AGENTCTL_RUNTIME: 'none',
+    };
     const config = () => JSON.parse(readFileSync(path.join(env.AGENTCTL_CONFIG_DIR, 'config.json'), 'utf8'));
     const orgCount = async () => {
       const client = new pg.Client({ connectionString: database!.url });

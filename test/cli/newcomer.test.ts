@@ -39,12 +39,16 @@ describe.each(engines)('newcomer (%s)', (engine) => {
       expect(bounded.stdout).toBe('');
       const attempts = bounded.stderr.split('\n').filter((l) => l.startsWith('warning: lost the task stream'));
       expect(attempts).toHaveLength(8);
-      expect(attempts[0]).toMatch(new RegExp(`^warning: lost the task stream from ${down.AGENTCTL_BASE_URL} \\(ECONNREFUSED\\); reconnecting in \\d+\\.\\d s \\(attempt 1 of 8; --retry keeps trying\\)$`));
+      expect(attempts[0]).toMatch(
+        new RegExp(
+          `^warning: lost the task stream from ${down.AGENTCTL_BASE_URL} \\(ECONNREFUSED\\); reconnecting in \\d+\\.\\d s \\(attempt 1 of 8; --retry keeps trying\\)$`,
+        ),
+      );
       expect(attempts[7]).toContain('(attempt 8 of 8; --retry keeps trying)');
       expect(bounded.stderr).toContain(`error: Cannot reach the agentctl service at ${down.AGENTCTL_BASE_URL} (ECONNREFUSED)`);
 
       // Past the bounded watch's limit, the --retry one is still trying (and says so).
-      await until(() => patientErr, /(retrying until it answers; Ctrl-C to stop\)\n[^]*){9}/, 'a ninth attempt of watch --retry');
+      await until(() => patientErr, /(retrying until it answers; Ctrl-C to stop\)\n[\s\S]*){9}/, 'a ninth attempt of watch --retry');
       // Still running: only Ctrl-C ends it (130); had it given up, it would have exited 6.
       patient.kill('SIGINT');
       expect((await patient).exitCode).toBe(130);
@@ -86,8 +90,12 @@ describe.each(engines)('newcomer (%s)', (engine) => {
     test.skipIf(!hasTmux)('the rollback plan, its success line and its undo name versions vN', async () => {
       await deployActive(svc, { agent: 'default/bot' });
       const v2 = await deployActive(svc, { agent: 'default/bot' });
-      const vars = Object.entries(env).map(([k, v]) => `${k}='${v}'`).join(' ');
-      const terminal = await Terminal.start(`env -u CI ${vars} NO_COLOR=1 ${process.execPath} ${BIN} rollback --agent default/bot --branch main --detach; echo EXIT=$?; sleep 600`);
+      const vars = Object.entries(env)
+        .map(([k, v]) => `${k}='${v}'`)
+        .join(' ');
+      const terminal = await Terminal.start(
+        `env -u CI ${vars} NO_COLOR=1 ${process.execPath} ${BIN} rollback --agent default/bot --branch main --detach; echo EXIT=$?; sleep 600`,
+      );
       try {
         const plan = await terminal.waitFor('Roll back?');
         expect(plan).toContain(`Plan: branch main goes from v2 back to v1 (`);
@@ -107,7 +115,9 @@ describe.each(engines)('newcomer (%s)', (engine) => {
 
     test.skipIf(!hasTmux)('the key wizard names the scopes it builds as --scope takes them', async () => {
       await deployActive(svc, { agent: 'default/bot' });
-      const vars = Object.entries(env).map(([k, v]) => `${k}='${v}'`).join(' ');
+      const vars = Object.entries(env)
+        .map(([k, v]) => `${k}='${v}'`)
+        .join(' ');
       const terminal = await Terminal.start(`env -u CI ${vars} NO_COLOR=1 ${process.execPath} ${BIN} keys create; echo EXIT=$?; sleep 600`);
       try {
         await terminal.waitFor('Deploy — CI/CD and deployments');
@@ -146,7 +156,9 @@ describe.each(engines)('newcomer (%s)', (engine) => {
       const result = await agentctl(['tasks', 'migrate', '--agent', 'default/bot', '--from', 'v1', '--to-latest', '--yes'], { env });
       expect(result.code, result.stderr).toBe(0);
       expect(result.stderr).toContain('✓ Moved 1 task to v2 (');
-      expect(result.stderr).toContain('v1 is now RETIRED: it takes no tasks, so they cannot be moved back. To serve it again, roll the branch back: agentctl rollback --agent default/bot --branch main --to v1 --yes\n');
+      expect(result.stderr).toContain(
+        'v1 is now RETIRED: it takes no tasks, so they cannot be moved back. To serve it again, roll the branch back: agentctl rollback --agent default/bot --branch main --to v1 --yes\n',
+      );
       expect(result.stderr).not.toContain('No undo');
       expect(result.stderr).not.toContain('(s)');
     });
@@ -168,7 +180,9 @@ describe.each(engines)('newcomer (%s)', (engine) => {
       const result = await agentctl(['init', 'My Bot!'], { env, cwd: scratch.dir });
       expect(result.code, result.stderr).toBe(0);
       expect(result.stderr).toContain('The agent is named default/my-bot, from the directory name "My Bot!" (--agent ns/name picks another).\n');
-      expect(result.stderr).toContain(`warning: default/my-bot already exists on ${svc.url} and this project deploys to it: pass --agent ns/<new name> (or edit agentctl.json) for an agent of its own.\n`);
+      expect(result.stderr).toContain(
+        `warning: default/my-bot already exists on ${svc.url} and this project deploys to it: pass --agent ns/<new name> (or edit agentctl.json) for an agent of its own.\n`,
+      );
     });
 
     test('a name no agent has: no warning', async () => {

@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { afterAll, beforeEach, describe, expect, test } from 'vitest';
 import { endpoints } from '../../src/contract/endpoints.js';
 import { engines, useService } from '../support/service.js';
@@ -22,13 +22,20 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
 
     const listed = await runCli(['namespaces', 'list', '--json'], { env });
     expect(listed.code).toBe(0);
-    expect(parse('listNamespaces', listed.stdout).namespaces.map((n: { slug: string }) => n.slug).sort()).toEqual(['default', 'research']);
+    expect(
+      parse('listNamespaces', listed.stdout)
+        .namespaces.map((n: { slug: string }) => n.slug)
+        .sort(),
+    ).toEqual(['default', 'research']);
   });
 
   test('a piped list is tab-separated rows with ISO times and no header', async () => {
     const listed = await runCli(['namespaces', 'list'], { env });
     expect(listed.code).toBe(0);
-    const rows = listed.stdout.trimEnd().split('\n').map((line) => line.split('\t'));
+    const rows = listed.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => line.split('\t'));
     expect(rows).toHaveLength(1);
     expect(rows[0][0]).toMatch(/^ns_/);
     expect(rows[0].slice(1, 3)).toEqual(['default', 'Default']);
@@ -39,7 +46,12 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
     const listed = await runCli(['namespaces', 'list', '--no-color'], { env, tty: true });
     expect(listed.code).toBe(0);
     const [header, row] = listed.stdout.trimEnd().split('\n');
-    expect(header.split(/\s{2,}/).map((s) => s.trim()).filter(Boolean)).toEqual(['ID', 'SLUG', 'NAME', 'CREATED']);
+    expect(
+      header
+        .split(/\s{2,}/)
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ).toEqual(['ID', 'SLUG', 'NAME', 'CREATED']);
     expect(row).toMatch(/default\s+Default\s+(now|\d+ sec\. ago)/);
   });
 
@@ -124,7 +136,10 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
     expect(created.code).toBe(0);
     expect(parse('createEnvironment', created.stdout)).toMatchObject({ name: 'staging', branch_rules: ['staging', 'release/*'], is_prod: false });
 
-    const updated = await runCli(['envs', 'update', 'staging', '--agent', 'default/bot', '--rule', 'release/*', '--description', 'Release candidates', '--json'], { env });
+    const updated = await runCli(
+      ['envs', 'update', 'staging', '--agent', 'default/bot', '--rule', 'release/*', '--description', 'Release candidates', '--json'],
+      { env },
+    );
     expect(parse('updateEnvironment', updated.stdout)).toMatchObject({ branch_rules: ['release/*'], description: 'Release candidates' });
 
     const resolved = await runCli(['envs', 'resolve', '--agent', 'default/bot', '--branch', 'release/2.0', '--json'], { env });
@@ -134,7 +149,11 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
     expect(got.stdout).toContain('Production\ttrue\n');
 
     const listed = await runCli(['envs', 'list', '--agent', 'default/bot', '--json'], { env });
-    expect(parse('listEnvironments', listed.stdout).environments.map((e: { name: string }) => e.name).sort()).toEqual(['preview', 'production', 'staging']);
+    expect(
+      parse('listEnvironments', listed.stdout)
+        .environments.map((e: { name: string }) => e.name)
+        .sort(),
+    ).toEqual(['preview', 'production', 'staging']);
 
     const deleted = await runCli(['envs', 'delete', 'staging', '--agent', 'default/bot', '--yes', '--json'], { env });
     expect(deleted.code).toBe(0);
@@ -158,7 +177,10 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
 
   test('keys create with --preset fills the role of a role-less --scope; the secret is on stdout only', async () => {
     await deployActive(svc, { agent: 'default/bot' });
-    const result = await runCli(['keys', 'create', '--preset', 'deploy', '--scope', 'namespace:default', '--scope', 'agent:default/bot', '--name', 'ci', '--expires', '90d'], { env });
+    const result = await runCli(
+      ['keys', 'create', '--preset', 'deploy', '--scope', 'namespace:default', '--scope', 'agent:default/bot', '--name', 'ci', '--expires', '90d'],
+      { env },
+    );
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^agk_[0-9A-Za-z]{49}\n$/);
     expect(result.stderr).not.toContain(result.stdout.trim());
@@ -167,7 +189,10 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
 
     const whoami = await svc.api('GET', '/whoami', { key: result.stdout.trim() });
     expect(whoami.status).toBe(200);
-    expect(whoami.body.scopes.map((s: { resource_type: string; role: string }) => `${s.resource_type}:${s.role}`).sort()).toEqual(['agent:editor', 'namespace:admin']);
+    expect(whoami.body.scopes.map((s: { resource_type: string; role: string }) => `${s.resource_type}:${s.role}`).sort()).toEqual([
+      'agent:editor',
+      'namespace:admin',
+    ]);
     expect(Date.parse(whoami.body.expires_at) - Date.now()).toBeGreaterThan(89 * 24 * 3600 * 1000);
   });
 
@@ -185,10 +210,16 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
 
   test('keys list, get, rotate and revoke', async () => {
     const client = svc.client();
-    const made = await client.createKey({ body: { name: 'temp', scopes: [{ resource_type: 'namespace', resource_id: (await client.listNamespaces()).namespaces[0].id, role: 'admin' }] } });
+    const made = await client.createKey({
+      body: { name: 'temp', scopes: [{ resource_type: 'namespace', resource_id: (await client.listNamespaces()).namespaces[0].id, role: 'admin' }] },
+    });
     const id = made.api_key.id;
     const listed = await runCli(['keys', 'list', '--json'], { env });
-    expect(parse('listKeys', listed.stdout).api_keys.map((k: { name: string }) => k.name).sort()).toEqual(['bootstrap', 'temp']);
+    expect(
+      parse('listKeys', listed.stdout)
+        .api_keys.map((k: { name: string }) => k.name)
+        .sort(),
+    ).toEqual(['bootstrap', 'temp']);
     expect(listed.stdout).not.toContain(made.secret);
 
     const got = await runCli(['keys', 'get', id, '--json'], { env });
@@ -210,7 +241,7 @@ describe.each(engines)('agentctl resource commands (%s)', (engine) => {
     const made = await runCli(['keys', 'create', '--name', 'traced', '--scope', 'namespace:default:admin', '--json', '--debug'], { env });
     expect(made.code).toBe(0);
     const secret = made.json().secret;
-    expect(made.stderr).toContain('→ POST ' + svc.url + '/api_keys');
+    expect(made.stderr).toContain(`→ POST ${svc.url}/api_keys`);
     expect(made.stderr).toContain('"authorization":"Bearer [redacted]"');
     expect(made.stderr).toContain('"secret":"[redacted]"');
     expect(made.stderr).not.toContain(svc.adminKey);
@@ -252,7 +283,9 @@ describe.each(engines)('agentctl auth and config (%s)', (engine) => {
   test('auth status says which source is active and warns when the environment overrides the profile', async () => {
     await runCli(['auth', 'login', '--api-key', svc.adminKey, '--base-url', svc.url], { env: bare() });
     const client = svc.client();
-    const made = await client.createKey({ body: { name: 'other', scopes: [{ resource_type: 'namespace', resource_id: (await client.listNamespaces()).namespaces[0].id, role: 'admin' }] } });
+    const made = await client.createKey({
+      body: { name: 'other', scopes: [{ resource_type: 'namespace', resource_id: (await client.listNamespaces()).namespaces[0].id, role: 'admin' }] },
+    });
     const status = await runCli(['auth', 'status'], { env: { ...bare(), AGENTCTL_API_KEY: made.secret } });
     expect(status.code).toBe(0);
     expect(status.stderr).toContain('warning: AGENTCTL_API_KEY overrides the value saved in profile "default"');
@@ -265,7 +298,9 @@ describe.each(engines)('agentctl auth and config (%s)', (engine) => {
     await runCli(['config', 'set', 'api_key', svc.adminKey, '--profile', 'p'], { env: bare() });
     const viaEnv = await runCli(['auth', 'status', '--json', '--profile', 'p'], { env: { ...bare(), AGENTCTL_BASE_URL: svc.url } });
     expect(viaEnv.json()).toMatchObject({ base_url: svc.url, base_url_source: 'env', env_overrides: ['AGENTCTL_BASE_URL'] });
-    const viaFlag = await runCli(['auth', 'status', '--json', '--profile', 'p', '--base-url', svc.url], { env: { ...bare(), AGENTCTL_BASE_URL: 'http://127.0.0.1:9' } });
+    const viaFlag = await runCli(['auth', 'status', '--json', '--profile', 'p', '--base-url', svc.url], {
+      env: { ...bare(), AGENTCTL_BASE_URL: 'http://127.0.0.1:9' },
+    });
     expect(viaFlag.json()).toMatchObject({ base_url: svc.url, base_url_source: 'flag' });
   });
 
@@ -320,7 +355,11 @@ describe.each(engines)('agentctl auth and config (%s)', (engine) => {
   });
 
   test('completion prints the committed script', async () => {
-    for (const [shell, file] of [['bash', 'agentctl.bash'], ['zsh', '_agentctl'], ['fish', 'agentctl.fish']]) {
+    for (const [shell, file] of [
+      ['bash', 'agentctl.bash'],
+      ['zsh', '_agentctl'],
+      ['fish', 'agentctl.fish'],
+    ]) {
       const result = await runCli(['completion', shell], { env: bare() });
       expect(result.code).toBe(0);
       expect(result.stdout).toBe(readFileSync(path.join('completions', file), 'utf8'));

@@ -12,11 +12,18 @@ describe.each(engines)('agentctl server start: one profile per server (%s)', (en
   });
 
   /** Runs `server start` in the foreground until it has written server.json, then stops it as `server stop` would. */
-  async function startAndStop(env: Record<string, string>, dataDir: string, args: string[]): Promise<{ result: CliResult; info: { profile: string; url: string } }> {
+  async function startAndStop(
+    env: Record<string, string>,
+    dataDir: string,
+    args: string[],
+  ): Promise<{ result: CliResult; info: { profile: string; url: string } }> {
     const database = engine === 'postgres' ? await createTestDatabase() : undefined;
     if (database) cleanups.push(database.drop);
     const controller = new AbortController();
-    const running = runCli(['server', 'start', '--port', '0', ...args, ...(database ? ['--database-url', database.url] : [])], { env, signal: controller.signal });
+    const running = runCli(['server', 'start', '--port', '0', ...args, ...(database ? ['--database-url', database.url] : [])], {
+      env,
+      signal: controller.signal,
+    });
     const infoFile = path.join(dataDir, 'server.json');
     while (!existsSync(infoFile)) await new Promise((resolve) => setTimeout(resolve, 50));
     const info = JSON.parse(readFileSync(infoFile, 'utf8'));
@@ -41,7 +48,9 @@ describe.each(engines)('agentctl server start: one profile per server (%s)', (en
     expect(config.profiles.local).toEqual({ base_url: first.info.url, api_key: first.result.stdout.trim(), data_dir: defaultDir });
     expect(config.profiles['local-second-server']).toEqual({ base_url: second.info.url, api_key: second.result.stdout.trim(), data_dir: secondDir });
     expect(first.result.stdout.trim()).not.toBe(second.result.stdout.trim());
-    expect(second.result.stderr).toContain('Created the org-admin key and saved it in profile "local-second-server": use it with --profile local-second-server or agentctl config use local-second-server');
+    expect(second.result.stderr).toContain(
+      'Created the org-admin key and saved it in profile "local-second-server": use it with --profile local-second-server or agentctl config use local-second-server',
+    );
     // Two first starts of embedded PGlite (initdb each) take a while on a busy machine.
   }, 240_000);
 });

@@ -49,7 +49,9 @@ export async function runCli(args: string[], options: CliOptions = {}): Promise<
   const tty = options.tty ?? false;
   const stdout = new Capture(tty);
   const stderr = new Capture(tty);
-  const stdin = (typeof options.stdin === 'string' ? Readable.from([options.stdin]) : (options.stdin ?? Readable.from([]))) as NodeJS.ReadableStream & { isTTY?: boolean };
+  const stdin = (typeof options.stdin === 'string' ? Readable.from([options.stdin]) : (options.stdin ?? Readable.from([]))) as NodeJS.ReadableStream & {
+    isTTY?: boolean;
+  };
   stdin.isTTY = tty;
   const code = await run(args, { stdout, stderr, stdin, env: options.env ?? {}, cwd: options.cwd ?? process.cwd() }, { signal: options.signal });
   return {
@@ -74,7 +76,11 @@ export const neverEndingStdin = () => new PassThrough();
 
 /** A git work tree with one commit, for deploy. */
 export async function gitRepo(dir: string, message = 'first version'): Promise<{ commit: (message: string) => Promise<string>; head: () => Promise<string> }> {
-  const git = (...args: string[]) => execa('git', args, { cwd: dir, env: { GIT_AUTHOR_NAME: 'Ada Lovelace', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada Lovelace', GIT_COMMITTER_EMAIL: 'ada@example.com' } });
+  const git = (...args: string[]) =>
+    execa('git', args, {
+      cwd: dir,
+      env: { GIT_AUTHOR_NAME: 'Ada Lovelace', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada Lovelace', GIT_COMMITTER_EMAIL: 'ada@example.com' },
+    });
   await git('init', '-q', '-b', 'main');
   const commit = async (msg: string) => {
     await git('commit', '-q', '--allow-empty', '-m', msg);

@@ -2,7 +2,10 @@
 import path from 'node:path';
 import { execa } from 'execa';
 
-export const hasTmux = await execa('tmux', ['-V'], { reject: false }).then((r) => r.exitCode === 0, () => false);
+export const hasTmux = await execa('tmux', ['-V'], { reject: false }).then(
+  (r) => r.exitCode === 0,
+  () => false,
+);
 
 /** The CLI from source, as `agentctl` runs it. */
 export const ENTRY = path.resolve('src/cli/main.ts');

@@ -84,7 +84,9 @@ describe.skipIf(!hasTmux)('agentctl in a pseudo-terminal: the key wizard and the
     const task = (await createTask(svc, { agent_name: 'default/planner' })).id;
     const v2 = await deployActive(svc, { agent: 'default/planner', are_tasks_sticky: true });
     const env = [`AGENTCTL_CONFIG_DIR=${scratch.dir}`, `AGENTCTL_BASE_URL=${svc.url}`, `AGENTCTL_API_KEY=${svc.adminKey}`, 'NO_COLOR=1'].join(' ');
-    const terminal = await Terminal.start(`env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} tasks migrate --from ${v1.version_id} --to-latest; echo "EXIT=$?"`);
+    const terminal = await Terminal.start(
+      `env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} tasks migrate --from ${v1.version_id} --to-latest; echo "EXIT=$?"`,
+    );
     try {
       const plan = await terminal.waitFor('Move 1 task?');
       expect(plan).toContain(`Plan: move 1 task on branch main from v1 to v2`);

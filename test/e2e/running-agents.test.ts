@@ -123,7 +123,10 @@ describe.each(engines)('e2e on %s: a deployed agent answers, migrates to v2 and 
     // Logs of both versions (each agent prints where it listens, with its pid in the process list).
     const logs = await json(['logs', '--agent', 'default/my-bot']).catch(async () => {
       const out = await agentctl(['logs', '--agent', 'default/my-bot', '--json']);
-      return out.stdout.trim().split('\n').map((l) => JSON.parse(l));
+      return out.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
     });
     const lines: any[] = Array.isArray(logs) ? logs : logs.lines;
     expect(new Set(lines.map((l) => l.version_id))).toEqual(new Set([v1.id, v2.id]));
@@ -147,7 +150,10 @@ describe.each(engines)('e2e on %s: a deployed agent answers, migrates to v2 and 
     expect(await agentctl(['tasks', 'cancel', task.id])).toMatchObject({ exitCode: 0 });
     const watched = await watch;
     expect(watched.exitCode, watched.stderr).toBe(1);
-    const records = watched.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const records = watched.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     const sequence = records.map((r) => r.sequence_id);
     expect(sequence).toEqual(sequence.map((_, i) => i + 1));
     expect(records.filter((r) => r.kind === 'event').map((r) => r.data.content.text)).toEqual(['hello', 'again', 'back']);

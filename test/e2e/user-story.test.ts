@@ -33,7 +33,11 @@ describe('e2e: start a server, deploy two versions, migrate tasks', () => {
   let key = '';
   /** What the agent's container does once it is up. */
   const register = async (versionId: string) => {
-    const res = await fetch(`${baseUrl}/versions/register`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ version_id: versionId }) });
+    const res = await fetch(`${baseUrl}/versions/register`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ version_id: versionId }),
+    });
     expect(res.status).toBe(200);
   };
 
@@ -62,7 +66,13 @@ describe('e2e: start a server, deploy two versions, migrate tasks', () => {
   });
 
   test('deploy two versions, run tasks on the first, migrate them to the latest', async () => {
-    const repo = { commit: (m: string) => execa('git', ['commit', '-q', '--allow-empty', '-m', m], { cwd: repoDir, env: { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' } }) };
+    const repo = {
+      commit: (m: string) =>
+        execa('git', ['commit', '-q', '--allow-empty', '-m', m], {
+          cwd: repoDir,
+          env: { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' },
+        }),
+    };
     const v1 = endpoints.deploy.response.parse(await json('deploy', '--agent', 'default/story', '--image', 'registry.local/story:1', '--detach'));
     await register(v1.version_id);
     const tasks = [];
@@ -88,12 +98,23 @@ describe('e2e: start a server, deploy two versions, migrate tasks', () => {
 
     const table = await agentctl('versions', 'list', '--agent', 'default/story');
     const columns = table.stdout.split('\n').map((l) => l.split('\t'));
-    expect(columns.map((c) => [c[0], c[4]])).toEqual([['v2', 'ACTIVE'], ['v1', 'RETIRED']]);
+    expect(columns.map((c) => [c[0], c[4]])).toEqual([
+      ['v2', 'ACTIVE'],
+      ['v1', 'RETIRED'],
+    ]);
   });
 
   test('Ctrl-C (SIGINT) while a deploy waits exits 130', async () => {
-    await execa('git', ['commit', '-q', '--allow-empty', '-m', 'Third'], { cwd: repoDir, env: { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' } });
-    const waiting: ResultPromise = execa(process.execPath, [BIN, 'deploy', '--agent', 'default/story', '--image', 'registry.local/story:3'], { env, extendEnv: true, cwd: repoDir, reject: false });
+    await execa('git', ['commit', '-q', '--allow-empty', '-m', 'Third'], {
+      cwd: repoDir,
+      env: { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' },
+    });
+    const waiting: ResultPromise = execa(process.execPath, [BIN, 'deploy', '--agent', 'default/story', '--image', 'registry.local/story:3'], {
+      env,
+      extendEnv: true,
+      cwd: repoDir,
+      reject: false,
+    });
     for (;;) {
       const res = await fetch(`${baseUrl}/agents/default/story/versions?status=DEPLOYING`, { headers: { authorization: `Bearer ${key}` } });
       if ((await res.json()).total === 1) break;

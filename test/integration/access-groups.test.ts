@@ -22,7 +22,14 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
     const res = await svc.api('POST', '/groups', { body: { name: 'platform', description: 'The platform team' } });
     expect(res.status).toBe(201);
     const adminKeyId = (await svc.client().whoami()).id;
-    expect(res.body).toMatchObject({ org_id: orgId, owner_org_id: orgId, created_by: adminKeyId, name: 'platform', description: 'The platform team', member_count: 0 });
+    expect(res.body).toMatchObject({
+      org_id: orgId,
+      owner_org_id: orgId,
+      created_by: adminKeyId,
+      name: 'platform',
+      description: 'The platform team',
+      member_count: 0,
+    });
     expect(res.body.id).toMatch(/^grp_[0-9A-Z]{26}$/);
     expect(res.body.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect((await svc.api('GET', `/groups/${res.body.id}`)).body).toEqual(res.body);
@@ -62,7 +69,10 @@ describe.each(engines)('sharing groups (%s)', (engine) => {
     expect((await svc.client(k.secret).listGroups({ query: { limit: 1, page_number: 2 } })).groups.map((g) => g.id)).toEqual([a]);
     expect((await svc.client(k.secret).listGroups({ query: { limit: 1 } })).total).toBe(2);
     const bad = await svc.api('GET', '/groups?limit=0&page_number=x');
-    expect(bad.body.detail.map((d: { loc: unknown }) => d.loc)).toEqual([['query', 'limit'], ['query', 'page_number']]);
+    expect(bad.body.detail.map((d: { loc: unknown }) => d.loc)).toEqual([
+      ['query', 'limit'],
+      ['query', 'page_number'],
+    ]);
   });
 
   test('PUT /groups/{id}/members/{key_id} adds a key, idempotently; DELETE removes it', async () => {

@@ -29,12 +29,17 @@ describe.each(engines)('API keys (%s)', (engine) => {
   });
 
   const createKey = async (body: Record<string, unknown>, key?: string) => svc.api('POST', '/api_keys', { body: { name: 'ci', ...body }, key });
-  const memberKey = async () => (await svc.client().createKey({ body: { name: 'member', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } })).secret;
+  const memberKey = async () =>
+    (await svc.client().createKey({ body: { name: 'member', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } })).secret;
   const newGroup = (name: string) => svc.client().createGroup({ body: { name } });
   const revoke = (keyId: string) => svc.client().revokeKey({ params: { key_id: keyId } });
 
   test('POST /api_keys answers 201 with the record and the secret, which then authenticates', async () => {
-    const res = await createKey({ name: 'deployer', description: 'CI deploys', scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] });
+    const res = await createKey({
+      name: 'deployer',
+      description: 'CI deploys',
+      scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }],
+    });
     expect(res.status).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual(['api_key', 'secret']);
     expect(res.body.secret).toMatch(KEY_FORMAT);
@@ -137,7 +142,11 @@ describe.each(engines)('API keys (%s)', (engine) => {
     const revoked = await svc.api('DELETE', `/api_keys/${created.body.api_key.id}`);
     expect(revoked.status).toBe(200);
     // The upstream API's {id, message}, beside the record.
-    expect(revoked.body).toMatchObject({ id: created.body.api_key.id, name: created.body.api_key.name, message: `API key ${created.body.api_key.name} revoked` });
+    expect(revoked.body).toMatchObject({
+      id: created.body.api_key.id,
+      name: created.body.api_key.name,
+      message: `API key ${created.body.api_key.name} revoked`,
+    });
     expect(revoked.body.revoked_at).toMatch(/Z$/);
     expect(revoked.body.sharing_group_ids).toEqual([]);
     const refused = await svc.api('GET', '/whoami', { key: created.body.secret });
@@ -149,13 +158,18 @@ describe.each(engines)('API keys (%s)', (engine) => {
     const again = await svc.api('DELETE', `/api_keys/${created.body.api_key.id}`);
     expect(again.status).toBe(200);
     expect(again.body.revoked_at).toBe(revoked.body.revoked_at);
-    expect(again.body).toMatchObject({ id: created.body.api_key.id, message: `API key ${created.body.api_key.name} was already revoked at ${revoked.body.revoked_at}` });
+    expect(again.body).toMatchObject({
+      id: created.body.api_key.id,
+      message: `API key ${created.body.api_key.name} was already revoked at ${revoked.body.revoked_at}`,
+    });
   });
 
   test('PATCH /api_keys/{id} replaces the scopes, effective on the next request', async () => {
     const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] });
     expect((await svc.api('GET', '/namespaces', { key: created.body.secret })).body.total).toBe(1);
-    const patched = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}`, { body: { scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } });
+    const patched = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}`, {
+      body: { scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] },
+    });
     expect(patched.status).toBe(200);
     expect(patched.body.scopes).toEqual([{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }]);
     await svc.client().createNamespace({ body: { name: 'Other', slug: 'other' } });
@@ -182,7 +196,11 @@ describe.each(engines)('API keys (%s)', (engine) => {
     expect(rotated.status).toBe(200);
     expect(rotated.body.secret).toMatch(KEY_FORMAT);
     expect(rotated.body.secret).not.toBe(created.body.secret);
-    expect(rotated.body.api_key).toMatchObject({ id: created.body.api_key.id, scopes: created.body.api_key.scopes, key_prefix: rotated.body.secret.slice(0, 12) });
+    expect(rotated.body.api_key).toMatchObject({
+      id: created.body.api_key.id,
+      scopes: created.body.api_key.scopes,
+      key_prefix: rotated.body.secret.slice(0, 12),
+    });
     const old = await svc.api('GET', '/whoami', { key: created.body.secret });
     expect(old.status).toBe(401);
     expect(old.headers.get('www-authenticate')).toBe('Bearer');
@@ -194,7 +212,9 @@ describe.each(engines)('API keys (%s)', (engine) => {
     await revoke(created.body.api_key.id);
     const detail = `API key ci (${created.body.api_key.id}) has been revoked`;
     expect((await svc.api('POST', `/api_keys/${created.body.api_key.id}/rotate`)).body).toEqual({ detail, code: 'key_revoked' });
-    const patch = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}`, { body: { scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } });
+    const patch = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}`, {
+      body: { scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] },
+    });
     expect([patch.status, patch.body]).toEqual([409, { detail, code: 'key_revoked' }]);
   });
 
@@ -214,7 +234,14 @@ describe.each(engines)('API keys (%s)', (engine) => {
     const res = await svc.api('GET', '/api_keys/presets', { key: await memberKey() });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ presets: PRESETS });
-    expect(res.body.presets.map((p: { id: string; name: string; use: string; scopes: { resource_type: string; role: string }[] }) => [p.id, p.name, p.use, p.scopes.map((s) => `${s.resource_type}:${s.role}`)])).toEqual([
+    expect(
+      res.body.presets.map((p: { id: string; name: string; use: string; scopes: { resource_type: string; role: string }[] }) => [
+        p.id,
+        p.name,
+        p.use,
+        p.scopes.map((s) => `${s.resource_type}:${s.role}`),
+      ]),
+    ).toEqual([
       ['deploy', 'Deploy', 'CI/CD and deployments', ['namespace:admin', 'agent:editor', 'project:editor']],
       ['read-only', 'Read-Only', 'Monitoring, dashboards', ['agent:viewer', 'project:viewer']],
       ['agent-runner', 'Agent Runner', 'Run tasks, manage files', ['agent:viewer', 'project:editor']],
@@ -245,7 +272,11 @@ describe.each(engines)('API keys (%s)', (engine) => {
   });
 
   test('an unknown key id is 404', async () => {
-    for (const [method, path] of [['GET', '/api_keys/key_nope'], ['DELETE', '/api_keys/key_nope'], ['POST', '/api_keys/key_nope/rotate']]) {
+    for (const [method, path] of [
+      ['GET', '/api_keys/key_nope'],
+      ['DELETE', '/api_keys/key_nope'],
+      ['POST', '/api_keys/key_nope/rotate'],
+    ]) {
       const res = await svc.api(method, path);
       expect([res.status, res.body]).toEqual([404, { detail: 'API key key_nope was not found', code: 'not_found' }]);
     }
@@ -253,8 +284,15 @@ describe.each(engines)('API keys (%s)', (engine) => {
 
   describe('bad input: 422 in the spec’s shape', () => {
     test('a role the resource type does not have, naming the scope', async () => {
-      const res = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }, { resource_type: 'namespace', resource_id: namespaceId, role: 'viewer' }] });
-      expectValidation(res, [{ loc: ['body', 'scopes', 1, 'role'], msg: 'Role viewer is not valid for resource type namespace; valid roles: admin', type: 'invalid_role' }]);
+      const res = await createKey({
+        scopes: [
+          { resource_type: 'org', resource_id: orgId, role: 'member' },
+          { resource_type: 'namespace', resource_id: namespaceId, role: 'viewer' },
+        ],
+      });
+      expectValidation(res, [
+        { loc: ['body', 'scopes', 1, 'role'], msg: 'Role viewer is not valid for resource type namespace; valid roles: admin', type: 'invalid_role' },
+      ]);
     });
 
     test('executor on a project, owner on an org, admin on an agent', async () => {
@@ -268,13 +306,24 @@ describe.each(engines)('API keys (%s)', (engine) => {
       expectValidation(res, [
         { loc: ['body', 'scopes', 0, 'role'], msg: 'Role executor is not valid for resource type project; valid roles: discoverer, viewer, editor, owner' },
         { loc: ['body', 'scopes', 1, 'role'], msg: 'Role owner is not valid for resource type org; valid roles: admin, member' },
-        { loc: ['body', 'scopes', 2, 'role'], msg: 'Role admin is not valid for resource type agent; valid roles: discoverer, viewer, editor, owner, executor' },
+        {
+          loc: ['body', 'scopes', 2, 'role'],
+          msg: 'Role admin is not valid for resource type agent; valid roles: discoverer, viewer, editor, owner, executor',
+        },
       ]);
     });
 
     test('an unknown role and an unknown resource type', async () => {
-      const res = await createKey({ scopes: [{ resource_type: 'cluster', resource_id: 'c1', role: 'admin' }, { resource_type: 'org', resource_id: orgId, role: 'superuser' }] });
-      expectValidation(res, [{ loc: ['body', 'scopes', 0, 'resource_type'], type: 'invalid_value' }, { loc: ['body', 'scopes', 1, 'role'], type: 'invalid_value' }]);
+      const res = await createKey({
+        scopes: [
+          { resource_type: 'cluster', resource_id: 'c1', role: 'admin' },
+          { resource_type: 'org', resource_id: orgId, role: 'superuser' },
+        ],
+      });
+      expectValidation(res, [
+        { loc: ['body', 'scopes', 0, 'resource_type'], type: 'invalid_value' },
+        { loc: ['body', 'scopes', 1, 'role'], type: 'invalid_value' },
+      ]);
     });
 
     test('a resource id that names nothing in the org', async () => {
@@ -297,8 +346,12 @@ describe.each(engines)('API keys (%s)', (engine) => {
 
     test('empty scopes, a missing name and an oversize name', async () => {
       expectValidation(await createKey({ scopes: [] }), [{ loc: ['body', 'scopes'], type: 'too_small' }]);
-      expectValidation(await svc.api('POST', '/api_keys', { body: { scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } }), [{ loc: ['body', 'name'], msg: 'Field required', type: 'missing' }]);
-      expectValidation(await createKey({ name: 'n'.repeat(101), scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] }), [{ loc: ['body', 'name'], type: 'too_big' }]);
+      expectValidation(await svc.api('POST', '/api_keys', { body: { scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] } }), [
+        { loc: ['body', 'name'], msg: 'Field required', type: 'missing' },
+      ]);
+      expectValidation(await createKey({ name: 'n'.repeat(101), scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] }), [
+        { loc: ['body', 'name'], type: 'too_big' },
+      ]);
     });
 
     test('an unknown sharing group', async () => {
@@ -309,7 +362,9 @@ describe.each(engines)('API keys (%s)', (engine) => {
     test('an expiry that is not a date-time, or is past', async () => {
       const scopes = [{ resource_type: 'org', resource_id: orgId, role: 'member' }];
       expectValidation(await createKey({ scopes, expires_at: 'tomorrow' }), [{ loc: ['body', 'expires_at'], type: 'datetime_parsing' }]);
-      expectValidation(await createKey({ scopes, expires_at: '2001-01-01T00:00:00Z' }), [{ loc: ['body', 'expires_at'], msg: 'The expiry must be in the future', type: 'datetime_past' }]);
+      expectValidation(await createKey({ scopes, expires_at: '2001-01-01T00:00:00Z' }), [
+        { loc: ['body', 'expires_at'], msg: 'The expiry must be in the future', type: 'datetime_past' },
+      ]);
     });
 
     test('malformed JSON and wrong types', async () => {
@@ -319,7 +374,9 @@ describe.each(engines)('API keys (%s)', (engine) => {
 
     test('PATCH with an invalid scope changes nothing', async () => {
       const created = await createKey({ scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }] });
-      const res = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}`, { body: { scopes: [{ resource_type: 'agent', resource_id: 'agt_nope', role: 'viewer' }] } });
+      const res = await svc.api('PATCH', `/api_keys/${created.body.api_key.id}`, {
+        body: { scopes: [{ resource_type: 'agent', resource_id: 'agt_nope', role: 'viewer' }] },
+      });
       expectValidation(res, [{ loc: ['body', 'scopes', 0, 'resource_id'], msg: 'No agent agt_nope in this org' }]);
       expect((await svc.api('GET', `/api_keys/${created.body.api_key.id}`)).body.scopes).toEqual(created.body.api_key.scopes);
     });

@@ -13,7 +13,9 @@ import { allows, type ResourceName } from '../unit/policy-matrix.js';
  * visible but not allowed: 403; not visible: 404. The expectations are the unit matrix's.
  */
 
-const cases = (Object.keys(ROLES_BY_RESOURCE_TYPE) as ResourceType[]).flatMap((type) => ROLES_BY_RESOURCE_TYPE[type].map((role) => ({ type, role: role as Role })));
+const cases = (Object.keys(ROLES_BY_RESOURCE_TYPE) as ResourceType[]).flatMap((type) =>
+  ROLES_BY_RESOURCE_TYPE[type].map((role) => ({ type, role: role as Role })),
+);
 
 type AgentFixture = { id: string; branch_id: string; ns: string; name: string; task_id: string; state_id: string };
 type ProjectFixture = { id: string; ns: string; runOn: string };
@@ -37,8 +39,16 @@ describe.each(engines)('permission matrix over HTTP (%s)', (engine) => {
       const state = await client.createState({ body: { task_id: task.id, agent_id: d.agent_id, state: {} } });
       return { id: d.agent_id, branch_id: d.branch_id, ns, name, task_id: task.id, state_id: state.id };
     };
-    agents = { agent: await deployed('default', 'support-bot'), siblingAgent: await deployed('default', 'sibling'), foreignAgent: await deployed('other', 'bot') };
-    const project = async (ns: string, name: string, runOn: string): Promise<ProjectFixture> => ({ id: (await client.createProject({ body: { namespace: ns, name } })).id, ns, runOn });
+    agents = {
+      agent: await deployed('default', 'support-bot'),
+      siblingAgent: await deployed('default', 'sibling'),
+      foreignAgent: await deployed('other', 'bot'),
+    };
+    const project = async (ns: string, name: string, runOn: string): Promise<ProjectFixture> => ({
+      id: (await client.createProject({ body: { namespace: ns, name } })).id,
+      ns,
+      runOn,
+    });
     projects = {
       project: await project('default', 'docs', agents.agent.id),
       siblingProject: await project('default', 'notes', agents.agent.id),
@@ -71,10 +81,18 @@ describe.each(engines)('permission matrix over HTTP (%s)', (engine) => {
       await check(`${name} discover`, call('GET', `/agents/${a.id}`), want(typeRole, name, 'discover', 200));
       await check(`${name} read`, call('GET', `/branches/${a.branch_id}/versions`), want(typeRole, name, 'read', 200));
       // The upstream API's forms read as the existing routes do.
-      await check(`${name} read (tasks by agent_name)`, call('GET', `/tasks?agent_name=${a.ns}/${a.name}&include_total=false`), want(typeRole, name, 'read', 200));
+      await check(
+        `${name} read (tasks by agent_name)`,
+        call('GET', `/tasks?agent_name=${a.ns}/${a.name}&include_total=false`),
+        want(typeRole, name, 'read', 200),
+      );
       await check(`${name} read (task with its agents)`, call('GET', `/tasks/${a.task_id}?relationships=agents`), want(typeRole, name, 'read', 200));
       await check(`${name} run`, call('POST', '/tasks', { agent_id: a.id }), want(typeRole, name, 'run', 201));
-      await check(`${name} write`, call('POST', `/agents/${a.ns}/${a.name}/environments`, { name: 'qa', branch_rules: ['qa'] }), want(typeRole, name, 'write', 201));
+      await check(
+        `${name} write`,
+        call('POST', `/agents/${a.ns}/${a.name}/environments`, { name: 'qa', branch_rules: ['qa'] }),
+        want(typeRole, name, 'write', 201),
+      );
     }
     // Deleting a state (which answers the record) needs what writing one does: write_task_data, which a user key has with write.
     for (const name of ['agent', 'siblingAgent', 'foreignAgent'] as const) {
@@ -87,7 +105,14 @@ describe.each(engines)('permission matrix over HTTP (%s)', (engine) => {
       const a = agents[name];
       const namespace = name === 'foreignAgent' ? 'otherNamespace' : 'namespace';
       const wanted = allows(typeRole, name, 'discover') ? want(typeRole, name, 'write', 201) : allows(typeRole, namespace, 'discover') ? 403 : 404;
-      const body = { agent_name: `${a.ns}/${a.name}`, branch: 'main', git_hash: nextHash(), author_name: 'Ada', author_email: 'ada@example.com', image_url: 'registry.local/bot:2' };
+      const body = {
+        agent_name: `${a.ns}/${a.name}`,
+        branch: 'main',
+        git_hash: nextHash(),
+        author_name: 'Ada',
+        author_email: 'ada@example.com',
+        image_url: 'registry.local/bot:2',
+      };
       await check(`${name} write (deploy as namespace/name)`, call('POST', '/agents/deploy', body), wanted);
     }
     // Last: deleting an agent takes it out of the remaining checks.

@@ -22,7 +22,8 @@ describe.each(engines)('refused keys (%s)', (engine) => {
     orgId = (await svc.client().whoami()).org_id;
   });
 
-  const newKey = (extra: { expires_at?: string } = {}) => svc.client().createKey({ body: { name: 'k', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], ...extra } });
+  const newKey = (extra: { expires_at?: string } = {}) =>
+    svc.client().createKey({ body: { name: 'k', scopes: [{ resource_type: 'org', resource_id: orgId, role: 'member' }], ...extra } });
 
   test('a revoked key: 401 on its very next request', async () => {
     const k = await newKey();
@@ -134,7 +135,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('across replicas on one PostgreS
     expect((await onReplica('/groups', k.secret)).body.total).toBe(1);
     const namespaceId = (await svc.client().listNamespaces()).namespaces[0].id;
     const since = Date.now();
-    await svc.client().updateKeyScopes({ params: { key_id: k.api_key.id }, body: { scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } });
+    await svc
+      .client()
+      .updateKeyScopes({ params: { key_id: k.api_key.id }, body: { scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } });
     expect((await svc.api('GET', '/groups', { key: k.secret })).body.total).toBe(0);
     const elapsed = await waitOnReplica('/groups', k.secret, (res) => res.status === 200 && res.body.total === 0, since);
     expect(elapsed).toBeLessThan(BOUND_MS + SLACK_MS);

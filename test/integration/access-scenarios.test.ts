@@ -49,7 +49,10 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
     expect(rolledBack.body).toMatchObject({ rolled_back_version_id: v2.version_id, target_version: { id: bot.version_id, status: 'ACTIVE' } });
     // A new agent in its namespace too.
     expect((await deploy(svc, { agent: 'new-bot', key })).agent_id).toMatch(/^agt_/);
-    const keys = await svc.api('POST', '/api_keys', { key, body: { name: 'x', scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] } });
+    const keys = await svc.api('POST', '/api_keys', {
+      key,
+      body: { name: 'x', scopes: [{ resource_type: 'namespace', resource_id: namespaceId, role: 'admin' }] },
+    });
     expect([keys.status, keys.body]).toEqual([403, { detail: 'Only org admins may manage API keys', code: 'forbidden' }]);
   });
 
@@ -81,7 +84,16 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
     expect((await task(key)).status).toBe(201);
     const withFiles = await svc.api('POST', '/tasks', { key, body: { agent_id: bot.agent_id, project_id: docsId } });
     expect(withFiles.status).toBe(201);
-    const body = { agent_name: 'support-bot', branch: 'main', git_hash: nextHash(), author_name: 'A', author_email: 'a@x', image_url: 'img', sdk_type: 'alpha_agent_sdk', acp_type: 'async' };
+    const body = {
+      agent_name: 'support-bot',
+      branch: 'main',
+      git_hash: nextHash(),
+      author_name: 'A',
+      author_email: 'a@x',
+      image_url: 'img',
+      sdk_type: 'alpha_agent_sdk',
+      acp_type: 'async',
+    };
     const redeploy = await svc.api('POST', '/agents/deploy', { key, body });
     expect([redeploy.status, redeploy.body]).toEqual([403, { detail: 'This API key may not write Agent default/support-bot', code: 'forbidden' }]);
     const newAgent = await svc.api('POST', '/agents/deploy', { key, body: { ...body, agent_name: 'another' } });
@@ -106,9 +118,16 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
 
     expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: teammate.secret })).status).toBe(200);
     expect((await svc.api('POST', '/tasks', { key: teammate.secret, body: { agent_id: created.agent_id } })).status).toBe(201);
-    expect((await svc.api('POST', '/agents/default/team-bot/environments', { key: teammate.secret, body: { name: 'qa', branch_rules: ['qa'] } })).status).toBe(201);
+    expect((await svc.api('POST', '/agents/default/team-bot/environments', { key: teammate.secret, body: { name: 'qa', branch_rules: ['qa'] } })).status).toBe(
+      201,
+    );
     expect((await svc.api('DELETE', `/agents/${created.agent_id}`, { key: teammate.secret })).status).toBe(200);
-    const owners = await svc.store.db.selectFrom('grants').select(['principal_type', 'principal_id', 'role']).where('resource_id', '=', created.agent_id).orderBy('principal_type', 'desc').execute();
+    const owners = await svc.store.db
+      .selectFrom('grants')
+      .select(['principal_type', 'principal_id', 'role'])
+      .where('resource_id', '=', created.agent_id)
+      .orderBy('principal_type', 'desc')
+      .execute();
     expect(owners).toEqual([
       { principal_type: 'key', principal_id: creator.api_key.id, role: 'owner' },
       { principal_type: 'group', principal_id: group.id, role: 'owner' },
@@ -135,7 +154,10 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
     expect((await svc.api('GET', '/agents', { key: second.secret })).body.agents.map((a: { id: string }) => a.id)).toEqual([bot.agent_id]);
 
     // Without its namespace admin scope, the creator still owns what it created.
-    await svc.client().updateKeyScopes({ params: { key_id: creator.api_key.id }, body: { scopes: [{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }] } });
+    await svc.client().updateKeyScopes({
+      params: { key_id: creator.api_key.id },
+      body: { scopes: [{ resource_type: 'agent', resource_id: bot.agent_id, role: 'discoverer' }] },
+    });
     expect((await svc.api('GET', `/agents/${created.agent_id}`, { key: creator.secret })).status).toBe(200);
     expect((await svc.api('DELETE', `/agents/${created.agent_id}`, { key: creator.secret })).status).toBe(200);
   });
@@ -145,7 +167,12 @@ describe.each(engines)('access scenarios (%s)', (engine) => {
     const creator = await presetKey('deploy', [group.id]);
     const project = await svc.api('POST', '/projects', { key: creator.secret, body: { name: 'handbook' } });
     expect(project.status).toBe(201);
-    const owners = await svc.store.db.selectFrom('grants').select(['principal_type', 'role']).where('resource_id', '=', project.body.id).orderBy('principal_type', 'desc').execute();
+    const owners = await svc.store.db
+      .selectFrom('grants')
+      .select(['principal_type', 'role'])
+      .where('resource_id', '=', project.body.id)
+      .orderBy('principal_type', 'desc')
+      .execute();
     expect(owners).toEqual([
       { principal_type: 'key', role: 'owner' },
       { principal_type: 'group', role: 'owner' },

@@ -22,7 +22,9 @@ describe.each(engines)('no plaintext secret in the database or the logs (%s)', (
   const api = (method: string, path: string, key: string, body?: unknown) => svc.api(method, path, { key, body });
 
   async function dumpEveryTable(): Promise<string> {
-    const tables = await sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`.execute(svc.store.db);
+    const tables = await sql<{
+      table_name: string;
+    }>`SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`.execute(svc.store.db);
     expect(tables.rows.map((t) => t.table_name)).toContain('api_keys');
     let dump = '';
     for (const { table_name } of tables.rows) {
@@ -48,7 +50,7 @@ describe.each(engines)('no plaintext secret in the database or the logs (%s)', (
     secrets.push(rotated.body.secret);
     // The rotated-away secret and a mistyped one are refused; the refusal must not log them.
     expect((await api('GET', '/namespaces', created.body.secret)).status).toBe(401);
-    expect((await api('GET', '/namespaces', rotated.body.secret.slice(0, -1) + 'x')).status).toBe(401);
+    expect((await api('GET', '/namespaces', `${rotated.body.secret.slice(0, -1)}x`)).status).toBe(401);
 
     const other = await api('POST', '/api_keys', admin, { name: 'other', scopes, expires_at: '2099-01-01T00:00:00Z' });
     secrets.push(other.body.secret);

@@ -67,7 +67,11 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
       echoDir,
     );
     const a = agent;
-    await until('the echo agent listening', async () => a.stderr(), (text) => text.includes('listening on') || a.child.exitCode !== null);
+    await until(
+      'the echo agent listening',
+      async () => a.stderr(),
+      (text) => text.includes('listening on') || a.child.exitCode !== null,
+    );
     expect(a.stderr()).toContain('agentctl-adk: listening on http://127.0.0.1:');
     expect(a.stderr()).toContain(' as default/support-bot');
     return a;
@@ -82,15 +86,27 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
     const task = await createTask(svc, { params: { topic: 'x' } });
     for (const text of ['hello', 'world']) await svc.client().createEvent({ params: { task_id: task.id }, body: { content: text } });
     const texts = (list: { messages: { content: { type: string; text?: string } }[] }) => list.messages.map((m) => m.content.text);
-    const messages = await until('three agent messages', () => adk.messages.list(task.id), (l) => l.messages.length === 3);
+    const messages = await until(
+      'three agent messages',
+      () => adk.messages.list(task.id),
+      (l) => l.messages.length === 3,
+    );
     expect(texts(messages)).toEqual(['Hello! Send me anything about x and I will echo it.', 'echo #1: hello', 'echo #2: world']);
     expect(messages.messages.map((m) => m.author)).toEqual(['agent', 'agent', 'agent']);
     expect((await adk.state.get(task.id, v1.agent_id))?.state).toEqual({ events: 2 });
-    const tracker = await until('the tracker after two events', () => adk.agentTaskTracker.get(task.id, v1.agent_id), (t) => t.status_message === 'handled 2 events');
+    const tracker = await until(
+      'the tracker after two events',
+      () => adk.agentTaskTracker.get(task.id, v1.agent_id),
+      (t) => t.status_message === 'handled 2 events',
+    );
     expect(tracker.progress).toBe(20);
 
     await svc.client().cancelTask({ params: { task_id: task.id } });
-    const canceled = await until('the tracker after cancel', () => adk.agentTaskTracker.get(task.id, v1.agent_id), (t) => t.status_message === 'canceled after 2 events');
+    const canceled = await until(
+      'the tracker after cancel',
+      () => adk.agentTaskTracker.get(task.id, v1.agent_id),
+      (t) => t.status_message === 'canceled after 2 events',
+    );
     expect(canceled.progress).toBe(20);
     // The workspace went up after each handler: the task's filesystem holds the last event's text.
     const file = await fetch(`${svc.url}/filesystems/${task.filesystem_id}/files/last-event.txt`, { headers: { authorization: `Bearer ${svc.adminKey}` } });
@@ -114,8 +130,15 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
     dispatcher = await startDispatcher(svc.store, { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 });
     const task = await createTask(svc);
     const event = await svc.client().createEvent({ params: { task_id: task.id }, body: { content: { type: 'data', data: { throw: 'the model said no' } } } });
-    const list = await until('the handler error message', () => adk.messages.list(task.id), (l) => l.messages.length === 1);
-    expect(list.messages[0]!.content).toEqual({ type: 'data', data: { handler_error: { handler: 'onEvent', message: 'the model said no', event_id: event.id } } });
+    const list = await until(
+      'the handler error message',
+      () => adk.messages.list(task.id),
+      (l) => l.messages.length === 1,
+    );
+    expect(list.messages[0]!.content).toEqual({
+      type: 'data',
+      data: { handler_error: { handler: 'onEvent', message: 'the model said no', event_id: event.id } },
+    });
   });
 
   test('ctx.state.update with no state yet merges into an empty one: two concurrent first updates both land, no handler error', async () => {
@@ -132,11 +155,16 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
     await agent.waitFor((l) => l.phase === 'listening');
     dispatcher = await startDispatcher(svc.store, { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 });
     const task = await createTask(svc);
-    const event = await svc.client().createEvent({ params: { task_id: task.id }, body: { content: { type: 'data', data: { state_updates: [{ first: 1 }, { second: 2 }] } } } });
+    const event = await svc
+      .client()
+      .createEvent({ params: { task_id: task.id }, body: { content: { type: 'data', data: { state_updates: [{ first: 1 }, { second: 2 }] } } } });
     const a = agent;
     const outcome = await until(
       'the handler to end or report an error',
-      async () => ({ ended: a.lines.some((l) => l.phase === 'end' && l.event === event.id), messages: (await adk.messages.list(task.id)).messages.map((m) => m.content) }),
+      async () => ({
+        ended: a.lines.some((l) => l.phase === 'end' && l.event === event.id),
+        messages: (await adk.messages.list(task.id)).messages.map((m) => m.content),
+      }),
       (o) => o.ended || o.messages.length > 0,
     );
     expect(outcome).toEqual({ ended: true, messages: [] });

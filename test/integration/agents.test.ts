@@ -144,7 +144,12 @@ describe.each(engines)('agents (%s)', (engine) => {
         [failed.version_id, 'FAILED', false],
         [feature.version_id, 'RETIRED', true],
       ]);
-      const retiredEvents = await svc.store.db.selectFrom('version_events').select(['version_id', 'data']).where('type', '=', 'VERSION_RETIRED').orderBy('version_id').execute();
+      const retiredEvents = await svc.store.db
+        .selectFrom('version_events')
+        .select(['version_id', 'data'])
+        .where('type', '=', 'VERSION_RETIRED')
+        .orderBy('version_id')
+        .execute();
       expect(retiredEvents).toEqual([
         { version_id: main.version_id, data: { reason: 'agent_deleted' } },
         { version_id: feature.version_id, data: { reason: 'agent_deleted' } },

@@ -11,8 +11,7 @@ describe.each(engines)('branches, versions and their events (%s)', (engine) => {
 
   const get = async (path: string) => svc.api('GET', path);
   const ids = (list: { versions: { id: string }[] }) => list.versions.map((v) => v.id);
-  const setDeployedAt = (versionId: string, at: string) =>
-    svc.store.db.updateTable('versions').set({ deployed_at: at }).where('id', '=', versionId).execute();
+  const setDeployedAt = (versionId: string, at: string) => svc.store.db.updateTable('versions').set({ deployed_at: at }).where('id', '=', versionId).execute();
   const deployMany = async (count: number, overrides: DeployOptions = {}): Promise<Deployed[]> => {
     const out: Deployed[] = [];
     for (let i = 0; i < count; i++) out.push(await deploy(svc, overrides));
@@ -36,7 +35,12 @@ describe.each(engines)('branches, versions and their events (%s)', (engine) => {
       const deployed = await deployMany(21);
       const list = (await get(`/branches/${deployed[0].branch_id}/versions`)).body;
       expect(list.total).toBe(21);
-      expect(ids(list)).toEqual(deployed.slice(1).reverse().map((d) => d.version_id));
+      expect(ids(list)).toEqual(
+        deployed
+          .slice(1)
+          .reverse()
+          .map((d) => d.version_id),
+      );
     });
 
     test('limit 1 and limit 100 are accepted', async () => {
@@ -199,13 +203,20 @@ describe.each(engines)('branches, versions and their events (%s)', (engine) => {
       await deploy(svc);
       const a = await deploy(svc, { branch: 'feature/a' });
       await deploy(svc, { branch: 'featured' });
-      await svc.client().createEnvironment({ params: { namespace_slug: 'default', agent_name: 'support-bot' }, body: { name: 'features', branch_rules: ['feature/*'] } });
+      await svc
+        .client()
+        .createEnvironment({ params: { namespace_slug: 'default', agent_name: 'support-bot' }, body: { name: 'features', branch_rules: ['feature/*'] } });
       expect(await envBranches('features')).toMatchObject({ total: 1, branches: [{ id: a.branch_id }] });
     });
 
     test('an unknown environment is 404', async () => {
       await deploy(svc);
-      expectError(await get('/agents/default/support-bot/environments/nope/branches'), 404, 'not_found', 'Environment nope of agent default/support-bot was not found');
+      expectError(
+        await get('/agents/default/support-bot/environments/nope/branches'),
+        404,
+        'not_found',
+        'Environment nope of agent default/support-bot was not found',
+      );
     });
   });
 

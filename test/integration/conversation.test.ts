@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, test } from 'vitest';
 import { Event, Message, Tracker } from '../../src/contract/conversation.js';
-import { Task } from '../../src/contract/resources.js';
+import type { Task } from '../../src/contract/resources.js';
 import { engines, useService } from '../support/service.js';
 import { createTask, deployActive, type Deployed } from '../support/fixtures.js';
 import { expectError, expectInvalid, expectMalformed, expectOversize, MALFORMED_JSON, OVERSIZE_BODY } from '../support/bad-input.js';
@@ -44,7 +44,14 @@ describe.each(engines)('conversation (%s)', (engine) => {
   describe('events', () => {
     test('a bare string is stored as a TextPart and takes the task’s next sequence_id (the task record is 1)', async () => {
       const event = await sendEvent('hello');
-      expect(event).toEqual({ id: event.id, task_id: task.id, agent_id: agent.agent_id, sequence_id: 2, content: { type: 'text', text: 'hello' }, created_at: event.created_at });
+      expect(event).toEqual({
+        id: event.id,
+        task_id: task.id,
+        agent_id: agent.agent_id,
+        sequence_id: 2,
+        content: { type: 'text', text: 'hello' },
+        created_at: event.created_at,
+      });
       expect(event.id).toMatch(/^evt_[0-9A-Z]{26}$/);
       expect((await svc.api('GET', `/events/${event.id}`)).body).toEqual(event);
     });
@@ -64,7 +71,12 @@ describe.each(engines)('conversation (%s)', (engine) => {
 
     test('a terminal task refuses new events: 409 task_terminal', async () => {
       await cancel();
-      expectError(await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: 'late' } }), 409, 'task_terminal', `Task ${task.id} is CANCELED; a finished task takes no new events or messages`);
+      expectError(
+        await svc.api('POST', `/tasks/${task.id}/events`, { body: { content: 'late' } }),
+        409,
+        'task_terminal',
+        `Task ${task.id} is CANCELED; a finished task takes no new events or messages`,
+      );
       expect((await svc.api('GET', `/events?task_id=${task.id}`)).body.events).toEqual([]);
     });
   });
@@ -72,7 +84,14 @@ describe.each(engines)('conversation (%s)', (engine) => {
   describe('messages', () => {
     test('POST /messages defaults to author agent with no streaming status', async () => {
       const message = await sendMessage({ content: 'working on it' });
-      expect(message).toMatchObject({ task_id: task.id, author: 'agent', content: { type: 'text', text: 'working on it' }, streaming_status: null, sequence_id: 2, updated_sequence_id: 2 });
+      expect(message).toMatchObject({
+        task_id: task.id,
+        author: 'agent',
+        content: { type: 'text', text: 'working on it' },
+        streaming_status: null,
+        sequence_id: 2,
+        updated_sequence_id: 2,
+      });
       expect(message.id).toMatch(/^msg_/);
       expect((await svc.api('GET', `/messages/${message.id}`)).body).toEqual(message);
     });
@@ -82,7 +101,13 @@ describe.each(engines)('conversation (%s)', (engine) => {
       await sendEvent('meanwhile');
       const res = await svc.api('PUT', `/messages/${message.id}`, { body: { content: 'draft done', streaming_status: 'DONE' } });
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ id: message.id, content: { type: 'text', text: 'draft done' }, streaming_status: 'DONE', sequence_id: 2, updated_sequence_id: 4 });
+      expect(res.body).toMatchObject({
+        id: message.id,
+        content: { type: 'text', text: 'draft done' },
+        streaming_status: 'DONE',
+        sequence_id: 2,
+        updated_sequence_id: 4,
+      });
     });
 
     test('PUT with only streaming_status keeps the content', async () => {
@@ -110,7 +135,9 @@ describe.each(engines)('conversation (%s)', (engine) => {
 
     test('a handler error is an agent message with a handler_error DataPart', async () => {
       const event = await sendEvent('boom');
-      const res = await svc.api('POST', `/tasks/${task.id}/handler-errors`, { body: { handler: 'onEvent', message: 'TypeError: x is undefined', event_id: event.id } });
+      const res = await svc.api('POST', `/tasks/${task.id}/handler-errors`, {
+        body: { handler: 'onEvent', message: 'TypeError: x is undefined', event_id: event.id },
+      });
       expect(res.status).toBe(201);
       expect(Message.strict().parse(res.body)).toMatchObject({
         author: 'agent',
@@ -121,14 +148,26 @@ describe.each(engines)('conversation (%s)', (engine) => {
     test('a handler error naming an event of another task is 404', async () => {
       const other = await createTask(svc);
       const event = await sendEvent('elsewhere', other.id);
-      expectError(await svc.api('POST', `/tasks/${task.id}/handler-errors`, { body: { handler: 'onEvent', message: 'x', event_id: event.id } }), 404, 'not_found', `Event ${event.id} was not found`);
+      expectError(
+        await svc.api('POST', `/tasks/${task.id}/handler-errors`, { body: { handler: 'onEvent', message: 'x', event_id: event.id } }),
+        404,
+        'not_found',
+        `Event ${event.id} was not found`,
+      );
     });
   });
 
   describe('trackers', () => {
     test('every task gets a tracker for its agent when it is created', async () => {
       const tracker = await trackerOf();
-      expect(tracker).toMatchObject({ task_id: task.id, agent_id: agent.agent_id, status: 'idle', status_message: null, progress: null, last_processed_event_id: null });
+      expect(tracker).toMatchObject({
+        task_id: task.id,
+        agent_id: agent.agent_id,
+        status: 'idle',
+        status_message: null,
+        progress: null,
+        last_processed_event_id: null,
+      });
       expect(tracker.id).toMatch(/^trk_/);
       expect((await svc.api('GET', `/tracker/${tracker.id}`)).body).toEqual(tracker);
       expect((await svc.api('GET', `/tracker?agent_id=${agent.agent_id}`)).body).toEqual({ trackers: [tracker], total: 1 });
@@ -155,7 +194,12 @@ describe.each(engines)('conversation (%s)', (engine) => {
       const tracker = await trackerOf();
       const other = await createTask(svc);
       const foreign = await sendEvent('x', other.id);
-      expectError(await svc.api('PATCH', `/tracker/${tracker.id}`, { body: { last_processed_event_id: 'evt_missing' } }), 404, 'not_found', 'Event evt_missing was not found');
+      expectError(
+        await svc.api('PATCH', `/tracker/${tracker.id}`, { body: { last_processed_event_id: 'evt_missing' } }),
+        404,
+        'not_found',
+        'Event evt_missing was not found',
+      );
       expectError(await svc.api('PATCH', `/tracker/${tracker.id}`, { body: { last_processed_event_id: foreign.id } }), 404, 'not_found');
     });
 
@@ -187,7 +231,12 @@ describe.each(engines)('conversation (%s)', (engine) => {
       ]);
       expect(read.frames[0]!.data).toMatchObject({ id: task.id, status: 'RUNNING' });
       expect(read.frames[1]!.data).toEqual(event);
-      expect(read.frames[3]!.data).toMatchObject({ id: message.id, content: { type: 'text', text: 'hello' }, streaming_status: 'DONE', updated_sequence_id: 4 });
+      expect(read.frames[3]!.data).toMatchObject({
+        id: message.id,
+        content: { type: 'text', text: 'hello' },
+        streaming_status: 'DONE',
+        updated_sequence_id: 4,
+      });
       expect(read.frames[4]!.data).toMatchObject({ id: tracker.id, progress: 100, last_processed_event_id: event.id });
       expect(read.frames[5]!.data).toMatchObject({ id: task.id, status: 'CANCELED', status_reason: 'Canceled by request' });
     });
@@ -237,7 +286,10 @@ describe.each(engines)('conversation (%s)', (engine) => {
 
     test('an idle stream carries heartbeat comments', async () => {
       const abort = new AbortController();
-      const response = await fetch(`${svc.url}/tasks/${task.id}/stream?after_sequence_id=1`, { headers: { authorization: `Bearer ${svc.adminKey}` }, signal: abort.signal });
+      const response = await fetch(`${svc.url}/tasks/${task.id}/stream?after_sequence_id=1`, {
+        headers: { authorization: `Bearer ${svc.adminKey}` },
+        signal: abort.signal,
+      });
       const reader = response.body!.getReader();
       const { value } = await reader.read();
       abort.abort();
@@ -310,13 +362,14 @@ describe.each(engines)('conversation (%s)', (engine) => {
   });
 
   describe('bad input never gets a 5xx', () => {
-    const writes = () => [
-      ['POST', `/tasks/${task.id}/events`],
-      ['POST', `/tasks/${task.id}/handler-errors`],
-      ['POST', '/messages'],
-      ['PUT', '/messages/msg_x'],
-      ['PATCH', '/tracker/trk_x'],
-    ] as const;
+    const writes = () =>
+      [
+        ['POST', `/tasks/${task.id}/events`],
+        ['POST', `/tasks/${task.id}/handler-errors`],
+        ['POST', '/messages'],
+        ['PUT', '/messages/msg_x'],
+        ['PATCH', '/tracker/trk_x'],
+      ] as const;
 
     test('malformed JSON is a 422 at body', async () => {
       for (const [method, path] of writes()) expectMalformed(await svc.api(method, path, { rawBody: MALFORMED_JSON }));

@@ -18,8 +18,7 @@ import { sql } from 'kysely';
 const FAST: DispatcherOptions = { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 };
 
 /** `method` of each delivery the agent received, with the event text for event/send. */
-const methods = (agent: TestAgent) =>
-  agent.received().map((r) => (r.method === 'event/send' ? `event/send:${r.params.event.content.text}` : r.method));
+const methods = (agent: TestAgent) => agent.received().map((r) => (r.method === 'event/send' ? `event/send:${r.params.event.content.text}` : r.method));
 
 const deliveriesOf = async (svc: TestService, taskId: string) =>
   svc.store.db.selectFrom('deliveries').select(['method', 'status', 'attempts']).where('task_id', '=', taskId).orderBy('id').execute();
@@ -76,7 +75,11 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect(methods(agent)).toEqual(['task/create', 'event/send:hello', 'task/cancel']);
     expect(agent.records.filter((r) => r.received).every((r) => r.signature_ok)).toBe(true);
     const [create, send, cancel] = agent.received();
-    expect(create.params).toMatchObject({ agent: { id: v1.agent_id, name: 'default/support-bot' }, task: { id: task.id, status: 'RUNNING' }, params: { topic: 'x' } });
+    expect(create.params).toMatchObject({
+      agent: { id: v1.agent_id, name: 'default/support-bot' },
+      task: { id: task.id, status: 'RUNNING' },
+      params: { topic: 'x' },
+    });
     expect(send.params.event).toEqual(event);
     expect(cancel.params.task).toMatchObject({ id: task.id, status: 'CANCELED' });
     // Distinct JSON-RPC ids: the agent deduplicates by them.
@@ -258,18 +261,31 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     // Another agent's runtime key cannot see the delivery, let alone complete it.
     const other = await deploy(svc, { agent: 'other-bot' });
     const stranger = await startAgent(svc, other.version_id);
-    expect(await asAgent(stranger, 'POST', `/deliveries/${create.id}/complete`)).toEqual({ status: 404, body: { detail: `Delivery ${create.id} was not found`, code: 'not_found' } });
+    expect(await asAgent(stranger, 'POST', `/deliveries/${create.id}/complete`)).toEqual({
+      status: 404,
+      body: { detail: `Delivery ${create.id} was not found`, code: 'not_found' },
+    });
     expect(await statusesOf(svc, task.id)).toEqual(['leased', 'pending']);
 
     const completed = await asAgent(agent, 'POST', `/deliveries/${create.id}/complete`);
-    expect(completed).toEqual({ status: 200, body: { id: create.id, task_id: task.id, method: 'task/create', status: 'done', attempts: 1, lease_expires_at: null } });
+    expect(completed).toEqual({
+      status: 200,
+      body: { id: create.id, task_id: task.id, method: 'task/create', status: 'done', attempts: 1, lease_expires_at: null },
+    });
     await agent.waitFor(() => agent.received().length === 2);
     expect(methods(agent)).toEqual(['task/create', 'event/send:one']);
     // Completing again answers the same; a delivery not sent yet cannot be completed.
     expect((await asAgent(agent, 'POST', `/deliveries/${create.id}/complete`)).body.status).toBe('done');
     const event = await sendEvent(task.id, 'two');
-    const unsent = await svc.store.db.selectFrom('deliveries').select(sql<string>`id::text`.as('id')).where('event_id', '=', event.id).executeTakeFirstOrThrow();
-    expect(await asAgent(agent, 'POST', `/deliveries/${unsent.id}/complete`)).toEqual({ status: 409, body: { detail: `Delivery ${unsent.id} has not been sent to the agent yet`, code: 'delivery_not_sent' } });
+    const unsent = await svc.store.db
+      .selectFrom('deliveries')
+      .select(sql<string>`id::text`.as('id'))
+      .where('event_id', '=', event.id)
+      .executeTakeFirstOrThrow();
+    expect(await asAgent(agent, 'POST', `/deliveries/${unsent.id}/complete`)).toEqual({
+      status: 409,
+      body: { detail: `Delivery ${unsent.id} has not been sent to the agent yet`, code: 'delivery_not_sent' },
+    });
     expect((await asAgent(agent, 'POST', '/deliveries/not-a-number/complete')).status).toBe(422);
   });
 
@@ -281,7 +297,9 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     const live = new Dispatcher(svc.store, FAST);
     try {
       const claim = (taskId: string, by: string) =>
-        sql`UPDATE deliveries SET status = 'in_flight', attempts = 1, claimed_by = ${by}, claimed_until = now() + interval '10 minutes' WHERE task_id = ${taskId}`.execute(svc.store.db);
+        sql`UPDATE deliveries SET status = 'in_flight', attempts = 1, claimed_by = ${by}, claimed_until = now() + interval '10 minutes' WHERE task_id = ${taskId}`.execute(
+          svc.store.db,
+        );
       await claim(orphaned.id, 'dsp_gone');
       await claim(held.id, live.id);
       await live.start();
@@ -326,7 +344,12 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     await first.kill('SIGKILL');
     // What the runtime does when the process exits: the 5-minute lease does not have to run out.
     await markReplicaGone(svc.store.db, v1.version_id, first.acpUrl);
-    const released = await svc.store.db.selectFrom('deliveries').select(['status', 'last_error', 'leased_to']).where('task_id', '=', task.id).orderBy('id').executeTakeFirstOrThrow();
+    const released = await svc.store.db
+      .selectFrom('deliveries')
+      .select(['status', 'last_error', 'leased_to'])
+      .where('task_id', '=', task.id)
+      .orderBy('id')
+      .executeTakeFirstOrThrow();
     expect(released).toEqual({ status: 'pending', last_error: REPLICA_GONE_REASON, leased_to: null });
     const second = await startAgent(svc, v1.version_id);
     await second.waitFor(() => second.received().length === 2);
@@ -350,10 +373,16 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect(await statusesOf(svc, task.id)).toEqual(['failed']);
     // The handler finishing now changes nothing.
     const id = agent.received()[0].id;
-    expect(await asAgent(agent, 'POST', `/deliveries/${id}/renew`)).toEqual({ status: 409, body: { detail: `Delivery ${id} is no longer leased (failed): it failed`, code: 'lease_lost' } });
+    expect(await asAgent(agent, 'POST', `/deliveries/${id}/renew`)).toEqual({
+      status: 409,
+      body: { detail: `Delivery ${id} is no longer leased (failed): it failed`, code: 'lease_lost' },
+    });
     expect(await asAgent(agent, 'POST', `/deliveries/${id}/complete`)).toEqual({
       status: 409,
-      body: { detail: `Delivery ${id} failed (the agent did not report its handler finished within the completion lease); there is nothing to complete`, code: 'delivery_failed' },
+      body: {
+        detail: `Delivery ${id} failed (the agent did not report its handler finished within the completion lease); there is nothing to complete`,
+        code: 'delivery_failed',
+      },
     });
   });
 
@@ -424,7 +453,10 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
       expect(ids.length).toBe(50);
       expect(new Set(ids).size).toBe(50);
       for (const task of tasks) {
-        const seen = agent.received().filter((r) => r.params.task.id === task.id).map((r) => (r.method === 'event/send' ? r.params.event.content.text : r.method));
+        const seen = agent
+          .received()
+          .filter((r) => r.params.task.id === task.id)
+          .map((r) => (r.method === 'event/send' ? r.params.event.content.text : r.method));
         expect(seen).toEqual(['task/create', 'e0', 'e1', 'e2', 'e3']);
       }
       for (const task of tasks) expect((await settledDeliveries(svc, task.id)).every((d) => d.status === 'done')).toBe(true);

@@ -43,17 +43,33 @@ describe.each(engines)('environments (%s)', (engine) => {
       const res = await create({ name: 'staging', description: 'Pre-release', branch_rules: ['release/*', 'staging'] });
       expect(res.status).toBe(201);
       const env = Environment.parse(res.body);
-      expect(env).toMatchObject({ name: 'staging', description: 'Pre-release', is_prod: false, branch_rules: ['release/*', 'staging'], agent_id: agent.agent_id });
+      expect(env).toMatchObject({
+        name: 'staging',
+        description: 'Pre-release',
+        is_prod: false,
+        branch_rules: ['release/*', 'staging'],
+        agent_id: agent.agent_id,
+      });
       expect(env.id).toMatch(/^env_/);
       expect((await svc.api('GET', `${BASE}/staging`)).body).toEqual(res.body);
     });
 
     test('a name the agent already uses is 409 environment_exists', async () => {
-      expectError(await create({ name: 'preview', branch_rules: ['x'] }), 409, 'environment_exists', 'Agent default/support-bot already has an environment named preview');
+      expectError(
+        await create({ name: 'preview', branch_rules: ['x'] }),
+        409,
+        'environment_exists',
+        'Agent default/support-bot already has an environment named preview',
+      );
     });
 
     test('a rule another environment holds is 409 branch_rule_conflict, so every branch resolves to one environment', async () => {
-      expectError(await create({ name: 'staging', branch_rules: ['staging', 'main'] }), 409, 'branch_rule_conflict', 'Rule main already belongs to environment production');
+      expectError(
+        await create({ name: 'staging', branch_rules: ['staging', 'main'] }),
+        409,
+        'branch_rule_conflict',
+        'Rule main already belongs to environment production',
+      );
       expectError(await create({ name: 'everything', branch_rules: ['*'] }), 409, 'branch_rule_conflict', 'Rule * already belongs to environment preview');
     });
 
@@ -135,7 +151,12 @@ describe.each(engines)('environments (%s)', (engine) => {
     });
 
     test('the production environment cannot be deleted: 409', async () => {
-      expectError(await svc.api('DELETE', `${BASE}/production`), 409, 'prod_environment', 'Environment production is the production environment and cannot be deleted');
+      expectError(
+        await svc.api('DELETE', `${BASE}/production`),
+        409,
+        'prod_environment',
+        'Environment production is the production environment and cannot be deleted',
+      );
     });
 
     test('an unknown environment is 404', async () => {

@@ -2,7 +2,15 @@ import { readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { openBlobStore, type BlobStore } from '../../src/server/blobs/index.js';
-import { syncDown, syncDownSystemFolder, syncUp, syncUpSystemFolder, SyncConflictError, EMPTY_TREE_CHECKSUM, type SyncTransport } from '../../src/sync/index.js';
+import {
+  syncDown,
+  syncDownSystemFolder,
+  syncUp,
+  syncUpSystemFolder,
+  SyncConflictError,
+  EMPTY_TREE_CHECKSUM,
+  type SyncTransport,
+} from '../../src/sync/index.js';
 import type { EndpointInput } from '../../src/contract/endpoints.js';
 import type { Scope } from '../../src/contract/resources.js';
 import { engines, useService } from '../support/service.js';
@@ -90,7 +98,14 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     await syncUp(transport, fs.id, src);
     const files = await svc.api('GET', `/filesystems/${fs.id}/files`);
     expect(files.status).toBe(200);
-    expect(files.body.files.map((f: { path: string }) => f.path)).toEqual(['.agentctlignore', '.gitkeep', 'node_modules_notes.txt', 'pkg', 'src', 'src/main.ts']);
+    expect(files.body.files.map((f: { path: string }) => f.path)).toEqual([
+      '.agentctlignore',
+      '.gitkeep',
+      'node_modules_notes.txt',
+      'pkg',
+      'src',
+      'src/main.ts',
+    ]);
   });
 
   test('a nested .agentctlignore applies to its own subtree, relative to its directory: negation, directory and anchored patterns', async () => {
@@ -172,7 +187,9 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     const dest = await tempDir();
     await syncDown(transport, fs.id, dest);
     expect(await syncDown(transport, fs.id, dest)).toEqual({ files_changed: 0, added: 0, modified: 0, deleted: 0, bytes: 0, checksum: up.checksum });
-    const res = await fetch(`${svc.url}/filesystems/${fs.id}/archive`, { headers: { authorization: `Bearer ${svc.adminKey}`, 'if-none-match': `"${up.checksum}"` } });
+    const res = await fetch(`${svc.url}/filesystems/${fs.id}/archive`, {
+      headers: { authorization: `Bearer ${svc.adminKey}`, 'if-none-match': `"${up.checksum}"` },
+    });
     expect(res.status).toBe(304);
     expect(res.headers.get('etag')).toBe(`"${up.checksum}"`);
   });
@@ -321,7 +338,15 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     const task = await createTask(svc);
     await withContent(task.filesystem_id);
     const folder = `/tasks/${task.id}/system-folders/dot_alpha/archive`;
-    expect((await fetch(`${svc.url}${folder}`, { method: 'PUT', headers: { authorization: `Bearer ${svc.adminKey}`, 'content-type': 'application/zstd' }, body: new Uint8Array(archive) })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${svc.url}${folder}`, {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${svc.adminKey}`, 'content-type': 'application/zstd' },
+          body: new Uint8Array(archive),
+        })
+      ).status,
+    ).toBe(200);
     const keyWith = async (resource_type: Scope['resource_type'], resource_id: string, role: Scope['role']) =>
       (await svc.client().createKey({ body: { name: `${resource_type}-${role}`, scopes: [{ resource_type, resource_id, role }] } })).secret;
     const keys = {
@@ -336,7 +361,11 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     type Who = keyof typeof keys;
     const call = async (who: Who, method: string, url: string, body?: unknown): Promise<number> => {
       if (method === 'PUT') {
-        const res = await fetch(`${svc.url}${url}`, { method, headers: { authorization: `Bearer ${keys[who]}`, 'content-type': 'application/zstd', 'if-match': '*' }, body: new Uint8Array(archive) });
+        const res = await fetch(`${svc.url}${url}`, {
+          method,
+          headers: { authorization: `Bearer ${keys[who]}`, 'content-type': 'application/zstd', 'if-match': '*' },
+          body: new Uint8Array(archive),
+        });
         await res.arrayBuffer();
         return res.status;
       }
@@ -345,7 +374,13 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     const fsUrl = `/filesystems/${inProject.id}`;
     const taskFsUrl = `/filesystems/${task.filesystem_id}`;
     const rows: [string, string, string, unknown, Partial<Record<Who, number>>][] = [
-      ['create in project', 'POST', '/filesystems', { project_id: project.id }, { projectViewer: 403, projectEditor: 201, projectDiscoverer: 403, stranger: 404 }],
+      [
+        'create in project',
+        'POST',
+        '/filesystems',
+        { project_id: project.id },
+        { projectViewer: 403, projectEditor: 201, projectDiscoverer: 403, stranger: 404 },
+      ],
       ['create bare', 'POST', '/filesystems', { namespace: 'default' }, { agentViewer: 403, agentEditor: 201 }],
       ['list by project', 'GET', `/filesystems?project_id=${project.id}`, undefined, { projectViewer: 200, projectDiscoverer: 403, stranger: 404 }],
       ['get', 'GET', fsUrl, undefined, { projectViewer: 200, projectDiscoverer: 403, stranger: 404, agentViewer: 404 }],
@@ -377,7 +412,9 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     expect((await svc.api('GET', `/filesystems/${bare.id}`, { key: keys.agentEditor })).status).toBe(200);
     expect((await svc.api('GET', `/filesystems/${bare.id}`, { key: keys.agentViewer })).status).toBe(404);
     expect((await svc.api('GET', `/filesystems/${bare.id}`)).status).toBe(200);
-    expect((await svc.api('GET', '/filesystems?namespace=default', { key: keys.agentEditor })).body.filesystems.map((f: { id: string }) => f.id)).toContain(bare.id);
+    expect((await svc.api('GET', '/filesystems?namespace=default', { key: keys.agentEditor })).body.filesystems.map((f: { id: string }) => f.id)).toContain(
+      bare.id,
+    );
     expect((await svc.api('GET', '/filesystems?namespace=default', { key: keys.agentViewer })).body.filesystems).toEqual([]);
   });
 
@@ -398,12 +435,32 @@ describe.each(engines)('filesystems (%s)', (engine) => {
 
   test('deploy checks source_filesystem_id: unknown is 404, a reachable one is recorded', async () => {
     const missing = await svc.api('POST', '/agents/deploy', {
-      body: { agent_name: 'src-bot', branch: 'main', git_hash: 'abcdef1', author_name: 'A', author_email: 'a@x', image_url: 'local://fs_x', sdk_type: 'alpha_agent_sdk', acp_type: 'async', source_filesystem_id: 'fs_nope' },
+      body: {
+        agent_name: 'src-bot',
+        branch: 'main',
+        git_hash: 'abcdef1',
+        author_name: 'A',
+        author_email: 'a@x',
+        image_url: 'local://fs_x',
+        sdk_type: 'alpha_agent_sdk',
+        acp_type: 'async',
+        source_filesystem_id: 'fs_nope',
+      },
     });
     expect(missing.status).toBe(404);
     const fs = await createFs();
     const ok = await svc.api('POST', '/agents/deploy', {
-      body: { agent_name: 'src-bot', branch: 'main', git_hash: 'abcdef1', author_name: 'A', author_email: 'a@x', image_url: `local://${fs.id}`, sdk_type: 'alpha_agent_sdk', acp_type: 'async', source_filesystem_id: fs.id },
+      body: {
+        agent_name: 'src-bot',
+        branch: 'main',
+        git_hash: 'abcdef1',
+        author_name: 'A',
+        author_email: 'a@x',
+        image_url: `local://${fs.id}`,
+        sdk_type: 'alpha_agent_sdk',
+        acp_type: 'async',
+        source_filesystem_id: fs.id,
+      },
     });
     expect(ok.status, JSON.stringify(ok.body)).toBe(201);
     expect((await svc.api('DELETE', `/filesystems/${fs.id}`)).status).toBe(409);

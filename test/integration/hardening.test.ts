@@ -17,13 +17,32 @@ async function secondOrg(svc: TestService): Promise<string> {
   const org = newId('org');
   const secret = generateSecret();
   const keyId = newId('apiKey');
-  await db.insertInto('orgs').values({ id: org, name: `other-${org}` }).execute();
-  await db.insertInto('namespaces').values({ id: newId('namespace'), org_id: org, name: 'Default', slug: 'default' }).execute();
+  await db
+    .insertInto('orgs')
+    .values({ id: org, name: `other-${org}` })
+    .execute();
+  await db
+    .insertInto('namespaces')
+    .values({ id: newId('namespace'), org_id: org, name: 'Default', slug: 'default' })
+    .execute();
   await db
     .insertInto('api_keys')
-    .values({ id: keyId, org_id: org, name: 'other admin', key_hash: hashSecret(secret), key_prefix: secretPrefix(secret), created_by_key_id: null, expires_at: null, revoked_at: null, last_used_at: null })
+    .values({
+      id: keyId,
+      org_id: org,
+      name: 'other admin',
+      key_hash: hashSecret(secret),
+      key_prefix: secretPrefix(secret),
+      created_by_key_id: null,
+      expires_at: null,
+      revoked_at: null,
+      last_used_at: null,
+    })
     .execute();
-  await db.insertInto('grants').values({ principal_type: 'key', principal_id: keyId, resource_type: 'org', resource_id: org, role: 'admin', legacy_role: null, source: 'scope' }).execute();
+  await db
+    .insertInto('grants')
+    .values({ principal_type: 'key', principal_id: keyId, resource_type: 'org', resource_id: org, role: 'admin', legacy_role: null, source: 'scope' })
+    .execute();
   return secret;
 }
 
@@ -63,7 +82,16 @@ describe.each(engines)('hardening (%s)', (engine) => {
 
     test('a lone surrogate in image_url: 422 and no version is created', async () => {
       const res = await svc.api('POST', '/agents/deploy', {
-        rawBody: JSON.stringify({ agent_name: 'bot', branch: 'main', git_hash: 'abcdef0', author_name: 'A', author_email: 'a@x', sdk_type: 'alpha_agent_sdk', acp_type: 'async', image_url: 'img' }).replace('"img"', '"img\\udc00"'),
+        rawBody: JSON.stringify({
+          agent_name: 'bot',
+          branch: 'main',
+          git_hash: 'abcdef0',
+          author_name: 'A',
+          author_email: 'a@x',
+          sdk_type: 'alpha_agent_sdk',
+          acp_type: 'async',
+          image_url: 'img',
+        }).replace('"img"', '"img\\udc00"'),
       });
       expectInvalid(res, ['body', 'image_url'], 'string_unicode');
       expect((await svc.api('GET', '/agents')).body.total).toBe(0);
@@ -77,7 +105,7 @@ describe.each(engines)('hardening (%s)', (engine) => {
   });
 
   describe('nesting deeper than 64 levels is 422 (defect 3)', () => {
-    const nested = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+    const nested = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
 
     test('5,000 levels in state: 422 at the 64th level, nothing written', async () => {
       const res = await svc.api('POST', '/states', { rawBody: `{"task_id":"t","agent_id":"a","state":${nested(5000)}}` });
@@ -146,7 +174,9 @@ describe.each(engines)('hardening (%s)', (engine) => {
       socket.setEncoding('utf8');
       socket.on('data', (chunk) => (data += chunk));
       const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
-      socket.write(`POST /groups HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`);
+      socket.write(
+        `POST /groups HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.adminKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`,
+      );
       // Trickle a byte now and then, as a slow-loris client does: the idle timeout alone would never fire.
       const trickle = setInterval(() => socket.writable && socket.write(' '), 200);
       await closed;
@@ -166,7 +196,10 @@ describe.each(engines)('hardening (%s)', (engine) => {
         for (let i = 0; i < 3; i++) expect((await get(generateSecret())).status).toBe(401);
         const limited = await get(generateSecret());
         expect(limited.status).toBe(429);
-        expect(await limited.json()).toEqual({ detail: expect.stringMatching(/^Too many requests for this client address: too many failed authentications; retry in \ds$/), code: 'rate_limited' });
+        expect(await limited.json()).toEqual({
+          detail: expect.stringMatching(/^Too many requests for this client address: too many failed authentications; retry in \ds$/),
+          code: 'rate_limited',
+        });
         expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
         expect((await get(svc.adminKey)).status).toBe(429);
       } finally {
@@ -221,7 +254,17 @@ describe.each(engines)('hardening (%s)', (engine) => {
       expectInvalid(await svc.api('POST', '/namespaces', { body: { name: ' \t', slug: 'abc' } }), ['body', 'name']);
       for (const field of ['branch', 'author_email', 'author_name']) {
         const res = await svc.api('POST', '/agents/deploy', {
-          body: { agent_name: 'bot', branch: 'main', git_hash: 'abcdef0', author_name: 'A', author_email: 'a@x', sdk_type: 'alpha_agent_sdk', acp_type: 'async', image_url: 'img', [field]: '  ' },
+          body: {
+            agent_name: 'bot',
+            branch: 'main',
+            git_hash: 'abcdef0',
+            author_name: 'A',
+            author_email: 'a@x',
+            sdk_type: 'alpha_agent_sdk',
+            acp_type: 'async',
+            image_url: 'img',
+            [field]: '  ',
+          },
         });
         expectInvalid(res, ['body', field]);
       }
@@ -244,7 +287,12 @@ describe.each(engines)('hardening (%s)', (engine) => {
 
     test('charset=utf-16le: 415; charset=utf-8 is fine', async () => {
       const body = JSON.stringify({ name: 'g' });
-      expectError(await svc.api('POST', '/groups', { rawBody: body, headers: { 'content-type': 'application/json; charset=utf-16le' } }), 415, 'unsupported_media_type', 'Charset utf-16le is not supported: send JSON as UTF-8');
+      expectError(
+        await svc.api('POST', '/groups', { rawBody: body, headers: { 'content-type': 'application/json; charset=utf-16le' } }),
+        415,
+        'unsupported_media_type',
+        'Charset utf-16le is not supported: send JSON as UTF-8',
+      );
       expect((await svc.api('POST', '/groups', { rawBody: body, headers: { 'content-type': 'application/json; charset=UTF-8' } })).status).toBe(201);
     });
 
@@ -255,7 +303,17 @@ describe.each(engines)('hardening (%s)', (engine) => {
 
     test('source_filesystem_id of a filesystem that does not exist: 404, nothing deployed', async () => {
       const res = await svc.api('POST', '/agents/deploy', {
-        body: { agent_name: 'bot', branch: 'main', git_hash: 'abcdef0', author_name: 'A', author_email: 'a@x', sdk_type: 'alpha_agent_sdk', acp_type: 'async', image_url: 'img', source_filesystem_id: 'fs_nope' },
+        body: {
+          agent_name: 'bot',
+          branch: 'main',
+          git_hash: 'abcdef0',
+          author_name: 'A',
+          author_email: 'a@x',
+          sdk_type: 'alpha_agent_sdk',
+          acp_type: 'async',
+          image_url: 'img',
+          source_filesystem_id: 'fs_nope',
+        },
       });
       expectError(res, 404, 'not_found', 'Filesystem fs_nope was not found');
       expect((await svc.api('GET', '/agents')).body.total).toBe(0);
@@ -263,7 +321,17 @@ describe.each(engines)('hardening (%s)', (engine) => {
 
     test('source_filesystem_id longer than an id: 422', async () => {
       const res = await svc.api('POST', '/agents/deploy', {
-        body: { agent_name: 'bot', branch: 'main', git_hash: 'abcdef0', author_name: 'A', author_email: 'a@x', sdk_type: 'alpha_agent_sdk', acp_type: 'async', image_url: 'img', source_filesystem_id: 'f'.repeat(300) },
+        body: {
+          agent_name: 'bot',
+          branch: 'main',
+          git_hash: 'abcdef0',
+          author_name: 'A',
+          author_email: 'a@x',
+          sdk_type: 'alpha_agent_sdk',
+          acp_type: 'async',
+          image_url: 'img',
+          source_filesystem_id: 'f'.repeat(300),
+        },
       });
       expectInvalid(res, ['body', 'source_filesystem_id'], 'too_big');
     });
@@ -274,7 +342,9 @@ describe.each(engines)('hardening (%s)', (engine) => {
       const v1 = await deployActive(svc, { are_tasks_sticky: true });
       const v2 = await deployActive(svc, { are_tasks_sticky: true });
       // 10,001 RUNNING tasks on v1, inserted directly for speed.
-      await sql`INSERT INTO filesystems (id, namespace_id) SELECT 'fs_cap' || g, ${await defaultNamespaceId(svc)} FROM generate_series(1, 10001) g`.execute(svc.store.db);
+      await sql`INSERT INTO filesystems (id, namespace_id) SELECT 'fs_cap' || g, ${await defaultNamespaceId(svc)} FROM generate_series(1, 10001) g`.execute(
+        svc.store.db,
+      );
       await sql`
         INSERT INTO tasks (id, agent_id, branch_id, namespace_id, filesystem_id, status, created_version_id, current_version_id)
         SELECT 'task_cap' || lpad(g::text, 5, '0'), v.agent_id, v.branch_id, a.namespace_id, 'fs_cap' || g, 'RUNNING', v.id, v.id
@@ -283,7 +353,8 @@ describe.each(engines)('hardening (%s)', (engine) => {
       const detail = `Version v1 (${v1.version_id}) has 10001 RUNNING tasks; one request moves at most 10000. Page it: send "limit": 10000 and repeat the request until it moves no tasks.`;
       expectError(await svc.api('POST', '/tasks/migrate', { body }), 409, 'migration_too_large', detail);
       expectError(await svc.api('POST', '/tasks/migrate', { body: { ...body, dry_run: true } }), 409, 'migration_too_large', detail);
-      const onV1 = async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${v1.version_id}`.execute(svc.store.db)).rows[0].n;
+      const onV1 = async () =>
+        (await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${v1.version_id}`.execute(svc.store.db)).rows[0].n;
       expect(await onV1()).toBe(10001);
 
       const pages = [];
@@ -337,7 +408,16 @@ describe.each(engines)('hardening (%s)', (engine) => {
       const attempt = (agent_name: string) =>
         svc.api('POST', '/agents/deploy', {
           key: viewer,
-          body: { agent_name, branch: 'main', git_hash: 'abcdef0', author_name: 'A', author_email: 'a@x', sdk_type: 'alpha_agent_sdk', acp_type: 'async', image_url: 'img' },
+          body: {
+            agent_name,
+            branch: 'main',
+            git_hash: 'abcdef0',
+            author_name: 'A',
+            author_email: 'a@x',
+            sdk_type: 'alpha_agent_sdk',
+            acp_type: 'async',
+            image_url: 'img',
+          },
         });
       const hidden = await attempt('hidden-bot');
       const unused = await attempt('never-used');

@@ -44,7 +44,11 @@ const claimBomb = () => zstdWithZeros(rawTar([{ path: 'big', size: 2 * GiB }], {
 const file = (p: string, body = 'x') => ({ path: p, body: Buffer.from(body) });
 const link = (p: string, target: string) => ({ path: p, type: 'SymbolicLink' as const, linkpath: target });
 const pax = (records: Buffer[]) => ({ path: 'PaxHeader/x', type: 'ExtendedHeader' as const, body: Buffer.concat(records) });
-const gnuLong = (type: 'NextFileHasLongPath' | 'NextFileHasLongLinkpath', name: Buffer) => ({ path: '././@LongLink', type, body: Buffer.concat([name, Buffer.alloc(1)]) });
+const gnuLong = (type: 'NextFileHasLongPath' | 'NextFileHasLongLinkpath', name: Buffer) => ({
+  path: '././@LongLink',
+  type,
+  body: Buffer.concat([name, Buffer.alloc(1)]),
+});
 const randomFile = rawTar([{ path: 'f.bin', body: randomBytes(100_000) }]);
 
 interface Case {
@@ -60,12 +64,42 @@ const cases: Case[] = [
   { what: 'an absolute path', archive: () => zstd(rawTar([file('/etc/x')])), status: 422, detail: /absolute path/ },
   { what: 'a symlink to /', archive: () => zstd(rawTar([link('root', '/')])), status: 422, detail: /points outside the tree/ },
   { what: 'a symlink climbing out', archive: () => zstd(rawTar([link('a/up', '../../etc')])), status: 422, detail: /points outside the tree/ },
-  { what: 'a file written through a symlink to .', archive: () => zstd(rawTar([link('d', '.'), file('d/x')])), status: 422, detail: /lies below "d", which is not a directory/ },
-  { what: 'a file written through a symlink to /', archive: () => zstd(rawTar([link('root', '/'), file('root/tmp/escape.txt')])), status: 422, detail: /points outside the tree/ },
-  { what: 'a symlink over the directory of an earlier member (d/x, then d -> .)', archive: () => zstd(rawTar([file('d/x'), link('d', '.')])), status: 422, detail: /Member "d" is a symlink, but earlier members lie below it/ },
-  { what: 'a symlink over a deeper implied directory (a/b/c, then a/b -> ..)', archive: () => zstd(rawTar([file('a/b/c'), link('a/b', '..')])), status: 422, detail: /Member "a\/b" is a symlink, but earlier members lie below it/ },
-  { what: 'a file over the directory of an earlier member (d/x, then file d)', archive: () => zstd(rawTar([file('d/x'), file('d')])), status: 422, detail: /Member "d" is a file, but earlier members lie below it/ },
-  { what: 'a symlink with content', archive: () => zstd(rawTar([{ ...link('l', 'x'), size: 4, body: Buffer.from('data') }])), status: 422, detail: /symlink with content/ },
+  {
+    what: 'a file written through a symlink to .',
+    archive: () => zstd(rawTar([link('d', '.'), file('d/x')])),
+    status: 422,
+    detail: /lies below "d", which is not a directory/,
+  },
+  {
+    what: 'a file written through a symlink to /',
+    archive: () => zstd(rawTar([link('root', '/'), file('root/tmp/escape.txt')])),
+    status: 422,
+    detail: /points outside the tree/,
+  },
+  {
+    what: 'a symlink over the directory of an earlier member (d/x, then d -> .)',
+    archive: () => zstd(rawTar([file('d/x'), link('d', '.')])),
+    status: 422,
+    detail: /Member "d" is a symlink, but earlier members lie below it/,
+  },
+  {
+    what: 'a symlink over a deeper implied directory (a/b/c, then a/b -> ..)',
+    archive: () => zstd(rawTar([file('a/b/c'), link('a/b', '..')])),
+    status: 422,
+    detail: /Member "a\/b" is a symlink, but earlier members lie below it/,
+  },
+  {
+    what: 'a file over the directory of an earlier member (d/x, then file d)',
+    archive: () => zstd(rawTar([file('d/x'), file('d')])),
+    status: 422,
+    detail: /Member "d" is a file, but earlier members lie below it/,
+  },
+  {
+    what: 'a symlink with content',
+    archive: () => zstd(rawTar([{ ...link('l', 'x'), size: 4, body: Buffer.from('data') }])),
+    status: 422,
+    detail: /symlink with content/,
+  },
   { what: 'a character device', archive: () => zstd(rawTar([{ path: 'null', type: 'CharacterDevice' }])), status: 422, detail: /is a CharacterDevice/ },
   { what: 'a fifo', archive: () => zstd(rawTar([{ path: 'pipe', type: 'FIFO' }])), status: 422, detail: /is a FIFO/ },
   { what: 'a hard link', archive: () => zstd(rawTar([file('a'), { path: 'b', type: 'Link', linkpath: 'a' }])), status: 422, detail: /is a Link/ },
@@ -73,32 +107,127 @@ const cases: Case[] = [
   { what: 'a duplicate member spelled ./a', archive: () => zstd(rawTar([file('a', '1'), file('./a', '2')])), status: 422, detail: /"a" appears twice/ },
   // Names the manifest cannot hold, whichever header carries them.
   { what: 'a NUL in a pax path', archive: () => zstd(rawTar([pax([paxRecord('path', 'a\0b')]), file('a')])), status: 422, detail: /pax path has a NUL byte/ },
-  { what: 'a NUL in a pax linkpath', archive: () => zstd(rawTar([pax([paxRecord('linkpath', 'x\0y')]), link('l', 'x')])), status: 422, detail: /pax linkpath has a NUL byte/ },
-  { what: 'a newline in a pax path (the parser would drop the record)', archive: () => zstd(rawTar([pax([paxRecord('path', 'a\nb')]), file('a')])), status: 422, detail: /pax path has a newline/ },
-  { what: 'a malformed pax record', archive: () => zstd(rawTar([pax([Buffer.from('99 path=a\n')]), file('a')])), status: 422, detail: /pax extended header is malformed/ },
-  { what: 'a NUL in a GNU long name', archive: () => zstd(rawTar([gnuLong('NextFileHasLongPath', Buffer.from('a\0b')), file('a')])), status: 422, detail: /GNU long name has a NUL byte/ },
-  { what: 'a NUL in a GNU long link target', archive: () => zstd(rawTar([gnuLong('NextFileHasLongLinkpath', Buffer.from('x\0y')), link('l', 'x')])), status: 422, detail: /GNU long link target has a NUL byte/ },
-  { what: 'a NUL inside a ustar name field', archive: () => zstd(patchHeader(rawTar([file('ab')]), 0, 1, Buffer.from('\0b'))), status: 422, detail: /Member "a" has a NUL byte in its name/ },
-  { what: 'a NUL inside a ustar link target field', archive: () => zstd(patchHeader(rawTar([link('l', 'xy')]), 0, 158, Buffer.from('\0y'))), status: 422, detail: /Member "l" has a NUL byte in its link target/ },
-  { what: 'a ustar name that is not UTF-8', archive: () => zstd(patchHeader(rawTar([file('ab')]), 0, 0, Buffer.from([0xff, 0xfe]))), status: 422, detail: /bytes that are not UTF-8 in its name/ },
-  { what: 'a pax path that is not UTF-8', archive: () => zstd(rawTar([pax([paxRecord('path', Buffer.from([0x61, 0xc3]))]), file('a')])), status: 422, detail: /pax path has bytes that are not UTF-8/ },
+  {
+    what: 'a NUL in a pax linkpath',
+    archive: () => zstd(rawTar([pax([paxRecord('linkpath', 'x\0y')]), link('l', 'x')])),
+    status: 422,
+    detail: /pax linkpath has a NUL byte/,
+  },
+  {
+    what: 'a newline in a pax path (the parser would drop the record)',
+    archive: () => zstd(rawTar([pax([paxRecord('path', 'a\nb')]), file('a')])),
+    status: 422,
+    detail: /pax path has a newline/,
+  },
+  {
+    what: 'a malformed pax record',
+    archive: () => zstd(rawTar([pax([Buffer.from('99 path=a\n')]), file('a')])),
+    status: 422,
+    detail: /pax extended header is malformed/,
+  },
+  {
+    what: 'a NUL in a GNU long name',
+    archive: () => zstd(rawTar([gnuLong('NextFileHasLongPath', Buffer.from('a\0b')), file('a')])),
+    status: 422,
+    detail: /GNU long name has a NUL byte/,
+  },
+  {
+    what: 'a NUL in a GNU long link target',
+    archive: () => zstd(rawTar([gnuLong('NextFileHasLongLinkpath', Buffer.from('x\0y')), link('l', 'x')])),
+    status: 422,
+    detail: /GNU long link target has a NUL byte/,
+  },
+  {
+    what: 'a NUL inside a ustar name field',
+    archive: () => zstd(patchHeader(rawTar([file('ab')]), 0, 1, Buffer.from('\0b'))),
+    status: 422,
+    detail: /Member "a" has a NUL byte in its name/,
+  },
+  {
+    what: 'a NUL inside a ustar link target field',
+    archive: () => zstd(patchHeader(rawTar([link('l', 'xy')]), 0, 158, Buffer.from('\0y'))),
+    status: 422,
+    detail: /Member "l" has a NUL byte in its link target/,
+  },
+  {
+    what: 'a ustar name that is not UTF-8',
+    archive: () => zstd(patchHeader(rawTar([file('ab')]), 0, 0, Buffer.from([0xff, 0xfe]))),
+    status: 422,
+    detail: /bytes that are not UTF-8 in its name/,
+  },
+  {
+    what: 'a pax path that is not UTF-8',
+    archive: () => zstd(rawTar([pax([paxRecord('path', Buffer.from([0x61, 0xc3]))]), file('a')])),
+    status: 422,
+    detail: /pax path has bytes that are not UTF-8/,
+  },
   // Streams cut short or corrupt.
   { what: 'an empty body', archive: () => Buffer.alloc(0), status: 422, detail: /The archive is empty/ },
-  { what: 'bytes that are not zstd', archive: () => Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), Buffer.alloc(600, 1)]), status: 422, detail: /not valid zstd/ },
-  { what: 'a zstd frame cut short (a 100,000-byte file, cut after 200 bytes)', archive: () => zstd(randomFile).subarray(0, 200), status: 422, detail: /not valid zstd: the stream is cut short/ },
-  { what: 'a zstd frame missing its last byte', archive: () => zstd(randomFile).subarray(0, -1), status: 422, detail: /not valid zstd: the stream is cut short/ },
-  { what: 'a tar without its end blocks', archive: () => zstd(rawTar([file('a')], { end: false })), status: 422, detail: /ends without its end-of-archive blocks/ },
-  { what: 'a tar cut after a whole member', archive: () => zstd(randomFile.subarray(0, 512 + 100_352)), status: 422, detail: /ends without its end-of-archive blocks/ },
+  {
+    what: 'bytes that are not zstd',
+    archive: () => Buffer.concat([Buffer.from([0x28, 0xb5, 0x2f, 0xfd]), Buffer.alloc(600, 1)]),
+    status: 422,
+    detail: /not valid zstd/,
+  },
+  {
+    what: 'a zstd frame cut short (a 100,000-byte file, cut after 200 bytes)',
+    archive: () => zstd(randomFile).subarray(0, 200),
+    status: 422,
+    detail: /not valid zstd: the stream is cut short/,
+  },
+  {
+    what: 'a zstd frame missing its last byte',
+    archive: () => zstd(randomFile).subarray(0, -1),
+    status: 422,
+    detail: /not valid zstd: the stream is cut short/,
+  },
+  {
+    what: 'a tar without its end blocks',
+    archive: () => zstd(rawTar([file('a')], { end: false })),
+    status: 422,
+    detail: /ends without its end-of-archive blocks/,
+  },
+  {
+    what: 'a tar cut after a whole member',
+    archive: () => zstd(randomFile.subarray(0, 512 + 100_352)),
+    status: 422,
+    detail: /ends without its end-of-archive blocks/,
+  },
   { what: 'a member shorter than its header says', archive: () => zstd(randomFile.subarray(0, 50_000)), status: 422, detail: /Member "f.bin" is truncated/ },
   { what: 'a plain tar cut inside a member', archive: () => randomFile.subarray(0, 50_000), status: 422, detail: /Member "f.bin" is truncated/ },
-  { what: 'a header whose checksum does not match', archive: () => zstd(Buffer.concat([rawTar([file('a')], { end: false }), Buffer.alloc(512, 0x41), Buffer.alloc(1024)])), status: 422, detail: /checksum does not match/ },
-  { what: 'data after the end-of-archive blocks', archive: () => zstd(Buffer.concat([rawTar([file('a')]), Buffer.alloc(512, 1)])), status: 422, detail: /data after its end-of-archive blocks/ },
+  {
+    what: 'a header whose checksum does not match',
+    archive: () => zstd(Buffer.concat([rawTar([file('a')], { end: false }), Buffer.alloc(512, 0x41), Buffer.alloc(1024)])),
+    status: 422,
+    detail: /checksum does not match/,
+  },
+  {
+    what: 'data after the end-of-archive blocks',
+    archive: () => zstd(Buffer.concat([rawTar([file('a')]), Buffer.alloc(512, 1)])),
+    status: 422,
+    detail: /data after its end-of-archive blocks/,
+  },
   // Limits and bombs.
-  { what: 'a 10 GB size claim', archive: () => zstd(rawTar([{ path: 'huge', size: 10 * GiB }], { end: false })), status: 413, detail: /larger than 8388608 bytes \(member "huge" claims 10737418240\)/ },
+  {
+    what: 'a 10 GB size claim',
+    archive: () => zstd(rawTar([{ path: 'huge', size: 10 * GiB }], { end: false })),
+    status: 413,
+    detail: /larger than 8388608 bytes \(member "huge" claims 10737418240\)/,
+  },
   { what: 'a member whose header declares 2 GiB (64 MiB of zeros follow)', archive: claimBomb, status: 413, detail: /member "big" claims 2147483648/ },
-  { what: 'content past the size limit', archive: () => zstd(rawTar([{ path: 'zeros', body: Buffer.alloc(9 * MiB) }])), status: 413, detail: /larger than 8388608 bytes/ },
+  {
+    what: 'content past the size limit',
+    archive: () => zstd(rawTar([{ path: 'zeros', body: Buffer.alloc(9 * MiB) }])),
+    status: 413,
+    detail: /larger than 8388608 bytes/,
+  },
   { what: 'a zstd bomb: 98 KB expanding to 3 GiB of zeros after a one-file archive', archive: zeroBomb, status: 413, detail: /expands past its end/ },
-  { what: 'more members than allowed', archive: () => zstd(rawTar(Array.from({ length: 201 }, (_, i) => ({ path: `f${i}` })))), status: 413, detail: /more than 200 members/ },
+  {
+    what: 'more members than allowed',
+    archive: () => zstd(rawTar(Array.from({ length: 201 }, (_, i) => ({ path: `f${i}` })))),
+    status: 413,
+    detail: /more than 200 members/,
+  },
 ];
 
 const codeOf = (status: 413 | 422) => (status === 413 ? 'archive_too_large' : 'invalid_archive');
@@ -123,7 +252,8 @@ describe.each(engines)('hostile archive uploads (%s)', (engine) => {
       headers: { authorization: `Bearer ${svc.adminKey}`, 'content-type': 'application/zstd', 'if-match': ifMatch },
       body: new Uint8Array(body),
     }).then(async (r) => ({ status: r.status, body: await r.json() }));
-  const pull = async (fsId: string) => Buffer.from(await (await fetch(`${svc.url}/filesystems/${fsId}/archive`, { headers: { authorization: `Bearer ${svc.adminKey}` } })).arrayBuffer());
+  const pull = async (fsId: string) =>
+    Buffer.from(await (await fetch(`${svc.url}/filesystems/${fsId}/archive`, { headers: { authorization: `Bearer ${svc.adminKey}` } })).arrayBuffer());
   /** Every stored blob and staged file, by path. */
   const stored = async () => (await readdir(blobDir, { recursive: true })).sort();
 
@@ -137,7 +267,11 @@ describe.each(engines)('hostile archive uploads (%s)', (engine) => {
     expect(res.status, JSON.stringify(res.body)).toBe(status);
     expect(res.body.code).toBe(codeOf(status));
     expect(res.body.detail).toMatch(detail);
-    expect(await svc.client().getFilesystem({ params: { filesystem_id: fs.id } })).toMatchObject({ archive_checksum: v1.body.archive_checksum, files_count: 1, size_bytes: 2 });
+    expect(await svc.client().getFilesystem({ params: { filesystem_id: fs.id } })).toMatchObject({
+      archive_checksum: v1.body.archive_checksum,
+      files_count: 1,
+      size_bytes: 2,
+    });
     expect(await pull(fs.id)).toEqual(pulled);
     expect(await stored()).toEqual(before);
   });
@@ -145,7 +279,9 @@ describe.each(engines)('hostile archive uploads (%s)', (engine) => {
 
 /** An archive endpoint that answers every GET with `body`, on a loopback port; closed after `fn`. */
 async function withArchiveServer(body: Buffer, fn: (baseUrl: string) => Promise<void>): Promise<void> {
-  const server = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/zstd', etag: '"0000"', 'content-length': body.length }).end(body));
+  const server = http.createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'application/zstd', etag: '"0000"', 'content-length': body.length }).end(body),
+  );
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
     await fn(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
@@ -191,7 +327,7 @@ describe('what refusing a bomb costs', () => {
 
   // The archive is decompressed here and handed over as plain tar, so the meter counts decompressed bytes.
   test.each([
-    ['the tests\' limits (8 MiB)', LIMITS],
+    ["the tests' limits (8 MiB)", LIMITS],
     ['the default limits (1 GiB, 100,000 members)', DEFAULT_ARCHIVE_LIMITS],
   ])('the 98 KB bomb, 3 GiB of zeros after a one-file archive, with %s: refused once 1 MiB of padding is past', async (_name, limits) => {
     const decompressing = Readable.from([await zeroBomb()]).pipe(zlib.createZstdDecompress());
@@ -199,7 +335,11 @@ describe('what refusing a bomb costs', () => {
     try {
       const error = await readArchive(stream, limits).catch((e) => e);
       expect(error).toBeInstanceOf(ArchiveRejected);
-      expect(error).toMatchObject({ status: 413, code: 'archive_too_large', message: expect.stringMatching(/expands past its end: more than 1048576 bytes of padding/) });
+      expect(error).toMatchObject({
+        status: 413,
+        code: 'archive_too_large',
+        message: expect.stringMatching(/expands past its end: more than 1048576 bytes of padding/),
+      });
       // The archive, 1 MiB of padding, and what the streams had read ahead: nowhere near 3 GiB, nor the limits.
       expect(meter.read).toBeLessThan(2 * MiB);
     } finally {
@@ -211,7 +351,10 @@ describe('what refusing a bomb costs', () => {
     const decompressing = Readable.from([await claimBomb()]).pipe(zlib.createZstdDecompress());
     const { meter, stream } = metered(decompressing);
     try {
-      await expect(readArchive(stream, DEFAULT_ARCHIVE_LIMITS)).rejects.toMatchObject({ status: 413, message: expect.stringMatching(/member "big" claims 2147483648/) });
+      await expect(readArchive(stream, DEFAULT_ARCHIVE_LIMITS)).rejects.toMatchObject({
+        status: 413,
+        message: expect.stringMatching(/member "big" claims 2147483648/),
+      });
       expect(meter.read).toBeLessThan(2 * MiB);
     } finally {
       decompressing.destroy();

@@ -13,10 +13,18 @@ import { engines, useService } from '../support/service.js';
  * or unknown keys with bodies. Every answer must be below 500 and in a documented shape.
  */
 
-type Case = { what: string; method: string; path: string; key: string | null; rawBody?: string; headers?: Record<string, string>; expect?: (status: number, body: any) => void };
+type Case = {
+  what: string;
+  method: string;
+  path: string;
+  key: string | null;
+  rawBody?: string;
+  headers?: Record<string, string>;
+  expect?: (status: number, body: any) => void;
+};
 
 const SAMPLE_ID = 'zz_hostile_0';
-const nested = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+const nested = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
 
 /** The path with every parameter set to `value` except `only` (when given), set to `special`. */
 function fillPath(e: Endpoint, special?: { name: string; value: string }): string {
@@ -58,14 +66,37 @@ function casesFor(e: Endpoint, adminKey: string): Case[] {
   for (const name of pathParams(e)) {
     add({ what: `NUL in path.${name}`, path: fillPath(e, { name, value: 'a%00b' }), key: adminKey, expect: expectInvalidAt(['path', name]) });
     add({ what: `bad percent-encoding in path.${name}`, path: fillPath(e, { name, value: '%ff' }), key: adminKey, expect: expectStatus(400, 'bad_url') });
-    add({ what: `encoded lone surrogate in path.${name}`, path: fillPath(e, { name, value: '%ED%A0%80' }), key: adminKey, expect: expectStatus(400, 'bad_url') });
-    add({ what: `256 characters in path.${name}`, path: fillPath(e, { name, value: 'n'.repeat(256) }), key: adminKey, expect: expectInvalidAt(['path', name]) });
-    add({ what: `4,000 characters in path.${name}`, path: fillPath(e, { name, value: 'n'.repeat(4000) }), key: adminKey, expect: expectStatus(414, 'uri_too_long') });
+    add({
+      what: `encoded lone surrogate in path.${name}`,
+      path: fillPath(e, { name, value: '%ED%A0%80' }),
+      key: adminKey,
+      expect: expectStatus(400, 'bad_url'),
+    });
+    add({
+      what: `256 characters in path.${name}`,
+      path: fillPath(e, { name, value: 'n'.repeat(256) }),
+      key: adminKey,
+      expect: expectInvalidAt(['path', name]),
+    });
+    add({
+      what: `4,000 characters in path.${name}`,
+      path: fillPath(e, { name, value: 'n'.repeat(4000) }),
+      key: adminKey,
+      expect: expectStatus(414, 'uri_too_long'),
+    });
   }
 
   // Headers the route flags imply, with values they refuse (a header's loc starts with `header`).
-  if (e.sse) add({ what: 'a word as Last-Event-ID', path: base, key: adminKey, headers: { 'last-event-id': WORD }, expect: expectInvalidAt(['header', 'last-event-id']) });
-  if (e.idempotencyKey) add({ what: 'a 256-character Idempotency-Key', path: base, key: adminKey, rawBody: '{}', headers: { 'idempotency-key': 'k'.repeat(256) } });
+  if (e.sse)
+    add({
+      what: 'a word as Last-Event-ID',
+      path: base,
+      key: adminKey,
+      headers: { 'last-event-id': WORD },
+      expect: expectInvalidAt(['header', 'last-event-id']),
+    });
+  if (e.idempotencyKey)
+    add({ what: 'a 256-character Idempotency-Key', path: base, key: adminKey, rawBody: '{}', headers: { 'idempotency-key': 'k'.repeat(256) } });
 
   // Query values: the declared ones, and one the endpoint does not know.
   for (const name of [...queryNames(e), 'unknown_param']) {
@@ -85,24 +116,69 @@ function casesFor(e: Endpoint, adminKey: string): Case[] {
   // JSON bodies.
   if (hasJsonBody(e)) {
     add({ what: 'malformed JSON', path: base, key: adminKey, rawBody: '{"a":', expect: expectInvalidAt(['body']) });
-    add({ what: 'text/plain', path: base, key: adminKey, rawBody: 'hello', headers: { 'content-type': 'text/plain' }, expect: expectStatus(415, 'unsupported_media_type') });
-    add({ what: 'utf-16 charset', path: base, key: adminKey, rawBody: '{}', headers: { 'content-type': 'application/json; charset=utf-16le' }, expect: expectStatus(415, 'unsupported_media_type') });
-    add({ what: 'gzip encoding', path: base, key: adminKey, rawBody: '{}', headers: { 'content-encoding': 'gzip' }, expect: expectStatus(415, 'unsupported_media_type') });
+    add({
+      what: 'text/plain',
+      path: base,
+      key: adminKey,
+      rawBody: 'hello',
+      headers: { 'content-type': 'text/plain' },
+      expect: expectStatus(415, 'unsupported_media_type'),
+    });
+    add({
+      what: 'utf-16 charset',
+      path: base,
+      key: adminKey,
+      rawBody: '{}',
+      headers: { 'content-type': 'application/json; charset=utf-16le' },
+      expect: expectStatus(415, 'unsupported_media_type'),
+    });
+    add({
+      what: 'gzip encoding',
+      path: base,
+      key: adminKey,
+      rawBody: '{}',
+      headers: { 'content-encoding': 'gzip' },
+      expect: expectStatus(415, 'unsupported_media_type'),
+    });
     add({ what: 'an array body', path: base, key: adminKey, rawBody: '[]' });
     add({ what: 'an empty object', path: base, key: adminKey, rawBody: '{}' });
     add({ what: 'null', path: base, key: adminKey, rawBody: 'null' });
-    add({ what: 'a body over 1 MiB', path: base, key: adminKey, rawBody: json({ a: 'x'.repeat(1024 * 1024) }), expect: expectStatus(413, 'payload_too_large') });
+    add({
+      what: 'a body over 1 MiB',
+      path: base,
+      key: adminKey,
+      rawBody: json({ a: 'x'.repeat(1024 * 1024) }),
+      expect: expectStatus(413, 'payload_too_large'),
+    });
     add({ what: '5,000 levels of nesting as the body', path: base, key: adminKey, rawBody: nested(5000), expect: (status) => expect(status).toBe(422) });
     for (const field of bodyFields(e)) {
       add({ what: `NUL in body.${field}`, path: base, key: adminKey, rawBody: json({ [field]: 'x\u0000y' }), expect: expectInvalidAt(['body', field]) });
       add({ what: `lone surrogate in body.${field}`, path: base, key: adminKey, rawBody: `{"${field}":"\\ud800"}`, expect: expectInvalidAt(['body', field]) });
-      add({ what: `NUL in a key inside body.${field}`, path: base, key: adminKey, rawBody: json({ [field]: { 'k\u0000': 1 } }), expect: expectInvalidAt(['body', field, 'k\\u0000']) });
-      add({ what: `lone surrogate deep inside body.${field}`, path: base, key: adminKey, rawBody: `{"${field}":[{"a":["\\udc00"]}]}`, expect: expectInvalidAt(['body', field, 0, 'a', 0]) });
-      add({ what: `5,000 levels of nesting in body.${field}`, path: base, key: adminKey, rawBody: `{"${field}":${nested(5000)}}`, expect: (status, body) => {
-        expect(status).toBe(422);
-        expect(body.detail[0].loc.slice(0, 2)).toEqual(['body', field]);
-        expect(body.detail[0].type).toBe('too_deep');
-      } });
+      add({
+        what: `NUL in a key inside body.${field}`,
+        path: base,
+        key: adminKey,
+        rawBody: json({ [field]: { 'k\u0000': 1 } }),
+        expect: expectInvalidAt(['body', field, 'k\\u0000']),
+      });
+      add({
+        what: `lone surrogate deep inside body.${field}`,
+        path: base,
+        key: adminKey,
+        rawBody: `{"${field}":[{"a":["\\udc00"]}]}`,
+        expect: expectInvalidAt(['body', field, 0, 'a', 0]),
+      });
+      add({
+        what: `5,000 levels of nesting in body.${field}`,
+        path: base,
+        key: adminKey,
+        rawBody: `{"${field}":${nested(5000)}}`,
+        expect: (status, body) => {
+          expect(status).toBe(422);
+          expect(body.detail[0].loc.slice(0, 2)).toEqual(['body', field]);
+          expect(body.detail[0].type).toBe('too_deep');
+        },
+      });
       add({ what: `wrong type in body.${field}`, path: base, key: adminKey, rawBody: json({ [field]: { nested: [true] } }) });
       add({ what: `null in body.${field}`, path: base, key: adminKey, rawBody: json({ [field]: null }) });
       add({ what: `a 100,000-character string in body.${field}`, path: base, key: adminKey, rawBody: json({ [field]: 'x'.repeat(100_000) }) });
@@ -116,16 +192,29 @@ function casesFor(e: Endpoint, adminKey: string): Case[] {
 }
 
 const isErrorBody = (body: unknown) =>
-  typeof body === 'object' && body !== null && Object.keys(body).sort().join() === 'code,detail' && typeof (body as any).detail === 'string' && (body as any).detail.length > 0 && /^[a-z][a-z0-9_]*$/.test((body as any).code);
+  typeof body === 'object' &&
+  body !== null &&
+  Object.keys(body).sort().join() === 'code,detail' &&
+  typeof (body as any).detail === 'string' &&
+  (body as any).detail.length > 0 &&
+  /^[a-z][a-z0-9_]*$/.test((body as any).code);
 const isValidationBody = (body: unknown) =>
   typeof body === 'object' &&
   body !== null &&
   Object.keys(body).join() === 'detail' &&
   Array.isArray((body as any).detail) &&
   (body as any).detail.length > 0 &&
-  (body as any).detail.every((d: any) => Object.keys(d).sort().join() === 'loc,msg,type' && Array.isArray(d.loc) && (VALIDATION_LOC_ROOTS as readonly string[]).includes(d.loc[0]) && typeof d.msg === 'string' && typeof d.type === 'string');
+  (body as any).detail.every(
+    (d: any) =>
+      Object.keys(d).sort().join() === 'loc,msg,type' &&
+      Array.isArray(d.loc) &&
+      (VALIDATION_LOC_ROOTS as readonly string[]).includes(d.loc[0]) &&
+      typeof d.msg === 'string' &&
+      typeof d.type === 'string',
+  );
 /** A 422 is the validation list, or `{detail, code}` with one of the named codes. */
-const isUnprocessableBody = (body: unknown) => isValidationBody(body) || (isErrorBody(body) && (UNPROCESSABLE_CODES as readonly string[]).includes((body as any).code));
+const isUnprocessableBody = (body: unknown) =>
+  isValidationBody(body) || (isErrorBody(body) && (UNPROCESSABLE_CODES as readonly string[]).includes((body as any).code));
 
 describe.each(engines)('the hostile client, every endpoint of the table (%s)', (engine) => {
   const svc = useService(engine);
@@ -170,10 +259,16 @@ describe.each(engines)('the hostile client, every endpoint of the table (%s)', (
         }
       }
     }
-    console.log(`hostile suite on ${engine}: ${sent} requests, statuses ${JSON.stringify(statuses)}; not served by this build: ${unserved.join(', ') || 'none'}`);
+    console.log(
+      `hostile suite on ${engine}: ${sent} requests, statuses ${JSON.stringify(statuses)}; not served by this build: ${unserved.join(', ') || 'none'}`,
+    );
     expect(offShape).toEqual([]);
     expect(Object.keys(statuses).filter((s) => Number(s) >= 500)).toEqual([]);
     // Nothing outside the README's list of statuses.
-    expect(Object.keys(statuses).map(Number).filter((s) => !(RESPONSE_STATUSES as readonly number[]).includes(s))).toEqual([]);
+    expect(
+      Object.keys(statuses)
+        .map(Number)
+        .filter((s) => !(RESPONSE_STATUSES as readonly number[]).includes(s)),
+    ).toEqual([]);
   });
 });

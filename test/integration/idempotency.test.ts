@@ -66,8 +66,15 @@ describe.each(engines)('Idempotency-Key (%s)', (engine) => {
 
   test('every creating POST honours the key: deploy, tasks, states, events, messages, handler errors', async () => {
     const deployBody = {
-      agent_name: 'support-bot', branch: 'main', git_hash: nextHash(), git_message: 'm', author_name: 'A', author_email: 'a@example.com',
-      image_url: 'registry.local/x:1', sdk_type: 'alpha_agent_sdk', acp_type: 'async',
+      agent_name: 'support-bot',
+      branch: 'main',
+      git_hash: nextHash(),
+      git_message: 'm',
+      author_name: 'A',
+      author_email: 'a@example.com',
+      image_url: 'registry.local/x:1',
+      sdk_type: 'alpha_agent_sdk',
+      acp_type: 'async',
     };
     const cases: [string, unknown, () => Promise<number>][] = [
       ['/agents/deploy', deployBody, () => count('versions')],
@@ -118,7 +125,9 @@ describe.each(engines)('Idempotency-Key (%s)', (engine) => {
     await post(`/tasks/${task.id}/events`, { content: 'x' }, 'fresh');
     await sql`UPDATE idempotency_records SET created_at = now() - interval '25 hours' WHERE idempotency_key = 'stale'`.execute(svc.store.db);
     expect(await sweepIdempotencyRecords(svc.store.db)).toBe(1);
-    const left = await sql<{ idempotency_key: string }>`SELECT idempotency_key FROM idempotency_records WHERE idempotency_key IN ('stale', 'fresh')`.execute(svc.store.db);
+    const left = await sql<{ idempotency_key: string }>`SELECT idempotency_key FROM idempotency_records WHERE idempotency_key IN ('stale', 'fresh')`.execute(
+      svc.store.db,
+    );
     expect(left.rows.map((r) => r.idempotency_key)).toEqual(['fresh']);
   });
 
@@ -132,6 +141,8 @@ describe.each(engines)('Idempotency-Key (%s)', (engine) => {
     expect(res.status).toBe(200);
     expect(await count('events')).toBe(0);
     // The setup's creates (through the typed client, which sends a key) have records; the cancel has none.
-    expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM idempotency_records WHERE idempotency_key = 'ignored'`.execute(svc.store.db)).rows[0]!.n).toBe(0);
+    expect(
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM idempotency_records WHERE idempotency_key = 'ignored'`.execute(svc.store.db)).rows[0]!.n,
+    ).toBe(0);
   });
 });

@@ -164,7 +164,9 @@ afterEach(async () => {
 describe('names', () => {
   it('derives a DNS-1035 label of at most 63 characters from any version id', () => {
     expect(resourceName(VERSION)).toBe(NAME);
-    expect(resourceName('ver_01JDK8S0000000000000000001_WITH..ODD__CHARS_AND_A_VERY_LONG_TAIL_THAT_GOES_ON')).toBe('agentctl-ver-01jdk8s0000000000000000001-with-odd-chars-and-a-ve');
+    expect(resourceName('ver_01JDK8S0000000000000000001_WITH..ODD__CHARS_AND_A_VERY_LONG_TAIL_THAT_GOES_ON')).toBe(
+      'agentctl-ver-01jdk8s0000000000000000001-with-odd-chars-and-a-ve',
+    );
     expect(resourceName('ver_01JDK8S0000000000000000001_WITH..ODD__CHARS_AND_A_VERY_LONG_TAIL_THAT_GOES_ON')).toMatch(/^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/);
     // A cut that ends on a dash drops it: a label ends with a letter or digit.
     expect(resourceName(`ver_${'x'.repeat(49)}_yyyy`)).toBe(`agentctl-ver-${'x'.repeat(49)}`);
@@ -246,7 +248,8 @@ describe('start', () => {
     const restarted = openDriver();
     await restarted.start(spec, secrets);
 
-    const polls = (request: { method: string; path: string }) => request.method === 'GET' && (request.path.endsWith('/pods') || request.path.endsWith('/deployments'));
+    const polls = (request: { method: string; path: string }) =>
+      request.method === 'GET' && (request.path.endsWith('/pods') || request.path.endsWith('/deployments'));
     expect(api.requests.filter((request) => !polls(request)).map((request) => `${request.method} ${request.path}`)).toEqual([
       'POST /api/v1/namespaces/agentctl/secrets',
       `GET /api/v1/namespaces/agentctl/secrets/${NAME}`,
@@ -266,7 +269,11 @@ describe('start', () => {
         stringData: { ...EXPECTED_SECRET.stringData, AGENTCTL_REGISTRATION_TOKEN: 'rt_reusable_test_token_2' },
       },
       { ...EXPECTED_DEPLOYMENT, metadata: { ...EXPECTED_DEPLOYMENT.metadata, resourceVersion: deploymentVersion } },
-      { ...EXPECTED_SERVICE, metadata: { ...EXPECTED_SERVICE.metadata, resourceVersion: serviceVersion }, spec: { ...EXPECTED_SERVICE.spec, clusterIP: '10.96.0.42', clusterIPs: ['10.96.0.42'] } },
+      {
+        ...EXPECTED_SERVICE,
+        metadata: { ...EXPECTED_SERVICE.metadata, resourceVersion: serviceVersion },
+        spec: { ...EXPECTED_SERVICE.spec, clusterIP: '10.96.0.42', clusterIPs: ['10.96.0.42'] },
+      },
     ]);
   });
 
@@ -277,7 +284,10 @@ describe('start', () => {
     const restarted = openDriver();
 
     await vi.waitFor(() => expect(restarted.running()).toEqual([VERSION]), { timeout: 5_000, interval: 10 });
-    await vi.waitFor(() => expect(restarted.status(VERSION)).toEqual({ versionId: VERSION, replicas: [{ replica: 0, phase: 'ready', port: 8080, restarts: 0 }] }), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(
+      () => expect(restarted.status(VERSION)).toEqual({ versionId: VERSION, replicas: [{ replica: 0, phase: 'ready', port: 8080, restarts: 0 }] }),
+      { timeout: 5_000, interval: 10 },
+    );
   });
 
   it('fails a source snapshot at once, creating nothing, and says to deploy an image', async () => {
@@ -291,8 +301,10 @@ describe('start', () => {
           reason: 'source_unavailable',
           diagnostics: {
             title: 'A source snapshot cannot run on Kubernetes',
-            description: "The version's image is local://fs_01JDK8S0000000000000000001, a source snapshot that only the local runtime can run: the kubernetes runtime runs container images.",
-            action: 'Build and push a container image of the agent (it serves GET /healthz and POST /api on $PORT), then deploy it with `agentctl deploy --image <registry>/<image>:<tag>`.',
+            description:
+              "The version's image is local://fs_01JDK8S0000000000000000001, a source snapshot that only the local runtime can run: the kubernetes runtime runs container images.",
+            action:
+              'Build and push a container image of the agent (it serves GET /healthz and POST /api on $PORT), then deploy it with `agentctl deploy --image <registry>/<image>:<tag>`.',
           },
         },
       ],
@@ -316,9 +328,17 @@ describe('registration token', () => {
     const refreshing = openDriver({ tokenRefreshMs: 100 });
     await refreshing.start(spec, secrets);
 
-    await vi.waitFor(() => expect(api.objects.secrets.get(NAME).stringData.AGENTCTL_REGISTRATION_TOKEN).toBe('rt_reusable_test_token_2'), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(() => expect(api.objects.secrets.get(NAME).stringData.AGENTCTL_REGISTRATION_TOKEN).toBe('rt_reusable_test_token_2'), {
+      timeout: 5_000,
+      interval: 10,
+    });
     expect(tokenRequests.slice(0, 2)).toEqual([{ reusable: true }, { reusable: true }]);
-    expect(api.writes().slice(0, 4).map((request) => `${request.method} ${request.path}`)).toEqual([
+    expect(
+      api
+        .writes()
+        .slice(0, 4)
+        .map((request) => `${request.method} ${request.path}`),
+    ).toEqual([
       'POST /api/v1/namespaces/agentctl/secrets',
       'POST /apis/apps/v1/namespaces/agentctl/deployments',
       'POST /api/v1/namespaces/agentctl/services',
@@ -334,7 +354,10 @@ describe('registration token', () => {
 
   it('leaves the Secret alone until the refresh interval has passed', async () => {
     await driver.start(spec, secrets);
-    await vi.waitFor(() => expect(api.requests.filter((request) => request.path.endsWith('/pods')).length).toBeGreaterThan(3), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(() => expect(api.requests.filter((request) => request.path.endsWith('/pods')).length).toBeGreaterThan(3), {
+      timeout: 5_000,
+      interval: 10,
+    });
 
     expect(tokenRequests).toHaveLength(1);
     expect(api.requests.filter((request) => request.method === 'PUT')).toEqual([]);
@@ -343,7 +366,8 @@ describe('registration token', () => {
 
 describe('API errors', () => {
   it('rejects start with what it was doing and what the API server said, naming the Role when access is refused', async () => {
-    const refusal = 'secrets is forbidden: User "system:serviceaccount:agentctl:agentctl" cannot create resource "secrets" in API group "" in the namespace "agentctl"';
+    const refusal =
+      'secrets is forbidden: User "system:serviceaccount:agentctl:agentctl" cannot create resource "secrets" in API group "" in the namespace "agentctl"';
     api.refusals.push({ method: 'POST', pathEnd: '/secrets', code: 403, reason: 'Forbidden', message: refusal, times: 1 });
 
     await expect(driver.start(spec, secrets)).rejects.toThrow(
@@ -367,7 +391,10 @@ describe('API errors', () => {
 
   it('stops polling when closed', async () => {
     await driver.start(spec, secrets);
-    await vi.waitFor(() => expect(api.requests.filter((request) => request.path.endsWith('/pods')).length).toBeGreaterThan(1), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(() => expect(api.requests.filter((request) => request.path.endsWith('/pods')).length).toBeGreaterThan(1), {
+      timeout: 5_000,
+      interval: 10,
+    });
 
     await driver.close();
     const seen = api.requests.length;
@@ -446,7 +473,10 @@ describe('pod conditions', () => {
   it('fails with crash_loop on CrashLoopBackOff, with the exit code, termination message and last log lines of the crashed run', async () => {
     await driver.start(spec, secrets);
     const pod = `${NAME}-7d4b9c6f5d-aaaaa`;
-    api.previousLogs.set(pod, Array.from({ length: 25 }, (_, i) => `2026-11-23T01:01:10.${String(i).padStart(3, '0')}Z line ${i + 1}\n`).join('') + '2026-11-23T01:01:11Z Error: AGENTCTL_SIGNING_SECRET is not set\n');
+    api.previousLogs.set(
+      pod,
+      `${Array.from({ length: 25 }, (_, i) => `2026-11-23T01:01:10.${String(i).padStart(3, '0')}Z line ${i + 1}\n`).join('')}2026-11-23T01:01:11Z Error: AGENTCTL_SIGNING_SECRET is not set\n`,
+    );
     api.pods = [crashLoopPod(pod, VERSION)];
 
     expect(await happened((happening) => happening.kind === 'failed')).toEqual({
@@ -465,7 +495,13 @@ describe('pod conditions', () => {
       },
     });
     expect(api.requests.filter((request) => request.path.endsWith('/log'))).toEqual([
-      { method: 'GET', path: `/api/v1/namespaces/agentctl/pods/${pod}/log`, query: { container: 'agent', previous: 'true', tailLines: '20' }, contentType: undefined, body: undefined },
+      {
+        method: 'GET',
+        path: `/api/v1/namespaces/agentctl/pods/${pod}/log`,
+        query: { container: 'agent', previous: 'true', tailLines: '20' },
+        contentType: undefined,
+        body: undefined,
+      },
     ]);
     expect(driver.status(VERSION)?.replicas).toEqual([{ replica: 0, phase: 'restarting', port: 8080, restarts: 4 }]);
   });
@@ -525,8 +561,20 @@ describe('stop', () => {
     await driver.stop(VERSION);
 
     expect(api.writes()).toEqual([
-      { method: 'PATCH', path: `/apis/apps/v1/namespaces/agentctl/deployments/${NAME}/scale`, query: {}, contentType: 'application/merge-patch+json', body: { spec: { replicas: 0 } } },
-      { method: 'DELETE', path: `/apis/apps/v1/namespaces/agentctl/deployments/${NAME}`, query: { propagationPolicy: 'Background' }, contentType: 'application/json', body: undefined },
+      {
+        method: 'PATCH',
+        path: `/apis/apps/v1/namespaces/agentctl/deployments/${NAME}/scale`,
+        query: {},
+        contentType: 'application/merge-patch+json',
+        body: { spec: { replicas: 0 } },
+      },
+      {
+        method: 'DELETE',
+        path: `/apis/apps/v1/namespaces/agentctl/deployments/${NAME}`,
+        query: { propagationPolicy: 'Background' },
+        contentType: 'application/json',
+        body: undefined,
+      },
       { method: 'DELETE', path: `/api/v1/namespaces/agentctl/services/${NAME}`, query: {}, contentType: 'application/json', body: undefined },
       { method: 'DELETE', path: `/api/v1/namespaces/agentctl/secrets/${NAME}`, query: {}, contentType: 'application/json', body: undefined },
     ]);
@@ -598,7 +646,10 @@ describe('logs', () => {
 
   beforeEach(() => {
     api.pods = [readyPod(second, VERSION), readyPod(first, VERSION)];
-    api.logs.set(first, '2026-11-23T01:00:01.100000000Z listening on 8080\n2026-11-23T01:00:03.5Z handled evt_1\n2026-11-23T01:00:05.000000001Z handled evt_3\n');
+    api.logs.set(
+      first,
+      '2026-11-23T01:00:01.100000000Z listening on 8080\n2026-11-23T01:00:03.5Z handled evt_1\n2026-11-23T01:00:05.000000001Z handled evt_3\n',
+    );
     api.logs.set(second, '2026-11-23T01:00:02.25Z listening on 8080\n2026-11-23T01:00:04Z handled evt_2\n');
   });
 
@@ -642,7 +693,10 @@ describe('logs', () => {
     api.endFollowers(first);
     await vi.waitFor(() => expect(api.followerCount(first)).toBe(1), { timeout: 5_000, interval: 10 });
     api.appendLog(first, '2026-11-23T01:00:07Z handled evt_5\n');
-    await vi.waitFor(() => expect(seen.map((line) => line.line)).toEqual(['handled evt_3', 'handled evt_4', 'handled evt_5']), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(() => expect(seen.map((line) => line.line)).toEqual(['handled evt_3', 'handled evt_4', 'handled evt_5']), {
+      timeout: 5_000,
+      interval: 10,
+    });
 
     abort.abort();
     await following;

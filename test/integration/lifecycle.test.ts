@@ -17,7 +17,16 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
   describe('deploy', () => {
     test('the first deploy creates the agent, its branch and a DEPLOYING version', async () => {
       const res = await svc.api('POST', '/agents/deploy', {
-        body: { agent_name: 'support-bot', branch: 'Feature/Login_Page', git_hash: 'abc1234', author_name: 'Ada', author_email: 'ada@example.com', image_url: 'img:1', sdk_type: 'alpha_agent_sdk', acp_type: 'sync' },
+        body: {
+          agent_name: 'support-bot',
+          branch: 'Feature/Login_Page',
+          git_hash: 'abc1234',
+          author_name: 'Ada',
+          author_email: 'ada@example.com',
+          image_url: 'img:1',
+          sdk_type: 'alpha_agent_sdk',
+          acp_type: 'sync',
+        },
       });
       expect(res.status).toBe(201);
       expect(res.body).toMatchObject({ version_status: 'DEPLOYING', tasks_migrated: 0 });
@@ -42,16 +51,30 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
 
     test('a deploy to an unknown namespace is a 404', async () => {
       const res = await svc.api('POST', '/agents/deploy', {
-        body: { namespace: 'nowhere', agent_name: 'a', branch: 'main', git_hash: 'abc1234', author_name: 'A', author_email: 'a@x', image_url: 'i', sdk_type: 'alpha_agent_sdk', acp_type: 'sync' },
+        body: {
+          namespace: 'nowhere',
+          agent_name: 'a',
+          branch: 'main',
+          git_hash: 'abc1234',
+          author_name: 'A',
+          author_email: 'a@x',
+          image_url: 'i',
+          sdk_type: 'alpha_agent_sdk',
+          acp_type: 'sync',
+        },
       });
       expect(res).toMatchObject({ status: 404, body: { detail: 'Namespace nowhere was not found', code: 'not_found' } });
     });
 
     test('bad deploy bodies are 422s naming each field', async () => {
-      const res = await svc.api('POST', '/agents/deploy', { body: { agent_name: 'Bad Name', branch: 'main', git_hash: 'xyz', replicas: 11, sdk_type: 'gamma' } });
+      const res = await svc.api('POST', '/agents/deploy', {
+        body: { agent_name: 'Bad Name', branch: 'main', git_hash: 'xyz', replicas: 11, sdk_type: 'gamma' },
+      });
       expect(res.status).toBe(422);
       const locs = res.body.detail.map((d: any) => d.loc.join('.'));
-      expect(locs).toEqual(expect.arrayContaining(['body.agent_name', 'body.git_hash', 'body.replicas', 'body.sdk_type', 'body.author_name', 'body.image_url']));
+      expect(locs).toEqual(
+        expect.arrayContaining(['body.agent_name', 'body.git_hash', 'body.replicas', 'body.sdk_type', 'body.author_name', 'body.image_url']),
+      );
       // acp_type may be left out (it defaults, as the CLI's does).
       expect(locs).not.toContain('body.acp_type');
       expect(res.body.detail.find((d: any) => d.loc[1] === 'author_name')).toEqual({ loc: ['body', 'author_name'], msg: 'Field required', type: 'missing' });
@@ -75,7 +98,12 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
         for (const name of ['team/', '/bot', 'team/bot/x', 'Team/bot', 'te/bot', `${'n'.repeat(64)}/bot`, `team/${'b'.repeat(64)}`]) {
           expectInvalid(await svc.api('POST', '/agents/deploy', { body: { agent_name: name, ...commit() } }), ['body', 'agent_name']);
         }
-        expectError(await svc.api('POST', '/agents/deploy', { body: { agent_name: 'nowhere/bot', ...commit() } }), 404, 'not_found', 'Namespace nowhere was not found');
+        expectError(
+          await svc.api('POST', '/agents/deploy', { body: { agent_name: 'nowhere/bot', ...commit() } }),
+          404,
+          'not_found',
+          'Namespace nowhere was not found',
+        );
       });
 
       test('sdk_type and acp_type may be left out: the version gets the CLI’s defaults', async () => {
@@ -89,8 +117,13 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
 
       test('resources are stored on the version as given (numbers as their decimal text); none is null', async () => {
         const client = svc.client();
-        const sized = await client.deploy({ body: { agent_name: 'bot', ...commit(), resources: { requests: { cpu: 0.5, memory: '256Mi' }, limits: { memory: 1073741824 } } } });
-        expect((await client.getVersion({ params: { version_id: sized.version_id } })).resources).toEqual({ requests: { cpu: '0.5', memory: '256Mi' }, limits: { memory: '1073741824' } });
+        const sized = await client.deploy({
+          body: { agent_name: 'bot', ...commit(), resources: { requests: { cpu: 0.5, memory: '256Mi' }, limits: { memory: 1073741824 } } },
+        });
+        expect((await client.getVersion({ params: { version_id: sized.version_id } })).resources).toEqual({
+          requests: { cpu: '0.5', memory: '256Mi' },
+          limits: { memory: '1073741824' },
+        });
         const plain = await client.deploy({ body: { agent_name: 'bot', ...commit() } });
         expect((await svc.api('GET', `/versions/${plain.version_id}`)).body.resources).toBeNull();
         const listed = await client.listBranchVersions({ params: { branch_id: sized.branch_id } });
@@ -106,13 +139,23 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
       });
 
       test('bad resources are 422s at the quantity: malformed, non-positive, unknown keys, a request above its limit', async () => {
-        const bad = async (resources: unknown) => (await svc.api('POST', '/agents/deploy', { body: { agent_name: 'bot', ...commit(), resources } })).body.detail?.map((d: { loc: unknown }) => d.loc);
-        expect(await bad({ requests: { cpu: 'lots', memory: '1GB' } })).toEqual([['body', 'resources', 'requests', 'cpu'], ['body', 'resources', 'requests', 'memory']]);
-        expect(await bad({ limits: { cpu: 0, memory: -1 } })).toEqual([['body', 'resources', 'limits', 'cpu'], ['body', 'resources', 'limits', 'memory']]);
+        const bad = async (resources: unknown) =>
+          (await svc.api('POST', '/agents/deploy', { body: { agent_name: 'bot', ...commit(), resources } })).body.detail?.map((d: { loc: unknown }) => d.loc);
+        expect(await bad({ requests: { cpu: 'lots', memory: '1GB' } })).toEqual([
+          ['body', 'resources', 'requests', 'cpu'],
+          ['body', 'resources', 'requests', 'memory'],
+        ]);
+        expect(await bad({ limits: { cpu: 0, memory: -1 } })).toEqual([
+          ['body', 'resources', 'limits', 'cpu'],
+          ['body', 'resources', 'limits', 'memory'],
+        ]);
         expect(await bad({ limits: { cpu: 0.0001 } })).toEqual([['body', 'resources', 'limits', 'cpu']]);
         expect(await bad({ requests: { gpu: '1' } })).toEqual([['body', 'resources', 'requests']]);
         expect(await bad({ reservations: {} })).toEqual([['body', 'resources']]);
-        expect(await bad({ requests: { cpu: '1500m', memory: '2Gi' }, limits: { cpu: '1', memory: '2G' } })).toEqual([['body', 'resources', 'requests', 'cpu'], ['body', 'resources', 'requests', 'memory']]);
+        expect(await bad({ requests: { cpu: '1500m', memory: '2Gi' }, limits: { cpu: '1', memory: '2G' } })).toEqual([
+          ['body', 'resources', 'requests', 'cpu'],
+          ['body', 'resources', 'requests', 'memory'],
+        ]);
         expect(await bad('1 cpu')).toEqual([['body', 'resources']]);
         // Equal request and limit, and a limit alone, are fine.
         expect(await bad({ requests: { cpu: '1000m', memory: '1Gi' }, limits: { cpu: 1, memory: '1024Mi' } })).toBeUndefined();
@@ -164,7 +207,14 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
       const v1 = await deployActive(svc);
       await deployActive(svc);
       const events = await branchEvents(v1.branch_id);
-      expect(events.map((e) => e.type)).toEqual(['VERSION_CREATED', 'VERSION_ACTIVATED', 'VERSION_CREATED', 'VERSION_ACTIVATED', 'VERSION_DRAINING', 'VERSION_RETIRED']);
+      expect(events.map((e) => e.type)).toEqual([
+        'VERSION_CREATED',
+        'VERSION_ACTIVATED',
+        'VERSION_CREATED',
+        'VERSION_ACTIVATED',
+        'VERSION_DRAINING',
+        'VERSION_RETIRED',
+      ]);
       expect(events.map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6]);
     });
 
@@ -181,11 +231,20 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
       const v2 = await deploy(svc);
       expect((await task(t1.id)).current_version_id).toBe(v2.version_id);
       const res = await svc.api('POST', '/versions/register', {
-        body: { version_id: v2.version_id, status: 'FAILED', failure_reason: 'image_pull_failed', failure_diagnostics: { title: 'Image not found', description: 'img:1 does not exist', action: 'Push the image' } },
+        body: {
+          version_id: v2.version_id,
+          status: 'FAILED',
+          failure_reason: 'image_pull_failed',
+          failure_diagnostics: { title: 'Image not found', description: 'img:1 does not exist', action: 'Push the image' },
+        },
       });
       expect(res.status).toBe(200);
       expect(res.body.tasks_migrated).toBe(1);
-      expect(res.body.version).toMatchObject({ status: 'FAILED', failure_reason: 'image_pull_failed', failure_diagnostics: { title: 'Image not found', description: 'img:1 does not exist', action: 'Push the image' } });
+      expect(res.body.version).toMatchObject({
+        status: 'FAILED',
+        failure_reason: 'image_pull_failed',
+        failure_diagnostics: { title: 'Image not found', description: 'img:1 does not exist', action: 'Push the image' },
+      });
       expect((await task(t1.id)).current_version_id).toBe(v1.version_id);
       expect((await version(v1.version_id)).status).toBe('ACTIVE');
       expect((await branch(v1.branch_id)).current_version?.id).toBe(v1.version_id);
@@ -194,7 +253,10 @@ describe.each(engines)('version lifecycle: deploy, register, rollback, retire (%
     test('an impossible transition is a 409', async () => {
       const v1 = await deployActive(svc);
       const res = await svc.api('POST', '/versions/register', { body: { version_id: v1.version_id, status: 'FAILED' } });
-      expect(res).toMatchObject({ status: 409, body: { code: 'invalid_transition', detail: `Version v1 (${v1.version_id}) is ACTIVE; it cannot become FAILED` } });
+      expect(res).toMatchObject({
+        status: 409,
+        body: { code: 'invalid_transition', detail: `Version v1 (${v1.version_id}) is ACTIVE; it cannot become FAILED` },
+      });
     });
 
     test('registering an unknown version is a 404', async () => {

@@ -249,7 +249,9 @@ describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
   test('a migration that fails part-way (one unknown id among 1,000) changes nothing', async () => {
     const { v1, v2 } = await twoVersions(0);
     // 999 RUNNING tasks on v1, inserted directly for speed.
-    await sql`INSERT INTO filesystems (id, namespace_id) SELECT 'fs_bulk' || g, id FROM generate_series(1, 999) g, namespaces WHERE slug = 'default'`.execute(svc.store.db);
+    await sql`INSERT INTO filesystems (id, namespace_id) SELECT 'fs_bulk' || g, id FROM generate_series(1, 999) g, namespaces WHERE slug = 'default'`.execute(
+      svc.store.db,
+    );
     const { rows } = await sql<{ id: string }>`
       INSERT INTO tasks (id, agent_id, branch_id, namespace_id, filesystem_id, status, created_version_id, current_version_id)
       SELECT 'task_bulk' || lpad(g::text, 5, '0'), v.agent_id, v.branch_id, a.namespace_id, 'fs_bulk' || g, 'RUNNING', v.id, v.id

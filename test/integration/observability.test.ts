@@ -18,8 +18,23 @@ describe.each(engines)('request log and metrics (%s)', (engine) => {
     const missing = await svc.api('GET', '/tasks/task_nope');
     const entries = logged();
     expect(entries).toHaveLength(2);
-    expect(entries[0]).toMatchObject({ level: 30, msg: 'request', reqId: whoami.headers.get('x-request-id'), method: 'GET', route: '/whoami', path: '/whoami', status: 200, key_id: whoami.body.id });
-    expect(entries[1]).toMatchObject({ reqId: missing.headers.get('x-request-id'), route: '/tasks/:task_id', path: '/tasks/task_nope', status: 404, key_id: whoami.body.id });
+    expect(entries[0]).toMatchObject({
+      level: 30,
+      msg: 'request',
+      reqId: whoami.headers.get('x-request-id'),
+      method: 'GET',
+      route: '/whoami',
+      path: '/whoami',
+      status: 200,
+      key_id: whoami.body.id,
+    });
+    expect(entries[1]).toMatchObject({
+      reqId: missing.headers.get('x-request-id'),
+      route: '/tasks/:task_id',
+      path: '/tasks/task_nope',
+      status: 404,
+      key_id: whoami.body.id,
+    });
     expect(typeof entries[0].duration_ms).toBe('number');
     expect(lines.join('')).not.toContain(svc.adminKey);
   });
@@ -59,7 +74,12 @@ describe.each(engines)('request log and metrics (%s)', (engine) => {
 
   test('a gauge added with addGauge is collected at each scrape', async () => {
     let depth = 3;
-    svc.metrics.addGauge({ name: `agentctl_test_queue_depth_${engine}`, help: 'Test gauge', labelNames: ['queue'], collect: () => [{ labels: { queue: 'events' }, value: depth }] });
+    svc.metrics.addGauge({
+      name: `agentctl_test_queue_depth_${engine}`,
+      help: 'Test gauge',
+      labelNames: ['queue'],
+      collect: () => [{ labels: { queue: 'events' }, value: depth }],
+    });
     const scrape = async () => (await svc.api('GET', '/metrics')).body as string;
     expect(await scrape()).toContain(`agentctl_test_queue_depth_${engine}{queue="events"} 3`);
     depth = 5;

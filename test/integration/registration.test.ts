@@ -28,7 +28,14 @@ describe.each(engines)('registration with a token, runtime keys (%s)', (engine) 
     const token = await tokenFor(v.version_id);
     const res = await registerWith({ version_id: v.version_id, branch_id: v.branch_id, registration_token: token });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ agent_id: v.agent_id, agent_name: 'default/support-bot', branch_id: v.branch_id, version_status: 'ACTIVE', tasks_migrated: 0, version: { id: v.version_id, status: 'ACTIVE' } });
+    expect(res.body).toMatchObject({
+      agent_id: v.agent_id,
+      agent_name: 'default/support-bot',
+      branch_id: v.branch_id,
+      version_status: 'ACTIVE',
+      tasks_migrated: 0,
+      version: { id: v.version_id, status: 'ACTIVE' },
+    });
     expect(res.body.agent_api_key).toMatch(/^agk_[0-9A-Za-z]{49}$/);
 
     const again = await registerWith({ version_id: v.version_id, registration_token: token });
@@ -73,7 +80,10 @@ describe.each(engines)('registration with a token, runtime keys (%s)', (engine) 
 
   test('a token registration without acp_url is a 422 naming it', async () => {
     const v = await deploy(svc);
-    const res = await svc.api('POST', '/versions/register', { key: null, body: { version_id: v.version_id, registration_token: await tokenFor(v.version_id) } });
+    const res = await svc.api('POST', '/versions/register', {
+      key: null,
+      body: { version_id: v.version_id, registration_token: await tokenFor(v.version_id) },
+    });
     expect(res.status).toBe(422);
     expect(res.body.detail).toEqual([{ loc: ['body', 'acp_url'], msg: 'A registration with a token needs acp_url: where the agent listens', type: 'missing' }]);
   });
@@ -85,7 +95,12 @@ describe.each(engines)('registration with a token, runtime keys (%s)', (engine) 
     const b = await registerWith({ version_id: v.version_id, registration_token: token, acp_url: 'http://10.0.0.2:8000' });
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(a.body.agent_api_key).not.toBe(b.body.agent_api_key);
-    const replicas = await svc.store.db.selectFrom('version_replicas').select(['acp_url', 'live']).where('version_id', '=', v.version_id).orderBy('acp_url').execute();
+    const replicas = await svc.store.db
+      .selectFrom('version_replicas')
+      .select(['acp_url', 'live'])
+      .where('version_id', '=', v.version_id)
+      .orderBy('acp_url')
+      .execute();
     expect(replicas).toEqual([
       { acp_url: 'http://10.0.0.1:8000', live: true },
       { acp_url: 'http://10.0.0.2:8000', live: true },
@@ -168,7 +183,17 @@ describe.each(engines)('registration with a token, runtime keys (%s)', (engine) 
 
     const deployRes = await svc.api('POST', '/agents/deploy', {
       key,
-      body: { agent_name: 'support-bot', branch: 'main', git_hash: 'f'.repeat(40), git_message: 'm', author_name: 'a', author_email: 'a@example.com', image_url: 'x', sdk_type: 'alpha_agent_sdk', acp_type: 'async' },
+      body: {
+        agent_name: 'support-bot',
+        branch: 'main',
+        git_hash: 'f'.repeat(40),
+        git_message: 'm',
+        author_name: 'a',
+        author_email: 'a@example.com',
+        image_url: 'x',
+        sdk_type: 'alpha_agent_sdk',
+        acp_type: 'async',
+      },
     });
     // It may see its own agent, so the refusal is a 403 rather than a 404.
     expect(deployRes.status).toBe(403);

@@ -31,7 +31,8 @@ describe.each(engines)('schema changes (%s)', (engine) => {
       await old.db.transaction().execute(async (trx) => {
         for (const name of names.slice(0, 5)) await schemaChanges[name].up(trx);
         await sql`CREATE TABLE schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(trx);
-        for (const name of names.slice(0, 5)) await sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${name}, '2026-01-02T03:04:05.678Z')`.execute(trx);
+        for (const name of names.slice(0, 5))
+          await sql`INSERT INTO schema_migrations (name, applied_at) VALUES (${name}, '2026-01-02T03:04:05.678Z')`.execute(trx);
         await sql`INSERT INTO orgs (id, name) VALUES ('org_old', 'Old')`.execute(trx);
       });
       await old.close();
@@ -42,7 +43,9 @@ describe.each(engines)('schema changes (%s)', (engine) => {
         const applied = await sql<{ name: string; timestamp: string }>`SELECT name, "timestamp" FROM schema_changes ORDER BY name`.execute(upgraded.db);
         expect(applied.rows.slice(0, 5)).toEqual(names.slice(0, 5).map((name) => ({ name, timestamp: '2026-01-02T03:04:05.678Z' })));
         expect(applied.rows.map((r) => r.name)).toEqual(names);
-        const numbered = await sql<{ n: number }>`SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'versions' AND column_name = 'number'`.execute(upgraded.db);
+        const numbered = await sql<{
+          n: number;
+        }>`SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'versions' AND column_name = 'number'`.execute(upgraded.db);
         expect(numbered.rows[0].n).toBe(1);
         const orgs = await sql<{ id: string }>`SELECT id FROM orgs`.execute(upgraded.db);
         expect(orgs.rows).toEqual([{ id: 'org_old' }]);
@@ -79,7 +82,9 @@ describe.each(engines)('schema changes (%s)', (engine) => {
         ...schemaChanges,
         '900_org_created_notice': {
           up: (db) =>
-            runScript(db, /* sql */ `
+            runScript(
+              db,
+              /* sql */ `
 CREATE FUNCTION org_created_notice() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   payload text;
@@ -90,7 +95,8 @@ BEGIN
 END;
 $$;
 CREATE TRIGGER org_created_notice AFTER INSERT ON orgs FOR EACH ROW EXECUTE FUNCTION org_created_notice();
-`),
+`,
+            ),
         },
       });
       const applied = await sql<{ name: string }>`SELECT name FROM schema_changes ORDER BY name`.execute(store.db);
@@ -147,7 +153,9 @@ type PgTypeOf<S> = unknown extends S
             : never;
 /** Whether the column takes null: `| null` on the column, or in its select type (Generated<T | null>). */
 type TakesNull<Raw, S> = null extends Raw ? true : unknown extends S ? false : null extends S ? true : false;
-type ColumnFacts<T> = { [C in keyof T & keyof Selectable<T>]-?: `${PgTypeOf<Selectable<T>[C]>}${TakesNull<T[C], Selectable<T>[C]> extends true ? ' null' : ''}` };
+type ColumnFacts<T> = {
+  [C in keyof T & keyof Selectable<T>]-?: `${PgTypeOf<Selectable<T>[C]>}${TakesNull<T[C], Selectable<T>[C]> extends true ? ' null' : ''}`;
+};
 
 /**
  * Every table of `Database` and every column of its type: a column missing here, or here and not in
@@ -155,28 +163,253 @@ type ColumnFacts<T> = { [C in keyof T & keyof Selectable<T>]-?: `${PgTypeOf<Sele
  * test above compares it with the database.
  */
 const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
-  agents: { id: 'text', namespace_id: 'text', name: 'text', description: 'text', status: 'text', status_reason: 'text null', agent_input_type: 'text null', registered_at: 'timestamp with time zone null', registration_metadata: 'jsonb null', created_by_key_id: 'text null', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone', last_version_number: 'integer' },
-  api_keys: { id: 'text', org_id: 'text', name: 'text', description: 'text', key_hash: 'text', key_prefix: 'text', created_by_key_id: 'text null', expires_at: 'timestamp with time zone null', revoked_at: 'timestamp with time zone null', last_used_at: 'timestamp with time zone null', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone', runtime_agent_id: 'text null' },
-  branches: { id: 'text', agent_id: 'text', git_branch: 'text', git_branch_normalized: 'text', replicas: 'integer', current_version_id: 'text null', event_sequence: 'integer', retired_at: 'timestamp with time zone null', retired_reason: 'text null', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone' },
-  deliveries: { id: 'bigint', task_id: 'text', version_id: 'text null', method: 'text', event_id: 'text null', payload: 'jsonb', status: 'text', attempts: 'integer', next_attempt_at: 'timestamp with time zone', failing_since: 'timestamp with time zone null', claimed_by: 'text null', claimed_until: 'timestamp with time zone null', last_error: 'text null', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone', leased_to: 'text null', lease_ms: 'integer null' },
-  environments: { id: 'text', agent_id: 'text', name: 'text', description: 'text', is_prod: 'boolean', branch_rules: 'jsonb', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone' },
+  agents: {
+    id: 'text',
+    namespace_id: 'text',
+    name: 'text',
+    description: 'text',
+    status: 'text',
+    status_reason: 'text null',
+    agent_input_type: 'text null',
+    registered_at: 'timestamp with time zone null',
+    registration_metadata: 'jsonb null',
+    created_by_key_id: 'text null',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+    last_version_number: 'integer',
+  },
+  api_keys: {
+    id: 'text',
+    org_id: 'text',
+    name: 'text',
+    description: 'text',
+    key_hash: 'text',
+    key_prefix: 'text',
+    created_by_key_id: 'text null',
+    expires_at: 'timestamp with time zone null',
+    revoked_at: 'timestamp with time zone null',
+    last_used_at: 'timestamp with time zone null',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+    runtime_agent_id: 'text null',
+  },
+  branches: {
+    id: 'text',
+    agent_id: 'text',
+    git_branch: 'text',
+    git_branch_normalized: 'text',
+    replicas: 'integer',
+    current_version_id: 'text null',
+    event_sequence: 'integer',
+    retired_at: 'timestamp with time zone null',
+    retired_reason: 'text null',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+  },
+  deliveries: {
+    id: 'bigint',
+    task_id: 'text',
+    version_id: 'text null',
+    method: 'text',
+    event_id: 'text null',
+    payload: 'jsonb',
+    status: 'text',
+    attempts: 'integer',
+    next_attempt_at: 'timestamp with time zone',
+    failing_since: 'timestamp with time zone null',
+    claimed_by: 'text null',
+    claimed_until: 'timestamp with time zone null',
+    last_error: 'text null',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+    leased_to: 'text null',
+    lease_ms: 'integer null',
+  },
+  environments: {
+    id: 'text',
+    agent_id: 'text',
+    name: 'text',
+    description: 'text',
+    is_prod: 'boolean',
+    branch_rules: 'jsonb',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+  },
   events: { id: 'text', task_id: 'text', agent_id: 'text', sequence_id: 'integer', content: 'jsonb', created_at: 'timestamp with time zone' },
-  filesystems: { id: 'text', namespace_id: 'text', project_id: 'text null', created_at: 'timestamp with time zone', archive_checksum: 'text null', size_bytes: 'bigint', files_count: 'integer', archive_bytes: 'bigint', blob_key: 'text null', manifest_key: 'text null', created_by_key_id: 'text null', updated_at: 'timestamp with time zone' },
-  grants: { id: 'bigint', principal_type: 'text', principal_id: 'text', resource_type: 'text', resource_id: 'text', role: 'text', legacy_role: 'text null', source: 'text', created_at: 'timestamp with time zone' },
+  filesystems: {
+    id: 'text',
+    namespace_id: 'text',
+    project_id: 'text null',
+    created_at: 'timestamp with time zone',
+    archive_checksum: 'text null',
+    size_bytes: 'bigint',
+    files_count: 'integer',
+    archive_bytes: 'bigint',
+    blob_key: 'text null',
+    manifest_key: 'text null',
+    created_by_key_id: 'text null',
+    updated_at: 'timestamp with time zone',
+  },
+  grants: {
+    id: 'bigint',
+    principal_type: 'text',
+    principal_id: 'text',
+    resource_type: 'text',
+    resource_id: 'text',
+    role: 'text',
+    legacy_role: 'text null',
+    source: 'text',
+    created_at: 'timestamp with time zone',
+  },
   group_members: { group_id: 'text', key_id: 'text', added_at: 'timestamp with time zone' },
-  groups: { id: 'text', org_id: 'text', name: 'text', description: 'text', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone', created_by_key_id: 'text null' },
-  idempotency_records: { key_id: 'text', route: 'text', idempotency_key: 'text', request_hash: 'text', status: 'integer null', response: 'text null', created_at: 'timestamp with time zone' },
-  messages: { id: 'text', task_id: 'text', author: 'text', content: 'jsonb', streaming_status: 'text null', sequence_id: 'integer', updated_sequence_id: 'integer', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone' },
-  namespaces: { id: 'text', org_id: 'text', name: 'text', slug: 'text', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone', created_by_key_id: 'text null' },
+  groups: {
+    id: 'text',
+    org_id: 'text',
+    name: 'text',
+    description: 'text',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+    created_by_key_id: 'text null',
+  },
+  idempotency_records: {
+    key_id: 'text',
+    route: 'text',
+    idempotency_key: 'text',
+    request_hash: 'text',
+    status: 'integer null',
+    response: 'text null',
+    created_at: 'timestamp with time zone',
+  },
+  messages: {
+    id: 'text',
+    task_id: 'text',
+    author: 'text',
+    content: 'jsonb',
+    streaming_status: 'text null',
+    sequence_id: 'integer',
+    updated_sequence_id: 'integer',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+  },
+  namespaces: {
+    id: 'text',
+    org_id: 'text',
+    name: 'text',
+    slug: 'text',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+    created_by_key_id: 'text null',
+  },
   orgs: { id: 'text', name: 'text', created_at: 'timestamp with time zone' },
-  projects: { id: 'text', namespace_id: 'text', name: 'text', description: 'text', created_by_key_id: 'text null', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone' },
-  registration_tokens: { token_hash: 'text', version_id: 'text', reusable: 'boolean', expires_at: 'timestamp with time zone', used_at: 'timestamp with time zone null', created_by_key_id: 'text null', created_at: 'timestamp with time zone' },
-  states: { id: 'text', task_id: 'text', agent_id: 'text', state: 'jsonb', version: 'integer', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone' },
+  projects: {
+    id: 'text',
+    namespace_id: 'text',
+    name: 'text',
+    description: 'text',
+    created_by_key_id: 'text null',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+  },
+  registration_tokens: {
+    token_hash: 'text',
+    version_id: 'text',
+    reusable: 'boolean',
+    expires_at: 'timestamp with time zone',
+    used_at: 'timestamp with time zone null',
+    created_by_key_id: 'text null',
+    created_at: 'timestamp with time zone',
+  },
+  states: {
+    id: 'text',
+    task_id: 'text',
+    agent_id: 'text',
+    state: 'jsonb',
+    version: 'integer',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+  },
   task_stream: { task_id: 'text', sequence_id: 'integer', kind: 'text', record: 'jsonb', created_at: 'timestamp with time zone' },
   task_system_folders: { task_id: 'text', type: 'text', filesystem_id: 'text' },
-  tasks: { id: 'text', agent_id: 'text', branch_id: 'text', namespace_id: 'text', filesystem_id: 'text', project_id: 'text null', name: 'text null', status: 'text', status_reason: 'text null', params: 'jsonb null', task_metadata: 'jsonb null', created_version_id: 'text', current_version_id: 'text', created_by_key_id: 'text null', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone', last_sequence_id: 'integer', org_id: 'text' },
-  trackers: { id: 'text', task_id: 'text', agent_id: 'text', status: 'text', status_message: 'text null', progress: 'double precision null', last_processed_event_id: 'text null', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone' },
-  version_events: { id: 'text', branch_id: 'text', version_id: 'text null', sequence: 'integer', type: 'text', data: 'jsonb', created_at: 'timestamp with time zone' },
-  version_replicas: { version_id: 'text', replica_key: 'text', acp_url: 'text', runtime_key_id: 'text null', registered_at: 'timestamp with time zone', last_seen_at: 'timestamp with time zone', live: 'boolean' },
-  versions: { id: 'text', branch_id: 'text', agent_id: 'text', git_hash: 'text', git_branch: 'text', git_message: 'text', author_name: 'text', author_email: 'text', image_url: 'text', status: 'text', deployed_at: 'timestamp with time zone', sdk_type: 'text', acp_type: 'text', is_dirty: 'boolean', replicas: 'integer', desired_replicas: 'integer', are_tasks_sticky: 'boolean', description: 'text', rollback_count: 'integer', last_rollback_at: 'timestamp with time zone null', rolled_back_at: 'timestamp with time zone null', retired_at: 'timestamp with time zone null', image_expires_at: 'timestamp with time zone null', failure_reason: 'text null', failure_diagnostics: 'jsonb null', source_filesystem_id: 'text null', created_at: 'timestamp with time zone', updated_at: 'timestamp with time zone', signing_secret: 'text null', number: 'integer', resources: 'jsonb null' },
+  tasks: {
+    id: 'text',
+    agent_id: 'text',
+    branch_id: 'text',
+    namespace_id: 'text',
+    filesystem_id: 'text',
+    project_id: 'text null',
+    name: 'text null',
+    status: 'text',
+    status_reason: 'text null',
+    params: 'jsonb null',
+    task_metadata: 'jsonb null',
+    created_version_id: 'text',
+    current_version_id: 'text',
+    created_by_key_id: 'text null',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+    last_sequence_id: 'integer',
+    org_id: 'text',
+  },
+  trackers: {
+    id: 'text',
+    task_id: 'text',
+    agent_id: 'text',
+    status: 'text',
+    status_message: 'text null',
+    progress: 'double precision null',
+    last_processed_event_id: 'text null',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+  },
+  version_events: {
+    id: 'text',
+    branch_id: 'text',
+    version_id: 'text null',
+    sequence: 'integer',
+    type: 'text',
+    data: 'jsonb',
+    created_at: 'timestamp with time zone',
+  },
+  version_replicas: {
+    version_id: 'text',
+    replica_key: 'text',
+    acp_url: 'text',
+    runtime_key_id: 'text null',
+    registered_at: 'timestamp with time zone',
+    last_seen_at: 'timestamp with time zone',
+    live: 'boolean',
+  },
+  versions: {
+    id: 'text',
+    branch_id: 'text',
+    agent_id: 'text',
+    git_hash: 'text',
+    git_branch: 'text',
+    git_message: 'text',
+    author_name: 'text',
+    author_email: 'text',
+    image_url: 'text',
+    status: 'text',
+    deployed_at: 'timestamp with time zone',
+    sdk_type: 'text',
+    acp_type: 'text',
+    is_dirty: 'boolean',
+    replicas: 'integer',
+    desired_replicas: 'integer',
+    are_tasks_sticky: 'boolean',
+    description: 'text',
+    rollback_count: 'integer',
+    last_rollback_at: 'timestamp with time zone null',
+    rolled_back_at: 'timestamp with time zone null',
+    retired_at: 'timestamp with time zone null',
+    image_expires_at: 'timestamp with time zone null',
+    failure_reason: 'text null',
+    failure_diagnostics: 'jsonb null',
+    source_filesystem_id: 'text null',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+    signing_secret: 'text null',
+    number: 'integer',
+    resources: 'jsonb null',
+  },
 };

@@ -19,8 +19,10 @@ describe.each(engines)('states (%s)', (engine) => {
 
   const create = (body: unknown, key?: string) => svc.api('POST', '/states', { body, key });
   /** Setup: the state of `agentId` (default: the task's agent) on the task, through the typed client. */
-  const createFor = (state: Record<string, unknown>, agentId = agent.agent_id) => svc.client().createState({ body: { task_id: task.id, agent_id: agentId, state } });
-  const merge = (id: string, state: Record<string, unknown>, headers?: Record<string, string>) => svc.api('PATCH', `/states/${id}`, { body: { state }, headers });
+  const createFor = (state: Record<string, unknown>, agentId = agent.agent_id) =>
+    svc.client().createState({ body: { task_id: task.id, agent_id: agentId, state } });
+  const merge = (id: string, state: Record<string, unknown>, headers?: Record<string, string>) =>
+    svc.api('PATCH', `/states/${id}`, { body: { state }, headers });
   const stored = async (id: string) => (await svc.api('GET', `/states/${id}`)).body as State;
 
   describe('POST /states', () => {
@@ -35,7 +37,12 @@ describe.each(engines)('states (%s)', (engine) => {
 
     test('a second state for the same pair is 409 state_exists', async () => {
       await createFor({ a: 1 });
-      expectError(await create({ task_id: task.id, agent_id: agent.agent_id, state: {} }), 409, 'state_exists', `Task ${task.id} already has a state for agent support-bot (${agent.agent_id})`);
+      expectError(
+        await create({ task_id: task.id, agent_id: agent.agent_id, state: {} }),
+        409,
+        'state_exists',
+        `Task ${task.id} already has a state for agent support-bot (${agent.agent_id})`,
+      );
     });
 
     test('concurrent creates for one pair: exactly one succeeds, the rest are 409', async () => {
@@ -94,7 +101,12 @@ describe.each(engines)('states (%s)', (engine) => {
       for (const [i, helper] of helpers.entries()) others.push(await createFor({ n: i + 1 }, helper.agent_id));
       const all = [mine, ...others];
       const when = ['2025-01-01T00:00:00Z', '2025-01-02T00:00:00Z', '2025-01-03T00:00:00Z', '2025-01-04T00:00:00Z'];
-      for (const [i, st] of all.entries()) await svc.store.db.updateTable('states').set({ created_at: when[i], updated_at: when[3 - i] }).where('id', '=', st.id).execute();
+      for (const [i, st] of all.entries())
+        await svc.store.db
+          .updateTable('states')
+          .set({ created_at: when[i], updated_at: when[3 - i] })
+          .where('id', '=', st.id)
+          .execute();
       const ids = async (query: EndpointInput<'listStates'>['query']) => {
         const listed = await client.listStates({ query: { task_id: task.id, ...query } });
         return { ids: listed.states.map((st) => st.id), total: listed.total };
@@ -117,7 +129,12 @@ describe.each(engines)('states (%s)', (engine) => {
 
     test('bad paging and ordering values are 422s at their query field', async () => {
       const res = await svc.api('GET', `/states?task_id=${task.id}&limit=0&page_number=0&order_by=version&order_direction=up`);
-      expect(res.body.detail.map((d: { loc: unknown }) => d.loc)).toEqual([['query', 'limit'], ['query', 'page_number'], ['query', 'order_by'], ['query', 'order_direction']]);
+      expect(res.body.detail.map((d: { loc: unknown }) => d.loc)).toEqual([
+        ['query', 'limit'],
+        ['query', 'page_number'],
+        ['query', 'order_by'],
+        ['query', 'order_direction'],
+      ]);
       expectInvalid(await svc.api('GET', `/states?task_id=${task.id}&limit=1001`), ['query', 'limit']);
     });
 
@@ -210,7 +227,8 @@ describe.each(engines)('states (%s)', (engine) => {
   });
 
   describe('POST /states/merge (by pair, creating an empty state first)', () => {
-    const mergeByPair = (state: Record<string, unknown>, key?: string) => svc.api('POST', '/states/merge', { body: { task_id: task.id, agent_id: agent.agent_id, state }, key });
+    const mergeByPair = (state: Record<string, unknown>, key?: string) =>
+      svc.api('POST', '/states/merge', { body: { task_id: task.id, agent_id: agent.agent_id, state }, key });
 
     test('with no state yet: a new record of the merge (nulls left out), version 1, ETag "1"', async () => {
       const res = await mergeByPair({ last: 'a', gone: null });
@@ -243,8 +261,18 @@ describe.each(engines)('states (%s)', (engine) => {
     });
 
     test('an unknown task or agent is 404; a viewer may not write (403); a key without access gets 404', async () => {
-      expectError(await svc.api('POST', '/states/merge', { body: { task_id: 'task_nope', agent_id: agent.agent_id, state: {} } }), 404, 'not_found', 'Task task_nope was not found');
-      expectError(await svc.api('POST', '/states/merge', { body: { task_id: task.id, agent_id: 'agt_nope', state: {} } }), 404, 'not_found', 'Agent agt_nope was not found');
+      expectError(
+        await svc.api('POST', '/states/merge', { body: { task_id: 'task_nope', agent_id: agent.agent_id, state: {} } }),
+        404,
+        'not_found',
+        'Task task_nope was not found',
+      );
+      expectError(
+        await svc.api('POST', '/states/merge', { body: { task_id: task.id, agent_id: 'agt_nope', state: {} } }),
+        404,
+        'not_found',
+        'Agent agt_nope was not found',
+      );
       const viewer = await scopedKey(svc, [{ resource_type: 'agent', resource_id: agent.agent_id, role: 'viewer' }]);
       expectError(await mergeByPair({ a: 1 }, viewer), 403, 'forbidden');
       expectError(await mergeByPair({ a: 1 }, await scopedKey(svc, [])), 404, 'not_found');
@@ -254,7 +282,11 @@ describe.each(engines)('states (%s)', (engine) => {
     test('bad bodies: malformed JSON, a missing or non-object state', async () => {
       expectMalformed(await svc.api('POST', '/states/merge', { rawBody: MALFORMED_JSON }));
       expectInvalid(await svc.api('POST', '/states/merge', { body: { task_id: task.id, agent_id: agent.agent_id } }), ['body', 'state'], 'missing');
-      expectInvalid(await svc.api('POST', '/states/merge', { body: { task_id: task.id, agent_id: agent.agent_id, state: [1] } }), ['body', 'state'], 'invalid_type');
+      expectInvalid(
+        await svc.api('POST', '/states/merge', { body: { task_id: task.id, agent_id: agent.agent_id, state: [1] } }),
+        ['body', 'state'],
+        'invalid_type',
+      );
     });
   });
 
@@ -320,7 +352,12 @@ describe.each(engines)('states (%s)', (engine) => {
       expect((await svc.api('GET', `/states?agent_id=${agent.agent_id}`, { key: viewer })).body.total).toBe(1);
       const denied = `This API key may not write State ${s.id}`;
       expectError(await svc.api('PATCH', `/states/${s.id}`, { body: { state: { b: 1 } }, key: viewer }), 403, 'forbidden', denied);
-      expectError(await svc.api('PUT', `/states/${s.id}`, { body: { task_id: task.id, agent_id: agent.agent_id, state: {} }, key: viewer }), 403, 'forbidden', denied);
+      expectError(
+        await svc.api('PUT', `/states/${s.id}`, { body: { task_id: task.id, agent_id: agent.agent_id, state: {} }, key: viewer }),
+        403,
+        'forbidden',
+        denied,
+      );
       expectError(await svc.api('DELETE', `/states/${s.id}`, { key: viewer }), 403, 'forbidden', denied);
       expectError(await create({ task_id: task.id, agent_id: agent.agent_id, state: {} }, viewer), 403, 'forbidden');
     });

@@ -53,7 +53,9 @@ describe('store on PGlite', () => {
     const dir = mkdtempSync(`${tmpdir()}/agentctl-store-`);
     try {
       writeFileSync(`${dir}/a-file`, '');
-      await expect(openStore({ dataDir: `${dir}/a-file/pglite` })).rejects.toThrow(new RegExp(`^Creating the PGlite database in ${dir}/a-file/pglite failed \\(exit 1\\): .*ENOTDIR`, 's'));
+      await expect(openStore({ dataDir: `${dir}/a-file/pglite` })).rejects.toThrow(
+        new RegExp(`^Creating the PGlite database in ${dir}/a-file/pglite failed \\(exit 1\\): .*ENOTDIR`, 's'),
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -13,7 +13,13 @@ describe.each(engines)('tasks (%s)', (engine) => {
     const res = await svc.api('POST', '/tasks', { body: { agent_id: v1.agent_id, name: 'nightly-report', params: { day: 'mon' } } });
     expect(res.status).toBe(201);
     const t = Task.parse(res.body);
-    expect(t).toMatchObject({ name: 'nightly-report', status: 'RUNNING', params: { day: 'mon' }, created_version_id: v1.version_id, current_version_id: v1.version_id });
+    expect(t).toMatchObject({
+      name: 'nightly-report',
+      status: 'RUNNING',
+      params: { day: 'mon' },
+      created_version_id: v1.version_id,
+      current_version_id: v1.version_id,
+    });
     expect(t.filesystem_id).toMatch(/^fs_/);
     expect(t.namespace_id).toMatch(/^ns_/);
     expect(t.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
@@ -45,7 +51,10 @@ describe.each(engines)('tasks (%s)', (engine) => {
   });
 
   test('an unknown agent is a 404, and neither agent_id nor agent_name is a 422', async () => {
-    expect((await svc.api('POST', '/tasks', { body: { agent_id: 'agt_missing' } })).body).toEqual({ detail: 'Agent agt_missing was not found', code: 'not_found' });
+    expect((await svc.api('POST', '/tasks', { body: { agent_id: 'agt_missing' } })).body).toEqual({
+      detail: 'Agent agt_missing was not found',
+      code: 'not_found',
+    });
     const res = await svc.api('POST', '/tasks', { body: {} });
     expect(res.status).toBe(422);
     expect(res.body.detail[0].loc).toEqual(['body', 'agent_id']);
@@ -83,7 +92,10 @@ describe.each(engines)('tasks (%s)', (engine) => {
   test('list with a bad status or limit is a 422 on the query', async () => {
     const res = await svc.api('GET', '/tasks?status=SLEEPING&limit=0');
     expect(res.status).toBe(422);
-    expect(res.body.detail.map((d: any) => d.loc)).toEqual([['query', 'status'], ['query', 'limit']]);
+    expect(res.body.detail.map((d: any) => d.loc)).toEqual([
+      ['query', 'status'],
+      ['query', 'limit'],
+    ]);
   });
 
   test('task_metadata updates; RUNNING <-> IDLE', async () => {
@@ -129,7 +141,12 @@ describe.each(engines)('tasks (%s)', (engine) => {
       const feb = await createTask(svc, { name: 'alpha' });
       const mar = await createTask(svc, { name: 'bravo' });
       const elsewhere = await createTask(svc, { agent_name: 'other/helper', name: 'delta' });
-      const when: [string, string][] = [[jan.id, '2025-01-15T10:00:00.000Z'], [feb.id, '2025-02-15T10:00:00.000Z'], [mar.id, '2025-03-15T10:00:00.000Z'], [elsewhere.id, '2025-04-15T10:00:00.000Z']];
+      const when: [string, string][] = [
+        [jan.id, '2025-01-15T10:00:00.000Z'],
+        [feb.id, '2025-02-15T10:00:00.000Z'],
+        [mar.id, '2025-03-15T10:00:00.000Z'],
+        [elsewhere.id, '2025-04-15T10:00:00.000Z'],
+      ];
       for (const [id, at] of when) await svc.store.db.updateTable('tasks').set({ created_at: at }).where('id', '=', id).execute();
       return { bot, other, jan, feb, mar, elsewhere };
     }
@@ -149,7 +166,10 @@ describe.each(engines)('tasks (%s)', (engine) => {
       const { elsewhere } = await calendar();
       const client = svc.client();
       const other = (await client.listNamespaces()).namespaces.find((n) => n.slug === 'other')!;
-      expect(await client.listTasks({ query: { namespace_id: other.id } })).toEqual({ tasks: [expect.objectContaining({ id: elsewhere.id, namespace_id: other.id })], total: 1 });
+      expect(await client.listTasks({ query: { namespace_id: other.id } })).toEqual({
+        tasks: [expect.objectContaining({ id: elsewhere.id, namespace_id: other.id })],
+        total: 1,
+      });
       expectError(await svc.api('GET', '/tasks?namespace_id=ns_nope'), 404, 'not_found', 'Namespace ns_nope was not found');
     });
 
@@ -191,7 +211,10 @@ describe.each(engines)('tasks (%s)', (engine) => {
       const botAgent = await client.getAgent({ params: { agent_id: bot.agent_id } });
       const otherAgent = await client.getAgent({ params: { agent_id: other.agent_id } });
       const listed = await client.listTasks({ query: { relationships: 'agents', limit: 2 } });
-      expect(listed.tasks.map((t) => [t.id, t.agents])).toEqual([[elsewhere.id, [otherAgent]], [expect.any(String), [botAgent]]]);
+      expect(listed.tasks.map((t) => [t.id, t.agents])).toEqual([
+        [elsewhere.id, [otherAgent]],
+        [expect.any(String), [botAgent]],
+      ]);
       expect((await client.getTask({ params: { task_id: jan.id }, query: { relationships: ['agents'] } })).agents).toEqual([botAgent]);
       expect((await client.getTaskByName({ params: { task_name: 'delta' }, query: { relationships: 'agents' } })).agents).toEqual([otherAgent]);
       // Repeated, as a list parameter may be sent.
@@ -202,7 +225,11 @@ describe.each(engines)('tasks (%s)', (engine) => {
 
     test('bad values of every new parameter are 422s at their query field', async () => {
       const bad = async (query: string) => (await svc.api('GET', query)).body.detail?.map((d: { loc: unknown }) => d.loc);
-      expect(await bad('/tasks?created_after=yesterday&created_before=2025-13-01&order_by=priority&include_total=maybe&relationships=versions&namespace_id=' + 'n'.repeat(65))).toEqual([
+      expect(
+        await bad(
+          `/tasks?created_after=yesterday&created_before=2025-13-01&order_by=priority&include_total=maybe&relationships=versions&namespace_id=${'n'.repeat(65)}`,
+        ),
+      ).toEqual([
         ['query', 'namespace_id'],
         ['query', 'created_after'],
         ['query', 'created_before'],
@@ -211,7 +238,7 @@ describe.each(engines)('tasks (%s)', (engine) => {
         ['query', 'relationships'],
       ]);
       expectInvalid(await svc.api('GET', '/tasks?created_after=2025-03-01&created_before=2025-02-01'), ['query', 'created_before']);
-      expectInvalid(await svc.api('GET', '/tasks?agent_name=' + 'a'.repeat(131)), ['query', 'agent_name']);
+      expectInvalid(await svc.api('GET', `/tasks?agent_name=${'a'.repeat(131)}`), ['query', 'agent_name']);
       expectInvalid(await svc.api('GET', '/tasks/task_x?relationships=agent'), ['query', 'relationships']);
       expectInvalid(await svc.api('GET', '/tasks/name/x?relationships=agents&relationships=tasks'), ['query', 'relationships']);
       expectInvalid(await svc.api('GET', '/tasks?created_after=2025-03-01T10:00:00'), ['query', 'created_after']);
@@ -252,7 +279,11 @@ describe.each(engines)('tasks (%s)', (engine) => {
     test('wrong types are 422s with the field named', async () => {
       const res = await svc.api('POST', '/tasks/migrate', { body: { from_version_id: 5, to_latest: 'yes', task_ids: 'task_a' } });
       expect(res.status).toBe(422);
-      expect(res.body.detail.map((d: any) => d.loc)).toEqual([['body', 'from_version_id'], ['body', 'task_ids'], ['body', 'to_latest']]);
+      expect(res.body.detail.map((d: any) => d.loc)).toEqual([
+        ['body', 'from_version_id'],
+        ['body', 'task_ids'],
+        ['body', 'to_latest'],
+      ]);
     });
     test('a non-JSON content type is a 415 in the error shape', async () => {
       const res = await svc.api('POST', '/tasks', { rawBody: 'agent_id=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });

@@ -7,7 +7,8 @@ import { engines, useService } from '../support/service.js';
 describe.each(engines)('version numbers and version references (%s)', (engine) => {
   const svc = useService(engine);
 
-  const versionsOf = async (agent: string) => (await svc.client().listAgentVersions({ params: { namespace_slug: 'default', agent_name: agent }, query: { limit: 100 } })).versions;
+  const versionsOf = async (agent: string) =>
+    (await svc.client().listAgentVersions({ params: { namespace_slug: 'default', agent_name: agent }, query: { limit: 100 } })).versions;
   const numbersOf = async (agent: string) => (await versionsOf(agent)).map((v): [string, number] => [v.id, v.number]);
 
   test('every version of an agent gets the next number in deploy order, across branches', async () => {
@@ -40,7 +41,7 @@ describe.each(engines)('version numbers and version references (%s)', (engine) =
   });
 
   test('a git-hash prefix of four or more characters, any case, resolves to the one version with that commit', async () => {
-    const hash = 'ABCDEF' + nextHash().slice(6);
+    const hash = `ABCDEF${nextHash().slice(6)}`;
     const version = await deploy(svc, { hash: hash.toLowerCase() });
     await deploy(svc);
     const res = await svc.api('GET', '/agents/default/support-bot/versions/AbCd');
@@ -65,7 +66,9 @@ describe.each(engines)('version numbers and version references (%s)', (engine) =
     await deploy(svc);
     const res = await svc.api('GET', '/agents/default/support-bot/versions/abc');
     expect(res.status).toBe(422);
-    expect(res.body.detail).toEqual([expect.objectContaining({ loc: ['path', 'ref'], msg: 'must be a ver_ id, vN (e.g. v3), or a git-hash prefix of at least 4 hex characters' })]);
+    expect(res.body.detail).toEqual([
+      expect.objectContaining({ loc: ['path', 'ref'], msg: 'must be a ver_ id, vN (e.g. v3), or a git-hash prefix of at least 4 hex characters' }),
+    ]);
   });
 
   test('a number the agent never reached is 404 naming the version; an unknown agent is 404 naming the agent', async () => {

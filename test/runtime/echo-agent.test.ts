@@ -25,7 +25,8 @@ describe.each(engines)('the echo agent on the local runtime (%s)', (engine) => {
   });
   // Opens after the blob store above and closes before it (after-hooks run in reverse).
   const svc = useService(engine, {}, { blobs: () => blobs });
-  const active = (versionId: string) => waitFor('ACTIVE', async () => (await svc.client().getVersion({ params: { version_id: versionId } })).status === 'ACTIVE', 60_000);
+  const active = (versionId: string) =>
+    waitFor('ACTIVE', async () => (await svc.client().getVersion({ params: { version_id: versionId } })).status === 'ACTIVE', 60_000);
   beforeEach(async () => {
     runtime = await startLocalRuntime(svc, { dataDir: data.path, prepareSource: sourceFromFilesystem(svc.store, blobs) });
   });

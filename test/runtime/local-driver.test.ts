@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, describe, expect, test } from 'vitest';
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +13,14 @@ describe('local runtime driver', () => {
   let driver: RuntimeDriver;
   let happenings: ReturnType<typeof recordHappenings>;
   const open = (options: Partial<LocalDriverOptions> = {}) => {
-    driver = createLocalDriver({ dataDir: data.path, prepareSource: copyFixture, healthIntervalMs: 100, startTimeoutMs: 15_000, stopGraceMs: 2_000, ...options });
+    driver = createLocalDriver({
+      dataDir: data.path,
+      prepareSource: copyFixture,
+      healthIntervalMs: 100,
+      startTimeoutMs: 15_000,
+      stopGraceMs: 2_000,
+      ...options,
+    });
     happenings = recordHappenings(driver);
     return driver;
   };
@@ -37,10 +44,17 @@ describe('local runtime driver', () => {
     await happenings.next(spec.versionId, 'ready');
 
     const status = driver.status(spec.versionId)!;
-    expect(status.replicas.map((r) => [r.replica, r.phase, r.restarts])).toEqual([[0, 'ready', 0], [1, 'ready', 0]]);
+    expect(status.replicas.map((r) => [r.replica, r.phase, r.restarts])).toEqual([
+      [0, 'ready', 0],
+      [1, 'ready', 0],
+    ]);
     expect(new Set(status.replicas.map((r) => r.port)).size).toBe(2);
     for (const r of status.replicas) {
-      const pgid = Number(execFileSync('ps', ['-o', 'pgid=', '-p', String(r.pid)]).toString().trim());
+      const pgid = Number(
+        execFileSync('ps', ['-o', 'pgid=', '-p', String(r.pid)])
+          .toString()
+          .trim(),
+      );
       expect(pgid).toBe(r.pid);
     }
     const env = await (await fetch(`http://127.0.0.1:${portOf(spec.versionId, 1)}/test/env`)).json();
@@ -167,7 +181,9 @@ describe('local runtime driver', () => {
     const answer = await (await fetch(`http://127.0.0.1:${portOf(spec.versionId)}/api`, { method: 'POST', body: '{}' })).json();
     expect(answer).toEqual({ greeting: 'hello from a dependency', agentctl: 'agentctl' });
     const source = join(data.path, 'runtime', 'versions', spec.versionId, 'source');
-    expect(readdirSync(join(source, 'node_modules')).sort()).toEqual(['.package-lock.json', 'agentctl', 'greeting'].filter((n) => existsSync(join(source, 'node_modules', n))));
+    expect(readdirSync(join(source, 'node_modules')).sort()).toEqual(
+      ['.package-lock.json', 'agentctl', 'greeting'].filter((n) => existsSync(join(source, 'node_modules', n))),
+    );
     expect(existsSync(join(source, 'node_modules', 'never-installed-dev-only'))).toBe(false);
     expect(JSON.parse(readFileSync(join(source, 'package.json'), 'utf8')).dependencies.agentctl).toBe('*');
   });
@@ -177,7 +193,10 @@ describe('local runtime driver', () => {
     const spec = specFor('plain', { entry: 'src/missing.ts' });
     await driver.start(spec, testSecrets());
     const failed = await happenings.next(spec.versionId, 'failed');
-    expect(failed).toMatchObject({ reason: 'source_unavailable', diagnostics: { title: 'The entry file is missing', description: `src/missing.ts is not in the source of version ${spec.versionId}.` } });
+    expect(failed).toMatchObject({
+      reason: 'source_unavailable',
+      diagnostics: { title: 'The entry file is missing', description: `src/missing.ts is not in the source of version ${spec.versionId}.` },
+    });
     expect(happenings.kinds(spec.versionId)).toEqual([]);
   });
 
@@ -226,17 +245,25 @@ describe('local runtime driver', () => {
       const spec = specFor('plain');
       await driver.start(spec, testSecrets());
       await happenings.next(spec.versionId, 'ready');
-      for (const ok of [false, true, false, true]) await fetch(`http://127.0.0.1:${portOf(spec.versionId)}/test/health`, { method: 'POST', body: JSON.stringify({ ok }) });
+      for (const ok of [false, true, false, true])
+        await fetch(`http://127.0.0.1:${portOf(spec.versionId)}/test/health`, { method: 'POST', body: JSON.stringify({ ok }) });
       await waitFor('four lines', async () => (await collect(driver.logs(spec.versionId))).length === 5);
       const files = readdirSync(join(data.path, 'runtime', 'logs', spec.versionId)).sort();
       expect(files.length).toBeGreaterThan(1);
       expect(files[0]).toBe('replica-0.log');
-      expect((await collect(driver.logs(spec.versionId))).slice(1).map((l) => l.line)).toEqual(['health set to false', 'health set to true', 'health set to false', 'health set to true']);
+      expect((await collect(driver.logs(spec.versionId))).slice(1).map((l) => l.line)).toEqual([
+        'health set to false',
+        'health set to true',
+        'health set to false',
+        'health set to true',
+      ]);
     });
   });
 
   test('no orphans: when the process hosting the driver is killed with SIGKILL, its agents exit', async () => {
-    const host = spawn(process.execPath, ['--import', 'tsx', 'test/runtime/support/driver-host.ts', data.path, 'plain'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const host = spawn(process.execPath, ['--import', 'tsx', 'test/runtime/support/driver-host.ts', data.path, 'plain'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     try {
       const first = await new Promise<string>((done) => createInterface({ input: host.stdout! }).once('line', done));
       const { pid } = JSON.parse(first) as { pid: number };

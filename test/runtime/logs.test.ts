@@ -61,7 +61,10 @@ describe.each(engines)('version logs: GET /versions/{id}/logs and agentctl logs 
     const d = await deploy(svc, plain);
     const bad = await svc.api('GET', `/versions/${d.version_id}/logs?tail=lots&since=yesterday`);
     expect(bad.status).toBe(422);
-    expect(bad.body.detail.map((i: any) => i.loc)).toEqual([['query', 'tail'], ['query', 'since']]);
+    expect(bad.body.detail.map((i: any) => i.loc)).toEqual([
+      ['query', 'tail'],
+      ['query', 'since'],
+    ]);
     expect((await svc.api('GET', '/versions/ver_unknown/logs')).status).toBe(404);
     const stranger = await scopedKey(svc, []);
     const hidden = await svc.api('GET', `/versions/${d.version_id}/logs`, { key: stranger });
@@ -80,12 +83,19 @@ describe.each(engines)('version logs: GET /versions/{id}/logs and agentctl logs 
   test('follow: Server-Sent Events with the stored lines, then new lines as the agent writes them', async () => {
     const d = await active();
     const abort = new AbortController();
-    const response = await fetch(`${svc.url}/versions/${d.version_id}/logs?follow=true`, { headers: { authorization: `Bearer ${svc.adminKey}` }, signal: abort.signal });
+    const response = await fetch(`${svc.url}/versions/${d.version_id}/logs?follow=true`, {
+      headers: { authorization: `Bearer ${svc.adminKey}` },
+      signal: abort.signal,
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/event-stream');
     const reader = response.body!.getReader();
     let text = '';
-    const events = () => text.split('\n\n').filter((b) => b.startsWith('event: log')).map((b) => JSON.parse(b.split('\ndata: ')[1]!).line);
+    const events = () =>
+      text
+        .split('\n\n')
+        .filter((b) => b.startsWith('event: log'))
+        .map((b) => JSON.parse(b.split('\ndata: ')[1]!).line);
     const readUntil = async (count: number) => {
       while (events().length < count) text += new TextDecoder().decode((await reader.read()).value);
     };
@@ -102,10 +112,19 @@ describe.each(engines)('version logs: GET /versions/{id}/logs and agentctl logs 
     await waitFor('two lines', async () => (await svc.api('GET', `/versions/${d.version_id}/logs`)).body.lines.length === 2);
     const plainOut = await cli('logs', d.version_id);
     expect(plainOut.code).toBe(0);
-    expect(plainOut.stdout.split('\n').map((l) => l.split('\t').slice(1).join('\t'))).toEqual([`v1\t0\tstdout\t${listening(d.version_id)}`, 'v1\t0\tstderr\thealth set to true', '']);
+    expect(plainOut.stdout.split('\n').map((l) => l.split('\t').slice(1).join('\t'))).toEqual([
+      `v1\t0\tstdout\t${listening(d.version_id)}`,
+      'v1\t0\tstderr\thealth set to true',
+      '',
+    ]);
     const json = await cli('logs', d.version_id, '--json', '--tail', '1');
     expect(json.code).toBe(0);
-    expect(json.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([expect.objectContaining({ version_id: d.version_id, replica: 0, stream: 'stderr', line: 'health set to true' })]);
+    expect(
+      json.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([expect.objectContaining({ version_id: d.version_id, replica: 0, stream: 'stderr', line: 'health set to true' })]);
   });
 
   test('agentctl logs --agent: every version of the branch, merged by time, prefixed v<n>/<replica> on a terminal', async () => {
@@ -119,7 +138,7 @@ describe.each(engines)('version logs: GET /versions/{id}/logs and agentctl logs 
     const v1Lines = (await svc.api('GET', `/versions/${v1.version_id}/logs`)).body.lines.map((l: any) => l.line);
     const out = await runCli(['logs', '--agent', 'default/plain', '--no-color'], { env: serviceEnv(svc, config.dir), tty: true });
     expect(out.code).toBe(0);
-    expect(out.stdout).toBe([...v1Lines.map((l: string) => `v1/0 ${l}`), `v2/0 ${listening(v2.version_id)}`].join('\n') + '\n');
+    expect(out.stdout).toBe(`${[...v1Lines.map((l: string) => `v1/0 ${l}`), `v2/0 ${listening(v2.version_id)}`].join('\n')}\n`);
   });
 
   test('agentctl logs without a version or --agent is a usage error', async () => {

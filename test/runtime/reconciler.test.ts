@@ -164,7 +164,14 @@ describe.each(engines)('runtime reconciler with the kubernetes driver (%s)', (en
       },
     });
     const plain = await client.deploy({
-      body: { agent_name: 'plain', branch: 'main', git_hash: nextHash(), author_name: 'Ada', author_email: 'ada@example.com', image_url: 'registry.local/plain:1' },
+      body: {
+        agent_name: 'plain',
+        branch: 'main',
+        git_hash: nextHash(),
+        author_name: 'Ada',
+        author_email: 'ada@example.com',
+        image_url: 'registry.local/plain:1',
+      },
     });
     await reconciler.reconcileNow();
     await waitFor('both Deployments', () => container(sized.version_id) !== undefined && container(plain.version_id) !== undefined);

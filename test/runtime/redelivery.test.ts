@@ -31,7 +31,10 @@ describe.each(engines)('an agent process killed mid-handler (%s)', (engine) => {
     const task = await createTask(svc, { agent_name: 'default/blocking' });
     const started = join(data.path, `started-${task.id}`);
     const gate = join(data.path, `gate-${task.id}`);
-    const sent = await client.createEvent({ params: { task_id: task.id }, body: { content: { type: 'data', data: { started, gate, text: 'the only event' } } } });
+    const sent = await client.createEvent({
+      params: { task_id: task.id },
+      body: { content: { type: 'data', data: { started, gate, text: 'the only event' } } },
+    });
 
     const [first] = await waitFor('the handler to start', () => (handlerPids(started).length === 1 ? handlerPids(started) : null), 60_000);
     process.kill(first!, 'SIGKILL');

@@ -47,7 +47,9 @@ describe.each(engines)('agentctl server start stopped and killed, with a running
     return server;
   };
 
-  test('killed by SIGKILL mid-handler after 39 of 200 events were handled and started again: its agent goes with it, and every event is handled soon after the new agent is ready, once, in order', { timeout: 240_000 }, async () => {
+  test('killed by SIGKILL mid-handler after 39 of 200 events were handled and started again: its agent goes with it, and every event is handled soon after the new agent is ready, once, in order', {
+    timeout: 240_000,
+  }, async () => {
     const where = await place('kill');
     const first = await start(where);
     const key = savedKey(where);
@@ -60,7 +62,9 @@ describe.each(engines)('agentctl server start stopped and killed, with a running
     // its completion never reaches the server (the delivery is in doubt after the restart).
     const gate = (n: number) => join(scratch.path, 'kill', `gate-${n}`);
     for (let n = 1; n <= 200; n++) {
-      const sent = await api(first.url, key, 'POST', `/tasks/${task.body.id}/events`, { content: { type: 'data', data: { log, n, ...(n === 1 || n === 40 ? { gate: gate(n) } : {}) } } });
+      const sent = await api(first.url, key, 'POST', `/tasks/${task.body.id}/events`, {
+        content: { type: 'data', data: { log, n, ...(n === 1 || n === 40 ? { gate: gate(n) } : {}) } },
+      });
       expect(sent.status).toBe(201);
     }
     const firstAgent = await waitFor('the agent', () => agentPid(where, version.id));
@@ -76,10 +80,14 @@ describe.each(engines)('agentctl server start stopped and killed, with a running
 
     const restartedAt = Date.now();
     const second = await start(where);
-    const secondAgent = await waitFor('the agent started again', () => {
-      const pid = agentPid(where, version.id);
-      return pid !== firstAgent && pid > 0 && alive(pid) ? pid : 0;
-    }, 60_000);
+    const secondAgent = await waitFor(
+      'the agent started again',
+      () => {
+        const pid = agentPid(where, version.id);
+        return pid !== firstAgent && pid > 0 && alive(pid) ? pid : 0;
+      },
+      60_000,
+    );
     agents.push(secondAgent);
     const readyAt = Date.now();
     // Not after the completion lease of event 40 runs out (5 minutes): at the agents' pace (the line printed below).
@@ -103,13 +111,19 @@ describe.each(engines)('agentctl server start stopped and killed, with a running
     expect(alive(secondAgent)).toBe(false);
   });
 
-  test('stopped by `agentctl server stop` (SIGTERM, as a supervisor stops it) or by SIGINT (Ctrl-C), it exits 0 once its agent has exited, and `server stop` reports success', { timeout: 240_000 }, async () => {
+  test('stopped by `agentctl server stop` (SIGTERM, as a supervisor stops it) or by SIGINT (Ctrl-C), it exits 0 once its agent has exited, and `server stop` reports success', {
+    timeout: 240_000,
+  }, async () => {
     const where = await place('stop');
     const newAgent = (versionId: string) =>
-      waitFor('the agent', () => {
-        const pid = agentPid(where, versionId);
-        return pid > 0 && !agents.includes(pid) && alive(pid) ? pid : 0;
-      }, 60_000);
+      waitFor(
+        'the agent',
+        () => {
+          const pid = agentPid(where, versionId);
+          return pid > 0 && !agents.includes(pid) && alive(pid) ? pid : 0;
+        },
+        60_000,
+      );
     let server = await start(where);
     const version = await deployFixture(where, 'tally', join(scratch.path, 'stop', 'repo'));
     let agent = await newAgent(version.id);

@@ -18,7 +18,12 @@ const handled = (log: string) =>
     : [];
 
 /** The parent of a process (Linux /proc): which server started an agent. */
-const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]);
+const parentOf = (pid: number) =>
+  Number(
+    readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ')[1],
+  );
 
 async function openDeliveries(url: string, key: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${key}` } })).text();
@@ -39,7 +44,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('two server replicas on one Post
     scratch.remove();
   });
 
-  test(`${TASKS * EVENTS_PER_TASK} events over ${TASKS} tasks, the lease holder killed by SIGKILL midway: the other takes the lease and restarts the agent, and every event reaches the handler once, in order per task`, { timeout: 300_000 }, async () => {
+  test(`${TASKS * EVENTS_PER_TASK} events over ${TASKS} tasks, the lease holder killed by SIGKILL midway: the other takes the lease and restarts the agent, and every event reaches the handler once, in order per task`, {
+    timeout: 300_000,
+  }, async () => {
     const database = await createTestDatabase();
     dropDatabase = database.drop;
     const place = (name: string): ServerPlace => ({ configDir: join(scratch.path, 'config'), dataDir: join(scratch.path, name), databaseUrl: database.url });
@@ -70,7 +77,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('two server replicas on one Post
     await Promise.all(
       tasks.map(async (taskId, t) => {
         for (let n = 1; n <= EVENTS_PER_TASK; n++) {
-          const sent = await api(base(t + n), key, 'POST', `/tasks/${taskId}/events`, { content: { type: 'data', data: { log: log(t), n, ...(n === 1 ? { gate } : {}) } } });
+          const sent = await api(base(t + n), key, 'POST', `/tasks/${taskId}/events`, {
+            content: { type: 'data', data: { log: log(t), n, ...(n === 1 ? { gate } : {}) } },
+          });
           expect(sent.status).toBe(201);
         }
       }),
@@ -85,10 +94,14 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('two server replicas on one Post
     const handledAtKill = total();
     await waitFor(`agent ${firstAgent} to exit with its server`, () => !alive(firstAgent));
 
-    const secondAgent = await waitFor('the agent started again by the other replica', () => {
-      const pid = agentPid(placeA, version.id);
-      return pid !== firstAgent && pid > 0 && alive(pid) ? pid : 0;
-    }, 60_000);
+    const secondAgent = await waitFor(
+      'the agent started again by the other replica',
+      () => {
+        const pid = agentPid(placeA, version.id);
+        return pid !== firstAgent && pid > 0 && alive(pid) ? pid : 0;
+      },
+      60_000,
+    );
     pids.push(secondAgent);
     const readyAt = Date.now();
     expect(parentOf(secondAgent)).toBe(b.pid);

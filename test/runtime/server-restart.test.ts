@@ -8,7 +8,9 @@ import { alive, tempDir, waitFor } from './support/agents.js';
 
 /** A server in its own process (test/runtime/support/server-host.ts), killed and restarted by pid. */
 async function startHost(dataDir: string, databaseUrl: string | undefined): Promise<{ child: ChildProcess; url: string; key: string | null }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/runtime/support/server-host.ts', dataDir, databaseUrl ?? ''], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/runtime/support/server-host.ts', dataDir, databaseUrl ?? ''], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const line = await new Promise<string>((done, fail) => {
     createInterface({ input: child.stdout! }).once('line', done);
     child.once('exit', (code) => fail(new Error(`the server exited with ${code}`)));
@@ -30,11 +32,23 @@ describe.each(engines)('the server and its agents (%s)', (engine) => {
       const first = await startHost(data.path, database?.url);
       started.push(first.child);
       const api = async (url: string, method: string, path: string, body?: unknown) => {
-        const response = await fetch(url + path, { method, headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+        const response = await fetch(url + path, {
+          method,
+          headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
         return { status: response.status, body: (await response.json()) as any };
       };
       const deployed = await api(first.url, 'POST', '/agents/deploy', {
-        agent_name: 'plain', branch: 'main', git_hash: 'a'.repeat(40), author_name: 'Ada', author_email: 'ada@example.com', image_url: 'local://plain', sdk_type: 'alpha_agent_sdk', acp_type: 'async', replicas: 2,
+        agent_name: 'plain',
+        branch: 'main',
+        git_hash: 'a'.repeat(40),
+        author_name: 'Ada',
+        author_email: 'ada@example.com',
+        image_url: 'local://plain',
+        sdk_type: 'alpha_agent_sdk',
+        acp_type: 'async',
+        replicas: 2,
       });
       expect(deployed.status).toBe(201);
       const versionId: string = deployed.body.version_id;
@@ -64,18 +78,31 @@ describe.each(engines)('the server and its agents (%s)', (engine) => {
     }
   });
 
-  test('killed with SIGKILL while an agent handles an event, the server started again delivers that event again and it is answered', { timeout: 240_000 }, async () => {
+  test('killed with SIGKILL while an agent handles an event, the server started again delivers that event again and it is answered', {
+    timeout: 240_000,
+  }, async () => {
     const database = engine === 'postgres' ? await createTestDatabase() : undefined;
     const dir = tempDir('agentctl-server-restart-pending-');
     try {
       const first = await startHost(dir.path, database?.url);
       started.push(first.child);
       const api = async (url: string, method: string, path: string, body?: unknown) => {
-        const response = await fetch(url + path, { method, headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+        const response = await fetch(url + path, {
+          method,
+          headers: { authorization: `Bearer ${first.key}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
         return { status: response.status, body: (await response.json()) as any };
       };
       const deployed = await api(first.url, 'POST', '/agents/deploy', {
-        agent_name: 'blocking', branch: 'main', git_hash: 'b'.repeat(40), author_name: 'Ada', author_email: 'ada@example.com', image_url: 'local://blocking', sdk_type: 'alpha_agent_sdk', acp_type: 'async',
+        agent_name: 'blocking',
+        branch: 'main',
+        git_hash: 'b'.repeat(40),
+        author_name: 'Ada',
+        author_email: 'ada@example.com',
+        image_url: 'local://blocking',
+        sdk_type: 'alpha_agent_sdk',
+        acp_type: 'async',
       });
       expect(deployed.status).toBe(201);
       await waitFor('ACTIVE', async () => (await api(first.url, 'GET', `/versions/${deployed.body.version_id}`)).body.status === 'ACTIVE', 60_000);
@@ -84,7 +111,9 @@ describe.each(engines)('the server and its agents (%s)', (engine) => {
       // The blocking agent (test/fixtures/agents/blocking) appends its pid to `started` and waits for `gate`.
       const startedFile = join(dir.path, 'started');
       const gate = join(dir.path, 'gate');
-      const event = await api(first.url, 'POST', `/tasks/${task.body.id}/events`, { content: { type: 'data', data: { started: startedFile, gate, text: 'pending at the kill' } } });
+      const event = await api(first.url, 'POST', `/tasks/${task.body.id}/events`, {
+        content: { type: 'data', data: { started: startedFile, gate, text: 'pending at the kill' } },
+      });
       expect(event.status).toBe(201);
       const handlerPids = () => (existsSync(startedFile) ? readFileSync(startedFile, 'utf8').split('\n').filter(Boolean).map(Number) : []);
       const [agentPid] = await waitFor('the handler to start', () => (handlerPids().length === 1 ? handlerPids() : null), 60_000);

@@ -42,7 +42,9 @@ export function startAgentProcess(entry: string, env: Record<string, string>, cw
     for (const w of watchers) w();
   });
   child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   return {
     child,
     lines,
@@ -83,6 +85,10 @@ export async function deliver(
 ): Promise<{ status: number; body: any }> {
   const body = JSON.stringify({ jsonrpc: '2.0', id: options.id ?? `dlv_${process.pid}_${++deliveries}`, method, params });
   const signature = options.signature ?? signBody(options.secret ?? 'test-signing-secret', body, options.timestamp);
-  const res = await fetch(`http://127.0.0.1:${port}/api`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-agentctl-signature': signature }, body });
+  const res = await fetch(`http://127.0.0.1:${port}/api`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-agentctl-signature': signature },
+    body,
+  });
   return { status: res.status, body: await res.json() };
 }

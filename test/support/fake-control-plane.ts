@@ -70,7 +70,20 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
         if (r.kind === 'refuse') return send(r.status, { detail: r.detail, code: r.code });
         if (r.kind === 'unavailable') return send(503, { detail: 'Starting up', code: 'unavailable' });
         return send(200, {
-          version: { id: body.version_id, branch_id: 'br_1', git_hash: 'abc', git_branch: 'main', author_name: 'a', author_email: 'a@x', image_url: 'local://fs_1', status: 'ACTIVE', number: 1, deployed_at: now(), sdk_type: 'alpha_agent_sdk', acp_type: 'async' },
+          version: {
+            id: body.version_id,
+            branch_id: 'br_1',
+            git_hash: 'abc',
+            git_branch: 'main',
+            author_name: 'a',
+            author_email: 'a@x',
+            image_url: 'local://fs_1',
+            status: 'ACTIVE',
+            number: 1,
+            deployed_at: now(),
+            sdk_type: 'alpha_agent_sdk',
+            acp_type: 'async',
+          },
           tasks_migrated: 0,
           agent_id: 'agt_1',
           agent_name: 'default/fake',
@@ -82,7 +95,11 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
       const handlerError = /^\/tasks\/([^/]+)\/handler-errors$/.exec(path);
       if (req.method === 'POST' && (handlerError || path === '/messages')) {
         messages++;
-        const content = handlerError ? { type: 'data', data: { handler_error: body } } : typeof body.content === 'string' ? { type: 'text', text: body.content } : body.content;
+        const content = handlerError
+          ? { type: 'data', data: { handler_error: body } }
+          : typeof body.content === 'string'
+            ? { type: 'text', text: body.content }
+            : body.content;
         return send(201, {
           id: `msg_${messages}`,
           task_id: handlerError ? handlerError[1] : body.task_id,
@@ -99,7 +116,14 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
       const lease = /^\/deliveries\/([^/]+)\/(complete|renew)$/.exec(path);
       if (req.method === 'POST' && lease) {
         const done = lease[2] === 'complete';
-        return send(200, { id: lease[1], task_id: 'task_fake', method: 'event/send', status: done ? 'done' : 'leased', attempts: 1, lease_expires_at: done ? null : now() });
+        return send(200, {
+          id: lease[1],
+          task_id: 'task_fake',
+          method: 'event/send',
+          status: done ? 'done' : 'leased',
+          attempts: 1,
+          lease_expires_at: done ? null : now(),
+        });
       }
       send(404, { detail: `No route ${req.method} ${path}`, code: 'not_found' });
     });

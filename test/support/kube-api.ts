@@ -134,9 +134,19 @@ export class FakeKubeApi {
       if (query.follow === 'true') {
         // Everything from sinceTime (one-second resolution) on, then whatever is appended.
         const since = query.sinceTime ? Date.parse(query.sinceTime) : 0;
-        res.write(lines.filter((line) => Date.parse(line.split(' ')[0]) >= since).map((line) => `${line}\n`).join(''));
+        res.write(
+          lines
+            .filter((line) => Date.parse(line.split(' ')[0]) >= since)
+            .map((line) => `${line}\n`)
+            .join(''),
+        );
         this.followers.set(name, [...(this.followers.get(name) ?? []), res]);
-        res.on('close', () => this.followers.set(name, (this.followers.get(name) ?? []).filter((other) => other !== res)));
+        res.on('close', () =>
+          this.followers.set(
+            name,
+            (this.followers.get(name) ?? []).filter((other) => other !== res),
+          ),
+        );
         return;
       }
       res.end(lines.map((line) => `${line}\n`).join(''));
@@ -144,7 +154,13 @@ export class FakeKubeApi {
     }
 
     if (route.kind === 'pods') {
-      if (req.method === 'GET' && !name) return send(200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: String(this.resourceVersion) }, items: this.pods.filter((pod) => matchesSelector(pod.metadata.labels, query.labelSelector)) });
+      if (req.method === 'GET' && !name)
+        return send(200, {
+          kind: 'PodList',
+          apiVersion: 'v1',
+          metadata: { resourceVersion: String(this.resourceVersion) },
+          items: this.pods.filter((pod) => matchesSelector(pod.metadata.labels, query.labelSelector)),
+        });
       if (req.method === 'DELETE') {
         const pod = this.pods.find((candidate) => candidate.metadata.name === name);
         if (!pod) return send(404, status(404, 'NotFound', `pods "${name}" not found`));
@@ -160,20 +176,47 @@ export class FakeKubeApi {
       deployment.spec.replicas = body.spec.replicas;
       deployment.metadata.resourceVersion = String(++this.resourceVersion);
       if (body.spec.replicas === 0 && !this.podsIgnoreScaleDown) {
-        this.pods = this.pods.filter((pod) => !matchesSelector(pod.metadata.labels, Object.entries(deployment.spec.selector.matchLabels).map(([k, v]) => `${k}=${v}`).join(',')));
+        this.pods = this.pods.filter(
+          (pod) =>
+            !matchesSelector(
+              pod.metadata.labels,
+              Object.entries(deployment.spec.selector.matchLabels)
+                .map(([k, v]) => `${k}=${v}`)
+                .join(','),
+            ),
+        );
       }
-      return send(200, { kind: 'Scale', apiVersion: 'autoscaling/v1', metadata: { name, namespace: deployment.metadata.namespace }, spec: { replicas: body.spec.replicas }, status: { replicas: body.spec.replicas } });
+      return send(200, {
+        kind: 'Scale',
+        apiVersion: 'autoscaling/v1',
+        metadata: { name, namespace: deployment.metadata.namespace },
+        spec: { replicas: body.spec.replicas },
+        status: { replicas: body.spec.replicas },
+      });
     }
 
     const kind = route.kind;
     const store = this.objects[kind];
     const singular = kind === 'deployments' ? 'deployments.apps' : kind;
     if (req.method === 'GET' && !name) {
-      return send(200, { kind: 'List', apiVersion: 'v1', metadata: {}, items: [...store.values()].filter((object) => matchesSelector(object.metadata.labels, query.labelSelector)) });
+      return send(200, {
+        kind: 'List',
+        apiVersion: 'v1',
+        metadata: {},
+        items: [...store.values()].filter((object) => matchesSelector(object.metadata.labels, query.labelSelector)),
+      });
     }
     if (req.method === 'POST') {
       if (store.has(body.metadata.name)) return send(409, status(409, 'AlreadyExists', `${singular} "${body.metadata.name}" already exists`));
-      const created = { ...body, metadata: { ...body.metadata, uid: `uid-${body.metadata.name}`, resourceVersion: String(++this.resourceVersion), creationTimestamp: '2026-11-23T00:00:00Z' } };
+      const created = {
+        ...body,
+        metadata: {
+          ...body.metadata,
+          uid: `uid-${body.metadata.name}`,
+          resourceVersion: String(++this.resourceVersion),
+          creationTimestamp: '2026-11-23T00:00:00Z',
+        },
+      };
       if (kind === 'services') created.spec = { ...created.spec, clusterIP: '10.96.0.42', clusterIPs: ['10.96.0.42'] };
       store.set(body.metadata.name, created);
       return send(201, created);
@@ -182,7 +225,8 @@ export class FakeKubeApi {
     if (!existing) return send(404, status(404, 'NotFound', `${singular} "${name}" not found`));
     if (req.method === 'GET') return send(200, existing);
     if (req.method === 'PUT') {
-      if (body.metadata.resourceVersion !== existing.metadata.resourceVersion) return send(409, status(409, 'Conflict', `Operation cannot be fulfilled on ${singular} "${name}": the object has been modified`));
+      if (body.metadata.resourceVersion !== existing.metadata.resourceVersion)
+        return send(409, status(409, 'Conflict', `Operation cannot be fulfilled on ${singular} "${name}": the object has been modified`));
       const replaced = { ...body, metadata: { ...body.metadata, uid: existing.metadata.uid, resourceVersion: String(++this.resourceVersion) } };
       store.set(name, replaced);
       return send(200, replaced);

@@ -25,7 +25,9 @@ function basePod(name: string, versionId: string, image: string) {
       resourceVersion: '48213',
       creationTimestamp: '2026-11-23T01:00:00Z',
       labels: labels(versionId),
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: name.replace(/-[^-]+$/, ''), uid: 'uid-rs', controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: name.replace(/-[^-]+$/, ''), uid: 'uid-rs', controller: true, blockOwnerDeletion: true },
+      ],
     },
     spec: {
       containers: [{ name: 'agent', image, ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }] }],
@@ -43,10 +45,24 @@ function conditions(ready: boolean, scheduled = true) {
     { type: 'Initialized', status: 'True', lastProbeTime: null, lastTransitionTime: at },
     ready
       ? { type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: at }
-      : { type: 'Ready', status: 'False', lastProbeTime: null, lastTransitionTime: at, reason: 'ContainersNotReady', message: 'containers with unready status: [agent]' },
+      : {
+          type: 'Ready',
+          status: 'False',
+          lastProbeTime: null,
+          lastTransitionTime: at,
+          reason: 'ContainersNotReady',
+          message: 'containers with unready status: [agent]',
+        },
     ready
       ? { type: 'ContainersReady', status: 'True', lastProbeTime: null, lastTransitionTime: at }
-      : { type: 'ContainersReady', status: 'False', lastProbeTime: null, lastTransitionTime: at, reason: 'ContainersNotReady', message: 'containers with unready status: [agent]' },
+      : {
+          type: 'ContainersReady',
+          status: 'False',
+          lastProbeTime: null,
+          lastTransitionTime: at,
+          reason: 'ContainersNotReady',
+          message: 'containers with unready status: [agent]',
+        },
     { type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: at },
   ];
 }
@@ -62,7 +78,18 @@ export function pendingPod(name: string, versionId: string) {
       conditions: conditions(false),
       hostIP: '10.0.0.11',
       startTime: '2026-11-23T01:00:01Z',
-      containerStatuses: [{ name: 'agent', state: { waiting: { reason: 'ContainerCreating' } }, lastState: {}, ready: false, restartCount: 0, image: IMAGE, imageID: '', started: false }],
+      containerStatuses: [
+        {
+          name: 'agent',
+          state: { waiting: { reason: 'ContainerCreating' } },
+          lastState: {},
+          ready: false,
+          restartCount: 0,
+          image: IMAGE,
+          imageID: '',
+          started: false,
+        },
+      ],
     },
   };
 }
@@ -78,7 +105,17 @@ export function readyPod(name: string, versionId: string, restartCount = 0) {
       podIP: '10.244.1.17',
       startTime: '2026-11-23T01:00:01Z',
       containerStatuses: [
-        { name: 'agent', state: { running: { startedAt: '2026-11-23T01:00:03Z' } }, lastState: {}, ready: true, restartCount, image: IMAGE, imageID: `${IMAGE}@sha256:4f1c`, containerID: 'containerd://a1', started: true },
+        {
+          name: 'agent',
+          state: { running: { startedAt: '2026-11-23T01:00:03Z' } },
+          lastState: {},
+          ready: true,
+          restartCount,
+          image: IMAGE,
+          imageID: `${IMAGE}@sha256:4f1c`,
+          containerID: 'containerd://a1',
+          started: true,
+        },
       ],
     },
   };
@@ -95,7 +132,17 @@ export function notReadyPod(name: string, versionId: string) {
       podIP: '10.244.1.17',
       startTime: '2026-11-23T01:00:01Z',
       containerStatuses: [
-        { name: 'agent', state: { running: { startedAt: '2026-11-23T01:00:03Z' } }, lastState: {}, ready: false, restartCount: 0, image: IMAGE, imageID: `${IMAGE}@sha256:4f1c`, containerID: 'containerd://a1', started: true },
+        {
+          name: 'agent',
+          state: { running: { startedAt: '2026-11-23T01:00:03Z' } },
+          lastState: {},
+          ready: false,
+          restartCount: 0,
+          image: IMAGE,
+          imageID: `${IMAGE}@sha256:4f1c`,
+          containerID: 'containerd://a1',
+          started: true,
+        },
       ],
     },
   };

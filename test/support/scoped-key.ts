@@ -16,7 +16,17 @@ export async function scopedKey(svc: TestService, scopes: ScopeSpec[], name = 's
   const keyId = newId('apiKey');
   await db
     .insertInto('api_keys')
-    .values({ id: keyId, org_id: org.id, name, key_hash: hashSecret(secret), key_prefix: secretPrefix(secret), created_by_key_id: null, expires_at: null, revoked_at: null, last_used_at: null })
+    .values({
+      id: keyId,
+      org_id: org.id,
+      name,
+      key_hash: hashSecret(secret),
+      key_prefix: secretPrefix(secret),
+      created_by_key_id: null,
+      expires_at: null,
+      revoked_at: null,
+      last_used_at: null,
+    })
     .execute();
   if (scopes.length > 0) {
     await db

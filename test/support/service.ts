@@ -25,7 +25,11 @@ export interface TestService {
   store: Store;
   /** The org-admin key of the current (reset) database. */
   adminKey: string;
-  api<T = any>(method: string, path: string, options?: { body?: unknown; rawBody?: string; key?: string | null; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  api<T = any>(
+    method: string,
+    path: string,
+    options?: { body?: unknown; rawBody?: string; key?: string | null; headers?: Record<string, string> },
+  ): Promise<ApiResponse<T>>;
   /** The typed client (src/client) on this server, with `key` (default: the admin key); no retries. */
   client(key?: string): Client;
   /** The running server's service context (its stream hub; a runtime driver tests attach). */
@@ -56,7 +60,11 @@ export async function createTestDatabase(base = process.env.TEST_DATABASE_URL!, 
 }
 
 /** A service opened by hand, for code outside a test file (bench/); tests use `useService`. */
-export async function openTestService(engine: Engine, config: Partial<ServiceConfig> = {}, extra: { blobs?: BlobStore; logger?: object } = {}): Promise<TestService> {
+export async function openTestService(
+  engine: Engine,
+  config: Partial<ServiceConfig> = {},
+  extra: { blobs?: BlobStore; logger?: object } = {},
+): Promise<TestService> {
   return openInto({}, engine, config, extra);
 }
 
@@ -95,7 +103,12 @@ export function useService(engine: Engine, config: Partial<ServiceConfig> = {}, 
 }
 
 /** Opens a service and fills `target` with it (so a hook can hand out the object before it opens). */
-async function openInto(target: Partial<TestService>, engine: Engine, config: Partial<ServiceConfig>, extra: { blobs?: BlobStore; logger?: object }): Promise<TestService> {
+async function openInto(
+  target: Partial<TestService>,
+  engine: Engine,
+  config: Partial<ServiceConfig>,
+  extra: { blobs?: BlobStore; logger?: object },
+): Promise<TestService> {
   const database = engine === 'postgres' ? await createTestDatabase() : undefined;
   const store = await openStore({ databaseUrl: database?.url });
   const app = await buildApp({ store, config: { rateLimitPerSecond: 0, authFailuresPerSecond: 0, ...config }, blobs: extra.blobs, logger: extra.logger });

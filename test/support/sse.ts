@@ -24,7 +24,7 @@ export interface SseRead {
 export async function readSse(
   svc: { url: string },
   path: string,
-  options: { key: string; headers?: Record<string, string>; stopAfter?: number; keepComments?: boolean; timeoutMs?: number; onOpen?: () => void } ,
+  options: { key: string; headers?: Record<string, string>; stopAfter?: number; keepComments?: boolean; timeoutMs?: number; onOpen?: () => void },
 ): Promise<SseRead> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), options.timeoutMs ?? 20_000);

@@ -8,7 +8,10 @@ import { Header } from 'tar';
 export const tempDir = (prefix = 'agentctl-fs-') => mkdtemp(path.join(os.tmpdir(), prefix));
 
 /** Writes `files` (path -> content, or {content, mode}, or {link}, or {dir: true}) under `root`. */
-export async function writeTree(root: string, files: Record<string, string | Buffer | { content?: string | Buffer; mode?: number; link?: string; dir?: true }>): Promise<void> {
+export async function writeTree(
+  root: string,
+  files: Record<string, string | Buffer | { content?: string | Buffer; mode?: number; link?: string; dir?: true }>,
+): Promise<void> {
   for (const [rel, spec] of Object.entries(files)) {
     const file = path.join(root, rel);
     await mkdir(path.dirname(file), { recursive: true });
@@ -34,10 +37,13 @@ export async function describeTree(root: string, skip: string[] = []): Promise<R
       if (!rel && skip.includes(name)) continue;
       const st = await lstat(path.join(root, child));
       if (st.isDirectory()) {
-        out[child + '/'] = `dir ${(st.mode & 0o777).toString(8)}`;
+        out[`${child}/`] = `dir ${(st.mode & 0o777).toString(8)}`;
         await visit(child);
       } else if (st.isSymbolicLink()) out[child] = `link ${await readlink(path.join(root, child))}`;
-      else out[child] = `file ${(st.mode & 0o777).toString(8)} ${createHash('sha256').update(await readFile(path.join(root, child))).digest('hex')}`;
+      else
+        out[child] = `file ${(st.mode & 0o777).toString(8)} ${createHash('sha256')
+          .update(await readFile(path.join(root, child)))
+          .digest('hex')}`;
     }
   };
   await visit('');
@@ -59,7 +65,16 @@ export function rawTar(members: RawMember[], { end = true }: { end?: boolean } =
   const blocks: Buffer[] = [];
   for (const m of members) {
     const body = m.body ?? Buffer.alloc(0);
-    const header = new Header({ path: m.path, type: m.type ?? 'File', size: m.size ?? body.length, mode: m.mode ?? 0o644, linkpath: m.linkpath, mtime: new Date(0), uid: 0, gid: 0 });
+    const header = new Header({
+      path: m.path,
+      type: m.type ?? 'File',
+      size: m.size ?? body.length,
+      mode: m.mode ?? 0o644,
+      linkpath: m.linkpath,
+      mtime: new Date(0),
+      uid: 0,
+      gid: 0,
+    });
     const block = Buffer.alloc(512);
     header.encode(block, 0);
     blocks.push(block, body);

@@ -73,7 +73,12 @@ describe('branch rules', () => {
     });
 
     test('no matching rule: undefined', () => {
-      expect(resolveEnvironmentFor(envs.filter((e) => e.name !== 'preview'), 'hotfix/1')).toBeUndefined();
+      expect(
+        resolveEnvironmentFor(
+          envs.filter((e) => e.name !== 'preview'),
+          'hotfix/1',
+        ),
+      ).toBeUndefined();
       expect(resolveEnvironmentFor([], 'main')).toBeUndefined();
     });
 

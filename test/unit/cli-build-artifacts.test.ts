@@ -49,6 +49,8 @@ describe('committed build artifacts are up to date (run npm run build)', () => {
   test('the completion scripts know every command and its flags', () => {
     const bash = completionScript('bash');
     expect(bash).toContain("'tasks migrate') COMPREPLY=($(compgen -W \"--from --task --to --to-latest --agent -a --dry-run");
-    expect(completionScript('fish')).toContain("complete -c agentctl -n '__fish_seen_subcommand_from keys; and __fish_seen_subcommand_from create' -l preset -x -a 'deploy read-only agent-runner custom'");
+    expect(completionScript('fish')).toContain(
+      "complete -c agentctl -n '__fish_seen_subcommand_from keys; and __fish_seen_subcommand_from create' -l preset -x -a 'deploy read-only agent-runner custom'",
+    );
   });
 });

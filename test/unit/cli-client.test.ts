@@ -10,7 +10,9 @@ afterEach(async () => {
 });
 
 /** A local HTTP server answering each request with the next scripted handler. */
-async function serve(...handlers: ((req: IncomingMessage, res: ServerResponse) => void)[]): Promise<{ url: string; requests: { method: string; url: string; auth?: string; body: string }[] }> {
+async function serve(
+  ...handlers: ((req: IncomingMessage, res: ServerResponse) => void)[]
+): Promise<{ url: string; requests: { method: string; url: string; auth?: string; body: string }[] }> {
   const requests: { method: string; url: string; auth?: string; body: string }[] = [];
   server = createServer((req, res) => {
     let body = '';
@@ -25,10 +27,12 @@ async function serve(...handlers: ((req: IncomingMessage, res: ServerResponse) =
   return { url: `http://127.0.0.1:${(server!.address() as { port: number }).port}`, requests };
 }
 
-const json = (status: number, body: unknown, headers: Record<string, string> = {}) => (_req: IncomingMessage, res: ServerResponse) => {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(body));
-};
+const json =
+  (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  (_req: IncomingMessage, res: ServerResponse) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
+    res.end(JSON.stringify(body));
+  };
 const groups = { groups: [], total: 0 };
 
 describe('typed client', () => {
@@ -39,8 +43,11 @@ describe('typed client', () => {
 
   test('builds the path and query, sends the bearer key and parses the response', async () => {
     const remote = await serve(json(200, { branches: [], total: 0 }));
-    const client = createClient({ baseUrl: remote.url + '/', apiKey: 'agk_test' });
-    expect(await client.listAgentBranches({ params: { namespace_slug: 'default', agent_name: 'my bot' }, query: { include_retired: 'true' } })).toEqual({ branches: [], total: 0 });
+    const client = createClient({ baseUrl: `${remote.url}/`, apiKey: 'agk_test' });
+    expect(await client.listAgentBranches({ params: { namespace_slug: 'default', agent_name: 'my bot' }, query: { include_retired: 'true' } })).toEqual({
+      branches: [],
+      total: 0,
+    });
     expect(remote.requests).toEqual([{ method: 'GET', url: '/agents/default/my%20bot/branches?include_retired=true', auth: 'Bearer agk_test', body: '' }]);
   });
 
@@ -67,7 +74,14 @@ describe('typed client', () => {
     expect(remote.requests).toHaveLength(3);
   });
 
-  const event = { id: 'evt_1', task_id: 'task_1', agent_id: 'agt_1', sequence_id: 1, content: { type: 'text', text: 'hi' }, created_at: '2026-01-02T03:04:05.000Z' };
+  const event = {
+    id: 'evt_1',
+    task_id: 'task_1',
+    agent_id: 'agt_1',
+    sequence_id: 1,
+    content: { type: 'text', text: 'hi' },
+    created_at: '2026-01-02T03:04:05.000Z',
+  };
   const idempotencyKeys: (string | undefined)[] = [];
   const keyed = (handler: (req: IncomingMessage, res: ServerResponse) => void) => (req: IncomingMessage, res: ServerResponse) => {
     idempotencyKeys.push(req.headers['idempotency-key'] as string | undefined);
@@ -102,7 +116,9 @@ describe('typed client', () => {
 
   test('422 keeps the validation items', async () => {
     const remote = await serve(json(422, { detail: [{ loc: ['body', 'name'], msg: 'Field required', type: 'missing' }] }));
-    const error = await createClient({ baseUrl: remote.url }).createGroup({ body: { name: '' } }).catch((e) => e);
+    const error = await createClient({ baseUrl: remote.url })
+      .createGroup({ body: { name: '' } })
+      .catch((e) => e);
     expect(error).toMatchObject({ status: 422, code: 'validation_error', message: 'body.name: Field required' });
   });
 
@@ -117,14 +133,36 @@ describe('typed client', () => {
     expect(await client.deleteGroup({ params: { group_id: 'grp_1' } })).toStrictEqual({ id: 'grp_1', message: 'Deleted' });
     const error = await client.deleteGroup({ params: { group_id: 'grp_1' } }).catch((e) => e);
     expect(error).toBeInstanceOf(ResponseShapeError);
-    expect(error.message).toBe("The service's answer to DELETE /groups/:group_id does not match this agentctl's contract: id: expected string, received number");
+    expect(error.message).toBe(
+      "The service's answer to DELETE /groups/:group_id does not match this agentctl's contract: id: expected string, received number",
+    );
   });
 
   test('--debug lines redact the Authorization header and secrets in bodies', async () => {
-    const secret = 'agk_' + 'b'.repeat(49);
-    const remote = await serve(json(201, { api_key: { id: 'key_1', org_id: 'o', name: 'n', description: '', key_prefix: secret.slice(0, 12), scopes: [], sharing_group_ids: [], expires_at: null, revoked_at: null, last_used_at: null, created_at: 't', updated_at: 't' }, secret }));
+    const secret = `agk_${'b'.repeat(49)}`;
+    const remote = await serve(
+      json(201, {
+        api_key: {
+          id: 'key_1',
+          org_id: 'o',
+          name: 'n',
+          description: '',
+          key_prefix: secret.slice(0, 12),
+          scopes: [],
+          sharing_group_ids: [],
+          expires_at: null,
+          revoked_at: null,
+          last_used_at: null,
+          created_at: 't',
+          updated_at: 't',
+        },
+        secret,
+      }),
+    );
     const lines: string[] = [];
-    await createClient({ baseUrl: remote.url, apiKey: 'agk_' + 'a'.repeat(49), debug: (l) => lines.push(l) }).createKey({ body: { name: 'n', scopes: [{ resource_type: 'org', resource_id: 'o', role: 'admin' }] } });
+    await createClient({ baseUrl: remote.url, apiKey: `agk_${'a'.repeat(49)}`, debug: (l) => lines.push(l) }).createKey({
+      body: { name: 'n', scopes: [{ resource_type: 'org', resource_id: 'o', role: 'admin' }] },
+    });
     const trace = lines.join('\n');
     expect(trace).toContain('"authorization":"Bearer [redacted]"');
     expect(trace).toContain('"secret":"[redacted]"');

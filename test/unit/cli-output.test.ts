@@ -12,7 +12,17 @@ import { tempDir } from '../cli/support.js';
 
 describe('exit codes by HTTP status', () => {
   test.each([
-    [400, 2], [413, 2], [422, 2], [401, 4], [403, 4], [404, 3], [409, 5], [412, 5], [429, 1], [500, 1], [503, 1],
+    [400, 2],
+    [413, 2],
+    [422, 2],
+    [401, 4],
+    [403, 4],
+    [404, 3],
+    [409, 5],
+    [412, 5],
+    [429, 1],
+    [500, 1],
+    [503, 1],
   ])('%i -> %i', (status, code) => expect(exitCodeForStatus(status)).toBe(code));
 });
 
@@ -38,7 +48,14 @@ describe('cells', () => {
 
 describe('rendering', () => {
   const rows = [{ id: 'a', status: 'ACTIVE' }];
-  const view = table<{ id: string; status: string }>([{ header: 'ID', value: (r) => r.id }, { header: 'STATUS', value: (r) => r.status, format: 'status' }], rows, 'None.');
+  const view = table<{ id: string; status: string }>(
+    [
+      { header: 'ID', value: (r) => r.id },
+      { header: 'STATUS', value: (r) => r.status, format: 'status' },
+    ],
+    rows,
+    'None.',
+  );
   test('tab-separated without a header when piped', async () => {
     expect(await renderView(view, { tty: false, chalk: new Chalk({ level: 0 }) })).toEqual({ stdout: 'a\tACTIVE\n' });
   });
@@ -50,7 +67,17 @@ describe('rendering', () => {
     expect(await renderView({ ...view, rows: [] } as never, { tty: true, chalk: new Chalk({ level: 0 }) })).toEqual({ stdout: '', note: 'None.' });
   });
   test('a record is label<TAB>value when piped', async () => {
-    expect((await renderView(record([['ID', 'x'], ['Dirty', false, 'bool']]), { tty: false, chalk: new Chalk({ level: 0 }) })).stdout).toBe('ID\tx\nDirty\tfalse\n');
+    expect(
+      (
+        await renderView(
+          record([
+            ['ID', 'x'],
+            ['Dirty', false, 'bool'],
+          ]),
+          { tty: false, chalk: new Chalk({ level: 0 }) },
+        )
+      ).stdout,
+    ).toBe('ID\tx\nDirty\tfalse\n');
   });
 });
 
@@ -80,10 +107,32 @@ describe('credentials', () => {
     const store = new ConfigStore(dir.dir);
     await store.updateProfile('p', { base_url: 'http://profile', api_key: 'agk_profile' });
     await store.setCurrentProfile('p');
-    expect(resolveCredentials({}, {}, store)).toMatchObject({ profile: 'p', profileSource: 'config', baseUrl: 'http://profile', baseUrlSource: 'profile', apiKey: 'agk_profile', apiKeySource: 'profile', envOverrides: [] });
-    expect(resolveCredentials({}, { AGENTCTL_API_KEY: 'agk_env' }, store)).toMatchObject({ apiKey: 'agk_env', apiKeySource: 'env', envOverrides: ['AGENTCTL_API_KEY'] });
-    expect(resolveCredentials({ apiKey: 'agk_flag' }, { AGENTCTL_API_KEY: 'agk_env' }, store)).toMatchObject({ apiKey: 'agk_flag', apiKeySource: 'flag', envOverrides: [] });
-    expect(resolveCredentials({ profile: 'none' }, {}, store)).toMatchObject({ profile: 'none', profileSource: 'flag', baseUrl: DEFAULT_BASE_URL, baseUrlSource: 'default', apiKey: undefined });
+    expect(resolveCredentials({}, {}, store)).toMatchObject({
+      profile: 'p',
+      profileSource: 'config',
+      baseUrl: 'http://profile',
+      baseUrlSource: 'profile',
+      apiKey: 'agk_profile',
+      apiKeySource: 'profile',
+      envOverrides: [],
+    });
+    expect(resolveCredentials({}, { AGENTCTL_API_KEY: 'agk_env' }, store)).toMatchObject({
+      apiKey: 'agk_env',
+      apiKeySource: 'env',
+      envOverrides: ['AGENTCTL_API_KEY'],
+    });
+    expect(resolveCredentials({ apiKey: 'agk_flag' }, { AGENTCTL_API_KEY: 'agk_env' }, store)).toMatchObject({
+      apiKey: 'agk_flag',
+      apiKeySource: 'flag',
+      envOverrides: [],
+    });
+    expect(resolveCredentials({ profile: 'none' }, {}, store)).toMatchObject({
+      profile: 'none',
+      profileSource: 'flag',
+      baseUrl: DEFAULT_BASE_URL,
+      baseUrlSource: 'default',
+      apiKey: undefined,
+    });
     expect(resolveCredentials({}, { AGENTCTL_PROFILE: 'other' }, store)).toMatchObject({ profile: 'other', profileSource: 'env' });
     dir.remove();
   });
@@ -92,6 +141,10 @@ describe('credentials', () => {
 describe('redaction', () => {
   test('agk_ strings and key fields never reach a trace', () => {
     expect(redactText('Bearer agk_abcDEF123 and agk_X')).toBe('Bearer agk_[redacted] and agk_[redacted]');
-    expect(redactJson({ key: 'secret', api_key: { key_prefix: 'agk_abcdefgh' }, list: ['agk_zz'] })).toEqual({ key: '[redacted]', api_key: { key_prefix: 'agk_[redacted]' }, list: ['agk_[redacted]'] });
+    expect(redactJson({ key: 'secret', api_key: { key_prefix: 'agk_abcdefgh' }, list: ['agk_zz'] })).toEqual({
+      key: '[redacted]',
+      api_key: { key_prefix: 'agk_[redacted]' },
+      list: ['agk_[redacted]'],
+    });
   });
 });

@@ -1,7 +1,20 @@
 import { describe, expect, test } from 'vitest';
 import { PRESETS } from '../../src/contract/presets.js';
 import type { Preset } from '../../src/contract/resources.js';
-import { askDetails, BACK, chooseGroups, choosePreset, configureScopes, keyWizard, NO_GROUP_WARNING, noGroupWarning, review, type KeyDraft, type ResourceChoices, type WizardSetup } from '../../src/cli/prompts/key-wizard.js';
+import {
+  askDetails,
+  BACK,
+  chooseGroups,
+  choosePreset,
+  configureScopes,
+  keyWizard,
+  NO_GROUP_WARNING,
+  noGroupWarning,
+  review,
+  type KeyDraft,
+  type ResourceChoices,
+  type WizardSetup,
+} from '../../src/cli/prompts/key-wizard.js';
 import type { Choice, Prompter } from '../../src/cli/prompts/prompter.js';
 
 type Asked = { kind: string; message: string; choices?: Choice<unknown>[]; default?: unknown };
@@ -45,7 +58,10 @@ describe('key wizard step 1: preset', () => {
     expect(await choosePreset(prompter, presets)).toBe(presets[1]);
     expect(prompter.asked[0].choices!.map((c) => [c.name, c.description])).toEqual([
       ['Deploy — CI/CD and deployments', `Scopes: namespace:admin, agent:editor, project:editor. ${presets[0].description}`],
-      ['Read-Only — Monitoring, dashboards', 'Scopes: agent:viewer, project:viewer. Viewers read agents and projects, and agent viewers can also run tasks (create tasks, send events), as the role table grants.'],
+      [
+        'Read-Only — Monitoring, dashboards',
+        'Scopes: agent:viewer, project:viewer. Viewers read agents and projects, and agent viewers can also run tasks (create tasks, send events), as the role table grants.',
+      ],
       ['Custom — Manual scope configuration', 'Scopes: no scopes. No scopes filled in: add each one yourself.'],
     ]);
   });
@@ -80,7 +96,13 @@ describe('key wizard step 2: scopes', () => {
   });
 
   test('Done is disabled while there is no scope', async () => {
-    const prompter = scripted([(choices: Choice<string>[]) => (choices.find((c) => c.value === 'done')!.disabled ? 'add' : 'done'), 'namespace', 'ns_1', 'admin', 'done']);
+    const prompter = scripted([
+      (choices: Choice<string>[]) => (choices.find((c) => c.value === 'done')!.disabled ? 'add' : 'done'),
+      'namespace',
+      'ns_1',
+      'admin',
+      'done',
+    ]);
     expect(await configureScopes(prompter, presets[2], resources)).toEqual([{ resource_type: 'namespace', resource_id: 'ns_1', role: 'admin' }]);
   });
 
@@ -104,7 +126,9 @@ describe('key wizard step 3: sharing groups', () => {
     expect(await chooseGroups(scripted([[]]), [{ name: 'platform', value: 'grp_1' }])).toEqual({ ids: [], warning: NO_GROUP_WARNING });
     const none = scripted([]);
     expect(await chooseGroups(none, [])).toEqual({ ids: [], warning: NO_GROUP_WARNING });
-    expect(none.asked).toEqual([{ kind: 'note', message: 'Step 3 of 4 · Sharing groups: skipped, the org has none yet (agentctl groups create NAME makes one)' }]);
+    expect(none.asked).toEqual([
+      { kind: 'note', message: 'Step 3 of 4 · Sharing groups: skipped, the org has none yet (agentctl groups create NAME makes one)' },
+    ]);
   });
 });
 
@@ -115,7 +139,15 @@ describe('the no-group warning', () => {
   });
 
   test('says nothing to a key that creates nothing (Read-Only, Agent Runner), or that joins a group', () => {
-    expect(noGroupWarning([{ resource_type: 'agent', role: 'viewer' }, { resource_type: 'project', role: 'editor' }], [])).toBeUndefined();
+    expect(
+      noGroupWarning(
+        [
+          { resource_type: 'agent', role: 'viewer' },
+          { resource_type: 'project', role: 'editor' },
+        ],
+        [],
+      ),
+    ).toBeUndefined();
     expect(noGroupWarning([{ resource_type: 'org', role: 'member' }], [])).toBeUndefined();
     expect(noGroupWarning([{ resource_type: 'namespace', role: 'admin' }], ['grp_1'])).toBeUndefined();
   });
@@ -136,13 +168,25 @@ describe('key wizard step 4: details and review', () => {
   });
 
   test('shows the review, then offers create, the steps to go back to, and cancel', async () => {
-    const draft: KeyDraft = { name: 'ci', description: '', expires_at: null, scopes: [{ resource_type: 'agent', resource_id: 'agt_1', role: 'viewer' }], sharing_group_ids: [] };
+    const draft: KeyDraft = {
+      name: 'ci',
+      description: '',
+      expires_at: null,
+      scopes: [{ resource_type: 'agent', resource_id: 'agt_1', role: 'viewer' }],
+      sharing_group_ids: [],
+    };
     const shown: KeyDraft[] = [];
     const prompter = scripted(['cancel']);
     expect(await review(prompter, draft, async (d) => void shown.push(d), [1, 2, 4])).toBe('cancel');
     expect(shown).toEqual([draft]);
     expect(prompter.asked[0].message).toBe('Create this key?');
-    expect(prompter.asked[0].choices!.map((c) => c.name)).toEqual(['Yes, create it', 'Back to step 4 (name, description and expiry)', 'Back to step 2 (scopes)', 'Back to step 1 (preset)', 'No, cancel']);
+    expect(prompter.asked[0].choices!.map((c) => c.name)).toEqual([
+      'Yes, create it',
+      'Back to step 4 (name, description and expiry)',
+      'Back to step 2 (scopes)',
+      'Back to step 1 (preset)',
+      'No, cancel',
+    ]);
   });
 });
 
@@ -192,7 +236,12 @@ describe('the whole wizard', () => {
     ]);
     const s = setup();
     const draft = await keyWizard(prompter, s);
-    expect(draft).toMatchObject({ name: 'reader', description: '', scopes: [{ resource_type: 'namespace', resource_id: 'ns_1', role: 'admin' }], sharing_group_ids: ['grp_1'] });
+    expect(draft).toMatchObject({
+      name: 'reader',
+      description: '',
+      scopes: [{ resource_type: 'namespace', resource_id: 'ns_1', role: 'admin' }],
+      sharing_group_ids: ['grp_1'],
+    });
     // The first review had a Read-Only key with no group: it creates nothing, so nothing to warn about.
     expect(s.warnings).toEqual([]);
     expect(s.shown.map((d) => d.sharing_group_ids)).toEqual([[], ['grp_1'], ['grp_1']]);
@@ -207,7 +256,10 @@ describe('the whole wizard', () => {
 
   test('steps settled by flags are skipped, each saying why, and are not offered to go back to', async () => {
     const prompter = scripted(['desc', '90d', 'create']);
-    const draft = await keyWizard(prompter, setup({ scopes: [{ resource_type: 'agent', resource_id: 'agt_1', role: 'viewer' }], groupIds: [], given: { name: 'ci' } }));
+    const draft = await keyWizard(
+      prompter,
+      setup({ scopes: [{ resource_type: 'agent', resource_id: 'agt_1', role: 'viewer' }], groupIds: [], given: { name: 'ci' } }),
+    );
     expect(draft).toMatchObject({ name: 'ci', description: 'desc', sharing_group_ids: [] });
     expect(prompter.asked.filter((a) => a.kind === 'note').map((a) => a.message)).toEqual([
       'Step 1 of 4 · Preset: skipped, the scopes come from --scope',

@@ -4,7 +4,8 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { createClient, ApiRequestError } from '../../src/client/index.js';
 import type { StreamRecord } from '../../src/contract/conversation.js';
 
-const task = (sequence: number, status: string) => `id: ${sequence}\nevent: task\ndata: ${JSON.stringify({ id: 'task_1', filesystem_id: 'fs_1', namespace_id: 'ns_1', status })}\n\n`;
+const task = (sequence: number, status: string) =>
+  `id: ${sequence}\nevent: task\ndata: ${JSON.stringify({ id: 'task_1', filesystem_id: 'fs_1', namespace_id: 'ns_1', status })}\n\n`;
 const message = (sequence: number, text: string) =>
   `id: ${sequence}\nevent: message\ndata: ${JSON.stringify({ id: `msg_${sequence}`, task_id: 'task_1', author: 'agent', content: { type: 'text', text }, streaming_status: null, sequence_id: sequence, updated_sequence_id: sequence, created_at: 'x', updated_at: 'x' })}\n\n`;
 
@@ -28,7 +29,7 @@ describe('client.streamTask', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       if (seen.length === 1) {
         // Two records, a heartbeat, then the connection dies mid-stream.
-        res.write(task(1, 'RUNNING') + message(2, 'one') + ': heartbeat\n\n' + 'id: 3\nevent: mess');
+        res.write(`${task(1, 'RUNNING') + message(2, 'one')}: heartbeat\n\nid: 3\nevent: mess`);
         setTimeout(() => res.socket?.destroy(), 20);
       } else {
         // A server may repeat what the client already has: the client skips it.

@@ -6,7 +6,9 @@ const launcher = path.resolve(import.meta.dirname, '../../bin/agentctl.js');
 
 /** Runs the launcher as if Node were `version`. */
 const runAs = (version: string) =>
-  execa(process.execPath, ['--import', `data:text/javascript,Object.defineProperty(process.versions,"node",{value:"${version}"})`, launcher, '--version'], { reject: false });
+  execa(process.execPath, ['--import', `data:text/javascript,Object.defineProperty(process.versions,"node",{value:"${version}"})`, launcher, '--version'], {
+    reject: false,
+  });
 
 describe('bin/agentctl.js checks the Node version before loading anything', () => {
   test.each(['22.3.0', '22.22.1', '24.14.9', '25.9.0', '20.18.0'])('Node %s: exit 1 saying which Node to install', async (version) => {

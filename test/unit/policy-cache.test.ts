@@ -35,21 +35,52 @@ async function insertKey(): Promise<{ keyId: string; secret: string }> {
   const keyId = newId('apiKey');
   await db
     .insertInto('api_keys')
-    .values({ id: keyId, org_id: orgId, name: 'cached', key_hash: hashSecret(secret), key_prefix: secretPrefix(secret), created_by_key_id: null, expires_at: null, revoked_at: null, last_used_at: null })
+    .values({
+      id: keyId,
+      org_id: orgId,
+      name: 'cached',
+      key_hash: hashSecret(secret),
+      key_prefix: secretPrefix(secret),
+      created_by_key_id: null,
+      expires_at: null,
+      revoked_at: null,
+      last_used_at: null,
+    })
     .execute();
   return { keyId, secret };
 }
 
 async function insertAgent(): Promise<string> {
   const id = newId('agent');
-  await db.insertInto('agents').values({ id, namespace_id: namespaceId, name: id.toLowerCase(), agent_input_type: null, registered_at: null, registration_metadata: null, created_by_key_id: null, status_reason: null }).execute();
+  await db
+    .insertInto('agents')
+    .values({
+      id,
+      namespace_id: namespaceId,
+      name: id.toLowerCase(),
+      agent_input_type: null,
+      registered_at: null,
+      registration_metadata: null,
+      created_by_key_id: null,
+      status_reason: null,
+    })
+    .execute();
   return id;
 }
 
 const grant = (keyId: string, agentId: string, role: string, id?: string) =>
   db
     .insertInto('grants')
-    .values({ ...(id ? { id } : {}), principal_type: 'key', principal_id: keyId, resource_type: 'agent', resource_id: agentId, role, legacy_role: null, source: 'scope' })
+    .values({
+      ...(id ? { id } : {}),
+      principal_type: 'key',
+      principal_id: keyId,
+      resource_type: 'agent',
+      resource_id: agentId,
+      role,
+      legacy_role: null,
+      source: 'scope',
+    })
     .execute();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

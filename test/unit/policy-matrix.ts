@@ -27,7 +27,12 @@ export type ResourceName = keyof typeof resources;
 export const scopeTarget: Record<ResourceType, string> = { org: ORG, namespace: 'ns_A', agent: 'agt_1', project: 'prj_1' };
 
 export const ALL: Permission[] = ['discover', 'read', 'run', 'write', 'admin'];
-const inOrg = (perms: Permission[]) => Object.fromEntries(Object.keys(resources).filter((r) => r !== 'otherOrg').map((r) => [r, perms]));
+const inOrg = (perms: Permission[]) =>
+  Object.fromEntries(
+    Object.keys(resources)
+      .filter((r) => r !== 'otherOrg')
+      .map((r) => [r, perms]),
+  );
 
 /** Expected permissions per resource for each `type:role`; a resource left out gets none. */
 export const expected: Record<string, Partial<Record<ResourceName, Permission[]>>> = {

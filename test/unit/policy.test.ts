@@ -14,9 +14,7 @@ import { ALL, ORG, expected, resources, storedGrant, type ResourceName } from '.
 const actor = { keyId: 'key_1', orgId: ORG, name: 'matrix' };
 
 const matrixOf = (perms: Permissions) =>
-  Object.fromEntries(
-    (Object.keys(resources) as ResourceName[]).map((name) => [name, PERMISSIONS.filter((p) => perms.can(p, resources[name]))]),
-  );
+  Object.fromEntries((Object.keys(resources) as ResourceName[]).map((name) => [name, PERMISSIONS.filter((p) => perms.can(p, resources[name]))]));
 
 const cases = (Object.keys(ROLES_BY_RESOURCE_TYPE) as ResourceType[]).flatMap((type) => ROLES_BY_RESOURCE_TYPE[type].map((role) => ({ type, role })));
 

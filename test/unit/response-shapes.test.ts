@@ -20,7 +20,11 @@ function sample(shape: Shape, mode: 'full' | 'minimal', pick: number, extraKeys:
   switch (s.t) {
     case 'string': {
       const candidates = ['ok', 'x', 'abc-1', '2026-01-02T03:04:05.000Z', 'a'.repeat(s.min ?? 1)];
-      const fits = (c: string) => (s.min === undefined || c.length >= s.min) && (s.max === undefined || c.length <= s.max) && (s.length === undefined || c.length === s.length) && (!s.pattern || new RegExp(s.pattern[0], s.pattern[1]).test(c));
+      const fits = (c: string) =>
+        (s.min === undefined || c.length >= s.min) &&
+        (s.max === undefined || c.length <= s.max) &&
+        (s.length === undefined || c.length === s.length) &&
+        (!s.pattern || new RegExp(s.pattern[0], s.pattern[1]).test(c));
       return candidates.find(fits) ?? 'x';
     }
     case 'number':
@@ -76,7 +80,8 @@ function breakages(shape: Shape, value: unknown): unknown[] {
   if (s.t === 'enum' || s.t === 'literal') out.push('NOT_ONE_OF_THEM');
   if (s.t === 'union') out.push({ matches: 'no option' });
   if (s.t === 'array' && Array.isArray(value) && value.length) for (const broken of breakages(s.of, value[0])) out.push([broken, ...value.slice(1)]);
-  if (s.t === 'record' && value && typeof value === 'object') for (const [k, v] of Object.entries(value)) for (const broken of breakages(s.of, v)) out.push({ ...value, [k]: broken });
+  if (s.t === 'record' && value && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) for (const broken of breakages(s.of, v)) out.push({ ...value, [k]: broken });
   if (s.t === 'object' && value && typeof value === 'object') {
     for (const [k, prop] of Object.entries(s.props)) {
       const v = (value as Record<string, unknown>)[k];
@@ -107,12 +112,16 @@ describe('response shapes (the CLI parses answers without zod)', () => {
     const shape = RESPONSE_SHAPES.responses[name];
     const schema = endpoints[name].response as z.ZodType;
     const valid: unknown[] = [];
-    for (const mode of ['full', 'minimal'] as const) for (let pick = 0; pick < 3; pick++) for (const extraKeys of [false, true]) valid.push(sample(shape, mode, pick, extraKeys));
+    for (const mode of ['full', 'minimal'] as const)
+      for (let pick = 0; pick < 3; pick++) for (const extraKeys of [false, true]) valid.push(sample(shape, mode, pick, extraKeys));
     let compared = 0;
     for (const value of valid) {
       const ours = parseShape(RESPONSE_SHAPES, shape, value);
       const zods = schema.safeParse(value);
-      expect({ success: ours.success, data: ours.success ? ours.data : undefined }, JSON.stringify(value)).toStrictEqual({ success: zods.success, data: zods.success ? zods.data : undefined });
+      expect({ success: ours.success, data: ours.success ? ours.data : undefined }, JSON.stringify(value)).toStrictEqual({
+        success: zods.success,
+        data: zods.success ? zods.data : undefined,
+      });
       expect(ours.success, JSON.stringify(value)).toBe(true);
       for (const broken of breakages(shape, value)) {
         const verdict = parseShape(RESPONSE_SHAPES, shape, broken);
@@ -125,15 +134,39 @@ describe('response shapes (the CLI parses answers without zod)', () => {
   });
 
   test('defaults are filled in, unknown keys dropped, and a miss names its path', () => {
-    const version = { id: 'ver_1', number: 1, branch_id: 'br_1', git_hash: 'abc1234', git_branch: 'main', author_name: 'A', author_email: 'a@example.com', image_url: 'img', status: 'ACTIVE', deployed_at: '2026-01-01T00:00:00.000Z', sdk_type: 'alpha_agent_sdk', acp_type: 'async', extra: 1 };
+    const version = {
+      id: 'ver_1',
+      number: 1,
+      branch_id: 'br_1',
+      git_hash: 'abc1234',
+      git_branch: 'main',
+      author_name: 'A',
+      author_email: 'a@example.com',
+      image_url: 'img',
+      status: 'ACTIVE',
+      deployed_at: '2026-01-01T00:00:00.000Z',
+      sdk_type: 'alpha_agent_sdk',
+      acp_type: 'async',
+      extra: 1,
+    };
     const parsed = parseShape(RESPONSE_SHAPES, RESPONSE_SHAPES.responses.listAgentVersions, { total: 1, versions: [version], branch_id: null });
     expect(parsed).toEqual({
       success: true,
-      data: { total: 1, branch_id: null, versions: [{ ...Object.fromEntries(Object.entries(version).filter(([k]) => k !== 'extra')), git_message: '', is_dirty: false, replicas: 0, rollback_count: 0 }] },
+      data: {
+        total: 1,
+        branch_id: null,
+        versions: [
+          { ...Object.fromEntries(Object.entries(version).filter(([k]) => k !== 'extra')), git_message: '', is_dirty: false, replicas: 0, rollback_count: 0 },
+        ],
+      },
     });
-    expect(parseShape(RESPONSE_SHAPES, RESPONSE_SHAPES.responses.listAgentVersions, { total: 1, versions: [{ ...version, status: 'NAPPING' }], branch_id: null })).toEqual({
+    expect(
+      parseShape(RESPONSE_SHAPES, RESPONSE_SHAPES.responses.listAgentVersions, { total: 1, versions: [{ ...version, status: 'NAPPING' }], branch_id: null }),
+    ).toEqual({
       success: false,
-      issues: [{ path: ['versions', 0, 'status'], message: 'expected one of "DEPLOYING", "ACTIVE", "FAILED", "UNHEALTHY", "DRAINING", "RETIRED", "ROLLED_BACK"' }],
+      issues: [
+        { path: ['versions', 0, 'status'], message: 'expected one of "DEPLOYING", "ACTIVE", "FAILED", "UNHEALTHY", "DRAINING", "RETIRED", "ROLLED_BACK"' },
+      ],
     });
   });
 });

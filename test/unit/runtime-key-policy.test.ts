@@ -11,7 +11,14 @@ describe('a runtime key', () => {
   ]);
 
   test('may discover, read, run and write task data on its own agent, and nothing more', () => {
-    expect(['discover', 'read', 'run', 'write_task_data', 'write', 'admin'].map((p) => perms.can(p as never, own))).toEqual([true, true, true, true, false, false]);
+    expect(['discover', 'read', 'run', 'write_task_data', 'write', 'admin'].map((p) => perms.can(p as never, own))).toEqual([
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
   });
 
   test('may do nothing on another agent, a namespace, a project or the org', () => {
@@ -31,8 +38,12 @@ describe('a runtime key', () => {
 
 describe('write_task_data for other keys', () => {
   test('is exactly write on the agent', () => {
-    const editor = new Permissions({ keyId: 'key_e', orgId: 'org_1', name: 'editor' }, [{ resource_type: 'agent', resource_id: 'agt_own', role: 'editor', legacy_role: null, namespace_id: 'ns_1' }]);
-    const viewer = new Permissions({ keyId: 'key_v', orgId: 'org_1', name: 'viewer' }, [{ resource_type: 'agent', resource_id: 'agt_own', role: 'viewer', legacy_role: null, namespace_id: 'ns_1' }]);
+    const editor = new Permissions({ keyId: 'key_e', orgId: 'org_1', name: 'editor' }, [
+      { resource_type: 'agent', resource_id: 'agt_own', role: 'editor', legacy_role: null, namespace_id: 'ns_1' },
+    ]);
+    const viewer = new Permissions({ keyId: 'key_v', orgId: 'org_1', name: 'viewer' }, [
+      { resource_type: 'agent', resource_id: 'agt_own', role: 'viewer', legacy_role: null, namespace_id: 'ns_1' },
+    ]);
     expect([editor.can('write_task_data', own), viewer.can('write_task_data', own)]).toEqual([true, false]);
     expect(editor.visible('agent', 'write_task_data')).toEqual(editor.visible('agent', 'write'));
   });

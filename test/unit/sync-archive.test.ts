@@ -36,8 +36,24 @@ describe('packTree', () => {
 // Hostile archives, for readArchive and syncDown alike, are in one table: test/integration/hostile-archives.test.ts.
 describe('readArchive on the receiving side', () => {
   test('equal trees have equal checksums whatever the compression and member order', async () => {
-    const a = await readArchive(Readable.from([zstd(rawTar([{ path: 'a', body: Buffer.from('1') }, { path: 'b', body: Buffer.from('2') }]))]));
-    const b = await readArchive(Readable.from([rawTar([{ path: 'b', body: Buffer.from('2') }, { path: './a', body: Buffer.from('1') }])]));
+    const a = await readArchive(
+      Readable.from([
+        zstd(
+          rawTar([
+            { path: 'a', body: Buffer.from('1') },
+            { path: 'b', body: Buffer.from('2') },
+          ]),
+        ),
+      ]),
+    );
+    const b = await readArchive(
+      Readable.from([
+        rawTar([
+          { path: 'b', body: Buffer.from('2') },
+          { path: './a', body: Buffer.from('1') },
+        ]),
+      ]),
+    );
     expect(a.checksum).toBe(b.checksum);
     expect(a.checksum).toBe(treeChecksum(a.entries));
     const empty = await readArchive(Readable.from([zstd(Buffer.alloc(1024))]));
@@ -68,7 +84,12 @@ describe('syncDown against a hostile or failing server', () => {
   };
 
   test('a download cut half-way fails; the local tree is untouched and the staging area is gone', async () => {
-    const body = zstd(rawTar([{ path: 'new.bin', body: Buffer.alloc(4 * 1024 * 1024, 7) }, { path: 'other.txt', body: Buffer.from('other') }]));
+    const body = zstd(
+      rawTar([
+        { path: 'new.bin', body: Buffer.alloc(4 * 1024 * 1024, 7) },
+        { path: 'other.txt', body: Buffer.from('other') },
+      ]),
+    );
     const { parent, dir, before, stateFile } = await workTree();
     await withArchiveServer(
       (res) => {

@@ -22,17 +22,25 @@ type Expected = Record<VersionHappening, Record<VersionStatus, VersionStatus | t
 // prettier-ignore
 const EXPECTED: Expected = {
   //               DEPLOYING       ACTIVE              FAILED          UNHEALTHY           DRAINING            RETIRED             ROLLED_BACK
-  ready:          { DEPLOYING: 'ACTIVE', ACTIVE: 'ACTIVE', FAILED: no, UNHEALTHY: 'ACTIVE', DRAINING: no, RETIRED: no, ROLLED_BACK: no },
-  recovered:      { DEPLOYING: no, ACTIVE: 'ACTIVE', FAILED: no, UNHEALTHY: 'ACTIVE', DRAINING: no, RETIRED: no, ROLLED_BACK: no },
-  unhealthy:      { DEPLOYING: no, ACTIVE: 'UNHEALTHY', FAILED: no, UNHEALTHY: 'UNHEALTHY', DRAINING: no, RETIRED: no, ROLLED_BACK: no },
-  failed:         { DEPLOYING: 'FAILED', ACTIVE: no, FAILED: no, UNHEALTHY: no, DRAINING: no, RETIRED: no, ROLLED_BACK: no },
+  ready: { DEPLOYING: 'ACTIVE', ACTIVE: 'ACTIVE', FAILED: no, UNHEALTHY: 'ACTIVE', DRAINING: no, RETIRED: no, ROLLED_BACK: no },
+  recovered: { DEPLOYING: no, ACTIVE: 'ACTIVE', FAILED: no, UNHEALTHY: 'ACTIVE', DRAINING: no, RETIRED: no, ROLLED_BACK: no },
+  unhealthy: { DEPLOYING: no, ACTIVE: 'UNHEALTHY', FAILED: no, UNHEALTHY: 'UNHEALTHY', DRAINING: no, RETIRED: no, ROLLED_BACK: no },
+  failed: { DEPLOYING: 'FAILED', ACTIVE: no, FAILED: no, UNHEALTHY: no, DRAINING: no, RETIRED: no, ROLLED_BACK: no },
   runtime_failed: { DEPLOYING: 'FAILED', ACTIVE: 'UNHEALTHY', FAILED: no, UNHEALTHY: 'UNHEALTHY', DRAINING: no, RETIRED: no, ROLLED_BACK: no },
-  registered:     { DEPLOYING: 'ACTIVE', ACTIVE: 'ACTIVE', FAILED: no, UNHEALTHY: 'UNHEALTHY', DRAINING: 'DRAINING', RETIRED: no, ROLLED_BACK: no },
-  superseded:     { DEPLOYING: no, ACTIVE: 'DRAINING', FAILED: no, UNHEALTHY: 'DRAINING', DRAINING: no, RETIRED: no, ROLLED_BACK: no },
-  drained:        { DEPLOYING: no, ACTIVE: no, FAILED: no, UNHEALTHY: no, DRAINING: 'RETIRED', RETIRED: no, ROLLED_BACK: no },
-  retired:        { DEPLOYING: 'RETIRED', ACTIVE: 'RETIRED', FAILED: 'FAILED', UNHEALTHY: 'RETIRED', DRAINING: 'RETIRED', RETIRED: 'RETIRED', ROLLED_BACK: 'ROLLED_BACK' },
-  rolled_back:    { DEPLOYING: 'ROLLED_BACK', ACTIVE: 'ROLLED_BACK', FAILED: no, UNHEALTHY: 'ROLLED_BACK', DRAINING: no, RETIRED: no, ROLLED_BACK: no },
-  restored:       { DEPLOYING: 'ACTIVE', ACTIVE: 'ACTIVE', FAILED: no, UNHEALTHY: 'ACTIVE', DRAINING: 'ACTIVE', RETIRED: 'ACTIVE', ROLLED_BACK: 'ACTIVE' },
+  registered: { DEPLOYING: 'ACTIVE', ACTIVE: 'ACTIVE', FAILED: no, UNHEALTHY: 'UNHEALTHY', DRAINING: 'DRAINING', RETIRED: no, ROLLED_BACK: no },
+  superseded: { DEPLOYING: no, ACTIVE: 'DRAINING', FAILED: no, UNHEALTHY: 'DRAINING', DRAINING: no, RETIRED: no, ROLLED_BACK: no },
+  drained: { DEPLOYING: no, ACTIVE: no, FAILED: no, UNHEALTHY: no, DRAINING: 'RETIRED', RETIRED: no, ROLLED_BACK: no },
+  retired: {
+    DEPLOYING: 'RETIRED',
+    ACTIVE: 'RETIRED',
+    FAILED: 'FAILED',
+    UNHEALTHY: 'RETIRED',
+    DRAINING: 'RETIRED',
+    RETIRED: 'RETIRED',
+    ROLLED_BACK: 'ROLLED_BACK',
+  },
+  rolled_back: { DEPLOYING: 'ROLLED_BACK', ACTIVE: 'ROLLED_BACK', FAILED: no, UNHEALTHY: 'ROLLED_BACK', DRAINING: no, RETIRED: no, ROLLED_BACK: no },
+  restored: { DEPLOYING: 'ACTIVE', ACTIVE: 'ACTIVE', FAILED: no, UNHEALTHY: 'ACTIVE', DRAINING: 'ACTIVE', RETIRED: 'ACTIVE', ROLLED_BACK: 'ACTIVE' },
 };
 
 describe('version lifecycle: next(status, happening)', () => {
@@ -69,7 +77,8 @@ describe('the status sets (src/contract/lifecycle.ts) agree with the statuses an
   });
 
   test('version sets: routable, serving and running versions are live; live ones are what a retire changes and where processes register', () => {
-    for (const set of [ROUTABLE_VERSION_STATUSES, SERVING_VERSION_STATUSES, RUNNING_VERSION_STATUSES]) expect(set.every((s) => (LIVE_VERSION_STATUSES as readonly string[]).includes(s))).toBe(true);
+    for (const set of [ROUTABLE_VERSION_STATUSES, SERVING_VERSION_STATUSES, RUNNING_VERSION_STATUSES])
+      expect(set.every((s) => (LIVE_VERSION_STATUSES as readonly string[]).includes(s))).toBe(true);
     expect(bulkMove('retired').from).toEqual([...LIVE_VERSION_STATUSES]);
     expect(VERSION_STATUSES.filter((s) => !isRefusal(next(s, 'registered')))).toEqual([...LIVE_VERSION_STATUSES]);
     expect(VERSION_STATUSES.filter((s) => next(s, 'superseded') === 'DRAINING')).toEqual([...SERVING_VERSION_STATUSES]);

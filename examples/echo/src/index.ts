@@ -22,7 +22,7 @@ const server = new AgentServer({
     // Handlers of one task run one at a time, so read-then-merge cannot lose a count.
     const count = Number((await ctx.state.get())?.state.events ?? 0) + 1;
     await ctx.state.update({ events: count });
-    await writeFile(path.join(ctx.workspace, 'last-event.txt'), text + '\n');
+    await writeFile(path.join(ctx.workspace, 'last-event.txt'), `${text}\n`);
     await ctx.messages.send(`echo #${count}: ${text}`);
     await ctx.tracker.update(Math.min(100, count * 10), `handled ${count} event${count === 1 ? '' : 's'}`);
   },

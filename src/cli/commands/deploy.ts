@@ -19,10 +19,15 @@ import { agent, waitOptions } from '../options.js';
 export default defineCommand({
   path: ['deploy'],
   summary: 'Deploy the current git commit as a new version and wait until it is ACTIVE or FAILED',
-  description: 'Reads the commit hash, branch, subject, author and dirty state from git in the current directory, and defaults (agent, acp_type, replicas, description, are_tasks_sticky) from agentctl.json; flags override them.',
+  description:
+    'Reads the commit hash, branch, subject, author and dirty state from git in the current directory, and defaults (agent, acp_type, replicas, description, are_tasks_sticky) from agentctl.json; flags override them.',
   options: [
     { ...agent, description: 'Agent as namespace/name (created on first deploy)' },
-    { flags: '--image <url>', description: 'Container image of this version (without it: the commit’s tree is uploaded and run from source)', field: 'image_url' },
+    {
+      flags: '--image <url>',
+      description: 'Container image of this version (without it: the commit’s tree is uploaded and run from source)',
+      field: 'image_url',
+    },
     { flags: '--branch <name>', description: 'Git branch to deploy as (default: the checked-out branch)' },
     { flags: '--replicas <n>', description: `Replicas, ${boundsText(DEPLOY_REPLICAS)}`, integer: true },
     { flags: '--sticky', description: 'Keep running tasks on their current version', field: 'are_tasks_sticky' },
@@ -48,19 +53,40 @@ export default defineCommand({
     const agent = parseAgentPath(requireAgentOption(options.agent ?? project?.agent, 'agentctl deploy'));
     const agentName = `${agent.namespace_slug}/${agent.agent_name}`;
     if (git.dirty && !options.allowDirty) {
-      throw usageError('The work tree has uncommitted changes', 'Commit them, or pass --allow-dirty to deploy anyway (the version is marked dirty).', agentctl('deploy', '--agent', agentName, ...(options.image ? ['--image', options.image] : []), ...(options.branch ? ['--branch', options.branch] : []), '--allow-dirty'));
+      throw usageError(
+        'The work tree has uncommitted changes',
+        'Commit them, or pass --allow-dirty to deploy anyway (the version is marked dirty).',
+        agentctl(
+          'deploy',
+          '--agent',
+          agentName,
+          ...(options.image ? ['--image', options.image] : []),
+          ...(options.branch ? ['--branch', options.branch] : []),
+          '--allow-dirty',
+        ),
+      );
     }
     const branch = options.branch ?? git.branch;
     if (!branch) throw usageError('HEAD is detached, so there is no branch to deploy to', 'Pass --branch <name>.');
     // Before a word of progress: the profile's key and the server answer, and the branch's newest version is known.
     const newest = await newestVersion(ctx, agent, branch);
     if (newest && !options.force && isRedeploy(newest, { hash: git.hash, dirty: git.dirty, image: options.image })) {
-      throw new CliError(`v${newest.number} of ${agentName} on ${branch} already runs ${git.hash.slice(0, 7)} "${newest.git_message}" (${newest.status}): deploying it again would make an identical v${newest.number + 1}`, {
-        exitCode: ExitCode.conflict,
-        code: 'same_commit',
-        hint: 'Commit a change first, or pass --force to deploy the same commit again (a fresh start of it).',
-        next: agentctl('deploy', '--agent', agentName, ...(options.image ? ['--image', options.image] : []), ...(options.branch ? ['--branch', options.branch] : []), '--force'),
-      });
+      throw new CliError(
+        `v${newest.number} of ${agentName} on ${branch} already runs ${git.hash.slice(0, 7)} "${newest.git_message}" (${newest.status}): deploying it again would make an identical v${newest.number + 1}`,
+        {
+          exitCode: ExitCode.conflict,
+          code: 'same_commit',
+          hint: 'Commit a change first, or pass --force to deploy the same commit again (a fresh start of it).',
+          next: agentctl(
+            'deploy',
+            '--agent',
+            agentName,
+            ...(options.image ? ['--image', options.image] : []),
+            ...(options.branch ? ['--branch', options.branch] : []),
+            '--force',
+          ),
+        },
+      );
     }
     ctx.info(`Deploying ${git.hash.slice(0, 7)} "${git.subject}" of ${branch}${git.dirty ? ' (dirty)' : ''} as ${agentName}`);
     // Without an image the source itself is deployed: uploaded as a filesystem the runtime runs from.
@@ -87,7 +113,10 @@ export default defineCommand({
     if (data.tasks_migrated) ctx.info(`${plural(data.tasks_migrated, 'running task')} moved to ${data.version_id}`);
     if (options.detach || isIn(SETTLED_VERSION_STATUSES, data.version_status)) {
       ctx.success(`${data.message} (${data.version_id}, ${data.version_status})`);
-      if (options.detach) ctx.info(`Follow it with: ${agentctl('versions', 'get', data.version_id)} (it turns ACTIVE when its runtime reports ready: ${agentctl('versions', 'register', data.version_id)})`);
+      if (options.detach)
+        ctx.info(
+          `Follow it with: ${agentctl('versions', 'get', data.version_id)} (it turns ACTIVE when its runtime reports ready: ${agentctl('versions', 'register', data.version_id)})`,
+        );
       return {
         json: raw,
         view: record([

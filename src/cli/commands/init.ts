@@ -45,17 +45,22 @@ export default defineCommand({
     const dirName = path.basename(dir);
     const agent = options.agent ?? `default/${slug(dirName)}`;
     const parsed = AgentProjectFile.safeParse({ agent, acp_type: options.acpType });
-    if (!parsed.success) throw usageError(`Not an agent name: ${agent}`, 'Give --agent as namespace/name: lowercase letters, digits and dashes, e.g. default/my-bot.');
+    if (!parsed.success)
+      throw usageError(`Not an agent name: ${agent}`, 'Give --agent as namespace/name: lowercase letters, digits and dashes, e.g. default/my-bot.');
     const entries = existsSync(dir) ? await readdir(dir) : [];
     if (entries.length && !options.force) {
-      throw new CliError(`${dir} is not empty`, { exitCode: ExitCode.conflict, code: 'directory_not_empty', hint: 'Pick a new directory, or pass --force to write the project files into this one (same-named files are replaced).' });
+      throw new CliError(`${dir} is not empty`, {
+        exitCode: ExitCode.conflict,
+        code: 'directory_not_empty',
+        hint: 'Pick a new directory, or pass --force to write the project files into this one (same-named files are replaced).',
+      });
     }
     const project = parsed.data;
     const taken = await existingAgent(ctx, project.agent);
     const files: Record<string, string> = {
-      'package.json': JSON.stringify({ name: slug(dirName), version: '0.1.0', private: true, type: 'module', scripts: { start: 'node src/index.ts', typecheck: 'tsc --noEmit' } }, null, 2) + '\n',
+      'package.json': `${JSON.stringify({ name: slug(dirName), version: '0.1.0', private: true, type: 'module', scripts: { start: 'node src/index.ts', typecheck: 'tsc --noEmit' } }, null, 2)}\n`,
       'tsconfig.json': TSCONFIG,
-      [AGENT_PROJECT_FILE]: JSON.stringify({ agent: project.agent, entry: project.entry, acp_type: project.acp_type, description: '' }, null, 2) + '\n',
+      [AGENT_PROJECT_FILE]: `${JSON.stringify({ agent: project.agent, entry: project.entry, acp_type: project.acp_type, description: '' }, null, 2)}\n`,
       'src/index.ts': project.acp_type === 'sync' ? SYNC_AGENT : ASYNC_AGENT,
       'README.md': readme(project.agent, project.acp_type),
       '.gitignore': 'node_modules\n',
@@ -73,11 +78,21 @@ export default defineCommand({
     }
     const committed = options.git === false ? false : await commitFirst(dir);
     ctx.success(`Created ${project.agent} in ${dir}`);
-    if (!options.agent && project.agent !== `default/${dirName}`) ctx.info(`The agent is named ${project.agent}, from the directory name "${dirName}" (--agent ns/name picks another).`);
-    if (taken) ctx.warn(`${project.agent} already exists on ${taken} and this project deploys to it: pass --agent ns/<new name> (or edit agentctl.json) for an agent of its own.`);
+    if (!options.agent && project.agent !== `default/${dirName}`)
+      ctx.info(`The agent is named ${project.agent}, from the directory name "${dirName}" (--agent ns/name picks another).`);
+    if (taken)
+      ctx.warn(
+        `${project.agent} already exists on ${taken} and this project deploys to it: pass --agent ns/<new name> (or edit agentctl.json) for an agent of its own.`,
+      );
     ctx.info(await nextSteps(ctx, shellCommand('cd', path.relative(ctx.io.cwd, dir) || '.')));
     return {
-      json: { directory: dir, agent: project.agent, acp_type: project.acp_type, files: [...Object.keys(files), 'node_modules/agentctl'], git_commit: committed || null },
+      json: {
+        directory: dir,
+        agent: project.agent,
+        acp_type: project.acp_type,
+        files: [...Object.keys(files), 'node_modules/agentctl'],
+        git_commit: committed || null,
+      },
       view: record([
         ['Directory', dir],
         ['Agent', project.agent],
@@ -112,7 +127,11 @@ async function existingAgent(ctx: CommandContext, agent: string): Promise<string
   }
 }
 
-const slug = (name: string) => name.toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^[-_]+|[-_]+$/g, '') || 'agent';
+const slug = (name: string) =>
+  name
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^[-_]+|[-_]+$/g, '') || 'agent';
 
 /** The directory of the running agentctl package (the one with its package.json). */
 function packageRoot(): string {
@@ -131,15 +150,22 @@ async function commitFirst(dir: string): Promise<string | false> {
   const git = (args: string[]) => execa('git', args, { cwd: dir, stripFinalNewline: true });
   try {
     if (!existsSync(path.join(dir, '.git'))) await git(['init', '-q', '-b', 'main']);
-    const identity = (await git(['config', 'user.email']).catch(() => ({ stdout: '' }))).stdout ? [] : ['-c', 'user.name=agentctl init', '-c', 'user.email=agentctl@localhost'];
+    const identity = (await git(['config', 'user.email']).catch(() => ({ stdout: '' }))).stdout
+      ? []
+      : ['-c', 'user.name=agentctl init', '-c', 'user.email=agentctl@localhost'];
     await git(['add', '-A']);
     await git([...identity, 'commit', '-q', '-m', 'New agent from agentctl init']);
     return (await git(['rev-parse', 'HEAD'])).stdout;
   } catch (error) {
     const missing = (error as { code?: string }).code === 'ENOENT';
-    throw new CliError(missing ? 'The files are written, but git is not installed, so there is no repository yet' : `The files are written, but git failed: ${(error as { stderr?: string }).stderr || (error as Error).message}`, {
-      hint: 'Install git, then run git init && git add -A && git commit -m "first version" in the directory.',
-    });
+    throw new CliError(
+      missing
+        ? 'The files are written, but git is not installed, so there is no repository yet'
+        : `The files are written, but git failed: ${(error as { stderr?: string }).stderr || (error as Error).message}`,
+      {
+        hint: 'Install git, then run git init && git add -A && git commit -m "first version" in the directory.',
+      },
+    );
   }
 }
 

@@ -42,7 +42,11 @@ export default defineCommand({
     { flags: '--since <when>', description: 'Only lines since a duration ago (10m, 2h, 1d) or a time' },
     { flags: '--tail <n>', description: `The last N lines (${boundsText(LOG_TAIL)})`, integer: true, default: LOG_TAIL.default },
   ],
-  examples: ['agentctl logs --agent default/my-bot -f', 'agentctl logs ver_01J9Z3 --since 10m', 'agentctl logs --agent default/my-bot --branch feature/search --json'],
+  examples: [
+    'agentctl logs --agent default/my-bot -f',
+    'agentctl logs ver_01J9Z3 --since 10m',
+    'agentctl logs --agent default/my-bot --branch feature/search --json',
+  ],
   notFoundNext: 'agentctl versions list --agent <ns/name>',
   handler: async (ctx, args, options) => {
     const client = await ctx.client();
@@ -51,7 +55,7 @@ export default defineCommand({
     const sources = await sourcesOf(ctx, client, args[0], options);
     const tty = Boolean(ctx.io.stdout.isTTY);
     const print = (source: Source, line: VersionLogLine) => {
-      if (ctx.globals.json) return void ctx.io.stdout.write(JSON.stringify(line) + '\n');
+      if (ctx.globals.json) return void ctx.io.stdout.write(`${JSON.stringify(line)}\n`);
       // Piped: tab-separated fields with the ISO time, as every list prints for scripts.
       if (!tty) return void ctx.io.stdout.write(`${line.time}\t${source.label}\t${line.replica}\t${line.stream}\t${line.line}\n`);
       const text = line.stream === 'stderr' ? ctx.chalk.red(line.line) : line.line;
@@ -113,7 +117,8 @@ const MAX_TAIL = 10_000;
 const lineKey = (line: VersionLogLine) => `${line.replica}\u0000${line.stream}\u0000${line.line}`;
 
 /** The versions to read: the one named, or every version of the agent's branch (oldest first). */
-async function sourcesOf(ctx: CommandContext, client: Client, versionRef: string | undefined, options: Record<string, any>): Promise<Source[]> {
+// biome-ignore lint/suspicious/noExplicitAny: commander's parsed options are untyped
+async function sourcesOf(_ctx: CommandContext, client: Client, versionRef: string | undefined, options: Record<string, any>): Promise<Source[]> {
   if (versionRef) {
     if (options.branch) throw usageError('Give a VERSION or --agent with --branch, not both');
     const versionId = await resolveVersionId(client, versionRef, options.agent, 'VERSION');
@@ -124,7 +129,11 @@ async function sourcesOf(ctx: CommandContext, client: Client, versionRef: string
   const branch = await resolveBranch(client, options.branch ?? 'main', agent, 'agentctl logs');
   const { versions } = await client.listBranchVersions({ params: { branch_id: branch.id }, query: { limit: 100 } });
   if (versions.length === 0) {
-    throw new CliError(`Branch ${branch.git_branch} of ${agent} has no versions`, { exitCode: ExitCode.notFound, code: 'not_found', next: agentctl('deploy', '--agent', agent) });
+    throw new CliError(`Branch ${branch.git_branch} of ${agent} has no versions`, {
+      exitCode: ExitCode.notFound,
+      code: 'not_found',
+      next: agentctl('deploy', '--agent', agent),
+    });
   }
   // Newest first from the API; labelled by their number, as people count them. Following reads every
   // version too: a retired one may run again (a rollback) and a draining one still writes.

@@ -20,11 +20,18 @@ export default defineCommand({
   description: 'Without --to, the newest earlier version whose image has not expired. State records and API keys are not rolled back.',
   options: [
     { ...agent, description: 'Agent as namespace/name' },
-    { flags: '--branch <name>', description: 'Git branch (or a br_ id); default: the checked-out git branch when the agent has it, else the agent’s only branch' },
+    {
+      flags: '--branch <name>',
+      description: 'Git branch (or a br_ id); default: the checked-out git branch when the agent has it, else the agent’s only branch',
+    },
     { flags: '--to <ref>', description: 'Target version: vN, a git-hash prefix (4+ characters) or a ver_ id', field: 'target_version_id' },
     ...waitOptions,
   ],
-  examples: ['agentctl rollback', 'agentctl rollback --agent default/bot --branch main', 'agentctl rollback --agent default/bot --branch main --to 3f2a9c1 --yes --json'],
+  examples: [
+    'agentctl rollback',
+    'agentctl rollback --agent default/bot --branch main',
+    'agentctl rollback --agent default/bot --branch main --to 3f2a9c1 --yes --json',
+  ],
   notFoundNext: 'agentctl branches list --agent <ns/name>',
   handler: async (ctx, _args, options) => {
     const agent = requireAgentOption(options.agent, 'agentctl rollback');
@@ -32,7 +39,8 @@ export default defineCommand({
     const branch = options.branch ? await resolveBranch(client, options.branch, agent, 'agentctl rollback') : await defaultBranch(ctx, client, agent);
     const targetId = options.to ? await resolveVersionId(client, options.to, agent, '--to') : null;
     const rolledBack = async (id: string) => versionLabel((await client.getVersion({ params: { version_id: id } })).number);
-    const request = (dryRun: boolean) => ctx.call('rollbackBranch', { params: { branch_id: branch.id }, body: { target_version_id: targetId, dry_run: dryRun } });
+    const request = (dryRun: boolean) =>
+      ctx.call('rollbackBranch', { params: { branch_id: branch.id }, body: { target_version_id: targetId, dry_run: dryRun } });
 
     const { data, raw } = await confirmApply(ctx, {
       plan: async () => (await request(true)).data,

@@ -95,7 +95,13 @@ export function toFailure(error: unknown, context: FailureContext = {}): Failure
   }
   if (error instanceof NotServiceAnswerError) {
     if (error.body === 'truncated_json') {
-      return { exitCode: ExitCode.failure, code: 'truncated_response', status: error.status, message: error.message, hint: 'A proxy or the network cut the answer short; run the command again.' };
+      return {
+        exitCode: ExitCode.failure,
+        code: 'truncated_response',
+        status: error.status,
+        message: error.message,
+        hint: 'A proxy or the network cut the answer short; run the command again.',
+      };
     }
     return {
       exitCode: ExitCode.unreachable,
@@ -107,7 +113,12 @@ export function toFailure(error: unknown, context: FailureContext = {}): Failure
     };
   }
   if (error instanceof ResponseShapeError) {
-    return { exitCode: ExitCode.failure, code: 'unexpected_response', message: error.message, hint: 'This agentctl and the service disagree on the API; use matching versions.' };
+    return {
+      exitCode: ExitCode.failure,
+      code: 'unexpected_response',
+      message: error.message,
+      hint: 'This agentctl and the service disagree on the API; use matching versions.',
+    };
   }
   if (error instanceof ApiRequestError) {
     const base = { exitCode: exitCodeForStatus(error.status), code: error.code, status: error.status, detail: error.detail, message: error.message };
@@ -134,7 +145,11 @@ export function toFailure(error: unknown, context: FailureContext = {}): Failure
       case 429:
         return { ...base, hint: `Rate limited${error.retryAfter !== undefined ? `: retry in ${Math.ceil(error.retryAfter)} s` : ''}.` };
       default:
-        return { ...base, hint: error.status >= 500 ? 'The service failed; its log has the details.' : undefined, next: error.status >= 500 ? 'agentctl server status' : undefined };
+        return {
+          ...base,
+          hint: error.status >= 500 ? 'The service failed; its log has the details.' : undefined,
+          next: error.status >= 500 ? 'agentctl server status' : undefined,
+        };
     }
   }
   const message = error instanceof Error ? error.message : String(error);
@@ -153,11 +168,11 @@ export function formatFailure(failure: Failure, chalk: ChalkInstance): string {
   const lines = [`${chalk.red('error:')} ${failure.message}${failure.status ? chalk.gray(` (${failure.status} ${failure.code})`) : ''}`];
   if (failure.hint) lines.push(`${chalk.gray('hint:')} ${failure.hint}`);
   if (failure.next) lines.push(`${chalk.gray('try:')}  ${failure.next}`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }
 
 /** The `--json` form, on stderr: `{"error": {code, message, status, detail, hint}}`. */
 export function jsonFailure(failure: Failure): string {
   const { code, message, status, detail, hint } = failure;
-  return JSON.stringify({ error: { code, message, status: status ?? null, detail: detail ?? null, hint: hint ?? null } }) + '\n';
+  return `${JSON.stringify({ error: { code, message, status: status ?? null, detail: detail ?? null, hint: hint ?? null } })}\n`;
 }

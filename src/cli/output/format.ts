@@ -72,6 +72,7 @@ export function humanCell(value: unknown, format: CellFormat, chalk: ChalkInstan
 /** A cell for a pipe: ISO times, no colour, tabs and newlines folded so each row stays one line. */
 export function plainCell(value: unknown, format: CellFormat): string {
   if (value === null || value === undefined) return '';
-  const text = format === 'json' || (typeof value === 'object' && value !== null) ? JSON.stringify(value) : format === 'bool' ? String(Boolean(value)) : String(value);
+  const text =
+    format === 'json' || (typeof value === 'object' && value !== null) ? JSON.stringify(value) : format === 'bool' ? String(Boolean(value)) : String(value);
   return text.replace(/[\t\r\n]+/g, ' ');
 }

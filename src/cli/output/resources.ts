@@ -75,7 +75,7 @@ export const versionColumns: Column<Version>[] = [
   { header: 'HASH', value: (v) => short(v.git_hash) },
   { header: 'BRANCH', value: (v) => v.git_branch },
   { header: 'STATUS', value: (v) => v.status, format: 'status' },
-  { header: 'MESSAGE', value: (v) => (v.git_message.length > 50 ? v.git_message.slice(0, 49) + '…' : v.git_message) },
+  { header: 'MESSAGE', value: (v) => (v.git_message.length > 50 ? `${v.git_message.slice(0, 49)}…` : v.git_message) },
   { header: 'AUTHOR', value: (v) => v.author_name },
   { header: 'DEPLOYED', value: (v) => v.deployed_at, format: 'time' },
 ];

@@ -1,5 +1,6 @@
 import type { CellFormat } from './format.js';
 
+// biome-ignore lint/suspicious/noExplicitAny: a column reads any row type its table is given
 export interface Column<T = any> {
   header: string;
   value: (row: T) => unknown;
@@ -18,6 +19,12 @@ export type View =
   | { kind: 'record'; fields: RecordField[] }
   | { kind: 'text'; text: string };
 
-export const table = <T>(columns: Column<T>[], rows: T[], empty: string, title?: string): View => ({ kind: 'table', columns, rows, empty, ...(title ? { title } : {}) });
+export const table = <T>(columns: Column<T>[], rows: T[], empty: string, title?: string): View => ({
+  kind: 'table',
+  columns,
+  rows,
+  empty,
+  ...(title ? { title } : {}),
+});
 export const record = (fields: RecordField[]): View => ({ kind: 'record', fields });
 export const text = (value: string): View => ({ kind: 'text', text: value });

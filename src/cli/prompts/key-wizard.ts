@@ -71,12 +71,19 @@ export async function configureScopes(
   const scopes: Scope[] = [...initial];
   const add = (scope: Scope) => {
     if (!scopes.some((s) => s.resource_type === scope.resource_type && s.resource_id === scope.resource_id)) scopes.push(scope);
-    else scopes.splice(scopes.findIndex((s) => s.resource_type === scope.resource_type && s.resource_id === scope.resource_id), 1, scope);
+    else
+      scopes.splice(
+        scopes.findIndex((s) => s.resource_type === scope.resource_type && s.resource_id === scope.resource_id),
+        1,
+        scope,
+      );
   };
   for (const template of options.prefill === false ? [] : preset.scopes) {
     const choices = resources[template.resource_type];
     if (!choices.length) {
-      prompter.note(`Step 2 of 4 · Scopes: no ${template.resource_type} is visible to this key, so the preset's ${template.resource_type}:${template.role} is left out`);
+      prompter.note(
+        `Step 2 of 4 · Scopes: no ${template.resource_type} is visible to this key, so the preset's ${template.resource_type}:${template.role} is left out`,
+      );
       continue;
     }
     const picked = await prompter.checkbox({
@@ -97,7 +104,10 @@ export async function configureScopes(
     });
     if (action === 'done' || action === BACK) return action === BACK ? BACK : scopes;
     if (action === 'remove') {
-      const removed = await prompter.checkbox({ message: 'Remove which scopes?', choices: scopes.map((s, i) => ({ name: scopeLabel(s, resources), value: i })) });
+      const removed = await prompter.checkbox({
+        message: 'Remove which scopes?',
+        choices: scopes.map((s, i) => ({ name: scopeLabel(s, resources), value: i })),
+      });
       const keep = scopes.filter((_s, i) => !removed.includes(i));
       scopes.splice(0, scopes.length, ...keep);
       continue;
@@ -119,7 +129,10 @@ export async function configureScopes(
 export async function chooseGroups(prompter: Prompter, groups: Choice<string>[], current: string[] = []): Promise<{ ids: string[]; warning?: string }> {
   if (!groups.length) prompter.note('Step 3 of 4 · Sharing groups: skipped, the org has none yet (agentctl groups create NAME makes one)');
   const ids = groups.length
-    ? await prompter.checkbox({ message: 'Step 3 of 4 · Sharing groups (their members get owner on what this key creates)', choices: groups.map((g) => ({ ...g, checked: current.includes(g.value) })) })
+    ? await prompter.checkbox({
+        message: 'Step 3 of 4 · Sharing groups (their members get owner on what this key creates)',
+        choices: groups.map((g) => ({ ...g, checked: current.includes(g.value) })),
+      })
     : [];
   return ids.length ? { ids } : { ids, warning: NO_GROUP_WARNING };
 }
@@ -127,8 +140,21 @@ export async function chooseGroups(prompter: Prompter, groups: Choice<string>[],
 const EXPIRY_CHOICES = ['30d', '90d', '1y', 'never'];
 
 /** Step 4, first half: name, description and lifetime for whatever the flags left open (`current`: the answers to go back to). */
-export async function askDetails(prompter: Prompter, given: { name?: string; description?: string; expires?: string }, current?: KeyDetails): Promise<KeyDetails> {
-  const name = given.name ?? (await prompter.input({ message: 'Step 4 of 4 · Key name', required: true, default: current?.name, validate: (v) => (v.trim() ? true : 'A name is required') })).trim();
+export async function askDetails(
+  prompter: Prompter,
+  given: { name?: string; description?: string; expires?: string },
+  current?: KeyDetails,
+): Promise<KeyDetails> {
+  const name =
+    given.name ??
+    (
+      await prompter.input({
+        message: 'Step 4 of 4 · Key name',
+        required: true,
+        default: current?.name,
+        validate: (v) => (v.trim() ? true : 'A name is required'),
+      })
+    ).trim();
   const description = given.description ?? (await prompter.input({ message: 'Description (optional)', default: current?.description ?? '' }));
   const expires =
     given.expires ??
@@ -144,7 +170,12 @@ export async function askDetails(prompter: Prompter, given: { name?: string; des
  * Step 4, second half: the review (written by `show`), then create, go back to one of the steps in
  * `backTo` (those that asked something), or cancel.
  */
-export async function review(prompter: Prompter, draft: KeyDraft, show: (draft: KeyDraft) => Promise<void>, backTo: Step[] = []): Promise<'create' | 'cancel' | Step> {
+export async function review(
+  prompter: Prompter,
+  draft: KeyDraft,
+  show: (draft: KeyDraft) => Promise<void>,
+  backTo: Step[] = [],
+): Promise<'create' | 'cancel' | Step> {
   await show(draft);
   return prompter.select<'create' | 'cancel' | Step>({
     message: 'Create this key?',

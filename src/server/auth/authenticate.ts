@@ -16,8 +16,7 @@ export interface Actor {
 /** Stands in for a key on the unauthenticated endpoints. */
 export const ANONYMOUS: Actor = Object.freeze({ keyId: '', orgId: '', name: 'anonymous' });
 
-const unauthorized = (detail: string) =>
-  new ApiError(401, 'unauthorized', detail, { 'WWW-Authenticate': 'Bearer' });
+const unauthorized = (detail: string) => new ApiError(401, 'unauthorized', detail, { 'WWW-Authenticate': 'Bearer' });
 
 /** How long a key lookup is trusted: revocation reaches every replica within this window. */
 const CACHE_TTL_MS = 1000;

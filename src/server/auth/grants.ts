@@ -22,9 +22,16 @@ export async function grantOwnership(trx: Kysely<Database>, actor: Actor, resour
     const members = await trx
       .selectFrom('group_members')
       .select('key_id')
-      .where('group_id', 'in', groups.map((g) => g.group_id))
+      .where(
+        'group_id',
+        'in',
+        groups.map((g) => g.group_id),
+      )
       .execute();
     for (const m of members) affected.add(m.key_id);
   }
-  markUnsettled(affected, inserted.map((r) => String(r.id)));
+  markUnsettled(
+    affected,
+    inserted.map((r) => String(r.id)),
+  );
 }

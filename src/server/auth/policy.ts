@@ -220,7 +220,12 @@ export async function loadPermissions(db: Db, actor: Actor): Promise<Permissions
       rows.map(({ id: _id, ...grant }) => grant),
       groupIds,
     );
-    const settled = !unsettled || settleGrants(actor.keyId, rows.map((r) => String(r.id)));
+    const settled =
+      !unsettled ||
+      settleGrants(
+        actor.keyId,
+        rows.map((r) => String(r.id)),
+      );
     // Cache only a load that no invalidation overtook and that sees every grant this process created for the key.
     if (settled && generationOf(db) === generation) {
       if (entries.size >= GRANTS_CACHE_MAX_ENTRIES) entries.clear();

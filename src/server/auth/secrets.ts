@@ -20,7 +20,7 @@ const checksum = (body: string) => base62(BigInt(crc32(body)), CHECKSUM_LENGTH);
 
 /** A new secret: `agk_` + 43 base62 characters (256 random bits) + a 6-character CRC32 checksum. */
 export function generateSecret(): string {
-  const body = base62(BigInt('0x' + randomBytes(32).toString('hex')), BODY_LENGTH);
+  const body = base62(BigInt(`0x${randomBytes(32).toString('hex')}`), BODY_LENGTH);
   return KEY_PREFIX + body + checksum(body);
 }
 

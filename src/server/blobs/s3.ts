@@ -50,7 +50,9 @@ export class S3BlobStore implements BlobStore {
       );
       if (!exists) {
         const { size } = await stat(file);
-        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key, Body: createReadStream(file), ContentLength: size, ContentType: 'application/octet-stream' }));
+        await this.client.send(
+          new PutObjectCommand({ Bucket: this.bucket, Key, Body: createReadStream(file), ContentLength: size, ContentType: 'application/octet-stream' }),
+        );
       }
     } finally {
       await rm(file, { force: true });
@@ -75,7 +77,9 @@ export class S3BlobStore implements BlobStore {
   async *list(): AsyncIterable<BlobInfo> {
     let token: string | undefined;
     do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix ? `${this.prefix}/` : undefined, ContinuationToken: token }));
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: this.prefix ? `${this.prefix}/` : undefined, ContinuationToken: token }),
+      );
       for (const object of page.Contents ?? []) {
         const key = object.Key!.slice(this.prefix ? this.prefix.length + 1 : 0);
         if (isBlobKey(key)) yield { key, modifiedAt: object.LastModified ?? new Date(0) };

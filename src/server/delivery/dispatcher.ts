@@ -108,12 +108,16 @@ export class Dispatcher {
   private listener: { end(): Promise<void> } | undefined;
   private sweep: Promise<void> = Promise.resolve();
 
-  constructor(private readonly store: Store, options: DispatcherOptions = {}) {
+  constructor(
+    private readonly store: Store,
+    options: DispatcherOptions = {},
+  ) {
     this.db = store.db;
     const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     const leaseMs = options.leaseMs ?? DEFAULT_COMPLETION_LEASE_MS;
     // Agents renew every third of the lease: shorter than a second leaves no room for a renewal.
-    if (!Number.isInteger(leaseMs) || leaseMs < 1000) throw new Error(`The completion lease must be a whole number of milliseconds, at least 1000 (got ${leaseMs})`);
+    if (!Number.isInteger(leaseMs) || leaseMs < 1000)
+      throw new Error(`The completion lease must be a whole number of milliseconds, at least 1000 (got ${leaseMs})`);
     this.options = {
       retryBudgetMs: options.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS,
       backoffBaseMs: options.backoffBaseMs ?? 500,
@@ -394,7 +398,12 @@ export class Dispatcher {
     const budget = ms >= 60_000 ? `${Math.round(ms / 6000) / 10} minutes` : ms >= 1000 ? `${Math.round(ms / 100) / 10} seconds` : `${ms} ms`;
     const statusReason = `Delivery failed: ${delivery.method} could not be delivered to the agent within ${budget} (${reason})`;
     await this.db.transaction().execute(async (trx) => {
-      const task = await trx.selectFrom('tasks').select(['id', 'status', 'current_version_id']).where('id', '=', delivery.task_id).forNoKeyUpdate().executeTakeFirstOrThrow();
+      const task = await trx
+        .selectFrom('tasks')
+        .select(['id', 'status', 'current_version_id'])
+        .where('id', '=', delivery.task_id)
+        .forNoKeyUpdate()
+        .executeTakeFirstOrThrow();
       await trx
         .updateTable('deliveries')
         .set({ status: 'failed', claimed_by: null, claimed_until: null, leased_to: null, last_error: reason, updated_at: new Date() })

@@ -25,7 +25,13 @@ export async function listAgents(db: Db, perms: Permissions, query: PageInput & 
     .where((eb) => visibleRows(eb, perms.visible('agent'), 'agents.namespace_id', 'agents.id'));
   if (ns) select = select.where('agents.namespace_id', '=', ns.id);
   const [rows, count] = await Promise.all([
-    select.selectAll('agents').orderBy('agents.created_at', query.order_direction).orderBy('agents.id', query.order_direction).limit(query.limit).offset(pageOffset(query)).execute(),
+    select
+      .selectAll('agents')
+      .orderBy('agents.created_at', query.order_direction)
+      .orderBy('agents.id', query.order_direction)
+      .limit(query.limit)
+      .offset(pageOffset(query))
+      .execute(),
     select.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
   ]);
   const total = Number(count.n);
@@ -66,11 +72,7 @@ async function softDelete(db: Db, perms: Permissions, agent: Selectable<AgentsTa
     // The lock order (lookup.ts): agent, then its branches, before any of their tasks or versions,
     // as cancels, migrations and deploys take them. Updating tasks first deadlocked with those.
     await lockBranches(trx, { agentId: agent.id });
-    await trx
-      .updateTable('agents')
-      .set({ status: 'DELETED', status_reason: reason, updated_at: sql<Date>`now()` })
-      .where('id', '=', agent.id)
-      .execute();
+    await trx.updateTable('agents').set({ status: 'DELETED', status_reason: reason, updated_at: sql<Date>`now()` }).where('id', '=', agent.id).execute();
     const tasks = await trx
       .updateTable('tasks')
       .set({ status: 'TERMINATED', status_reason: 'Agent deleted', updated_at: sql<Date>`now()` })
@@ -78,7 +80,10 @@ async function softDelete(db: Db, perms: Permissions, agent: Selectable<AgentsTa
       .where('status', 'in', LIVE_TASK_STATUSES)
       .returning('id')
       .execute();
-    await recordTaskChange(trx, tasks.map((t) => t.id));
+    await recordTaskChange(
+      trx,
+      tasks.map((t) => t.id),
+    );
     const retire = bulkMove('retired');
     const versions = await trx
       .updateTable('versions')

@@ -2,7 +2,6 @@ import type { BranchList } from '../../contract/endpoints.js';
 import type { Branch, VersionEvent } from '../../contract/resources.js';
 import type { Db } from '../store/db.js';
 import type { Permissions } from '../auth/policy.js';
-import { ValidationFailure, conflict, missing } from './errors.js';
 import { toBranch, toVersionEvent, type BranchRow } from '../store/mappers.js';
 import { agentByPath, branchById } from './lookup.js';
 import { selectBranchRows } from './lifecycle.js';

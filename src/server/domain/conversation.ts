@@ -5,7 +5,7 @@ import type { Task } from '../../contract/resources.js';
 import type { Database, Db, EventsTable, MessagesTable, TrackersTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso, toTask } from '../store/mappers.js';
-import { DomainError, conflict, invalid, isNotFound, notFound, named } from './errors.js';
+import { type DomainError, conflict, invalid, isNotFound, notFound, named } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { inCallerOrg, taskById } from './lookup.js';
 import { enqueueDelivery } from '../store/outbox.js';
@@ -14,7 +14,6 @@ type Trx = Kysely<Database>;
 
 /** The channel every writer NOTIFYs (payload: the task id) and every stream hub LISTENs on. */
 export const TASK_CHANNEL = 'agentctl_task';
-
 
 // ---- mappers ------------------------------------------------------------------------------------
 
@@ -65,13 +64,17 @@ async function nextSequence(trx: Trx, taskId: string, refuseTerminal: boolean): 
     .returning(['last_sequence_id', 'status', 'name'])
     .executeTakeFirst();
   if (!row) throw notFound('Task', taskId);
-  if (refuseTerminal && isTerminalTask(row.status)) throw conflict('task_terminal', `Task ${named(row.name, taskId)} is ${row.status}; a finished task takes no new events or messages`);
+  if (refuseTerminal && isTerminalTask(row.status))
+    throw conflict('task_terminal', `Task ${named(row.name, taskId)} is ${row.status}; a finished task takes no new events or messages`);
   return Number(row.last_sequence_id);
 }
 
 /** Appends one record to the task's stream and tells the stream hubs (NOTIFY is delivered at commit). */
 async function appendToStream(trx: Trx, taskId: string, sequenceId: number, kind: StreamRecordKind, record: unknown): Promise<void> {
-  await trx.insertInto('task_stream').values({ task_id: taskId, sequence_id: sequenceId, kind, record: JSON.stringify(record) }).execute();
+  await trx
+    .insertInto('task_stream')
+    .values({ task_id: taskId, sequence_id: sequenceId, kind, record: JSON.stringify(record) })
+    .execute();
   await sql`SELECT pg_notify(${TASK_CHANNEL}, ${taskId})`.execute(trx);
 }
 
@@ -97,7 +100,10 @@ export async function readTask(db: Db | Trx, taskId: string): Promise<Task | und
 
 /** Creates a task's tracker for its agent; called by createTask in the task's transaction. */
 export async function createTracker(trx: Trx, taskId: string, agentId: string): Promise<void> {
-  await trx.insertInto('trackers').values({ id: newId('tracker'), task_id: taskId, agent_id: agentId, created_at: new Date(), updated_at: new Date() }).execute();
+  await trx
+    .insertInto('trackers')
+    .values({ id: newId('tracker'), task_id: taskId, agent_id: agentId, created_at: new Date(), updated_at: new Date() })
+    .execute();
 }
 
 // ---- events -------------------------------------------------------------------------------------
@@ -109,7 +115,14 @@ export async function createEvent(db: Db, perms: Permissions, taskId: string, co
     const sequenceId = await nextSequence(trx, taskId, true);
     const row = await trx
       .insertInto('events')
-      .values({ id: newId('event'), task_id: taskId, agent_id: task.agent_id, sequence_id: sequenceId, content: JSON.stringify(content), created_at: new Date() })
+      .values({
+        id: newId('event'),
+        task_id: taskId,
+        agent_id: task.agent_id,
+        sequence_id: sequenceId,
+        content: JSON.stringify(content),
+        created_at: new Date(),
+      })
       .returningAll()
       .executeTakeFirstOrThrow();
     const event = toEvent(row);
@@ -309,12 +322,20 @@ export async function updateTracker(db: Db, perms: Permissions, trackerId: strin
     const sequenceId = await nextSequence(trx, found.task_id, false);
     const current = await trx.selectFrom('trackers').selectAll().where('id', '=', trackerId).executeTakeFirstOrThrow();
     if (update.last_processed_event_id !== undefined) {
-      const target = await trx.selectFrom('events').select('sequence_id').where('id', '=', update.last_processed_event_id).where('task_id', '=', found.task_id).executeTakeFirst();
+      const target = await trx
+        .selectFrom('events')
+        .select('sequence_id')
+        .where('id', '=', update.last_processed_event_id)
+        .where('task_id', '=', found.task_id)
+        .executeTakeFirst();
       if (!target) throw notFound('Event', update.last_processed_event_id);
       if (current.last_processed_event_id) {
         const at = await trx.selectFrom('events').select('sequence_id').where('id', '=', current.last_processed_event_id).executeTakeFirstOrThrow();
         if (Number(target.sequence_id) < Number(at.sequence_id)) {
-          throw conflict('cursor_backwards', `Tracker ${trackerId} has processed up to event ${current.last_processed_event_id}; the cursor only moves forward`);
+          throw conflict(
+            'cursor_backwards',
+            `Tracker ${trackerId} has processed up to event ${current.last_processed_event_id}; the cursor only moves forward`,
+          );
         }
       }
     }

@@ -73,7 +73,8 @@ export async function completeDelivery(db: Db, perms: Permissions, deliveryId: s
   // Nothing changed: say why, from the row as it is now.
   const row = await deliveryForAgent(db, perms, deliveryId);
   if (row.status === 'done') return toDelivery(row);
-  if (row.status === 'failed') throw conflict('delivery_failed', `Delivery ${deliveryId} failed (${row.last_error ?? 'its task failed'}); there is nothing to complete`);
+  if (row.status === 'failed')
+    throw conflict('delivery_failed', `Delivery ${deliveryId} failed (${row.last_error ?? 'its task failed'}); there is nothing to complete`);
   throw conflict('delivery_not_sent', `Delivery ${deliveryId} has not been sent to the agent yet`);
 }
 
@@ -90,7 +91,10 @@ export async function renewDeliveryLease(db: Db, perms: Permissions, deliveryId:
   if (renewed.rows[0]) return toDelivery(renewed.rows[0]);
   const row = await deliveryForAgent(db, perms, deliveryId);
   if (row.status === 'in_flight' || row.status === 'done') return toDelivery(row);
-  throw conflict('lease_lost', `Delivery ${deliveryId} is no longer leased (${row.status}): it ${row.status === 'failed' ? 'failed' : 'will be delivered again'}`);
+  throw conflict(
+    'lease_lost',
+    `Delivery ${deliveryId} is no longer leased (${row.status}): it ${row.status === 'failed' ? 'failed' : 'will be delivered again'}`,
+  );
 }
 
 /**

@@ -90,7 +90,14 @@ export async function createEnvironment(
       checkRulesUnclaimed(existing, rules);
       return trx
         .insertInto('environments')
-        .values({ id: newId('environment'), agent_id: agent.id, name: input.name, description: input.description, is_prod: false, branch_rules: JSON.stringify(rules) })
+        .values({
+          id: newId('environment'),
+          agent_id: agent.id,
+          name: input.name,
+          description: input.description,
+          is_prod: false,
+          branch_rules: JSON.stringify(rules),
+        })
         .returningAll()
         .executeTakeFirstOrThrow();
     });
@@ -118,7 +125,10 @@ export async function updateEnvironment(
     const env = await environmentByName(trx, agent.id, ref, envName);
     if (rules !== undefined) {
       if (env.is_prod) checkProdRules(rules);
-      checkRulesUnclaimed((await environmentsOf(trx, agent.id)).filter((e) => e.id !== env.id), rules);
+      checkRulesUnclaimed(
+        (await environmentsOf(trx, agent.id)).filter((e) => e.id !== env.id),
+        rules,
+      );
     }
     if (rules === undefined && input.description === undefined) return env;
     return trx

@@ -22,7 +22,13 @@ export type VersionEventType =
   | 'BRANCH_RETIRED';
 
 /** Appends a lifecycle event with the branch's next sequence number (the update locks the branch row). */
-export async function appendEvent(trx: Trx, branchId: string, versionId: string | null, type: VersionEventType, data: Record<string, unknown> = {}): Promise<void> {
+export async function appendEvent(
+  trx: Trx,
+  branchId: string,
+  versionId: string | null,
+  type: VersionEventType,
+  data: Record<string, unknown> = {},
+): Promise<void> {
   await sql`
     WITH seq AS (UPDATE branches SET event_sequence = event_sequence + 1 WHERE id = ${branchId} RETURNING event_sequence)
     INSERT INTO version_events (id, branch_id, version_id, sequence, type, data)

@@ -2,11 +2,10 @@
 // Archives live in the blob store; a row names its current archive and manifest blobs.
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, Readable, Transform, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { PassThrough, type Readable, Transform, Writable } from 'node:stream';
 import type { Kysely, Selectable } from 'kysely';
 import type { CreateFilesystemRequest, FileManifest, Filesystem, ManifestEntry, SystemFolderType } from '../../contract/filesystems.js';
 import { ArchiveRejected, emptyArchive, readArchive, type ArchiveLimits, type ArchiveSummary } from '../../sync/archive.js';
@@ -14,7 +13,21 @@ import { EMPTY_TREE_CHECKSUM } from '../../sync/tree.js';
 import type { Database, Db, FilesystemsTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso } from '../store/mappers.js';
-import { DomainError, badRequest, conflict, forbidden, invalid, missing, notFound, preconditionRequired, stale, tooLarge, unprocessable, named, namedVersion } from './errors.js';
+import {
+  type DomainError,
+  badRequest,
+  conflict,
+  forbidden,
+  invalid,
+  missing,
+  notFound,
+  preconditionRequired,
+  stale,
+  tooLarge,
+  unprocessable,
+  named,
+  namedVersion,
+} from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import type { BlobStore } from '../blobs/index.js';
 import { inCallerOrg, namespaceBySlug, taskById } from './lookup.js';
@@ -86,7 +99,9 @@ export async function createFilesystem(db: Db, perms: Permissions, req: CreateFi
     if (!perms.can('admin', { type: 'namespace', id: ns.id })) {
       const writable = perms.visible('agent', 'write');
       const ids = writable.all ? [] : writable.ids;
-      const agent = ids.length ? await db.selectFrom('agents').select('id').where('namespace_id', '=', ns.id).where('id', 'in', ids).executeTakeFirst() : undefined;
+      const agent = ids.length
+        ? await db.selectFrom('agents').select('id').where('namespace_id', '=', ns.id).where('id', 'in', ids).executeTakeFirst()
+        : undefined;
       if (!agent) perms.require('admin', { type: 'namespace', id: ns.id }, `Namespace ${req.namespace}`);
     }
     namespaceId = ns.id;
@@ -113,7 +128,8 @@ export interface ListFilesystemsQuery {
 
 /** `GET /filesystems?project_id=` (read on the project) or `?namespace=` (its bare filesystems: all for its admins, else the key's own). */
 export async function listFilesystems(db: Db, perms: Permissions, query: ListFilesystemsQuery): Promise<{ filesystems: Filesystem[]; total: number }> {
-  if (!query.project_id === !query.namespace) throw invalid(['query', query.project_id ? 'namespace' : 'project_id'], 'Give exactly one of project_id and namespace');
+  if (!query.project_id === !query.namespace)
+    throw invalid(['query', query.project_id ? 'namespace' : 'project_id'], 'Give exactly one of project_id and namespace');
   let select = db.selectFrom('filesystems');
   if (query.project_id) {
     const project = await db
@@ -147,7 +163,13 @@ export async function deleteFilesystem(db: Db, perms: Permissions, fsId: string)
       trx.selectFrom('versions').select(['id', 'number']).where('source_filesystem_id', '=', fsId).executeTakeFirst(),
       trx.selectFrom('task_system_folders').select('task_id').where('filesystem_id', '=', fsId).executeTakeFirst(),
     ]);
-    const user = task ? `task ${named(task.name, task.id)}` : version ? `version ${namedVersion(version)}` : folder ? `a system folder of task ${folder.task_id}` : undefined;
+    const user = task
+      ? `task ${named(task.name, task.id)}`
+      : version
+        ? `version ${namedVersion(version)}`
+        : folder
+          ? `a system folder of task ${folder.task_id}`
+          : undefined;
     if (user) throw conflict('filesystem_in_use', `Filesystem ${fsId} is used by ${user}`);
     await trx.deleteFrom('filesystems').where('id', '=', fsId).execute();
     return { id: fsId, message: `Filesystem ${fsId} deleted` };
@@ -183,12 +205,19 @@ function checkBase(row: FsRow, base: readonly string[]): void {
   if (base.includes('*')) return;
   if (base.length === 0) {
     if (row.archive_checksum) {
-      throw preconditionRequired(`Filesystem ${row.id} has content: send If-Match with the checksum your change is based on (current: ${row.archive_checksum})`, row.archive_checksum);
+      throw preconditionRequired(
+        `Filesystem ${row.id} has content: send If-Match with the checksum your change is based on (current: ${row.archive_checksum})`,
+        row.archive_checksum,
+      );
     }
     return;
   }
   if (!base.includes(currentChecksum(row))) {
-    throw stale('stale_base', `Filesystem ${row.id} changed since your base ${base[0]}: its current checksum is ${currentChecksum(row)}; pull it, then push again`, currentChecksum(row));
+    throw stale(
+      'stale_base',
+      `Filesystem ${row.id} changed since your base ${base[0]}: its current checksum is ${currentChecksum(row)}; pull it, then push again`,
+      currentChecksum(row),
+    );
   }
 }
 
@@ -205,7 +234,14 @@ const maxCompressedBytes = (limits: ArchiveLimits) => limits.maxBytes + (limits.
  * every member as it arrives, stores the archive and its manifest as blobs, then makes them current
  * in one transaction if the base still matches. Any failure leaves the filesystem as it was.
  */
-export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body: Readable, base: readonly string[], limits: UploadLimits): Promise<Filesystem> {
+export async function uploadArchive(
+  db: Db,
+  blobs: BlobStore,
+  fsId: string,
+  body: Readable,
+  base: readonly string[],
+  limits: UploadLimits,
+): Promise<Filesystem> {
   const before = await db.selectFrom('filesystems').selectAll().where('id', '=', fsId).executeTakeFirstOrThrow();
   // Refuse a stale or unconditional upload before reading a byte of it.
   checkBase(before, base);
@@ -242,7 +278,13 @@ export async function uploadArchive(db: Db, blobs: BlobStore, fsId: string, body
     body.pipe(tee);
     // Whatever the archive makes the reader do, one upload's reading ends within the request timeout.
     const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new ArchiveRejected(413, 'archive_too_large', `The archive was not received and checked within ${limits.maxMs} ms (AGENTCTL_REQUEST_TIMEOUT_MS)`)), limits.maxMs);
+    const timer = setTimeout(
+      () =>
+        deadline.abort(
+          new ArchiveRejected(413, 'archive_too_large', `The archive was not received and checked within ${limits.maxMs} ms (AGENTCTL_REQUEST_TIMEOUT_MS)`),
+        ),
+      limits.maxMs,
+    );
     let summary: ArchiveSummary;
     try {
       summary = await readArchive(tee, limits, undefined, { signal: deadline.signal });
@@ -325,20 +367,24 @@ export async function listFiles(blobs: BlobStore, row: FsRow): Promise<FileManif
 /** One regular file's bytes, cut from the archive as it streams past. */
 export async function readFile(blobs: BlobStore, row: FsRow, filePath: string): Promise<{ body: Readable; size: number }> {
   const entry = (await readManifest(blobs, row)).find((e) => e.path === filePath);
-  if (!entry || entry.type !== 'file') throw missing(`File ${filePath} was not found in filesystem ${row.id}`);
+  if (entry?.type !== 'file') throw missing(`File ${filePath} was not found in filesystem ${row.id}`);
   const out = new PassThrough();
   const source = await blobs.get(row.blob_key!);
   const discard = () => new Writable({ write: (_c, _e, done) => done() });
-  void readArchive(source, { maxBytes: Number.MAX_SAFE_INTEGER, maxFiles: Number.MAX_SAFE_INTEGER }, {
-    async dir() {},
-    async symlink() {},
-    async file(e) {
-      if (e.path !== filePath) return discard();
-      // Once the file is out, the rest of the archive need not be read.
-      out.once('finish', () => source.destroy());
-      return out;
+  void readArchive(
+    source,
+    { maxBytes: Number.MAX_SAFE_INTEGER, maxFiles: Number.MAX_SAFE_INTEGER },
+    {
+      async dir() {},
+      async symlink() {},
+      async file(e) {
+        if (e.path !== filePath) return discard();
+        // Once the file is out, the rest of the archive need not be read.
+        out.once('finish', () => source.destroy());
+        return out;
+      },
     },
-  }).catch((error) => {
+  ).catch((error) => {
     if (!out.writableFinished) out.destroy(error as Error);
   });
   return { body: out, size: entry.size };
@@ -355,25 +401,35 @@ export async function extractFilesystem(db: Executor, blobs: BlobStore, fsId: st
   await mkdir(dir, { recursive: true });
   if (!row.blob_key) return;
   const root = path.resolve(dir);
-  await readArchive(await blobs.get(row.blob_key), { maxBytes: Number.MAX_SAFE_INTEGER, maxFiles: Number.MAX_SAFE_INTEGER }, {
-    async dir(e) {
-      await mkdir(path.join(root, e.path), { recursive: true, mode: e.mode });
+  await readArchive(
+    await blobs.get(row.blob_key),
+    { maxBytes: Number.MAX_SAFE_INTEGER, maxFiles: Number.MAX_SAFE_INTEGER },
+    {
+      async dir(e) {
+        await mkdir(path.join(root, e.path), { recursive: true, mode: e.mode });
+      },
+      async file(e) {
+        await mkdir(path.dirname(path.join(root, e.path)), { recursive: true });
+        return createWriteStream(path.join(root, e.path), { mode: e.mode });
+      },
+      async symlink(e) {
+        await mkdir(path.dirname(path.join(root, e.path)), { recursive: true });
+        await symlink(e.linkpath!, path.join(root, e.path));
+      },
     },
-    async file(e) {
-      await mkdir(path.dirname(path.join(root, e.path)), { recursive: true });
-      return createWriteStream(path.join(root, e.path), { mode: e.mode });
-    },
-    async symlink(e) {
-      await mkdir(path.dirname(path.join(root, e.path)), { recursive: true });
-      await symlink(e.linkpath!, path.join(root, e.path));
-    },
-  });
+  );
 }
 
 // ---- system folders --------------------------------------------------------------------------
 
 /** The filesystem behind a task's system folder: read on the task's agent to read, run to write. Created on first write. */
-export async function systemFolderForAccess(db: Db, perms: Permissions, taskId: string, type: SystemFolderType, need: 'read' | 'write'): Promise<FsRow | undefined> {
+export async function systemFolderForAccess(
+  db: Db,
+  perms: Permissions,
+  taskId: string,
+  type: SystemFolderType,
+  need: 'read' | 'write',
+): Promise<FsRow | undefined> {
   const task = await taskById(db, perms, need === 'read' ? 'read' : 'run', taskId);
   const find = () =>
     db
@@ -388,7 +444,12 @@ export async function systemFolderForAccess(db: Db, perms: Permissions, taskId: 
   await db.transaction().execute(async (trx) => {
     const fsId = newId('filesystem');
     await trx.insertInto('filesystems').values({ id: fsId, namespace_id: task.namespace_id, project_id: null, created_by_key_id: null }).execute();
-    const inserted = await trx.insertInto('task_system_folders').values({ task_id: task.id, type, filesystem_id: fsId }).onConflict((oc) => oc.doNothing()).returning('filesystem_id').executeTakeFirst();
+    const inserted = await trx
+      .insertInto('task_system_folders')
+      .values({ task_id: task.id, type, filesystem_id: fsId })
+      .onConflict((oc) => oc.doNothing())
+      .returning('filesystem_id')
+      .executeTakeFirst();
     // A concurrent first write made it: drop ours.
     if (!inserted) await trx.deleteFrom('filesystems').where('id', '=', fsId).execute();
   });
@@ -397,7 +458,20 @@ export async function systemFolderForAccess(db: Db, perms: Permissions, taskId: 
 
 /** The empty filesystem a system folder is before its first upload. */
 export const emptyFolderRow = (taskId: string): FsRow =>
-  ({ id: taskId, namespace_id: '', project_id: null, created_at: new Date(0), archive_checksum: null, size_bytes: 0, files_count: 0, archive_bytes: 0, blob_key: null, manifest_key: null, created_by_key_id: null, updated_at: new Date(0) }) as FsRow;
+  ({
+    id: taskId,
+    namespace_id: '',
+    project_id: null,
+    created_at: new Date(0),
+    archive_checksum: null,
+    size_bytes: 0,
+    files_count: 0,
+    archive_bytes: 0,
+    blob_key: null,
+    manifest_key: null,
+    created_by_key_id: null,
+    updated_at: new Date(0),
+  }) as FsRow;
 
 // ---- blob collection -------------------------------------------------------------------------
 
@@ -421,4 +495,3 @@ export async function sweepBlobs(db: Db, blobs: BlobStore, graceMs = 60 * 60 * 1
   }
   return deleted;
 }
-

@@ -116,7 +116,13 @@ export async function addGroupMember(db: Db, perms: Permissions, groupId: string
   const member = await db.transaction().execute(async (trx) => {
     const group = await trx.selectFrom('groups').select('id').where('id', '=', groupId).forShare().executeTakeFirst();
     if (!group) throw notFound('Group', groupId);
-    const key = await trx.selectFrom('api_keys').select(['id', 'name', 'revoked_at']).where('id', '=', keyId).where('org_id', '=', perms.actor.orgId).forShare().executeTakeFirst();
+    const key = await trx
+      .selectFrom('api_keys')
+      .select(['id', 'name', 'revoked_at'])
+      .where('id', '=', keyId)
+      .where('org_id', '=', perms.actor.orgId)
+      .forShare()
+      .executeTakeFirst();
     if (!key) throw notFound('API key', keyId);
     if (key.revoked_at) throw conflict('key_revoked', `API key ${named(key.name, keyId)} has been revoked`);
     await trx

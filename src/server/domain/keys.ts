@@ -61,11 +61,21 @@ export async function normalizeScopes(db: Executor, orgId: string, scopes: Scope
 async function resolveResource(db: Executor, orgId: string, type: ResourceType, ref: string): Promise<string | undefined> {
   switch (type) {
     case 'org': {
-      const org = await db.selectFrom('orgs').select('id').where('id', '=', orgId).where((eb) => eb.or([eb('id', '=', ref), eb('name', '=', ref)])).executeTakeFirst();
+      const org = await db
+        .selectFrom('orgs')
+        .select('id')
+        .where('id', '=', orgId)
+        .where((eb) => eb.or([eb('id', '=', ref), eb('name', '=', ref)]))
+        .executeTakeFirst();
       return org?.id;
     }
     case 'namespace': {
-      const ns = await db.selectFrom('namespaces').select('id').where('org_id', '=', orgId).where((eb) => eb.or([eb('id', '=', ref), eb('slug', '=', ref)])).executeTakeFirst();
+      const ns = await db
+        .selectFrom('namespaces')
+        .select('id')
+        .where('org_id', '=', orgId)
+        .where((eb) => eb.or([eb('id', '=', ref), eb('slug', '=', ref)]))
+        .executeTakeFirst();
       return ns?.id;
     }
     case 'agent': {
@@ -81,7 +91,11 @@ async function resolveResource(db: Executor, orgId: string, type: ResourceType, 
     }
     case 'project': {
       const [slug, name] = ref.includes('/') ? ref.split('/', 2) : [undefined, undefined];
-      let query = db.selectFrom('projects').innerJoin('namespaces', 'namespaces.id', 'projects.namespace_id').select('projects.id').where('namespaces.org_id', '=', orgId);
+      let query = db
+        .selectFrom('projects')
+        .innerJoin('namespaces', 'namespaces.id', 'projects.namespace_id')
+        .select('projects.id')
+        .where('namespaces.org_id', '=', orgId);
       query = slug !== undefined ? query.where('namespaces.slug', '=', slug).where('projects.name', '=', name!) : query.where('projects.id', '=', ref);
       return (await query.executeTakeFirst())?.id;
     }
@@ -109,7 +123,9 @@ function parseExpiry(value: string | null): Date | null {
   if (value === null) return null;
   const at = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value) ? new Date(value) : new Date(NaN);
   if (Number.isNaN(at.getTime())) {
-    throw new ValidationFailure([{ loc: ['body', 'expires_at'], msg: 'Expected an ISO 8601 date-time with a time zone, such as 2030-01-01T00:00:00Z', type: 'datetime_parsing' }]);
+    throw new ValidationFailure([
+      { loc: ['body', 'expires_at'], msg: 'Expected an ISO 8601 date-time with a time zone, such as 2030-01-01T00:00:00Z', type: 'datetime_parsing' },
+    ]);
   }
   if (at.getTime() <= Date.now()) {
     throw new ValidationFailure([{ loc: ['body', 'expires_at'], msg: 'The expiry must be in the future', type: 'datetime_past' }]);
@@ -256,7 +272,11 @@ export async function createKey(db: Db, perms: Permissions, input: CreateKeyInpu
       .execute();
     await insertScopes(trx, keyId, scopes);
     // The key's service user joins each sharing group.
-    if (groupIds.length > 0) await trx.insertInto('group_members').values(groupIds.map((group_id) => ({ group_id, key_id: keyId }))).execute();
+    if (groupIds.length > 0)
+      await trx
+        .insertInto('group_members')
+        .values(groupIds.map((group_id) => ({ group_id, key_id: keyId })))
+        .execute();
     return keyRecord(trx, orgId, keyId);
   });
   return { api_key: record, secret };

@@ -55,7 +55,12 @@ async function handOver(trx: Trx, branchId: string, previous: VersionRow | undef
  * Writes a status that version-lifecycle.ts gave for the version as read (and locked): guarded by
  * that status, so a version that moved meanwhile is not overwritten.
  */
-async function setStatus(trx: Trx, version: Pick<VersionRow, 'id' | 'status'>, to: VersionStatus, more: UpdateObject<Database, 'versions'> = {}): Promise<void> {
+async function setStatus(
+  trx: Trx,
+  version: Pick<VersionRow, 'id' | 'status'>,
+  to: VersionStatus,
+  more: UpdateObject<Database, 'versions'> = {},
+): Promise<void> {
   const updated = await trx
     .updateTable('versions')
     .set({ ...more, status: to, updated_at: new Date() })
@@ -97,7 +102,14 @@ export async function deploy(db: Db, perms: Permissions, request: DeployRequest,
     const nsRef = { type: 'namespace', id: ns.id } as const;
     // Locked, so a concurrent delete of the agent cannot slip between this read and the new version.
     // NO KEY UPDATE, not UPDATE: foreign-key checks of other transactions (KEY SHARE) must pass.
-    let agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', LIVE_AGENT_STATUS).forNoKeyUpdate().executeTakeFirst();
+    let agent = await trx
+      .selectFrom('agents')
+      .selectAll()
+      .where('namespace_id', '=', ns.id)
+      .where('name', '=', req.agent_name)
+      .where('status', '=', LIVE_AGENT_STATUS)
+      .forNoKeyUpdate()
+      .executeTakeFirst();
     // An agent the key may not discover answers exactly as an unused name does (the namespace
     // admin check below): otherwise 404 against 403 would tell the key that the name is taken.
     if (agent && !perms.can('discover', { type: 'agent', id: agent.id, namespaceId: ns.id })) {
@@ -115,16 +127,37 @@ export async function deploy(db: Db, perms: Permissions, request: DeployRequest,
         await trx
           .insertInto('environments')
           .values([
-            { id: newId('environment'), agent_id: agentId, name: 'production', description: 'Production', is_prod: true, branch_rules: JSON.stringify(['main']) },
-            { id: newId('environment'), agent_id: agentId, name: 'preview', description: 'Every other branch', is_prod: false, branch_rules: JSON.stringify(['*']) },
+            {
+              id: newId('environment'),
+              agent_id: agentId,
+              name: 'production',
+              description: 'Production',
+              is_prod: true,
+              branch_rules: JSON.stringify(['main']),
+            },
+            {
+              id: newId('environment'),
+              agent_id: agentId,
+              name: 'preview',
+              description: 'Every other branch',
+              is_prod: false,
+              branch_rules: JSON.stringify(['*']),
+            },
           ])
           .execute();
       }
       // Either ours, or a concurrent deploy created it first: both are fine.
-      agent = await trx.selectFrom('agents').selectAll().where('namespace_id', '=', ns.id).where('name', '=', req.agent_name).where('status', '=', LIVE_AGENT_STATUS).executeTakeFirstOrThrow();
+      agent = await trx
+        .selectFrom('agents')
+        .selectAll()
+        .where('namespace_id', '=', ns.id)
+        .where('name', '=', req.agent_name)
+        .where('status', '=', LIVE_AGENT_STATUS)
+        .executeTakeFirstOrThrow();
     } else {
       perms.require('write', { type: 'agent', id: agent.id, namespaceId: ns.id }, `Agent ${req.namespace}/${req.agent_name}`);
-      if (req.agent_input_type) await trx.updateTable('agents').set({ agent_input_type: req.agent_input_type, updated_at: new Date() }).where('id', '=', agent.id).execute();
+      if (req.agent_input_type)
+        await trx.updateTable('agents').set({ agent_input_type: req.agent_input_type, updated_at: new Date() }).where('id', '=', agent.id).execute();
     }
     if (req.source_filesystem_id) {
       // The version's source must be a filesystem of this namespace that the caller may read.
@@ -134,7 +167,12 @@ export async function deploy(db: Db, perms: Permissions, request: DeployRequest,
 
     // Checked once the key's permission is: the transaction undoes a just-created agent.
     if (req.source_filesystem_id !== null) {
-      const source = await trx.selectFrom('filesystems').select('id').where('id', '=', req.source_filesystem_id).where('namespace_id', '=', ns.id).executeTakeFirst();
+      const source = await trx
+        .selectFrom('filesystems')
+        .select('id')
+        .where('id', '=', req.source_filesystem_id)
+        .where('namespace_id', '=', ns.id)
+        .executeTakeFirst();
       if (!source) throw notFound(`Filesystem ${req.source_filesystem_id}`);
     }
     await sql`
@@ -142,7 +180,13 @@ export async function deploy(db: Db, perms: Permissions, request: DeployRequest,
       VALUES (${newId('branch')}, ${agent.id}, ${req.branch}, ${normalizeGitBranch(req.branch)}, ${req.replicas})
       ON CONFLICT (agent_id, git_branch) DO NOTHING`.execute(trx);
     // The branch lock (see lockBranch), found by name: deploys, migrations and rollbacks of one branch serialize here.
-    const branch = await trx.selectFrom('branches').selectAll().where('agent_id', '=', agent.id).where('git_branch', '=', req.branch).forNoKeyUpdate().executeTakeFirstOrThrow();
+    const branch = await trx
+      .selectFrom('branches')
+      .selectAll()
+      .where('agent_id', '=', agent.id)
+      .where('git_branch', '=', req.branch)
+      .forNoKeyUpdate()
+      .executeTakeFirstOrThrow();
     const current = branch.current_version_id
       ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
       : undefined;
@@ -202,7 +246,11 @@ export async function deploy(db: Db, perms: Permissions, request: DeployRequest,
       })
       .where('id', '=', branch.id)
       .execute();
-    await appendEvent(trx, branch.id, versionId, 'VERSION_CREATED', { git_hash: req.git_hash, image_url: req.image_url, are_tasks_sticky: req.are_tasks_sticky });
+    await appendEvent(trx, branch.id, versionId, 'VERSION_CREATED', {
+      git_hash: req.git_hash,
+      image_url: req.image_url,
+      are_tasks_sticky: req.are_tasks_sticky,
+    });
 
     let tasksMigrated = 0;
     if (!req.are_tasks_sticky && current && current.id !== versionId) {
@@ -246,7 +294,13 @@ export interface VersionDetails {
  * What the runtime observed about a version (the reconciler, in-process, with a system principal):
  * the same transition as a report, refused (409) where the table has no row.
  */
-export async function recordRuntimeHappening(db: Db, perms: Permissions, versionId: string, happening: VersionHappening, details: VersionDetails = {}): Promise<RegisterResult> {
+export async function recordRuntimeHappening(
+  db: Db,
+  perms: Permissions,
+  versionId: string,
+  happening: VersionHappening,
+  details: VersionDetails = {},
+): Promise<RegisterResult> {
   return db.transaction().execute(async (trx) => {
     const found = await versionById(trx, perms, 'write', versionId);
     return applyVersionHappening(trx, found.branch_id, found.id, happening, details, `${happening.replace('_', ' ')} does not apply`);
@@ -259,7 +313,14 @@ export async function recordRuntimeHappening(db: Db, perms: Permissions, version
  * (src/server/domain/registration.ts), and the runtime. The branch and the version are
  * locked, the new status comes from version-lifecycle.ts; `refusal` ends the 409's detail.
  */
-export async function applyVersionHappening(trx: Trx, branchId: string, versionId: string, happening: VersionHappening, details: VersionDetails, refusal: string): Promise<RegisterResult> {
+export async function applyVersionHappening(
+  trx: Trx,
+  branchId: string,
+  versionId: string,
+  happening: VersionHappening,
+  details: VersionDetails,
+  refusal: string,
+): Promise<RegisterResult> {
   const branch = await lockBranch(trx, branchId);
   const version = await trx.selectFrom('versions').selectAll().where('id', '=', versionId).forNoKeyUpdate().executeTakeFirstOrThrow();
   const to = next(version.status, happening);
@@ -268,9 +329,10 @@ export async function applyVersionHappening(trx: Trx, branchId: string, versionI
   let tasksMigrated = 0;
 
   if (version.status === 'DEPLOYING' && to === 'ACTIVE') {
-    const previous = branch.current_version_id && branch.current_version_id !== version.id
-      ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
-      : undefined;
+    const previous =
+      branch.current_version_id && branch.current_version_id !== version.id
+        ? await trx.selectFrom('versions').selectAll().where('id', '=', branch.current_version_id).executeTakeFirst()
+        : undefined;
     await setStatus(trx, version, to, { replicas: details.replicas ?? version.desired_replicas });
     await trx.updateTable('branches').set({ current_version_id: version.id, updated_at: now }).where('id', '=', branch.id).execute();
     await appendEvent(trx, branch.id, version.id, 'VERSION_ACTIVATED', {});
@@ -285,7 +347,13 @@ export async function applyVersionHappening(trx: Trx, branchId: string, versionI
     const reason = details.failure_reason ?? 'unknown';
     await setStatus(trx, version, to, {
       failure_reason: reason,
-      failure_diagnostics: JSON.stringify(details.failure_diagnostics ?? { title: 'Deployment failed', description: `The version failed to start (${reason}).`, action: 'Check the version’s logs, fix the cause and deploy again.' }),
+      failure_diagnostics: JSON.stringify(
+        details.failure_diagnostics ?? {
+          title: 'Deployment failed',
+          description: `The version failed to start (${reason}).`,
+          action: 'Check the version’s logs, fix the cause and deploy again.',
+        },
+      ),
       replicas: 0,
     });
     await appendEvent(trx, branch.id, version.id, 'VERSION_FAILED', { failure_reason: reason });
@@ -300,7 +368,11 @@ export async function applyVersionHappening(trx: Trx, branchId: string, versionI
     // A replica of the agent is up: when, and what it said of itself.
     await trx
       .updateTable('agents')
-      .set({ registered_at: now, updated_at: now, ...(details.registration_metadata ? { registration_metadata: JSON.stringify(details.registration_metadata) } : {}) })
+      .set({
+        registered_at: now,
+        updated_at: now,
+        ...(details.registration_metadata ? { registration_metadata: JSON.stringify(details.registration_metadata) } : {}),
+      })
       .where('id', '=', version.agent_id)
       .execute();
   }
@@ -318,7 +390,14 @@ export async function describeVersion(trx: Trx, versionId: string, tasksMigrated
     .where('versions.id', '=', versionId)
     .executeTakeFirstOrThrow();
   const version = toVersion(row);
-  return { version, tasks_migrated: tasksMigrated, agent_id: row.agent_id, agent_name: `${row.slug}/${row.agent_name}`, branch_id: row.branch_id, version_status: version.status };
+  return {
+    version,
+    tasks_migrated: tasksMigrated,
+    agent_id: row.agent_id,
+    agent_name: `${row.slug}/${row.agent_name}`,
+    branch_id: row.branch_id,
+    version_status: version.status,
+  };
 }
 
 export interface RollbackResult {
@@ -387,10 +466,18 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
       if (!target) throw conflict('no_rollback_target', `Branch ${named(branch.git_branch, branchId)} has no earlier version whose image is still available`);
     }
     if (target.image_expires_at && new Date(target.image_expires_at).getTime() <= Date.now()) {
-      throw conflict('image_expired', `The image of version ${namedVersion(target)} expired at ${new Date(target.image_expires_at).toISOString()}; deploy it again instead`);
+      throw conflict(
+        'image_expired',
+        `The image of version ${namedVersion(target)} expired at ${new Date(target.image_expires_at).toISOString()}; deploy it again instead`,
+      );
     }
     if (dryRun) {
-      const count = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('current_version_id', '=', current.id).where('status', '=', 'RUNNING').executeTakeFirstOrThrow();
+      const count = await trx
+        .selectFrom('tasks')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .where('current_version_id', '=', current.id)
+        .where('status', '=', 'RUNNING')
+        .executeTakeFirstOrThrow();
       return rollbackResult(branch, current, toVersion(target), count.n, true);
     }
     const now = new Date();
@@ -399,7 +486,12 @@ export async function rollback(db: Db, perms: Permissions, branchId: string, tar
     // The target redeploys from its retained image; no runtime driver runs images yet, so it is ready at once.
     const targetTo = next(target.status, 'restored');
     if (isRefusal(targetTo)) throw conflict('invalid_target', `Version ${namedVersion(target)} failed to deploy; it cannot serve`);
-    await setStatus(trx, target, targetTo, { rollback_count: sql`rollback_count + 1`, last_rollback_at: now, retired_at: null, replicas: target.desired_replicas });
+    await setStatus(trx, target, targetTo, {
+      rollback_count: sql`rollback_count + 1`,
+      last_rollback_at: now,
+      retired_at: null,
+      replicas: target.desired_replicas,
+    });
     await trx.updateTable('branches').set({ current_version_id: target.id, updated_at: now }).where('id', '=', branchId).execute();
     await appendEvent(trx, branchId, target.id, 'VERSION_ROLLED_BACK_TO', { from_version_id: current.id });
     await appendEvent(trx, branchId, target.id, 'VERSION_ACTIVATED', { rollback: true });
@@ -414,9 +506,17 @@ export async function retireBranch(db: Db, perms: Permissions, branchId: string,
   return db.transaction().execute(async (trx) => {
     await branchById(trx, perms, 'write', branchId);
     const branch = await lockBranch(trx, branchId);
-    const live = await trx.selectFrom('tasks').select(sql<number>`count(*)::int`.as('n')).where('branch_id', '=', branchId).where('status', 'in', LIVE_TASK_STATUSES).executeTakeFirstOrThrow();
+    const live = await trx
+      .selectFrom('tasks')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .where('branch_id', '=', branchId)
+      .where('status', 'in', LIVE_TASK_STATUSES)
+      .executeTakeFirstOrThrow();
     if (live.n > 0 && !force) {
-      throw conflict('branch_has_tasks', `Branch ${named(branch.git_branch, branchId)} still has ${plural(Number(live.n), 'running or idle task')}; pass force: true to terminate them`);
+      throw conflict(
+        'branch_has_tasks',
+        `Branch ${named(branch.git_branch, branchId)} still has ${plural(Number(live.n), 'running or idle task')}; pass force: true to terminate them`,
+      );
     }
     const now = new Date();
     if (live.n > 0) {
@@ -427,7 +527,10 @@ export async function retireBranch(db: Db, perms: Permissions, branchId: string,
         .where('status', 'in', LIVE_TASK_STATUSES)
         .returning('id')
         .execute();
-      await recordTaskChange(trx, terminated.map((t) => t.id));
+      await recordTaskChange(
+        trx,
+        terminated.map((t) => t.id),
+      );
     }
     const retire = bulkMove('retired');
     const retired = await trx

@@ -32,6 +32,7 @@ export async function lockBranches(trx: Kysely<Database>, where: { agentId: stri
  */
 export function inCallerOrg(perms: Permissions, namespaceColumn: string) {
   // `any`: the column belongs to whichever table the caller selects from.
+  // biome-ignore lint/suspicious/noExplicitAny: the helper fits every table of the Kysely schema
   return (eb: ExpressionBuilder<any, any>): Expression<SqlBool> =>
     eb(eb.ref(namespaceColumn), 'in', eb.selectFrom('namespaces').select('namespaces.id').where('namespaces.org_id', '=', perms.actor.orgId));
 }
@@ -85,7 +86,7 @@ export async function branchById(db: Executor, perms: Permissions, permission: P
     .where('branches.id', '=', branchId)
     .where(inCallerOrg(perms, 'agents.namespace_id'))
     .executeTakeFirst();
-  if (!branch || branch.agent_status !== 'ACTIVE') throw notFound(`Branch ${branchId}`);
+  if (branch?.agent_status !== 'ACTIVE') throw notFound(`Branch ${branchId}`);
   perms.require(permission, { type: 'agent', id: branch.agent_id, namespaceId: branch.namespace_id }, `Branch ${branchId}`);
   return branch;
 }
@@ -99,7 +100,7 @@ export async function versionById(db: Executor, perms: Permissions, permission: 
     .where('versions.id', '=', versionId)
     .where(inCallerOrg(perms, 'agents.namespace_id'))
     .executeTakeFirst();
-  if (!version || version.agent_status !== 'ACTIVE') throw notFound(`Version ${versionId}`);
+  if (version?.agent_status !== 'ACTIVE') throw notFound(`Version ${versionId}`);
   perms.require(permission, { type: 'agent', id: version.agent_id, namespaceId: version.namespace_id }, `Version ${versionId}`);
   return version;
 }

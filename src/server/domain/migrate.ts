@@ -37,7 +37,8 @@ export function checkMigrationShape(req: MigrateTasksRequest): void {
     items.push({ loc: ['body', 'task_ids'], msg: 'task_ids must not be empty', type: 'too_small' });
   }
   const target = migrationChoiceProblem('target', { names: ['to_version_id', 'to_latest: true'], given: [req.to_version_id !== null, req.to_latest] });
-  if (target) items.push({ loc: ['body', 'to_version_id'], msg: target, type: 'value_error' }, { loc: ['body', 'to_latest'], msg: target, type: 'value_error' });
+  if (target)
+    items.push({ loc: ['body', 'to_version_id'], msg: target, type: 'value_error' }, { loc: ['body', 'to_latest'], msg: target, type: 'value_error' });
   if (hasFrom && !hasTasks && req.to_version_id !== null && req.to_version_id === req.from_version_id) {
     items.push({ loc: ['body', 'to_version_id'], msg: 'to_version_id is the same as from_version_id', type: 'value_error' });
   }
@@ -112,10 +113,19 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       if (branches.size > 1) throw invalid(['body', 'task_ids'], `The tasks belong to ${branches.size} different branches; migrate one branch at a time`);
       branchId = seen[0].branch_id;
       branch = await lockBranch(trx, branchId);
-      const locked = await trx.selectFrom('tasks').select(['id', 'name', 'status', 'current_version_id']).where('id', 'in', taskIds).orderBy('id').forNoKeyUpdate().execute();
+      const locked = await trx
+        .selectFrom('tasks')
+        .select(['id', 'name', 'status', 'current_version_id'])
+        .where('id', 'in', taskIds)
+        .orderBy('id')
+        .forNoKeyUpdate()
+        .execute();
       const stuck = locked.filter((t) => !isIn(LIVE_TASK_STATUSES, t.status));
       if (stuck.length) {
-        const listed = stuck.slice(0, 10).map((t) => (t.name ? `${t.name} (${t.id}, ${t.status})` : `${t.id} (${t.status})`)).join(', ');
+        const listed = stuck
+          .slice(0, 10)
+          .map((t) => (t.name ? `${t.name} (${t.id}, ${t.status})` : `${t.id} (${t.status})`))
+          .join(', ');
         throw conflict('task_not_migratable', `Only RUNNING or IDLE tasks can migrate: ${listed}${stuck.length > 10 ? ` and ${stuck.length - 10} more` : ''}`);
       }
       sourceIds = [...new Set(locked.map((t) => t.current_version_id))];
@@ -173,9 +183,13 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
 /** A bulk migration without `limit` moves at most MIGRATION_MAX_TASKS tasks (see the contract). */
 async function refuseOversizeBulk(trx: Trx, versionId: string): Promise<void> {
   const probe = await sql<{ n: number }>`
-    SELECT count(*)::int AS n FROM (SELECT 1 FROM tasks WHERE current_version_id = ${versionId} AND status = ${statusLit('RUNNING')} LIMIT ${MIGRATION_MAX_TASKS + 1}) s`.execute(trx);
+    SELECT count(*)::int AS n FROM (SELECT 1 FROM tasks WHERE current_version_id = ${versionId} AND status = ${statusLit('RUNNING')} LIMIT ${MIGRATION_MAX_TASKS + 1}) s`.execute(
+    trx,
+  );
   if (probe.rows[0].n <= MIGRATION_MAX_TASKS) return;
-  const total = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${versionId} AND status = ${statusLit('RUNNING')}`.execute(trx);
+  const total = await sql<{
+    n: number;
+  }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${versionId} AND status = ${statusLit('RUNNING')}`.execute(trx);
   const version = await trx.selectFrom('versions').select(['id', 'number']).where('id', '=', versionId).executeTakeFirstOrThrow();
   throw conflict(
     'migration_too_large',

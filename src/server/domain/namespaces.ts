@@ -49,11 +49,7 @@ export async function listNamespaces(db: Db, perms: Permissions, page: PageInput
  * sharing groups receive `owner` on the project in the same transaction. Names are unique per
  * namespace (409 `project_exists`).
  */
-export async function createProject(
-  db: Db,
-  perms: Permissions,
-  input: { namespace: string; name: string; description: string },
-): Promise<Project> {
+export async function createProject(db: Db, perms: Permissions, input: { namespace: string; name: string; description: string }): Promise<Project> {
   const ns = await namespaceBySlug(db, perms, input.namespace);
   perms.require('admin', { type: 'namespace', id: ns.id }, `Namespace ${input.namespace}`);
   try {
@@ -80,11 +76,7 @@ export async function createProject(
 }
 
 /** `GET /projects`: projects the key may discover, optionally in one namespace (by slug). */
-export async function listProjects(
-  db: Db,
-  perms: Permissions,
-  query: PageInput & { namespace?: string },
-): Promise<{ projects: Project[]; total: number }> {
+export async function listProjects(db: Db, perms: Permissions, query: PageInput & { namespace?: string }): Promise<{ projects: Project[]; total: number }> {
   const ns = query.namespace === undefined ? undefined : await namespaceBySlug(db, perms, query.namespace);
   let select = db
     .selectFrom('projects')
@@ -92,7 +84,13 @@ export async function listProjects(
     .where((eb) => visibleRows(eb, perms.visible('project'), 'projects.namespace_id', 'projects.id'));
   if (ns) select = select.where('projects.namespace_id', '=', ns.id);
   const [rows, count] = await Promise.all([
-    select.selectAll('projects').orderBy('projects.created_at', query.order_direction).orderBy('projects.id', query.order_direction).limit(query.limit).offset(pageOffset(query)).execute(),
+    select
+      .selectAll('projects')
+      .orderBy('projects.created_at', query.order_direction)
+      .orderBy('projects.id', query.order_direction)
+      .limit(query.limit)
+      .offset(pageOffset(query))
+      .execute(),
     select.select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow(),
   ]);
   const total = Number(count.n);

@@ -12,7 +12,7 @@ import { conflict, invalid, unauthenticated, namedVersion, notFound } from './er
 import type { Permissions } from '../auth/policy.js';
 import { generateSecret, hashSecret, secretPrefix } from '../auth/secrets.js';
 import { versionById } from './lookup.js';
-import { applyVersionHappening, describeVersion, type RegisterInput, type RegisterResult } from './lifecycle.js';
+import { applyVersionHappening, type RegisterInput, type RegisterResult } from './lifecycle.js';
 import { releaseLeases } from './deliveries.js';
 import { isRefusal, next, type VersionHappening } from './version-lifecycle.js';
 import { LIVE_AGENT_STATUS, type VersionStatus } from '../../contract/lifecycle.js';
@@ -30,7 +30,11 @@ const hashToken = hashSecret;
  * A new registration token for `versionId`, stored hashed. One-time unless `reusable` (a
  * kubernetes Deployment's pods all register with the Secret's one token).
  */
-export async function issueRegistrationToken(db: Db, versionId: string, options: { reusable?: boolean; ttlMs?: number; createdByKeyId?: string | null } = {}): Promise<string> {
+export async function issueRegistrationToken(
+  db: Db,
+  versionId: string,
+  options: { reusable?: boolean; ttlMs?: number; createdByKeyId?: string | null } = {},
+): Promise<string> {
   return (await insertToken(db, versionId, options)).token;
 }
 
@@ -76,7 +80,13 @@ export async function markReplicaGone(db: Db, versionId: string, acpUrl: string)
       .where('replica_key', '=', acpUrl)
       .returning('runtime_key_id')
       .executeTakeFirst();
-    if (gone?.runtime_key_id) await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', '=', gone.runtime_key_id).where('revoked_at', 'is', null).execute();
+    if (gone?.runtime_key_id)
+      await trx
+        .updateTable('api_keys')
+        .set({ revoked_at: new Date(), updated_at: new Date() })
+        .where('id', '=', gone.runtime_key_id)
+        .where('revoked_at', 'is', null)
+        .execute();
     await releaseLeases(trx, versionId, acpUrl);
   });
 }
@@ -104,15 +114,30 @@ export async function registerVersion(db: Db, perms: Permissions, input: Registe
  * restarted on the same address replaces the old record, and the old runtime key is revoked).
  */
 export async function recordReplica(trx: Executor, versionId: string, acpUrl: string, runtimeKeyId: string | null): Promise<void> {
-  const previous = await trx.selectFrom('version_replicas').select('runtime_key_id').where('version_id', '=', versionId).where('replica_key', '=', acpUrl).forUpdate().executeTakeFirst();
+  const previous = await trx
+    .selectFrom('version_replicas')
+    .select('runtime_key_id')
+    .where('version_id', '=', versionId)
+    .where('replica_key', '=', acpUrl)
+    .forUpdate()
+    .executeTakeFirst();
   if (previous?.runtime_key_id && previous.runtime_key_id !== runtimeKeyId) {
-    await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', '=', previous.runtime_key_id).where('revoked_at', 'is', null).execute();
+    await trx
+      .updateTable('api_keys')
+      .set({ revoked_at: new Date(), updated_at: new Date() })
+      .where('id', '=', previous.runtime_key_id)
+      .where('revoked_at', 'is', null)
+      .execute();
   }
   const now = new Date();
   await trx
     .insertInto('version_replicas')
     .values({ version_id: versionId, replica_key: acpUrl, acp_url: acpUrl, runtime_key_id: runtimeKeyId, registered_at: now, last_seen_at: now, live: true })
-    .onConflict((oc) => oc.columns(['version_id', 'replica_key']).doUpdateSet({ acp_url: acpUrl, runtime_key_id: runtimeKeyId, registered_at: now, last_seen_at: now, live: true }))
+    .onConflict((oc) =>
+      oc
+        .columns(['version_id', 'replica_key'])
+        .doUpdateSet({ acp_url: acpUrl, runtime_key_id: runtimeKeyId, registered_at: now, last_seen_at: now, live: true }),
+    )
     .execute();
   // Work that backed off while the version had no reachable replica goes out now, not at its next
   // backoff step (which can be half a minute away).
@@ -136,7 +161,13 @@ export async function markVersionReplicasGone(db: Db, versionId: string): Promis
       .returning('runtime_key_id')
       .execute();
     const keys = gone.map((g) => g.runtime_key_id).filter((k): k is string => k !== null);
-    if (keys.length) await trx.updateTable('api_keys').set({ revoked_at: new Date(), updated_at: new Date() }).where('id', 'in', keys).where('revoked_at', 'is', null).execute();
+    if (keys.length)
+      await trx
+        .updateTable('api_keys')
+        .set({ revoked_at: new Date(), updated_at: new Date() })
+        .where('id', 'in', keys)
+        .where('revoked_at', 'is', null)
+        .execute();
     await releaseLeases(trx, versionId, null);
   });
 }
@@ -162,7 +193,12 @@ const registrable = (status: VersionStatus) => !isRefusal(next(status, 'register
 export async function registerWithToken(db: Db, input: TokenRegistration): Promise<RegisterResult & { agent_api_key: string }> {
   if (!input.acp_url) throw invalid(['body', 'acp_url'], 'A registration with a token needs acp_url: where the agent listens', 'missing');
   return db.transaction().execute(async (trx) => {
-    const token = await trx.selectFrom('registration_tokens').selectAll().where('token_hash', '=', hashToken(input.registration_token)).forUpdate().executeTakeFirst();
+    const token = await trx
+      .selectFrom('registration_tokens')
+      .selectAll()
+      .where('token_hash', '=', hashToken(input.registration_token))
+      .forUpdate()
+      .executeTakeFirst();
     if (!token) throw badToken('Unknown registration token');
     if (token.version_id !== input.version_id) throw badToken(`The registration token is not for version ${input.version_id}`);
     if (new Date(token.expires_at).getTime() <= Date.now()) throw badToken('The registration token has expired; issue a new one');
@@ -171,12 +207,22 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
       .selectFrom('versions')
       .innerJoin('agents', 'agents.id', 'versions.agent_id')
       .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
-      .select(['versions.id', 'versions.number', 'versions.branch_id', 'versions.status', 'versions.agent_id', 'agents.name as agent_name', 'agents.status as agent_status', 'namespaces.org_id'])
+      .select([
+        'versions.id',
+        'versions.number',
+        'versions.branch_id',
+        'versions.status',
+        'versions.agent_id',
+        'agents.name as agent_name',
+        'agents.status as agent_status',
+        'namespaces.org_id',
+      ])
       .where('versions.id', '=', input.version_id)
       .executeTakeFirstOrThrow();
     if (input.branch_id !== undefined && input.branch_id !== version.branch_id) throw badToken(`The registration token is not for branch ${input.branch_id}`);
     if (version.agent_status !== LIVE_AGENT_STATUS) throw badToken(`The agent of version ${version.id} was deleted`);
-    if (!registrable(version.status)) throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
+    if (!registrable(version.status))
+      throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
     await trx.updateTable('registration_tokens').set({ used_at: new Date() }).where('token_hash', '=', token.token_hash).execute();
 
     const secret = generateSecret();
@@ -202,7 +248,14 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
       .execute();
     await recordReplica(trx, version.id, input.acp_url!, keyId);
 
-    const result = await applyVersionHappening(trx, version.branch_id, version.id, 'registered', { registration_metadata: input.registration_metadata }, 'its processes cannot register');
+    const result = await applyVersionHappening(
+      trx,
+      version.branch_id,
+      version.id,
+      'registered',
+      { registration_metadata: input.registration_metadata },
+      'its processes cannot register',
+    );
     return { ...result, agent_api_key: secret };
   });
 }
@@ -210,7 +263,8 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
 /** `POST /versions/{id}/registration-tokens`: for an agent started by hand (write on the agent). */
 export async function createRegistrationToken(db: Db, perms: Permissions, versionId: string): Promise<{ registration_token: string; expires_at: string }> {
   const version = await versionById(db, perms, 'write', versionId);
-  if (!registrable(version.status)) throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
+  if (!registrable(version.status))
+    throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; its processes cannot register`);
   const { token, expiresAt } = await insertToken(db, versionId, { createdByKeyId: perms.actor.keyId || null });
   return { registration_token: token, expires_at: expiresAt.toISOString() };
 }

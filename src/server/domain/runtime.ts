@@ -2,7 +2,6 @@ import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
 import { LIVE_AGENT_STATUS, LIVE_TASK_STATUSES, RUNNING_VERSION_STATUSES, type VersionStatus } from '../../contract/lifecycle.js';
 
-
 /** What the runtime reconciler needs of a version. */
 export interface RuntimeVersion {
   id: string;
@@ -24,7 +23,18 @@ function selectRuntimeVersions(db: Db) {
     .selectFrom('versions as v')
     .innerJoin('agents as a', 'a.id', 'v.agent_id')
     .innerJoin('namespaces as n', 'n.id', 'a.namespace_id')
-    .select(['v.id', 'v.branch_id', 'v.agent_id', 'v.status', 'v.image_url', 'v.source_filesystem_id', 'v.desired_replicas', 'v.acp_type', 'v.resources', 'n.org_id'])
+    .select([
+      'v.id',
+      'v.branch_id',
+      'v.agent_id',
+      'v.status',
+      'v.image_url',
+      'v.source_filesystem_id',
+      'v.desired_replicas',
+      'v.acp_type',
+      'v.resources',
+      'n.org_id',
+    ])
     .select(sql<string>`n.slug || '/' || a.name`.as('agent_name'));
 }
 

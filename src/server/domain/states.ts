@@ -3,7 +3,7 @@ import type { State } from '../../contract/resources.js';
 import type { Db, StatesTable } from '../store/db.js';
 import type { Selectable } from 'kysely';
 import type { Permission, Permissions, Visibility } from '../auth/policy.js';
-import { ValidationFailure, conflict, invalid, missing, notFound, stale, tooLarge, named } from './errors.js';
+import { ValidationFailure, conflict, invalid, notFound, stale, tooLarge, named } from './errors.js';
 import { newId } from '../store/ids.js';
 import { toState } from '../store/mappers.js';
 import { isUniqueViolation, statusLit } from '../store/sql.js';
@@ -74,7 +74,8 @@ export async function createState(db: Db, perms: Permissions, input: { task_id: 
     if (inserted.rows.length === 0) throw stateTooLarge();
     return toState(inserted.rows[0]);
   } catch (error) {
-    if (isUniqueViolation(error)) throw conflict('state_exists', `Task ${named(task.name, input.task_id)} already has a state for agent ${named(agent.name, input.agent_id)}`);
+    if (isUniqueViolation(error))
+      throw conflict('state_exists', `Task ${named(task.name, input.task_id)} already has a state for agent ${named(agent.name, input.agent_id)}`);
     throw error;
   }
 }
@@ -148,9 +149,7 @@ export const writeScopeOf = (perms: Permissions): WriteScope => ({ orgId: perms.
 export function mergeStatement(stateId: string, patch: Record<string, unknown>, expected: ExpectedVersions, scope: WriteScope): RawBuilder<StateRow> {
   const deleted = Object.keys(patch).filter((key) => patch[key] === null);
   const merged = sql`((s.state || ${JSON.stringify(patch)}::jsonb) - ${deleted}::text[])`;
-  const access = scope.agents.all
-    ? sql``
-    : sql`AND (a.namespace_id = ANY(${scope.agents.namespaceIds}::text[]) OR a.id = ANY(${scope.agents.ids}::text[]))`;
+  const access = scope.agents.all ? sql`` : sql`AND (a.namespace_id = ANY(${scope.agents.namespaceIds}::text[]) OR a.id = ANY(${scope.agents.ids}::text[]))`;
   return sql<StateRow>`
     UPDATE states AS s SET state = ${merged}, version = s.version + 1, updated_at = now()
     FROM agents AS a JOIN namespaces AS n ON n.id = a.namespace_id
@@ -171,7 +170,11 @@ export async function mergeState(db: Db, perms: Permissions, stateId: string, pa
  * empty record when the pair has none. One INSERT ... ON CONFLICT DO UPDATE, so concurrent first
  * merges both land (the unique index on the pair makes the second one merge into the first's row).
  */
-export async function mergeOrCreateState(db: Db, perms: Permissions, input: { task_id: string; agent_id: string; state: Record<string, unknown> }): Promise<State> {
+export async function mergeOrCreateState(
+  db: Db,
+  perms: Permissions,
+  input: { task_id: string; agent_id: string; state: Record<string, unknown> },
+): Promise<State> {
   await agentById(db, perms, 'write_task_data', input.agent_id);
   await taskById(db, perms, 'read', input.task_id);
   const patch = JSON.stringify(input.state);

@@ -17,7 +17,6 @@ import { enqueueDelivery } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
 
-
 /** `ns/name`, or a bare name in the `default` namespace. */
 export function splitAgentName(name: string): { namespace: string; agent: string } {
   const slash = name.indexOf('/');
@@ -40,10 +39,21 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
           })();
       let branchName = req.branch;
       if (!branchName) {
-        const prod = await trx.selectFrom('environments').select('branch_rules').where('agent_id', '=', agent.id).where('is_prod', '=', true).executeTakeFirst();
+        const prod = await trx
+          .selectFrom('environments')
+          .select('branch_rules')
+          .where('agent_id', '=', agent.id)
+          .where('is_prod', '=', true)
+          .executeTakeFirst();
         branchName = (prod?.branch_rules as string[] | undefined)?.[0] ?? 'main';
       }
-      const branch = await trx.selectFrom('branches').selectAll().where('agent_id', '=', agent.id).where('git_branch', '=', branchName).where('retired_at', 'is', null).executeTakeFirst();
+      const branch = await trx
+        .selectFrom('branches')
+        .selectAll()
+        .where('agent_id', '=', agent.id)
+        .where('git_branch', '=', branchName)
+        .where('retired_at', 'is', null)
+        .executeTakeFirst();
       if (!branch) throw notFound(`Branch ${branchName} of agent ${agent.name}`);
       const version = await trx
         .selectFrom('versions')
@@ -59,13 +69,19 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
 
       let filesystemId = req.filesystem_id;
       if (filesystemId) {
-        const fs = await trx.selectFrom('filesystems').select(['id', 'project_id']).where('id', '=', filesystemId).where('namespace_id', '=', agent.namespace_id).executeTakeFirst();
+        const fs = await trx
+          .selectFrom('filesystems')
+          .select(['id', 'project_id'])
+          .where('id', '=', filesystemId)
+          .where('namespace_id', '=', agent.namespace_id)
+          .executeTakeFirst();
         if (!fs) throw notFound('Filesystem', filesystemId);
         if (fs.project_id) perms.require('write', { type: 'project', id: fs.project_id, namespaceId: agent.namespace_id }, `Project ${fs.project_id}`);
         else {
           // A private filesystem holds its tasks' files: reusing it needs run on every agent whose tasks use it.
           const owners = await trx.selectFrom('tasks').select('agent_id').distinct().where('filesystem_id', '=', filesystemId).execute();
-          for (const owner of owners) perms.require('run', { type: 'agent', id: owner.agent_id, namespaceId: agent.namespace_id }, `Filesystem ${filesystemId}`);
+          for (const owner of owners)
+            perms.require('run', { type: 'agent', id: owner.agent_id, namespaceId: agent.namespace_id }, `Filesystem ${filesystemId}`);
         }
       } else {
         if (req.project_id) {
@@ -74,7 +90,10 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
           perms.require('write', { type: 'project', id: project.id, namespaceId: project.namespace_id }, `Project ${project.id}`);
         }
         filesystemId = newId('filesystem');
-        await trx.insertInto('filesystems').values({ id: filesystemId, namespace_id: agent.namespace_id, project_id: req.project_id ?? null }).execute();
+        await trx
+          .insertInto('filesystems')
+          .values({ id: filesystemId, namespace_id: agent.namespace_id, project_id: req.project_id ?? null })
+          .execute();
       }
       const now = new Date();
       const row = await trx
@@ -117,7 +136,11 @@ export type TaskFilters = Partial<ListTasksQuery> & Pick<ListTasksQuery, 'limit'
 async function toTasks(db: Db, rows: Selectable<TasksTable>[], relationships: readonly string[] | undefined): Promise<Task[]> {
   const tasks = rows.map(toTask);
   if (!relationships?.includes('agents') || rows.length === 0) return tasks;
-  const agentRows = await db.selectFrom('agents').selectAll().where('id', 'in', [...new Set(rows.map((row) => row.agent_id))]).execute();
+  const agentRows = await db
+    .selectFrom('agents')
+    .selectAll()
+    .where('id', 'in', [...new Set(rows.map((row) => row.agent_id))])
+    .execute();
   const agents = new Map(agentRows.map((row) => [row.id, toAgent(row)]));
   return tasks.map((task, i) => ({ ...task, agents: [agents.get(rows[i].agent_id)!] }));
 }
@@ -141,9 +164,7 @@ export async function listTasks(db: Db, perms: Permissions, f: TaskFilters): Pro
   const before = f.created_before === undefined ? undefined : new Date(f.created_before);
   if (after && before && after >= before) throw invalid(['query', 'created_before'], 'created_before must be later than created_after');
 
-  let query = db
-    .selectFrom('tasks')
-    .where(inCallerOrg(perms, 'tasks.namespace_id'));
+  let query = db.selectFrom('tasks').where(inCallerOrg(perms, 'tasks.namespace_id'));
   if (agentId) query = query.where('tasks.agent_id', '=', agentId);
   else query = query.where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'tasks.namespace_id', 'tasks.agent_id'));
   if (f.branch) {
@@ -193,7 +214,8 @@ async function lockTaskForChange(trx: Trx, perms: Permissions, taskId: string, a
   await lockBranch(trx, found.branch_id);
   const task = await trx.selectFrom('tasks').selectAll().where('id', '=', taskId).forNoKeyUpdate().executeTakeFirstOrThrow();
   if (task.status === 'DELETED') throw notFound('Task', taskId);
-  if (!allowTerminal && isTerminalTask(task.status)) throw conflict('task_terminal', `Task ${named(task.name, taskId)} is ${task.status}; a finished task cannot change`);
+  if (!allowTerminal && isTerminalTask(task.status))
+    throw conflict('task_terminal', `Task ${named(task.name, taskId)} is ${task.status}; a finished task cannot change`);
   return task;
 }
 
@@ -233,7 +255,12 @@ export async function cancelTask(db: Db, perms: Permissions, taskId: string): Pr
 export async function deleteTask(db: Db, perms: Permissions, taskId: string): Promise<Task> {
   return db.transaction().execute(async (trx) => {
     const task = await lockTaskForChange(trx, perms, taskId, true);
-    const row = await trx.updateTable('tasks').set({ status: 'DELETED', updated_at: new Date() }).where('id', '=', taskId).returningAll().executeTakeFirstOrThrow();
+    const row = await trx
+      .updateTable('tasks')
+      .set({ status: 'DELETED', updated_at: new Date() })
+      .where('id', '=', taskId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
     await settleDraining(trx, [task.current_version_id]);
     await recordTaskChange(trx, [taskId]);
     return toTask(row);

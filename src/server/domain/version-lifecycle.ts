@@ -60,7 +60,15 @@ export const VERSION_TRANSITIONS: Record<VersionHappening, Row> = {
   superseded: { ACTIVE: 'DRAINING', UNHEALTHY: 'DRAINING' },
   drained: { DRAINING: 'RETIRED' },
   // FAILED, ROLLED_BACK and RETIRED versions keep their status.
-  retired: { DEPLOYING: 'RETIRED', ACTIVE: 'RETIRED', UNHEALTHY: 'RETIRED', DRAINING: 'RETIRED', FAILED: 'FAILED', ROLLED_BACK: 'ROLLED_BACK', RETIRED: 'RETIRED' },
+  retired: {
+    DEPLOYING: 'RETIRED',
+    ACTIVE: 'RETIRED',
+    UNHEALTHY: 'RETIRED',
+    DRAINING: 'RETIRED',
+    FAILED: 'FAILED',
+    ROLLED_BACK: 'ROLLED_BACK',
+    RETIRED: 'RETIRED',
+  },
   rolled_back: { DEPLOYING: 'ROLLED_BACK', ACTIVE: 'ROLLED_BACK', UNHEALTHY: 'ROLLED_BACK' },
   // Its image is kept: any version but a FAILED one can serve again.
   restored: everyStatusBut(['FAILED'], 'ACTIVE'),

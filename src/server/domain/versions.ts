@@ -105,7 +105,9 @@ export async function resolveAgentVersion(db: Db, perms: Permissions, ref: Agent
     .execute();
   if (rows.length === 0) throw notFound(`Agent ${describe}`);
   perms.require('read', { type: 'agent', id: rows[0].found_agent_id, namespaceId: rows[0].found_namespace_id }, `Agent ${describe}`);
-  const versions = rows.filter((row) => row.id !== null).map(({ found_agent_id: _a, found_namespace_id: _n, ...row }) => toVersion(row as Parameters<typeof toVersion>[0]));
+  const versions = rows
+    .filter((row) => row.id !== null)
+    .map(({ found_agent_id: _a, found_namespace_id: _n, ...row }) => toVersion(row as Parameters<typeof toVersion>[0]));
   if (versions.length === 0) {
     const what = parsed.kind === 'git_hash' ? `with a git hash starting with ${parsed.prefix}` : ref.ref;
     throw missing(`Agent ${describe} has no version ${what}`);
@@ -113,7 +115,10 @@ export async function resolveAgentVersion(db: Db, perms: Permissions, ref: Agent
   if (versions.length > 1) {
     const listed = versions.slice(0, AMBIGUOUS_SHOWN).map((v) => `${versionLabel(v.number)} (${v.git_hash.slice(0, 12)}, deployed ${v.deployed_at})`);
     const more = versions.length > AMBIGUOUS_SHOWN ? ', and more' : '';
-    throw conflict('ambiguous_version', `${ref.ref} matches several versions of ${describe}: ${listed.join(', ')}${more}. Name one by vN or give more of the hash.`);
+    throw conflict(
+      'ambiguous_version',
+      `${ref.ref} matches several versions of ${describe}: ${listed.join(', ')}${more}. Name one by vN or give more of the hash.`,
+    );
   }
   return versions[0];
 }

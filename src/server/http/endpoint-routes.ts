@@ -34,7 +34,10 @@ export function registerEndpoints(app: FastifyInstance, service: ServiceContext,
     service,
   );
   const unhandled = Object.keys(endpoints).filter((name) => !handled.has(name));
-  if (unhandled.length) throw new EndpointCoverageError(`No handler for ${unhandled.length === 1 ? 'endpoint' : 'endpoints'} ${unhandled.join(', ')}: add one in src/server/routes`);
+  if (unhandled.length)
+    throw new EndpointCoverageError(
+      `No handler for ${unhandled.length === 1 ? 'endpoint' : 'endpoints'} ${unhandled.join(', ')}: add one in src/server/routes`,
+    );
 }
 
 function endpointHandler(name: EndpointName, endpoint: Endpoint, handler: Handler, service: ServiceContext) {

@@ -2,7 +2,7 @@
 // `{detail: [items]}`) with the status and headers src/server/errors.ts chose for it.
 import fp from 'fastify-plugin';
 import type { FastifyReply } from 'fastify';
-import { ApiError, httpErrorOfThrown, INTERNAL_ERROR, noRoute, VALIDATION_STATUS, ValidationFailure } from '../errors.js';
+import { type ApiError, httpErrorOfThrown, INTERNAL_ERROR, noRoute, VALIDATION_STATUS, ValidationFailure } from '../errors.js';
 
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);

@@ -16,7 +16,14 @@ export const requestLog = fp<{ metrics: ServiceMetrics }>(
       const route = request.routeOptions.url ?? 'unmatched';
       metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
       request.log.info(
-        { method: request.method, route, path: request.url.split('?')[0], status: reply.statusCode, duration_ms: Math.round(reply.elapsedTime * 10) / 10, key_id: request.keyId || null },
+        {
+          method: request.method,
+          route,
+          path: request.url.split('?')[0],
+          status: reply.statusCode,
+          duration_ms: Math.round(reply.elapsedTime * 10) / 10,
+          key_id: request.keyId || null,
+        },
         'request',
       );
     });

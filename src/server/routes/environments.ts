@@ -1,13 +1,6 @@
 import type { RouteHost, ServiceContext } from '../route-host.js';
 import { invalid } from '../domain/errors.js';
-import {
-  createEnvironment,
-  deleteEnvironment,
-  getEnvironment,
-  listEnvironments,
-  resolveEnvironment,
-  updateEnvironment,
-} from '../domain/environments.js';
+import { createEnvironment, deleteEnvironment, getEnvironment, listEnvironments, resolveEnvironment, updateEnvironment } from '../domain/environments.js';
 
 /** The body schemas drop unknown keys; `is_prod` is refused out loud instead, since a client sending it expects an effect. */
 function refuseIsProd(body: unknown): void {

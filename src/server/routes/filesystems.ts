@@ -50,11 +50,17 @@ export function registerFilesystemRoutes(host: RouteHost, service: ServiceContex
     const row = await filesystemForAccess(db, await call.access(), params.filesystem_id, 'write');
     return uploadArchive(db, service.blobs, row.id, archiveBody(call), tagsOf(call, 'if-match'), limits());
   });
-  host.handle('listFilesystemFiles', async ({ params }, call) => listFiles(service.blobs, await filesystemForAccess(db, await call.access(), params.filesystem_id, 'read')));
+  host.handle('listFilesystemFiles', async ({ params }, call) =>
+    listFiles(service.blobs, await filesystemForAccess(db, await call.access(), params.filesystem_id, 'read')),
+  );
   host.handle('getFilesystemFile', async ({ params }, call) => {
     const row = await filesystemForAccess(db, await call.access(), params.filesystem_id, 'read');
     const file = await readFile(service.blobs, row, params['*']);
-    return new Streamed(200, { 'content-type': 'application/octet-stream', 'content-length': String(file.size), etag: entityTag(row.archive_checksum ?? '') }, file.body);
+    return new Streamed(
+      200,
+      { 'content-type': 'application/octet-stream', 'content-length': String(file.size), etag: entityTag(row.archive_checksum ?? '') },
+      file.body,
+    );
   });
   host.handle('downloadSystemFolderArchive', async ({ params }, call) => {
     const row = (await systemFolderForAccess(db, await call.access(), params.task_id, params.folder_type, 'read')) ?? emptyFolderRow(params.task_id);

@@ -15,7 +15,8 @@ export function registerVersionRoutes(host: RouteHost, service: ServiceContext):
   host.handle('registerVersion', async ({ body }, call) => {
     if (call.actor !== ANONYMOUS) return registerVersion(db, await call.access(), body);
     // An agent process: its registration token is the credential.
-    if (!body.registration_token) throw new ApiError(401, 'unauthorized', 'Send an API key, or a registration_token in the body', { 'WWW-Authenticate': 'Bearer' });
+    if (!body.registration_token)
+      throw new ApiError(401, 'unauthorized', 'Send an API key, or a registration_token in the body', { 'WWW-Authenticate': 'Bearer' });
     return registerWithToken(db, { ...body, registration_token: body.registration_token });
   });
   host.handle('createRegistrationToken', async ({ params }, call) => createRegistrationToken(db, await call.access(), params.version_id));

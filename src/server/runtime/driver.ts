@@ -64,7 +64,11 @@ export type RuntimeHappening =
   | { kind: 'unhealthy'; replica: number; detail: string }
   | { kind: 'recovered'; replica: number }
   | { kind: 'crashed'; replica: number; exitCode: number | null; signal: string | null; willRestart: boolean }
-  | { kind: 'failed'; reason: 'crash_loop' | 'start_timeout' | 'image_pull_failed' | 'scheduling_failed' | 'build_failed' | 'source_unavailable'; diagnostics: FailureDiagnostics }
+  | {
+      kind: 'failed';
+      reason: 'crash_loop' | 'start_timeout' | 'image_pull_failed' | 'scheduling_failed' | 'build_failed' | 'source_unavailable';
+      diagnostics: FailureDiagnostics;
+    }
   | { kind: 'stopped' };
 
 export interface ReplicaStatus {

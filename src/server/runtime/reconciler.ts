@@ -183,10 +183,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
 
   let timer: NodeJS.Timeout | undefined;
   const tick = () => {
-    timer = setTimeout(
-      () => void reconcileNow().finally(() => !closed && tick()),
-      lease.held() ? intervalMs : leaseRetryMs,
-    );
+    timer = setTimeout(() => void reconcileNow().finally(() => !closed && tick()), lease.held() ? intervalMs : leaseRetryMs);
   };
   await reconcileNow();
   tick();

@@ -1,6 +1,17 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { Kysely, PostgresAdapter, PostgresDialect, sql, type ColumnType, type DatabaseConnection, type Dialect, type Driver, type Generated, type TransactionSettings } from 'kysely';
+import {
+  Kysely,
+  PostgresAdapter,
+  PostgresDialect,
+  sql,
+  type ColumnType,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type Generated,
+  type TransactionSettings,
+} from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
 import type { PGlite } from '@electric-sql/pglite';
 import type { AgentStatus, TaskStatus, VersionStatus } from '../../contract/lifecycle.js';
@@ -11,49 +22,130 @@ import type { DeliveryStatus } from '../../contract/conversation.js';
 type Timestamptz = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json = ColumnType<unknown, string, string>;
 
-export interface OrgsTable { id: string; name: string; created_at: Timestamptz }
+export interface OrgsTable {
+  id: string;
+  name: string;
+  created_at: Timestamptz;
+}
 export interface NamespacesTable {
-  id: string; org_id: string; name: string; slug: string; created_at: Timestamptz; updated_at: Timestamptz;
+  id: string;
+  org_id: string;
+  name: string;
+  slug: string;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
   /** 008: the key that created it (null for the bootstrap namespace). */
   created_by_key_id: Generated<string | null>;
 }
 export interface ApiKeysTable {
-  id: string; org_id: string; name: string; description: Generated<string>; key_hash: string; key_prefix: string;
-  created_by_key_id: string | null; expires_at: Date | null; revoked_at: Date | null; last_used_at: Date | null;
-  created_at: Timestamptz; updated_at: Timestamptz;
+  id: string;
+  org_id: string;
+  name: string;
+  description: Generated<string>;
+  key_hash: string;
+  key_prefix: string;
+  created_by_key_id: string | null;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+  last_used_at: Date | null;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
   /** Set on a runtime key: the one agent it may act for (README "Delivery to agents, in short"). */
   runtime_agent_id: Generated<string | null>;
 }
 export interface GroupsTable {
-  id: string; org_id: string; name: string; description: Generated<string>; created_at: Timestamptz; updated_at: Timestamptz;
+  id: string;
+  org_id: string;
+  name: string;
+  description: Generated<string>;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
   /** 008: the key that created it. */
   created_by_key_id: Generated<string | null>;
 }
-export interface GroupMembersTable { group_id: string; key_id: string; added_at: Timestamptz }
-export interface GrantsTable {
-  id: Generated<string>; principal_type: 'key' | 'group'; principal_id: string; resource_type: string; resource_id: string;
-  role: string; legacy_role: string | null; source: 'scope' | 'owner'; created_at: Timestamptz;
+export interface GroupMembersTable {
+  group_id: string;
+  key_id: string;
+  added_at: Timestamptz;
 }
-export interface ProjectsTable { id: string; namespace_id: string; name: string; description: Generated<string>; created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz }
+export interface GrantsTable {
+  id: Generated<string>;
+  principal_type: 'key' | 'group';
+  principal_id: string;
+  resource_type: string;
+  resource_id: string;
+  role: string;
+  legacy_role: string | null;
+  source: 'scope' | 'owner';
+  created_at: Timestamptz;
+}
+export interface ProjectsTable {
+  id: string;
+  namespace_id: string;
+  name: string;
+  description: Generated<string>;
+  created_by_key_id: string | null;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
+}
 export interface AgentsTable {
-  id: string; namespace_id: string; name: string; description: Generated<string>; status: Generated<AgentStatus>;
-  status_reason: string | null; agent_input_type: 'text' | 'json' | null; registered_at: Date | null; registration_metadata: Json | null;
-  created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  id: string;
+  namespace_id: string;
+  name: string;
+  description: Generated<string>;
+  status: Generated<AgentStatus>;
+  status_reason: string | null;
+  agent_input_type: 'text' | 'json' | null;
+  registered_at: Date | null;
+  registration_metadata: Json | null;
+  created_by_key_id: string | null;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
   /** 006: the number of the agent's newest version (0 before its first deploy). */
   last_version_number: Generated<number>;
 }
 export interface BranchesTable {
-  id: string; agent_id: string; git_branch: string; git_branch_normalized: string; replicas: Generated<number>;
-  current_version_id: string | null; event_sequence: Generated<number>; retired_at: Date | null; retired_reason: string | null;
-  created_at: Timestamptz; updated_at: Timestamptz;
+  id: string;
+  agent_id: string;
+  git_branch: string;
+  git_branch_normalized: string;
+  replicas: Generated<number>;
+  current_version_id: string | null;
+  event_sequence: Generated<number>;
+  retired_at: Date | null;
+  retired_reason: string | null;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
 }
 export interface VersionsTable {
-  id: string; branch_id: string; agent_id: string; git_hash: string; git_branch: string; git_message: string;
-  author_name: string; author_email: string; image_url: string; status: VersionStatus; deployed_at: Timestamptz;
-  sdk_type: string; acp_type: string; is_dirty: boolean; replicas: number; desired_replicas: number; are_tasks_sticky: boolean;
-  description: string; rollback_count: Generated<number>; last_rollback_at: Date | null; rolled_back_at: Date | null;
-  retired_at: Date | null; image_expires_at: Date | null; failure_reason: string | null; failure_diagnostics: Json | null;
-  source_filesystem_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  id: string;
+  branch_id: string;
+  agent_id: string;
+  git_hash: string;
+  git_branch: string;
+  git_message: string;
+  author_name: string;
+  author_email: string;
+  image_url: string;
+  status: VersionStatus;
+  deployed_at: Timestamptz;
+  sdk_type: string;
+  acp_type: string;
+  is_dirty: boolean;
+  replicas: number;
+  desired_replicas: number;
+  are_tasks_sticky: boolean;
+  description: string;
+  rollback_count: Generated<number>;
+  last_rollback_at: Date | null;
+  rolled_back_at: Date | null;
+  retired_at: Date | null;
+  image_expires_at: Date | null;
+  failure_reason: string | null;
+  failure_diagnostics: Json | null;
+  source_filesystem_id: string | null;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
   /** Signs deliveries to the version's agents; created on first use, never in a Version response. */
   signing_secret: Generated<string | null>;
   /** 006: 1, 2, 3, ... per agent in deploy order (`v3`). */
@@ -61,60 +153,184 @@ export interface VersionsTable {
   /** 008: `{requests, limits}` of cpu and memory, or null. */
   resources: ColumnType<unknown, string | null | undefined, string | null> | null;
 }
-export interface VersionEventsTable { id: string; branch_id: string; version_id: string | null; sequence: number; type: string; data: Json; created_at: Timestamptz }
-export interface EnvironmentsTable { id: string; agent_id: string; name: string; description: string; is_prod: boolean; branch_rules: Json; created_at: Timestamptz; updated_at: Timestamptz }
+export interface VersionEventsTable {
+  id: string;
+  branch_id: string;
+  version_id: string | null;
+  sequence: number;
+  type: string;
+  data: Json;
+  created_at: Timestamptz;
+}
+export interface EnvironmentsTable {
+  id: string;
+  agent_id: string;
+  name: string;
+  description: string;
+  is_prod: boolean;
+  branch_rules: Json;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
+}
 export interface FilesystemsTable {
-  id: string; namespace_id: string; project_id: string | null; created_at: Timestamptz;
-  archive_checksum: Generated<string | null>; size_bytes: ColumnType<string | number, number | undefined, number>; files_count: Generated<number>;
-  archive_bytes: ColumnType<string | number, number | undefined, number>; blob_key: Generated<string | null>; manifest_key: Generated<string | null>;
-  created_by_key_id: Generated<string | null>; updated_at: Generated<Date>;
+  id: string;
+  namespace_id: string;
+  project_id: string | null;
+  created_at: Timestamptz;
+  archive_checksum: Generated<string | null>;
+  size_bytes: ColumnType<string | number, number | undefined, number>;
+  files_count: Generated<number>;
+  archive_bytes: ColumnType<string | number, number | undefined, number>;
+  blob_key: Generated<string | null>;
+  manifest_key: Generated<string | null>;
+  created_by_key_id: Generated<string | null>;
+  updated_at: Generated<Date>;
 }
 export interface TasksTable {
-  id: string; agent_id: string; branch_id: string; namespace_id: string; filesystem_id: string; project_id: string | null;
-  name: string | null; status: TaskStatus; status_reason: string | null; params: Json | null; task_metadata: Json | null;
-  created_version_id: string; current_version_id: string; created_by_key_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  id: string;
+  agent_id: string;
+  branch_id: string;
+  namespace_id: string;
+  filesystem_id: string;
+  project_id: string | null;
+  name: string | null;
+  status: TaskStatus;
+  status_reason: string | null;
+  params: Json | null;
+  task_metadata: Json | null;
+  created_version_id: string;
+  current_version_id: string;
+  created_by_key_id: string | null;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
   last_sequence_id: Generated<number>;
   /** The namespace's org (schema change 005), filled in by a trigger: task names are unique per org. */
   org_id: Generated<string>;
 }
-export interface TaskSystemFoldersTable { task_id: string; type: string; filesystem_id: string }
-export interface StatesTable { id: string; task_id: string; agent_id: string; state: Json; version: Generated<number>; created_at: Timestamptz; updated_at: Timestamptz }
+export interface TaskSystemFoldersTable {
+  task_id: string;
+  type: string;
+  filesystem_id: string;
+}
+export interface StatesTable {
+  id: string;
+  task_id: string;
+  agent_id: string;
+  state: Json;
+  version: Generated<number>;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
+}
 
-export interface EventsTable { id: string; task_id: string; agent_id: string; sequence_id: number; content: Json; created_at: Timestamptz }
+export interface EventsTable {
+  id: string;
+  task_id: string;
+  agent_id: string;
+  sequence_id: number;
+  content: Json;
+  created_at: Timestamptz;
+}
 export interface MessagesTable {
-  id: string; task_id: string; author: string; content: Json; streaming_status: string | null; sequence_id: number; updated_sequence_id: number;
-  created_at: Timestamptz; updated_at: Timestamptz;
+  id: string;
+  task_id: string;
+  author: string;
+  content: Json;
+  streaming_status: string | null;
+  sequence_id: number;
+  updated_sequence_id: number;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
 }
 export interface TrackersTable {
-  id: string; task_id: string; agent_id: string; status: Generated<string>; status_message: string | null; progress: number | null;
-  last_processed_event_id: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  id: string;
+  task_id: string;
+  agent_id: string;
+  status: Generated<string>;
+  status_message: string | null;
+  progress: number | null;
+  last_processed_event_id: string | null;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
 }
-export interface TaskStreamTable { task_id: string; sequence_id: number; kind: string; record: Json; created_at: Timestamptz }
+export interface TaskStreamTable {
+  task_id: string;
+  sequence_id: number;
+  kind: string;
+  record: Json;
+  created_at: Timestamptz;
+}
 export interface IdempotencyRecordsTable {
-  key_id: string; route: string; idempotency_key: string; request_hash: string; status: number | null; response: string | null; created_at: Timestamptz;
+  key_id: string;
+  route: string;
+  idempotency_key: string;
+  request_hash: string;
+  status: number | null;
+  response: string | null;
+  created_at: Timestamptz;
 }
 export interface RegistrationTokensTable {
-  token_hash: string; version_id: string; reusable: boolean; expires_at: Timestamptz; used_at: Date | null;
-  created_by_key_id: string | null; created_at: Timestamptz;
+  token_hash: string;
+  version_id: string;
+  reusable: boolean;
+  expires_at: Timestamptz;
+  used_at: Date | null;
+  created_by_key_id: string | null;
+  created_at: Timestamptz;
 }
 export interface VersionReplicasTable {
-  version_id: string; replica_key: string; acp_url: string; runtime_key_id: string | null;
-  registered_at: Timestamptz; last_seen_at: Timestamptz; live: boolean;
+  version_id: string;
+  replica_key: string;
+  acp_url: string;
+  runtime_key_id: string | null;
+  registered_at: Timestamptz;
+  last_seen_at: Timestamptz;
+  live: boolean;
 }
 export interface DeliveriesTable {
-  id: Generated<string>; task_id: string; version_id: string | null; method: string; event_id: string | null; payload: Json;
-  status: Generated<DeliveryStatus>; attempts: Generated<number>; next_attempt_at: Timestamptz; failing_since: Date | null;
-  claimed_by: string | null; claimed_until: Date | null; last_error: string | null; created_at: Timestamptz; updated_at: Timestamptz;
+  id: Generated<string>;
+  task_id: string;
+  version_id: string | null;
+  method: string;
+  event_id: string | null;
+  payload: Json;
+  status: Generated<DeliveryStatus>;
+  attempts: Generated<number>;
+  next_attempt_at: Timestamptz;
+  failing_since: Date | null;
+  claimed_by: string | null;
+  claimed_until: Date | null;
+  last_error: string | null;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
   /** While leased: the replica (acp_url) that acknowledged it, and the lease length each renewal grants. */
-  leased_to: Generated<string | null>; lease_ms: Generated<number | null>;
+  leased_to: Generated<string | null>;
+  lease_ms: Generated<number | null>;
 }
 
 export interface Database {
-  orgs: OrgsTable; namespaces: NamespacesTable; api_keys: ApiKeysTable; groups: GroupsTable; group_members: GroupMembersTable;
-  grants: GrantsTable; projects: ProjectsTable; agents: AgentsTable; branches: BranchesTable; versions: VersionsTable;
-  version_events: VersionEventsTable; environments: EnvironmentsTable; filesystems: FilesystemsTable; tasks: TasksTable; states: StatesTable;
-  events: EventsTable; messages: MessagesTable; trackers: TrackersTable; task_stream: TaskStreamTable; idempotency_records: IdempotencyRecordsTable;
-  registration_tokens: RegistrationTokensTable; version_replicas: VersionReplicasTable; deliveries: DeliveriesTable;
+  orgs: OrgsTable;
+  namespaces: NamespacesTable;
+  api_keys: ApiKeysTable;
+  groups: GroupsTable;
+  group_members: GroupMembersTable;
+  grants: GrantsTable;
+  projects: ProjectsTable;
+  agents: AgentsTable;
+  branches: BranchesTable;
+  versions: VersionsTable;
+  version_events: VersionEventsTable;
+  environments: EnvironmentsTable;
+  filesystems: FilesystemsTable;
+  tasks: TasksTable;
+  states: StatesTable;
+  events: EventsTable;
+  messages: MessagesTable;
+  trackers: TrackersTable;
+  task_stream: TaskStreamTable;
+  idempotency_records: IdempotencyRecordsTable;
+  registration_tokens: RegistrationTokensTable;
+  version_replicas: VersionReplicasTable;
+  deliveries: DeliveriesTable;
   task_system_folders: TaskSystemFoldersTable;
 }
 
@@ -221,7 +437,13 @@ async function initPgliteDir(dataDir: string): Promise<void> {
   // Resolved here: the child's code is a string, with nothing to resolve a package name from.
   const pglite = pathToFileURL(createRequire(import.meta.url).resolve('@electric-sql/pglite')).href;
   // The Migrator's record, written as it writes it: opening the directory then finds nothing to apply.
-  const plan = { pglite, dataDir, recordDdl: SCHEMA_CHANGES_DDL, recordTable: SCHEMA_CHANGES_TABLE, changes: Object.entries(schemaChanges).map(([name, change]) => ({ name, script: change.script })) };
+  const plan = {
+    pglite,
+    dataDir,
+    recordDdl: SCHEMA_CHANGES_DDL,
+    recordTable: SCHEMA_CHANGES_TABLE,
+    changes: Object.entries(schemaChanges).map(([name, change]) => ({ name, script: change.script })),
+  };
   const code = `const chunks = [];
 process.stdin.on('data', (c) => chunks.push(c)).on('end', async () => {
   const plan = JSON.parse(Buffer.concat(chunks).toString('utf8'));
@@ -407,5 +629,7 @@ async function adoptOldRecord(trx: Db): Promise<void> {
 
 /** Empties every table (tests share one database per file and reset between tests). */
 export async function truncateAll(db: Db): Promise<void> {
-  await sql`TRUNCATE task_system_folders, deliveries, version_replicas, registration_tokens, idempotency_records, task_stream, trackers, messages, events, states, tasks, filesystems, environments, version_events, branches, versions, agents, projects, grants, group_members, groups, api_keys, namespaces, orgs RESTART IDENTITY CASCADE`.execute(db);
+  await sql`TRUNCATE task_system_folders, deliveries, version_replicas, registration_tokens, idempotency_records, task_stream, trackers, messages, events, states, tasks, filesystems, environments, version_events, branches, versions, agents, projects, grants, group_members, groups, api_keys, namespaces, orgs RESTART IDENTITY CASCADE`.execute(
+    db,
+  );
 }

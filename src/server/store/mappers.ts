@@ -1,6 +1,16 @@
 import type { Agent, Branch, Environment, Namespace, Project, State, Task, Version, VersionEvent } from '../../contract/resources.js';
 import type { Selectable } from 'kysely';
-import type { AgentsTable, BranchesTable, EnvironmentsTable, NamespacesTable, ProjectsTable, StatesTable, TasksTable, VersionEventsTable, VersionsTable } from './db.js';
+import type {
+  AgentsTable,
+  BranchesTable,
+  EnvironmentsTable,
+  NamespacesTable,
+  ProjectsTable,
+  StatesTable,
+  TasksTable,
+  VersionEventsTable,
+  VersionsTable,
+} from './db.js';
 
 /** Date (or driver string) -> ISO 8601 UTC with milliseconds. */
 export const iso = (value: Date | string | null | undefined): string | null =>

@@ -35,8 +35,7 @@ export function onDeliveryEnqueued(wake: () => void): () => void {
  * created), so per-task deliveries are numbered in the task's order.
  */
 export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInput): Promise<void> {
-  const payload: DeliveryPayload =
-    input.method === 'task/create' ? { params: input.params } : input.method === 'event/send' ? { event: input.event } : {};
+  const payload: DeliveryPayload = input.method === 'task/create' ? { params: input.params } : input.method === 'event/send' ? { event: input.event } : {};
   const method: AcpMethod = input.method;
   await trx
     .insertInto('deliveries')

@@ -61,7 +61,8 @@ export function recordHappenings(driver: RuntimeDriver) {
       for (;;) {
         const index = seen.findIndex((s) => s.versionId === versionId && s.happening.kind === kind);
         if (index >= 0) return seen.splice(index, 1)[0]!.happening as Extract<RuntimeHappening, { kind: K }>;
-        if (Date.now() > deadline) throw new Error(`no ${kind} happening for ${versionId} within ${timeoutMs} ms (saw: ${seen.map((s) => s.happening.kind).join(', ')})`);
+        if (Date.now() > deadline)
+          throw new Error(`no ${kind} happening for ${versionId} within ${timeoutMs} ms (saw: ${seen.map((s) => s.happening.kind).join(', ')})`);
         await new Promise<void>((done) => {
           const wake = () => {
             waiters.delete(wake);

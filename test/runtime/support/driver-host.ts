@@ -9,5 +9,5 @@ const happenings = recordHappenings(driver);
 const spec = specFor(fixture!);
 await driver.start(spec, testSecrets());
 await happenings.next(spec.versionId, 'ready');
-process.stdout.write(JSON.stringify({ pid: driver.status(spec.versionId)!.replicas[0]!.pid }) + '\n');
+process.stdout.write(`${JSON.stringify({ pid: driver.status(spec.versionId)!.replicas[0]!.pid })}\n`);
 setInterval(() => {}, 60_000);

@@ -13,5 +13,5 @@ const server = await startServer({
   runtime: 'local',
   runtimeOptions: { dataDir: dataDir!, prepareSource: copyFixture, reconcileIntervalMs: 100, healthIntervalMs: 200, graceMs: 2_000 },
 });
-process.stdout.write(JSON.stringify({ url: server.url, key: server.bootstrap.secret ?? null }) + '\n');
+process.stdout.write(`${JSON.stringify({ url: server.url, key: server.bootstrap.secret ?? null })}\n`);
 process.once('SIGTERM', () => void server.close().then(() => process.exit(0)));

@@ -77,7 +77,10 @@ export function agentctl(place: ServerPlace, args: string[], cwd?: string) {
 
 /** The org-admin key `server start` saved in the current profile on a fresh database. */
 export function savedKey(place: ServerPlace): string {
-  const config = JSON.parse(readFileSync(join(place.configDir, 'config.json'), 'utf8')) as { current_profile: string; profiles: Record<string, { api_key: string }> };
+  const config = JSON.parse(readFileSync(join(place.configDir, 'config.json'), 'utf8')) as {
+    current_profile: string;
+    profiles: Record<string, { api_key: string }>;
+  };
   return config.profiles[config.current_profile]!.api_key;
 }
 
@@ -87,7 +90,12 @@ export function savedKey(place: ServerPlace): string {
  */
 export async function deployFixture(place: ServerPlace, fixture: string, repoDir: string): Promise<{ id: string }> {
   cpSync(join(FIXTURE_AGENTS, fixture), repoDir, { recursive: true });
-  for (const args of [['init', '-q', '-b', 'main'], ['add', '.'], ['commit', '-q', '-m', fixture]]) await execa('git', args, { cwd: repoDir, env: GIT_ENV });
+  for (const args of [
+    ['init', '-q', '-b', 'main'],
+    ['add', '.'],
+    ['commit', '-q', '-m', fixture],
+  ])
+    await execa('git', args, { cwd: repoDir, env: GIT_ENV });
   const deployed = await agentctl(place, ['deploy', '--json'], repoDir);
   if (deployed.exitCode !== 0) throw new Error(`agentctl deploy exited ${deployed.exitCode}: ${deployed.stderr}`);
   const version = JSON.parse(deployed.stdout) as { id: string; status: string };

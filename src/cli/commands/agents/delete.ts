@@ -14,9 +14,16 @@ export default defineCommand({
     const { data, raw } = await confirmApply(ctx, {
       question: `Delete agent ${ref}, its branches, versions and environments?`,
       retry: agentctl('agents', 'delete', ref, '--yes'),
-      apply: () => (ref.startsWith('agt_') ? ctx.call('deleteAgent', { params: { agent_id: ref } }) : ctx.call('deleteAgentByName', { params: parseAgentPath(ref) })),
+      apply: () =>
+        ref.startsWith('agt_') ? ctx.call('deleteAgent', { params: { agent_id: ref } }) : ctx.call('deleteAgentByName', { params: parseAgentPath(ref) }),
     });
     ctx.success(data.message);
-    return { json: raw, view: record([['ID', data.id], ['Result', data.message]]) };
+    return {
+      json: raw,
+      view: record([
+        ['ID', data.id],
+        ['Result', data.message],
+      ]),
+    };
   },
 });

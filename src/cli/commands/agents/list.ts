@@ -15,6 +15,9 @@ export default defineCommand({
       const { data, raw } = await ctx.call('listAgents', { query: { namespace: options.namespace, limit, page_number: page } });
       return { items: data.agents, total: data.total, raw };
     });
-    return { json: raw, view: table(agentColumns(await nameBook(ctx, ['namespaces'])), items, 'No agents. Deploy one with: agentctl deploy --agent default/<name> --image <url>') };
+    return {
+      json: raw,
+      view: table(agentColumns(await nameBook(ctx, ['namespaces'])), items, 'No agents. Deploy one with: agentctl deploy --agent default/<name> --image <url>'),
+    };
   },
 });

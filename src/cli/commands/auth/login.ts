@@ -10,7 +10,11 @@ export default defineCommand({
   summary: 'Save an API key (and base URL) into a profile after checking it',
   description: 'Prompts for the key on a terminal; otherwise pipe it in with --with-token (kept out of shell history and ps), or pass --api-key.',
   options: [{ flags: '--with-token', description: 'Read the API key from standard input' }],
-  examples: ['agentctl auth login', 'agentctl auth login --with-token --profile prod < key.txt', 'echo "$KEY" | agentctl auth login --with-token --base-url https://agents.example.com --profile prod'],
+  examples: [
+    'agentctl auth login',
+    'agentctl auth login --with-token --profile prod < key.txt',
+    'echo "$KEY" | agentctl auth login --with-token --base-url https://agents.example.com --profile prod',
+  ],
   handler: async (ctx, _args, options) => {
     const store = ctx.config();
     const current = ctx.credentials({ creating: true });
@@ -19,7 +23,8 @@ export default defineCommand({
     if (options.withToken) {
       // As `gh auth login --with-token`: the key never appears in the shell's history or in ps.
       if (ctx.globals.apiKey) throw usageError('Give the key with --with-token (standard input) or --api-key, not both');
-      if (ctx.io.stdin.isTTY) throw usageError('--with-token reads the key from standard input: pipe it in', undefined, 'agentctl auth login --with-token < key.txt');
+      if (ctx.io.stdin.isTTY)
+        throw usageError('--with-token reads the key from standard input: pipe it in', undefined, 'agentctl auth login --with-token < key.txt');
       apiKey = (await ctx.readStdin()).trim();
       if (!apiKey) throw usageError('--with-token read no key from standard input', undefined, 'agentctl auth login --with-token < key.txt');
     } else apiKey = ctx.globals.apiKey ?? ctx.env.AGENTCTL_API_KEY;
@@ -35,6 +40,14 @@ export default defineCommand({
     if (!store.currentProfile) await store.setCurrentProfile(profile);
     ctx.success(`Logged in to ${baseUrl} as ${whoami.name} (${whoami.key_prefix}…); saved in profile "${profile}"`);
     if (store.currentProfile !== profile) ctx.info(`Profile "${store.currentProfile}" is still the current one: ${agentctl('config', 'use', profile)}`);
-    return { json: raw, view: record([['Profile', profile], ['Base URL', baseUrl], ['Key', whoami.name], ['Prefix', whoami.key_prefix]]) };
+    return {
+      json: raw,
+      view: record([
+        ['Profile', profile],
+        ['Base URL', baseUrl],
+        ['Key', whoami.name],
+        ['Prefix', whoami.key_prefix],
+      ]),
+    };
   },
 });

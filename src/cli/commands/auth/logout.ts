@@ -16,6 +16,12 @@ export default defineCommand({
     await store.updateProfile(profile, { api_key: undefined });
     ctx.success(`Removed the API key from profile "${profile}"`);
     if (ctx.env.AGENTCTL_API_KEY) ctx.warn('AGENTCTL_API_KEY is still set in this environment and will keep being used');
-    return { json: { profile, api_key: null }, view: record([['Profile', profile], ['API key', null]]) };
+    return {
+      json: { profile, api_key: null },
+      view: record([
+        ['Profile', profile],
+        ['API key', null],
+      ]),
+    };
   },
 });

@@ -6,7 +6,11 @@ import { agent } from '../../options.js';
 export default defineCommand({
   path: ['branches', 'list'],
   summary: 'List branches of an agent',
-  options: [agent, { flags: '--include-retired', description: 'Include retired branches' }, { flags: '--env <name>', description: 'Only branches that this environment serves' }],
+  options: [
+    agent,
+    { flags: '--include-retired', description: 'Include retired branches' },
+    { flags: '--env <name>', description: 'Only branches that this environment serves' },
+  ],
   examples: ['agentctl branches list --agent default/bot', 'agentctl branches list --agent default/bot --env preview --json'],
   notFoundNext: 'agentctl agents list',
   handler: async (ctx, _args, options) => {

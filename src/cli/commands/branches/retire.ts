@@ -10,7 +10,11 @@ export default defineCommand({
   path: ['branches', 'retire'],
   summary: 'Retire a branch: its versions become RETIRED (asks first; --yes to skip)',
   args: [{ name: 'branch', description: 'br_ id, or a git branch name with --agent', required: true }],
-  options: [agent, { flags: '--reason <text>', description: 'Why (recorded on the branch)' }, { flags: '--force', description: 'Terminate its running tasks instead of refusing' }],
+  options: [
+    agent,
+    { flags: '--reason <text>', description: 'Why (recorded on the branch)' },
+    { flags: '--force', description: 'Terminate its running tasks instead of refusing' },
+  ],
   examples: ['agentctl branches retire feature/old --agent default/bot --reason "merged"', 'agentctl branches retire br_01J... --reason merged --force --yes'],
   notFoundNext: 'agentctl branches list --agent <ns/name>',
   handler: async (ctx, [ref], options) => {

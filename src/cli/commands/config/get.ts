@@ -19,7 +19,11 @@ export default defineCommand({
       value = key === 'api_key' && saved && !options.reveal ? `${saved.slice(0, 12)}…` : saved;
     }
     if (value === undefined) {
-      throw new CliError(`${key === 'current_profile' ? 'No current profile is set' : `Profile "${profile}" has no ${key}`}`, { exitCode: ExitCode.notFound, code: 'not_found', next: 'agentctl config list' });
+      throw new CliError(`${key === 'current_profile' ? 'No current profile is set' : `Profile "${profile}" has no ${key}`}`, {
+        exitCode: ExitCode.notFound,
+        code: 'not_found',
+        next: 'agentctl config list',
+      });
     }
     return { json: { profile, key, value }, view: text(value) };
   },

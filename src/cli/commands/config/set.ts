@@ -18,6 +18,12 @@ export default defineCommand({
     if (!store.currentProfile) await store.setCurrentProfile(profile);
     ctx.success(`Set ${key} of profile "${profile}"`);
     const shown = key === 'api_key' ? `${value.slice(0, 12)}…` : value;
-    return { json: { profile, key, value: shown }, view: record([['Profile', profile], [key, shown]]) };
+    return {
+      json: { profile, key, value: shown },
+      view: record([
+        ['Profile', profile],
+        [key, shown],
+      ]),
+    };
   },
 });

@@ -20,6 +20,12 @@ export default defineCommand({
       apply: async () => ctx.call('deleteEnvironment', { params: { ...(await agentPathOf(await ctx.client(), agent)), env_name: name } }),
     });
     ctx.success(data.message);
-    return { json: raw, view: record([['ID', data.id], ['Result', data.message]]) };
+    return {
+      json: raw,
+      view: record([
+        ['ID', data.id],
+        ['Result', data.message],
+      ]),
+    };
   },
 });

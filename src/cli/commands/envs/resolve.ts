@@ -13,7 +13,8 @@ export default defineCommand({
   notFoundNext: 'agentctl agents list',
   handler: async (ctx, _args, options) => {
     const agent = requireAgentOption(options.agent, 'agentctl envs resolve');
-    if (!options.branch) throw usageError('Missing --branch', 'Name the git branch to resolve.', agentctl('envs', 'resolve', '--agent', agent, '--branch', 'main'));
+    if (!options.branch)
+      throw usageError('Missing --branch', 'Name the git branch to resolve.', agentctl('envs', 'resolve', '--agent', agent, '--branch', 'main'));
     const path = await agentPathOf(await ctx.client(), agent);
     const { data, raw } = await ctx.call('resolveEnvironment', { params: path, query: { branch: options.branch } });
     return {

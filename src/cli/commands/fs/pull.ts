@@ -13,12 +13,21 @@ export default defineCommand({
   examples: ['agentctl fs pull ./workspace --fs fs_01J...', 'agentctl fs pull ./workspace --fs fs_01J... --json'],
   handler: async (ctx, [dirArg], options) => {
     const dir = path.resolve(ctx.io.cwd, dirArg!);
-    if (!options.fs) throw usageError('Missing --fs', 'Name the filesystem (fs_ id); agentctl fs list shows them.', agentctl('fs', 'pull', dirArg, '--fs', placeholder('fs_id')));
+    if (!options.fs)
+      throw usageError(
+        'Missing --fs',
+        'Name the filesystem (fs_ id); agentctl fs list shows them.',
+        agentctl('fs', 'pull', dirArg, '--fs', placeholder('fs_id')),
+      );
     const fsId = options.fs as string;
     const transport = syncTransport(ctx);
     const { syncDown } = await import('../../../sync/index.js');
     const result = await runSync(ctx, { fsId, dir: dirArg!, verb: 'pull' }, (onProgress) => syncDown(transport, fsId, dir, { onProgress, signal: ctx.signal }));
-    ctx.success(result.bytes ? `Pulled ${fsId} into ${dirArg}: ${result.added} added, ${result.modified} modified, ${result.deleted} deleted` : `${dirArg} already matches ${fsId}: nothing downloaded`);
+    ctx.success(
+      result.bytes
+        ? `Pulled ${fsId} into ${dirArg}: ${result.added} added, ${result.modified} modified, ${result.deleted} deleted`
+        : `${dirArg} already matches ${fsId}: nothing downloaded`,
+    );
     return { json: result, view: syncView('pull', fsId, dirArg!, result) };
   },
 });

@@ -20,12 +20,23 @@ export default defineCommand({
     const dir = path.resolve(ctx.io.cwd, dirArg!);
     const st = await stat(dir).catch(() => undefined);
     if (!st?.isDirectory()) throw usageError(`${dirArg} is not a directory`);
-    if (!options.fs) throw usageError('Missing --fs', 'Name the filesystem (fs_ id); agentctl fs list shows them.', agentctl('fs', 'push', dirArg, '--fs', placeholder('fs_id')));
+    if (!options.fs)
+      throw usageError(
+        'Missing --fs',
+        'Name the filesystem (fs_ id); agentctl fs list shows them.',
+        agentctl('fs', 'push', dirArg, '--fs', placeholder('fs_id')),
+      );
     const fsId = options.fs as string;
     const transport = syncTransport(ctx);
     const { syncUp } = await import('../../../sync/index.js');
-    const result = await runSync(ctx, { fsId, dir: dirArg!, verb: 'push' }, (onProgress) => syncUp(transport, fsId, dir, { onProgress, force: Boolean(options.force), signal: ctx.signal }));
-    ctx.success(result.bytes ? `Pushed ${dirArg} to ${fsId}: ${result.added} added, ${result.modified} modified, ${result.deleted} deleted` : `${fsId} already matches ${dirArg}: nothing sent`);
+    const result = await runSync(ctx, { fsId, dir: dirArg!, verb: 'push' }, (onProgress) =>
+      syncUp(transport, fsId, dir, { onProgress, force: Boolean(options.force), signal: ctx.signal }),
+    );
+    ctx.success(
+      result.bytes
+        ? `Pushed ${dirArg} to ${fsId}: ${result.added} added, ${result.modified} modified, ${result.deleted} deleted`
+        : `${fsId} already matches ${dirArg}: nothing sent`,
+    );
     return { json: result, view: syncView('push', fsId, dirArg!, result) };
   },
 });

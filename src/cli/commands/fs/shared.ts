@@ -21,14 +21,19 @@ export const filesystemTable = (rows: Filesystem[]) => table(filesystemColumns, 
 export const manifestColumns: Column<FileManifest['files'][number]>[] = [
   { header: 'MODE', value: (e) => (e.type === 'dir' ? 'd' : e.type === 'symlink' ? 'l' : '-') + e.mode.toString(8).padStart(4, '0') },
   { header: 'SIZE', value: (e) => e.size },
-  { header: 'PATH', value: (e) => (e.type === 'dir' ? e.path + '/' : e.linkpath ? `${e.path} -> ${e.linkpath}` : e.path) },
+  { header: 'PATH', value: (e) => (e.type === 'dir' ? `${e.path}/` : e.linkpath ? `${e.path} -> ${e.linkpath}` : e.path) },
 ];
 
 /** The base URL and key the sync functions use, resolved like every other command's. */
 export function syncTransport(ctx: CommandContext): SyncTransport {
   const credentials = ctx.credentials();
   if (!credentials.apiKey) {
-    throw new CliError(`No API key for profile "${credentials.profile}"`, { exitCode: ExitCode.auth, code: 'no_api_key', hint: 'Log in, set AGENTCTL_API_KEY, or pass --api-key.', next: 'agentctl auth login' });
+    throw new CliError(`No API key for profile "${credentials.profile}"`, {
+      exitCode: ExitCode.auth,
+      code: 'no_api_key',
+      hint: 'Log in, set AGENTCTL_API_KEY, or pass --api-key.',
+      next: 'agentctl auth login',
+    });
   }
   return { baseUrl: credentials.baseUrl, apiKey: credentials.apiKey, userAgent: `agentctl/${VERSION}` };
 }
@@ -69,7 +74,11 @@ export function progressBar(ctx: CommandContext): { update(p: SyncProgress): voi
 }
 
 /** Sync failures as CLI errors: a stale base is exit 5 with what to do about it. */
-export async function runSync(ctx: CommandContext, what: { fsId: string; dir: string; verb: 'push' | 'pull' }, run: (onProgress: (p: SyncProgress) => void) => Promise<SyncResult>): Promise<SyncResult> {
+export async function runSync(
+  ctx: CommandContext,
+  what: { fsId: string; dir: string; verb: 'push' | 'pull' },
+  run: (onProgress: (p: SyncProgress) => void) => Promise<SyncResult>,
+): Promise<SyncResult> {
   const { SyncConflictError, SyncHttpError } = await import('../../../sync/index.js');
   const bar = progressBar(ctx);
   try {
@@ -88,7 +97,11 @@ export async function runSync(ctx: CommandContext, what: { fsId: string; dir: st
     }
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_SOCKET') {
-      throw new CliError(`Cannot reach ${ctx.credentials().baseUrl} (${code})`, { exitCode: ExitCode.unreachable, code: 'unreachable', hint: 'Is the server running? agentctl server status' });
+      throw new CliError(`Cannot reach ${ctx.credentials().baseUrl} (${code})`, {
+        exitCode: ExitCode.unreachable,
+        code: 'unreachable',
+        hint: 'Is the server running? agentctl server status',
+      });
     }
     throw error;
   } finally {

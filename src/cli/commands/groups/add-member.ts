@@ -17,6 +17,14 @@ export default defineCommand({
     const [[groupId], keyId] = await Promise.all([resolveGroupIds(client, [groupRef!], 'group'), resolveKeyId(client, keyRef!, 'key')]);
     const { data, raw } = await ctx.call('addGroupMember', { params: { group_id: groupId, member_id: keyId } });
     ctx.success(`${data.name} (${data.member_id}) is a member of sharing group ${groupRef}`);
-    return { json: raw, view: record([['Group', data.group_id], ['Member', data.member_id], ['Name', data.name], ['Added', data.added_at, 'time']]) };
+    return {
+      json: raw,
+      view: record([
+        ['Group', data.group_id],
+        ['Member', data.member_id],
+        ['Name', data.name],
+        ['Added', data.added_at, 'time'],
+      ]),
+    };
   },
 });

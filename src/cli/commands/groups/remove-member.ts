@@ -22,6 +22,12 @@ export default defineCommand({
       apply: () => ctx.call('removeGroupMember', { params: { group_id: groupId, member_id: keyId } }),
     });
     ctx.success(`${keyRef} (${keyId}) is no longer a member of ${groupRef}`);
-    return { json: raw, view: record([['ID', data.id], ['Message', data.message]]) };
+    return {
+      json: raw,
+      view: record([
+        ['ID', data.id],
+        ['Message', data.message],
+      ]),
+    };
   },
 });

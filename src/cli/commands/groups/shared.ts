@@ -9,7 +9,8 @@ export async function resolveGroupIds(client: Client, refs: string[], flag: stri
   return refs.map((ref) => {
     if (ref.startsWith('grp_')) return ref;
     const found = groups.find((g) => g.name === ref);
-    if (!found) throw new CliError(`${flag} ${ref}: no sharing group of that name`, { exitCode: ExitCode.notFound, code: 'not_found', next: 'agentctl groups list' });
+    if (!found)
+      throw new CliError(`${flag} ${ref}: no sharing group of that name`, { exitCode: ExitCode.notFound, code: 'not_found', next: 'agentctl groups list' });
     return found.id;
   });
 }
@@ -20,6 +21,11 @@ export async function resolveKeyId(client: Client, ref: string, what: string): P
   const { api_keys } = await client.listKeys();
   const found = api_keys.filter((k) => k.name === ref);
   if (found.length === 1) return found[0].id;
-  if (found.length === 0) throw new CliError(`${what} ${ref}: no API key of that name`, { exitCode: ExitCode.notFound, code: 'not_found', next: 'agentctl keys list' });
-  throw new CliError(`${what} ${ref}: ${found.length} keys have that name (${found.map((k) => k.id).join(', ')})`, { exitCode: ExitCode.usage, code: 'ambiguous_key', hint: 'Name the key by its key_ id.' });
+  if (found.length === 0)
+    throw new CliError(`${what} ${ref}: no API key of that name`, { exitCode: ExitCode.notFound, code: 'not_found', next: 'agentctl keys list' });
+  throw new CliError(`${what} ${ref}: ${found.length} keys have that name (${found.map((k) => k.id).join(', ')})`, {
+    exitCode: ExitCode.usage,
+    code: 'ambiguous_key',
+    hint: 'Name the key by its key_ id.',
+  });
 }

@@ -25,7 +25,11 @@ export default defineCommand({
     { flags: '--group <id>', description: 'Sharing group (grp_ id or name); repeat for more', repeatable: true, field: 'sharing_group_ids' },
     { flags: '--name <name>', description: 'Key name' },
     { flags: '--description <text>', description: 'Description' },
-    { flags: '--expires <when>', description: `Lifetime (90d, 12h, 2w, 1y), an ISO date, or never (default ${DEFAULT_KEY_EXPIRY}, as in the wizard)`, field: 'expires_at' },
+    {
+      flags: '--expires <when>',
+      description: `Lifetime (90d, 12h, 2w, 1y), an ISO date, or never (default ${DEFAULT_KEY_EXPIRY}, as in the wizard)`,
+      field: 'expires_at',
+    },
   ],
   examples: [
     'agentctl keys create',
@@ -38,7 +42,12 @@ export default defineCommand({
     const groupFlags: string[] | undefined = options.group;
     const wizard = ctx.canPrompt() && (!options.name || scopeFlags.length === 0);
     if (!wizard) {
-      if (scopeFlags.length === 0) throw needsFlag('--scope', options.preset ? `The ${options.preset} preset gives roles, not resources: name each resource` : 'A key needs at least one scope', 'agentctl keys create --preset deploy --scope namespace:default --name ci');
+      if (scopeFlags.length === 0)
+        throw needsFlag(
+          '--scope',
+          options.preset ? `The ${options.preset} preset gives roles, not resources: name each resource` : 'A key needs at least one scope',
+          'agentctl keys create --preset deploy --scope namespace:default --name ci',
+        );
       if (!options.name) throw needsFlag('--name', 'A key needs a name');
     }
 
@@ -56,7 +65,12 @@ export default defineCommand({
         groupIds: groupFlags ? groupIds : undefined,
         given: { name: options.name, description: options.description, expires: options.expires },
         resources: () => visibleResources(client),
-        groups: async () => (await client.listGroups({ query: { limit: LIST_MAX } })).groups.map((g) => ({ name: `${g.name} (${plural(g.member_count, 'member')})`, value: g.id, description: g.description })),
+        groups: async () =>
+          (await client.listGroups({ query: { limit: LIST_MAX } })).groups.map((g) => ({
+            name: `${g.name} (${plural(g.member_count, 'member')})`,
+            value: g.id,
+            description: g.description,
+          })),
         show: (d) => showReview(ctx, d),
         warn: (message) => ctx.warn(message),
         skipReview: ctx.globals.yes,
@@ -64,7 +78,13 @@ export default defineCommand({
       if (!draft) throw declined('Cancelled: no key was created.');
     } else {
       // --name was required above when there is no wizard.
-      draft = { name: options.name!, description: options.description ?? '', expires_at: parseExpires(options.expires ?? DEFAULT_KEY_EXPIRY), scopes, sharing_group_ids: groupIds };
+      draft = {
+        name: options.name!,
+        description: options.description ?? '',
+        expires_at: parseExpires(options.expires ?? DEFAULT_KEY_EXPIRY),
+        scopes,
+        sharing_group_ids: groupIds,
+      };
       const warning = noGroupWarning(scopes, groupIds);
       if (warning) ctx.warn(warning);
     }
@@ -84,7 +104,12 @@ async function resolveScope(client: Client, flag: string, preset: Preset | undef
   if (parsed.resource_type === 'namespace' && !id.startsWith('ns_')) {
     const { namespaces } = await client.listNamespaces({ query: { limit: 1000 } });
     const found = namespaces.find((n) => n.slug === id);
-    if (!found) throw new CliError(`--scope ${flag}: no namespace "${id}" is visible to this key`, { exitCode: ExitCode.notFound, code: 'not_found', next: 'agentctl namespaces list' });
+    if (!found)
+      throw new CliError(`--scope ${flag}: no namespace "${id}" is visible to this key`, {
+        exitCode: ExitCode.notFound,
+        code: 'not_found',
+        next: 'agentctl namespaces list',
+      });
     id = found.id;
   } else if (parsed.resource_type === 'agent' && !id.startsWith('agt_')) {
     id = (await client.getAgentByName({ params: parseAgentPath(id) })).id;

@@ -95,6 +95,10 @@ export function removeServerFiles(files: ServerFiles, pid?: number): void {
  */
 export function serverProfileName(files: ServerFiles, env: Env): string {
   if (files.dir === dataDir(env)) return LOCAL_PROFILE;
-  const name = path.basename(files.dir).toLowerCase().replace(/[^a-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '');
+  const name = path
+    .basename(files.dir)
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^-+|-+$/g, '');
   return `${LOCAL_PROFILE}-${name || 'server'}`;
 }

@@ -9,7 +9,17 @@ import { CliError, InterruptedError, usageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { record } from '../../output/view.js';
 import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RUNTIME, RUNTIME_NAMES } from '../../../contract/enums.js';
-import { isServerProcess, readInfo, readPid, removeServerFiles, serverCommand, serverFiles, serverProfileName, type ServerFiles, type ServerInfo } from './files.js';
+import {
+  isServerProcess,
+  readInfo,
+  readPid,
+  removeServerFiles,
+  serverCommand,
+  serverFiles,
+  serverProfileName,
+  type ServerFiles,
+  type ServerInfo,
+} from './files.js';
 
 /** Set in the environment of the background child so it neither prints the key nor re-detaches. */
 const DETACHED_ENV = 'AGENTCTL_SERVER_DETACHED';
@@ -25,11 +35,29 @@ export default defineCommand({
     { flags: '--data-dir <dir>', description: 'Data directory (env AGENTCTL_DATA_DIR; default under the user data dir)' },
     { flags: '--database-url <url>', description: 'PostgreSQL URL instead of embedded PGlite (env DATABASE_URL)' },
     { flags: '--detach', description: 'Run in the background; stop it with agentctl server stop' },
-    { flags: '--runtime <name>', description: `What runs deployed versions: local child processes, kubernetes, or none (env AGENTCTL_RUNTIME; default ${DEFAULT_RUNTIME})`, choices: RUNTIME_NAMES },
-    { flags: '--log-level <level>', description: 'Request log: one JSON line per request on stderr (readable on a terminal)', choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' },
-    { flags: '--metrics-port <port>', description: 'Also serve GET /metrics without a key on this port (on the main port it needs an org-admin key)', integer: true },
+    {
+      flags: '--runtime <name>',
+      description: `What runs deployed versions: local child processes, kubernetes, or none (env AGENTCTL_RUNTIME; default ${DEFAULT_RUNTIME})`,
+      choices: RUNTIME_NAMES,
+    },
+    {
+      flags: '--log-level <level>',
+      description: 'Request log: one JSON line per request on stderr (readable on a terminal)',
+      choices: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      default: 'info',
+    },
+    {
+      flags: '--metrics-port <port>',
+      description: 'Also serve GET /metrics without a key on this port (on the main port it needs an org-admin key)',
+      integer: true,
+    },
   ],
-  examples: ['agentctl server start', 'agentctl server start --detach --port 7420', 'DATABASE_URL=postgres://localhost/agents agentctl server start --host 0.0.0.0', 'agentctl server start --runtime none'],
+  examples: [
+    'agentctl server start',
+    'agentctl server start --detach --port 7420',
+    'DATABASE_URL=postgres://localhost/agents agentctl server start --host 0.0.0.0',
+    'agentctl server start --runtime none',
+  ],
   handler: async (ctx, _args, options) => {
     const files = serverFiles(options.dataDir, ctx.env, ctx.io.cwd);
     const running = readPid(files);
@@ -45,7 +73,14 @@ export default defineCommand({
     mkdirSync(files.dir, { recursive: true, mode: 0o700 });
     const databaseUrl: string | undefined = options.databaseUrl ?? ctx.env.DATABASE_URL;
     if (options.detach && !ctx.env[DETACHED_ENV]) return detach(ctx, files, options);
-    return foreground(ctx, files, { host: options.host, port: options.port, databaseUrl, runtime: options.runtime ?? ctx.env.AGENTCTL_RUNTIME, logLevel: options.logLevel, metricsPort: options.metricsPort });
+    return foreground(ctx, files, {
+      host: options.host,
+      port: options.port,
+      databaseUrl,
+      runtime: options.runtime ?? ctx.env.AGENTCTL_RUNTIME,
+      logLevel: options.logLevel,
+      metricsPort: options.metricsPort,
+    });
   },
 });
 
@@ -104,11 +139,15 @@ async function foreground(
     metrics_url: server.metricsUrl ?? null,
   };
   writeFileSync(files.pid, `${process.pid}\n`);
-  writeFileSync(files.info, JSON.stringify(info, null, 2) + '\n');
-  ctx.io.stderr.write(`agentctl server listening on ${server.url} (${server.engine}${server.engine === 'pglite' ? `, data in ${files.database}` : ''}; runtime ${server.runtime})\n`);
+  writeFileSync(files.info, `${JSON.stringify(info, null, 2)}\n`);
+  ctx.io.stderr.write(
+    `agentctl server listening on ${server.url} (${server.engine}${server.engine === 'pglite' ? `, data in ${files.database}` : ''}; runtime ${server.runtime})\n`,
+  );
   if (server.metricsUrl) ctx.io.stderr.write(`Metrics (no key needed) at ${server.metricsUrl}/metrics\n`);
   if (saved) {
-    ctx.io.stderr.write(`Created the org-admin key and saved it in profile "${profile}"${store.currentProfile === profile ? ' (the current profile)' : `: use it with --profile ${shellQuote(profile!)} or ${shellCommand('agentctl', 'config', 'use', profile)}`} (config: ${store.path}).\n`);
+    ctx.io.stderr.write(
+      `Created the org-admin key and saved it in profile "${profile}"${store.currentProfile === profile ? ' (the current profile)' : `: use it with --profile ${shellQuote(profile!)} or ${shellCommand('agentctl', 'config', 'use', profile)}`} (config: ${store.path}).\n`,
+    );
     if (!detached) {
       ctx.io.stderr.write('It is shown once, below; store it if you need it elsewhere.\n');
       ctx.io.stdout.write(`${server.bootstrap.secret}\n`);
@@ -127,6 +166,7 @@ async function foreground(
   return { exitCode: ExitCode.ok };
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: commander's parsed options are untyped
 async function detach(ctx: CommandContext, files: ServerFiles, options: Record<string, any>): Promise<Outcome> {
   const entry = process.argv[1];
   if (!entry) throw new CliError('Cannot find the agentctl entry script to run in the background');
@@ -155,7 +195,10 @@ async function detach(ctx: CommandContext, files: ServerFiles, options: Record<s
         child.unref();
         spinner.succeed(`Server running at ${info.url} (pid ${info.pid}, ${info.engine})`);
         const stop = serverCommand('stop', files, ctx.env);
-        if (info.bootstrap_key_saved) ctx.info(`The org-admin key was saved in profile "${info.profile}" (use it with --profile ${shellQuote(String(info.profile))}). Stop the server with: ${stop}`);
+        if (info.bootstrap_key_saved)
+          ctx.info(
+            `The org-admin key was saved in profile "${info.profile}" (use it with --profile ${shellQuote(String(info.profile))}). Stop the server with: ${stop}`,
+          );
         else ctx.info(`Stop the server with: ${stop}`);
         return {
           json: info,
@@ -173,10 +216,13 @@ async function detach(ctx: CommandContext, files: ServerFiles, options: Record<s
         if (exited === undefined) child.kill('SIGTERM');
         spinner.fail('The server did not start');
         const tail = existsSync(files.log) ? readFileSync(files.log, 'utf8').trim().split('\n').slice(-5).join('\n') : '';
-        throw new CliError(`The background server ${exited === undefined ? 'did not start in time' : `exited with code ${exited}`}${tail ? `:\n${tail}` : ''}`, {
-          hint: `Its log is ${files.log}.`,
-          next: 'agentctl server start   (in the foreground, to see the error)',
-        });
+        throw new CliError(
+          `The background server ${exited === undefined ? 'did not start in time' : `exited with code ${exited}`}${tail ? `:\n${tail}` : ''}`,
+          {
+            hint: `Its log is ${files.log}.`,
+            next: 'agentctl server start   (in the foreground, to see the error)',
+          },
+        );
       }
       await ctx.sleep(100);
     }

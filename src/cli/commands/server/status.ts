@@ -8,14 +8,23 @@ import { isServerProcess, readInfo, readPid, serverCommand, serverFilesInUse } f
 export default defineCommand({
   path: ['server', 'status'],
   summary: 'Show the background service’s URL, engine and health',
-  options: [{ flags: '--data-dir <dir>', description: 'Data directory of the server (env AGENTCTL_DATA_DIR; default: the one the profile in use points at, else the default)' }],
+  options: [
+    {
+      flags: '--data-dir <dir>',
+      description: 'Data directory of the server (env AGENTCTL_DATA_DIR; default: the one the profile in use points at, else the default)',
+    },
+  ],
   examples: ['agentctl server status', 'agentctl server status --json'],
   handler: async (ctx, _args, options) => {
     const files = serverFilesInUse(ctx, options.dataDir);
     const pid = readPid(files);
     const info = readInfo(files);
     if (pid === undefined || !info || !isServerProcess(pid)) {
-      throw new CliError(`No server is running from ${files.dir}`, { exitCode: ExitCode.notFound, code: 'not_running', next: serverCommand('start', files, ctx.env, '--detach') });
+      throw new CliError(`No server is running from ${files.dir}`, {
+        exitCode: ExitCode.notFound,
+        code: 'not_running',
+        next: serverCommand('start', files, ctx.env, '--detach'),
+      });
     }
     let health = 'ok';
     try {

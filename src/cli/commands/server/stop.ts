@@ -8,7 +8,10 @@ export default defineCommand({
   path: ['server', 'stop'],
   summary: 'Stop the background service started with --detach (by its pid file)',
   options: [
-    { flags: '--data-dir <dir>', description: 'Data directory of the server (env AGENTCTL_DATA_DIR; default: the one the profile in use points at, else the default)' },
+    {
+      flags: '--data-dir <dir>',
+      description: 'Data directory of the server (env AGENTCTL_DATA_DIR; default: the one the profile in use points at, else the default)',
+    },
     { flags: '--timeout <seconds>', description: 'How long to wait for it to exit', integer: true, default: 20 },
   ],
   examples: ['agentctl server stop', 'agentctl server stop --data-dir ./data'],
@@ -32,12 +35,28 @@ export default defineCommand({
         process.kill(pid, 'SIGKILL');
         spinner.fail(`The server did not stop within ${options.timeout} s; killed it`);
         removeServerFiles(files, pid);
-        return { json: { pid, url: info?.url ?? null, data_dir: files.dir, stopped: true, killed: true }, view: record([['PID', pid], ['Data', files.dir], ['Stopped', 'killed']]), exitCode: ExitCode.failure };
+        return {
+          json: { pid, url: info?.url ?? null, data_dir: files.dir, stopped: true, killed: true },
+          view: record([
+            ['PID', pid],
+            ['Data', files.dir],
+            ['Stopped', 'killed'],
+          ]),
+          exitCode: ExitCode.failure,
+        };
       }
       await ctx.sleep(100);
     }
     removeServerFiles(files, pid);
     spinner.succeed(`Stopped the server of ${files.dir} (pid ${pid})`);
-    return { json: { pid, url: info?.url ?? null, data_dir: files.dir, stopped: true, killed: false }, view: record([['PID', pid], ['URL', info?.url], ['Data', files.dir], ['Stopped', 'yes']]) };
+    return {
+      json: { pid, url: info?.url ?? null, data_dir: files.dir, stopped: true, killed: false },
+      view: record([
+        ['PID', pid],
+        ['URL', info?.url],
+        ['Data', files.dir],
+        ['Stopped', 'yes'],
+      ]),
+    };
   },
 });

@@ -9,7 +9,11 @@ export default defineCommand({
   path: ['states', 'delete'],
   summary: 'Delete a state record (asks first; --yes to skip)',
   args: [{ name: 'state', description: 'st_ id (or use --task and --agent)' }],
-  options: [{ flags: '--task <task>', description: 'Task: task_ id or task name', field: 'task_id' }, { ...agent, description: 'Agent (namespace/name or agt_ id)' }, { flags: '--if-match <version>', description: 'Only if still at this version', integer: true }],
+  options: [
+    { flags: '--task <task>', description: 'Task: task_ id or task name', field: 'task_id' },
+    { ...agent, description: 'Agent (namespace/name or agt_ id)' },
+    { flags: '--if-match <version>', description: 'Only if still at this version', integer: true },
+  ],
   examples: ['agentctl states delete st_01J... --yes', 'agentctl states delete --task task_01J... --agent default/bot --yes'],
   notFoundNext: 'agentctl states list --task <task_id>',
   handler: async (ctx, [id], options) => {
@@ -22,6 +26,12 @@ export default defineCommand({
       apply: () => ctx.call('deleteState', { params: { state_id: state.id } }, { headers: ifMatch(options.ifMatch) }),
     });
     ctx.success(data.message);
-    return { json: raw, view: record([['ID', data.id], ['Result', data.message]]) };
+    return {
+      json: raw,
+      view: record([
+        ['ID', data.id],
+        ['Result', data.message],
+      ]),
+    };
   },
 });

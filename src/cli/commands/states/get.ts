@@ -7,7 +7,10 @@ export default defineCommand({
   path: ['states', 'get'],
   summary: 'Show a state record (by st_ id, or by --task and --agent)',
   args: [{ name: 'state', description: 'st_ id (or use --task and --agent)' }],
-  options: [{ flags: '--task <task>', description: 'Task: task_ id or task name', field: 'task_id' }, { ...agent, description: 'Agent (namespace/name or agt_ id)' }],
+  options: [
+    { flags: '--task <task>', description: 'Task: task_ id or task name', field: 'task_id' },
+    { ...agent, description: 'Agent (namespace/name or agt_ id)' },
+  ],
   examples: ['agentctl states get st_01J...', 'agentctl states get --task task_01J... --agent default/bot --json'],
   notFoundNext: 'agentctl states list --task <task_id>',
   handler: async (ctx, [id], options) => {

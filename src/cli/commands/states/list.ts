@@ -7,7 +7,10 @@ import { agent } from '../../options.js';
 export default defineCommand({
   path: ['states', 'list'],
   summary: 'List state records of a task and/or an agent',
-  options: [{ flags: '--task <task>', description: 'Task: task_ id or task name', field: 'task_id' }, { ...agent, description: 'Agent (namespace/name or agt_ id)' }],
+  options: [
+    { flags: '--task <task>', description: 'Task: task_ id or task name', field: 'task_id' },
+    { ...agent, description: 'Agent (namespace/name or agt_ id)' },
+  ],
   examples: ['agentctl states list --task task_01J...', 'agentctl states list --agent default/bot --json'],
   handler: async (ctx, _args, options) => {
     if (!options.task && !options.agent) throw usageError('Give --task, --agent or both', undefined, 'agentctl states list --task <task_id>');

@@ -49,7 +49,10 @@ export default defineCommand({
     let created = false;
     if (!target.state) {
       if (options.ifMatch !== undefined) {
-        throw new CliError(`No state exists yet for task ${target.taskId}, so --if-match ${options.ifMatch} cannot match`, { exitCode: ExitCode.conflict, code: 'precondition_failed' });
+        throw new CliError(`No state exists yet for task ${target.taskId}, so --if-match ${options.ifMatch} cannot match`, {
+          exitCode: ExitCode.conflict,
+          code: 'precondition_failed',
+        });
       }
       try {
         result = await ctx.call('createState', { body: { task_id: target.taskId!, agent_id: target.agentId!, state: data } });
@@ -68,7 +71,13 @@ export default defineCommand({
   },
 });
 
-async function write(ctx: CommandContext, state: State, data: Record<string, unknown>, merge: boolean | undefined, headers: Record<string, string> | undefined): Promise<ApiResponse<State>> {
+async function write(
+  ctx: CommandContext,
+  state: State,
+  data: Record<string, unknown>,
+  merge: boolean | undefined,
+  headers: Record<string, string> | undefined,
+): Promise<ApiResponse<State>> {
   return merge
     ? ctx.call('mergeState', { params: { state_id: state.id }, body: { state: data } }, { headers })
     : ctx.call('replaceState', { params: { state_id: state.id }, body: { task_id: state.task_id, agent_id: state.agent_id, state: data } }, { headers });

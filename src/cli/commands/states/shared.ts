@@ -15,14 +15,20 @@ export interface StateTarget {
 }
 
 /** A state addressed by `st_` id, or by `--task` and `--agent` (the record may not exist yet). */
-export async function findState(ctx: CommandContext, id: string | undefined, options: { task?: string; agent?: string }, command: string): Promise<StateTarget> {
+export async function findState(
+  ctx: CommandContext,
+  id: string | undefined,
+  options: { task?: string; agent?: string },
+  command: string,
+): Promise<StateTarget> {
   const client = await ctx.client();
   if (id) {
     if (options.task || options.agent) throw usageError('Give a state id or --task and --agent, not both');
     const { data, raw } = await ctx.call('getState', { params: { state_id: id } });
     return { state: data, raw };
   }
-  if (!options.task || !options.agent) throw usageError('Name the state: a st_ id, or --task and --agent', undefined, `${command} --task <task_id> --agent <ns/name>`);
+  if (!options.task || !options.agent)
+    throw usageError('Name the state: a st_ id, or --task and --agent', undefined, `${command} --task <task_id> --agent <ns/name>`);
   const agentId = options.agent.startsWith('agt_') ? options.agent : (await resolveAgent(client, options.agent)).id;
   const taskId = await resolveTaskId(client, options.task);
   const { data, raw } = await ctx.call('listStates', { query: { task_id: taskId, agent_id: agentId } });

@@ -46,13 +46,15 @@ export async function watchTask(ctx: CommandContext, taskId: string, afterSequen
   // Stream troubles are said on stderr (not only under --debug): a watch never sits silent.
   const onRetry = (failure: string, attempt: number, delayMs: number) => {
     const budget = options.retry ? 'retrying until it answers; Ctrl-C to stop' : `attempt ${attempt} of ${WATCH_RECONNECTS}; --retry keeps trying`;
-    ctx.io.stderr.write(`${ctx.chalk.yellow('warning:')} lost the task stream from ${client.baseUrl} (${failure}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (${budget})\n`);
+    ctx.io.stderr.write(
+      `${ctx.chalk.yellow('warning:')} lost the task stream from ${client.baseUrl} (${failure}); reconnecting in ${(delayMs / 1000).toFixed(1)} s (${budget})\n`,
+    );
   };
   const onReconnected = () => ctx.io.stderr.write(`Reconnected to ${client.baseUrl}; the watch goes on where it left off.\n`);
   const { stdout, stderr } = ctx.io;
   const printed = new Set<string>();
   const note = (line: string) => {
-    if (ctx.chatty) stderr.write(line + '\n');
+    if (ctx.chatty) stderr.write(`${line}\n`);
   };
   const showMessage = (message: Message) => {
     // A streaming message shows once, when finished; its updates before that are progress.
@@ -66,9 +68,14 @@ export async function watchTask(ctx: CommandContext, taskId: string, afterSequen
     const text = contentText(message.content);
     stdout.write(message.author === 'user' ? `${ctx.chalk.dim('you:')} ${text}\n` : `${text}\n`);
   };
-  for await (const record of client.streamTask(taskId, { afterSequenceId, maxReconnects: options.retry ? Infinity : WATCH_RECONNECTS, onRetry, onReconnected }) as AsyncGenerator<StreamRecord>) {
+  for await (const record of client.streamTask(taskId, {
+    afterSequenceId,
+    maxReconnects: options.retry ? Infinity : WATCH_RECONNECTS,
+    onRetry,
+    onReconnected,
+  }) as AsyncGenerator<StreamRecord>) {
     if (ctx.globals.json) {
-      stdout.write(JSON.stringify(record) + '\n');
+      stdout.write(`${JSON.stringify(record)}\n`);
     } else {
       switch (record.kind) {
         case 'event':

@@ -51,7 +51,9 @@ export default defineCommand({
       to_latest: Boolean(options.toLatest),
     };
     const retry = shellCommand(
-      'agentctl', 'tasks', 'migrate',
+      'agentctl',
+      'tasks',
+      'migrate',
       ...(options.agent ? ['--agent', options.agent] : []),
       ...(options.from ? ['--from', options.from] : []),
       ...taskRefs.flatMap((ref) => ['--task', ref]),
@@ -74,7 +76,16 @@ export default defineCommand({
       apply: () => ctx.call('migrateTasks', { body: { ...body, dry_run: false } }),
     });
     if (!outcome.applied) {
-      if (options.dryRun) return { json: outcome.plan!.raw, view: table(await taskTable(ctx, outcome.plan!.data.tasks, outcome.plan!.data.branch_id), outcome.plan!.data.tasks, 'Dry run: nothing would move.', 'Dry run: the plan (nothing has moved)') };
+      if (options.dryRun)
+        return {
+          json: outcome.plan!.raw,
+          view: table(
+            await taskTable(ctx, outcome.plan!.data.tasks, outcome.plan!.data.branch_id),
+            outcome.plan!.data.tasks,
+            'Dry run: nothing would move.',
+            'Dry run: the plan (nothing has moved)',
+          ),
+        };
       return { json: undefined, view: table(taskColumns(idsOnly, new Map()), [], 'Nothing to move.') };
     }
     const { data, raw } = outcome.result;
@@ -82,7 +93,9 @@ export default defineCommand({
       ctx.io.stderr.write(`${ctx.chalk.yellow('warning:')} ${await nothingMoved(ctx, body)}\n`);
       return { json: raw, view: table(taskColumns(idsOnly, new Map()), [], 'No task was moved.') };
     }
-    ctx.success(`Moved ${plural(data.tasks.length, 'task')} to ${versionLabel(data.to_version.number)} (${shortHash(data.to_version.git_hash)}, ${data.to_version.status}; ${data.to_version.id})`);
+    ctx.success(
+      `Moved ${plural(data.tasks.length, 'task')} to ${versionLabel(data.to_version.number)} (${shortHash(data.to_version.git_hash)}, ${data.to_version.status}; ${data.to_version.id})`,
+    );
     for (const line of await undoLines(ctx, data, body, before)) ctx.info(line);
     return { json: raw, view: table(await taskTable(ctx, data.tasks, data.branch_id), data.tasks, 'No task was moved.') };
   },
@@ -94,7 +107,13 @@ async function taskTable(ctx: CommandContext, tasks: Task[], branchId: string) {
   const client = await ctx.client();
   const agent = await client.getAgent({ params: { agent_id: (await client.getBranch({ params: { branch_id: branchId } })).agent_id } });
   for (const task of tasks) task.agents ??= [agent];
-  const [names, versions] = await Promise.all([nameBook(ctx, ['namespaces']), versionLabels(ctx, tasks.map((t) => t.current_version_id))]);
+  const [names, versions] = await Promise.all([
+    nameBook(ctx, ['namespaces']),
+    versionLabels(
+      ctx,
+      tasks.map((t) => t.current_version_id),
+    ),
+  ]);
   return taskColumns(names, versions);
 }
 
@@ -120,7 +139,12 @@ function sources(response: MigrateTasksResponse, body: Partial<MigrateTasksReque
 }
 
 /** The plan in the words people use: the branch by name, versions by number (ids with --wide). */
-async function planText(ctx: CommandContext, response: MigrateTasksResponse, body: Partial<MigrateTasksRequest>, before?: Map<string, string>): Promise<string> {
+async function planText(
+  ctx: CommandContext,
+  response: MigrateTasksResponse,
+  body: Partial<MigrateTasksRequest>,
+  before?: Map<string, string>,
+): Promise<string> {
   const client = await ctx.client();
   const label = (v: { id: string; number: number }) => (ctx.globals.wide ? `${versionLabel(v.number)} (${v.id})` : versionLabel(v.number));
   const to = response.to_version;
@@ -142,7 +166,12 @@ async function nothingMoved(ctx: CommandContext, body: Partial<MigrateTasksReque
  * The undo command per source version, when tasks can still go back there: a DRAINING source
  * retires the moment its last task leaves, and a retired version takes no tasks.
  */
-async function undoLines(ctx: CommandContext, response: MigrateTasksResponse, body: Partial<MigrateTasksRequest>, before?: Map<string, string>): Promise<string[]> {
+async function undoLines(
+  ctx: CommandContext,
+  response: MigrateTasksResponse,
+  body: Partial<MigrateTasksRequest>,
+  before?: Map<string, string>,
+): Promise<string[]> {
   const client = await ctx.client();
   const lines: string[] = [];
   for (const [from, ids] of sources(response, body, before)) {
@@ -153,8 +182,20 @@ async function undoLines(ctx: CommandContext, response: MigrateTasksResponse, bo
       // A pasteable rollback names the agent and branch, which the migration's answer gives only as ids.
       const branch = await client.getBranch({ params: { branch_id: response.branch_id } });
       const agent = await agentPathOf(client, branch.agent_id);
-      const rollback = shellCommand('agentctl', 'rollback', '--agent', `${agent.namespace_slug}/${agent.agent_name}`, '--branch', branch.git_branch, '--to', versionLabel(number), '--yes');
-      lines.push(`${versionLabel(number)} is now ${status}: it takes no tasks, so they cannot be moved back. To serve it again, roll the branch back: ${rollback}`);
+      const rollback = shellCommand(
+        'agentctl',
+        'rollback',
+        '--agent',
+        `${agent.namespace_slug}/${agent.agent_name}`,
+        '--branch',
+        branch.git_branch,
+        '--to',
+        versionLabel(number),
+        '--yes',
+      );
+      lines.push(
+        `${versionLabel(number)} is now ${status}: it takes no tasks, so they cannot be moved back. To serve it again, roll the branch back: ${rollback}`,
+      );
     }
   }
   return lines;

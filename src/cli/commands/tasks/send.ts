@@ -17,7 +17,11 @@ export default defineCommand({
   notFoundNext: 'agentctl tasks list',
   handler: async (ctx, [ref, text], options) => {
     if ((text === undefined) === (options.data === undefined)) {
-      throw new CliError('Give the event as TEXT or as --data JSON (one of them)', { exitCode: ExitCode.usage, code: 'usage', hint: 'agentctl tasks send TASK "hello", or --data \'{"action":"approve"}\'' });
+      throw new CliError('Give the event as TEXT or as --data JSON (one of them)', {
+        exitCode: ExitCode.usage,
+        code: 'usage',
+        hint: 'agentctl tasks send TASK "hello", or --data \'{"action":"approve"}\'',
+      });
     }
     const taskId = await resolveTaskId(ctx, ref!);
     const content = text !== undefined ? text : { type: 'data' as const, data: await readJsonObject(ctx, options.data!, '--data') };

@@ -9,7 +9,8 @@ import { REPORTED_VERSION_STATUSES } from '../../../contract/lifecycle.js';
 export default defineCommand({
   path: ['versions', 'register'],
   summary: 'Report a version ready, unhealthy or failed, as its runtime does',
-  description: 'What an agent container reports when it starts (POST /versions/register). Use it with a runtime that has no driver here, or by hand: a DEPLOYING version becomes ACTIVE and the branch\'s previous version hands over.',
+  description:
+    "What an agent container reports when it starts (POST /versions/register). Use it with a runtime that has no driver here, or by hand: a DEPLOYING version becomes ACTIVE and the branch's previous version hands over.",
   args: [{ name: 'version', description: 'vN or a git-hash prefix (4+ characters) of the --agent, or a ver_ id', required: true }],
   options: [
     agent,

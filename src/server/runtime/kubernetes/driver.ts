@@ -9,7 +9,17 @@ import { EventEmitter, on } from 'node:events';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiException, AppsV1Api, CoreV1Api, KubeConfig, Log, PatchStrategy, setHeaderOptions, type V1Pod, type V1Secret } from '@kubernetes/client-node';
-import type { FailureDiagnostics, LaunchSecrets, LogLine, LogQuery, ReplicaStatus, RuntimeDriver, RuntimeHappening, VersionRuntimeStatus, VersionSpec } from '../driver.js';
+import type {
+  FailureDiagnostics,
+  LaunchSecrets,
+  LogLine,
+  LogQuery,
+  ReplicaStatus,
+  RuntimeDriver,
+  RuntimeHappening,
+  VersionRuntimeStatus,
+  VersionSpec,
+} from '../driver.js';
 import {
   buildDeployment,
   buildSecret,
@@ -242,7 +252,9 @@ export class KubernetesDriver implements RuntimeDriver {
     } catch (error) {
       if (!isStatus(error, 409)) throw error;
       const existing = await request(`reading Deployment ${name} ${where}`, () => apps.readNamespacedDeployment({ name, namespace }));
-      await request(`replacing Deployment ${name} ${where}`, () => apps.replaceNamespacedDeployment({ name, namespace, body: withVersion(deployment, existing) }));
+      await request(`replacing Deployment ${name} ${where}`, () =>
+        apps.replaceNamespacedDeployment({ name, namespace, body: withVersion(deployment, existing) }),
+      );
     }
     try {
       await request(`creating Service ${name} ${where}`, () => core.createNamespacedService({ namespace, body: service }));
@@ -334,7 +346,14 @@ export class KubernetesDriver implements RuntimeDriver {
 
     // Scale to zero first: the pods get SIGTERM and their grace period before anything is deleted.
     const where = `in namespace ${namespace}`;
-    await ignoreNotFound(request(`scaling Deployment ${name} ${where} to 0`, () => this.apps.patchNamespacedDeploymentScale({ name, namespace, body: { spec: { replicas: 0 } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch))));
+    await ignoreNotFound(
+      request(`scaling Deployment ${name} ${where} to 0`, () =>
+        this.apps.patchNamespacedDeploymentScale(
+          { name, namespace, body: { spec: { replicas: 0 } } },
+          setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+        ),
+      ),
+    );
     const deadline = Date.now() + graceMs;
     let pods = await this.versionPods(versionId);
     while (pods.length > 0 && Date.now() < deadline) {
@@ -344,15 +363,21 @@ export class KubernetesDriver implements RuntimeDriver {
     // Past the grace: the equivalent of SIGKILL.
     for (const pod of pods) {
       const podName = pod.metadata?.name ?? '';
-      await ignoreNotFound(request(`deleting Pod ${podName} ${where}`, () => this.core.deleteNamespacedPod({ name: podName, namespace, gracePeriodSeconds: 0 })));
+      await ignoreNotFound(
+        request(`deleting Pod ${podName} ${where}`, () => this.core.deleteNamespacedPod({ name: podName, namespace, gracePeriodSeconds: 0 })),
+      );
     }
-    await ignoreNotFound(request(`deleting Deployment ${name} ${where}`, () => this.apps.deleteNamespacedDeployment({ name, namespace, propagationPolicy: 'Background' })));
+    await ignoreNotFound(
+      request(`deleting Deployment ${name} ${where}`, () => this.apps.deleteNamespacedDeployment({ name, namespace, propagationPolicy: 'Background' })),
+    );
     await ignoreNotFound(request(`deleting Service ${name} ${where}`, () => this.core.deleteNamespacedService({ name, namespace })));
     await ignoreNotFound(request(`deleting Secret ${name} ${where}`, () => this.core.deleteNamespacedSecret({ name, namespace })));
   }
 
   private async versionPods(versionId: string): Promise<V1Pod[]> {
-    const list = await request(`listing the pods of ${versionId} in namespace ${this.namespace}`, () => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selectorString(versionSelector(versionId)) }));
+    const list = await request(`listing the pods of ${versionId} in namespace ${this.namespace}`, () =>
+      this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selectorString(versionSelector(versionId)) }),
+    );
     return list.items;
   }
 
@@ -380,7 +405,9 @@ export class KubernetesDriver implements RuntimeDriver {
   private async poll(): Promise<void> {
     if (!this.adopted) {
       // A restarted server finds the versions it left running, so the reconciler sees them in running().
-      const deployments = await request(`listing Deployments in namespace ${this.namespace}`, () => this.apps.listNamespacedDeployment({ namespace: this.namespace, labelSelector: selectorString({ [MANAGED_BY_LABEL]: MANAGED_BY }) }));
+      const deployments = await request(`listing Deployments in namespace ${this.namespace}`, () =>
+        this.apps.listNamespacedDeployment({ namespace: this.namespace, labelSelector: selectorString({ [MANAGED_BY_LABEL]: MANAGED_BY }) }),
+      );
       for (const deployment of deployments.items) {
         const versionId = deployment.metadata?.labels?.[VERSION_LABEL];
         if (versionId && !this.versions.has(versionId)) this.track(versionId);
@@ -388,7 +415,9 @@ export class KubernetesDriver implements RuntimeDriver {
       this.adopted = true;
     }
     if (this.versions.size === 0) return;
-    const list = await request(`listing pods in namespace ${this.namespace}`, () => this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selectorString({ [MANAGED_BY_LABEL]: MANAGED_BY }) }));
+    const list = await request(`listing pods in namespace ${this.namespace}`, () =>
+      this.core.listNamespacedPod({ namespace: this.namespace, labelSelector: selectorString({ [MANAGED_BY_LABEL]: MANAGED_BY }) }),
+    );
     const podsByVersion = new Map<string, V1Pod[]>();
     for (const pod of list.items) {
       const versionId = pod.metadata?.labels?.[VERSION_LABEL];
@@ -430,7 +459,12 @@ export class KubernetesDriver implements RuntimeDriver {
         this.emit(version.versionId, { kind: 'unhealthy', replica: pod.replica, detail: `pod ${pod.name} fails its readiness check (GET /healthz)${why}` });
       }
     }
-    version.replicas = observed.map((pod) => ({ replica: pod.replica, phase: replicaPhase(pod, version.everReadyPods.has(pod.name)), port: CONTAINER_PORT, restarts: pod.restarts }));
+    version.replicas = observed.map((pod) => ({
+      replica: pod.replica,
+      phase: replicaPhase(pod, version.everReadyPods.has(pod.name)),
+      port: CONTAINER_PORT,
+      restarts: pod.restarts,
+    }));
 
     // Start failures only count before the version was ever ready: afterwards a pod in trouble is an
     // unhealthy replica that Kubernetes keeps restarting, as the local driver does with a crashed ready process.
@@ -460,7 +494,9 @@ export class KubernetesDriver implements RuntimeDriver {
   /** The last lines the crashed container wrote before it exited (its previous run). */
   private async previousLogTail(pod: PodObservation): Promise<string[]> {
     try {
-      const text = await request(`reading the log of pod ${pod.name}`, () => this.core.readNamespacedPodLog({ name: pod.name, namespace: this.namespace, container: CONTAINER_NAME, previous: true, tailLines: CRASH_LOG_LINES }));
+      const text = await request(`reading the log of pod ${pod.name}`, () =>
+        this.core.readNamespacedPodLog({ name: pod.name, namespace: this.namespace, container: CONTAINER_NAME, previous: true, tailLines: CRASH_LOG_LINES }),
+      );
       return splitLines(text);
     } catch (error) {
       this.warn((error as Error).message);
@@ -483,7 +519,14 @@ export class KubernetesDriver implements RuntimeDriver {
       let text: string;
       try {
         text = await request(`reading the log of pod ${pod.name}`, () =>
-          this.core.readNamespacedPodLog({ name: pod.name, namespace: this.namespace, container: CONTAINER_NAME, timestamps: true, tailLines: tail, ...(sinceSeconds ? { sinceSeconds } : {}) }),
+          this.core.readNamespacedPodLog({
+            name: pod.name,
+            namespace: this.namespace,
+            container: CONTAINER_NAME,
+            timestamps: true,
+            tailLines: tail,
+            ...(sinceSeconds ? { sinceSeconds } : {}),
+          }),
         );
       } catch (error) {
         if (isStatus(error, 404)) continue; // the pod went away since the list

@@ -46,7 +46,13 @@ export function observePods(pods: V1Pod[]): PodObservation[] {
         ...(waiting?.reason ? { waitingReason: waiting.reason } : {}),
         ...(waiting?.message ? { waitingMessage: waiting.message } : {}),
         ...(terminated
-          ? { lastTermination: { exitCode: terminated.exitCode, ...(terminated.reason ? { reason: terminated.reason } : {}), ...(terminated.message ? { message: terminated.message } : {}) } }
+          ? {
+              lastTermination: {
+                exitCode: terminated.exitCode,
+                ...(terminated.reason ? { reason: terminated.reason } : {}),
+                ...(terminated.message ? { message: terminated.message } : {}),
+              },
+            }
           : {}),
         ...(scheduled?.status === 'False' && scheduled.reason === 'Unschedulable' ? { unschedulable: scheduled.message ?? 'no node can run the pod' } : {}),
       };
@@ -82,7 +88,8 @@ export function localImageDiagnostics(imageUrl: string): FailureDiagnostics {
   return {
     title: 'A source snapshot cannot run on Kubernetes',
     description: `The version's image is ${imageUrl}, a source snapshot that only the local runtime can run: the kubernetes runtime runs container images.`,
-    action: 'Build and push a container image of the agent (it serves GET /healthz and POST /api on $PORT), then deploy it with `agentctl deploy --image <registry>/<image>:<tag>`.',
+    action:
+      'Build and push a container image of the agent (it serves GET /healthz and POST /api on $PORT), then deploy it with `agentctl deploy --image <registry>/<image>:<tag>`.',
   };
 }
 
@@ -119,7 +126,10 @@ export function startTimeoutDiagnostics(versionId: string, timeoutMs: number, po
   const states = pods.map((pod) => `${pod.name}: ${pod.phase}${pod.waitingReason ? ` (${pod.waitingReason})` : ''}, not ready`);
   return {
     title: 'The agent did not become ready in time',
-    description: [`No pod of the version passed its readiness check (GET /healthz) within ${timeoutMs / 1000} s.`, ...(states.length > 0 ? states : ['No pod was created.'])].join('\n'),
+    description: [
+      `No pod of the version passed its readiness check (GET /healthz) within ${timeoutMs / 1000} s.`,
+      ...(states.length > 0 ? states : ['No pod was created.']),
+    ].join('\n'),
     action: `Check that the image serves GET /healthz on $PORT (8080) and starts in time; \`kubectl -n ${namespace} describe deployment ${resourceName(versionId)}\` and \`agentctl logs ${versionId}\` show why.`,
   };
 }

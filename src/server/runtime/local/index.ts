@@ -55,7 +55,22 @@ const READY_POLL_MAX_MS = 250;
 /** A ready replica that stays up this long gets its restart backoff reset. */
 const STABLE_AFTER_MS = 60_000;
 /** The environment of the server that agents inherit; everything else (keys, DATABASE_URL) stays out. */
-const INHERITED_ENV = ['PATH', 'HOME', 'USER', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy', 'NODE_EXTRA_CA_CERTS'];
+const INHERITED_ENV = [
+  'PATH',
+  'HOME',
+  'USER',
+  'LANG',
+  'LC_ALL',
+  'TZ',
+  'TMPDIR',
+  'HTTPS_PROXY',
+  'HTTP_PROXY',
+  'NO_PROXY',
+  'https_proxy',
+  'http_proxy',
+  'no_proxy',
+  'NODE_EXTRA_CA_CERTS',
+];
 
 interface Replica {
   index: number;
@@ -434,9 +449,14 @@ export function createLocalDriver(options: LocalDriverOptions): RuntimeDriver {
         const prepared = await prepare(spec);
         Object.assign(run, prepared);
       } catch (error) {
-        const failure = error instanceof PrepareFailure
-          ? error
-          : new PrepareFailure('source_unavailable', { title: 'The version could not be prepared', description: (error as Error).message, action: 'Deploy again; if it persists, check the server’s data directory.' });
+        const failure =
+          error instanceof PrepareFailure
+            ? error
+            : new PrepareFailure('source_unavailable', {
+                title: 'The version could not be prepared',
+                description: (error as Error).message,
+                action: 'Deploy again; if it persists, check the server’s data directory.',
+              });
         for (const line of failure.diagnostics.description.split('\n')) record(run, run.replicas[0]!, 'stderr', line);
         fail(run, failure.reason, failure.diagnostics);
         return;

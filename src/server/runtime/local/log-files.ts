@@ -20,8 +20,8 @@ export class ReplicaLog {
   private readonly path: string;
 
   constructor(
-    private readonly dir: string,
-    private readonly replica: number,
+    readonly dir: string,
+    readonly replica: number,
     private readonly rotation: RotationOptions,
   ) {
     mkdirSync(dir, { recursive: true });
@@ -29,7 +29,7 @@ export class ReplicaLog {
   }
 
   write(stream: 'stdout' | 'stderr', time: string, line: string): void {
-    const record = JSON.stringify({ t: time, s: stream === 'stdout' ? 'o' : 'e', l: line }) + '\n';
+    const record = `${JSON.stringify({ t: time, s: stream === 'stdout' ? 'o' : 'e', l: line })}\n`;
     if (this.fd === undefined) this.open();
     if (this.size > 0 && this.size + record.length > this.rotation.maxBytes) this.rotate();
     this.size += writeSync(this.fd!, record);
