@@ -7,16 +7,8 @@ import type { RotationOptions } from './log-files.js';
 import { asPrepareFailure, findPackageRoot, prepareVersionSource, type SourceOptions } from './source.js';
 import { Supervisor } from './supervisor.js';
 
-/*
- * The local driver, in parts:
- *   source.ts          a version's source: checkout, npm install, build (once per version)
- *   supervisor.ts      its processes: spawn, readiness, restart with backoff, crash loop, stop by pid
- *   health.ts          GET /healthz: readiness polling and the periodic check of ready replicas
- *   lifeline.ts        the preload that takes an agent down with its server, however the server ends
- *   log-capture.ts     each line an agent writes, to its file, the diagnostics tail and followers
- *   log-files.ts       the files on disk: rotation and reading back
- *   child-processes.ts what every child needs: inherited environment, lines, group signals, ports
- */
+// The driver composes its parts (source.ts, supervisor.ts, health.ts, lifeline.ts, log-capture.ts):
+// README "Where things go", "How the local runtime runs an agent".
 
 export interface LocalDriverOptions {
   /** Sources, logs and agents' data live under `<dataDir>/runtime`. */
