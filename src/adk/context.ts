@@ -2,6 +2,7 @@ import type { AcpAgentRef } from '../contract/acp.js';
 import type { Content, ContentInput, Event, Message, Tracker } from '../contract/conversation.js';
 import type { State, Task } from '../contract/resources.js';
 import type { Adk, EventList, JsonObject, ListPage, MessageList } from './adk.js';
+import { MessageStream, type StreamKind } from './stream.js';
 
 /**
  * What a handler gets: the task, its agent, the event being handled (onEvent), and the toolkit's
@@ -11,6 +12,11 @@ export class TaskContext {
   readonly messages: {
     /** Adds an agent message to this task's transcript. */
     send(content: ContentInput): Promise<Message>;
+    /**
+     * A message written as it is produced: `write(delta)`, then `done()` or `fail(reason)`; or
+     * `await ctx.messages.stream().from(llmTokens)`. Deltas are coalesced (README "Writing agents").
+     */
+    stream(kind?: StreamKind, options?: { flushIntervalMs?: number }): MessageStream;
     list(page?: ListPage): Promise<MessageList>;
   };
   readonly state: {
@@ -50,6 +56,7 @@ export class TaskContext {
         onSent?.(message.content);
         return message;
       },
+      stream: (kind, options) => new MessageStream(adk, taskId, kind, { ...options, onSent }),
       list: (page) => adk.messages.list(taskId, page),
     };
     this.state = {

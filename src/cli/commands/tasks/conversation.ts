@@ -22,8 +22,21 @@ export function handlerErrorOf(content: Content): HandlerError | undefined {
   return value && typeof value === 'object' && typeof value.message === 'string' ? value : undefined;
 }
 
-/** Text as it is; structured data as compact JSON. */
-export const contentText = (content: Content) => (content.type === 'text' ? content.text : JSON.stringify(content.data));
+/** Text as it is; a tool call, its answer and reasoning in one readable line; structured data as compact JSON. */
+export function contentText(content: Content): string {
+  switch (content.type) {
+    case 'text':
+      return content.text;
+    case 'reasoning':
+      return `(thinking) ${content.summary}`;
+    case 'tool_request':
+      return `→ ${content.name}(${content.arguments}) [${content.call_id}]`;
+    case 'tool_response':
+      return content.error !== undefined ? `← ${content.call_id} error: ${content.error}` : `← ${content.call_id} ${JSON.stringify(content.result ?? null)}`;
+    case 'data':
+      return JSON.stringify(content.data);
+  }
+}
 
 /** One line for a list: handler errors flagged. */
 export function contentSummary(content: Content): string {
