@@ -176,6 +176,48 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
     await expect(adk.state.update(other.id, v1.agent_id, { a: 1 })).rejects.toBeInstanceOf(NotFoundError);
   });
 
+  test('ctx.messages.stream: a handler streams reasoning, a tool call, its result and an answer; deltas are coalesced and the records hold the concatenation', async () => {
+    const v1 = await deploy(svc);
+    agent = startAgentProcess(path.join(repoRoot, 'test/fixtures/adk/protocol-agent.ts'), {
+      AGENTCTL_BASE_URL: svc.url,
+      AGENTCTL_VERSION_ID: v1.version_id,
+      AGENTCTL_BRANCH_ID: v1.branch_id,
+      AGENTCTL_REGISTRATION_TOKEN: await issueRegistrationToken(svc.store.db, v1.version_id),
+      AGENTCTL_SIGNING_SECRET: await signingSecretFor(svc.store.db, v1.version_id),
+      AGENTCTL_DATA_ROOT: dataRoot,
+      PORT: '0',
+    });
+    await agent.waitFor((l) => l.phase === 'listening');
+    dispatcher = await startDispatcher(svc.store, { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 });
+    const task = await createTask(svc);
+    const tokens = Array.from({ length: 60 }, (_, i) => `tok${i} `);
+    await svc.client().createEvent({ params: { task_id: task.id }, body: { content: { type: 'data', data: { stream_tokens: tokens } } } });
+    const streamed = await agent.waitFor((l) => l.phase === 'streamed');
+    // 60 tokens, far fewer requests: at most one starts per flush interval, one in flight.
+    expect(streamed.requests).toBeLessThan(tokens.length / 4);
+    const { messages } = await adk.messages.list(task.id);
+    expect(messages.map((m) => [m.content, m.streaming_status])).toEqual([
+      [{ type: 'reasoning', summary: 'Looking it up.' }, 'DONE'],
+      [{ type: 'tool_request', name: 'lookup', call_id: 'call_1', arguments: '{"q":"weather"}' }, 'DONE'],
+      [{ type: 'tool_response', call_id: 'call_1', result: { sky: 'clear' } }, null],
+      [{ type: 'text', text: tokens.join('') }, 'DONE'],
+    ]);
+    // The stream rebuilds the same answer from its created item and deltas, each at its offset.
+    let rebuilt = '';
+    let deltas = 0;
+    for await (const record of svc.client().streamTask(task.id)) {
+      if (record.kind === 'message' && record.data.id === streamed.message && record.data.content.type === 'text') rebuilt = record.data.content.text;
+      if (record.kind === 'message_delta' && record.data.message_id === streamed.message) {
+        expect(record.data.offset).toBe(rebuilt.length);
+        rebuilt += record.data.delta;
+        deltas++;
+      }
+      if (record.kind === 'message_update' && record.data.id === streamed.message) break;
+    }
+    expect(rebuilt).toBe(tokens.join(''));
+    expect(deltas).toBe(streamed.requests - 2);
+  });
+
   test('every module, called in-process with a key', async () => {
     const v1 = await deploy(svc);
     const agents = await adk.agents.list();
