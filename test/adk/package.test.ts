@@ -55,7 +55,7 @@ describe('agentctl/adk package', () => {
   });
 
   it('typechecks the examples against the published declarations', async () => {
-    for (const example of ['echo', 'sync-echo']) {
+    for (const example of ['echo', 'sync-echo', 'streaming']) {
       // In place: the examples use node's own modules, whose types (@types/node) this repository has.
       const dir = path.join(repoRoot, 'examples', example);
       const link = path.join(dir, 'node_modules', 'agentctl');

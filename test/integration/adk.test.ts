@@ -8,11 +8,13 @@ import { issueRegistrationToken, signingSecretFor } from '../../src/server/domai
 import { buildAdkBundle, repoRoot, startAgentProcess, type AgentProcess } from '../support/agent-process.js';
 import { createTask, deploy } from '../support/fixtures.js';
 import { engines, useService } from '../support/service.js';
+import { spawnAgentctl } from '../cli/built.js';
 
 // The ADK against the real service: every module in-process, and the echo example as a real agent
 // process registered with a one-time token, fed by the real dispatcher.
 
 const echoDir = path.join(repoRoot, 'examples/echo');
+const streamingDir = path.join(repoRoot, 'examples/streaming');
 
 async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -33,10 +35,12 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
 
   beforeAll(async () => {
     buildAdkBundle();
-    const link = path.join(echoDir, 'node_modules', 'agentctl');
-    if (!existsSync(link)) {
-      mkdirSync(path.dirname(link), { recursive: true });
-      symlinkSync(repoRoot, link, 'dir');
+    for (const dir of [echoDir, streamingDir]) {
+      const link = path.join(dir, 'node_modules', 'agentctl');
+      if (!existsSync(link)) {
+        mkdirSync(path.dirname(link), { recursive: true });
+        symlinkSync(repoRoot, link, 'dir');
+      }
     }
   });
   beforeEach(async () => {
@@ -216,6 +220,53 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
     }
     expect(rebuilt).toBe(tokens.join(''));
     expect(deltas).toBe(streamed.requests - 2);
+  });
+
+  test('the streaming example, watched live through the built CLI (piped): reasoning, the tool call, its result and the answer, each once and whole', async () => {
+    const v1 = await deploy(svc);
+    const a = (agent = startAgentProcess(
+      'src/index.ts',
+      {
+        AGENTCTL_BASE_URL: svc.url,
+        AGENTCTL_VERSION_ID: v1.version_id,
+        AGENTCTL_BRANCH_ID: v1.branch_id,
+        AGENTCTL_REGISTRATION_TOKEN: await issueRegistrationToken(svc.store.db, v1.version_id),
+        AGENTCTL_SIGNING_SECRET: await signingSecretFor(svc.store.db, v1.version_id),
+        AGENTCTL_DATA_ROOT: dataRoot,
+        TOKEN_DELAY_MS: '5',
+        PORT: '0',
+      },
+      streamingDir,
+    ));
+    await until(
+      'the streaming agent listening',
+      async () => a.stderr(),
+      (text) => text.includes('listening on') || a.child.exitCode !== null,
+    );
+    dispatcher = await startDispatcher(svc.store, { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 });
+    const task = await createTask(svc);
+    const watching = spawnAgentctl(['tasks', 'watch', task.id], {
+      env: { AGENTCTL_CONFIG_DIR: path.join(dataRoot, 'cli'), AGENTCTL_BASE_URL: svc.url, AGENTCTL_API_KEY: svc.adminKey },
+    });
+    const event = await svc.client().createEvent({ params: { task_id: task.id }, body: { content: 'how long is this' } });
+    await until(
+      'the answer finished',
+      () => adk.messages.list(task.id),
+      (l) => l.messages.length === 4 && l.messages[3]!.streaming_status === 'DONE',
+    );
+    await svc.client().updateTask({ params: { task_id: task.id }, body: { status: 'COMPLETED' } });
+    const watched = await watching;
+    expect(watched.exitCode, String(watched.stderr)).toBe(0);
+    const callId = `call_${event.sequence_id}`;
+    expect(watched.stdout).toBe(
+      [
+        '(thinking) The user asked something; counting its words first.',
+        `→ count_words({"question":"how long is this"}) [${callId}]`,
+        `← ${callId} {"words":4}`,
+        'You asked: "how long is this". That is 4 words long.',
+        '',
+      ].join('\n'),
+    );
   });
 
   test('every module, called in-process with a key', async () => {
