@@ -1,5 +1,5 @@
 import type { AcpAgentRef } from '../contract/acp.js';
-import type { Content, ContentInput, Event, Message, Tracker } from '../contract/conversation.js';
+import type { Event, Message, MessageContent, MessageContentInput, Tracker } from '../contract/conversation.js';
 import type { State, Task } from '../contract/resources.js';
 import type { Adk, EventList, JsonObject, ListPage, MessageList } from './adk.js';
 import { MessageStream, type StreamKind } from './stream.js';
@@ -11,7 +11,7 @@ import { MessageStream, type StreamKind } from './stream.js';
 export class TaskContext {
   readonly messages: {
     /** Adds an agent message to this task's transcript. */
-    send(content: ContentInput): Promise<Message>;
+    send(content: MessageContentInput): Promise<Message>;
     /**
      * A message written as it is produced: `write(delta)`, then `done()` or `fail(reason)`; or
      * `await ctx.messages.stream().from(llmTokens)`. Deltas are coalesced (README "Writing agents").
@@ -46,7 +46,7 @@ export class TaskContext {
     /** A local directory for this task, synced with the task's filesystem around every handler. */
     readonly workspace: string,
     /** Sees every message this context sends (a sync agent answers with them). */
-    onSent?: (content: Content) => void,
+    onSent?: (content: MessageContent) => void,
   ) {
     const taskId = task.id;
     const agentId = agent.id;

@@ -1,4 +1,4 @@
-import { type Content, type Message, STREAMED_FIELDS } from '../contract/conversation.js';
+import { type Message, type MessageContent, STREAMED_FIELDS } from '../contract/conversation.js';
 import type { Adk } from './adk.js';
 
 /** What a stream writes: text, a reasoning summary, or a tool call's arguments. */
@@ -14,7 +14,7 @@ export interface MessageStreamOptions {
   /** Default STREAM_FLUSH_INTERVAL_MS. */
   flushIntervalMs?: number;
   /** Sees the finished message's content (a sync agent answers with it). */
-  onSent?: (content: Content) => void;
+  onSent?: (content: MessageContent) => void;
 }
 
 /**
@@ -115,7 +115,7 @@ export class MessageStream {
     }
   }
 
-  private content(text: string): Content {
+  private content(text: string): MessageContent {
     const kind = this.kind;
     if (kind === 'text') return { type: 'text', [STREAMED_FIELDS.text]: text };
     if (kind === 'reasoning') return { type: 'reasoning', [STREAMED_FIELDS.reasoning]: text };

@@ -27,10 +27,14 @@ export const ToolResponsePart = z
   .meta({ id: 'ToolResponsePart' });
 /** A summary of the model's reasoning (streamed as deltas like text). */
 export const ReasoningPart = z.object({ type: z.literal('reasoning'), summary: z.string().max(MESSAGE_TEXT_MAX) }).meta({ id: 'ReasoningPart' });
-/** What events and messages carry: text (markdown allowed), data (structured UIs), and the parts an LLM loop produces. */
-export const Content = z.discriminatedUnion('type', [TextPart, DataPart, ToolRequestPart, ToolResponsePart, ReasoningPart]).meta({ id: 'Content' });
+/** What events carry (and sync agents receive): a TextPart (markdown allowed) or a DataPart (structured UIs). */
+export const Content = z.discriminatedUnion('type', [TextPart, DataPart]).meta({ id: 'Content' });
 export type Content = z.infer<typeof Content>;
-export type ContentType = Content['type'];
+/** What messages carry: an event's parts, and the parts an LLM loop produces. */
+export const MessageContent = z
+  .discriminatedUnion('type', [TextPart, DataPart, ToolRequestPart, ToolResponsePart, ReasoningPart])
+  .meta({ id: 'MessageContent' });
+export type MessageContent = z.infer<typeof MessageContent>;
 /**
  * The content kinds a delta can extend, and the field it appends to. A delta to any other kind is
  * refused (409 `message_not_streamable`).
@@ -43,6 +47,10 @@ export const ContentInput = z
   .union([z.string().max(MESSAGE_TEXT_MAX), Content])
   .transform((c): Content => (typeof c === 'string' ? { type: 'text', text: c } : c));
 export type ContentInput = z.input<typeof ContentInput>;
+export const MessageContentInput = z
+  .union([z.string().max(MESSAGE_TEXT_MAX), MessageContent])
+  .transform((c): MessageContent => (typeof c === 'string' ? { type: 'text', text: c } : c));
+export type MessageContentInput = z.input<typeof MessageContentInput>;
 
 // ---- records ------------------------------------------------------------------------------------
 
@@ -76,7 +84,7 @@ export const Message = z
     id: z.string(),
     task_id: z.string(),
     author: MessageAuthor,
-    content: Content,
+    content: MessageContent,
     streaming_status: StreamingStatus.nullable(),
     /** Why a stream ended FAILED or INTERRUPTED (the writer's reason), else null. */
     streaming_error: z.string().nullable(),
@@ -119,12 +127,12 @@ export const EventList = z.object({ events: z.array(Event), has_more: z.boolean(
 
 export const CreateMessageRequest = z.object({
   task_id: z.string().min(1),
-  content: ContentInput,
+  content: MessageContentInput,
   author: MessageAuthor.default('agent'),
   streaming_status: StreamingStatus.nullable().default(null),
 });
 export const UpdateMessageRequest = z.object({
-  content: ContentInput.optional(),
+  content: MessageContentInput.optional(),
   streaming_status: StreamingStatus.nullable().optional(),
   /** With `FAILED` or `INTERRUPTED`: why. */
   streaming_error: z.string().min(1).max(10_000).optional(),

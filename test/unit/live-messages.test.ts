@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import type { Content, Message, MessageDelta } from '../../src/contract/conversation.js';
+import type { Message, MessageContent as Content, MessageDelta } from '../../src/contract/conversation.js';
 import { LiveMessages } from '../../src/cli/output/live-messages.js';
 
 const message = (id: string, content: Content, streaming_status: Message['streaming_status']): Message => ({

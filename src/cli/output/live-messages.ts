@@ -1,4 +1,4 @@
-import type { Content, Message, MessageDelta } from '../../contract/conversation.js';
+import type { Message, MessageContent, MessageDelta } from '../../contract/conversation.js';
 
 interface Open {
   /** What the message reads as so far (prefix and streamed field). */
@@ -8,7 +8,7 @@ interface Open {
 }
 
 /** How a part reads while it streams: a prefix, its streamed field, and (once finished) a suffix. */
-function reading(content: Content, author: Message['author']): { prefix: string; body: string; suffix: string } | undefined {
+function reading(content: MessageContent, author: Message['author']): { prefix: string; body: string; suffix: string } | undefined {
   switch (content.type) {
     case 'text':
       return { prefix: author === 'user' ? 'you: ' : '', body: content.text, suffix: '' };

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { isTerminalTask } from '../../contract/lifecycle.js';
 import {
   type Content,
+  type MessageContent,
   type Event,
   type Message,
   type MessageDelta,
@@ -40,7 +41,7 @@ export const toMessage = (r: Selectable<MessagesTable>): Message => ({
   id: r.id,
   task_id: r.task_id,
   author: r.author as Message['author'],
-  content: r.content as Content,
+  content: r.content as MessageContent,
   streaming_status: r.streaming_status as Message['streaming_status'],
   streaming_error: r.streaming_error,
   sequence_id: Number(r.sequence_id),
@@ -184,7 +185,7 @@ const hideAs = (replacement: DomainError) => (error: unknown) => {
 
 export interface NewMessage {
   task_id: string;
-  content: Content;
+  content: MessageContent;
   author: Message['author'];
   streaming_status: Message['streaming_status'];
 }
@@ -225,7 +226,7 @@ export async function updateMessage(
   db: Db,
   perms: Permissions,
   messageId: string,
-  update: { content?: Content; streaming_status?: Message['streaming_status']; streaming_error?: string },
+  update: { content?: MessageContent; streaming_status?: Message['streaming_status']; streaming_error?: string },
 ): Promise<Message> {
   if (update.streaming_error !== undefined && update.streaming_status !== 'FAILED' && update.streaming_status !== 'INTERRUPTED')
     throw invalid(['body', 'streaming_error'], 'streaming_error goes with streaming_status FAILED or INTERRUPTED');

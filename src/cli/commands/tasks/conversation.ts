@@ -1,7 +1,7 @@
 // Shared by tasks send/watch/messages/events and create --watch: task references, how content
 // reads for a person, and the live watch loop.
 import { isTerminalTask } from '../../../contract/lifecycle.js';
-import type { Content, Message, StreamRecord } from '../../../contract/conversation.js';
+import type { MessageContent as Content, Message, StreamRecord } from '../../../contract/conversation.js';
 import type { CommandContext } from '../../context.js';
 import { LiveMessages } from '../../output/live-messages.js';
 import { resolveTaskId as resolveTask } from '../../refs.js';
