@@ -1,6 +1,6 @@
 import { createClient, type CallOptions, type Client } from '../client/index.js';
 import { createUndiciTransport } from '../client/undici-transport.js';
-import type { Content, ContentInput, Event, Message, Tracker } from '../contract/conversation.js';
+import type { Content, ContentInput, Event, Message, MessageContent, MessageContentInput, Tracker } from '../contract/conversation.js';
 import type { EndpointInput, EndpointName, EndpointOutput } from '../contract/endpoints.js';
 import type { Agent, State, Task } from '../contract/resources.js';
 import type { SystemFolderType } from '../contract/filesystems.js';
@@ -9,7 +9,21 @@ import { readProcessConfig } from './config.js';
 import { httpError, NotFoundError, toAdkError } from './errors.js';
 import path from 'node:path';
 
-export type { Agent, Content, ContentInput, Event, Message, State, Task, Tracker, SyncOptions, SyncResult, SystemFolderType };
+export type {
+  Agent,
+  Content,
+  ContentInput,
+  Event,
+  Message,
+  MessageContent,
+  MessageContentInput,
+  State,
+  Task,
+  Tracker,
+  SyncOptions,
+  SyncResult,
+  SystemFolderType,
+};
 export type JsonObject = Record<string, unknown>;
 export type MessageList = EndpointOutput<'listMessages'>;
 export type EventList = EndpointOutput<'listEvents'>;
@@ -40,7 +54,7 @@ export interface ListPage {
 export class Adk {
   readonly messages = {
     /** Adds an agent message to the task's transcript. */
-    send: (taskId: string, content: ContentInput, options: { author?: 'agent' | 'user' } = {}): Promise<Message> =>
+    send: (taskId: string, content: MessageContentInput, options: { author?: 'agent' | 'user' } = {}): Promise<Message> =>
       this.call('createMessage', {
         body: { task_id: taskId, content, ...(options.author ? { author: options.author } : {}) } as EndpointInput<'createMessage'>['body'],
       }),

@@ -1,7 +1,8 @@
 import type { AcpAgentRef } from '../contract/acp.js';
-import type { Content, ContentInput, Event, Message, Tracker } from '../contract/conversation.js';
+import type { Event, Message, MessageContent, MessageContentInput, Tracker } from '../contract/conversation.js';
 import type { State, Task } from '../contract/resources.js';
 import type { Adk, EventList, JsonObject, ListPage, MessageList } from './adk.js';
+import { MessageStream, type StreamKind } from './stream.js';
 
 /**
  * What a handler gets: the task, its agent, the event being handled (onEvent), and the toolkit's
@@ -10,7 +11,12 @@ import type { Adk, EventList, JsonObject, ListPage, MessageList } from './adk.js
 export class TaskContext {
   readonly messages: {
     /** Adds an agent message to this task's transcript. */
-    send(content: ContentInput): Promise<Message>;
+    send(content: MessageContentInput): Promise<Message>;
+    /**
+     * A message written as it is produced: `write(delta)`, then `done()` or `fail(reason)`; or
+     * `await ctx.messages.stream().from(llmTokens)`. Deltas are coalesced (README "Writing agents").
+     */
+    stream(kind?: StreamKind, options?: { flushIntervalMs?: number }): MessageStream;
     list(page?: ListPage): Promise<MessageList>;
   };
   readonly state: {
@@ -40,7 +46,7 @@ export class TaskContext {
     /** A local directory for this task, synced with the task's filesystem around every handler. */
     readonly workspace: string,
     /** Sees every message this context sends (a sync agent answers with them). */
-    onSent?: (content: Content) => void,
+    onSent?: (content: MessageContent) => void,
   ) {
     const taskId = task.id;
     const agentId = agent.id;
@@ -50,6 +56,7 @@ export class TaskContext {
         onSent?.(message.content);
         return message;
       },
+      stream: (kind, options) => new MessageStream(adk, taskId, kind, { ...options, onSent }),
       list: (page) => adk.messages.list(taskId, page),
     };
     this.state = {

@@ -3,9 +3,24 @@
  * the contract and the sync module: nothing of the CLI or the server.
  */
 export { Adk, adk, createAdk, type AdkOptions, type EventList, type JsonObject, type ListPage, type MessageList, type TrackerList } from './adk.js';
-export type { Agent, Content, ContentInput, Event, Message, State, Task, Tracker, SyncOptions, SyncResult, SystemFolderType } from './adk.js';
+export type {
+  Agent,
+  Content,
+  ContentInput,
+  Event,
+  Message,
+  MessageContent,
+  MessageContentInput,
+  State,
+  Task,
+  Tracker,
+  SyncOptions,
+  SyncResult,
+  SystemFolderType,
+} from './adk.js';
 export { AgentServer, AgentStartError, WorkspaceSyncError, type AgentHandlers, type AgentServerOptions } from './server.js';
 export { TaskContext } from './context.js';
+export { MessageStream, STREAM_FLUSH_INTERVAL_MS, type MessageStreamOptions, type StreamKind } from './stream.js';
 export {
   AdkError,
   AuthenticationError,

@@ -16,7 +16,7 @@ import {
   type AcpRequest,
   type AcpResponse,
 } from '../contract/acp.js';
-import type { Content, ContentInput, Event } from '../contract/conversation.js';
+import type { Content, Event, MessageContent, MessageContentInput } from '../contract/conversation.js';
 import { UnreachableError } from '../client/index.js';
 import { adk as defaultAdk, type Adk, type JsonObject } from './adk.js';
 import { readProcessConfig } from './config.js';
@@ -36,7 +36,7 @@ export interface AgentHandlers {
    * Sync agents (`acp_type: sync`): answers a message inline. What it returns, and what it sends
    * with `ctx.messages.send`, is recorded as agent messages and returned to the caller.
    */
-  onMessage?(ctx: TaskContext, content: Content): Awaitable<ContentInput | ContentInput[] | undefined>;
+  onMessage?(ctx: TaskContext, content: Content): Awaitable<MessageContentInput | MessageContentInput[] | undefined>;
 }
 
 export interface AgentServerOptions extends AgentHandlers {
@@ -71,7 +71,7 @@ const REMEMBERED_DELIVERIES = 10_000;
 
 /** A delivery this process took: its handler's outcome; for one taken under the platform's lease, whether it is over (handler run, completion reported). */
 interface Taken {
-  outcome: Promise<Content[]>;
+  outcome: Promise<MessageContent[]>;
   leased: boolean;
   settled: boolean;
 }
@@ -312,12 +312,12 @@ export class AgentServer {
   }
 
   /** Runs one delivery's handler; a throw is reported to the platform (and rethrown for a sync answer), `unreported` called when that fails. */
-  private async handle(request: AcpRequest, unreported: () => void): Promise<Content[]> {
+  private async handle(request: AcpRequest, unreported: () => void): Promise<MessageContent[]> {
     const method = request.method as AcpMethod;
     const { task, agent } = request.params;
     const event = method === 'event/send' ? (request.params as AcpParams['event/send']).event : null;
     const handlerName = HANDLERS[method];
-    const sent: Content[] = [];
+    const sent: MessageContent[] = [];
     const taskDir = path.join(this.dataRoot, 'tasks', task.id);
     const workspace = path.join(taskDir, 'workspace');
     const syncOptions = { stateFile: path.join(taskDir, 'workspace.sync.json') };

@@ -4,7 +4,7 @@
  * the ADK's agent server imports this on every request.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { Content, Event } from './conversation.js';
+import type { Content, Event, MessageContent } from './conversation.js';
 import type { Task } from './resources.js';
 import { ACP_METHODS } from './enums.js';
 
@@ -73,7 +73,7 @@ export interface AcpResult {
    */
   deferred?: true;
   /** Sync agents (`message/send`): the reply, already recorded as agent messages. */
-  messages?: Content[];
+  messages?: MessageContent[];
 }
 
 export interface AcpResponse {

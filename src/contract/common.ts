@@ -98,6 +98,8 @@ export const CONFLICT_CODES = [
   'key_revoked',
   'last_org_admin',
   'lease_lost',
+  'message_not_streamable',
+  'message_not_streaming',
   'migration_too_large',
   'namespace_exists',
   'no_rollback_target',

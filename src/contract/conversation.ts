@@ -1,18 +1,56 @@
 import { z } from 'zod';
 import { JsonObject, QueryInt, Timestamp } from './common.js';
 import type { Task } from './resources.js';
-import { ACP_METHODS, EVENT_LIST_LIMIT, MESSAGE_LIST_LIMIT } from './enums.js';
+import { ACP_METHODS, EVENT_LIST_LIMIT, MESSAGE_LIST_LIMIT, MESSAGE_TEXT_MAX } from './enums.js';
 
 // ---- content ------------------------------------------------------------------------------------
 
-export const TextPart = z.object({ type: z.literal('text'), text: z.string().max(262_144) }).meta({ id: 'TextPart' });
+export const TextPart = z.object({ type: z.literal('text'), text: z.string().max(MESSAGE_TEXT_MAX) }).meta({ id: 'TextPart' });
 export const DataPart = z.object({ type: z.literal('data'), data: JsonObject }).meta({ id: 'DataPart' });
-/** What events and messages carry: a TextPart (markdown allowed) or a DataPart (structured UIs). */
+/** A tool call the agent makes; `arguments` is the JSON text as the model writes it (streamed as deltas). */
+export const ToolRequestPart = z
+  .object({
+    type: z.literal('tool_request'),
+    name: z.string().min(1).max(200),
+    call_id: z.string().min(1).max(200),
+    arguments: z.string().max(MESSAGE_TEXT_MAX).default(''),
+  })
+  .meta({ id: 'ToolRequestPart' });
+/** The answer to a tool_request of the same `call_id`: a result, or an error. */
+export const ToolResponsePart = z
+  .object({
+    type: z.literal('tool_response'),
+    call_id: z.string().min(1).max(200),
+    result: z.unknown().optional(),
+    error: z.string().max(10_000).optional(),
+  })
+  .meta({ id: 'ToolResponsePart' });
+/** A summary of the model's reasoning (streamed as deltas like text). */
+export const ReasoningPart = z.object({ type: z.literal('reasoning'), summary: z.string().max(MESSAGE_TEXT_MAX) }).meta({ id: 'ReasoningPart' });
+/** What events carry (and sync agents receive): a TextPart (markdown allowed) or a DataPart (structured UIs). */
 export const Content = z.discriminatedUnion('type', [TextPart, DataPart]).meta({ id: 'Content' });
 export type Content = z.infer<typeof Content>;
+/** What messages carry: an event's parts, and the parts an LLM loop produces. */
+export const MessageContent = z
+  .discriminatedUnion('type', [TextPart, DataPart, ToolRequestPart, ToolResponsePart, ReasoningPart])
+  .meta({ id: 'MessageContent' });
+export type MessageContent = z.infer<typeof MessageContent>;
+/**
+ * The content kinds a delta can extend, and the field it appends to. A delta to any other kind is
+ * refused (409 `message_not_streamable`).
+ */
+export const STREAMED_FIELDS = { text: 'text', reasoning: 'summary', tool_request: 'arguments' } as const;
+export type StreamableType = keyof typeof STREAMED_FIELDS;
+export const isStreamable = (type: string): type is StreamableType => Object.hasOwn(STREAMED_FIELDS, type);
 /** What a client may send: a bare string is stored as a TextPart. */
-export const ContentInput = z.union([z.string().max(262_144), Content]).transform((c): Content => (typeof c === 'string' ? { type: 'text', text: c } : c));
+export const ContentInput = z
+  .union([z.string().max(MESSAGE_TEXT_MAX), Content])
+  .transform((c): Content => (typeof c === 'string' ? { type: 'text', text: c } : c));
 export type ContentInput = z.input<typeof ContentInput>;
+export const MessageContentInput = z
+  .union([z.string().max(MESSAGE_TEXT_MAX), MessageContent])
+  .transform((c): MessageContent => (typeof c === 'string' ? { type: 'text', text: c } : c));
+export type MessageContentInput = z.input<typeof MessageContentInput>;
 
 // ---- records ------------------------------------------------------------------------------------
 
@@ -31,7 +69,9 @@ export type Event = z.infer<typeof Event>;
 
 export const MESSAGE_AUTHORS = ['agent', 'user'] as const;
 export const MessageAuthor = z.enum(MESSAGE_AUTHORS);
-export const STREAMING_STATUSES = ['IN_PROGRESS', 'DONE'] as const;
+/** `IN_PROGRESS` takes deltas; the other three are finished (`INTERRUPTED`: its writer stopped or went away). */
+export const STREAMING_STATUSES = ['IN_PROGRESS', 'DONE', 'INTERRUPTED', 'FAILED'] as const;
+export type StreamingStatus = (typeof STREAMING_STATUSES)[number];
 export const StreamingStatus = z.enum(STREAMING_STATUSES);
 
 /**
@@ -44,8 +84,10 @@ export const Message = z
     id: z.string(),
     task_id: z.string(),
     author: MessageAuthor,
-    content: Content,
+    content: MessageContent,
     streaming_status: StreamingStatus.nullable(),
+    /** Why a stream ended FAILED or INTERRUPTED (the writer's reason), else null. */
+    streaming_error: z.string().nullable(),
     sequence_id: z.number().int(),
     updated_sequence_id: z.number().int(),
     created_at: Timestamp,
@@ -85,11 +127,33 @@ export const EventList = z.object({ events: z.array(Event), has_more: z.boolean(
 
 export const CreateMessageRequest = z.object({
   task_id: z.string().min(1),
-  content: ContentInput,
+  content: MessageContentInput,
   author: MessageAuthor.default('agent'),
   streaming_status: StreamingStatus.nullable().default(null),
 });
-export const UpdateMessageRequest = z.object({ content: ContentInput.optional(), streaming_status: StreamingStatus.nullable().optional() });
+export const UpdateMessageRequest = z.object({
+  content: MessageContentInput.optional(),
+  streaming_status: StreamingStatus.nullable().optional(),
+  /** With `FAILED` or `INTERRUPTED`: why. */
+  streaming_error: z.string().min(1).max(10_000).optional(),
+});
+/**
+ * One delta appended to an IN_PROGRESS message's streamed field (text, reasoning summary, tool
+ * arguments). Size is checked in the domain (413), not here, so a huge delta is not a 400.
+ */
+export const AppendMessageDeltaRequest = z.object({ delta: z.string().min(1) });
+/** What a delta became: its stream item's `sequence_id` and where it starts in the field (`offset`, in characters: Unicode code points). */
+export const MessageDelta = z
+  .object({
+    message_id: z.string(),
+    task_id: z.string(),
+    sequence_id: z.number().int(),
+    offset: z.number().int(),
+    delta: z.string(),
+  })
+  .meta({ id: 'MessageDelta' });
+export type MessageDelta = z.infer<typeof MessageDelta>;
+
 export const ListMessagesQuery = z.object({
   task_id: z.string().min(1),
   ...afterSequence,
@@ -147,11 +211,12 @@ export type Delivery = z.infer<typeof Delivery>;
 // ---- the stream -----------------------------------------------------------------------------------
 
 /** SSE `event:` names of `GET /tasks/{id}/stream`; `id:` is the sequence_id, `data:` the record. */
-export const STREAM_RECORD_KINDS = ['event', 'message', 'message_update', 'task', 'tracker'] as const;
+export const STREAM_RECORD_KINDS = ['event', 'message', 'message_update', 'message_delta', 'task', 'tracker'] as const;
 export type StreamRecordKind = (typeof STREAM_RECORD_KINDS)[number];
 export type StreamRecord =
   | { kind: 'event'; sequence_id: number; data: Event }
   | { kind: 'message' | 'message_update'; sequence_id: number; data: Message }
+  | { kind: 'message_delta'; sequence_id: number; data: MessageDelta }
   | { kind: 'task'; sequence_id: number; data: Task }
   | { kind: 'tracker'; sequence_id: number; data: Tracker };
 export const StreamQuery = z.object({ ...afterSequence });

@@ -39,6 +39,8 @@ import {
   TrackerList,
   TrackerQuery,
   UpdateMessageRequest,
+  AppendMessageDeltaRequest,
+  MessageDelta,
   UpdateTrackerRequest,
 } from './conversation.js';
 import {
@@ -931,6 +933,18 @@ export const endpoints = lazyTable({
       params: id('message_id'),
       body: UpdateMessageRequest,
       response: Message,
+    }),
+  appendMessageDelta: () =>
+    ep({
+      method: 'POST',
+      path: '/messages/:message_id/deltas',
+      status: 201,
+      idempotencyKey: true,
+      summary: 'Append a delta to a streaming message (text, reasoning or tool arguments)',
+      tag: 'conversation',
+      params: id('message_id'),
+      body: AppendMessageDeltaRequest,
+      response: MessageDelta,
     }),
   listMessages: () =>
     ep({

@@ -35,6 +35,10 @@ export const VERSION_LIST_MAX = VERSION_LIST_LIMIT.max;
 /** `limit` of a task's events (GET /events). */
 export const EVENT_LIST_LIMIT = { min: 1, max: 500, default: 100 } as const satisfies Bounds;
 /** `limit` of a task's messages (GET /messages). */
+/** Characters in a message's text, reasoning summary or tool arguments, whole or streamed. */
+export const MESSAGE_TEXT_MAX = 262_144;
+/** Characters in one delta (`POST /messages/{id}/deltas`); more is 413. */
+export const MESSAGE_DELTA_MAX = 65_536;
 export const MESSAGE_LIST_LIMIT = { min: 1, max: 500, default: 50 } as const satisfies Bounds;
 /** `replicas` of a deploy (and of agentctl.json). */
 export const DEPLOY_REPLICAS = { min: 1, max: 10, default: 1 } as const satisfies Bounds;

@@ -50,12 +50,12 @@ describe('agentctl/adk package', () => {
     );
     const { stdout } = await execa(process.execPath, ['check.mjs'], { cwd: dir });
     expect(stdout).toBe(
-      `${JSON.stringify(['Adk', 'AdkError', 'AgentServer', 'AgentStartError', 'AuthenticationError', 'ConflictError', 'NotFoundError', 'PayloadTooLargeError', 'PermissionDeniedError', 'RateLimitedError', 'ServerError', 'TaskContext', 'UnreachableError', 'ValidationError', 'WorkspaceSyncError', 'adk', 'createAdk', 'readProcessConfig'])} function`,
+      `${JSON.stringify(['Adk', 'AdkError', 'AgentServer', 'AgentStartError', 'AuthenticationError', 'ConflictError', 'MessageStream', 'NotFoundError', 'PayloadTooLargeError', 'PermissionDeniedError', 'RateLimitedError', 'STREAM_FLUSH_INTERVAL_MS', 'ServerError', 'TaskContext', 'UnreachableError', 'ValidationError', 'WorkspaceSyncError', 'adk', 'createAdk', 'readProcessConfig'])} function`,
     );
   });
 
   it('typechecks the examples against the published declarations', async () => {
-    for (const example of ['echo', 'sync-echo']) {
+    for (const example of ['echo', 'sync-echo', 'streaming']) {
       // In place: the examples use node's own modules, whose types (@types/node) this repository has.
       const dir = path.join(repoRoot, 'examples', example);
       const link = path.join(dir, 'node_modules', 'agentctl');
@@ -78,7 +78,7 @@ describe('agentctl/adk package', () => {
     expect(result.exitCode).toBe(2);
     expect(result.stdout.split('\n').filter((line) => line.startsWith('src/'))).toEqual([
       "src/index.ts(2,72): error TS2345: Argument of type 'string' is not assignable to parameter of type 'number'.",
-      `src/index.ts(2,108): error TS2345: Argument of type '{ type: "text"; }' is not assignable to parameter of type 'string | { type: "text"; text: string; } | { type: "data"; data: Record<string, unknown>; }'.`,
+      `src/index.ts(2,108): error TS2345: Argument of type '{ type: "text"; }' is not assignable to parameter of type 'string | { type: "text"; text: string; } | { type: "data"; data: Record<string, unknown>; } | { type: "tool_request"; name: string; call_id: string; arguments?: string | undefined; } | { type: "tool_response"; call_id: string; result?: unknown; error?: string | undefined; } | { ...; }'.`,
       `src/index.ts(2,141): error TS2339: Property 'text' does not exist on type '{ type: "text"; text: string; } | { type: "data"; data: Record<string, unknown>; }'.`,
     ]);
   });

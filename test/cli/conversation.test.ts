@@ -73,6 +73,42 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     ]);
   });
 
+  test('tasks watch prints a streamed message from its deltas (piped: whole lines), reasoning and tool calls beside it; --json has every delta', async () => {
+    const taskId = await newTask();
+    const watching = runCli(['tasks', 'watch', taskId], { env });
+    const thinking = await client().createMessage({
+      body: { task_id: taskId, content: { type: 'reasoning', summary: 'Hm' }, streaming_status: 'IN_PROGRESS' },
+    });
+    await client().appendMessageDelta({ params: { message_id: thinking.id }, body: { delta: 'm.' } });
+    await client().updateMessage({ params: { message_id: thinking.id }, body: { streaming_status: 'DONE' } });
+    const answer = await client().createMessage({ body: { task_id: taskId, content: 'Hel', streaming_status: 'IN_PROGRESS' } });
+    await client().appendMessageDelta({ params: { message_id: answer.id }, body: { delta: 'lo\nwor' } });
+    await client().appendMessageDelta({ params: { message_id: answer.id }, body: { delta: 'ld' } });
+    await client().updateMessage({ params: { message_id: answer.id }, body: { streaming_status: 'FAILED', streaming_error: 'model overloaded' } });
+    await client().updateTask({ params: { task_id: taskId }, body: { status: 'COMPLETED' } });
+    const watched = await watching;
+    expect(watched.code, watched.stderr).toBe(0);
+    expect(watched.stdout).toBe('(thinking) Hmm.\nHello\nworld\n');
+    expect(watched.stderr).toContain('message failed: model overloaded\n');
+
+    const json = await runCli(['tasks', 'watch', taskId, '--json'], { env });
+    const kinds = json.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .filter((r) => r.kind.startsWith('message'))
+      .map((r) => [r.kind, r.data.delta ?? r.data.streaming_status]);
+    expect(kinds).toEqual([
+      ['message', 'IN_PROGRESS'],
+      ['message_delta', 'm.'],
+      ['message_update', 'DONE'],
+      ['message', 'IN_PROGRESS'],
+      ['message_delta', 'lo\nwor'],
+      ['message_delta', 'ld'],
+      ['message_update', 'FAILED'],
+    ]);
+  });
+
   test('tasks watch exits 1 when the task is canceled', async () => {
     const taskId = await newTask();
     const watching = runCli(['tasks', 'watch', taskId], { env });

@@ -8,11 +8,13 @@ import { issueRegistrationToken, signingSecretFor } from '../../src/server/domai
 import { buildAdkBundle, repoRoot, startAgentProcess, type AgentProcess } from '../support/agent-process.js';
 import { createTask, deploy } from '../support/fixtures.js';
 import { engines, useService } from '../support/service.js';
+import { spawnAgentctl } from '../cli/built.js';
 
 // The ADK against the real service: every module in-process, and the echo example as a real agent
 // process registered with a one-time token, fed by the real dispatcher.
 
 const echoDir = path.join(repoRoot, 'examples/echo');
+const streamingDir = path.join(repoRoot, 'examples/streaming');
 
 async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -33,10 +35,12 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
 
   beforeAll(async () => {
     buildAdkBundle();
-    const link = path.join(echoDir, 'node_modules', 'agentctl');
-    if (!existsSync(link)) {
-      mkdirSync(path.dirname(link), { recursive: true });
-      symlinkSync(repoRoot, link, 'dir');
+    for (const dir of [echoDir, streamingDir]) {
+      const link = path.join(dir, 'node_modules', 'agentctl');
+      if (!existsSync(link)) {
+        mkdirSync(path.dirname(link), { recursive: true });
+        symlinkSync(repoRoot, link, 'dir');
+      }
     }
   });
   beforeEach(async () => {
@@ -174,6 +178,95 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
     // The module-level update keeps its meaning: no state, no merge.
     const other = await createTask(svc);
     await expect(adk.state.update(other.id, v1.agent_id, { a: 1 })).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  test('ctx.messages.stream: a handler streams reasoning, a tool call, its result and an answer; deltas are coalesced and the records hold the concatenation', async () => {
+    const v1 = await deploy(svc);
+    agent = startAgentProcess(path.join(repoRoot, 'test/fixtures/adk/protocol-agent.ts'), {
+      AGENTCTL_BASE_URL: svc.url,
+      AGENTCTL_VERSION_ID: v1.version_id,
+      AGENTCTL_BRANCH_ID: v1.branch_id,
+      AGENTCTL_REGISTRATION_TOKEN: await issueRegistrationToken(svc.store.db, v1.version_id),
+      AGENTCTL_SIGNING_SECRET: await signingSecretFor(svc.store.db, v1.version_id),
+      AGENTCTL_DATA_ROOT: dataRoot,
+      PORT: '0',
+    });
+    await agent.waitFor((l) => l.phase === 'listening');
+    dispatcher = await startDispatcher(svc.store, { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 });
+    const task = await createTask(svc);
+    const tokens = Array.from({ length: 60 }, (_, i) => `tok${i} `);
+    await svc.client().createEvent({ params: { task_id: task.id }, body: { content: { type: 'data', data: { stream_tokens: tokens } } } });
+    const streamed = await agent.waitFor((l) => l.phase === 'streamed');
+    // 60 tokens, far fewer requests: at most one starts per flush interval, one in flight.
+    expect(streamed.requests).toBeLessThan(tokens.length / 4);
+    const { messages } = await adk.messages.list(task.id);
+    expect(messages.map((m) => [m.content, m.streaming_status])).toEqual([
+      [{ type: 'reasoning', summary: 'Looking it up.' }, 'DONE'],
+      [{ type: 'tool_request', name: 'lookup', call_id: 'call_1', arguments: '{"q":"weather"}' }, 'DONE'],
+      [{ type: 'tool_response', call_id: 'call_1', result: { sky: 'clear' } }, null],
+      [{ type: 'text', text: tokens.join('') }, 'DONE'],
+    ]);
+    // The stream rebuilds the same answer from its created item and deltas, each at its offset.
+    let rebuilt = '';
+    let deltas = 0;
+    for await (const record of svc.client().streamTask(task.id)) {
+      if (record.kind === 'message' && record.data.id === streamed.message && record.data.content.type === 'text') rebuilt = record.data.content.text;
+      if (record.kind === 'message_delta' && record.data.message_id === streamed.message) {
+        expect(record.data.offset).toBe(rebuilt.length);
+        rebuilt += record.data.delta;
+        deltas++;
+      }
+      if (record.kind === 'message_update' && record.data.id === streamed.message) break;
+    }
+    expect(rebuilt).toBe(tokens.join(''));
+    expect(deltas).toBe(streamed.requests - 2);
+  });
+
+  test('the streaming example, watched live through the built CLI (piped): reasoning, the tool call, its result and the answer, each once and whole', async () => {
+    const v1 = await deploy(svc);
+    const a = (agent = startAgentProcess(
+      'src/index.ts',
+      {
+        AGENTCTL_BASE_URL: svc.url,
+        AGENTCTL_VERSION_ID: v1.version_id,
+        AGENTCTL_BRANCH_ID: v1.branch_id,
+        AGENTCTL_REGISTRATION_TOKEN: await issueRegistrationToken(svc.store.db, v1.version_id),
+        AGENTCTL_SIGNING_SECRET: await signingSecretFor(svc.store.db, v1.version_id),
+        AGENTCTL_DATA_ROOT: dataRoot,
+        TOKEN_DELAY_MS: '5',
+        PORT: '0',
+      },
+      streamingDir,
+    ));
+    await until(
+      'the streaming agent listening',
+      async () => a.stderr(),
+      (text) => text.includes('listening on') || a.child.exitCode !== null,
+    );
+    dispatcher = await startDispatcher(svc.store, { backoffBaseMs: 20, backoffMaxMs: 200, pollMs: 100, requestTimeoutMs: 5000 });
+    const task = await createTask(svc);
+    const watching = spawnAgentctl(['tasks', 'watch', task.id], {
+      env: { AGENTCTL_CONFIG_DIR: path.join(dataRoot, 'cli'), AGENTCTL_BASE_URL: svc.url, AGENTCTL_API_KEY: svc.adminKey },
+    });
+    const event = await svc.client().createEvent({ params: { task_id: task.id }, body: { content: 'how long is this' } });
+    await until(
+      'the answer finished',
+      () => adk.messages.list(task.id),
+      (l) => l.messages.length === 4 && l.messages[3]!.streaming_status === 'DONE',
+    );
+    await svc.client().updateTask({ params: { task_id: task.id }, body: { status: 'COMPLETED' } });
+    const watched = await watching;
+    expect(watched.exitCode, String(watched.stderr)).toBe(0);
+    const callId = `call_${event.sequence_id}`;
+    expect(watched.stdout).toBe(
+      [
+        '(thinking) The user asked something; counting its words first.',
+        `→ count_words({"question":"how long is this"}) [${callId}]`,
+        `← ${callId} {"words":4}`,
+        'You asked: "how long is this". That is 4 words long.',
+        '',
+      ].join('\n'),
+    );
   });
 
   test('every module, called in-process with a key', async () => {

@@ -7,6 +7,7 @@ import { schemaChanges } from '../../src/server/store/schema/index.js';
 import { runScript } from '../../src/server/store/schema/script.js';
 import { createTestDatabase, engines } from '../support/service.js';
 import { AGENT_STATUSES, TASK_STATUSES, VERSION_STATUSES } from '../../src/contract/lifecycle.js';
+import { STREAM_RECORD_KINDS, STREAMING_STATUSES } from '../../src/contract/conversation.js';
 
 /** An empty database of the engine: PGlite (in memory, or a data directory that outlives a close), or PostgreSQL. */
 async function emptyDatabase(engine: Engine, reopened = false): Promise<{ options: StoreOptions; drop: () => Promise<void> }> {
@@ -131,6 +132,18 @@ CREATE TRIGGER org_created_notice AFTER INSERT ON orgs FOR EACH ROW EXECUTE FUNC
       expect(await allowed('versions')).toEqual([...VERSION_STATUSES].sort());
       expect(await allowed('tasks')).toEqual([...TASK_STATUSES].sort());
       expect(await allowed('agents')).toEqual([...AGENT_STATUSES].sort());
+    });
+
+    test('messages take exactly the streaming statuses, and the task stream exactly the record kinds, of the contract (src/contract/conversation.ts)', async () => {
+      const allowed = async (table: string, column: string) => {
+        const checks = await sql<{ def: string }>`
+          SELECT pg_get_constraintdef(c.oid) AS def FROM pg_constraint c
+          WHERE c.conrelid = ${table}::regclass AND c.contype = 'c' AND pg_get_constraintdef(c.oid) LIKE ${`%(${column} %`}`.execute(store.db);
+        expect(checks.rows).toHaveLength(1);
+        return [...checks.rows[0].def.matchAll(/'([a-zA-Z_]+)'/g)].map((m) => m[1]).sort();
+      };
+      expect(await allowed('messages', 'streaming_status')).toEqual([...STREAMING_STATUSES].sort());
+      expect(await allowed('task_stream', 'kind')).toEqual([...STREAM_RECORD_KINDS].sort());
     });
   });
 });
@@ -286,6 +299,7 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     author: 'text',
     content: 'jsonb',
     streaming_status: 'text null',
+    streaming_error: 'text null',
     sequence_id: 'integer',
     updated_sequence_id: 'integer',
     created_at: 'timestamp with time zone',

@@ -106,6 +106,7 @@ export async function startFakeControlPlane(): Promise<FakeControlPlane> {
           author: 'agent',
           content,
           streaming_status: null,
+          streaming_error: null,
           sequence_id: messages,
           updated_sequence_id: messages,
           created_at: now(),

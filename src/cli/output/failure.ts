@@ -35,6 +35,8 @@ const CONFLICT_HINTS: Record<ConflictCode, string> = {
   key_revoked: 'A revoked key stays revoked: create a new one (agentctl keys create).',
   last_org_admin: 'The org keeps one usable org-admin key: create another org-admin key first.',
   lease_lost: 'The lease ran out before this renewal: the delivery will be sent again, so the handler need not finish it.',
+  message_not_streamable: 'Deltas extend text, reasoning and tool_request messages only: send the whole part instead.',
+  message_not_streaming: 'That message is not streaming (finished, or never started IN_PROGRESS): send a new message.',
   migration_too_large: 'One request moves at most 10,000 tasks: move them in groups with --task ID (up to 1,000 each).',
   namespace_exists: 'Slugs are unique in the org: pick another (agentctl namespaces list shows them).',
   no_rollback_target: 'No earlier version can serve again: deploy the commit you want instead.',

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { Agent, request } from 'undici';
 import { ACP_PATH, SIGNATURE_HEADER, signBody, type AcpAgentRef, type AcpMethod, type AcpRequest, type AcpResponse } from '../../contract/acp.js';
-import { Content, OPEN_DELIVERY_STATUSES } from '../../contract/conversation.js';
+import { MessageContent, OPEN_DELIVERY_STATUSES } from '../../contract/conversation.js';
 import type { Task } from '../../contract/resources.js';
 import { isTerminalTask } from '../../contract/lifecycle.js';
 import type { Selectable } from 'kysely';
@@ -353,7 +353,7 @@ export class Dispatcher {
   private async recordReplies(orgId: string, taskId: string, replies: unknown[]): Promise<void> {
     const system = unrestricted({ keyId: '', orgId, name: 'dispatcher' });
     for (const reply of replies) {
-      const content = Content.safeParse(reply);
+      const content = MessageContent.safeParse(reply);
       if (!content.success) {
         this.options.log?.(`task ${taskId}: the agent's reply is not a TextPart or DataPart; dropped`);
         continue;

@@ -1,11 +1,22 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { isTerminalTask } from '../../contract/lifecycle.js';
-import type { Content, Event, Message, StreamRecord, StreamRecordKind, Tracker } from '../../contract/conversation.js';
+import {
+  type Content,
+  type MessageContent,
+  type Event,
+  type Message,
+  type MessageDelta,
+  type StreamRecord,
+  type StreamRecordKind,
+  type Tracker,
+  STREAMED_FIELDS,
+} from '../../contract/conversation.js';
+import { MESSAGE_DELTA_MAX, MESSAGE_TEXT_MAX } from '../../contract/enums.js';
 import type { Task } from '../../contract/resources.js';
 import type { Database, Db, EventsTable, MessagesTable, TrackersTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso, toTask } from '../store/mappers.js';
-import { type DomainError, conflict, invalid, isNotFound, notFound, named } from './errors.js';
+import { type DomainError, conflict, invalid, isNotFound, notFound, named, tooLarge } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { inCallerOrg, taskById } from './lookup.js';
 import { enqueueDelivery } from '../store/outbox.js';
@@ -30,8 +41,9 @@ export const toMessage = (r: Selectable<MessagesTable>): Message => ({
   id: r.id,
   task_id: r.task_id,
   author: r.author as Message['author'],
-  content: r.content as Content,
+  content: r.content as MessageContent,
   streaming_status: r.streaming_status as Message['streaming_status'],
+  streaming_error: r.streaming_error,
   sequence_id: Number(r.sequence_id),
   updated_sequence_id: Number(r.updated_sequence_id),
   created_at: iso(r.created_at)!,
@@ -173,7 +185,7 @@ const hideAs = (replacement: DomainError) => (error: unknown) => {
 
 export interface NewMessage {
   task_id: string;
-  content: Content;
+  content: MessageContent;
   author: Message['author'];
   streaming_status: Message['streaming_status'];
 }
@@ -214,8 +226,10 @@ export async function updateMessage(
   db: Db,
   perms: Permissions,
   messageId: string,
-  update: { content?: Content; streaming_status?: Message['streaming_status'] },
+  update: { content?: MessageContent; streaming_status?: Message['streaming_status']; streaming_error?: string },
 ): Promise<Message> {
+  if (update.streaming_error !== undefined && update.streaming_status !== 'FAILED' && update.streaming_status !== 'INTERRUPTED')
+    throw invalid(['body', 'streaming_error'], 'streaming_error goes with streaming_status FAILED or INTERRUPTED');
   return db.transaction().execute(async (trx) => {
     const found = await trx.selectFrom('messages').select('task_id').where('id', '=', messageId).executeTakeFirst();
     if (!found) throw notFound('Message', messageId);
@@ -227,7 +241,7 @@ export async function updateMessage(
         updated_sequence_id: sequenceId,
         updated_at: new Date(),
         ...(update.content !== undefined ? { content: JSON.stringify(update.content) } : {}),
-        ...(update.streaming_status !== undefined ? { streaming_status: update.streaming_status } : {}),
+        ...(update.streaming_status !== undefined ? { streaming_status: update.streaming_status, streaming_error: update.streaming_error ?? null } : {}),
       })
       .where('id', '=', messageId)
       .returningAll()
@@ -236,6 +250,58 @@ export async function updateMessage(
     await appendToStream(trx, found.task_id, sequenceId, 'message_update', message);
     return message;
   });
+}
+
+/** The SQL that names a content's streamed field (`text`, `summary`, `arguments`) by its type; null when it has none. */
+const streamedField = sql.raw(
+  `(CASE content->>'type' ${Object.entries(STREAMED_FIELDS)
+    .map(([type, field]) => `WHEN '${type}' THEN '${field}'`)
+    .join(' ')} END)`,
+);
+
+/**
+ * `POST /messages/{id}/deltas`: appends to the streamed field of an IN_PROGRESS message in one
+ * statement (no read-modify-write of the content), records the delta on the task stream with its
+ * offset (in code points, as PostgreSQL counts characters) and moves the message's
+ * `updated_sequence_id` to it, so the record always holds what the stream has delivered so far.
+ */
+export async function appendMessageDelta(db: Db, perms: Permissions, messageId: string, delta: string): Promise<MessageDelta> {
+  const length = [...delta].length;
+  if (length > MESSAGE_DELTA_MAX) throw tooLarge('delta_too_large', `A delta may be at most ${MESSAGE_DELTA_MAX} characters; this one has ${length}`);
+  return db.transaction().execute(async (trx) => {
+    const found = await trx.selectFrom('messages').select('task_id').where('id', '=', messageId).executeTakeFirst();
+    if (!found) throw notFound('Message', messageId);
+    await taskById(trx, perms, 'run', found.task_id).catch(hideAs(notFound('Message', messageId)));
+    // Locks the task row: appends to the task's messages take sequence numbers and commit in one order.
+    const sequenceId = await nextSequence(trx, found.task_id, true);
+    const appended = await sql<{ offset: number }>`
+      UPDATE messages
+      SET content = jsonb_set(content, ARRAY[${streamedField}], to_jsonb(coalesce(content->>${streamedField}, '') || ${delta}::text)),
+          updated_sequence_id = ${sequenceId}, updated_at = now()
+      WHERE id = ${messageId} AND streaming_status = 'IN_PROGRESS' AND ${streamedField} IS NOT NULL
+        AND char_length(coalesce(content->>${streamedField}, '')) + ${length}::int <= ${MESSAGE_TEXT_MAX}::int
+      RETURNING (char_length(content->>${streamedField}) - ${length}::int)::int AS "offset"`.execute(trx);
+    const row = appended.rows[0];
+    if (!row) throw await whyNoDelta(trx, messageId);
+    const record: MessageDelta = { message_id: messageId, task_id: found.task_id, sequence_id: sequenceId, offset: Number(row.offset), delta };
+    await appendToStream(trx, found.task_id, sequenceId, 'message_delta', record);
+    return record;
+  });
+}
+
+async function whyNoDelta(trx: Trx, messageId: string): Promise<DomainError> {
+  const message = toMessage(await trx.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirstOrThrow());
+  if (message.streaming_status !== 'IN_PROGRESS') {
+    return conflict(
+      'message_not_streaming',
+      message.streaming_status === null
+        ? `Message ${messageId} was not created streaming (streaming_status IN_PROGRESS); it takes no deltas`
+        : `Message ${messageId} finished streaming (${message.streaming_status}); it takes no more deltas`,
+    );
+  }
+  if (!Object.hasOwn(STREAMED_FIELDS, message.content.type))
+    return conflict('message_not_streamable', `Message ${messageId} is a ${message.content.type} part; deltas extend text, reasoning and tool_request parts`);
+  return tooLarge('message_too_large', `Message ${messageId} would grow past ${MESSAGE_TEXT_MAX} characters`);
 }
 
 export async function listMessages(db: Db, perms: Permissions, q: AfterQuery): Promise<{ messages: Message[]; has_more: boolean }> {

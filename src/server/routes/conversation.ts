@@ -8,6 +8,7 @@ import {
   openStream,
   createEvent,
   createMessage,
+  appendMessageDelta,
   getEvent,
   getMessage,
   getTracker,
@@ -29,6 +30,7 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
   host.handle('renewDeliveryLease', async ({ params }, call) => renewDeliveryLease(db, await call.access(), params.delivery_id));
   host.handle('createMessage', async ({ body }, call) => createMessage(db, await call.access(), body));
   host.handle('updateMessage', async ({ params, body }, call) => updateMessage(db, await call.access(), params.message_id, body));
+  host.handle('appendMessageDelta', async ({ params, body }, call) => appendMessageDelta(db, await call.access(), params.message_id, body.delta));
   host.handle('listMessages', async ({ query }, call) => listMessages(db, await call.access(), query));
   host.handle('getMessage', async ({ params }, call) => getMessage(db, await call.access(), params.message_id));
   host.handle('listTrackers', async ({ query }, call) => listTrackers(db, await call.access(), query));

@@ -236,6 +236,7 @@ export interface MessagesTable {
   author: string;
   content: Json;
   streaming_status: string | null;
+  streaming_error: string | null;
   sequence_id: number;
   updated_sequence_id: number;
   created_at: Timestamptz;

@@ -1,8 +1,9 @@
 // Shared by tasks send/watch/messages/events and create --watch: task references, how content
 // reads for a person, and the live watch loop.
 import { isTerminalTask } from '../../../contract/lifecycle.js';
-import type { Content, Message, StreamRecord } from '../../../contract/conversation.js';
+import type { MessageContent as Content, Message, StreamRecord } from '../../../contract/conversation.js';
 import type { CommandContext } from '../../context.js';
+import { LiveMessages } from '../../output/live-messages.js';
 import { resolveTaskId as resolveTask } from '../../refs.js';
 import { ExitCode } from '../../exit-codes.js';
 
@@ -22,8 +23,21 @@ export function handlerErrorOf(content: Content): HandlerError | undefined {
   return value && typeof value === 'object' && typeof value.message === 'string' ? value : undefined;
 }
 
-/** Text as it is; structured data as compact JSON. */
-export const contentText = (content: Content) => (content.type === 'text' ? content.text : JSON.stringify(content.data));
+/** Text as it is; a tool call, its answer and reasoning in one readable line; structured data as compact JSON. */
+export function contentText(content: Content): string {
+  switch (content.type) {
+    case 'text':
+      return content.text;
+    case 'reasoning':
+      return `(thinking) ${content.summary}`;
+    case 'tool_request':
+      return `→ ${content.name}(${content.arguments}) [${content.call_id}]`;
+    case 'tool_response':
+      return content.error !== undefined ? `← ${content.call_id} error: ${content.error}` : `← ${content.call_id} ${JSON.stringify(content.result ?? null)}`;
+    case 'data':
+      return JSON.stringify(content.data);
+  }
+}
 
 /** One line for a list: handler errors flagged. */
 export function contentSummary(content: Content): string {
@@ -56,9 +70,21 @@ export async function watchTask(ctx: CommandContext, taskId: string, afterSequen
   const note = (line: string) => {
     if (ctx.chatty) stderr.write(`${line}\n`);
   };
+  const live = new LiveMessages((text) => stdout.write(text), Boolean(stdout.isTTY));
   const showMessage = (message: Message) => {
-    // A streaming message shows once, when finished; its updates before that are progress.
-    if (message.streaming_status === 'IN_PROGRESS' || printed.has(message.id)) return;
+    if (printed.has(message.id)) return;
+    // Text, reasoning and tool arguments print as they stream (live); anything else shows once, when finished.
+    if (live.message(message)) {
+      if (message.streaming_status !== 'IN_PROGRESS') {
+        printed.add(message.id);
+        if (message.streaming_status === 'FAILED' || message.streaming_status === 'INTERRUPTED')
+          stderr.write(
+            `${ctx.chalk.yellow(`message ${message.streaming_status.toLowerCase()}`)}${message.streaming_error ? `: ${message.streaming_error}` : ''}\n`,
+          );
+      }
+      return;
+    }
+    if (message.streaming_status === 'IN_PROGRESS') return;
     printed.add(message.id);
     const error = handlerErrorOf(message.content);
     if (error) {
@@ -84,6 +110,9 @@ export async function watchTask(ctx: CommandContext, taskId: string, afterSequen
         case 'message':
         case 'message_update':
           showMessage(record.data);
+          break;
+        case 'message_delta':
+          if (!printed.has(record.data.message_id)) live.delta(record.data);
           break;
         case 'tracker': {
           const t = record.data;
