@@ -17,6 +17,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { Header } from 'tar';
+import { zstdWithZeros } from '../test/support/trees.js';
 import { fmt, median, timed } from './support.js';
 
 const { buildApp } = await import('../src/server/app.js');
@@ -40,21 +41,6 @@ function member(name: string, size: number, content = Buffer.alloc(0)): Buffer {
   const block = Buffer.alloc(512);
   new Header({ path: name, type: 'File', size, mode: 0o644, mtime: new Date(0), uid: 0, gid: 0 }).encode(block, 0);
   return Buffer.concat([block, content, Buffer.alloc((512 - (content.length % 512)) % 512)]);
-}
-
-/** zstd of `head` then `zeros` zero bytes, compressed as a stream (never held whole). */
-async function zstdWithZeros(head: Buffer, zeros: number): Promise<Buffer> {
-  const z = zlib.createZstdCompress();
-  const out: Buffer[] = [];
-  z.on('data', (d: Buffer) => out.push(d));
-  z.write(head);
-  const chunk = Buffer.alloc(16 * MiB);
-  for (let left = zeros; left > 0; left -= chunk.length) {
-    if (!z.write(left >= chunk.length ? chunk : chunk.subarray(0, left))) await once(z, 'drain');
-  }
-  z.end();
-  await once(z, 'end');
-  return Buffer.concat(out);
 }
 
 const small = zlib.zstdCompressSync(Buffer.concat([member('notes.txt', 1024, Buffer.alloc(1024, 0x61)), Buffer.alloc(1024)]));

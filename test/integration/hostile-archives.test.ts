@@ -2,7 +2,6 @@
 // with the documented status and body, leaving the filesystem's archive as it was (same checksum,
 // same bytes on pull, nothing staged or stored), and by syncDown, leaving the local tree as it was
 // and nothing beside it. A bomb also costs little: see the tests after the table.
-import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -14,26 +13,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { openBlobStore, type BlobStore } from '../../src/server/blobs/index.js';
 import { ArchiveRejected, DEFAULT_ARCHIVE_LIMITS, readArchive, syncDown } from '../../src/sync/index.js';
 import { engines, useService } from '../support/service.js';
-import { describeTree, patchHeader, paxRecord, rawTar, tempDir, zstd } from '../support/trees.js';
+import { describeTree, patchHeader, paxRecord, rawTar, tempDir, zstd, zstdWithZeros } from '../support/trees.js';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
 const LIMITS = { maxBytes: 8 * MiB, maxFiles: 200 };
-
-/** zstd of `head` then `zeros` zero bytes, compressed as a stream: a bomb built without holding it. */
-async function zstdWithZeros(head: Buffer, zeros: number): Promise<Buffer> {
-  const z = zlib.createZstdCompress();
-  const out: Buffer[] = [];
-  z.on('data', (d: Buffer) => out.push(d));
-  z.write(head);
-  const chunk = Buffer.alloc(16 * MiB);
-  for (let left = zeros; left > 0; left -= chunk.length) {
-    if (!z.write(left >= chunk.length ? chunk : chunk.subarray(0, left))) await once(z, 'drain');
-  }
-  z.end();
-  await once(z, 'end');
-  return Buffer.concat(out);
-}
 
 /** The bomb of issue 19: about 98 KB of zstd, a one-file archive followed by 3 GiB of zeros. Built once. */
 let bomb: Promise<Buffer> | undefined;

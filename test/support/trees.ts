@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { lstat, mkdir, mkdtemp, readdir, readFile, readlink, symlink, writeFile, chmod } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -107,4 +108,19 @@ export function patchHeader(tar: Buffer, block: number, offset: number, bytes: B
   for (const b of header) sum += b;
   header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 'latin1');
   return out;
+}
+
+/** zstd of `head` then `zeros` zero bytes, compressed as a stream: a bomb built without holding it. */
+export async function zstdWithZeros(head: Buffer, zeros: number): Promise<Buffer> {
+  const z = zlib.createZstdCompress();
+  const out: Buffer[] = [];
+  z.on('data', (d: Buffer) => out.push(d));
+  z.write(head);
+  const chunk = Buffer.alloc(16 * 1024 * 1024);
+  for (let left = zeros; left > 0; left -= chunk.length) {
+    if (!z.write(left >= chunk.length ? chunk : chunk.subarray(0, left))) await once(z, 'drain');
+  }
+  z.end();
+  await once(z, 'end');
+  return Buffer.concat(out);
 }
