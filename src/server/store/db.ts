@@ -357,6 +357,8 @@ function withSchemaLock<D extends Dialect>(dialect: D): D {
 
 /** Where Kysely's Migrator records the schema changes applied (its own table layout). */
 export const SCHEMA_CHANGES_TABLE = 'schema_changes';
+/** The Migrator's lock table (unused under SchemaLockAdapter, but created). */
+const SCHEMA_CHANGES_LOCK_TABLE = `${SCHEMA_CHANGES_TABLE}_lock`;
 /** The layout Kysely's Migrator creates for its record (and would create itself when the table is missing). */
 const SCHEMA_CHANGES_DDL = `CREATE TABLE ${SCHEMA_CHANGES_TABLE} (name varchar(255) PRIMARY KEY, "timestamp" varchar(255) NOT NULL)`;
 /** What the runner before Kysely's Migrator recorded (name, applied_at): adopted once, then left as it was. */
@@ -376,7 +378,7 @@ export async function applySchemaChanges(db: Db, changes: Record<string, Migrati
       db: trx,
       provider: { getMigrations: async () => changes },
       migrationTableName: SCHEMA_CHANGES_TABLE,
-      migrationLockTableName: `${SCHEMA_CHANGES_TABLE}_lock`,
+      migrationLockTableName: SCHEMA_CHANGES_LOCK_TABLE,
       // As the earlier runner did: whatever is missing runs, in name order, even when a later one
       // has run (two branches each adding a change).
       allowUnorderedMigrations: true,
@@ -405,7 +407,23 @@ async function adoptOldRecord(trx: Db): Promise<void> {
     SELECT name, to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') FROM ${sql.table(OLD_TRACKING_TABLE)}`.execute(trx);
 }
 
-/** Empties every table (tests share one database per file and reset between tests). */
+/**
+ * Empties every table but the schema-change record and restarts its sequences (tests share one
+ * database per file and reset between tests). DELETE with foreign keys and triggers off
+ * (session_replication_role, which needs a superuser, as a test database has) rather than TRUNCATE:
+ * TRUNCATE gives every table and index a new file, ~150 ms a reset on PostgreSQL against ~2 ms.
+ */
 export async function truncateAll(db: Db): Promise<void> {
-  await sql`TRUNCATE task_system_folders, deliveries, version_replicas, registration_tokens, idempotency_records, task_stream, trackers, messages, events, states, tasks, filesystems, environments, version_events, branches, versions, agents, projects, grants, group_members, groups, api_keys, namespaces, orgs RESTART IDENTITY CASCADE`.execute(db);
+  await db.transaction().execute(async (trx) => {
+    const tables = await sql<{ name: string }>`
+      SELECT tablename AS name FROM pg_tables
+      WHERE schemaname = current_schema() AND tablename NOT IN (${SCHEMA_CHANGES_TABLE}, ${SCHEMA_CHANGES_LOCK_TABLE}, ${OLD_TRACKING_TABLE})`.execute(trx);
+    const sequences = await sql<{ name: string }>`SELECT sequencename AS name FROM pg_sequences WHERE schemaname = current_schema()`.execute(trx);
+    const script = [
+      'SET LOCAL session_replication_role = replica;',
+      ...tables.rows.map((t) => `DELETE FROM ${pgIdentifier(t.name)};`),
+      ...sequences.rows.map((s) => `ALTER SEQUENCE ${pgIdentifier(s.name)} RESTART;`),
+    ];
+    await sql.raw(SCRIPT_MARK + script.join('\n')).execute(trx);
+  });
 }
