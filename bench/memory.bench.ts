@@ -50,7 +50,13 @@ for (const engine of await benchEngines()) {
   for (const runtime of ['none', 'local']) {
     const scratch = mkdtempSync(path.join(tmpdir(), 'agentctl-bench-'));
     const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
-    const env = { AGENTCTL_CONFIG_DIR: path.join(scratch, 'config'), DATABASE_URL: database?.url ?? '', CI: 'true' };
+    // An empty cache of its own: the first start makes the database from scratch (no PGlite template yet).
+    const env = {
+      AGENTCTL_CONFIG_DIR: path.join(scratch, 'config'),
+      AGENTCTL_CACHE_DIR: path.join(scratch, 'cache'),
+      DATABASE_URL: database?.url ?? '',
+      CI: 'true',
+    };
     const args = [
       bin,
       'server',

@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { sql } from 'kysely';
 import { openStore } from '../../src/server/store/db.js';
 import { schemaChanges } from '../../src/server/store/schema/index.js';
@@ -47,6 +47,49 @@ describe('store on PGlite', () => {
     }
   });
 
+  test('the first new database made with an empty cache is kept as the template; the next ones, in a directory or in memory, are copies of it with every schema change and no rows', async () => {
+    const { existsSync, mkdtempSync, readdirSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(`${tmpdir()}/agentctl-store-template-`);
+    vi.stubEnv('AGENTCTL_CACHE_DIR', `${dir}/cache`);
+    try {
+      const made = await openStore({ dataDir: `${dir}/made` });
+      await ensureBootstrap(made.db);
+      await made.close();
+      expect(readdirSync(`${dir}/cache/pglite`)).toEqual([expect.stringMatching(/^[0-9a-f]{32}\.tar\.gz$/)]);
+      for (const dataDir of [`${dir}/copied`, undefined]) {
+        const copy = await openStore({ dataDir });
+        const applied = await sql<{ name: string }>`SELECT name FROM schema_changes ORDER BY name`.execute(copy.db);
+        expect(applied.rows.map((r) => r.name)).toEqual(Object.keys(schemaChanges));
+        const orgs = await sql<{ n: number }>`SELECT count(*)::int AS n FROM orgs`.execute(copy.db);
+        expect(orgs.rows[0].n).toBe(0);
+        expect((await ensureBootstrap(copy.db)).secret).toMatch(/^agk_/);
+        await copy.close();
+      }
+      expect(existsSync(`${dir}/copied/PG_VERSION`)).toBe(true);
+    } finally {
+      vi.unstubAllEnvs();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a cache directory that cannot be written costs only time: the database is made from scratch and opens', async () => {
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(`${tmpdir()}/agentctl-store-cache-`);
+    writeFileSync(`${dir}/a-file`, '');
+    vi.stubEnv('AGENTCTL_CACHE_DIR', `${dir}/a-file/cache`);
+    try {
+      const store = await openStore({});
+      const applied = await sql<{ name: string }>`SELECT name FROM schema_changes ORDER BY name`.execute(store.db);
+      expect(applied.rows.map((r) => r.name)).toEqual(Object.keys(schemaChanges));
+      await store.close();
+    } finally {
+      vi.unstubAllEnvs();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('a data directory that cannot be created fails naming it, with the cause', async () => {
     const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
@@ -54,7 +97,10 @@ describe('store on PGlite', () => {
     try {
       writeFileSync(`${dir}/a-file`, '');
       await expect(openStore({ dataDir: `${dir}/a-file/pglite` })).rejects.toThrow(
-        new RegExp(`^Creating the PGlite database in ${dir}/a-file/pglite failed \\(exit 1\\): .*ENOTDIR`, 's'),
+        new RegExp(
+          `^Creating the PGlite database in ${dir}/a-file/pglite from the template ${process.env.AGENTCTL_CACHE_DIR}/pglite/[0-9a-f]{32}\\.tar\\.gz failed \\(exit 1\\): .*ENOTDIR`,
+          's',
+        ),
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -146,13 +146,13 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
     if (req.dry_run) {
       // The same selection, unchanged, shown as it would be after the move.
       const rows = await sql<{ n: number; tasks: string }>`
-        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')}), '[]')::text AS tasks
+        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks
         FROM (SELECT id, filesystem_id, namespace_id, name, status, status_reason, params, task_metadata,
                      created_version_id, ${target.id}::text AS current_version_id, created_at, now() AS updated_at
               FROM tasks WHERE ${where}) m`.execute(trx);
       result = rows.rows[0];
     } else {
-      const eventData = sql`jsonb_build_object('from_version_ids', ${JSON.stringify(sourceIds)}::jsonb, 'to_version_id', ${target.id}::text, 'count', (SELECT count(*) FROM moved), 'task_ids', (SELECT jsonb_agg(id) FROM moved), 'mode', ${taskIds ? 'tasks' : 'bulk'}::text)`;
+      const eventData = sql`jsonb_build_object('from_version_ids', ${JSON.stringify(sourceIds)}::jsonb, 'to_version_id', ${target.id}::text, 'count', (SELECT count(*) FROM moved), 'task_ids', (SELECT jsonb_agg(id ORDER BY id) FROM moved), 'mode', ${taskIds ? 'tasks' : 'bulk'}::text)`;
       const rows = await sql<{ n: number; tasks: string }>`
         WITH moved AS (
           UPDATE tasks SET current_version_id = ${target.id}, updated_at = now() WHERE ${where}
@@ -165,7 +165,7 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
           INSERT INTO version_events (id, branch_id, version_id, sequence, type, data)
           SELECT ${newId('event')}, ${branchId}, ${target.id}, event_sequence, 'TASKS_MIGRATED', ${eventData} FROM seq
         )
-        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')}), '[]')::text AS tasks FROM moved m`.execute(trx);
+        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks FROM moved m`.execute(trx);
       result = rows.rows[0];
       await settleDraining(trx, sourceIds);
     }
