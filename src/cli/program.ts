@@ -37,7 +37,7 @@ export function buildProgram(
     .configureHelp({ showGlobalOptions: true })
     .addHelpText(
       'after',
-      `\nExamples:\n  $ agentctl server start --detach\n  $ agentctl deploy --agent default/bot --image registry.local/bot:1\n  $ agentctl tasks migrate --from ver_01J... --to-latest --json\n\nRun agentctl <command> --help for a command's flags and examples.\n`,
+      `\nExamples:\n  $ agentctl server start --detach\n  $ agentctl deploy --agent default/bot --image registry.local/bot:1\n  $ agentctl tasks migrate --from v1 --to-latest --yes --json\n\nRun agentctl <command> --help for a command's flags and examples.\n`,
     );
   for (const option of GLOBAL_OPTIONS) if (!/--(version|help)\b/.test(option.flags)) program.addOption(toOption(option));
   // An unknown first word that is a verb of some nouns (`agentctl status`) points at those commands.
