@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import fs from 'node:fs';
 import { chmod, lstat, mkdir, rename, rm, rmdir, symlink } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import path from 'node:path';
 import { Transform, Writable, type Readable } from 'node:stream';
@@ -174,6 +175,25 @@ async function failure(statusCode: number, body: Readable & { text(): Promise<st
   return statusCode === 412 || statusCode === 428 ? new SyncConflictError(statusCode, code, detail) : new SyncHttpError(statusCode, code, detail);
 }
 
+/** How often a download asks again after 429 or 503 (nothing has changed yet: a GET can be repeated). */
+const DOWNLOAD_ATTEMPTS = 5;
+const MAX_RETRY_WAIT_MS = 30_000;
+
+/**
+ * The archive GET, asked again when the server says "later" (429 from a key's rate limit, 503 while it
+ * is busy): an agent's burst of workspace syncs waits for its turn instead of failing its handlers.
+ */
+async function getWithRetries(url: string, requestHeaders: Record<string, string>, signal: AbortSignal | undefined) {
+  for (let attempt = 1; ; attempt++) {
+    const response = await request(url, { method: 'GET', headers: requestHeaders, signal });
+    if ((response.statusCode !== 429 && response.statusCode !== 503) || attempt >= DOWNLOAD_ATTEMPTS) return response;
+    await response.body.dump();
+    const retryAfter = Number(response.headers['retry-after']);
+    const waitMs = Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter * 1000 : 250 * 2 ** attempt;
+    await sleep(Math.min(waitMs, MAX_RETRY_WAIT_MS), undefined, { signal });
+  }
+}
+
 const unquote = (etag: string | string[] | undefined) => (Array.isArray(etag) ? etag[0] : etag)?.replace(/^W\//, '').replace(/^"|"$/g, '');
 
 const cacheOf = (entries: LocalEntry[]) => Object.fromEntries(entries.map((e) => [e.path, toCachedEntry(e)]));
@@ -238,11 +258,7 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
   await mkdir(dir, { recursive: true });
   const startedAt = Date.now();
   const local = await scanTree(dir, state, options.onProgress);
-  const response = await request(url, {
-    method: 'GET',
-    headers: headers(transport, { 'if-none-match': `"${local.checksum}"` }),
-    signal: options.signal,
-  });
+  const response = await getWithRetries(url, headers(transport, { 'if-none-match': `"${local.checksum}"` }), options.signal);
   if (response.statusCode === 304) {
     await response.body.dump();
     await saveState(stateFile, {
