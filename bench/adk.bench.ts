@@ -13,7 +13,7 @@ import { buildApp } from '../src/server/app.js';
 import { ensureBootstrap } from '../src/server/bootstrap.js';
 import { generateSecret } from '../src/server/auth/secrets.js';
 import { openStore, type Engine } from '../src/server/store/db.js';
-import { benchEngines, fmt, median, throwawayDatabase } from './support.js';
+import { benchEngines, fmt, median, throwawayDatabase, BENCH_DEPLOY } from './support.js';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const IMPORT_RUNS = Number(process.env.BENCH_IMPORT_RUNS ?? 15);
@@ -76,16 +76,7 @@ async function callRates(engine: Engine) {
     return JSON.parse(text);
   };
   try {
-    const deployed = await bare('POST', '/agents/deploy', {
-      agent_name: 'bench-bot',
-      branch: 'main',
-      git_hash: 'c0ffee00',
-      author_name: 'Bench',
-      author_email: 'bench@example.com',
-      image_url: 'img',
-      sdk_type: 'alpha_agent_sdk',
-      acp_type: 'async',
-    });
+    const deployed = await bare('POST', '/agents/deploy', BENCH_DEPLOY);
     await bare('POST', '/versions/register', { version_id: deployed.version_id });
     const tasks = [await bare('POST', '/tasks', { agent_id: deployed.agent_id }), await bare('POST', '/tasks', { agent_id: deployed.agent_id })];
     const bareState = await bare('POST', '/states', { task_id: tasks[0].id, agent_id: deployed.agent_id, state: { step: 0 } });

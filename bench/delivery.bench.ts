@@ -21,7 +21,7 @@ import { startDispatcher } from '../src/server/delivery/dispatcher.js';
 import { signingSecretFor } from '../src/server/domain/registration.js';
 import { createEvent } from '../src/server/domain/conversation.js';
 import { unrestricted } from '../src/server/auth/policy.js';
-import { benchEngines, fmt, throwawayDatabase } from './support.js';
+import { benchEngines, fmt, throwawayDatabase, BENCH_DEPLOY } from './support.js';
 
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
 const TASKS = 100;
@@ -97,16 +97,7 @@ async function benchEngine(engine: Engine) {
   const dispatchers: { close(): Promise<void> }[] = [];
 
   try {
-    const deployed = await call('POST', '/agents/deploy', {
-      agent_name: 'bench-bot',
-      branch: 'main',
-      git_hash: 'c0ffee00',
-      author_name: 'Bench',
-      author_email: 'bench@example.com',
-      image_url: 'img',
-      sdk_type: 'alpha_agent_sdk',
-      acp_type: 'async',
-    });
+    const deployed = await call('POST', '/agents/deploy', BENCH_DEPLOY);
     await call('POST', '/versions/register', { version_id: deployed.version_id, acp_url: agentUrl });
     secret = await signingSecretFor(store.db, deployed.version_id);
 

@@ -12,7 +12,7 @@ import { openStore, type Engine } from '../src/server/store/db.js';
 import { generateSecret } from '../src/server/auth/secrets.js';
 import { mergeStatement, writeScopeOf, type WriteScope } from '../src/server/domain/states.js';
 import { loadPermissions } from '../src/server/auth/policy.js';
-import { benchEngines, fmt, throwawayDatabase } from './support.js';
+import { benchEngines, fmt, throwawayDatabase, BENCH_DEPLOY } from './support.js';
 
 /** Seconds of load per side, run as one-second slices that alternate between the sides, so drift in the machine's other load (and the updated rows' growing dead-tuple chains) weighs on both alike. */
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 5);
@@ -76,16 +76,7 @@ async function benchEngine(engine: Engine) {
     return JSON.parse(text);
   };
   try {
-    const deployed = await call('POST', '/agents/deploy', {
-      agent_name: 'bench-bot',
-      branch: 'main',
-      git_hash: 'c0ffee00',
-      author_name: 'Bench',
-      author_email: 'bench@example.com',
-      image_url: 'img',
-      sdk_type: 'alpha_agent_sdk',
-      acp_type: 'async',
-    });
+    const deployed = await call('POST', '/agents/deploy', BENCH_DEPLOY);
     await call('POST', '/versions/register', { version_id: deployed.version_id });
     // One state per side, so neither run updates the row the other one bloated.
     const states: string[] = [];

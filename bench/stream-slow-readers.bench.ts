@@ -13,7 +13,7 @@ import { buildApp } from '../src/server/app.js';
 import { ensureBootstrap } from '../src/server/bootstrap.js';
 import { openStore, type Engine } from '../src/server/store/db.js';
 import { generateSecret } from '../src/server/auth/secrets.js';
-import { benchEngines, fmt, throwawayDatabase } from './support.js';
+import { benchEngines, fmt, throwawayDatabase, BENCH_DEPLOY } from './support.js';
 
 const TASKS = Number(process.env.BENCH_SLOW_TASKS ?? 10);
 const WATCHERS = Number(process.env.BENCH_SLOW_WATCHERS ?? 200);
@@ -137,16 +137,7 @@ async function benchEngine(engine: Engine): Promise<void> {
   };
   const hub = app.service.streamHub as { endedBehind?: number };
   try {
-    const deployed = await call('POST', '/agents/deploy', {
-      agent_name: 'bench-bot',
-      branch: 'main',
-      git_hash: 'c0ffee00',
-      author_name: 'Bench',
-      author_email: 'bench@example.com',
-      image_url: 'img',
-      sdk_type: 'alpha_agent_sdk',
-      acp_type: 'async',
-    });
+    const deployed = await call('POST', '/agents/deploy', BENCH_DEPLOY);
     await call('POST', '/versions/register', { version_id: deployed.version_id });
 
     const run = async (neverRead: number) => {

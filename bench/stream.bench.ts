@@ -9,7 +9,7 @@ import { buildApp } from '../src/server/app.js';
 import { ensureBootstrap } from '../src/server/bootstrap.js';
 import { openStore, type Engine } from '../src/server/store/db.js';
 import { generateSecret } from '../src/server/auth/secrets.js';
-import { benchEngines, fmt, throwawayDatabase } from './support.js';
+import { benchEngines, fmt, throwawayDatabase, BENCH_DEPLOY } from './support.js';
 
 const EVENTS = Number(process.env.BENCH_STREAM_EVENTS ?? 200);
 const WATCHERS = Number(process.env.BENCH_STREAM_WATCHERS ?? 100);
@@ -91,16 +91,7 @@ async function benchEngine(engine: Engine): Promise<void> {
     return res.json() as Promise<any>;
   };
   try {
-    const deployed = await call('POST', '/agents/deploy', {
-      agent_name: 'bench-bot',
-      branch: 'main',
-      git_hash: 'c0ffee00',
-      author_name: 'Bench',
-      author_email: 'bench@example.com',
-      image_url: 'img',
-      sdk_type: 'alpha_agent_sdk',
-      acp_type: 'async',
-    });
+    const deployed = await call('POST', '/agents/deploy', BENCH_DEPLOY);
     await call('POST', '/versions/register', { version_id: deployed.version_id });
 
     const measure = async (watchers: number) => {

@@ -30,3 +30,15 @@ export async function timed(fn: () => Promise<unknown>): Promise<number> {
 }
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+/** The deploy every single-agent benchmark starts from (`POST /agents/deploy`): one async agent, `default/bench-bot`. */
+export const BENCH_DEPLOY = {
+  agent_name: 'bench-bot',
+  branch: 'main',
+  git_hash: 'c0ffee00',
+  author_name: 'Bench',
+  author_email: 'bench@example.com',
+  image_url: 'img',
+  sdk_type: 'alpha_agent_sdk',
+  acp_type: 'async',
+} as const;
