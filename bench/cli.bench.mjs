@@ -79,6 +79,7 @@ try {
     ['agentctl --version', [process.execPath, [bin, '--version']]],
     ['agentctl --help', [process.execPath, [bin, '--help']]],
     ['agentctl versions list --json', [process.execPath, [bin, 'versions', 'list', '--agent', 'default/bench', '--json']]],
+    ['agentctl status --json', [process.execPath, [bin, 'status', '--agent', 'default/bench', '--json']]],
   ];
   // Warm-up: fills Node's compile cache, as any second run on a user's machine finds it.
   for (const [, [command, args]] of cases) time(command, args);
@@ -86,7 +87,7 @@ try {
   for (let run = 0; run < RUNS; run++) for (const [name, [command, args]] of cases) samples.get(name).push(time(command, args));
 
   const floor = median(samples.get(cases[0][0]));
-  const targets = { 'agentctl --version': 1.4, 'agentctl versions list --json': 2.5 };
+  const targets = { 'agentctl --version': 1.4, 'agentctl versions list --json': 2.5, 'agentctl status --json': 2.5 };
   console.log(`${RUNS} runs each, median wall time, ratio to the floor measured in this run`);
   for (const [name] of cases) {
     const ms = median(samples.get(name));

@@ -13,7 +13,7 @@ _agentctl() {
     case "$w" in
       --profile) profile="${words[i+1]}"; skip=1; continue ;;
       --agent|-a) agent="${words[i+1]}"; skip=1; continue ;;
-      --acp-type|--after|--agent|--api-key|--base-url|--branch|--data|--data-dir|--database-url|--description|--env|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--metrics-port|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|-a|-n) skip=1; continue ;;
+      --acp-type|--after|--agent|--api-key|--base-url|--branch|--cron|--data|--data-dir|--database-url|--description|--env|--event|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--metrics-port|--missed|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|--tz|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
@@ -147,12 +147,28 @@ _agentctl() {
       case "$prev" in
         --preset) COMPREPLY=($(compgen -W 'deploy read-only agent-runner custom' -- "$cur")); return ;;
       esac ;;
+    'schedules list')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+        --status) COMPREPLY=($(compgen -W 'ACTIVE PAUSED' -- "$cur")); return ;;
+      esac ;;
+    'schedules create')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+        --branch) COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); return ;;
+        --task) COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); return ;;
+        --missed) COMPREPLY=($(compgen -W 'skip catch-up-one' -- "$cur")); return ;;
+      esac ;;
+    'status')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
   esac
   case "$prev" in
     --profile) COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); return ;;
   esac
   local globals='--json --jq --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs tasks states keys groups fs completion $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs tasks states keys groups fs completion schedules status $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get set use' -- "$cur")); return; fi ;;
@@ -168,6 +184,7 @@ _agentctl() {
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create revoke rotate' -- "$cur")); return; fi ;;
     groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create add-member remove-member' -- "$cur")); return; fi ;;
     fs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create files pull push' -- "$cur")); return; fi ;;
+    schedules) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create delete pause resume trigger' -- "$cur")); return; fi ;;
   esac
   case "$noun${verb:+ $verb}" in
     'auth login') COMPREPLY=($(compgen -W "--with-token $globals" -- "$cur")) ;;
@@ -234,6 +251,14 @@ _agentctl() {
     'fs pull') COMPREPLY=($(compgen -W "--fs $globals" -- "$cur")) ;;
     'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;
     'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
+    'schedules list') COMPREPLY=($(compgen -W "--agent -a --status --limit --page --all $globals" -- "$cur")) ;;
+    'schedules get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'schedules create') COMPREPLY=($(compgen -W "--agent -a --cron --tz --name --params --branch --task --event --missed $globals" -- "$cur")) ;;
+    'schedules delete') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'schedules pause') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'schedules resume') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'schedules trigger') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'status') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
   esac
 }
 complete -o default -F _agentctl agentctl

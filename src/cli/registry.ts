@@ -35,6 +35,7 @@ export const NOUNS: Record<string, string> = {
   keys: 'Create (wizard or flags), list, revoke and rotate API keys',
   groups: 'List and create sharing groups, and add or remove their members',
   fs: 'Filesystems: create, list, inspect, and push or pull a directory',
+  schedules: 'Run agents on a timetable: cron schedules that create tasks or send events',
   completion: 'Print a shell completion script',
   init: 'Start a new agent project on the ADK',
 };

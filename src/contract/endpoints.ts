@@ -61,6 +61,8 @@ import {
   VersionEvent,
   Whoami,
 } from './resources.js';
+import { CreateScheduleRequest, ListSchedulesQuery, Schedule, ScheduleList, ScheduleTick } from './schedules.js';
+import { StatusQuery, StatusReport } from './status.js';
 import { ArchiveBody, CreateFilesystemRequest, FileManifest, Filesystem, FilesystemList, SystemFolderType } from './filesystems.js';
 
 /**
@@ -1373,6 +1375,97 @@ export const endpoints = lazyTable({
       params: id('version_id'),
       query: VersionLogsQuery,
       response: VersionLogs,
+    }),
+
+  // schedules (README "Schedules")
+  createSchedule: () =>
+    ep({
+      method: 'POST',
+      path: '/schedules',
+      status: 201,
+      idempotencyKey: true,
+      summary: 'Create a schedule: a cron expression whose ticks create tasks on an agent or send an event to a named task (run on the agent)',
+      tag: 'schedules',
+      body: CreateScheduleRequest,
+      response: Schedule,
+    }),
+  listSchedules: () =>
+    ep({
+      method: 'GET',
+      path: '/schedules',
+      status: 200,
+      idempotent: true,
+      summary: 'Schedules of the agents the key may read, with their next run times',
+      tag: 'schedules',
+      query: ListSchedulesQuery,
+      response: ScheduleList,
+    }),
+  getSchedule: () =>
+    ep({
+      method: 'GET',
+      path: '/schedules/:schedule_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get a schedule and its most recent runs',
+      tag: 'schedules',
+      params: id('schedule_id'),
+      response: Schedule,
+    }),
+  pauseSchedule: () =>
+    ep({
+      method: 'POST',
+      path: '/schedules/:schedule_id/pause',
+      status: 200,
+      idempotent: true,
+      summary: 'Pause a schedule: no tick runs until it is resumed',
+      tag: 'schedules',
+      params: id('schedule_id'),
+      response: Schedule,
+    }),
+  resumeSchedule: () =>
+    ep({
+      method: 'POST',
+      path: '/schedules/:schedule_id/resume',
+      status: 200,
+      idempotent: true,
+      summary: 'Resume a paused schedule from its next tick (ticks of the pause are not run)',
+      tag: 'schedules',
+      params: id('schedule_id'),
+      response: Schedule,
+    }),
+  triggerSchedule: () =>
+    ep({
+      method: 'POST',
+      path: '/schedules/:schedule_id/trigger',
+      status: 201,
+      idempotencyKey: true,
+      summary: 'Run a schedule now, once, outside its cron times (also while paused)',
+      tag: 'schedules',
+      params: id('schedule_id'),
+      response: ScheduleTick,
+    }),
+  deleteSchedule: () =>
+    ep({
+      method: 'DELETE',
+      path: '/schedules/:schedule_id',
+      status: 200,
+      summary: 'Delete a schedule (its tasks stay)',
+      tag: 'schedules',
+      params: id('schedule_id'),
+      response: Schedule,
+    }),
+
+  // status (README "Status")
+  getStatus: () =>
+    ep({
+      method: 'GET',
+      path: '/status',
+      status: 200,
+      idempotent: true,
+      summary: 'Where things stand: an agent’s branches and serving versions, tasks by status, open deliveries, recent failures',
+      tag: 'status',
+      query: StatusQuery,
+      response: StatusReport,
     }),
 });
 

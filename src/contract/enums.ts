@@ -72,3 +72,15 @@ export const DEFAULT_RUNTIME: RuntimeName = RUNTIME_NAMES[0];
 
 /** The SSE event name of a version's log lines (GET .../logs?follow=true). */
 export const LOG_SSE_EVENT = 'log';
+
+/** A schedule runs its ticks while ACTIVE; PAUSED keeps it without running (README "Schedules"). */
+export const SCHEDULE_STATUSES = ['ACTIVE', 'PAUSED'] as const;
+/** What a schedule does with ticks missed while no server ran: none of them, or one run for them all. */
+export const MISSED_TICK_POLICIES = ['skip', 'catch-up-one'] as const;
+export const DEFAULT_MISSED_TICK_POLICY: (typeof MISSED_TICK_POLICIES)[number] = 'skip';
+/** Why a tick ran: its time came, it stands for missed ones (catch-up-one), or someone asked (trigger). */
+export const SCHEDULE_TICK_KINDS = ['scheduled', 'catch_up', 'manual'] as const;
+/** A tick run at most this late is on time; an older one was missed and follows the missed-tick policy. */
+export const MISSED_TICK_GRACE_MS = 10_000;
+/** Ticks listed with a schedule (`GET /schedules/{id}`): the most recent ones. */
+export const SCHEDULE_RECENT_TICKS = 10;

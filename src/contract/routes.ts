@@ -97,6 +97,14 @@ export const routes = {
   downloadSystemFolderArchive: { method: 'GET', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, idempotent: true, binary: { response: 'application/zstd' } },
   uploadSystemFolderArchive: { method: 'PUT', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, binary: { request: ['application/zstd', 'application/octet-stream'] } },
   getVersionLogs: { method: 'GET', path: '/versions/:version_id/logs', status: 200, idempotent: true },
+  createSchedule: { method: 'POST', path: '/schedules', status: 201, idempotencyKey: true },
+  listSchedules: { method: 'GET', path: '/schedules', status: 200, idempotent: true },
+  getSchedule: { method: 'GET', path: '/schedules/:schedule_id', status: 200, idempotent: true },
+  pauseSchedule: { method: 'POST', path: '/schedules/:schedule_id/pause', status: 200, idempotent: true },
+  resumeSchedule: { method: 'POST', path: '/schedules/:schedule_id/resume', status: 200, idempotent: true },
+  triggerSchedule: { method: 'POST', path: '/schedules/:schedule_id/trigger', status: 201, idempotencyKey: true },
+  deleteSchedule: { method: 'DELETE', path: '/schedules/:schedule_id', status: 200 },
+  getStatus: { method: 'GET', path: '/status', status: 200, idempotent: true },
 } as const satisfies Record<string, Route>;
 
 export type RouteName = keyof typeof routes;

@@ -13,6 +13,7 @@ import { openBlobStore, type BlobStore } from './blobs/index.js';
 import type { RuntimeDriver, RuntimeName, VersionSpec } from './runtime/driver.js';
 import { startReconciler, type Reconciler, type RuntimeSecretSource } from './runtime/reconciler.js';
 import { registrationSecrets, sourceFromFilesystem } from './runtime/wiring.js';
+import { ScheduleTicker } from './domain/schedules.js';
 
 /** How often unreferenced blobs are collected. */
 const BLOB_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -90,6 +91,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const store = await openStore({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
   let app;
   let dispatcher: Dispatcher | undefined;
+  let ticker: ScheduleTicker | undefined;
   let blobs: BlobStore | undefined;
   let runner: RunningServer['runner'];
   let bootstrap: BootstrapResult | undefined;
@@ -117,6 +119,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       log: (message) => app!.log.warn(message),
       ...options.delivery,
     });
+    // Schedules' ticks: every replica runs a ticker; the tick rows make each tick run once.
+    ticker = new ScheduleTicker(store.db, { log: (message) => app!.log.warn(message) });
+    ticker.start();
     if (runtime !== 'none') {
       const ro = options.runtimeOptions ?? {};
       const driver = ro.driver ?? (await createDriver(runtime, options, ro, store, blobs));
@@ -139,6 +144,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       if (metricsServer) await new Promise((resolve) => metricsServer.server.close(resolve));
       clearInterval(blobSweep);
       // Agents first: they may still call the API while they finish.
+      await ticker!.close();
       await runner?.reconciler.close();
       await dispatcher!.close();
       await app!.close();
@@ -147,6 +153,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     };
     return { url, engine: store.engine, bootstrap, runtime, runner, metricsUrl: metricsServer?.url, close };
   } catch (error) {
+    await ticker?.close().catch(() => {});
     await runner?.reconciler.close().catch(() => {});
     await dispatcher?.close().catch(() => {});
     await app?.close().catch(() => {});

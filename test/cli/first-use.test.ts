@@ -115,11 +115,11 @@ describe.each(engines)('a new user’s first hour (%s)', (engine) => {
   });
 
   describe('usage', () => {
-    test('agentctl status is not a command: it points at auth status and server status', async () => {
-      const result = await agentctl(['status']);
+    test('a verb given without its noun points at the command that has it', async () => {
+      const result = await agentctl(['retire']);
       expect(result.exitCode).toBe(2);
       expect(result.stderr).toBe(
-        "error: 'status' is not an agentctl command; did you mean agentctl auth status or agentctl server status?\nRun 'agentctl --help' for the commands.\n",
+        "error: 'retire' is not an agentctl command; did you mean agentctl branches retire?\nRun 'agentctl --help' for the commands.\n",
       );
     });
 

@@ -122,26 +122,29 @@ export async function createTracker(trx: Trx, taskId: string, agentId: string): 
 
 /** `POST /tasks/{id}/events`: needs `run` on the task's agent; a terminal task refuses (409). */
 export async function createEvent(db: Db, perms: Permissions, taskId: string, content: Content): Promise<Event> {
-  return db.transaction().execute(async (trx) => {
-    const task = await taskById(trx, perms, 'run', taskId);
-    const sequenceId = await nextSequence(trx, taskId, true);
-    const row = await trx
-      .insertInto('events')
-      .values({
-        id: newId('event'),
-        task_id: taskId,
-        agent_id: task.agent_id,
-        sequence_id: sequenceId,
-        content: JSON.stringify(content),
-        created_at: new Date(),
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    const event = toEvent(row);
-    await appendToStream(trx, taskId, sequenceId, 'event', event);
-    await enqueueDelivery(trx, { taskId, method: 'event/send', event });
-    return event;
-  });
+  return db.transaction().execute((trx) => insertEvent(trx, perms, taskId, content));
+}
+
+/** Sends an event in the caller's transaction (`POST /tasks/{id}/events`, a schedule's tick). */
+export async function insertEvent(trx: Trx, perms: Permissions, taskId: string, content: Content): Promise<Event> {
+  const task = await taskById(trx, perms, 'run', taskId);
+  const sequenceId = await nextSequence(trx, taskId, true);
+  const row = await trx
+    .insertInto('events')
+    .values({
+      id: newId('event'),
+      task_id: taskId,
+      agent_id: task.agent_id,
+      sequence_id: sequenceId,
+      content: JSON.stringify(content),
+      created_at: new Date(),
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const event = toEvent(row);
+  await appendToStream(trx, taskId, sequenceId, 'event', event);
+  await enqueueDelivery(trx, { taskId, method: 'event/send', event });
+  return event;
 }
 
 export interface AfterQuery {

@@ -30,103 +30,103 @@ export async function createTask(db: Db, perms: Permissions, req: CreateTaskRequ
   }
   if (req.filesystem_id && req.project_id) throw invalid(['body', 'project_id'], 'Give at most one of filesystem_id and project_id');
   try {
-    return await db.transaction().execute(async (trx) => {
-      const agent = req.agent_id
-        ? await agentById(trx, perms, 'run', req.agent_id)
-        : await (() => {
-            const { namespace, agent } = splitAgentName(req.agent_name!);
-            return agentByPath(trx, perms, 'run', namespace, agent);
-          })();
-      let branchName = req.branch;
-      if (!branchName) {
-        const prod = await trx
-          .selectFrom('environments')
-          .select('branch_rules')
-          .where('agent_id', '=', agent.id)
-          .where('is_prod', '=', true)
-          .executeTakeFirst();
-        branchName = (prod?.branch_rules as string[] | undefined)?.[0] ?? 'main';
-      }
-      const branch = await trx
-        .selectFrom('branches')
-        .selectAll()
-        .where('agent_id', '=', agent.id)
-        .where('git_branch', '=', branchName)
-        .where('retired_at', 'is', null)
-        .executeTakeFirst();
-      if (!branch) throw notFound(`Branch ${branchName} of agent ${agent.name}`);
-      const version = await trx
-        .selectFrom('versions')
-        .select(['id', 'status'])
-        .where('branch_id', '=', branch.id)
-        .where('status', 'in', ROUTABLE_VERSION_STATUSES)
-        .orderBy(sql`status = ${statusLit(ROUTABLE_VERSION_STATUSES[0])}`, 'desc')
-        .orderBy('deployed_at', 'desc')
-        .orderBy('id', 'desc')
-        .limit(1)
-        .executeTakeFirst();
-      if (!version) throw conflict('no_routable_version', `Branch ${branchName} has no ACTIVE or DEPLOYING version to run a task on`);
-
-      let filesystemId = req.filesystem_id;
-      if (filesystemId) {
-        const fs = await trx
-          .selectFrom('filesystems')
-          .select(['id', 'project_id'])
-          .where('id', '=', filesystemId)
-          .where('namespace_id', '=', agent.namespace_id)
-          .executeTakeFirst();
-        if (!fs) throw notFound('Filesystem', filesystemId);
-        if (fs.project_id) perms.require('write', { type: 'project', id: fs.project_id, namespaceId: agent.namespace_id }, `Project ${fs.project_id}`);
-        else {
-          // A private filesystem holds its tasks' files: reusing it needs run on every agent whose tasks use it.
-          const owners = await trx.selectFrom('tasks').select('agent_id').distinct().where('filesystem_id', '=', filesystemId).execute();
-          for (const owner of owners)
-            perms.require('run', { type: 'agent', id: owner.agent_id, namespaceId: agent.namespace_id }, `Filesystem ${filesystemId}`);
-        }
-      } else {
-        if (req.project_id) {
-          const project = await trx.selectFrom('projects').select(['id', 'namespace_id']).where('id', '=', req.project_id).executeTakeFirst();
-          if (!project || project.namespace_id !== agent.namespace_id) throw notFound('Project', req.project_id);
-          perms.require('write', { type: 'project', id: project.id, namespaceId: project.namespace_id }, `Project ${project.id}`);
-        }
-        filesystemId = newId('filesystem');
-        await trx
-          .insertInto('filesystems')
-          .values({ id: filesystemId, namespace_id: agent.namespace_id, project_id: req.project_id ?? null })
-          .execute();
-      }
-      const now = new Date();
-      const row = await trx
-        .insertInto('tasks')
-        .values({
-          id: newId('task'),
-          agent_id: agent.id,
-          branch_id: branch.id,
-          namespace_id: agent.namespace_id,
-          filesystem_id: filesystemId,
-          project_id: req.project_id ?? null,
-          name: req.name ?? null,
-          status: NEW_TASK_STATUS,
-          status_reason: null,
-          params: req.params == null ? null : JSON.stringify(req.params),
-          task_metadata: null,
-          created_version_id: version.id,
-          current_version_id: version.id,
-          created_by_key_id: perms.actor.keyId || null,
-          created_at: now,
-          updated_at: now,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      await createTracker(trx, row.id, agent.id);
-      await recordTaskChange(trx, [row.id]);
-      await enqueueDelivery(trx, { taskId: row.id, method: 'task/create', params: req.params ?? null });
-      return toTask(row);
-    });
+    return await db.transaction().execute((trx) => insertTask(trx, perms, req));
   } catch (error) {
     if (isUniqueViolation(error, 'tasks_org_name')) throw conflict('task_name_taken', `A task named ${req.name} already exists`);
     throw error;
   }
+}
+
+/**
+ * Creates a task in the caller's transaction (`POST /tasks`, a schedule's tick): its row, tracker,
+ * stream record and `task/create` delivery. `metadata` becomes its `task_metadata`.
+ */
+export async function insertTask(trx: Trx, perms: Permissions, req: CreateTaskRequest, metadata: Record<string, unknown> | null = null): Promise<Task> {
+  const agent = req.agent_id
+    ? await agentById(trx, perms, 'run', req.agent_id)
+    : await (() => {
+        const { namespace, agent } = splitAgentName(req.agent_name!);
+        return agentByPath(trx, perms, 'run', namespace, agent);
+      })();
+  let branchName = req.branch;
+  if (!branchName) {
+    const prod = await trx.selectFrom('environments').select('branch_rules').where('agent_id', '=', agent.id).where('is_prod', '=', true).executeTakeFirst();
+    branchName = (prod?.branch_rules as string[] | undefined)?.[0] ?? 'main';
+  }
+  const branch = await trx
+    .selectFrom('branches')
+    .selectAll()
+    .where('agent_id', '=', agent.id)
+    .where('git_branch', '=', branchName)
+    .where('retired_at', 'is', null)
+    .executeTakeFirst();
+  if (!branch) throw notFound(`Branch ${branchName} of agent ${agent.name}`);
+  const version = await trx
+    .selectFrom('versions')
+    .select(['id', 'status'])
+    .where('branch_id', '=', branch.id)
+    .where('status', 'in', ROUTABLE_VERSION_STATUSES)
+    .orderBy(sql`status = ${statusLit(ROUTABLE_VERSION_STATUSES[0])}`, 'desc')
+    .orderBy('deployed_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  if (!version) throw conflict('no_routable_version', `Branch ${branchName} has no ACTIVE or DEPLOYING version to run a task on`);
+
+  let filesystemId = req.filesystem_id;
+  if (filesystemId) {
+    const fs = await trx
+      .selectFrom('filesystems')
+      .select(['id', 'project_id'])
+      .where('id', '=', filesystemId)
+      .where('namespace_id', '=', agent.namespace_id)
+      .executeTakeFirst();
+    if (!fs) throw notFound('Filesystem', filesystemId);
+    if (fs.project_id) perms.require('write', { type: 'project', id: fs.project_id, namespaceId: agent.namespace_id }, `Project ${fs.project_id}`);
+    else {
+      // A private filesystem holds its tasks' files: reusing it needs run on every agent whose tasks use it.
+      const owners = await trx.selectFrom('tasks').select('agent_id').distinct().where('filesystem_id', '=', filesystemId).execute();
+      for (const owner of owners) perms.require('run', { type: 'agent', id: owner.agent_id, namespaceId: agent.namespace_id }, `Filesystem ${filesystemId}`);
+    }
+  } else {
+    if (req.project_id) {
+      const project = await trx.selectFrom('projects').select(['id', 'namespace_id']).where('id', '=', req.project_id).executeTakeFirst();
+      if (!project || project.namespace_id !== agent.namespace_id) throw notFound('Project', req.project_id);
+      perms.require('write', { type: 'project', id: project.id, namespaceId: project.namespace_id }, `Project ${project.id}`);
+    }
+    filesystemId = newId('filesystem');
+    await trx
+      .insertInto('filesystems')
+      .values({ id: filesystemId, namespace_id: agent.namespace_id, project_id: req.project_id ?? null })
+      .execute();
+  }
+  const now = new Date();
+  const row = await trx
+    .insertInto('tasks')
+    .values({
+      id: newId('task'),
+      agent_id: agent.id,
+      branch_id: branch.id,
+      namespace_id: agent.namespace_id,
+      filesystem_id: filesystemId,
+      project_id: req.project_id ?? null,
+      name: req.name ?? null,
+      status: NEW_TASK_STATUS,
+      status_reason: null,
+      params: req.params == null ? null : JSON.stringify(req.params),
+      task_metadata: metadata === null ? null : JSON.stringify(metadata),
+      created_version_id: version.id,
+      current_version_id: version.id,
+      created_by_key_id: perms.actor.keyId || null,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  await createTracker(trx, row.id, agent.id);
+  await recordTaskChange(trx, [row.id]);
+  await enqueueDelivery(trx, { taskId: row.id, method: 'task/create', params: req.params ?? null });
+  return toTask(row);
 }
 
 /** What `GET /tasks` takes; the paging and ordering fields have their defaults when left out. */

@@ -13,6 +13,8 @@ import { registerGroupRoutes } from './groups.js';
 import { registerConversationRoutes } from './conversation.js';
 import { registerFilesystemRoutes } from './filesystems.js';
 import { registerRuntimeRoutes } from './runtime.js';
+import { registerScheduleRoutes } from './schedules.js';
+import { registerStatusRoutes } from './status.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
@@ -29,4 +31,6 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerConversationRoutes(host, service);
   registerFilesystemRoutes(host, service);
   registerRuntimeRoutes(host, service);
+  registerScheduleRoutes(host, service);
+  registerStatusRoutes(host, service);
 }

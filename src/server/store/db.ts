@@ -309,6 +309,37 @@ export interface DeliveriesTable {
   lease_ms: Generated<number | null>;
 }
 
+export interface SchedulesTable {
+  id: string;
+  org_id: string;
+  namespace_id: string;
+  agent_id: string;
+  name: string | null;
+  cron: string;
+  timezone: string;
+  branch: string | null;
+  params: Json | null;
+  task_name: string | null;
+  event: Json | null;
+  missed: string;
+  status: string;
+  next_run_at: Date | null;
+  last_run_at: Date | null;
+  last_error: string | null;
+  created_by_key_id: string | null;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
+}
+export interface ScheduleTicksTable {
+  schedule_id: string;
+  tick_at: Date;
+  kind: string;
+  task_id: string | null;
+  event_id: string | null;
+  error: string | null;
+  created_at: Timestamptz;
+}
+
 export interface Database {
   orgs: OrgsTable;
   namespaces: NamespacesTable;
@@ -334,6 +365,8 @@ export interface Database {
   version_replicas: VersionReplicasTable;
   deliveries: DeliveriesTable;
   task_system_folders: TaskSystemFoldersTable;
+  schedules: SchedulesTable;
+  schedule_ticks: ScheduleTicksTable;
 }
 
 export type Db = Kysely<Database>;
