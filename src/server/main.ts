@@ -117,6 +117,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       log: (message) => app!.log.warn(message),
       ...options.delivery,
     });
+    app.service.delivery = dispatcher;
     if (runtime !== 'none') {
       const ro = options.runtimeOptions ?? {};
       const driver = ro.driver ?? (await createDriver(runtime, options, ro, store, blobs));
