@@ -18,13 +18,19 @@ export async function probeHealth(port: number, timeoutMs: number): Promise<bool
  * Polls a starting replica until it answers: `ready`, `timed_out` once `timeoutMs` have passed since
  * `startedAt`, or `gone` as soon as `waiting()` says the process is no longer the one to wait for.
  */
-export async function waitUntilReady(port: number, startedAt: number, timeoutMs: number, waiting: () => boolean): Promise<'ready' | 'timed_out' | 'gone'> {
+export async function waitUntilReady(
+  port: number,
+  startedAt: number,
+  timeoutMs: number,
+  waiting: () => boolean,
+  maxDelayMs = READY_POLL_MAX_MS,
+): Promise<'ready' | 'timed_out' | 'gone'> {
   let delay = 5;
   while (waiting()) {
     if (Date.now() - startedAt > timeoutMs) return 'timed_out';
     if (await probeHealth(port, Math.min(2_000, timeoutMs))) return 'ready';
     await sleep(delay);
-    delay = Math.min(delay * 2, READY_POLL_MAX_MS);
+    delay = Math.min(delay * 2, maxDelayMs);
   }
   return 'gone';
 }

@@ -80,6 +80,8 @@ export const DEV_IMAGE_PREFIX = 'dev://';
 export const DEV_BRANCH_PREFIX = 'dev/';
 /** SSE event names of `GET /versions/{id}/deliveries/stream`: a signed delivery to hand to the agent. */
 export const PULL_DELIVERY_SSE_EVENT = 'delivery';
+/** ... and the first event, once the stream is open (`data: {"stream": <its id>}`). */
+export const PULL_OPEN_SSE_EVENT = 'open';
 
 /** The SSE event name of a version's log lines (GET .../logs?follow=true). */
 export const LOG_SSE_EVENT = 'log';

@@ -3,7 +3,7 @@ import type { StreamRecord } from '../../contract/conversation.js';
 import { STREAM_HEARTBEAT_MS, type RouteHost, type ServiceContext } from '../route-host.js';
 import { conflict, invalid } from '../domain/errors.js';
 import { completeDelivery, deliveryForAnswer, deliveryNow, devVersionForPull, renewDeliveryLease } from '../domain/deliveries.js';
-import { PULL_DELIVERY_SSE_EVENT } from '../../contract/enums.js';
+import { PULL_DELIVERY_SSE_EVENT, PULL_OPEN_SSE_EVENT } from '../../contract/enums.js';
 import {
   endsStream,
   openStream,
@@ -49,6 +49,7 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
       },
       () => raw.destroy(),
     );
+    raw.write(`event: ${PULL_OPEN_SSE_EVENT}\ndata: ${JSON.stringify({ stream: pull.id })}\n\n`);
     await new Promise<void>((done) => {
       request.raw.once('close', done);
       raw.once('close', done);
