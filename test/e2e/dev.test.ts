@@ -66,7 +66,7 @@ describe.each(shapes)('e2e on %s, runtime %s: agentctl dev', (engine, runtime) =
   });
 
   afterAll(async () => {
-    if (dev?.pid && dev.exitCode === null) process.kill(dev.pid, 'SIGKILL');
+    if (dev?.pid && alive(dev.pid)) process.kill(dev.pid, 'SIGKILL');
     await agentctl(['server', 'stop']);
     await dropDatabase?.();
     scratch.remove();
