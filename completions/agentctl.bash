@@ -13,7 +13,7 @@ _agentctl() {
     case "$w" in
       --profile) profile="${words[i+1]}"; skip=1; continue ;;
       --agent|-a) agent="${words[i+1]}"; skip=1; continue ;;
-      --acp-type|--after|--agent|--api-key|--base-url|--branch|--cron|--data|--data-dir|--database-url|--description|--env|--event|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--metrics-port|--missed|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|--tz|-a|-n) skip=1; continue ;;
+      --acp-type|--after|--agent|--api-key|--base-url|--branch|--cron|--data|--data-dir|--database-url|--description|--env|--event|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--metrics-port|--missed|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|--tz|--user|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
@@ -168,7 +168,7 @@ _agentctl() {
     --profile) COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); return ;;
   esac
   local globals='--json --jq --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs tasks states keys groups fs completion schedules status $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs tasks states keys groups fs completion dev schedules status $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get set use' -- "$cur")); return; fi ;;
@@ -251,6 +251,7 @@ _agentctl() {
     'fs pull') COMPREPLY=($(compgen -W "--fs $globals" -- "$cur")) ;;
     'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;
     'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
+    'dev') COMPREPLY=($(compgen -W "--keep --user $globals" -- "$cur")) ;;
     'schedules list') COMPREPLY=($(compgen -W "--agent -a --status --limit --page --all $globals" -- "$cur")) ;;
     'schedules get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'schedules create') COMPREPLY=($(compgen -W "--agent -a --cron --tz --name --params --branch --task --event --missed $globals" -- "$cur")) ;;

@@ -106,6 +106,7 @@ export const CONFLICT_CODES = [
   'no_rollback_target',
   'no_routable_version',
   'no_runtime',
+  'not_a_dev_version',
   'nothing_to_roll_back',
   'precondition_failed',
   'prod_environment',

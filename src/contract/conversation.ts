@@ -208,6 +208,44 @@ export const Delivery = z.object({
 });
 export type Delivery = z.infer<typeof Delivery>;
 
+/**
+ * One delivery of a dev version, as `GET /versions/{id}/deliveries/stream` sends it (`event:
+ * delivery`, `data:` this): the exact JSON-RPC body and its signature, which `agentctl dev` POSTs
+ * unchanged to the agent's `/api` as the dispatcher would, then reports the answer with `claim`.
+ */
+export const PulledDelivery = z
+  .object({
+    delivery_id: DeliveryId,
+    task_id: z.string(),
+    method: z.enum(ACP_METHODS),
+    attempt: z.number().int(),
+    /** Who holds the claim: the stream that sent it. The answer names it; a stale claim's answer changes nothing. */
+    claim: z.string(),
+    /** The JSON-RPC request, exactly as signed. */
+    body: z.string(),
+    /** `X-Agentctl-Signature` of `body`. */
+    signature: z.string(),
+  })
+  .meta({ id: 'PulledDelivery' });
+export type PulledDelivery = z.infer<typeof PulledDelivery>;
+
+/**
+ * `POST /deliveries/{id}/answer`: what the agent answered a pulled delivery (HTTP status and body),
+ * or `error` when it could not be reached; the server settles it as the dispatcher settles a push.
+ */
+export const DeliveryAnswerRequest = z
+  .object({
+    claim: z.string().min(1).max(100),
+    status_code: z.number().int().min(100).max(599).optional(),
+    body: z
+      .string()
+      .max(1024 * 1024)
+      .optional(),
+    error: z.string().min(1).max(1000).optional(),
+  })
+  .refine((a) => (a.status_code === undefined) !== (a.error === undefined), { message: 'give status_code (with body) or error, one of them' });
+export type DeliveryAnswerRequest = z.infer<typeof DeliveryAnswerRequest>;
+
 // ---- the stream -----------------------------------------------------------------------------------
 
 /** SSE `event:` names of `GET /tasks/{id}/stream`; `id:` is the sequence_id, `data:` the record. */

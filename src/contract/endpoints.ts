@@ -24,6 +24,7 @@ import {
   CreateEventRequest,
   CreateMessageRequest,
   Delivery,
+  DeliveryAnswerRequest,
   DeliveryId,
   Event,
   EventList,
@@ -901,6 +902,31 @@ export const endpoints = lazyTable({
       summary: 'An async agent’s handler of this delivery finished (run on the task’s agent): the task’s next delivery may go',
       tag: 'conversation',
       params: z.object({ delivery_id: DeliveryId }),
+      response: Delivery,
+    }),
+  streamVersionDeliveries: () =>
+    ep({
+      method: 'GET',
+      path: '/versions/:version_id/deliveries/stream',
+      status: 200,
+      idempotent: true,
+      sse: true,
+      summary:
+        'Server-Sent Events: the signed deliveries of a dev version (image dev://), pulled by `agentctl dev` instead of pushed (write on the agent); 409 for any other version',
+      tag: 'conversation',
+      params: id('version_id'),
+      response: z.string(),
+    }),
+  answerDelivery: () =>
+    ep({
+      method: 'POST',
+      path: '/deliveries/:delivery_id/answer',
+      status: 200,
+      idempotent: true,
+      summary: 'What the agent answered a pulled delivery (write on the agent): settled as the dispatcher settles a pushed one',
+      tag: 'conversation',
+      params: z.object({ delivery_id: DeliveryId }),
+      body: DeliveryAnswerRequest,
       response: Delivery,
     }),
   renewDeliveryLease: () =>

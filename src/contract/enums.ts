@@ -70,6 +70,19 @@ export const RUNTIME_NAMES = ['local', 'kubernetes', 'none'] as const;
 export type RuntimeName = (typeof RUNTIME_NAMES)[number];
 export const DEFAULT_RUNTIME: RuntimeName = RUNTIME_NAMES[0];
 
+/**
+ * The image URL of a dev version (`agentctl dev`): `dev://<user>@<host>`. No runtime driver runs it
+ * and the dispatcher never pushes to it: the developer's `agentctl dev` pulls its deliveries over
+ * `GET /versions/{id}/deliveries/stream` (README "Developing an agent: agentctl dev").
+ */
+export const DEV_IMAGE_PREFIX = 'dev://';
+/** Git branches of dev versions: `dev/<user>`. */
+export const DEV_BRANCH_PREFIX = 'dev/';
+/** SSE event names of `GET /versions/{id}/deliveries/stream`: a signed delivery to hand to the agent. */
+export const PULL_DELIVERY_SSE_EVENT = 'delivery';
+/** ... and the first event, once the stream is open (`data: {"stream": <its id>}`). */
+export const PULL_OPEN_SSE_EVENT = 'open';
+
 /** The SSE event name of a version's log lines (GET .../logs?follow=true). */
 export const LOG_SSE_EVENT = 'log';
 

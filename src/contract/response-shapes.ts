@@ -43,6 +43,7 @@ export const RESPONSE_SHAPES: ShapeTable = {
   },
   responses: {
     "addGroupMember": {"t":"ref","name":"GroupMember"},
+    "answerDelivery": {"t":"object","props":{"id":{"t":"string"},"task_id":{"t":"string"},"method":{"t":"enum","values":["task/create","event/send","task/cancel","message/send"]},"status":{"t":"enum","values":["pending","in_flight","leased","done","failed"]},"attempts":{"t":"number","int":true},"lease_expires_at":{"t":"nullable","of":{"t":"string"}}}},
     "appendMessageDelta": {"t":"ref","name":"MessageDelta"},
     "cancelTask": {"t":"ref","name":"Task"},
     "completeDelivery": {"t":"object","props":{"id":{"t":"string"},"task_id":{"t":"string"},"method":{"t":"enum","values":["task/create","event/send","task/cancel","message/send"]},"status":{"t":"enum","values":["pending","in_flight","leased","done","failed"]},"attempts":{"t":"number","int":true},"lease_expires_at":{"t":"nullable","of":{"t":"string"}}}},

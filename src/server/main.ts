@@ -119,6 +119,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       log: (message) => app!.log.warn(message),
       ...options.delivery,
     });
+    app.service.delivery = dispatcher;
     // Schedules' ticks: every replica runs a ticker; the tick rows make each tick run once.
     ticker = new ScheduleTicker(store.db, { log: (message) => app!.log.warn(message) });
     ticker.start();

@@ -10,6 +10,14 @@ import type { Store } from './store/db.js';
 import type { StreamHub } from './delivery/stream-hub.js';
 import type { BlobStore } from './blobs/index.js';
 import type { RuntimeDriver } from './runtime/driver.js';
+import type { DeliveryAnswerRequest, PulledDelivery } from '../contract/conversation.js';
+
+/** What the routes use of the dispatcher: a dev version's pull stream, and its answers (delivery/dispatcher.ts). */
+export interface PullDelivery {
+  /** `end` is called when the server stops delivering (it closes): the route ends the stream. */
+  openPull(versionId: string, send: (delivery: PulledDelivery) => boolean, end: () => void): { id: string; close: () => Promise<void> };
+  answerPulled(deliveryId: string, answer: DeliveryAnswerRequest): Promise<void>;
+}
 
 /** SSE streams (a task's, a version's logs) send a comment this often so proxies keep a quiet stream open. */
 export const STREAM_HEARTBEAT_MS = 15_000;
@@ -51,6 +59,11 @@ export interface ServiceContext {
   blobs: BlobStore;
   /** The runtime driver of this server (absent with `--runtime none`): the logs endpoint reads it. */
   runtime?: RuntimeDriver;
+  /**
+   * This server's delivery dispatcher, for the pulled deliveries of dev versions (absent when the app
+   * runs without one, as in some tests: the pull endpoints then answer 409 no_runtime).
+   */
+  delivery?: PullDelivery;
   /** Prometheus metrics: add scrape-time gauges with `metrics.addGauge` (see metrics.ts). */
   metrics: ServiceMetrics;
 }

@@ -1,8 +1,7 @@
 import { execa } from 'execa';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { AGENT_PROJECT_FILE, AgentProjectFile } from '../../contract/agent-project.js';
 import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
@@ -10,6 +9,7 @@ import { CliError, usageError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
 import { record } from '../output/view.js';
 import { shellCommand } from '../shell.js';
+import { packageRoot } from '../package-root.js';
 import { agent } from '../options.js';
 import { ACP_TYPES } from '../../contract/enums.js';
 
@@ -132,18 +132,6 @@ const slug = (name: string) =>
     .toLowerCase()
     .replace(/[^a-z0-9_-]+/g, '-')
     .replace(/^[-_]+|[-_]+$/g, '') || 'agent';
-
-/** The directory of the running agentctl package (the one with its package.json). */
-function packageRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const manifest = path.join(dir, 'package.json');
-    if (existsSync(manifest) && JSON.parse(readFileSync(manifest, 'utf8')).name === 'agentctl') return dir;
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new CliError('Cannot find the agentctl package this command runs from');
-    dir = parent;
-  }
-}
 
 /** `git init` and a first commit (an identity is lent only when git has none configured). */
 async function commitFirst(dir: string): Promise<string | false> {

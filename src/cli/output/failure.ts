@@ -41,6 +41,7 @@ const CONFLICT_HINTS: Record<ConflictCode, string> = {
   namespace_exists: 'Slugs are unique in the org: pick another (agentctl namespaces list shows them).',
   no_rollback_target: 'No earlier version can serve again: deploy the commit you want instead.',
   no_routable_version: 'The branch has no ACTIVE or DEPLOYING version: deploy one first.',
+  not_a_dev_version: 'Only a dev version (made by `agentctl dev`) has its deliveries pulled; others are pushed to their processes.',
   no_runtime: 'This server runs no agents (--runtime none): read their output where they run.',
   nothing_to_roll_back: 'The branch serves no version yet: deploy one first.',
   precondition_failed: 'The record changed since you read it: read it again, then retry with the new version.',

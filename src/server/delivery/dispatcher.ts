@@ -15,7 +15,8 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { Agent, request } from 'undici';
 import { ACP_PATH, SIGNATURE_HEADER, signBody, type AcpAgentRef, type AcpMethod, type AcpRequest, type AcpResponse } from '../../contract/acp.js';
-import { MessageContent, OPEN_DELIVERY_STATUSES } from '../../contract/conversation.js';
+import { MessageContent, OPEN_DELIVERY_STATUSES, type DeliveryAnswerRequest, type PulledDelivery } from '../../contract/conversation.js';
+import { DEV_IMAGE_PREFIX } from '../../contract/enums.js';
 import type { Task } from '../../contract/resources.js';
 import { isTerminalTask } from '../../contract/lifecycle.js';
 import type { Selectable } from 'kysely';
@@ -30,6 +31,33 @@ import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from '../s
 
 /** The open statuses as an SQL list, for the claim statement. */
 const OPEN = sql.join(OPEN_DELIVERY_STATUSES.map((status) => sql.lit(status)));
+
+/** Claims held by a pull stream (a dev version's `agentctl dev`) are named with this prefix. */
+const PULL_CLAIM_PREFIX = 'pull_';
+/**
+ * How long a pulled delivery stays claimed by its stream without an answer: `agentctl dev` holds
+ * one while its agent restarts; past this it is sent again (the agent deduplicates by its id).
+ */
+export const PULL_CLAIM_MS = 60_000;
+/** At most this many deliveries of one dev version in flight on its stream (each of a different task). */
+const PULL_IN_FLIGHT = 32;
+
+/** A connected pull stream of a dev version. */
+interface PullStream {
+  id: string;
+  versionId: string;
+  send: (delivery: PulledDelivery) => boolean;
+  end: () => void;
+  pumping: boolean;
+  again: boolean;
+  closed: boolean;
+}
+
+/** What the agent answered, or why it could not be asked. */
+type AgentAnswer = { statusCode: number; text: string } | { error: string };
+
+/** What settling an answer needs of its delivery. */
+type Settling = Pick<Claimed, 'id' | 'task_id' | 'method' | 'attempts' | 'org_id'>;
 
 export interface DispatcherOptions {
   /** How long a delivery may keep failing before its task becomes FAILED (default 10 minutes). */
@@ -107,6 +135,7 @@ export class Dispatcher {
   private unsubscribe: () => void;
   private listener: { end(): Promise<void> } | undefined;
   private sweep: Promise<void> = Promise.resolve();
+  private readonly pulls = new Map<string, PullStream>();
 
   constructor(
     private readonly store: Store,
@@ -156,7 +185,8 @@ export class Dispatcher {
     else return;
     await sql`
       UPDATE deliveries d SET claimed_until = now(), updated_at = now()
-      WHERE d.status = 'in_flight' AND d.claimed_until > now() AND d.claimed_by <> ${this.id} AND NOT (${alive})`.execute(this.db);
+      WHERE d.status = 'in_flight' AND d.claimed_until > now() AND d.claimed_by <> ${this.id} AND left(d.claimed_by, ${PULL_CLAIM_PREFIX.length}) <> ${PULL_CLAIM_PREFIX}
+        AND NOT (${alive})`.execute(this.db);
   }
 
   private async listen(url: string): Promise<void> {
@@ -191,6 +221,7 @@ export class Dispatcher {
   /** Claims and sends whatever is due; coalesces concurrent wake-ups. */
   wake(): void {
     if (this.closed) return;
+    for (const pull of this.pulls.values()) this.wakePull(pull);
     if (this.pumping) {
       this.again = true;
       return;
@@ -230,15 +261,21 @@ export class Dispatcher {
    * another dispatcher holds are skipped; a later row of a task waits while an earlier one is open
    * (leased included: one in flight per task).
    */
-  private async claim(limit: number): Promise<Claimed[]> {
+  private async claim(limit: number, pull?: PullStream): Promise<Claimed[]> {
     // Long enough for one call; a dispatcher that dies mid-call leaves the row to be claimed again.
-    const claimMs = this.options.requestTimeoutMs * 2 + 5000;
+    const claimMs = pull ? PULL_CLAIM_MS : this.options.requestTimeoutMs * 2 + 5000;
+    const claimer = pull?.id ?? this.id;
+    // Pushed: to a live replica, never to a dev version. Pulled: the stream's own dev version.
+    const target = pull
+      ? sql`t.current_version_id = ${pull.versionId}`
+      : sql`EXISTS (SELECT 1 FROM version_replicas r WHERE r.version_id = t.current_version_id AND r.live)
+            AND NOT EXISTS (SELECT 1 FROM versions pv WHERE pv.id = t.current_version_id AND left(pv.image_url, ${DEV_IMAGE_PREFIX.length}) = ${DEV_IMAGE_PREFIX})`;
     // One statement claims and reads what the request needs: the task as it is now, its agent, and
     // the live replicas of its current version.
     const result = await sql<Claimed>`
       WITH claimed AS (
         UPDATE deliveries AS d
-        SET status = 'in_flight', claimed_by = ${this.id}, claimed_until = now() + ${claimMs} * interval '1 millisecond',
+        SET status = 'in_flight', claimed_by = ${claimer}, claimed_until = now() + ${claimMs} * interval '1 millisecond',
             version_id = c.current_version_id, attempts = d.attempts + 1, updated_at = now(), leased_to = NULL,
             -- A lease that ran out is a failed attempt: the retry budget runs from the first.
             failing_since = CASE WHEN d.status = 'leased' THEN COALESCE(d.failing_since, now()) ELSE d.failing_since END,
@@ -250,7 +287,7 @@ export class Dispatcher {
           WHERE o.status IN (${OPEN})
             AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status IN ('in_flight', 'leased') AND o.claimed_until < now()))
             AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id)
-            AND EXISTS (SELECT 1 FROM version_replicas r WHERE r.version_id = t.current_version_id AND r.live)
+            AND ${target}
           ORDER BY o.id
           LIMIT ${limit}
           FOR UPDATE OF o SKIP LOCKED
@@ -280,24 +317,18 @@ export class Dispatcher {
   }
 
   private async deliver(delivery: Claimed): Promise<void> {
-    let target = '';
+    if (delivery.acp_urls.length === 0) {
+      // Its last replica went away since the claim: hold it until one registers.
+      await this.release(delivery, null);
+      return;
+    }
+    if (await this.overBudget(delivery)) return;
+    const target = delivery.acp_urls[replicaIndex(delivery.task_id, delivery.acp_urls.length)];
+    let method: AcpMethod = delivery.method;
+    let answer: AgentAnswer;
     try {
-      if (delivery.acp_urls.length === 0) {
-        // Its last replica went away since the claim: hold it until one registers.
-        await this.release(delivery, null);
-        return;
-      }
-      // Lost leases (an agent process dying in the handler, again and again) count like failed
-      // calls: past the budget the task fails instead of the delivery going round for ever.
-      if (delivery.failing_since && Date.now() - new Date(delivery.failing_since).getTime() >= this.options.retryBudgetMs) {
-        await this.failTask(delivery, delivery.last_error ?? 'it kept failing');
-        return;
-      }
-      target = delivery.acp_urls[replicaIndex(delivery.task_id, delivery.acp_urls.length)];
-      const agent: AcpAgentRef = { id: delivery.task_row.agent_id, name: `${delivery.namespace_slug}/${delivery.agent_name}` };
-      const rpc = toRequest(delivery, agent, toTask(delivery.task_row), delivery.acp_type, this.options.leaseMs);
-      const body = JSON.stringify(rpc);
-      const signature = signBody(await this.secretFor(delivery.version_id), body);
+      const { rpc, body, signature } = await this.signed(delivery);
+      method = rpc.method;
       const response = await request(target.replace(/\/+$/, '') + ACP_PATH, {
         method: 'POST',
         dispatcher: this.http,
@@ -306,34 +337,150 @@ export class Dispatcher {
         headersTimeout: this.options.requestTimeoutMs,
         bodyTimeout: this.options.requestTimeoutMs,
       });
-      const text = await response.body.text();
-      if (response.statusCode >= 300) throw new DeliveryFailure(`the agent answered HTTP ${response.statusCode}${rpcErrorOf(text)}`);
-      let answer: AcpResponse;
+      answer = { statusCode: response.statusCode, text: await response.body.text() };
+    } catch (error) {
+      answer = { error: describeNetworkError(error) };
+    }
+    await this.settle(delivery, method, answer, target, this.id);
+  }
+
+  /**
+   * Lost leases (an agent process dying in the handler, again and again) count like failed calls:
+   * past the budget the task fails instead of the delivery going round for ever.
+   */
+  private async overBudget(delivery: Claimed): Promise<boolean> {
+    if (!delivery.failing_since || Date.now() - new Date(delivery.failing_since).getTime() < this.options.retryBudgetMs) return false;
+    await this.failTask(delivery, delivery.last_error ?? 'it kept failing');
+    return true;
+  }
+
+  /** The delivery as signed JSON-RPC, the task described as it is now. */
+  private async signed(delivery: Claimed): Promise<{ rpc: AcpRequest; body: string; signature: string }> {
+    const agent: AcpAgentRef = { id: delivery.task_row.agent_id, name: `${delivery.namespace_slug}/${delivery.agent_name}` };
+    const rpc = toRequest(delivery, agent, toTask(delivery.task_row), delivery.acp_type, this.options.leaseMs);
+    const body = JSON.stringify(rpc);
+    return { rpc, body, signature: signBody(await this.secretFor(delivery.version_id), body) };
+  }
+
+  /**
+   * What the agent answered (pushed by this dispatcher, or reported by `agentctl dev` for a pulled
+   * one): done, leased (deferred), or back to pending with backoff. `claimer` holds the claim.
+   */
+  private async settle(delivery: Settling, method: AcpMethod, answer: AgentAnswer, target: string, claimer: string): Promise<void> {
+    try {
+      if ('error' in answer) throw new DeliveryFailure(answer.error);
+      if (answer.statusCode >= 300) throw new DeliveryFailure(`the agent answered HTTP ${answer.statusCode}${rpcErrorOf(answer.text)}`);
+      let parsed: AcpResponse;
       try {
-        answer = JSON.parse(text) as AcpResponse;
+        parsed = JSON.parse(answer.text) as AcpResponse;
       } catch {
         throw new DeliveryFailure('the agent answered with a body that is not JSON-RPC');
       }
-      if (answer.error) throw new DeliveryFailure(`the agent answered JSON-RPC error ${answer.error.code}: ${String(answer.error.message).slice(0, 200)}`);
+      if (parsed.error) throw new DeliveryFailure(`the agent answered JSON-RPC error ${parsed.error.code}: ${String(parsed.error.message).slice(0, 200)}`);
       // A sync agent's inline reply is recorded before the delivery is done: a crash in between
       // repeats the delivery (at least once) rather than losing the reply.
-      if (rpc.method === 'message/send') await this.recordReplies(delivery.org_id, delivery.task_id, answer.result?.messages ?? []);
-      if (rpc.method !== 'message/send' && answer.result?.deferred === true) await this.lease(delivery, target);
-      else await this.complete(delivery);
+      if (method === 'message/send') await this.recordReplies(delivery.org_id, delivery.task_id, parsed.result?.messages ?? []);
+      if (method !== 'message/send' && parsed.result?.deferred === true) await this.lease(delivery, target, claimer);
+      else await this.complete(delivery, claimer);
     } catch (error) {
       const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
       this.options.log?.(`delivery ${delivery.id} (${delivery.method}, task ${delivery.task_id}) to ${target || 'its version'} failed: ${reason}`);
-      await this.release(delivery, reason);
+      await this.release(delivery, reason, claimer);
     }
   }
 
+  // ---- pulled deliveries: dev versions (README "Developing an agent: agentctl dev") ----
+
+  /**
+   * A dev version's `agentctl dev` connected: its deliveries are claimed for this stream and handed
+   * to `send` (false: the stream is gone) as signed JSON-RPC, instead of pushed. Closing the stream
+   * gives back what it held unanswered, to be sent again on the next one.
+   */
+  openPull(versionId: string, send: (delivery: PulledDelivery) => boolean, end: () => void): { id: string; close: () => Promise<void> } {
+    const pull: PullStream = { id: `${PULL_CLAIM_PREFIX}${randomUUID()}`, versionId, send, end, pumping: false, again: false, closed: false };
+    this.pulls.set(pull.id, pull);
+    this.wakePull(pull);
+    return {
+      id: pull.id,
+      close: async () => {
+        pull.closed = true;
+        this.pulls.delete(pull.id);
+        const released = await sql`
+          UPDATE deliveries SET status = 'pending', claimed_by = NULL, claimed_until = NULL, attempts = greatest(attempts - 1, 0), updated_at = now()
+          WHERE claimed_by = ${pull.id} AND status = 'in_flight'`.execute(this.db);
+        if (Number(released.numAffectedRows ?? 0) > 0) this.wake();
+      },
+    };
+  }
+
+  private wakePull(pull: PullStream): void {
+    if (pull.closed || this.closed) return;
+    if (pull.pumping) {
+      pull.again = true;
+      return;
+    }
+    pull.pumping = true;
+    setImmediate(() => void this.pumpPull(pull));
+  }
+
+  private async pumpPull(pull: PullStream): Promise<void> {
+    try {
+      do {
+        pull.again = false;
+        const claimed = await this.claim(PULL_IN_FLIGHT, pull);
+        for (const delivery of claimed) {
+          if (pull.closed) {
+            await this.release(delivery, null, pull.id);
+            continue;
+          }
+          if (await this.overBudget(delivery)) continue;
+          const { body, signature } = await this.signed(delivery);
+          const sent = pull.send({
+            delivery_id: String(delivery.id),
+            task_id: delivery.task_id,
+            method: delivery.method,
+            attempt: delivery.attempts,
+            claim: pull.id,
+            body,
+            signature,
+          });
+          if (!sent) await this.release(delivery, null, pull.id);
+        }
+        if (claimed.length === PULL_IN_FLIGHT) pull.again = true;
+      } while (pull.again && !pull.closed && !this.closed);
+    } catch (error) {
+      if (!this.closed) this.options.log?.(`pull stream of ${pull.versionId}: ${(error as Error).message}`);
+    } finally {
+      pull.pumping = false;
+    }
+  }
+
+  /**
+   * `POST /deliveries/{id}/answer`: `agentctl dev` reports what its agent answered a pulled
+   * delivery. Settled as a pushed answer is, while the claim named is still the delivery's; an
+   * answer under a lost claim (it was given back, sent again) changes nothing.
+   */
+  async answerPulled(deliveryId: string, answer: DeliveryAnswerRequest): Promise<void> {
+    if (!answer.claim.startsWith(PULL_CLAIM_PREFIX)) return;
+    const row = await sql<Settling & { acp_type: string }>`
+      SELECT d.id::text AS id, d.task_id, d.method, d.attempts, n.org_id, v.acp_type
+      FROM deliveries d JOIN tasks t ON t.id = d.task_id JOIN agents a ON a.id = t.agent_id
+        JOIN namespaces n ON n.id = a.namespace_id JOIN versions v ON v.id = d.version_id
+      WHERE d.id = ${deliveryId} AND d.status = 'in_flight' AND d.claimed_by = ${answer.claim}`.execute(this.db);
+    const delivery = row.rows[0];
+    if (!delivery) return;
+    const method: AcpMethod = delivery.method === 'event/send' && delivery.acp_type === 'sync' ? 'message/send' : delivery.method;
+    const agentAnswer: AgentAnswer = answer.error !== undefined ? { error: answer.error } : { statusCode: answer.status_code!, text: answer.body ?? '' };
+    await this.settle(delivery, method, agentAnswer, answer.claim, answer.claim);
+  }
+
   /** Done: the task's next delivery may go. */
-  private async complete(delivery: Claimed): Promise<void> {
+  private async complete(delivery: Settling, claimer = this.id): Promise<void> {
     await this.db
       .updateTable('deliveries')
       .set({ status: 'done', claimed_by: null, claimed_until: null, last_error: null, updated_at: new Date() })
       .where('id', '=', delivery.id)
-      .where('claimed_by', '=', this.id)
+      .where('claimed_by', '=', claimer)
       .where('status', '=', 'in_flight')
       .execute();
   }
@@ -342,11 +489,11 @@ export class Dispatcher {
    * Acknowledged with `deferred`: leased to the replica that took it until the agent completes it.
    * Nothing to do when the agent's completion came first (the row is done already).
    */
-  private async lease(delivery: Claimed, target: string): Promise<void> {
+  private async lease(delivery: Settling, target: string, claimer = this.id): Promise<void> {
     await sql`
       UPDATE deliveries SET status = 'leased', leased_to = ${target}, lease_ms = ${this.options.leaseMs}, claimed_by = NULL,
         claimed_until = now() + ${this.options.leaseMs} * interval '1 millisecond', updated_at = now()
-      WHERE id = ${delivery.id} AND claimed_by = ${this.id} AND status = 'in_flight'`.execute(this.db);
+      WHERE id = ${delivery.id} AND claimed_by = ${claimer} AND status = 'in_flight'`.execute(this.db);
   }
 
   /** A sync agent's reply, as agent messages, through the domain with a system principal of the task's org. */
@@ -372,13 +519,13 @@ export class Dispatcher {
    * Back to pending after a failure (retry with backoff), or held with no attempt counted (`reason`
    * null: no live replica). Past the retry budget the task fails with the reason.
    */
-  private async release(delivery: Claimed, reason: string | null): Promise<void> {
+  private async release(delivery: Settling, reason: string | null, claimer = this.id): Promise<void> {
     if (reason === null) {
       await this.db
         .updateTable('deliveries')
         .set({ status: 'pending', attempts: delivery.attempts - 1, claimed_by: null, claimed_until: null, updated_at: new Date() })
         .where('id', '=', delivery.id)
-        .where('claimed_by', '=', this.id)
+        .where('claimed_by', '=', claimer)
         .execute();
       return;
     }
@@ -386,14 +533,14 @@ export class Dispatcher {
     const row = await sql<{ failing_since: Date }>`
       UPDATE deliveries SET status = 'pending', claimed_by = NULL, claimed_until = NULL, last_error = ${reason},
         failing_since = COALESCE(failing_since, now()), next_attempt_at = now() + ${Math.round(delayMs)} * interval '1 millisecond', updated_at = now()
-      WHERE id = ${delivery.id} AND claimed_by = ${this.id}
+      WHERE id = ${delivery.id} AND claimed_by = ${claimer}
       RETURNING failing_since`.execute(this.db);
     const since = row.rows[0]?.failing_since;
     if (since && Date.now() - new Date(since).getTime() >= this.options.retryBudgetMs) await this.failTask(delivery, reason);
   }
 
   /** The retry budget is spent: the task becomes FAILED naming the cause, and its open deliveries are dropped. */
-  private async failTask(delivery: Claimed, reason: string): Promise<void> {
+  private async failTask(delivery: Settling, reason: string): Promise<void> {
     const ms = this.options.retryBudgetMs;
     const budget = ms >= 60_000 ? `${Math.round(ms / 6000) / 10} minutes` : ms >= 1000 ? `${Math.round(ms / 100) / 10} seconds` : `${ms} ms`;
     const statusReason = `Delivery failed: ${delivery.method} could not be delivered to the agent within ${budget} (${reason})`;
@@ -422,6 +569,8 @@ export class Dispatcher {
   async close(): Promise<void> {
     this.closed = true;
     this.unsubscribe();
+    // Their routes end the streams; `agentctl dev` reconnects (to this server restarted, or another replica).
+    for (const pull of this.pulls.values()) pull.end();
     if (this.timer) clearTimeout(this.timer);
     await Promise.allSettled([...this.inFlight, this.sweep]);
     RUNNING_HERE.delete(this.id);

@@ -11,8 +11,10 @@ import type { AcpMethod } from '../../contract/acp.js';
 import type { Database, DeliveriesTable, Db } from '../store/db.js';
 import { iso } from '../store/mappers.js';
 import type { Permissions } from '../auth/policy.js';
-import { conflict, notFound } from './errors.js';
-import { inCallerOrg } from './lookup.js';
+import { conflict, namedVersion, notFound } from './errors.js';
+import { inCallerOrg, versionById } from './lookup.js';
+import { DEV_IMAGE_PREFIX } from '../../contract/enums.js';
+import { isRefusal, next } from './version-lifecycle.js';
 import { announceDeliveries, DELIVERY_CHANNEL, wakeDispatchers } from '../store/outbox.js';
 
 type Executor = Kysely<Database>;
@@ -95,6 +97,35 @@ export async function renewDeliveryLease(db: Db, perms: Permissions, deliveryId:
     'lease_lost',
     `Delivery ${deliveryId} is no longer leased (${row.status}): it ${row.status === 'failed' ? 'failed' : 'will be delivered again'}`,
   );
+}
+
+/**
+ * `GET /versions/{id}/deliveries/stream` may open: a dev version (image `dev://`, made by `agentctl
+ * dev`) whose processes may still register, and a caller with write on its agent (who may start them).
+ */
+export async function devVersionForPull(db: Db, perms: Permissions, versionId: string): Promise<{ id: string }> {
+  const version = await versionById(db, perms, 'write', versionId);
+  if (!version.image_url.startsWith(DEV_IMAGE_PREFIX))
+    throw conflict(
+      'not_a_dev_version',
+      `Version ${namedVersion(version)} is not a dev version (its image is ${version.image_url}): its deliveries are pushed to its processes`,
+    );
+  if (isRefusal(next(version.status, 'registered')))
+    throw conflict('invalid_transition', `Version ${namedVersion(version)} is ${version.status}; start a new one with \`agentctl dev\``);
+  return { id: version.id };
+}
+
+/** `POST /deliveries/{id}/answer` may report on the delivery: write on its task's agent (like the stream it came on). */
+export async function deliveryForAnswer(db: Db, perms: Permissions, deliveryId: string): Promise<Delivery> {
+  const row = await deliveryForAgent(db, perms, deliveryId);
+  perms.require('write', { type: 'agent', id: row.agent_id, namespaceId: row.namespace_id }, `Delivery ${deliveryId}`);
+  return toDelivery(row);
+}
+
+/** The delivery as it is now (after an answer was settled). */
+export async function deliveryNow(db: Db, deliveryId: string): Promise<Delivery> {
+  const row = await db.selectFrom('deliveries').selectAll().where('id', '=', deliveryId).executeTakeFirstOrThrow();
+  return toDelivery(row);
 }
 
 /**

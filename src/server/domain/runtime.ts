@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
+import { DEV_IMAGE_PREFIX } from '../../contract/enums.js';
 import { LIVE_AGENT_STATUS, LIVE_TASK_STATUSES, RUNNING_VERSION_STATUSES, type VersionStatus } from '../../contract/lifecycle.js';
 
 /** What the runtime reconciler needs of a version. */
@@ -44,19 +45,23 @@ function selectRuntimeVersions(db: Db) {
  * while a task still runs on them.
  */
 export async function versionsThatShouldRun(db: Db): Promise<RuntimeVersion[]> {
-  return selectRuntimeVersions(db)
-    .where('a.status', '=', LIVE_AGENT_STATUS)
-    .where((eb) =>
-      eb.or([
-        eb('v.status', 'in', RUNNING_VERSION_STATUSES),
-        eb.and([
-          eb('v.status', '=', 'DRAINING'),
-          eb.exists(eb.selectFrom('tasks as t').select('t.id').whereRef('t.current_version_id', '=', 'v.id').where('t.status', 'in', LIVE_TASK_STATUSES)),
+  return (
+    selectRuntimeVersions(db)
+      .where('a.status', '=', LIVE_AGENT_STATUS)
+      // A dev version runs on the developer's machine (`agentctl dev`), never under a runtime driver.
+      .where(sql<boolean>`left(v.image_url, ${DEV_IMAGE_PREFIX.length}) <> ${DEV_IMAGE_PREFIX}`)
+      .where((eb) =>
+        eb.or([
+          eb('v.status', 'in', RUNNING_VERSION_STATUSES),
+          eb.and([
+            eb('v.status', '=', 'DRAINING'),
+            eb.exists(eb.selectFrom('tasks as t').select('t.id').whereRef('t.current_version_id', '=', 'v.id').where('t.status', 'in', LIVE_TASK_STATUSES)),
+          ]),
         ]),
-      ]),
-    )
-    .orderBy('v.deployed_at')
-    .execute();
+      )
+      .orderBy('v.deployed_at')
+      .execute()
+  );
 }
 
 export async function runtimeVersion(db: Db, versionId: string): Promise<RuntimeVersion | undefined> {

@@ -1,8 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import type { StreamRecord } from '../../contract/conversation.js';
 import { STREAM_HEARTBEAT_MS, type RouteHost, type ServiceContext } from '../route-host.js';
-import { invalid } from '../domain/errors.js';
-import { completeDelivery, renewDeliveryLease } from '../domain/deliveries.js';
+import { conflict, invalid } from '../domain/errors.js';
+import { completeDelivery, deliveryForAnswer, deliveryNow, devVersionForPull, renewDeliveryLease } from '../domain/deliveries.js';
+import { PULL_DELIVERY_SSE_EVENT, PULL_OPEN_SSE_EVENT } from '../../contract/enums.js';
 import {
   endsStream,
   openStream,
@@ -27,6 +28,45 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
   host.handle('getEvent', async ({ params }, call) => getEvent(db, await call.access(), params.event_id));
   host.handle('reportHandlerError', async ({ params, body }, call) => reportHandlerError(db, await call.access(), params.task_id, body));
   host.handle('completeDelivery', async ({ params }, call) => completeDelivery(db, await call.access(), params.delivery_id));
+  host.handle('streamVersionDeliveries', async ({ params }, call) => {
+    const delivery = service.delivery;
+    if (!delivery) throw conflict('no_runtime', 'This server delivers nothing (it runs without a dispatcher)');
+    // Checked before the stream starts, so a refusal keeps its JSON body.
+    const version = await devVersionForPull(db, await call.access(), params.version_id);
+    const { reply, request } = call;
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': request.id });
+    raw.write(': pulling\n\n');
+    const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), service.config.streamHeartbeatMs ?? STREAM_HEARTBEAT_MS);
+    let open = true;
+    const pull = delivery.openPull(
+      version.id,
+      (item) => {
+        if (!open || raw.destroyed) return false;
+        raw.write(`event: ${PULL_DELIVERY_SSE_EVENT}\nid: ${item.delivery_id}\ndata: ${JSON.stringify(item)}\n\n`);
+        return true;
+      },
+      () => raw.destroy(),
+    );
+    raw.write(`event: ${PULL_OPEN_SSE_EVENT}\ndata: ${JSON.stringify({ stream: pull.id })}\n\n`);
+    await new Promise<void>((done) => {
+      request.raw.once('close', done);
+      raw.once('close', done);
+    });
+    open = false;
+    clearInterval(heartbeat);
+    await pull.close().catch(() => {});
+    raw.end();
+    return undefined as never;
+  });
+  host.handle('answerDelivery', async ({ params, body }, call) => {
+    const delivery = service.delivery;
+    if (!delivery) throw conflict('no_runtime', 'This server delivers nothing (it runs without a dispatcher)');
+    await deliveryForAnswer(db, await call.access(), params.delivery_id);
+    await delivery.answerPulled(params.delivery_id, body);
+    return deliveryNow(db, params.delivery_id);
+  });
   host.handle('renewDeliveryLease', async ({ params }, call) => renewDeliveryLease(db, await call.access(), params.delivery_id));
   host.handle('createMessage', async ({ body }, call) => createMessage(db, await call.access(), body));
   host.handle('updateMessage', async ({ params, body }, call) => updateMessage(db, await call.access(), params.message_id, body));

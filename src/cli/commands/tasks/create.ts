@@ -10,7 +10,10 @@ export default defineCommand({
   summary: 'Create a task on an agent (it starts RUNNING)',
   options: [
     agent,
-    { flags: '--branch <name>', description: 'Git branch (default: the one the production environment names)' },
+    {
+      flags: '--branch <name>',
+      description: 'Git branch (default: the dev branch while `agentctl dev` runs in this directory, else the one the production environment names)',
+    },
     { flags: '--name <name>', description: 'Unique task name' },
     { flags: '--params <json>', description: 'Task parameters: a JSON object, @file.json, or - for standard input' },
     { flags: '--project <id>', description: 'Use the filesystem of this project (prj_ id)', field: 'project_id' },
@@ -20,10 +23,20 @@ export default defineCommand({
   notFoundNext: 'agentctl agents list',
   handler: async (ctx, _args, options) => {
     const agent = requireAgentOption(options.agent, 'agentctl tasks create');
+    // While `agentctl dev` runs this directory's agent, tasks go to its dev branch unless told otherwise.
+    let branch = options.branch;
+    if (branch === undefined) {
+      const { liveDevSession } = await import('../../dev/session-file.js');
+      const session = liveDevSession(ctx.env, ctx.io.cwd, ctx.credentials().baseUrl);
+      if (session?.agent === agent) {
+        branch = session.branch;
+        ctx.info(`On ${branch}: agentctl dev (pid ${session.pid}) runs ${agent} from this directory; --branch main for the deployed agent`);
+      }
+    }
     const { data, raw } = await ctx.call('createTask', {
       body: {
         ...(agent.startsWith('agt_') ? { agent_id: agent } : { agent_name: agent }),
-        branch: options.branch,
+        branch,
         name: options.name,
         params: options.params !== undefined ? await readJsonObject(ctx, options.params, '--params') : undefined,
         project_id: options.project,

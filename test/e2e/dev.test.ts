@@ -1,0 +1,145 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { tempDir } from '../cli/support.js';
+import { freePort } from '../support/ports.js';
+import { createTestDatabase } from '../support/service.js';
+
+const BIN = path.resolve('bin/agentctl.js');
+const GIT_ENV = { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' };
+const engines = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])] as const;
+// local: `server start` as a developer runs it; none: stands for a remote server, which runs no
+// agents and cannot reach this machine (dev pulls its deliveries either way).
+const shapes = engines.flatMap((engine) => (['local', 'none'] as const).map((runtime) => [engine, runtime] as const));
+
+describe.each(shapes)('e2e on %s, runtime %s: agentctl dev', (engine, runtime) => {
+  const scratch = tempDir('agentctl-dev-');
+  const botDir = path.join(scratch.dir, 'bot');
+  let databaseUrl: string | undefined;
+  let dropDatabase: (() => Promise<void>) | undefined;
+  let dev: ResultPromise | undefined;
+  let devOutput = '';
+  const env = () => ({
+    AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'),
+    AGENTCTL_DATA_DIR: path.join(scratch.dir, 'data'),
+    CI: 'true',
+    ...GIT_ENV,
+    AGENTCTL_API_KEY: undefined,
+    AGENTCTL_BASE_URL: undefined,
+    AGENTCTL_PROFILE: undefined,
+    DATABASE_URL: databaseUrl,
+  });
+  const agentctl = (args: string[], cwd = botDir) => execa(process.execPath, [BIN, ...args], { env: env(), extendEnv: true, cwd, reject: false });
+  const json = async (args: string[]) => {
+    const result = await agentctl([...args, '--json']);
+    if (result.exitCode !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.exitCode}: ${result.stderr}`);
+    return JSON.parse(result.stdout);
+  };
+  const until = async <T>(what: string, check: () => Promise<T | undefined> | T | undefined): Promise<T> => {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const value = await check();
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; dev said:\n${devOutput}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const agentTexts = async (taskId: string): Promise<string[]> =>
+    (await json(['tasks', 'messages', taskId, '--limit', '500'])).messages
+      .filter((m: any) => m.author === 'agent' && m.content.type === 'text')
+      .map((m: any) => m.content.text);
+  const reply = (taskId: string, text: string) => until(`the reply "${text}"`, async () => ((await agentTexts(taskId)).includes(text) ? text : undefined));
+  const count = (pattern: RegExp) => devOutput.split('\n').filter((line) => pattern.test(line)).length;
+  const source = path.join(botDir, 'src', 'index.ts');
+  const edit = (change: (text: string) => string) => writeFileSync(source, change(readFileSync(source, 'utf8')));
+
+  beforeAll(async () => {
+    if (engine === 'postgres') {
+      const db = await createTestDatabase(process.env.TEST_DATABASE_URL, 'agentctl_dev_e2e');
+      databaseUrl = db.url;
+      dropDatabase = db.drop;
+    }
+    expect((await agentctl(['init', 'bot'], scratch.dir)).exitCode).toBe(0);
+    const started = await agentctl(['server', 'start', '--detach', '--runtime', runtime, '--port', String(await freePort())]);
+    expect(started.exitCode, started.stderr).toBe(0);
+  });
+
+  afterAll(async () => {
+    if (dev?.pid && alive(dev.pid)) process.kill(dev.pid, 'SIGKILL');
+    await agentctl(['server', 'stop']);
+    await dropDatabase?.();
+    scratch.remove();
+  });
+
+  test('dev answers, reloads on save, survives a syntax error, answers a delivery sent during a reload once, and retires on Ctrl-C', {
+    timeout: 300_000,
+  }, async () => {
+    // Without agentctl.json: how to make one, and a non-zero exit.
+    const outside = await agentctl(['dev'], scratch.dir);
+    expect(outside.exitCode).toBe(2);
+    expect(outside.stderr).toContain('No agentctl.json in');
+    expect(outside.stderr).toContain('agentctl init');
+
+    dev = execa(process.execPath, [BIN, 'dev', '--user', 'Ada Lovelace'], { env: env(), extendEnv: true, cwd: botDir, reject: false, all: true });
+    dev.all!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
+    await until('the agent to be ready', () => (count(/agent ready in/) >= 1 ? true : undefined));
+    expect(devOutput).toContain('serves dev/ada-lovelace');
+
+    // tasks create in the directory goes to the dev branch while dev runs.
+    const created = await agentctl(['tasks', 'create', '--name', 'first']);
+    expect(created.stderr).toContain('On dev/ada-lovelace: agentctl dev');
+    const task = await json(['tasks', 'get', 'first']);
+    const [devVersion] = (await json(['versions', 'list', '--branch', 'dev/ada-lovelace'])).versions;
+    expect(task.current_version_id).toBe(devVersion.id);
+    expect(devVersion).toMatchObject({ status: 'ACTIVE', image_url: expect.stringMatching(/^dev:\/\/ada-lovelace@/) });
+    expect((await agentctl(['tasks', 'send', task.id, 'hello'])).exitCode).toBe(0);
+    await reply(task.id, 'echo #1: hello');
+    // The conversation is printed beside the agent's logs.
+    await until('the conversation in the output', () => (devOutput.includes('← echo #1: hello') ? true : undefined));
+
+    // A save restarts it: the new code answers.
+    edit((text) => text.replace('`echo #${count}: ${text}`', '`v2 echo #${count}: ${text}`'));
+    await until('the restart', () => (count(/agent ready in/) >= 2 ? true : undefined));
+    expect((await agentctl(['tasks', 'send', task.id, 'again'])).exitCode).toBe(0);
+    await reply(task.id, 'v2 echo #2: again');
+
+    // A syntax error: the error is shown and the last good process keeps serving.
+    const good = readFileSync(source, 'utf8');
+    edit((text) => `${text}\nconst broken = (;\n`);
+    await until('the failed start', () => (count(/exited \(code 1\) before it was ready; still serving/) >= 1 ? true : undefined));
+    expect(devOutput).toContain('SyntaxError');
+    expect((await agentctl(['tasks', 'send', task.id, 'third'])).exitCode).toBe(0);
+    await reply(task.id, 'v2 echo #3: third');
+
+    // Fixed, and an event sent while the new process starts: it waits, and is answered once, by the new code.
+    const readyBefore = count(/agent ready in/);
+    writeFileSync(source, good.replace('`v2 echo #', '`v3 echo #'));
+    await until('the reload to start', () => (count(/changed: starting the agent/) >= 3 ? true : undefined));
+    expect((await agentctl(['tasks', 'send', task.id, 'during'])).exitCode).toBe(0);
+    await until('the reload', () => (count(/agent ready in/) > readyBefore ? true : undefined));
+    await reply(task.id, 'v3 echo #4: during');
+    expect((await agentctl(['tasks', 'send', task.id, 'after'])).exitCode).toBe(0);
+    await reply(task.id, 'v3 echo #5: after');
+    expect((await agentTexts(task.id)).filter((text) => text.endsWith(': during'))).toEqual(['v3 echo #4: during']);
+
+    // Ctrl-C: the agent stops, the dev version is retired (its task terminated), and tasks go to main again.
+    const agentPids = [...devOutput.matchAll(/pid (\d+), port/g)].map((m) => Number(m[1]));
+    process.kill(dev.pid!, 'SIGINT');
+    const result = await dev;
+    expect(result.exitCode).toBe(0);
+    expect(devOutput).toContain('dev/ada-lovelace retired');
+    expect((await json(['versions', 'get', devVersion.id])).status).toBe('RETIRED');
+    expect((await json(['tasks', 'get', task.id])).status).toBe('TERMINATED');
+    await until('the agent processes to exit', () => (agentPids.every((pid) => !alive(pid)) ? true : undefined));
+  });
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
