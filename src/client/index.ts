@@ -5,13 +5,13 @@ import { parseShape } from '../contract/shape.js';
 import { ApiRequestError, NotServiceAnswerError, ResponseShapeError, UnreachableError } from './errors.js';
 import { redactHeaders, redactJson, redactText } from './redact.js';
 import { send, TransportError, type ResponseHeaders, type Transport, type TransportResponse } from './transport.js';
-import type { StreamTaskOptions } from './stream.js';
+import type { StreamOpener, StreamTaskOptions } from './stream-core.js';
 import type { StreamRecord } from '../contract/conversation.js';
 
 export { ApiRequestError, NotServiceAnswerError, ResponseShapeError, UnreachableError, formatValidationItem } from './errors.js';
 export { redactText, redactJson } from './redact.js';
 export type { Transport, TransportRequest, TransportResponse } from './transport.js';
-export type { StreamTaskOptions } from './stream.js';
+export type { StreamTaskOptions, StreamOpener } from './stream-core.js';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -38,6 +38,11 @@ export interface ClientOptions {
    * pass the keep-alive pool of `client/undici-transport.ts`.
    */
   transport?: Transport;
+  /**
+   * How `streamTask` opens the task's stream. Default: undici (client/stream.ts). The web console
+   * passes `fetchStreamOpener()` of client/fetch-transport.ts.
+   */
+  streamOpener?: StreamOpener;
 }
 
 export interface CallOptions {
@@ -181,24 +186,26 @@ export class AgentctlClient {
   /**
    * `GET /tasks/{id}/stream`: the task's records as they happen, in sequence order, ending after
    * its terminal status; reconnects with Last-Event-ID after a dropped connection. Uses undici
-   * (loaded on first call), not the one-shot transport.
+   * (loaded on first call), not the one-shot transport, unless `streamOpener` says otherwise.
    */
   async *streamTask(taskId: string, options: StreamTaskOptions = {}): AsyncGenerator<StreamRecord> {
-    const { streamTask } = await import('./stream.js');
-    yield* streamTask(
-      {
-        baseUrl: this.baseUrl,
-        apiKey: this.options.apiKey,
-        userAgent: this.options.userAgent,
-        debug: this.options.debug,
-        toError: (status, headers, text, request) => toApiError({ status, statusText: '', headers, text }, parseJson(text), request),
-      },
-      taskId,
-      {
-        ...options,
-        signal: options.signal && this.options.signal ? AbortSignal.any([options.signal, this.options.signal]) : (options.signal ?? this.options.signal),
-      },
-    );
+    const context = {
+      baseUrl: this.baseUrl,
+      apiKey: this.options.apiKey,
+      userAgent: this.options.userAgent,
+      debug: this.options.debug,
+      toError: (status: number, headers: ResponseHeaders, text: string, request: { method: string; url: string }) =>
+        toApiError({ status, statusText: '', headers, text }, parseJson(text), request),
+    };
+    const signal = options.signal && this.options.signal ? AbortSignal.any([options.signal, this.options.signal]) : (options.signal ?? this.options.signal);
+    const opener = this.options.streamOpener;
+    if (opener) {
+      const core = await import('./stream-core.js');
+      yield* core.streamTask({ ...context, open: opener }, taskId, { ...options, signal });
+    } else {
+      const { streamTask } = await import('./stream.js');
+      yield* streamTask(context, taskId, { ...options, signal });
+    }
   }
 
   private signalFor(call: CallOptions): AbortSignal {

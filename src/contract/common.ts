@@ -24,6 +24,7 @@ export const ID_PREFIXES = {
   event: 'evt_',
   message: 'msg_',
   tracker: 'trk_',
+  consoleSession: 'ses_',
 } as const;
 
 export const TaskStatus = z.enum(TASK_STATUSES);
