@@ -152,7 +152,7 @@ _agentctl() {
     --profile) COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); return ;;
   esac
   local globals='--json --jq --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs tasks states keys groups fs completion $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs tasks states keys groups fs completion open $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get set use' -- "$cur")); return; fi ;;
@@ -234,6 +234,7 @@ _agentctl() {
     'fs pull') COMPREPLY=($(compgen -W "--fs $globals" -- "$cur")) ;;
     'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;
     'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
+    'open') COMPREPLY=($(compgen -W "--print $globals" -- "$cur")) ;;
   esac
 }
 complete -o default -F _agentctl agentctl

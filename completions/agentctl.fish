@@ -45,6 +45,7 @@ complete -c agentctl -n '__fish_use_subcommand' -a keys -d 'Create (wizard or fl
 complete -c agentctl -n '__fish_use_subcommand' -a groups -d 'List and create sharing groups, and add or remove their members'
 complete -c agentctl -n '__fish_use_subcommand' -a fs -d 'Filesystems: create, list, inspect, and push or pull a directory'
 complete -c agentctl -n '__fish_use_subcommand' -a completion -d 'Print the completion script for bash, zsh or fish'
+complete -c agentctl -n '__fish_use_subcommand' -a open -d 'Open the web console (signed in with this profile’s key) at a task, version or agent'
 complete -c agentctl -n '__fish_seen_subcommand_from auth; and not __fish_seen_subcommand_from login logout status' -a login -d 'Save an API key (and base URL) into a profile after checking it'
 complete -c agentctl -n '__fish_seen_subcommand_from auth; and not __fish_seen_subcommand_from login logout status' -a logout -d 'Remove the API key from a profile'
 complete -c agentctl -n '__fish_seen_subcommand_from auth; and not __fish_seen_subcommand_from login logout status' -a status -d 'Show the active profile, where the URL and key come from, and who the key is'
@@ -265,3 +266,4 @@ complete -c agentctl -n '__fish_seen_subcommand_from fs; and __fish_seen_subcomm
 complete -c agentctl -n '__fish_seen_subcommand_from fs; and __fish_seen_subcommand_from push' -l fs -r -d 'Filesystem (fs_ id)'
 complete -c agentctl -n '__fish_seen_subcommand_from fs; and __fish_seen_subcommand_from push' -l force -d 'Replace the remote content even if it changed since the last sync'
 complete -c agentctl -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'
+complete -c agentctl -n '__fish_seen_subcommand_from open' -l print -d 'Print the link instead of opening a browser'

@@ -128,8 +128,7 @@ export class AgentctlClient {
     // An endpoint that takes an Idempotency-Key gets one per call (the caller's, else a fresh one),
     // the same on every attempt: such a create is then as safe to retry as a GET, since the server
     // answers a repeat with the first response.
-    if (endpoint.idempotencyKey && !Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key'))
-      headers['idempotency-key'] = globalThis.crypto.randomUUID();
+    if (endpoint.idempotencyKey && !Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key')) headers['idempotency-key'] = randomKey();
     const retriable = endpoint.idempotent || endpoint.idempotencyKey === true;
     const attempts = retriable ? 1 + (this.options.retries ?? 3) : 1;
     const transport = this.options.transport ?? send;
@@ -255,6 +254,16 @@ export function createClient(options: ClientOptions): Client {
       (await client.request(name, input as never, call)).data;
   }
   return client;
+}
+
+/**
+ * A fresh Idempotency-Key. crypto.randomUUID exists in Node and in a browser's secure contexts only;
+ * the console served over plain http from a host other than localhost has getRandomValues alone.
+ */
+function randomKey(): string {
+  const crypto = globalThis.crypto;
+  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 function buildPath(template: string, params: Record<string, string>): string {

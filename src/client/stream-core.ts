@@ -2,7 +2,8 @@
 // the CLI and the ADK) or a browser's fetch (client/fetch-transport.ts, the web console). Records
 // come in sequence order; a dropped connection reconnects with Last-Event-ID.
 import { isTerminalTask } from '../contract/lifecycle.js';
-import { STREAM_RECORD_KINDS, type StreamRecord } from '../contract/conversation.js';
+import { STREAM_RECORD_KINDS } from '../contract/enums.js';
+import type { StreamRecord } from '../contract/conversation.js';
 import { UnreachableError } from './errors.js';
 import { redactHeaders } from './redact.js';
 import type { ResponseHeaders } from './transport.js';

@@ -6,20 +6,16 @@ import { z } from 'zod';
 import { Timestamp } from './common.js';
 import { Whoami } from './resources.js';
 
-/** The session cookie: HttpOnly, SameSite=Strict, Secure over https, Path=/. */
-export const SESSION_COOKIE = 'agentctl_session';
-/** The header a cookie-authenticated POST, PUT, PATCH or DELETE must carry: the session's CSRF token. */
-export const CSRF_HEADER = 'x-csrf-token';
-/** Where the console lives on the server; a sign-in link is `/console/sign-in?token=...`. */
-export const CONSOLE_PATH = '/console/';
-/** How long a session lasts at most (it ends sooner with its key's expiry, revocation or a sign-out). */
-export const SESSION_HOURS = 12;
-/** How long a one-time sign-in link works. */
-export const SIGN_IN_TOKEN_SECONDS = 120;
-
-/** What a key may do on an agent (the policy's permissions; src/server/auth/policy.ts). */
-export const AGENT_PERMISSIONS = ['discover', 'read', 'run', 'write', 'admin', 'write_task_data'] as const;
-export type AgentPermission = (typeof AGENT_PERMISSIONS)[number];
+export {
+  SESSION_COOKIE,
+  CSRF_HEADER,
+  CONSOLE_PATH,
+  SESSION_HOURS,
+  SIGN_IN_TOKEN_SECONDS,
+  AGENT_PERMISSIONS,
+  type AgentPermission,
+} from './console-constants.js';
+import { AGENT_PERMISSIONS } from './console-constants.js';
 
 export const CreateSessionRequest = z
   .object({

@@ -72,3 +72,8 @@ export const DEFAULT_RUNTIME: RuntimeName = RUNTIME_NAMES[0];
 
 /** The SSE event name of a version's log lines (GET .../logs?follow=true). */
 export const LOG_SSE_EVENT = 'log';
+
+/** The content kinds a message delta can extend, and the field it appends to (conversation.ts). */
+export const STREAMED_FIELDS = { text: 'text', reasoning: 'summary', tool_request: 'arguments' } as const;
+/** SSE `event:` names of `GET /tasks/{id}/stream` (conversation.ts). Here, without zod, for the stream reader and the console. */
+export const STREAM_RECORD_KINDS = ['event', 'message', 'message_update', 'message_delta', 'task', 'tracker'] as const;
