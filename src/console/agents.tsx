@@ -103,7 +103,10 @@ function BranchBlock({ branch, versions }: { branch: Branch; versions: Version[]
     <section class="branch" aria-labelledby={`branch-${branch.id}`}>
       <h2 id={`branch-${branch.id}`}>
         Branch <bdi class="text">{branch.git_branch}</bdi> {branch.retired_at ? <Status value="RETIRED" /> : null}
-        <span class="muted small"> · {branch.replicas} replicas wanted</span>
+        <span class="muted small">
+          {' '}
+          · {branch.replicas} {branch.replicas === 1 ? 'replica' : 'replicas'} wanted
+        </span>
       </h2>
       <table>
         <caption class="sr-only">Versions of branch {branch.git_branch}</caption>

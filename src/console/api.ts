@@ -1,7 +1,7 @@
 // The console's one client: the same typed client as the CLI (src/client), over the browser's fetch
 // with the session cookie (same origin only) instead of an API key. The session's CSRF token,
 // known after sign-in, goes with every request; the server checks it on those that change something.
-import { ApiRequestError, createClient, NotServiceAnswerError, UnreachableError } from '../client/index.js';
+import { ApiRequestError, createClient, NotServiceAnswerError, type StreamOpener, type Transport, UnreachableError } from '../client/index.js';
 import { fetchStreamOpener, fetchTransport } from '../client/fetch-transport.js';
 import { CSRF_HEADER } from '../contract/console-constants.js';
 
@@ -11,10 +11,39 @@ export const setCsrfToken = (token: string) => {
 };
 const headers = (): Record<string, string> => (csrfToken ? { [CSRF_HEADER]: csrfToken } : {});
 
+let onSessionEnded: (reason: string) => void = () => undefined;
+/** Who is told when an answer says the session is over (401: signed out elsewhere, key revoked or expired). */
+export const whenSessionEnds = (listener: (reason: string) => void) => {
+  onSessionEnded = listener;
+};
+/** A 401 while signed in (a CSRF token is held only then) ends the session, whichever view asked. */
+const noticeEnd = (status: number, text: () => string) => {
+  if (status !== 401 || !csrfToken) return;
+  let reason = 'Your session has ended.';
+  try {
+    reason = JSON.parse(text()).detail ?? reason;
+  } catch {
+    // not the service's JSON: the general sentence
+  }
+  onSessionEnded(reason);
+};
+
+const transport: Transport = async (url, request) => {
+  const response = await fetchTransport({ headers })(url, request);
+  noticeEnd(response.status, () => response.text);
+  return response;
+};
+const opener = fetchStreamOpener({ headers });
+const streamOpener: StreamOpener = async (url, init) => {
+  const opened = await opener(url, init);
+  if (opened.status === 401) noticeEnd(401, () => '');
+  return opened;
+};
+
 export const api = createClient({
   baseUrl: location.origin,
-  transport: fetchTransport({ headers }),
-  streamOpener: fetchStreamOpener({ headers }),
+  transport,
+  streamOpener,
   // Answers are checked with the contract's generated shapes: no zod in the page's download.
   shortLived: true,
   retries: 2,

@@ -4,7 +4,7 @@ import { render, type ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiRequestError } from '../client/index.js';
 import type { ConsoleSession } from '../contract/console.js';
-import { api, setCsrfToken } from './api.js';
+import { api, setCsrfToken, whenSessionEnds } from './api.js';
 import { AgentPage, AgentsPage, VersionPage } from './agents.js';
 import { KeysPage, NewKeyPage } from './keys.js';
 import { Overview } from './overview.js';
@@ -33,13 +33,7 @@ function App() {
   }, []);
 
   // Any answer of 401 means the session is over (signed out elsewhere, key revoked or expired).
-  useEffect(() => {
-    const onRejection = (event: PromiseRejectionEvent) => {
-      if (event.reason instanceof ApiRequestError && event.reason.status === 401) ended(event.reason.message);
-    };
-    window.addEventListener('unhandledrejection', onRejection);
-    return () => window.removeEventListener('unhandledrejection', onRejection);
-  }, []);
+  useEffect(() => whenSessionEnds((reason) => ended(reason)), []);
   const ended = (reason?: string) => {
     adopt(null);
     setNotice(reason ?? 'Your session has ended.');
@@ -52,7 +46,8 @@ function App() {
         onSignedIn={(s) => {
           setNotice(undefined);
           adopt(s);
-          const next = location.searchParams.get('next');
+          // From the sign-in page: where its link said (`next`); from any other page: that page.
+          const next = signingIn ? location.searchParams.get('next') : location.pathname + location.search;
           navigate(next?.startsWith(`${BASE}/`) ? next : `${BASE}/`, true);
         }}
       />

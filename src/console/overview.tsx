@@ -26,13 +26,13 @@ export function Overview() {
             <ul class="cards" aria-label="Counts">
               <li class="card">
                 <Link href={`${BASE}/agents`}>
-                  <span class="count">{data.agents}</span> agents
+                  <span class="count">{data.agents}</span> {data.agents === 1 ? 'agent' : 'agents'}
                 </Link>
               </li>
               {data.tasks.map((t) => (
                 <li class="card" key={t.status}>
                   <Link href={`${BASE}/tasks?status=${t.status}`}>
-                    <span class="count">{t.total}</span> <Status value={t.status} /> tasks
+                    <span class="count">{t.total}</span> <Status value={t.status} /> {t.total === 1 ? 'task' : 'tasks'}
                   </Link>
                 </li>
               ))}

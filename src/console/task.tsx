@@ -92,7 +92,8 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
   const [link, setLink] = useState<'connecting' | 'live' | 'reconnecting' | 'ended'>('connecting');
   const [streamError, setStreamError] = useState<unknown>();
   const [shown, setShown] = useState(SHOWN);
-  const task = model.current.task ?? initial;
+  // The stream's task records carry no relationships: the agent stays as first loaded.
+  const task = { ...initial, ...model.current.task, agents: initial.agents };
 
   useEffect(() => {
     const controller = new AbortController();
@@ -290,7 +291,7 @@ function SendEvent({ taskId }: { taskId: string }) {
         }}
         aria-describedby="event-hint"
       />
-      <span id="event-hint" class="muted small">
+      <span id="event-hint" class="muted small block">
         Ctrl+Enter sends.
       </span>
       {error !== undefined && <ErrorBox error={error} />}
