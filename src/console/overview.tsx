@@ -1,9 +1,11 @@
-import { TASK_STATUSES } from '../contract/lifecycle.js';
+import { TASK_STATUSES, type TaskStatus } from '../contract/lifecycle.js';
 import { api } from './api.js';
 import { BASE, useSession } from './session.js';
 import { Link, Pending, Status, useLoad, useTitle } from './ui.js';
 
-const COUNTED = TASK_STATUSES.filter((s) => s !== 'DELETED');
+/** Live work first, then how tasks ended. */
+const FIRST: TaskStatus[] = ['RUNNING', 'IDLE', 'COMPLETED', 'FAILED'];
+const COUNTED = [...FIRST, ...TASK_STATUSES.filter((s) => s !== 'DELETED' && !FIRST.includes(s))];
 
 /** Counts of what the key may see: agents, and tasks by status. */
 export function Overview() {

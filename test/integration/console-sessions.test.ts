@@ -20,7 +20,7 @@ describe.each(engines)('web console sessions on %s', (engine) => {
     // Twelve hours, less the moment the sign-in took.
     expect(Number(maxAge)).toBeGreaterThan(12 * 3600 - 60);
     expect(Number(maxAge)).toBeLessThanOrEqual(12 * 3600);
-    expect(answer.body).toMatchObject({ org_admin: true, key: { name: 'admin' } });
+    expect(answer.body).toMatchObject({ org_admin: true, key: { name: 'bootstrap' } });
     expect(JSON.stringify(answer.body)).not.toContain(svc.adminKey);
     const cookie = answer.cookie!;
     expect((await svc.api('GET', '/whoami', withCookie(cookie))).body.id).toBe(answer.body.key.id);
