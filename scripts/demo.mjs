@@ -121,7 +121,8 @@ try {
   process.stderr.write(`\ndemo failed: ${error.message}\n`);
   process.exitCode = 1;
 } finally {
-  if (started) agentctl(['server', 'stop']);
+  // Its record stays off stdout, so the console link is the last line there.
+  if (started) agentctl(['server', 'stop'], { capture: true });
   rmSync(scratch, { recursive: true, force: true });
 }
 
