@@ -2,7 +2,7 @@
 // npm run build: writes src/contract/routes.ts, src/contract/response-shapes.ts and README.md's endpoint
 // table from the contract's endpoint table, and src/cli/manifest.ts from
 // the commands' declarations, bundles the CLI into dist/
-// (ESM, one lazily loaded chunk per command), writes openapi.json from the contract, and regenerates
+// (ESM, one lazily loaded chunk per command), the web console into dist/console/, writes openapi.json from the contract, and regenerates
 // completions/ from the bundled CLI's registry.
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
@@ -11,6 +11,7 @@ import { isBuiltin } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { buildAdk } from './build-adk.mjs';
+import { buildConsole } from './build-console.mjs';
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const dist = path.join(root, 'dist');
@@ -219,6 +220,9 @@ function withoutBuiltinFacades(code, expected, file) {
 // The `agentctl/adk` package export: its own bundle and typed declarations.
 await buildAdk();
 
+// The web console (dist/console/), served by the server under /console/; prints its bundle budget.
+await buildConsole(root);
+
 // openapi.json from the endpoint table, exactly what GET /openapi.json serves.
 const tmp = path.join(dist, '.openapi-build.mjs');
 await build({
@@ -245,4 +249,4 @@ for (const [shell, file] of [
   const script = execFileSync(process.execPath, [path.join(dist, 'agentctl.js'), 'completion', shell], { encoding: 'utf8' });
   writeFileSync(path.join(root, 'completions', file), script);
 }
-console.log('built dist/agentctl.js, dist/adk/, openapi.json and completions/');
+console.log('built dist/agentctl.js, dist/adk/, dist/console/, openapi.json and completions/');

@@ -2,7 +2,8 @@
 // The user story of the README quick start, end to end, through the built CLI against a real server on
 // embedded PGlite with the local runtime: a new agent from `agentctl init`, deployed from git and run
 // as a real process, a task it answers, a sticky second deploy, the task migrated to it (and answered
-// by it), the logs of both versions, a rollback, and the server stopped with its agents.
+// by it), the logs of both versions, a rollback, the web console's link to the task, and the server
+// stopped with its agents.
 // Everything lives in a scratch directory, so your own agentctl profile is left alone.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -106,11 +107,22 @@ try {
   await awaitReply(task, /^echo #3: back$/);
 
   say('Done. Run your own: agentctl init, agentctl server start, agentctl deploy (see README.md)');
+
+  // Last: the web console at the demo's task, signed in by a one-time link made with the profile's key.
+  const { url } = JSON.parse(agentctl(['open', task, '--print', '--json'], { capture: true }));
+  process.stderr.write('\nThe web console, at the demo’s task (the link signs you in once, within two minutes):\n');
+  process.stdout.write(`${url}\n`);
+  if (process.stdin.isTTY) {
+    process.stderr.write('Open it now; press Enter to stop the server and end the demo.\n');
+    await new Promise((resolve) => process.stdin.once('data', resolve));
+    process.stdin.pause();
+  }
 } catch (error) {
   process.stderr.write(`\ndemo failed: ${error.message}\n`);
   process.exitCode = 1;
 } finally {
-  if (started) agentctl(['server', 'stop']);
+  // Its record stays off stdout, so the console link is the last line there.
+  if (started) agentctl(['server', 'stop'], { capture: true });
   rmSync(scratch, { recursive: true, force: true });
 }
 

@@ -5,13 +5,13 @@ import { parseShape } from '../contract/shape.js';
 import { ApiRequestError, NotServiceAnswerError, ResponseShapeError, UnreachableError } from './errors.js';
 import { redactHeaders, redactJson, redactText } from './redact.js';
 import { send, TransportError, type ResponseHeaders, type Transport, type TransportResponse } from './transport.js';
-import type { StreamTaskOptions } from './stream.js';
+import type { StreamOpener, StreamTaskOptions } from './stream-core.js';
 import type { StreamRecord } from '../contract/conversation.js';
 
 export { ApiRequestError, NotServiceAnswerError, ResponseShapeError, UnreachableError, formatValidationItem } from './errors.js';
 export { redactText, redactJson } from './redact.js';
 export type { Transport, TransportRequest, TransportResponse } from './transport.js';
-export type { StreamTaskOptions } from './stream.js';
+export type { StreamTaskOptions, StreamOpener } from './stream-core.js';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -38,6 +38,11 @@ export interface ClientOptions {
    * pass the keep-alive pool of `client/undici-transport.ts`.
    */
   transport?: Transport;
+  /**
+   * How `streamTask` opens the task's stream. Default: undici (client/stream.ts). The web console
+   * passes `fetchStreamOpener()` of client/fetch-transport.ts.
+   */
+  streamOpener?: StreamOpener;
 }
 
 export interface CallOptions {
@@ -123,8 +128,7 @@ export class AgentctlClient {
     // An endpoint that takes an Idempotency-Key gets one per call (the caller's, else a fresh one),
     // the same on every attempt: such a create is then as safe to retry as a GET, since the server
     // answers a repeat with the first response.
-    if (endpoint.idempotencyKey && !Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key'))
-      headers['idempotency-key'] = globalThis.crypto.randomUUID();
+    if (endpoint.idempotencyKey && !Object.keys(headers).some((h) => h.toLowerCase() === 'idempotency-key')) headers['idempotency-key'] = randomKey();
     const retriable = endpoint.idempotent || endpoint.idempotencyKey === true;
     const attempts = retriable ? 1 + (this.options.retries ?? 3) : 1;
     const transport = this.options.transport ?? send;
@@ -181,24 +185,26 @@ export class AgentctlClient {
   /**
    * `GET /tasks/{id}/stream`: the task's records as they happen, in sequence order, ending after
    * its terminal status; reconnects with Last-Event-ID after a dropped connection. Uses undici
-   * (loaded on first call), not the one-shot transport.
+   * (loaded on first call), not the one-shot transport, unless `streamOpener` says otherwise.
    */
   async *streamTask(taskId: string, options: StreamTaskOptions = {}): AsyncGenerator<StreamRecord> {
-    const { streamTask } = await import('./stream.js');
-    yield* streamTask(
-      {
-        baseUrl: this.baseUrl,
-        apiKey: this.options.apiKey,
-        userAgent: this.options.userAgent,
-        debug: this.options.debug,
-        toError: (status, headers, text, request) => toApiError({ status, statusText: '', headers, text }, parseJson(text), request),
-      },
-      taskId,
-      {
-        ...options,
-        signal: options.signal && this.options.signal ? AbortSignal.any([options.signal, this.options.signal]) : (options.signal ?? this.options.signal),
-      },
-    );
+    const context = {
+      baseUrl: this.baseUrl,
+      apiKey: this.options.apiKey,
+      userAgent: this.options.userAgent,
+      debug: this.options.debug,
+      toError: (status: number, headers: ResponseHeaders, text: string, request: { method: string; url: string }) =>
+        toApiError({ status, statusText: '', headers, text }, parseJson(text), request),
+    };
+    const signal = options.signal && this.options.signal ? AbortSignal.any([options.signal, this.options.signal]) : (options.signal ?? this.options.signal);
+    const opener = this.options.streamOpener;
+    if (opener) {
+      const core = await import('./stream-core.js');
+      yield* core.streamTask({ ...context, open: opener }, taskId, { ...options, signal });
+    } else {
+      const { streamTask } = await import('./stream.js');
+      yield* streamTask(context, taskId, { ...options, signal });
+    }
   }
 
   private signalFor(call: CallOptions): AbortSignal {
@@ -248,6 +254,16 @@ export function createClient(options: ClientOptions): Client {
       (await client.request(name, input as never, call)).data;
   }
   return client;
+}
+
+/**
+ * A fresh Idempotency-Key. crypto.randomUUID exists in Node and in a browser's secure contexts only;
+ * the console served over plain http from a host other than localhost has getRandomValues alone.
+ */
+function randomKey(): string {
+  const crypto = globalThis.crypto;
+  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 function buildPath(template: string, params: Record<string, string>): string {

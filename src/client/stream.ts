@@ -1,152 +1,34 @@
 // The long-lived path: `GET /tasks/{id}/stream` over undici (keep-alive pool, streaming body,
 // HTTP(S)_PROXY / NO_PROXY through EnvHttpProxyAgent). Loaded only by callers that stream, so the
-// CLI's one-shot commands never pay for undici.
+// CLI's one-shot commands never pay for undici. The reading and reconnecting is stream-core.ts's.
 import { EnvHttpProxyAgent, request, type Dispatcher } from 'undici';
-import { isTerminalTask } from '../contract/lifecycle.js';
-import { STREAM_RECORD_KINDS, type StreamRecord } from '../contract/conversation.js';
-import { UnreachableError } from './errors.js';
-import { redactHeaders } from './redact.js';
+import { streamTask as streamTaskOver, type StreamContext, type StreamOpener, type StreamTaskOptions } from './stream-core.js';
+import type { StreamRecord } from '../contract/conversation.js';
 
-export interface StreamTaskOptions {
-  /** Start after this sequence_id (default 0: from the beginning). */
-  afterSequenceId?: number;
-  signal?: AbortSignal;
-  /** Consecutive failed connections before giving up (default 8; Infinity: never); a received record resets the count. */
-  maxReconnects?: number;
-  /** First reconnect delay in milliseconds (default 250), doubling up to 5 s. */
-  backoffMs?: number;
-  /** A connection silent this long (no record, no heartbeat) counts as dropped (default 60 s). */
-  idleTimeoutMs?: number;
-  /** Told of each failed connection before the wait to reconnect: what failed, the attempt (1, 2, ...) and the wait. */
-  onRetry?: (failure: string, attempt: number, delayMs: number) => void;
-  /** Told when the stream answers again after failed attempts. */
-  onReconnected?: () => void;
-}
-
-export interface StreamContext {
-  baseUrl: string;
-  apiKey?: string;
-  userAgent?: string;
-  debug?: (line: string) => void;
-  /** Builds the error for a non-2xx answer (the client's own mapping of error bodies). */
-  toError: (status: number, headers: { get(name: string): string | null }, text: string, request: { method: string; url: string }) => Error;
-}
+export { parseSse, type StreamTaskOptions, type StreamOpener, type OpenedStream } from './stream-core.js';
 
 let sharedDispatcher: Dispatcher | undefined;
 /** One pool per process: environment proxies honoured, connections kept alive between reconnects. */
 const dispatcher = () => (sharedDispatcher ??= new EnvHttpProxyAgent());
 
-const isTerminal = (record: StreamRecord) => record.kind === 'task' && isTerminalTask(record.data.status);
-const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+/** Opens a stream with undici; a server that accepts but never answers counts as dropped too. */
+export const undiciStreamOpener: StreamOpener = async (url, { headers, signal, idleTimeoutMs }) => {
+  const response = await request(url, { method: 'GET', headers, dispatcher: dispatcher(), signal, headersTimeout: idleTimeoutMs, bodyTimeout: idleTimeoutMs });
+  return {
+    status: response.statusCode,
+    headers: {
+      get(name) {
+        const value = response.headers[name.toLowerCase()];
+        return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+      },
+    },
+    body: response.body,
+    text: () => response.body.text(),
+    close: () => response.body.destroy(),
+  };
+};
 
-/**
- * The task's stream records in sequence order. Ends after the task's terminal status record; a
- * dropped connection reconnects with `Last-Event-ID`, so nothing is lost or repeated.
- */
-export async function* streamTask(ctx: StreamContext, taskId: string, options: StreamTaskOptions = {}): AsyncGenerator<StreamRecord> {
-  let lastId = options.afterSequenceId ?? 0;
-  let failures = 0;
-  const url = `${ctx.baseUrl}/tasks/${encodeURIComponent(taskId)}/stream`;
-  for (;;) {
-    options.signal?.throwIfAborted();
-    const headers: Record<string, string> = { accept: 'text/event-stream', 'last-event-id': String(lastId) };
-    if (ctx.apiKey) headers.authorization = `Bearer ${ctx.apiKey}`;
-    if (ctx.userAgent) headers['user-agent'] = ctx.userAgent;
-    ctx.debug?.(`→ GET ${url} ${JSON.stringify(redactHeaders(headers))}`);
-    let failure: string;
-    try {
-      const response = await request(url, {
-        method: 'GET',
-        headers,
-        dispatcher: dispatcher(),
-        signal: options.signal,
-        // A server that accepts but never answers counts as dropped too, not as a wait without end.
-        headersTimeout: options.idleTimeoutMs ?? 60_000,
-        bodyTimeout: options.idleTimeoutMs ?? 60_000,
-      });
-      ctx.debug?.(`← ${response.statusCode} GET ${url} (request ${response.headers['x-request-id'] ?? '-'})`);
-      if (response.statusCode !== 200) {
-        const text = await response.body.text();
-        if (!RETRY_STATUSES.has(response.statusCode)) {
-          const get = (name: string) => {
-            const value = response.headers[name.toLowerCase()];
-            return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
-          };
-          throw ctx.toError(response.statusCode, { get }, text, { method: 'GET', url });
-        }
-        failure = `HTTP ${response.statusCode}`;
-      } else {
-        if (failures > 0) options.onReconnected?.();
-        for await (const record of parseSse(response.body)) {
-          if (record.sequence_id <= lastId) continue;
-          lastId = record.sequence_id;
-          failures = 0;
-          yield record;
-          if (isTerminal(record)) {
-            response.body.destroy();
-            return;
-          }
-        }
-        failure = 'the server closed the stream';
-      }
-    } catch (error) {
-      if (options.signal?.aborted) throw options.signal.reason;
-      if (!isConnectionFailure(error)) throw error;
-      failure = (error as { code?: string }).code ?? String(error);
-    }
-    if (++failures > (options.maxReconnects ?? 8)) throw new UnreachableError(ctx.baseUrl, failure);
-    ctx.debug?.(`stream dropped (${failure}); reconnecting after ${lastId}`);
-    const base = Math.min((options.backoffMs ?? 250) * 2 ** (failures - 1), 5000);
-    const delay = base / 2 + Math.random() * (base / 2);
-    options.onRetry?.(failure, failures, delay);
-    await sleep(delay, options.signal);
-  }
-}
-
-function isConnectionFailure(error: unknown): boolean {
-  const code = (error as { code?: string })?.code ?? '';
-  return code.startsWith('UND_ERR') || code.startsWith('E') || (error as Error)?.name === 'SocketError';
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** Server-Sent Events -> stream records: `id:` the sequence_id, `event:` the kind, `data:` the JSON. */
-export async function* parseSse(body: AsyncIterable<Buffer | Uint8Array | string>): AsyncGenerator<StreamRecord> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of body) {
-    buffer += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
-    let end: number;
-    while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + (buffer[end] === '\r' ? 4 : 2));
-      let id: string | undefined;
-      let kind: string | undefined;
-      const data: string[] = [];
-      for (const line of block.split(/\r?\n/)) {
-        if (line === '' || line.startsWith(':')) continue;
-        const colon = line.indexOf(':');
-        const field = colon < 0 ? line : line.slice(0, colon);
-        const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-        if (field === 'id') id = value;
-        else if (field === 'event') kind = value;
-        else if (field === 'data') data.push(value);
-      }
-      if (id === undefined || kind === undefined || !data.length) continue;
-      if (!(STREAM_RECORD_KINDS as readonly string[]).includes(kind)) continue;
-      yield { kind, sequence_id: Number(id), data: JSON.parse(data.join('\n')) } as StreamRecord;
-    }
-  }
+/** streamTask over undici. */
+export function streamTask(ctx: Omit<StreamContext, 'open'>, taskId: string, options: StreamTaskOptions = {}): AsyncGenerator<StreamRecord> {
+  return streamTaskOver({ ...ctx, open: undiciStreamOpener }, taskId, options);
 }

@@ -25,6 +25,7 @@ export const ID_PREFIXES = {
   message: 'msg_',
   tracker: 'trk_',
   schedule: 'sch_',
+  consoleSession: 'ses_',
 } as const;
 
 export const TaskStatus = z.enum(TASK_STATUSES);

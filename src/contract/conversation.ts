@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { JsonObject, QueryInt, Timestamp } from './common.js';
 import type { Task } from './resources.js';
-import { ACP_METHODS, EVENT_LIST_LIMIT, MESSAGE_LIST_LIMIT, MESSAGE_TEXT_MAX } from './enums.js';
+import { ACP_METHODS, EVENT_LIST_LIMIT, MESSAGE_LIST_LIMIT, MESSAGE_TEXT_MAX, STREAM_RECORD_KINDS, STREAMED_FIELDS } from './enums.js';
 
 // ---- content ------------------------------------------------------------------------------------
 
@@ -39,7 +39,7 @@ export type MessageContent = z.infer<typeof MessageContent>;
  * The content kinds a delta can extend, and the field it appends to. A delta to any other kind is
  * refused (409 `message_not_streamable`).
  */
-export const STREAMED_FIELDS = { text: 'text', reasoning: 'summary', tool_request: 'arguments' } as const;
+export { STREAMED_FIELDS };
 export type StreamableType = keyof typeof STREAMED_FIELDS;
 export const isStreamable = (type: string): type is StreamableType => Object.hasOwn(STREAMED_FIELDS, type);
 /** What a client may send: a bare string is stored as a TextPart. */
@@ -249,7 +249,7 @@ export type DeliveryAnswerRequest = z.infer<typeof DeliveryAnswerRequest>;
 // ---- the stream -----------------------------------------------------------------------------------
 
 /** SSE `event:` names of `GET /tasks/{id}/stream`; `id:` is the sequence_id, `data:` the record. */
-export const STREAM_RECORD_KINDS = ['event', 'message', 'message_update', 'message_delta', 'task', 'tracker'] as const;
+export { STREAM_RECORD_KINDS };
 export type StreamRecordKind = (typeof STREAM_RECORD_KINDS)[number];
 export type StreamRecord =
   | { kind: 'event'; sequence_id: number; data: Event }

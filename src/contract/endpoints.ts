@@ -64,6 +64,7 @@ import {
 } from './resources.js';
 import { CreateScheduleRequest, ListSchedulesQuery, Schedule, ScheduleList, ScheduleTick } from './schedules.js';
 import { StatusQuery, StatusReport } from './status.js';
+import { Access, AccessQuery, ConsoleSession, CreateSessionRequest, SignInToken } from './console.js';
 import { ArchiveBody, CreateFilesystemRequest, FileManifest, Filesystem, FilesystemList, SystemFolderType } from './filesystems.js';
 
 /**
@@ -1193,6 +1194,58 @@ export const endpoints = lazyTable({
       tag: 'keys',
       params: id('key_id'),
       response: CreateKeyResponse,
+    }),
+  // the web console's sessions (README "Web console")
+  createSession: () =>
+    ep({
+      method: 'POST',
+      path: '/sessions',
+      status: 201,
+      auth: false,
+      summary: 'Sign in to the console with an API key or a one-time token; sets the session cookie',
+      tag: 'console',
+      body: CreateSessionRequest,
+      responseHeaders: { 'Set-Cookie': '`agentctl_session`: HttpOnly, SameSite=Strict, Secure over https' },
+      response: ConsoleSession,
+    }),
+  getSession: () =>
+    ep({
+      method: 'GET',
+      path: '/sessions/current',
+      status: 200,
+      idempotent: true,
+      summary: 'The console session of this cookie',
+      tag: 'console',
+      response: ConsoleSession,
+    }),
+  deleteSession: () =>
+    ep({
+      method: 'DELETE',
+      path: '/sessions/current',
+      status: 200,
+      summary: 'Sign out: ends the session of this cookie',
+      tag: 'console',
+      response: DeleteResponse,
+    }),
+  createSignInToken: () =>
+    ep({
+      method: 'POST',
+      path: '/sessions/sign-in-tokens',
+      status: 201,
+      summary: 'A one-time console sign-in link for the calling key (used by `agentctl open`)',
+      tag: 'console',
+      response: SignInToken,
+    }),
+  getAccess: () =>
+    ep({
+      method: 'GET',
+      path: '/access',
+      status: 200,
+      idempotent: true,
+      summary: 'What the calling key may do: org admin, and its permissions on an agent',
+      tag: 'console',
+      query: AccessQuery,
+      response: Access,
     }),
   createGroup: () =>
     ep({

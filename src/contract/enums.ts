@@ -97,3 +97,7 @@ export const SCHEDULE_TICK_KINDS = ['scheduled', 'catch_up', 'manual'] as const;
 export const MISSED_TICK_GRACE_MS = 10_000;
 /** Ticks listed with a schedule (`GET /schedules/{id}`): the most recent ones. */
 export const SCHEDULE_RECENT_TICKS = 10;
+/** The content kinds a message delta can extend, and the field it appends to (conversation.ts). */
+export const STREAMED_FIELDS = { text: 'text', reasoning: 'summary', tool_request: 'arguments' } as const;
+/** SSE `event:` names of `GET /tasks/{id}/stream` (conversation.ts). Here, without zod, for the stream reader and the console. */
+export const STREAM_RECORD_KINDS = ['event', 'message', 'message_update', 'message_delta', 'task', 'tracker'] as const;

@@ -19,6 +19,7 @@ import { authentication } from './http/authentication.js';
 import { rateLimit } from './http/rate-limit.js';
 import { registerEndpoints } from './http/endpoint-routes.js';
 import { metricsAndOpenApi } from './http/metrics-and-openapi.js';
+import { consolePages } from './http/console.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 export { EndpointCoverageError } from './http/endpoint-routes.js';
@@ -34,6 +35,8 @@ export interface AppOptions {
   blobs?: BlobStore;
   /** Registers the handlers (default: every route module); each endpoint must get exactly one. */
   registerRoutes?: (host: RouteHost, service: ServiceContext) => void;
+  /** The web console's built files (default: dist/console of this package). */
+  consoleDir?: string;
 }
 
 export const defaultConfig = (): ServiceConfig => ({
@@ -60,6 +63,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     await app.register(rateLimit, { config });
     registerEndpoints(app, service, options.registerRoutes ?? registerRoutes);
     await app.register(metricsAndOpenApi, { service, serviceVersion: SERVICE_VERSION });
+    await app.register(consolePages, { dir: options.consoleDir });
   } catch (error) {
     await app.close();
     throw error;

@@ -206,6 +206,22 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     updated_at: 'timestamp with time zone',
     runtime_agent_id: 'text null',
   },
+  console_sessions: {
+    id: 'text',
+    key_id: 'text',
+    token_hash: 'text',
+    user_agent: 'text',
+    created_at: 'timestamp with time zone',
+    expires_at: 'timestamp with time zone',
+    ended_at: 'timestamp with time zone null',
+  },
+  console_sign_in_tokens: {
+    token_hash: 'text',
+    key_id: 'text',
+    created_at: 'timestamp with time zone',
+    expires_at: 'timestamp with time zone',
+    used_at: 'timestamp with time zone null',
+  },
   branches: {
     id: 'text',
     agent_id: 'text',

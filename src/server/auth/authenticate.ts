@@ -85,6 +85,53 @@ export class Authenticator {
     return entry.actor;
   }
 
+  /**
+   * A console session's cookie token -> the actor of the key that opened it, and the session's id.
+   * Read with the key on every request (no cache): a revoked or expired key, an ended or expired
+   * session answers 401 at once.
+   */
+  async authenticateSession(token: string): Promise<{ actor: Actor; sessionId: string }> {
+    if (!/^[A-Za-z0-9_-]{43}$/.test(token)) throw unauthorized('Invalid console session: sign in again');
+    const row = await this.db
+      .selectFrom('console_sessions as s')
+      .innerJoin('api_keys as k', 'k.id', 's.key_id')
+      .select([
+        's.id as session_id',
+        's.expires_at as session_expires_at',
+        's.ended_at',
+        'k.id',
+        'k.org_id',
+        'k.name',
+        'k.expires_at',
+        'k.revoked_at',
+        'k.runtime_agent_id',
+      ])
+      .where('s.token_hash', '=', hashSecret(token))
+      .executeTakeFirst();
+    const now = Date.now();
+    if (!row || row.ended_at || new Date(row.session_expires_at).getTime() <= now) throw unauthorized('The console session has ended: sign in again');
+    if (row.revoked_at) throw unauthorized('The API key of this console session has been revoked: the session has ended');
+    if (row.expires_at && new Date(row.expires_at).getTime() <= now) throw unauthorized('The API key of this console session has expired');
+    this.used.set(row.id, now);
+    return {
+      actor: { keyId: row.id, orgId: row.org_id, name: row.name, ...(row.runtime_agent_id ? { runtimeAgentId: row.runtime_agent_id } : {}) },
+      sessionId: row.session_id,
+    };
+  }
+
+  /** The actor of a key by its id (a spent sign-in token names one): 401 when revoked or expired. */
+  async authenticateKeyId(keyId: string): Promise<Actor> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select(['id', 'org_id', 'name', 'expires_at', 'revoked_at', 'runtime_agent_id'])
+      .where('id', '=', keyId)
+      .executeTakeFirst();
+    if (!row) throw unauthorized('Invalid API key');
+    if (row.revoked_at) throw unauthorized('API key has been revoked');
+    if (row.expires_at && new Date(row.expires_at).getTime() <= Date.now()) throw unauthorized('API key has expired');
+    return { keyId: row.id, orgId: row.org_id, name: row.name, ...(row.runtime_agent_id ? { runtimeAgentId: row.runtime_agent_id } : {}) };
+  }
+
   /** Drops cached lookups now (this process's own revocations take effect at once). */
   invalidate(): void {
     this.cache.clear();

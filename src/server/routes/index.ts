@@ -15,6 +15,7 @@ import { registerFilesystemRoutes } from './filesystems.js';
 import { registerRuntimeRoutes } from './runtime.js';
 import { registerScheduleRoutes } from './schedules.js';
 import { registerStatusRoutes } from './status.js';
+import { registerSessionRoutes } from './sessions.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
@@ -33,4 +34,5 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerRuntimeRoutes(host, service);
   registerScheduleRoutes(host, service);
   registerStatusRoutes(host, service);
+  registerSessionRoutes(host, service);
 }

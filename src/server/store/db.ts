@@ -54,6 +54,24 @@ export interface ApiKeysTable {
   /** Set on a runtime key: the one agent it may act for (README "Delivery to agents, in short"). */
   runtime_agent_id: Generated<string | null>;
 }
+/** 015: a web console session, tied to the key that opened it. */
+export interface ConsoleSessionsTable {
+  id: string;
+  key_id: string;
+  token_hash: string;
+  user_agent: Generated<string>;
+  created_at: Timestamptz;
+  expires_at: Date;
+  ended_at: Date | null;
+}
+/** 015: a one-time sign-in link's token (`agentctl open`). */
+export interface ConsoleSignInTokensTable {
+  token_hash: string;
+  key_id: string;
+  created_at: Timestamptz;
+  expires_at: Date;
+  used_at: Date | null;
+}
 export interface GroupsTable {
   id: string;
   org_id: string;
@@ -367,6 +385,8 @@ export interface Database {
   task_system_folders: TaskSystemFoldersTable;
   schedules: SchedulesTable;
   schedule_ticks: ScheduleTicksTable;
+  console_sessions: ConsoleSessionsTable;
+  console_sign_in_tokens: ConsoleSignInTokensTable;
 }
 
 export type Db = Kysely<Database>;

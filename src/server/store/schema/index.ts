@@ -9,6 +9,7 @@ import * as deliveryCompletion from './007_delivery_completion.js';
 import * as wireDetails from './008_wire_details.js';
 import * as streaming from './009_streaming.js';
 import * as schedules from './012_schedules.js';
+import * as consoleSessions from './015_console_sessions.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -28,4 +29,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '008_wire_details': wireDetails,
   '009_streaming': streaming,
   '012_schedules': schedules,
+  '015_console_sessions': consoleSessions,
 };

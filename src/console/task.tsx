@@ -1,0 +1,369 @@
+// A task: its live conversation over the task's stream (GET /tasks/{id}/stream through the client,
+// which resumes after a dropped connection with Last-Event-ID, so nothing shows twice), sending an
+// event, cancelling, and its state. Everything an agent wrote is rendered as text, never as markup.
+import { useEffect, useReducer, useRef, useState } from 'preact/hooks';
+import type { Content, Message, MessageContent, MessageDelta } from '../contract/conversation.js';
+import { STREAMED_FIELDS } from '../contract/enums.js';
+import { isTerminalTask } from '../contract/lifecycle.js';
+import type { Task } from '../contract/resources.js';
+import { api } from './api.js';
+import { BASE } from './session.js';
+import { ErrorBox, Link, Pending, Status, useLoad, useTitle, when } from './ui.js';
+
+type Item =
+  | { kind: 'event'; key: string; seq: number; content: Content; at: string }
+  | { kind: 'message'; key: string; seq: number; message: Message }
+  | { kind: 'status'; key: string; seq: number; status: string; reason: string | null | undefined };
+
+/** The conversation as the stream builds it: records applied in sequence order, deltas appended at their offset. */
+class Conversation {
+  items: Item[] = [];
+  private messages = new Map<string, Extract<Item, { kind: 'message' }>>();
+  lastStatus: string | null | undefined;
+  task?: Task;
+
+  apply(record: import('../contract/conversation.js').StreamRecord): void {
+    switch (record.kind) {
+      case 'event':
+        this.items.push({ kind: 'event', key: record.data.id, seq: record.sequence_id, content: record.data.content, at: record.data.created_at });
+        return;
+      case 'message':
+      case 'message_update': {
+        const known = this.messages.get(record.data.id);
+        if (known) known.message = record.data;
+        else {
+          const item = { kind: 'message' as const, key: record.data.id, seq: record.sequence_id, message: record.data };
+          this.messages.set(record.data.id, item);
+          this.items.push(item);
+        }
+        return;
+      }
+      case 'message_delta':
+        this.delta(record.data);
+        return;
+      case 'task':
+        this.task = record.data;
+        if (record.data.status !== this.lastStatus) {
+          if (this.lastStatus !== undefined)
+            this.items.push({
+              kind: 'status',
+              key: `status-${record.sequence_id}`,
+              seq: record.sequence_id,
+              status: record.data.status ?? '',
+              reason: record.data.status_reason,
+            });
+          this.lastStatus = record.data.status;
+        }
+        return;
+      case 'tracker':
+        return;
+    }
+  }
+
+  private delta(delta: MessageDelta): void {
+    const item = this.messages.get(delta.message_id);
+    if (!item) return;
+    const content = item.message.content as Record<string, unknown> & MessageContent;
+    const field = STREAMED_FIELDS[content.type as keyof typeof STREAMED_FIELDS];
+    if (!field) return;
+    const current = String(content[field] ?? '');
+    // A delta's offset is where it starts in the field: a repeat of text already here adds nothing.
+    const fresh = delta.offset >= current.length ? delta.delta : delta.delta.slice(current.length - delta.offset);
+    item.message = { ...item.message, content: { ...content, [field]: current + fresh } as MessageContent };
+  }
+}
+
+const SHOWN = 200;
+
+export function TaskPage({ taskId }: { taskId: string }) {
+  const loaded = useLoad(async () => {
+    const task = await api.getTask({ params: { task_id: taskId }, query: { relationships: ['agents'] } });
+    const agentId = task.agents?.[0]?.id;
+    const access = agentId ? await api.getAccess({ query: { agent_id: agentId } }) : { org_admin: false, agent: null };
+    return { task, permissions: access.agent?.permissions ?? [] };
+  }, [taskId]);
+  useTitle(loaded.data ? (loaded.data.task.name ?? taskId) : 'Task');
+  return <Pending loaded={loaded}>{(data) => <TaskView key={taskId} initial={data.task} canRun={data.permissions.includes('run')} />}</Pending>;
+}
+
+function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
+  const model = useRef(new Conversation());
+  const [, redraw] = useReducer((n: number) => n + 1, 0);
+  const [link, setLink] = useState<'connecting' | 'live' | 'reconnecting' | 'ended'>('connecting');
+  const [streamError, setStreamError] = useState<unknown>();
+  const [shown, setShown] = useState(SHOWN);
+  // The stream's task records carry no relationships: the agent stays as first loaded.
+  const task = { ...initial, ...model.current.task, agents: initial.agents };
+
+  useEffect(() => {
+    const controller = new AbortController();
+    let frame = 0;
+    // Many deltas a second: one render per animation frame.
+    const schedule = () => {
+      if (!frame)
+        frame = requestAnimationFrame(() => {
+          frame = 0;
+          redraw(0);
+        });
+    };
+    (async () => {
+      try {
+        for await (const record of api.streamTask(initial.id, {
+          signal: controller.signal,
+          maxReconnects: Number.POSITIVE_INFINITY,
+          onRetry: () => setLink('reconnecting'),
+          onReconnected: () => setLink('live'),
+        })) {
+          setLink('live');
+          model.current.apply(record);
+          schedule();
+        }
+        setLink('ended');
+      } catch (error) {
+        if (!controller.signal.aborted) {
+          setStreamError(error);
+          setLink('ended');
+        }
+      }
+    })();
+    return () => {
+      controller.abort();
+      cancelAnimationFrame(frame);
+    };
+  }, [initial.id]);
+
+  const items = model.current.items;
+  const hidden = Math.max(0, items.length - shown);
+  const terminal = isTerminalTask(task.status);
+  return (
+    <section class="task">
+      <h1>
+        Task {task.name ? <bdi class="text">{task.name}</bdi> : <code>{task.id}</code>} <Status value={task.status} />
+      </h1>
+      <p class="muted small">
+        <code>{task.id}</code> · created {when(task.created_at)}
+        {task.agents?.[0] && (
+          <>
+            {' '}
+            · agent <Link href={`${BASE}/agents/${task.agents[0].id}`}>{task.agents[0].name}</Link>
+          </>
+        )}
+        {task.current_version_id && (
+          <>
+            {' '}
+            · <Link href={`${BASE}/versions/${task.current_version_id}`}>its version</Link>
+          </>
+        )}
+        {task.status_reason && <> · {task.status_reason}</>}
+      </p>
+      <p class={`link ${link}`} role="status">
+        {{ connecting: 'Connecting…', live: 'Live', reconnecting: 'Connection lost: reconnecting…', ended: 'The task has ended' }[link]}
+      </p>
+      {streamError !== undefined && <ErrorBox error={streamError} />}
+      <h2 id="conversation-title">Conversation</h2>
+      {hidden > 0 && (
+        <button type="button" onClick={() => setShown(shown + SHOWN)}>
+          Show {Math.min(hidden, SHOWN)} earlier ({hidden} hidden)
+        </button>
+      )}
+      <div role="log" aria-labelledby="conversation-title" aria-live="polite">
+        <ol class="conversation">
+          {items.slice(hidden).map((item) => (
+            <ItemView key={item.key} item={item} />
+          ))}
+          {items.length === 0 && link !== 'connecting' && <li class="empty">Nothing yet.</li>}
+        </ol>
+      </div>
+      {canRun && !terminal && <SendEvent taskId={task.id} />}
+      {canRun && !terminal && <CancelTask taskId={task.id} />}
+      {!canRun && <p class="muted small">Your API key may read this task but not run it: sending events and cancelling are not offered.</p>}
+      <TaskState taskId={task.id} />
+    </section>
+  );
+}
+
+function ItemView({ item }: { item: Item }) {
+  if (item.kind === 'status')
+    return (
+      <li class="status-change">
+        Status: <Status value={item.status} /> {item.reason && <span class="text muted">{item.reason}</span>}
+      </li>
+    );
+  if (item.kind === 'event')
+    return (
+      <li class="bubble user" data-kind="event">
+        <span class="who">you</span>
+        <ContentView content={item.content} />
+      </li>
+    );
+  const m = item.message;
+  return (
+    <li class={`bubble ${m.author}`} data-kind={m.content.type} data-streaming={m.streaming_status ?? undefined}>
+      <span class="who">{m.author}</span>
+      <ContentView content={m.content} />
+      {m.streaming_status === 'IN_PROGRESS' && (
+        <span class="muted small" aria-hidden="true">
+          {' '}
+          writing…
+        </span>
+      )}
+      {(m.streaming_status === 'FAILED' || m.streaming_status === 'INTERRUPTED') && (
+        <p class="muted small">
+          <Status value={m.streaming_status} /> <span class="text">{m.streaming_error}</span>
+        </p>
+      )}
+    </li>
+  );
+}
+
+function ContentView({ content }: { content: MessageContent }) {
+  switch (content.type) {
+    case 'text':
+      return (
+        <div class="text message-text" dir="auto">
+          {content.text}
+        </div>
+      );
+    case 'reasoning':
+      return (
+        <details class="reasoning">
+          <summary>Reasoning</summary>
+          <div class="text message-text" dir="auto">
+            {content.summary}
+          </div>
+        </details>
+      );
+    case 'tool_request':
+      return (
+        <div class="tool">
+          <span class="muted small">Tool call</span> <code class="text">{content.name}</code>
+          <pre class="text">{content.arguments}</pre>
+        </div>
+      );
+    case 'tool_response':
+      return (
+        <div class="tool">
+          <span class="muted small">{content.error ? 'Tool error' : 'Tool result'}</span>
+          <pre class="text">{content.error ?? JSON.stringify(content.result, null, 2)}</pre>
+        </div>
+      );
+    case 'data':
+      return <pre class="text">{JSON.stringify(content.data, null, 2)}</pre>;
+  }
+}
+
+function SendEvent({ taskId }: { taskId: string }) {
+  const [text, setText] = useState('');
+  const [error, setError] = useState<unknown>();
+  const [busy, setBusy] = useState(false);
+  const send = async () => {
+    if (!text.trim()) return;
+    setBusy(true);
+    setError(undefined);
+    try {
+      await api.createEvent({ params: { task_id: taskId }, body: { content: text } });
+      setText('');
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form
+      class="send"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void send();
+      }}
+    >
+      <label for="event-text">Send an event</label>
+      <textarea
+        id="event-text"
+        rows={3}
+        value={text}
+        onInput={(e) => setText(e.currentTarget.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+            e.preventDefault();
+            void send();
+          }
+        }}
+        aria-describedby="event-hint"
+      />
+      <span id="event-hint" class="muted small block">
+        Ctrl+Enter sends.
+      </span>
+      {error !== undefined && <ErrorBox error={error} />}
+      <button type="submit" class="primary" disabled={busy || !text.trim()}>
+        {busy ? 'Sending…' : 'Send'}
+      </button>
+    </form>
+  );
+}
+
+function CancelTask({ taskId }: { taskId: string }) {
+  const [asking, setAsking] = useState(false);
+  const [error, setError] = useState<unknown>();
+  return (
+    <div class="danger-zone">
+      {error !== undefined && <ErrorBox error={error} />}
+      {asking ? (
+        <>
+          <span>Cancel this task? The agent is told to stop.</span>{' '}
+          <button
+            type="button"
+            class="danger"
+            onClick={async () => {
+              try {
+                await api.cancelTask({ params: { task_id: taskId } });
+                setAsking(false);
+              } catch (e) {
+                setError(e);
+              }
+            }}
+          >
+            Cancel the task
+          </button>{' '}
+          <button type="button" onClick={() => setAsking(false)}>
+            Keep it
+          </button>
+        </>
+      ) : (
+        <button type="button" onClick={() => setAsking(true)}>
+          Cancel task…
+        </button>
+      )}
+    </div>
+  );
+}
+
+function TaskState({ taskId }: { taskId: string }) {
+  const loaded = useLoad(() => api.listStates({ query: { task_id: taskId } }), [taskId]);
+  return (
+    <section aria-labelledby="state-title">
+      <h2 id="state-title">
+        State{' '}
+        <button type="button" class="small" onClick={loaded.reload}>
+          Reload
+        </button>
+      </h2>
+      <Pending loaded={loaded}>
+        {(data) =>
+          data.states.length === 0 ? (
+            <p class="empty">No state written yet.</p>
+          ) : (
+            data.states.map((s) => (
+              <div key={s.id}>
+                <p class="muted small">
+                  <code>{s.id}</code> · version {s.version} · updated {when(s.updated_at)}
+                </p>
+                <pre class="json text">{JSON.stringify(s.state, null, 2)}</pre>
+              </div>
+            ))
+          )
+        }
+      </Pending>
+    </section>
+  );
+}

@@ -1,0 +1,145 @@
+// Small pieces every view uses: links that route in the page, the async-load hook, errors in words,
+// status badges and the pager.
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { describeError } from './api.js';
+
+type Listener = () => void;
+const listeners = new Set<Listener>();
+
+/** Goes to a console path without reloading the page. */
+export function navigate(to: string, replace = false): void {
+  if (replace) history.replaceState(null, '', to);
+  else history.pushState(null, '', to);
+  for (const l of listeners) l();
+  window.scrollTo(0, 0);
+}
+
+/** The current location (path and query), re-rendering on navigation. */
+export function useLocation(): URL {
+  const [, setTick] = useState(0);
+  useEffect(() => {
+    const update = () => setTick((t) => t + 1);
+    listeners.add(update);
+    window.addEventListener('popstate', update);
+    return () => {
+      listeners.delete(update);
+      window.removeEventListener('popstate', update);
+    };
+  }, []);
+  return new URL(location.href);
+}
+
+export function Link(props: { href: string; children: ComponentChildren; class?: string; 'aria-current'?: 'page' | undefined }) {
+  return (
+    <a
+      href={props.href}
+      class={props.class}
+      aria-current={props['aria-current']}
+      onClick={(e) => {
+        if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+        e.preventDefault();
+        navigate(props.href);
+      }}
+    >
+      {props.children}
+    </a>
+  );
+}
+
+export type Loaded<T> = { data?: T; error?: unknown; loading: boolean; reload: () => void };
+
+/** Runs `load` when `deps` change; the answer, the error, and a reload. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): Loaded<T> {
+  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
+  const [tick, setTick] = useState(0);
+  const current = useRef(0);
+  useEffect(() => {
+    const run = ++current.current;
+    setState((s) => ({ data: s.data, loading: true }));
+    load().then(
+      (data) => run === current.current && setState({ data, loading: false }),
+      (error) => run === current.current && setState({ error, loading: false }),
+    );
+  }, [...deps, tick]);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  return { ...state, reload };
+}
+
+/** An API error, in words, with what to do. */
+export function ErrorBox({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
+  const { title, detail, hint } = describeError(error);
+  return (
+    <div class="error" role="alert">
+      <strong>{title}</strong>
+      <p class="text">{detail}</p>
+      {hint && <p>{hint}</p>}
+      {onRetry && (
+        <button type="button" onClick={onRetry}>
+          Try again
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** What a load shows while it has nothing yet, or failed. */
+export function Pending<T>({ loaded, children }: { loaded: Loaded<T>; children: (data: T) => ComponentChildren }) {
+  if (loaded.error) return <ErrorBox error={loaded.error} onRetry={loaded.reload} />;
+  if (loaded.data === undefined)
+    return (
+      <p class="muted" aria-busy="true">
+        Loading…
+      </p>
+    );
+  return <>{children(loaded.data)}</>;
+}
+
+const TONES: Record<string, string> = {
+  RUNNING: 'info',
+  IDLE: 'muted',
+  COMPLETED: 'ok',
+  ACTIVE: 'ok',
+  DONE: 'ok',
+  FAILED: 'bad',
+  UNHEALTHY: 'bad',
+  TIMED_OUT: 'bad',
+  TERMINATED: 'bad',
+  CANCELED: 'warn',
+  DEPLOYING: 'info',
+  DRAINING: 'warn',
+  IN_PROGRESS: 'info',
+  INTERRUPTED: 'warn',
+};
+
+export const Status = ({ value }: { value: string | null | undefined }) => <span class={`badge ${TONES[value ?? ''] ?? 'muted'}`}>{value ?? 'unknown'}</span>;
+
+/** Page n of a list whose total is known (or not: then "next" shows while a page comes back full). */
+export function Pager(props: { page: number; limit: number; total?: number; shown: number; onPage: (page: number) => void; label: string }) {
+  const pages = props.total === undefined ? undefined : Math.max(1, Math.ceil(props.total / props.limit));
+  const hasNext = pages === undefined ? props.shown === props.limit : props.page < pages;
+  return (
+    <nav class="pager" aria-label={`${props.label} pages`}>
+      <button type="button" disabled={props.page <= 1} onClick={() => props.onPage(props.page - 1)}>
+        ← Previous
+      </button>
+      <span aria-live="polite">
+        Page {props.page}
+        {pages !== undefined && ` of ${pages}`}
+        {props.total !== undefined && ` · ${props.total} in all`}
+      </span>
+      <button type="button" disabled={!hasNext} onClick={() => props.onPage(props.page + 1)}>
+        Next →
+      </button>
+    </nav>
+  );
+}
+
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+
+/** Sets the document title for a view. */
+export function useTitle(title: string): void {
+  useEffect(() => {
+    document.title = `${title} · agentctl console`;
+  }, [title]);
+}
