@@ -24,6 +24,7 @@ export const ID_PREFIXES = {
   event: 'evt_',
   message: 'msg_',
   tracker: 'trk_',
+  secret: 'sec_',
 } as const;
 
 export const TaskStatus = z.enum(TASK_STATUSES);
@@ -109,6 +110,7 @@ export const CONFLICT_CODES = [
   'precondition_failed',
   'prod_environment',
   'project_exists',
+  'secret_exists',
   'stale_base',
   'state_exists',
   'target_not_routable',

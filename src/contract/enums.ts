@@ -72,3 +72,12 @@ export const DEFAULT_RUNTIME: RuntimeName = RUNTIME_NAMES[0];
 
 /** The SSE event name of a version's log lines (GET .../logs?follow=true). */
 export const LOG_SSE_EVENT = 'log';
+
+/** An agent secret's name: an environment variable name (README "Secrets"); anything else is 422. */
+export const SECRET_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The longest secret name. */
+export const SECRET_NAME_MAX = 255;
+/** The largest secret value, in UTF-8 bytes; more is 413. */
+export const SECRET_VALUE_MAX_BYTES = 65_536;
+/** Where a secret applies: every version of the agent, or the versions whose branch falls in one environment. */
+export const SECRET_SCOPES = ['agent', 'environment'] as const;

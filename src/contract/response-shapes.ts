@@ -5,6 +5,8 @@ import type { ShapeTable } from './shape.js';
 export const RESPONSE_SHAPES: ShapeTable = {
   defs: {
     "Agent": {"t":"object","props":{"id":{"t":"string"},"namespace_id":{"t":"string"},"name":{"t":"string"},"description":{"t":"string"},"created_at":{"t":"string"},"updated_at":{"t":"string"},"agent_input_type":{"t":"optional","of":{"t":"nullable","of":{"t":"enum","values":["text","json"]}}},"registered_at":{"t":"optional","of":{"t":"nullable","of":{"t":"string"}}},"registration_metadata":{"t":"optional","of":{"t":"nullable","of":{"t":"record","of":{"t":"unknown"}}}},"status":{"t":"default","of":{"t":"enum","values":["ACTIVE","DELETED"]},"value":"ACTIVE"},"status_reason":{"t":"optional","of":{"t":"nullable","of":{"t":"string"}}}}},
+    "AgentSecret": {"t":"object","props":{"id":{"t":"string"},"agent_id":{"t":"string"},"name":{"t":"string"},"scope":{"t":"enum","values":["agent","environment"]},"environment":{"t":"nullable","of":{"t":"string"}},"revision":{"t":"number","int":true},"created_at":{"t":"string"},"updated_at":{"t":"string"}}},
+    "AgentSecretList": {"t":"object","props":{"secrets":{"t":"array","of":{"t":"ref","name":"AgentSecret"}},"total":{"t":"number","int":true}}},
     "ApiKey": {"t":"object","props":{"id":{"t":"string"},"org_id":{"t":"string"},"name":{"t":"string"},"description":{"t":"string"},"key_prefix":{"t":"string"},"scopes":{"t":"array","of":{"t":"ref","name":"Scope"}},"sharing_group_ids":{"t":"array","of":{"t":"string"}},"expires_at":{"t":"nullable","of":{"t":"string"}},"revoked_at":{"t":"nullable","of":{"t":"string"}},"last_used_at":{"t":"nullable","of":{"t":"string"}},"created_at":{"t":"string"},"updated_at":{"t":"string"}}},
     "Branch": {"t":"object","props":{"id":{"t":"string"},"agent_id":{"t":"string"},"git_branch":{"t":"string"},"git_branch_normalized":{"t":"string"},"replicas":{"t":"number","int":true},"created_at":{"t":"optional","of":{"t":"string"}},"updated_at":{"t":"optional","of":{"t":"string"}},"retired_at":{"t":"optional","of":{"t":"nullable","of":{"t":"string"}}},"retired_reason":{"t":"optional","of":{"t":"nullable","of":{"t":"string"}}},"current_version":{"t":"optional","of":{"t":"nullable","of":{"t":"ref","name":"CurrentVersionSummary"}}}}},
     "Content": {"t":"union","of":[{"t":"ref","name":"TextPart"},{"t":"ref","name":"DataPart"}]},
@@ -59,6 +61,7 @@ export const RESPONSE_SHAPES: ShapeTable = {
     "deleteEnvironment": {"t":"object","props":{"id":{"t":"string"},"message":{"t":"string"}}},
     "deleteFilesystem": {"t":"object","props":{"id":{"t":"string"},"message":{"t":"string"}}},
     "deleteGroup": {"t":"object","props":{"id":{"t":"string"},"message":{"t":"string"}}},
+    "deleteSecret": {"t":"object","props":{"id":{"t":"string"},"message":{"t":"string"}}},
     "deleteState": {"t":"object","props":{"id":{"t":"string"},"task_id":{"t":"string"},"agent_id":{"t":"string"},"state":{"t":"record","of":{"t":"unknown"}},"version":{"t":"number","int":true},"created_at":{"t":"string"},"updated_at":{"t":"string"},"message":{"t":"string"}}},
     "deleteTask": {"t":"ref","name":"Task"},
     "deploy": {"t":"object","props":{"agent_id":{"t":"string"},"branch_id":{"t":"string"},"version_id":{"t":"string"},"version_status":{"t":"enum","values":["DEPLOYING","ACTIVE","FAILED","UNHEALTHY","DRAINING","RETIRED","ROLLED_BACK"]},"message":{"t":"string"},"tasks_migrated":{"t":"number","int":true},"version_number":{"t":"number","int":true,"min":1}}},
@@ -96,6 +99,7 @@ export const RESPONSE_SHAPES: ShapeTable = {
     "listNamespaces": {"t":"object","props":{"namespaces":{"t":"array","of":{"t":"ref","name":"Namespace"}},"total":{"t":"number","int":true}}},
     "listPresets": {"t":"object","props":{"presets":{"t":"array","of":{"t":"ref","name":"Preset"}}}},
     "listProjects": {"t":"object","props":{"projects":{"t":"array","of":{"t":"ref","name":"Project"}},"total":{"t":"number","int":true}}},
+    "listSecrets": {"t":"ref","name":"AgentSecretList"},
     "listStates": {"t":"object","props":{"states":{"t":"array","of":{"t":"ref","name":"State"}},"total":{"t":"number","int":true}}},
     "listTasks": {"t":"object","props":{"tasks":{"t":"array","of":{"t":"ref","name":"Task"}},"total":{"t":"optional","of":{"t":"number","int":true}}}},
     "listTrackers": {"t":"object","props":{"trackers":{"t":"array","of":{"t":"ref","name":"Tracker"}},"total":{"t":"number","int":true}}},
@@ -115,6 +119,7 @@ export const RESPONSE_SHAPES: ShapeTable = {
     "revokeKey": {"t":"object","props":{"id":{"t":"string"},"org_id":{"t":"string"},"name":{"t":"string"},"description":{"t":"string"},"key_prefix":{"t":"string"},"scopes":{"t":"array","of":{"t":"ref","name":"Scope"}},"sharing_group_ids":{"t":"array","of":{"t":"string"}},"expires_at":{"t":"nullable","of":{"t":"string"}},"revoked_at":{"t":"nullable","of":{"t":"string"}},"last_used_at":{"t":"nullable","of":{"t":"string"}},"created_at":{"t":"string"},"updated_at":{"t":"string"},"message":{"t":"string"}}},
     "rollbackBranch": {"t":"object","props":{"branch_id":{"t":"string"},"rolled_back_version_id":{"t":"string"},"target_version":{"t":"ref","name":"Version"},"tasks_migrated":{"t":"number","int":true},"from_version_id":{"t":"string"},"to_version_id":{"t":"string"},"from_git_hash":{"t":"string"},"to_git_hash":{"t":"string"},"version_status":{"t":"enum","values":["DEPLOYING","ACTIVE","FAILED","UNHEALTHY","DRAINING","RETIRED","ROLLED_BACK"]},"message":{"t":"string"}}},
     "rotateKey": {"t":"object","props":{"api_key":{"t":"ref","name":"ApiKey"},"secret":{"t":"string"}}},
+    "setSecret": {"t":"ref","name":"AgentSecret"},
     "updateEnvironment": {"t":"ref","name":"Environment"},
     "updateKeyGroups": {"t":"ref","name":"ApiKey"},
     "updateKeyScopes": {"t":"ref","name":"ApiKey"},

@@ -10,6 +10,7 @@ import type { Store } from './store/db.js';
 import type { StreamHub } from './delivery/stream-hub.js';
 import type { BlobStore } from './blobs/index.js';
 import type { RuntimeDriver } from './runtime/driver.js';
+import type { MasterKey } from './secrets/keyring.js';
 
 /** SSE streams (a task's, a version's logs) send a comment this often so proxies keep a quiet stream open. */
 export const STREAM_HEARTBEAT_MS = 15_000;
@@ -53,6 +54,8 @@ export interface ServiceContext {
   runtime?: RuntimeDriver;
   /** Prometheus metrics: add scrape-time gauges with `metrics.addGauge` (see metrics.ts). */
   metrics: ServiceMetrics;
+  /** The master key that seals agent secrets (secrets/keyring.ts). */
+  secretsKey: MasterKey;
 }
 
 /** Everything a handler gets besides its validated input. */

@@ -309,6 +309,21 @@ export interface DeliveriesTable {
   lease_ms: Generated<number | null>;
 }
 
+export interface AgentSecretsTable {
+  id: string;
+  agent_id: string;
+  environment_id: string | null;
+  name: string;
+  /** base64 of IV, GCM tag and the value encrypted with the data key. */
+  ciphertext: string;
+  /** base64 of IV, GCM tag and the data key encrypted with the master key. */
+  wrapped_key: string;
+  key_id: string;
+  revision: Generated<number>;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
+}
+
 export interface Database {
   orgs: OrgsTable;
   namespaces: NamespacesTable;
@@ -334,6 +349,7 @@ export interface Database {
   version_replicas: VersionReplicasTable;
   deliveries: DeliveriesTable;
   task_system_folders: TaskSystemFoldersTable;
+  agent_secrets: AgentSecretsTable;
 }
 
 export type Db = Kysely<Database>;
