@@ -18,7 +18,7 @@ _agentctl() {
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
   done
-  case "$noun $verb" in 'secrets rm') verb=delete ;; 'keys rm') verb=revoke ;; esac
+  case "$noun $verb" in 'keys rm') verb=revoke ;; esac
   case "$verb" in ls) verb=list ;; rm) verb=delete ;; esac
   case "$noun${verb:+ $verb}" in
     'server start')

@@ -8,7 +8,6 @@ import { agent } from '../../options.js';
 export default defineCommand({
   path: ['secrets', 'delete'],
   summary: 'Delete a secret of an agent (asks first; --yes to skip)',
-  aliases: ['rm'],
   args: [{ name: 'name', description: 'Secret name', required: true }],
   options: [agent, { flags: '--env <name>', description: 'The one scoped to this environment (default: the agent-wide one)' }],
   examples: ['agentctl secrets delete OPENAI_API_KEY --yes', 'agentctl secrets rm DATABASE_URL --env production --agent default/bot --yes'],
