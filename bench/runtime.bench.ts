@@ -79,7 +79,13 @@ for (const engine of await benchEngines()) {
   const blobs = await openBlobStore({ dir: `${data.path}/blobs` });
   const svc = await openTestService(engine, {}, { blobs });
   const driver = createLocalDriver({ dataDir: data.path, prepareSource: sourceFromFilesystem(svc.store, blobs) });
-  const reconciler = await startReconciler({ store: svc.store, driver, baseUrl: svc.url, secrets: registrationSecrets(svc.store), intervalMs: 60_000 });
+  const reconciler = await startReconciler({
+    store: svc.store,
+    driver,
+    baseUrl: svc.url,
+    secrets: registrationSecrets(svc.store, svc.service.secretsKey),
+    intervalMs: 60_000,
+  });
   try {
     const fs = await svc.api('POST', '/filesystems', { body: { namespace: 'default' } });
     await syncUp({ baseUrl: svc.url, apiKey: svc.adminKey }, fs.body.id, ECHO);

@@ -13,7 +13,7 @@ _agentctl() {
     case "$w" in
       --profile) profile="${words[i+1]}"; skip=1; continue ;;
       --agent|-a) agent="${words[i+1]}"; skip=1; continue ;;
-      --acp-type|--after|--agent|--api-key|--base-url|--branch|--cron|--data|--data-dir|--database-url|--description|--env|--event|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--metrics-port|--missed|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|--tz|--user|-a|-n) skip=1; continue ;;
+      --acp-type|--after|--agent|--api-key|--base-url|--branch|--cron|--data|--data-dir|--database-url|--description|--env|--event|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--metrics-port|--missed|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|--tz|--user|--value-file|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
@@ -104,6 +104,18 @@ _agentctl() {
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
         --branch) COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); return ;;
       esac ;;
+    'secrets list')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'secrets set')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'secrets delete')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
     'tasks list')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
@@ -168,17 +180,18 @@ _agentctl() {
     --profile) COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); return ;;
   esac
   local globals='--json --jq --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs tasks states keys groups fs completion dev open schedules status $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs secrets tasks states keys groups fs completion dev open schedules status $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get set use' -- "$cur")); return; fi ;;
-    server) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'start status stop' -- "$cur")); return; fi ;;
+    server) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'secrets-rotate-key start status stop' -- "$cur")); return; fi ;;
     namespaces) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
     projects) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create' -- "$cur")); return; fi ;;
     agents) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get delete' -- "$cur")); return; fi ;;
     branches) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get retire' -- "$cur")); return; fi ;;
     versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get credentials register' -- "$cur")); return; fi ;;
     envs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create update delete resolve' -- "$cur")); return; fi ;;
+    secrets) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list set delete' -- "$cur")); return; fi ;;
     tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create delete cancel events messages migrate send watch' -- "$cur")); return; fi ;;
     states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get put delete' -- "$cur")); return; fi ;;
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create revoke rotate' -- "$cur")); return; fi ;;
@@ -194,6 +207,7 @@ _agentctl() {
     'config get') COMPREPLY=($(compgen -W "--reveal base_url api_key current_profile $globals" -- "$cur")) ;;
     'config set') COMPREPLY=($(compgen -W "base_url api_key $globals" -- "$cur")) ;;
     'config use') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); fi ;;
+    'server secrets-rotate-key') COMPREPLY=($(compgen -W "--data-dir --database-url --new-key-stdin $globals" -- "$cur")) ;;
     'server start') COMPREPLY=($(compgen -W "--host --port --data-dir --database-url --detach --runtime --log-level --metrics-port $globals" -- "$cur")) ;;
     'server status') COMPREPLY=($(compgen -W "--data-dir $globals" -- "$cur")) ;;
     'server stop') COMPREPLY=($(compgen -W "--data-dir --timeout $globals" -- "$cur")) ;;
@@ -221,6 +235,9 @@ _agentctl() {
     'envs update') COMPREPLY=($(compgen -W "--agent -a --rule --description $globals" -- "$cur")) ;;
     'envs delete') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'envs resolve') COMPREPLY=($(compgen -W "--agent -a --branch $globals" -- "$cur")) ;;
+    'secrets list') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
+    'secrets set') COMPREPLY=($(compgen -W "--agent -a --env --value-stdin --value-file $globals" -- "$cur")) ;;
+    'secrets delete') COMPREPLY=($(compgen -W "--agent -a --env $globals" -- "$cur")) ;;
     'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --limit --page --all $globals" -- "$cur")) ;;
     'tasks get') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks create') COMPREPLY=($(compgen -W "--agent -a --branch --name --params --project --watch $globals" -- "$cur")) ;;

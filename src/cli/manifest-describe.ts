@@ -28,6 +28,7 @@ const FIRST_WORD_ORDER = [
   'branches',
   'versions',
   'envs',
+  'secrets',
   'tasks',
   'states',
   'keys',
@@ -35,7 +36,7 @@ const FIRST_WORD_ORDER = [
   'fs',
   'completion',
 ];
-const VERB_ORDER = ['list', 'get', 'create', 'update', 'put', 'delete'];
+const VERB_ORDER = ['list', 'get', 'create', 'update', 'put', 'set', 'delete'];
 
 const rank = (order: string[], word: string) => (order.includes(word) ? order.indexOf(word) : order.length);
 const compare = (a: readonly string[], b: readonly string[]) =>

@@ -30,6 +30,7 @@ export const NOUNS: Record<string, string> = {
   branches: 'List, show and retire branches of an agent',
   versions: 'List and show versions (deploys) of an agent',
   envs: 'Manage environments: which branches an environment serves',
+  secrets: 'Set, list and delete an agent’s secrets (given to it as environment variables)',
   tasks: 'Create, inspect, cancel and migrate tasks',
   states: 'Read and write the JSON state of a (task, agent) pair',
   keys: 'Create (wizard or flags), list, revoke and rotate API keys',

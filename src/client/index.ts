@@ -135,7 +135,9 @@ export class AgentctlClient {
     for (let attempt = 1; ; attempt++) {
       // Date.now, not performance.now: the global `performance` loads perf_hooks on first touch.
       const started = Date.now();
-      this.trace(() => `→ ${endpoint.method} ${url} ${JSON.stringify(redactHeaders(headers))}${payload ? ` ${JSON.stringify(redactJson(body))}` : ''}`);
+      this.trace(
+        () => `→ ${endpoint.method} ${url} ${JSON.stringify(redactHeaders(headers))}${payload ? ` ${JSON.stringify(redactJson(body, endpoint.redact))}` : ''}`,
+      );
       let response: TransportResponse;
       try {
         response = await transport(url, {

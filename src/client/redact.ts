@@ -10,13 +10,19 @@ export function redactText(text: string): string {
   return text.replace(SECRET_PATTERN, 'agk_[redacted]').replace(TOKEN_PATTERN, 'agrt_[redacted]');
 }
 
-/** A copy of a JSON value with secret fields and every agk_/agrt_ string hidden, for debug traces. */
-export function redactJson(value: unknown): unknown {
+/**
+ * A copy of a JSON value with secret fields and every agk_/agrt_ string hidden, for debug traces.
+ * `topLevel`: fields of this body that are secret values whatever their name (an endpoint's `redact`).
+ */
+export function redactJson(value: unknown, topLevel: readonly string[] = []): unknown {
   if (typeof value === 'string') return redactText(value);
-  if (Array.isArray(value)) return value.map(redactJson);
+  if (Array.isArray(value)) return value.map((item) => redactJson(item));
   if (value && typeof value === 'object') {
     return Object.fromEntries(
-      Object.entries(value).map(([name, field]) => [name, SECRET_FIELDS.has(name) && typeof field === 'string' ? '[redacted]' : redactJson(field)]),
+      Object.entries(value).map(([name, field]) => [
+        name,
+        topLevel.includes(name) || (SECRET_FIELDS.has(name) && typeof field === 'string') ? '[redacted]' : redactJson(field),
+      ]),
     );
   }
   return value;

@@ -26,6 +26,7 @@ export const ID_PREFIXES = {
   tracker: 'trk_',
   schedule: 'sch_',
   consoleSession: 'ses_',
+  secret: 'sec_',
 } as const;
 
 export const TaskStatus = z.enum(TASK_STATUSES);
@@ -113,6 +114,7 @@ export const CONFLICT_CODES = [
   'prod_environment',
   'project_exists',
   'schedule_name_taken',
+  'secret_exists',
   'stale_base',
   'state_exists',
   'target_not_routable',

@@ -65,6 +65,7 @@ import {
 import { CreateScheduleRequest, ListSchedulesQuery, Schedule, ScheduleList, ScheduleTick } from './schedules.js';
 import { StatusQuery, StatusReport } from './status.js';
 import { Access, AccessQuery, ConsoleSession, CreateSessionRequest, SignInToken } from './console.js';
+import { AgentSecret, AgentSecretList, SecretName, SecretScopeQuery, SetSecretRequest } from './secrets.js';
 import { ArchiveBody, CreateFilesystemRequest, FileManifest, Filesystem, FilesystemList, SystemFolderType } from './filesystems.js';
 
 /**
@@ -97,10 +98,22 @@ export interface Route {
    * the one a download answers with. The sync library (src/sync) calls these, not the JSON client.
    */
   binary?: { request?: readonly string[]; response?: string };
+  /** Request body fields that are secret values: the client never prints them (`--debug` traces). */
+  redact?: readonly string[];
 }
 
 /** The route keys, in the order routes.ts lists them. */
-export const ROUTE_KEYS = ['method', 'path', 'status', 'auth', 'idempotencyKey', 'sse', 'idempotent', 'binary'] as const satisfies readonly (keyof Route)[];
+export const ROUTE_KEYS = [
+  'method',
+  'path',
+  'status',
+  'auth',
+  'idempotencyKey',
+  'sse',
+  'idempotent',
+  'binary',
+  'redact',
+] as const satisfies readonly (keyof Route)[];
 
 /**
  * One endpoint, the only place for its facts: its route, its documentation and the schemas of
@@ -777,6 +790,43 @@ export const endpoints = lazyTable({
       params: AgentPath,
       query: z.object({ branch: z.string().min(1) }),
       response: z.object({ branch: z.string(), environment: Environment }),
+    }),
+
+  // secrets
+  listSecrets: () =>
+    ep({
+      method: 'GET',
+      path: '/agents/:namespace_slug/:agent_name/secrets',
+      status: 200,
+      idempotent: true,
+      summary: 'Secrets of an agent: names, scopes and times, never values',
+      tag: 'secrets',
+      params: AgentPath,
+      response: AgentSecretList,
+    }),
+  setSecret: () =>
+    ep({
+      method: 'PUT',
+      path: '/agents/:namespace_slug/:agent_name/secrets/:secret_name',
+      status: 200,
+      idempotent: true,
+      redact: ['value'],
+      summary: 'Create or replace a secret (write on the agent); its versions restart one replica at a time',
+      tag: 'secrets',
+      params: AgentPath.extend({ secret_name: SecretName }),
+      body: SetSecretRequest,
+      response: AgentSecret,
+    }),
+  deleteSecret: () =>
+    ep({
+      method: 'DELETE',
+      path: '/agents/:namespace_slug/:agent_name/secrets/:secret_name',
+      status: 200,
+      summary: 'Delete a secret (the agent-wide one, or with `environment` that environment’s)',
+      tag: 'secrets',
+      params: AgentPath.extend({ secret_name: SecretName }),
+      query: SecretScopeQuery,
+      response: DeleteResponse,
     }),
 
   // tasks

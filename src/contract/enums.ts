@@ -101,3 +101,11 @@ export const SCHEDULE_RECENT_TICKS = 10;
 export const STREAMED_FIELDS = { text: 'text', reasoning: 'summary', tool_request: 'arguments' } as const;
 /** SSE `event:` names of `GET /tasks/{id}/stream` (conversation.ts). Here, without zod, for the stream reader and the console. */
 export const STREAM_RECORD_KINDS = ['event', 'message', 'message_update', 'message_delta', 'task', 'tracker'] as const;
+/** An agent secret's name: an environment variable name (README "Secrets"); anything else is 422. */
+export const SECRET_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** The longest secret name. */
+export const SECRET_NAME_MAX = 255;
+/** The largest secret value, in UTF-8 bytes; more is 413. */
+export const SECRET_VALUE_MAX_BYTES = 65_536;
+/** Where a secret applies: every version of the agent, or the versions whose branch falls in one environment. */
+export const SECRET_SCOPES = ['agent', 'environment'] as const;

@@ -20,6 +20,7 @@ import { rateLimit } from './http/rate-limit.js';
 import { registerEndpoints } from './http/endpoint-routes.js';
 import { metricsAndOpenApi } from './http/metrics-and-openapi.js';
 import { consolePages } from './http/console.js';
+import { MasterKey } from './secrets/keyring.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 export { EndpointCoverageError } from './http/endpoint-routes.js';
@@ -33,6 +34,8 @@ export interface AppOptions {
   logger?: boolean | object;
   /** Archive storage; default: AGENTCTL_BLOB_URL, else a temporary directory removed on close. */
   blobs?: BlobStore;
+  /** The master key of agent secrets (startServer chooses it); default: a key for this process only. */
+  secretsKey?: MasterKey;
   /** Registers the handlers (default: every route module); each endpoint must get exactly one. */
   registerRoutes?: (host: RouteHost, service: ServiceContext) => void;
   /** The web console's built files (default: dist/console of this package). */
@@ -86,6 +89,7 @@ async function openService(app: FastifyInstance, options: AppOptions, config: Se
     }),
     blobs,
     metrics: new ServiceMetrics(),
+    secretsKey: options.secretsKey ?? MasterKey.generate('memory'),
   };
   if (options.store.pool) service.metrics.watchPool(options.store.pool);
   watchServiceGauges(service);

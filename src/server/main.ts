@@ -14,6 +14,8 @@ import type { RuntimeDriver, RuntimeName, VersionSpec } from './runtime/driver.j
 import { startReconciler, type Reconciler, type RuntimeSecretSource } from './runtime/reconciler.js';
 import { registrationSecrets, sourceFromFilesystem } from './runtime/wiring.js';
 import { ScheduleTicker } from './domain/schedules.js';
+import { chooseMasterKey, SECRETS_KEY_ENV, SECRETS_KEY_FILE, type MasterKey } from './secrets/keyring.js';
+import { storedMasterKeyIds } from './domain/secrets.js';
 
 /** How often unreferenced blobs are collected. */
 const BLOB_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -64,6 +66,11 @@ export interface ServerOptions {
   runtimeOptions?: RuntimeOptions;
   /** Also serve `GET /metrics` without a key on this port (0 picks one): for a scraper on a private network. */
   metricsPort?: number;
+  /**
+   * The master key file of agent secrets (made at first start, mode 0600) when AGENTCTL_SECRETS_KEY
+   * is not set; default `secrets.key` beside the PGlite directory. None (memory): a key for this process only.
+   */
+  secretsKeyFile?: string;
 }
 
 export interface RunningServer {
@@ -89,6 +96,14 @@ export function runtimeName(option: string | undefined): RuntimeName {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const runtime = runtimeName(options.runtime);
   const store = await openStore({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
+  let secretsKey: MasterKey;
+  try {
+    // Before anything listens or runs: a server whose secrets it cannot open does not start agents without them.
+    secretsKey = chooseMasterKey({ envKey: process.env[SECRETS_KEY_ENV], file: secretsKeyFileOf(options) }, await storedMasterKeyIds(store.db));
+  } catch (error) {
+    await store.close().catch(() => {});
+    throw error;
+  }
   let app;
   let dispatcher: Dispatcher | undefined;
   let ticker: ScheduleTicker | undefined;
@@ -98,7 +113,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   try {
     const blobDir = options.blobDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.join(path.dirname(options.dataDir), 'blobs') : undefined);
     blobs = await openBlobStore({ url: process.env.AGENTCTL_BLOB_URL, dir: blobDir });
-    app = await buildApp({ store, logger: options.logger, config: options.config, blobs });
+    app = await buildApp({ store, logger: options.logger, config: options.config, blobs, secretsKey });
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     const url = address.replace('[::1]', 'localhost');
     // Only once the port is ours: a start that cannot listen must not create a key nobody will see.
@@ -130,7 +145,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         store,
         driver,
         baseUrl: url,
-        secrets: ro.secrets ?? registrationSecrets(store),
+        secrets: ro.secrets ?? registrationSecrets(store, secretsKey),
         replicaGone: (versionId, acpUrl) => markReplicaGone(store.db, versionId, acpUrl),
         intervalMs: ro.reconcileIntervalMs,
         graceMs: ro.graceMs,
@@ -164,6 +179,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await store.close().catch(() => {});
     throw error;
   }
+}
+
+/** The key file the options name, else `secrets.key` beside the PGlite directory; none in memory. */
+export function secretsKeyFileOf(options: Pick<ServerOptions, 'secretsKeyFile' | 'dataDir'>): string | undefined {
+  if (options.secretsKeyFile) return options.secretsKeyFile;
+  return options.dataDir && options.dataDir !== 'memory://' ? path.join(path.dirname(options.dataDir), SECRETS_KEY_FILE) : undefined;
 }
 
 async function createDriver(runtime: RuntimeName, options: ServerOptions, ro: RuntimeOptions, store: Store, blobs: BlobStore): Promise<RuntimeDriver> {

@@ -18,6 +18,7 @@ export interface PullDelivery {
   openPull(versionId: string, send: (delivery: PulledDelivery) => boolean, end: () => void): { id: string; close: () => Promise<void> };
   answerPulled(deliveryId: string, answer: DeliveryAnswerRequest): Promise<void>;
 }
+import type { MasterKey } from './secrets/keyring.js';
 
 /** SSE streams (a task's, a version's logs) send a comment this often so proxies keep a quiet stream open. */
 export const STREAM_HEARTBEAT_MS = 15_000;
@@ -66,6 +67,8 @@ export interface ServiceContext {
   delivery?: PullDelivery;
   /** Prometheus metrics: add scrape-time gauges with `metrics.addGauge` (see metrics.ts). */
   metrics: ServiceMetrics;
+  /** The master key that seals agent secrets (secrets/keyring.ts). */
+  secretsKey: MasterKey;
 }
 
 /** Everything a handler gets besides its validated input. */

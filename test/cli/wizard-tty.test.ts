@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, test } from 'vitest';
 import { useService } from '../support/service.js';
+import { versionSecretEnv } from '../../src/server/domain/secrets.js';
 import { createTask, deployActive } from '../support/fixtures.js';
 import { tempDir } from './support.js';
 import { ENTRY, hasTmux, Terminal } from './terminal.js';
@@ -115,6 +116,29 @@ describe.skipIf(!hasTmux)('agentctl in a pseudo-terminal: the key wizard and the
       expect(done).toContain('✓ Delete agent default/keeper, its branches, versions and environments? No\nAnswered no: nothing changed.\nEXIT=1');
       expect(done).not.toContain('error:');
       expect((await svc.client().getAgent({ params: { agent_id: deployed.agent_id } })).id).toBe(deployed.agent_id);
+    } finally {
+      await terminal.close();
+    }
+  });
+
+  test('secrets set on a terminal asks for the value without showing it', async () => {
+    await deployActive(svc, { agent: 'default/vault' });
+    const env = [`AGENTCTL_CONFIG_DIR=${scratch.dir}`, `AGENTCTL_BASE_URL=${svc.url}`, `AGENTCTL_API_KEY=${svc.adminKey}`, 'NO_COLOR=1'].join(' ');
+    const terminal = await Terminal.start(
+      `env -u CI ${env} ${process.execPath} --import tsx ${ENTRY} secrets set API_TOKEN --agent default/vault; echo "EXIT=$?"`,
+    );
+    try {
+      await terminal.waitFor('Value of API_TOKEN (hidden)');
+      await terminal.type('typed-9f31-value');
+      await terminal.keys('Enter');
+      const done = await terminal.waitFor('EXIT=');
+      expect(done).toContain('Created secret API_TOKEN of default/vault; running versions restart one replica at a time');
+      expect(done).toContain('EXIT=0');
+      expect(done).not.toContain('typed-9f31-value');
+      const { secrets } = await svc.client().listSecrets({ params: { namespace_slug: 'default', agent_name: 'vault' } });
+      expect(secrets.map((s) => [s.name, s.revision])).toEqual([['API_TOKEN', 1]]);
+      const version = (await svc.client().listAgentVersions({ params: { namespace_slug: 'default', agent_name: 'vault' } })).versions[0]!;
+      expect((await versionSecretEnv(svc.store.db, svc.service.secretsKey, version.id)).env).toEqual({ API_TOKEN: 'typed-9f31-value' });
     } finally {
       await terminal.close();
     }

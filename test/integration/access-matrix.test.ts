@@ -93,6 +93,13 @@ describe.each(engines)('permission matrix over HTTP (%s)', (engine) => {
         call('POST', `/agents/${a.ns}/${a.name}/environments`, { name: 'qa', branch_rules: ['qa'] }),
         want(typeRole, name, 'write', 201),
       );
+      // Secrets: set by those who may write the agent (editors, owners, namespace and org admins); names listed by readers.
+      await check(
+        `${name} write (set a secret)`,
+        call('PUT', `/agents/${a.ns}/${a.name}/secrets/API_TOKEN`, { value: 'v' }),
+        want(typeRole, name, 'write', 200),
+      );
+      await check(`${name} read (list secrets)`, call('GET', `/agents/${a.ns}/${a.name}/secrets`), want(typeRole, name, 'read', 200));
     }
     // Deleting a state (which answers the record) needs what writing one does: write_task_data, which a user key has with write.
     for (const name of ['agent', 'siblingAgent', 'foreignAgent'] as const) {

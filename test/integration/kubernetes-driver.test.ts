@@ -323,6 +323,83 @@ describe('start', () => {
   });
 });
 
+describe('agent secrets', () => {
+  const AGENT_ENV_NAME = `${NAME}-agent-env`;
+  const withSecrets = (env: Record<string, string>, digest: string): LaunchSecrets => ({ ...secrets, agentEnv: env, agentSecretsDigest: digest });
+  const EXPECTED_AGENT_SECRET = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: AGENT_ENV_NAME, namespace: 'agentctl', labels: LABELS },
+    type: 'Opaque',
+    stringData: { OPENAI_API_KEY: 'sk-first-value' },
+  };
+  const deploymentWith = (digest: string) => ({
+    ...EXPECTED_DEPLOYMENT,
+    spec: {
+      ...EXPECTED_DEPLOYMENT.spec,
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      template: {
+        ...EXPECTED_DEPLOYMENT.spec.template,
+        metadata: { labels: LABELS, annotations: { 'agentctl.dev/agent-name': 'default/echo', 'agentctl.dev/secrets-digest': digest } },
+        spec: {
+          ...EXPECTED_DEPLOYMENT.spec.template.spec,
+          containers: [
+            { ...EXPECTED_DEPLOYMENT.spec.template.spec.containers[0], envFrom: [{ secretRef: { name: AGENT_ENV_NAME } }, { secretRef: { name: NAME } }] },
+          ],
+        },
+      },
+    },
+  });
+
+  it('writes them into a Secret of their own that the pods take before the platform Secret, and rolls one pod at a time', async () => {
+    await driver.start(spec, withSecrets({ OPENAI_API_KEY: 'sk-first-value' }, 'digest-1'));
+
+    expect(api.writes()).toEqual([
+      { method: 'POST', path: '/api/v1/namespaces/agentctl/secrets', query: {}, contentType: 'application/json', body: EXPECTED_AGENT_SECRET },
+      { method: 'POST', path: '/api/v1/namespaces/agentctl/secrets', query: {}, contentType: 'application/json', body: EXPECTED_SECRET },
+      { method: 'POST', path: '/apis/apps/v1/namespaces/agentctl/deployments', query: {}, contentType: 'application/json', body: deploymentWith('digest-1') },
+      { method: 'POST', path: '/api/v1/namespaces/agentctl/services', query: {}, contentType: 'application/json', body: EXPECTED_SERVICE },
+    ]);
+  });
+
+  it('on a change, replaces the agent Secret and the pod template digest, so the Deployment rolls its pods', async () => {
+    await driver.start(spec, withSecrets({ OPENAI_API_KEY: 'sk-first-value' }, 'digest-1'));
+    api.requests.length = 0;
+
+    await driver.restart!(spec, withSecrets({ OPENAI_API_KEY: 'sk-second-value' }, 'digest-2'));
+
+    const puts = api.writes().filter((request) => request.method === 'PUT');
+    expect(puts.map((request) => request.path)).toEqual([
+      `/api/v1/namespaces/agentctl/secrets/${AGENT_ENV_NAME}`,
+      `/api/v1/namespaces/agentctl/secrets/${NAME}`,
+      `/apis/apps/v1/namespaces/agentctl/deployments/${NAME}`,
+      `/api/v1/namespaces/agentctl/services/${NAME}`,
+    ]);
+    expect(api.objects.secrets.get(AGENT_ENV_NAME).stringData).toEqual({ OPENAI_API_KEY: 'sk-second-value' });
+    expect(api.objects.deployments.get(NAME).spec.template.metadata.annotations['agentctl.dev/secrets-digest']).toBe('digest-2');
+    expect(api.objects.deployments.get(NAME).spec.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+    expect(driver.running()).toEqual([VERSION]);
+  });
+
+  it('deletes the agent Secret with the version, and never puts a value in a happening or a warning', async () => {
+    await driver.start(spec, withSecrets({ OPENAI_API_KEY: 'sk-first-value' }, 'digest-1'));
+    api.pods = [readyPod(`${NAME}-7d4b9c6f5d-aaaaa`, VERSION)];
+    await happened((happening) => happening.kind === 'ready');
+
+    await driver.stop(VERSION);
+
+    expect(api.writes().at(-1)).toEqual({
+      method: 'DELETE',
+      path: `/api/v1/namespaces/agentctl/secrets/${AGENT_ENV_NAME}`,
+      query: {},
+      contentType: 'application/json',
+      body: undefined,
+    });
+    expect([...api.objects.secrets.keys()]).toEqual([]);
+    expect(JSON.stringify([happenings, warnings])).not.toContain('sk-first-value');
+  });
+});
+
 describe('registration token', () => {
   it('puts a fresh reusable token into the Secret of a running version now and then, for pods that start later', async () => {
     const refreshing = openDriver({ tokenRefreshMs: 100 });
@@ -635,7 +712,8 @@ describe('stop', () => {
   it('stops a version whose objects are already gone without an error', async () => {
     await driver.stop(VERSION, { graceMs: 100 });
 
-    expect(api.writes().map((request) => request.method)).toEqual(['PATCH', 'DELETE', 'DELETE', 'DELETE']);
+    // Deployment, Service, Secret, and the agent Secret a version it knows nothing of may have.
+    expect(api.writes().map((request) => request.method)).toEqual(['PATCH', 'DELETE', 'DELETE', 'DELETE', 'DELETE']);
     expect(happenings).toEqual([[VERSION, { kind: 'stopped' }]]);
   });
 });

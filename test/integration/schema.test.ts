@@ -176,6 +176,18 @@ type ColumnFacts<T> = {
  * test above compares it with the database.
  */
 const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
+  agent_secrets: {
+    id: 'text',
+    agent_id: 'text',
+    environment_id: 'text null',
+    name: 'text',
+    ciphertext: 'text',
+    wrapped_key: 'text',
+    key_id: 'text',
+    revision: 'integer',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+  },
   agents: {
     id: 'text',
     namespace_id: 'text',

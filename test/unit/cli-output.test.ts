@@ -147,4 +147,10 @@ describe('redaction', () => {
       list: ['agk_[redacted]'],
     });
   });
+
+  test('a body field an endpoint marks as a secret value is redacted whatever its name; the same name elsewhere is not', () => {
+    expect(redactJson({ value: 'sk-live-1', environment: 'production' }, ['value'])).toEqual({ value: '[redacted]', environment: 'production' });
+    expect(redactJson({ state: { value: 3 } }, ['value'])).toEqual({ state: { value: 3 } });
+    expect(redactJson({ value: 'kept' })).toEqual({ value: 'kept' });
+  });
 });

@@ -47,6 +47,7 @@ const CONFLICT_HINTS: Record<ConflictCode, string> = {
   precondition_failed: 'The record changed since you read it: read it again, then retry with the new version.',
   prod_environment: 'The production environment always exists: change its rule with agentctl envs update.',
   project_exists: 'Project names are unique in a namespace: pick another.',
+  secret_exists: 'Another set of the same secret landed at the same moment: set it again.',
   stale_base: 'The filesystem changed since you last synced: pull it, then push again (or push --force).',
   state_exists: 'The pair has a state already: agentctl states put replaces it (--merge merges).',
   target_not_routable: 'Tasks move only to an ACTIVE or DEPLOYING version: pick another, or --to-latest.',

@@ -16,6 +16,7 @@ import { registerRuntimeRoutes } from './runtime.js';
 import { registerScheduleRoutes } from './schedules.js';
 import { registerStatusRoutes } from './status.js';
 import { registerSessionRoutes } from './sessions.js';
+import { registerSecretRoutes } from './secrets.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
@@ -35,4 +36,5 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerScheduleRoutes(host, service);
   registerStatusRoutes(host, service);
   registerSessionRoutes(host, service);
+  registerSecretRoutes(host, service);
 }

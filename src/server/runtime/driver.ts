@@ -55,6 +55,14 @@ export interface LaunchSecrets {
    * kubernetes driver asks once per version with `reusable: true` (pods restart without the driver).
    */
   registrationToken(options?: { reusable?: boolean }): Promise<string>;
+  /**
+   * The agent's secrets (README "Secrets") as environment variables, in plaintext: the driver puts
+   * them in the processes' environment (local) or in a Secret the pods reference (kubernetes), and
+   * nowhere else: never a log line, status, diagnostic or label.
+   */
+  agentEnv?: Record<string, string>;
+  /** A digest of which secret revisions `agentEnv` holds (never of values); changes when a secret does. */
+  agentSecretsDigest?: string;
 }
 
 /** What a driver observed about a version; the reconciler maps each to a lifecycle step. */
@@ -64,6 +72,8 @@ export type RuntimeHappening =
   | { kind: 'unhealthy'; replica: number; detail: string }
   | { kind: 'recovered'; replica: number }
   | { kind: 'crashed'; replica: number; exitCode: number | null; signal: string | null; willRestart: boolean }
+  /** The replica's process was stopped to start a new one (its secrets changed): its address is gone. */
+  | { kind: 'replaced'; replica: number }
   | {
       kind: 'failed';
       reason: 'crash_loop' | 'start_timeout' | 'image_pull_failed' | 'scheduling_failed' | 'build_failed' | 'source_unavailable';
@@ -118,6 +128,12 @@ export interface RuntimeDriver {
   canRun?(spec: VersionSpec): boolean;
   /** Makes the version run `spec.replicas` replicas; idempotent (a second call for a running version does nothing). */
   start(spec: VersionSpec, secrets: LaunchSecrets): Promise<void>;
+  /**
+   * Replaces a running version's replicas with ones started with `secrets` (its agent secrets
+   * changed), one at a time, each new one ready before the next goes. Absent: secrets reach a
+   * version's replicas only when they next start.
+   */
+  restart?(spec: VersionSpec, secrets: LaunchSecrets): Promise<void>;
   /** SIGTERM (or scale to zero), then SIGKILL (or delete) after `graceMs`; resolves when stopped. */
   stop(versionId: string, options?: { graceMs?: number }): Promise<void>;
   status(versionId: string): VersionRuntimeStatus | undefined;

@@ -12,6 +12,10 @@ import type { LaunchSecrets, RuntimeDriver, RuntimeHappening, VersionSpec } from
 export interface RuntimeSecretSource {
   signingSecret(versionId: string): Promise<string>;
   registrationToken(versionId: string, options?: { reusable?: boolean }): Promise<string>;
+  /** The agent's secrets that apply to the version, in plaintext (README "Secrets"), and their digest. Absent: none. */
+  agentSecrets?(versionId: string): Promise<{ env: Record<string, string>; digest: string }>;
+  /** Each version's digest of the secrets that apply to it (no plaintext): a change restarts its replicas. */
+  agentSecretDigests?(versionIds: readonly string[]): Promise<Map<string, string>>;
 }
 
 export interface ReconcilerOptions {
@@ -65,11 +69,14 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
   let closed = false;
   let pass: Promise<void> | undefined;
   const stopping = new Set<string>();
+  /** The secrets digest each running version's replicas were started with; versions being restarted for a change. */
+  const launchedDigest = new Map<string, string>();
+  const restarting = new Set<string>();
   let happenings: Promise<void> = Promise.resolve();
 
   driver.onHappening((versionId, happening) => {
     // Captured now: a restart gives the replica a new port.
-    const acpUrl = happening.kind === 'crashed' ? acpUrlOf(versionId, happening.replica) : undefined;
+    const acpUrl = happening.kind === 'crashed' || happening.kind === 'replaced' ? acpUrlOf(versionId, happening.replica) : undefined;
     happenings = happenings.then(() => onHappening(versionId, happening, acpUrl)).catch(onError);
   });
 
@@ -96,7 +103,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
 
   async function onHappening(versionId: string, happening: RuntimeHappening, acpUrl: string | undefined) {
     if (closed) return;
-    if (happening.kind === 'crashed') {
+    if (happening.kind === 'crashed' || happening.kind === 'replaced') {
       if (acpUrl && options.replicaGone) await options.replicaGone(versionId, acpUrl);
       return;
     }
@@ -142,11 +149,42 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
   }
 
   async function launchSecrets(versionId: string): Promise<LaunchSecrets> {
+    const agentSecrets = await options.secrets.agentSecrets?.(versionId);
     return {
       baseUrl: options.baseUrl,
       signingSecret: await options.secrets.signingSecret(versionId),
       registrationToken: (tokenOptions) => options.secrets.registrationToken(versionId, tokenOptions),
+      ...(agentSecrets ? { agentEnv: agentSecrets.env, agentSecretsDigest: agentSecrets.digest } : {}),
     };
+  }
+
+  /**
+   * A version whose secrets changed since its replicas started gets them restarted, one at a time
+   * (driver.restart). A version the driver adopted from before this server started (kubernetes) is
+   * handed its current secrets once: the driver restarts nothing when they are the ones it runs.
+   */
+  async function restartChanged(versions: readonly VersionSpec[]) {
+    if (!driver.restart || !options.secrets.agentSecretDigests) return;
+    const candidates = versions.filter((spec) => !stopping.has(spec.versionId) && !restarting.has(spec.versionId));
+    if (candidates.length === 0) return;
+    const digests = await options.secrets.agentSecretDigests(candidates.map((spec) => spec.versionId));
+    for (const spec of candidates) {
+      const current = digests.get(spec.versionId);
+      const launched = launchedDigest.get(spec.versionId);
+      if (current === undefined || current === launched) continue;
+      if (launched === undefined && driver.replicasEndWithServer) {
+        // Started by this server before the secrets source knew it (a start still in flight): the next pass decides.
+        continue;
+      }
+      restarting.add(spec.versionId);
+      const secrets = await launchSecrets(spec.versionId);
+      if (closed) return;
+      launchedDigest.set(spec.versionId, secrets.agentSecretsDigest ?? current);
+      void driver
+        .restart(spec, secrets)
+        .catch(onError)
+        .finally(() => restarting.delete(spec.versionId));
+    }
   }
 
   async function reconcile() {
@@ -161,12 +199,15 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
       // Replicas still recorded live were a previous server's (killed, its agents gone with it):
       // nothing may be sent to their addresses, and what they held leased goes out again.
       if (driver.replicasEndWithServer) await markVersionReplicasGone(store.db, spec.versionId);
+      if (secrets.agentSecretsDigest !== undefined) launchedDigest.set(spec.versionId, secrets.agentSecretsDigest);
       // Not awaited: preparing a source can take a while and must not hold up the other versions.
       void driver.start(spec, secrets).catch(onError);
     }
+    await restartChanged(shouldRun.filter((spec) => running.has(spec.versionId)));
     for (const versionId of running) {
       if (wanted.has(versionId) || stopping.has(versionId)) continue;
       stopping.add(versionId);
+      launchedDigest.delete(versionId);
       void driver
         .stop(versionId, { graceMs })
         .catch(onError)

@@ -4,12 +4,19 @@ import { issueRegistrationToken, signingSecretFor } from '../domain/registration
 import type { Store } from '../store/db.js';
 import type { VersionSpec } from './driver.js';
 import type { RuntimeSecretSource } from './reconciler.js';
+import { secretDigests, versionSecretEnv } from '../domain/secrets.js';
+import type { MasterKey } from '../secrets/keyring.js';
 
-/** Tokens and secrets from the registration domain (tokens one-time and stored hashed; one signing secret per version). */
-export function registrationSecrets(store: Store): RuntimeSecretSource {
+/**
+ * Tokens and secrets from the registration domain (tokens one-time and stored hashed; one signing
+ * secret per version), and the agent's own secrets, opened with the master key here, in memory.
+ */
+export function registrationSecrets(store: Store, secretsKey: MasterKey): RuntimeSecretSource {
   return {
     signingSecret: (versionId) => signingSecretFor(store.db, versionId),
     registrationToken: (versionId, options) => issueRegistrationToken(store.db, versionId, { reusable: options?.reusable }),
+    agentSecrets: (versionId) => versionSecretEnv(store.db, secretsKey, versionId),
+    agentSecretDigests: (versionIds) => secretDigests(store.db, versionIds),
   };
 }
 

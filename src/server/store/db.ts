@@ -357,6 +357,20 @@ export interface ScheduleTicksTable {
   error: string | null;
   created_at: Timestamptz;
 }
+export interface AgentSecretsTable {
+  id: string;
+  agent_id: string;
+  environment_id: string | null;
+  name: string;
+  /** base64 of IV, GCM tag and the value encrypted with the data key. */
+  ciphertext: string;
+  /** base64 of IV, GCM tag and the data key encrypted with the master key. */
+  wrapped_key: string;
+  key_id: string;
+  revision: Generated<number>;
+  created_at: Timestamptz;
+  updated_at: Timestamptz;
+}
 
 export interface Database {
   orgs: OrgsTable;
@@ -387,6 +401,7 @@ export interface Database {
   schedule_ticks: ScheduleTicksTable;
   console_sessions: ConsoleSessionsTable;
   console_sign_in_tokens: ConsoleSignInTokensTable;
+  agent_secrets: AgentSecretsTable;
 }
 
 export type Db = Kysely<Database>;

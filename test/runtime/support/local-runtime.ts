@@ -35,7 +35,7 @@ export async function startLocalRuntime(
     store: svc.store,
     driver,
     baseUrl: svc.url,
-    secrets: registrationSecrets(svc.store),
+    secrets: registrationSecrets(svc.store, svc.service.secretsKey),
     replicaGone: (versionId, acpUrl) => markReplicaGone(svc.store.db, versionId, acpUrl),
     intervalMs: 100,
     graceMs: 2_000,

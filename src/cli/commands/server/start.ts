@@ -8,6 +8,7 @@ import { shellCommand, shellQuote } from '../../shell.js';
 import { CliError, InterruptedError, usageError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { record } from '../../output/view.js';
+import { SECRETS_KEY_FILE } from '../../../server/secrets/keyring.js';
 import { DEFAULT_HOST, DEFAULT_PORT, DEFAULT_RUNTIME, RUNTIME_NAMES } from '../../../contract/enums.js';
 import {
   isServerProcess,
@@ -110,7 +111,10 @@ async function foreground(
     runtimeOptions: { dataDir: files.dir },
     logger,
     metricsPort: options.metricsPort,
+    secretsKeyFile: path.join(files.dir, SECRETS_KEY_FILE),
   }).catch((error: unknown) => {
+    // The master key of agent secrets is missing or wrong: a sentence that says which and what to do, no stack.
+    if ((error as Error)?.name === 'MasterKeyError') throw new CliError((error as Error).message, { exitCode: ExitCode.failure, code: 'secrets_key' });
     throw portInUse(error, serverCommand('start', files, ctx.env, '--port', '0')) ?? error;
   });
   const store = ctx.config();

@@ -21,6 +21,8 @@ import type {
   VersionSpec,
 } from '../driver.js';
 import {
+  agentSecretName,
+  buildAgentSecret,
   buildDeployment,
   buildSecret,
   buildService,
@@ -240,12 +242,18 @@ export class KubernetesDriver implements RuntimeDriver {
     const name = resourceName(spec.versionId);
     const tokenIssuedAt = Date.now();
     const secret = await this.secretFor(spec, secrets);
-    const deployment = buildDeployment(spec, { namespace, terminationGracePeriodSeconds: Math.ceil(this.graceMs / 1000) });
+    const agentEnv = secrets.agentEnv;
+    const deployment = buildDeployment(spec, {
+      namespace,
+      terminationGracePeriodSeconds: Math.ceil(this.graceMs / 1000),
+      ...(agentEnv ? { agentSecrets: { digest: secrets.agentSecretsDigest ?? '' } } : {}),
+    });
     const service = buildService(spec, { namespace });
 
     const where = `in namespace ${namespace}`;
     const core = this.core;
     const apps = this.apps;
+    if (agentEnv) await this.applySecret(buildAgentSecret(spec, { namespace, env: agentEnv }));
     await this.applySecret(secret);
     try {
       await request(`creating Deployment ${name} ${where}`, () => apps.createNamespacedDeployment({ namespace, body: deployment }));
@@ -324,13 +332,27 @@ export class KubernetesDriver implements RuntimeDriver {
     return version;
   }
 
+  /**
+   * The agent's secrets changed: the agent Secret is replaced and the pod template's digest
+   * annotation changes, so the Deployment rolls its pods one at a time (maxUnavailable 0). For
+   * secrets the pods already run with, the template is unchanged and nothing rolls.
+   */
+  async restart(spec: VersionSpec, secrets: LaunchSecrets): Promise<void> {
+    await this.starting.get(spec.versionId)?.catch(() => {});
+    const applying = this.apply(spec, secrets).finally(() => this.starting.delete(spec.versionId));
+    this.starting.set(spec.versionId, applying);
+    return applying;
+  }
+
   async stop(versionId: string, options?: { graceMs?: number }): Promise<void> {
     const graceMs = options?.graceMs ?? this.graceMs;
     await this.starting.get(versionId)?.catch(() => {});
     const tracked = this.versions.get(versionId);
     if (tracked) tracked.stopping = true;
+    // A version adopted from a previous server may have an agent Secret too.
+    const agentSecret = !tracked?.launch || tracked.launch.secrets.agentEnv !== undefined;
     try {
-      await this.removeObjects(versionId, graceMs);
+      await this.removeObjects(versionId, graceMs, agentSecret);
     } catch (error) {
       if (tracked) tracked.stopping = false;
       throw error;
@@ -340,7 +362,7 @@ export class KubernetesDriver implements RuntimeDriver {
     this.emit(versionId, { kind: 'stopped' });
   }
 
-  private async removeObjects(versionId: string, graceMs: number): Promise<void> {
+  private async removeObjects(versionId: string, graceMs: number, agentSecret: boolean): Promise<void> {
     const namespace = this.namespace;
     const name = resourceName(versionId);
 
@@ -372,6 +394,10 @@ export class KubernetesDriver implements RuntimeDriver {
     );
     await ignoreNotFound(request(`deleting Service ${name} ${where}`, () => this.core.deleteNamespacedService({ name, namespace })));
     await ignoreNotFound(request(`deleting Secret ${name} ${where}`, () => this.core.deleteNamespacedSecret({ name, namespace })));
+    if (agentSecret) {
+      const agentName = agentSecretName(versionId);
+      await ignoreNotFound(request(`deleting Secret ${agentName} ${where}`, () => this.core.deleteNamespacedSecret({ name: agentName, namespace })));
+    }
   }
 
   private async versionPods(versionId: string): Promise<V1Pod[]> {

@@ -13,6 +13,11 @@ export const AGENT_LABEL = 'agentctl.dev/agent';
 export const BRANCH_LABEL = 'agentctl.dev/branch';
 export const VERSION_LABEL = 'agentctl.dev/version';
 export const AGENT_NAME_ANNOTATION = 'agentctl.dev/agent-name';
+/**
+ * On the pod template: which revisions of the agent's secrets the pods run with (a digest, never a
+ * value). A change rolls the pods, one at a time (the Deployment's strategy).
+ */
+export const SECRETS_DIGEST_ANNOTATION = 'agentctl.dev/secrets-digest';
 
 /** The one container of every pod; logs and diagnostics read it by name. */
 export const CONTAINER_NAME = 'agent';
@@ -89,10 +94,34 @@ export function buildSecret(spec: VersionSpec, inputs: SecretInputs): V1Secret {
   };
 }
 
-export function buildDeployment(spec: VersionSpec, options: { namespace: string; terminationGracePeriodSeconds: number }): V1Deployment {
+/** The Secret holding the agent's own secrets (README "Secrets"), beside the version's platform Secret. */
+export const agentSecretName = (versionId: string) => `${resourceName(versionId)}-agent-env`;
+
+export function buildAgentSecret(spec: VersionSpec, options: { namespace: string; env: Record<string, string> }): V1Secret {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: agentSecretName(spec.versionId), namespace: options.namespace, labels: versionLabels(spec) },
+    type: 'Opaque',
+    stringData: { ...options.env },
+  };
+}
+
+export function buildDeployment(
+  spec: VersionSpec,
+  options: {
+    namespace: string;
+    terminationGracePeriodSeconds: number;
+    /** The version's agent secrets (their digest): the pods also take the agent Secret, and roll one at a time when it changes. */
+    agentSecrets?: { digest: string };
+  },
+): V1Deployment {
   const name = resourceName(spec.versionId);
   const labels = versionLabels(spec);
   const annotations = { [AGENT_NAME_ANNOTATION]: spec.agentName };
+  const secrets = options.agentSecrets;
+  // The platform's Secret last: for a name in both, the later envFrom entry wins.
+  const envFrom = secrets ? [{ secretRef: { name: agentSecretName(spec.versionId) } }, { secretRef: { name } }] : [{ secretRef: { name } }];
   const healthz = { httpGet: { path: '/healthz', port: 'http' } };
   return {
     apiVersion: 'apps/v1',
@@ -101,8 +130,9 @@ export function buildDeployment(spec: VersionSpec, options: { namespace: string;
     spec: {
       replicas: spec.replicas,
       selector: { matchLabels: versionSelector(spec.versionId) },
+      ...(secrets ? { strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } } } : {}),
       template: {
-        metadata: { labels, annotations },
+        metadata: { labels, annotations: secrets ? { ...annotations, [SECRETS_DIGEST_ANNOTATION]: secrets.digest } : annotations },
         spec: {
           terminationGracePeriodSeconds: options.terminationGracePeriodSeconds,
           containers: [
@@ -110,7 +140,7 @@ export function buildDeployment(spec: VersionSpec, options: { namespace: string;
               name: CONTAINER_NAME,
               image: spec.imageUrl,
               ports: [{ name: 'http', containerPort: CONTAINER_PORT, protocol: 'TCP' }],
-              envFrom: [{ secretRef: { name } }],
+              envFrom,
               readinessProbe: { ...healthz, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 3 },
               livenessProbe: { ...healthz, initialDelaySeconds: 10, periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
               ...(spec.resources ? { resources: spec.resources } : {}),

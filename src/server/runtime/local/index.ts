@@ -104,6 +104,12 @@ export function createLocalDriver(options: LocalDriverOptions): RuntimeDriver {
       await Promise.all(run.replicas.map((replica) => supervisor.launch(run, replica)));
     },
 
+    async restart(spec, secrets) {
+      const run = runs.get(spec.versionId);
+      if (!run) return driver.start(spec, secrets);
+      await supervisor.restart(run, secrets, stopGraceMs);
+    },
+
     async stop(versionId, stopOptions = {}) {
       const run = runs.get(versionId);
       if (!run) return;

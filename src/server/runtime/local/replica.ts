@@ -18,6 +18,8 @@ export interface Replica {
   log: ReplicaLog;
   stderrTail: string[];
   exited?: Promise<void>;
+  /** Called once the replica is next ready, or its run ends (restart() waits on it). */
+  readyWaiters?: Array<() => void>;
 }
 
 /** A version the driver runs: its prepared source and its replicas. */
@@ -44,4 +46,11 @@ export function later(replica: Replica, ms: number, fn: () => void) {
 export function clearTimers(replica: Replica) {
   for (const timer of replica.timers) clearTimeout(timer);
   replica.timers.clear();
+}
+
+/** Resolves whoever waits for the replica to be ready (it is, or it never will be). */
+export function wakeReadyWaiters(replica: Replica) {
+  const waiters = replica.readyWaiters ?? [];
+  replica.readyWaiters = [];
+  for (const wake of waiters) wake();
 }

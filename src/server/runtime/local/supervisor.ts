@@ -7,7 +7,7 @@ import { DIAGNOSTIC_LINES, freePort, inheritedEnv, pipeLines, signalGroup } from
 import { waitUntilReady, watchHealth } from './health.js';
 import { LIFELINE_FD } from './lifeline.js';
 import type { LogCapture } from './log-capture.js';
-import { clearTimers, later, type Replica, type Run } from './replica.js';
+import { clearTimers, later, wakeReadyWaiters, type Replica, type Run } from './replica.js';
 
 /** A ready replica that stays up this long gets its restart backoff reset. */
 const STABLE_AFTER_MS = 60_000;
@@ -101,11 +101,39 @@ export class Supervisor {
     void this.waitReady(run, replica, child, started);
   }
 
-  /** The process contract (README "Running agents"): the server's chosen environment, agentctl.json's, then the platform's. */
+  /**
+   * The agent's secrets changed: each replica's process is replaced, one at a time, by one started
+   * with `secrets`; the next goes once the new one is ready. A replica between processes (starting
+   * after a crash, backing off) takes the new secrets at its next launch.
+   */
+  async restart(run: Run, secrets: LaunchSecrets, graceMs: number): Promise<void> {
+    run.secrets = secrets;
+    for (const replica of run.replicas) {
+      if (run.ending) return;
+      const child = replica.child;
+      if (!child) continue;
+      const exited = replica.exited;
+      // Detached from the replica first: its exit is a replacement, not a crash to restart after.
+      replica.child = undefined;
+      clearTimers(replica);
+      replica.phase = 'restarting';
+      this.record(run, replica, 'stderr', `[agentctl] replica ${replica.index} restarts: the agent's secrets changed`);
+      await terminateProcess(child, exited, graceMs);
+      // Still the old port: the reconciler stops deliveries to its address.
+      this.emit(run.spec.versionId, { kind: 'replaced', replica: replica.index });
+      if (run.ending) return;
+      const ready = new Promise<void>((resolve) => (replica.readyWaiters ??= []).push(resolve));
+      await this.launch(run, replica);
+      await ready;
+    }
+  }
+
+  /** The process contract (README "Running agents"): the server's chosen environment, agentctl.json's, the agent's secrets, then the platform's. */
   private processEnv(run: Run, replica: Replica, registrationToken: string): Record<string, string> {
     return {
       ...inheritedEnv(),
       ...run.env,
+      ...run.secrets.agentEnv,
       [PROCESS_ENV.baseUrl]: run.secrets.baseUrl,
       [PROCESS_ENV.versionId]: run.spec.versionId,
       [PROCESS_ENV.branchId]: run.spec.branchId,
@@ -133,6 +161,7 @@ export class Supervisor {
     replica.readyAt = Date.now();
     replica.earlyExits = [];
     this.emit(run.spec.versionId, { kind: 'ready', replica: replica.index });
+    wakeReadyWaiters(replica);
     later(replica, STABLE_AFTER_MS, () => (replica.backoffMs = this.settings.restartBackoffMs));
     watchHealth(replica, {
       intervalMs: this.settings.healthIntervalMs,
@@ -191,6 +220,7 @@ export class Supervisor {
     for (const replica of run.replicas) {
       clearTimers(replica);
       replica.phase = 'failed';
+      wakeReadyWaiters(replica);
     }
     // The entry goes away once its processes are gone, so a later start() tries afresh.
     void Promise.all(run.replicas.map((r) => terminate(r, 0))).then(() => {
@@ -204,7 +234,10 @@ export class Supervisor {
   async stop(run: Run, graceMs: number) {
     const versionId = run.spec.versionId;
     run.ending = true;
-    for (const replica of run.replicas) clearTimers(replica);
+    for (const replica of run.replicas) {
+      clearTimers(replica);
+      wakeReadyWaiters(replica);
+    }
     await Promise.all(run.replicas.map((replica) => terminate(replica, graceMs)));
     for (const replica of run.replicas) {
       replica.phase = 'stopped';
@@ -226,14 +259,17 @@ export class Supervisor {
 
 /** Signals the replica's process group (SIGKILL at once with no grace) and resolves when its process has closed. */
 async function terminate(replica: Replica, graceMs: number): Promise<void> {
-  const child = replica.child;
-  if (!child || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  if (replica.child) await terminateProcess(replica.child, replica.exited, graceMs);
+}
+
+async function terminateProcess(child: ChildProcess, exited: Promise<void> | undefined, graceMs: number): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   signalGroup(child.pid, graceMs > 0 ? 'SIGTERM' : 'SIGKILL');
   if (graceMs > 0) {
     const timer = setTimeout(() => signalGroup(child.pid!, 'SIGKILL'), graceMs);
-    await replica.exited;
+    await exited;
     clearTimeout(timer);
   } else {
-    await replica.exited;
+    await exited;
   }
 }

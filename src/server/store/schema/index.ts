@@ -10,6 +10,7 @@ import * as wireDetails from './008_wire_details.js';
 import * as streaming from './009_streaming.js';
 import * as schedules from './012_schedules.js';
 import * as consoleSessions from './015_console_sessions.js';
+import * as secrets from './011_secrets.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -30,4 +31,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '009_streaming': streaming,
   '012_schedules': schedules,
   '015_console_sessions': consoleSessions,
+  '011_secrets': secrets,
 };
