@@ -24,6 +24,8 @@ export const ID_PREFIXES = {
   event: 'evt_',
   message: 'msg_',
   tracker: 'trk_',
+  rollout: 'ro_',
+  migration: 'mig_',
 } as const;
 
 export const TaskStatus = z.enum(TASK_STATUSES);
@@ -100,6 +102,7 @@ export const CONFLICT_CODES = [
   'lease_lost',
   'message_not_streamable',
   'message_not_streaming',
+  'migration_moved_on',
   'migration_too_large',
   'namespace_exists',
   'no_rollback_target',
@@ -109,6 +112,9 @@ export const CONFLICT_CODES = [
   'precondition_failed',
   'prod_environment',
   'project_exists',
+  'rollout_finished',
+  'rollout_in_progress',
+  'source_retired',
   'stale_base',
   'state_exists',
   'target_not_routable',

@@ -3,3 +3,4 @@ export * from './resources.js';
 export * from './endpoints.js';
 export * from './presets.js';
 export * from './runtime.js';
+export * from './rollouts.js';
