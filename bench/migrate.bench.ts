@@ -100,6 +100,8 @@ async function benchEngine(engine: Engine) {
         await reset();
         await sql`DELETE FROM migrations`.execute(store.db);
         await sql`DELETE FROM rollouts`.execute(store.db);
+        // The tasks were written straight onto v1, which retired when v2 came (it had none then): draining, as with live tasks.
+        await sql`UPDATE versions SET status = 'DRAINING', retired_at = NULL WHERE id = ${v1}`.execute(store.db);
         await call('/rollouts', { from_version_id: v1, to_version_id: v2, steps: [100], watch: '1h' });
         step.push(await timed(() => advanceRollouts(store.db)));
         const moved = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${v2}`.execute(store.db);

@@ -44,39 +44,39 @@ export function migrationRecordSql(id: string, toVersionId: string, fields: Reco
     INSERT INTO migrations (id, branch_id, agent_id, namespace_id, kind, rollout_id, step, to_version_id, from_version_ids, moves, count, reason, undoes_id, created_by_key_id)
     SELECT ${id}, ${fields.branchId}, ${fields.agentId}, ${fields.namespaceId}, ${fields.kind}, ${fields.rolloutId ?? null}, ${fields.step ?? null}::int,
            ${toVersionId}, coalesce(jsonb_agg(DISTINCT ${fromOf}), '[]'::jsonb),
-           coalesce(jsonb_agg(jsonb_build_array(moved.id, ${fromOf}) ORDER BY moved.id), '[]'::jsonb),
+           coalesce(jsonb_agg(jsonb_build_array(moved.id, ${fromOf})), '[]'::jsonb),
            count(*), ${fields.reason ?? null}, ${fields.undoesId ?? null}, ${fields.keyId ?? null}
     FROM moved HAVING count(*) > 0
     RETURNING id`;
 }
 
 /**
- * Moves the tasks `select` names (a `SELECT id FROM tasks ...`) to `toVersionId` in one statement:
- * the tasks locked in id order, moved, the branch's TASKS_MIGRATED event and the migration record
- * written together. Returns how many moved and the record's id (null when none did).
+ * Moves the tasks of `fromVersionId` that `where` selects (a condition on `tasks`) to `toVersionId`
+ * in one statement: the tasks moved, the branch's TASKS_MIGRATED event (naming the record, which
+ * lists the tasks) and the migration record written together. Returns how many moved and the
+ * record's id (null when none did).
  */
 export async function moveRecorded(
   trx: Trx,
+  fromVersionId: string,
   toVersionId: string,
-  select: RawBuilder<unknown>,
+  where: RawBuilder<unknown>,
   fields: RecordFields,
 ): Promise<{ count: number; migrationId: string | null }> {
   const id = newId('migration');
-  const eventData = sql`jsonb_build_object('from_version_ids', (SELECT coalesce(jsonb_agg(DISTINCT from_version_id), '[]'::jsonb) FROM moved), 'to_version_id', ${toVersionId}::text,
-    'count', (SELECT count(*) FROM moved), 'task_ids', (SELECT jsonb_agg(id ORDER BY id) FROM moved), 'mode', ${fields.kind}::text, 'migration_id', ${id}::text)`;
+  const eventData = sql`jsonb_build_object('from_version_ids', jsonb_build_array(${fromVersionId}::text), 'to_version_id', ${toVersionId}::text,
+    'count', (SELECT count(*) FROM moved), 'mode', ${fields.kind}::text, 'migration_id', ${id}::text)`;
   const result = await sql<{ n: number; migration_id: string | null }>`
-    WITH picked AS (
-      SELECT id, current_version_id AS from_version_id FROM tasks WHERE id IN (${select}) AND current_version_id <> ${toVersionId} ORDER BY id FOR NO KEY UPDATE
-    ), moved AS (
-      UPDATE tasks t SET current_version_id = ${toVersionId}, updated_at = now() FROM picked p WHERE t.id = p.id
-      RETURNING t.id, p.from_version_id
+    WITH moved AS (
+      UPDATE tasks SET current_version_id = ${toVersionId}, updated_at = now() WHERE current_version_id = ${fromVersionId} AND ${where}
+      RETURNING id
     ), seq AS (
       UPDATE branches SET event_sequence = event_sequence + 1 WHERE id = ${fields.branchId} AND EXISTS (SELECT 1 FROM moved)
       RETURNING event_sequence
     ), event AS (
       INSERT INTO version_events (id, branch_id, version_id, sequence, type, data)
       SELECT ${newId('event')}, ${fields.branchId}, ${toVersionId}, event_sequence, 'TASKS_MIGRATED', ${eventData} FROM seq
-    ), rec AS (${migrationRecordSql(id, toVersionId, fields, sql`moved.from_version_id`)})
+    ), rec AS (${migrationRecordSql(id, toVersionId, fields, sql`${fromVersionId}::text`)})
     SELECT (SELECT count(*)::int FROM moved) AS n, (SELECT id FROM rec) AS migration_id`.execute(trx);
   const row = result.rows[0];
   return { count: row.n, migrationId: row.migration_id };
@@ -84,7 +84,7 @@ export async function moveRecorded(
 
 type Row = Selectable<MigrationsTable>;
 
-const movesOf = (row: Row) => row.moves as [string, string][];
+const movesOf = (row: Row) => (row.moves as [string, string][]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 const fromOf = (row: Row) => row.from_version_ids as string[];
 
 function toRecord(row: Row, withMoves: boolean): MigrationRecord {
@@ -226,20 +226,15 @@ export async function undoMigration(db: Db, perms: Permissions, id: string): Pro
       const group = movesOf(row)
         .filter(([, f]) => f === from)
         .map(([taskId]) => taskId);
-      const { migrationId } = await moveRecorded(
-        trx,
-        from,
-        sql`SELECT id FROM tasks WHERE id = ANY(${group}) AND status IN (${statusList(LIVE_TASK_STATUSES)})`,
-        {
-          branchId: row.branch_id,
-          agentId: row.agent_id,
-          namespaceId: row.namespace_id,
-          kind: 'undo',
-          undoesId: row.id,
-          reason: `undo of ${row.id}`,
-          keyId: perms.actor.keyId || null,
-        },
-      );
+      const { migrationId } = await moveRecorded(trx, row.to_version_id, from, sql`id = ANY(${group}) AND status IN (${statusList(LIVE_TASK_STATUSES)})`, {
+        branchId: row.branch_id,
+        agentId: row.agent_id,
+        namespaceId: row.namespace_id,
+        kind: 'undo',
+        undoesId: row.id,
+        reason: `undo of ${row.id}`,
+        keyId: perms.actor.keyId || null,
+      });
       first_record ??= migrationId;
     }
     await trx.updateTable('migrations').set({ undone_by_id: first_record }).where('id', '=', row.id).execute();

@@ -334,25 +334,24 @@ async function startStep(trx: Trx, row: Row, index: number, now: Date): Promise<
   }
   const before = percentOf(row);
   const percent = stepsOf(row)[index];
-  const remaining = (
-    await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${row.from_version_id} AND status IN (${live()})`.execute(trx)
-  ).rows[0].n;
-  // The step's share of what is still on the source: (percent - before) of the (100 - before) left.
-  const count = percent >= 100 ? remaining : Math.ceil((remaining * (percent - before)) / (100 - before));
-  const { count: moved, migrationId } = await moveRecorded(
-    trx,
-    row.to_version_id,
-    sql`SELECT id FROM tasks WHERE current_version_id = ${row.from_version_id} AND status IN (${live()}) ORDER BY id LIMIT ${count}`,
-    {
-      branchId: row.branch_id,
-      agentId: row.agent_id,
-      namespaceId: row.namespace_id,
-      kind: 'rollout_step',
-      rolloutId: row.id,
-      step: index + 1,
-      reason: `rollout ${row.id} step ${index + 1} (${percent}%)`,
-    },
-  );
+  let which = sql`status IN (${live()})`;
+  if (percent < 100) {
+    const remaining = (
+      await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${row.from_version_id} AND status IN (${live()})`.execute(trx)
+    ).rows[0].n;
+    // The step's share of what is still on the source: (percent - before) of the (100 - before) left, oldest first.
+    const share = Math.ceil((remaining * (percent - before)) / (100 - before));
+    which = sql`id IN (SELECT id FROM tasks WHERE current_version_id = ${row.from_version_id} AND status IN (${live()}) ORDER BY id LIMIT ${share})`;
+  }
+  const { count: moved, migrationId } = await moveRecorded(trx, row.from_version_id, row.to_version_id, which, {
+    branchId: row.branch_id,
+    agentId: row.agent_id,
+    namespaceId: row.namespace_id,
+    kind: 'rollout_step',
+    rolloutId: row.id,
+    step: index + 1,
+    reason: `rollout ${row.id} step ${index + 1} (${percent}%)`,
+  });
   const entry: RolloutStepReport = {
     step: index + 1,
     percent,
@@ -381,10 +380,11 @@ async function revert(trx: Trx, row: Row, status: 'REVERTED' | 'ABORTED', reason
   if ((TAKES_TASKS_BACK as readonly string[]).includes(source.status)) {
     const { count } = await moveRecorded(
       trx,
+      row.to_version_id,
       row.from_version_id,
-      sql`SELECT t.id FROM tasks t WHERE t.current_version_id = ${row.to_version_id} AND t.status IN (${live()}) AND (
-            t.id IN (SELECT e.value->>0 FROM migrations m, jsonb_array_elements(m.moves) e WHERE m.rollout_id = ${row.id} AND m.kind = 'rollout_step')
-            OR (t.branch_id = ${row.branch_id} AND t.created_version_id = ${row.to_version_id} AND t.created_at >= ${row.created_at}))`,
+      sql`status IN (${live()}) AND (
+            id IN (SELECT e.value->>0 FROM migrations m, jsonb_array_elements(m.moves) e WHERE m.rollout_id = ${row.id} AND m.kind = 'rollout_step')
+            OR (branch_id = ${row.branch_id} AND created_version_id = ${row.to_version_id} AND created_at >= ${row.created_at}))`,
       { branchId: row.branch_id, agentId: row.agent_id, namespaceId: row.namespace_id, kind: 'revert', rolloutId: row.id, reason },
     );
     finalReason = `${reason}; ${count} task${count === 1 ? '' : 's'} moved back to ${versionLabel(source.number)}`;
