@@ -1,11 +1,14 @@
 // Bulk migration through `POST /tasks/migrate` against the bare `UPDATE ... RETURNING` on the same
 // database, in the same run: rows per second of each and their ratio (target on PostgreSQL: >= 0.5).
+// Then a rollout step (domain/rollouts.ts: the step's move, its migration record and the rollout's
+// advance in one transaction) against the bare `UPDATE` of the same rows (target: >= 0.8).
 import { sql } from 'kysely';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../src/server/app.js';
 import { ensureBootstrap } from '../src/server/bootstrap.js';
 import { openStore, type Engine } from '../src/server/store/db.js';
 import { generateSecret } from '../src/server/auth/secrets.js';
+import { advanceRollouts } from '../src/server/domain/rollouts.js';
 import { benchEngines, fmt, median, throwawayDatabase, timed } from './support.js';
 
 // 10,000 is the most one request moves (MIGRATION_MAX_TASKS).
@@ -80,6 +83,40 @@ async function benchEngine(engine: Engine) {
         const moved = JSON.parse(text).tasks.length;
         if (moved !== size) throw new Error(`service moved ${moved}`);
       }
+      // A rollout step moving every task (steps [100]) against the bare UPDATE of the same rows.
+      const step: number[] = [];
+      const bareStep: number[] = [];
+      for (let run = 0; run < RUNS; run++) {
+        await reset();
+        bareStep.push(
+          await timed(async () => {
+            const result =
+              await sql`UPDATE tasks SET current_version_id = ${v2}, updated_at = now() WHERE current_version_id = ${v1} AND status = 'RUNNING'`.execute(
+                store.db,
+              );
+            if (Number(result.numAffectedRows) !== size) throw new Error(`bare step moved ${result.numAffectedRows}`);
+          }),
+        );
+        await reset();
+        await sql`DELETE FROM migrations`.execute(store.db);
+        await sql`DELETE FROM rollouts`.execute(store.db);
+        // The tasks were written straight onto v1, which retired when v2 came (it had none then): draining, as with live tasks.
+        await sql`UPDATE versions SET status = 'DRAINING', retired_at = NULL WHERE id = ${v1}`.execute(store.db);
+        await call('/rollouts', { from_version_id: v1, to_version_id: v2, steps: [100], watch: '1h' });
+        step.push(await timed(() => advanceRollouts(store.db)));
+        const moved = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${v2}`.execute(store.db);
+        if (moved.rows[0].n !== size) throw new Error(`rollout step moved ${moved.rows[0].n}`);
+      }
+      const stepRate = size / (median(step) / 1000);
+      const bareStepRate = size / (median(bareStep) / 1000);
+      console.log(
+        `${engine.padEnd(8)} ${fmt(size).padStart(7)} tasks: rollout step ${fmt(stepRate).padStart(9)} rows/s (${fmt(median(step))} ms)` +
+          ` | bare UPDATE ${fmt(bareStepRate).padStart(9)} rows/s (${fmt(median(bareStep))} ms)` +
+          ` | ratio ${fmt(stepRate / bareStepRate, 2)} (target >= 0.8)`,
+      );
+      await sql`DELETE FROM migrations`.execute(store.db);
+      await sql`DELETE FROM rollouts`.execute(store.db);
+
       const bareRate = size / (median(bare) / 1000);
       const serviceRate = size / (median(service) / 1000);
       console.log(

@@ -13,7 +13,7 @@ _agentctl() {
     case "$w" in
       --profile) profile="${words[i+1]}"; skip=1; continue ;;
       --agent|-a) agent="${words[i+1]}"; skip=1; continue ;;
-      --acp-type|--after|--agent|--api-key|--base-url|--branch|--cron|--data|--data-dir|--database-url|--description|--env|--event|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--metrics-port|--missed|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rule|--runtime|--scope|--sdk-type|--since|--status|--tail|--task|--timeout|--to|--tz|--user|--value-file|-a|-n) skip=1; continue ;;
+      --acp-type|--after|--agent|--api-key|--base-url|--branch|--cron|--data|--data-dir|--database-url|--description|--env|--event|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--max-error-rate|--metrics-port|--missed|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rollout|--rule|--runtime|--scope|--sdk-type|--since|--status|--steps|--tail|--task|--timeout|--to|--tz|--user|--value-file|--watch|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
@@ -159,6 +159,15 @@ _agentctl() {
       case "$prev" in
         --preset) COMPREPLY=($(compgen -W 'deploy read-only agent-runner custom' -- "$cur")); return ;;
       esac ;;
+    'migrations list')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
+    'rollouts list')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+        --status) COMPREPLY=($(compgen -W 'RUNNING PAUSED SUCCEEDED REVERTED ABORTED' -- "$cur")); return ;;
+      esac ;;
     'schedules list')
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
@@ -180,7 +189,7 @@ _agentctl() {
     --profile) COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); return ;;
   esac
   local globals='--json --jq --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs secrets tasks states keys groups fs completion dev open schedules status $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs secrets tasks states keys groups fs completion dev migrations open rollouts schedules status $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get set use' -- "$cur")); return; fi ;;
@@ -197,6 +206,8 @@ _agentctl() {
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create revoke rotate' -- "$cur")); return; fi ;;
     groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create add-member remove-member' -- "$cur")); return; fi ;;
     fs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create files pull push' -- "$cur")); return; fi ;;
+    migrations) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get undo' -- "$cur")); return; fi ;;
+    rollouts) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get abort pause resume' -- "$cur")); return; fi ;;
     schedules) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create delete pause resume trigger' -- "$cur")); return; fi ;;
   esac
   case "$noun${verb:+ $verb}" in
@@ -245,7 +256,7 @@ _agentctl() {
     'tasks cancel') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks events') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks messages') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
-    'tasks migrate') COMPREPLY=($(compgen -W "--from --task --to --to-latest --agent -a --dry-run $globals" -- "$cur")) ;;
+    'tasks migrate') COMPREPLY=($(compgen -W "--from --task --to --to-latest --agent -a --dry-run --steps --watch --max-error-rate --follow $globals" -- "$cur")) ;;
     'tasks send') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--data $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks watch') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--after --retry $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'states list') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
@@ -269,7 +280,15 @@ _agentctl() {
     'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;
     'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
     'dev') COMPREPLY=($(compgen -W "--keep --user $globals" -- "$cur")) ;;
+    'migrations list') COMPREPLY=($(compgen -W "--agent -a --rollout --limit $globals" -- "$cur")) ;;
+    'migrations get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'migrations undo') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'open') COMPREPLY=($(compgen -W "--print $globals" -- "$cur")) ;;
+    'rollouts list') COMPREPLY=($(compgen -W "--agent -a --status --limit $globals" -- "$cur")) ;;
+    'rollouts get') COMPREPLY=($(compgen -W "--follow -f $globals" -- "$cur")) ;;
+    'rollouts abort') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'rollouts pause') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
+    'rollouts resume') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'schedules list') COMPREPLY=($(compgen -W "--agent -a --status --limit --page --all $globals" -- "$cur")) ;;
     'schedules get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'schedules create') COMPREPLY=($(compgen -W "--agent -a --cron --tz --name --params --branch --task --event --missed $globals" -- "$cur")) ;;

@@ -32,6 +32,8 @@ export const NOUNS: Record<string, string> = {
   envs: 'Manage environments: which branches an environment serves',
   secrets: 'Set, list and delete an agent’s secrets (given to it as environment variables)',
   tasks: 'Create, inspect, cancel and migrate tasks',
+  rollouts: 'Watch, pause, resume and abort rollouts (tasks migrate --steps starts one)',
+  migrations: 'The migration history: list, show and undo migrations',
   states: 'Read and write the JSON state of a (task, agent) pair',
   keys: 'Create (wizard or flags), list, revoke and rotate API keys',
   groups: 'List and create sharing groups, and add or remove their members',

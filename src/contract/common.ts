@@ -27,6 +27,8 @@ export const ID_PREFIXES = {
   schedule: 'sch_',
   consoleSession: 'ses_',
   secret: 'sec_',
+  rollout: 'ro_',
+  migration: 'mig_',
 } as const;
 
 export const TaskStatus = z.enum(TASK_STATUSES);
@@ -103,6 +105,7 @@ export const CONFLICT_CODES = [
   'lease_lost',
   'message_not_streamable',
   'message_not_streaming',
+  'migration_moved_on',
   'migration_too_large',
   'namespace_exists',
   'no_rollback_target',
@@ -115,6 +118,9 @@ export const CONFLICT_CODES = [
   'project_exists',
   'schedule_name_taken',
   'secret_exists',
+  'rollout_finished',
+  'rollout_in_progress',
+  'source_retired',
   'stale_base',
   'state_exists',
   'target_not_routable',

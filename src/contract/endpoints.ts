@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, DEPLOY_REPLICAS, VERSION_LIST_LIMIT, VERSION_LIST_MAX } from './enums.js';
 export { VERSION_LIST_MAX };
 import { VersionLogs, VersionLogsQuery } from './runtime.js';
+import { CreateRolloutRequest, ListMigrationsQuery, ListRolloutsQuery, MigrationList, MigrationRecord, Rollout, RolloutList } from './rollouts.js';
 import {
   ACPType,
   AgentInputType,
@@ -882,6 +883,102 @@ export const endpoints = lazyTable({
       tag: 'tasks',
       body: MigrateTasksRequest,
       response: MigrateTasksResponse,
+    }),
+
+  // safe migrations: rollouts and the migration history (README "Versions and migration")
+  createRollout: () =>
+    ep({
+      method: 'POST',
+      path: '/rollouts',
+      status: 201,
+      summary: 'Start a rollout: move a version’s tasks in steps, watch each, revert past the threshold',
+      tag: 'rollouts',
+      body: CreateRolloutRequest,
+      response: Rollout,
+    }),
+  listRollouts: () =>
+    ep({
+      method: 'GET',
+      path: '/rollouts',
+      status: 200,
+      idempotent: true,
+      summary: 'List rollouts, newest first',
+      tag: 'rollouts',
+      query: ListRolloutsQuery,
+      response: RolloutList,
+    }),
+  getRollout: () =>
+    ep({
+      method: 'GET',
+      path: '/rollouts/:rollout_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get a rollout with the figures of each step',
+      tag: 'rollouts',
+      params: id('rollout_id'),
+      response: Rollout,
+    }),
+  pauseRollout: () =>
+    ep({
+      method: 'POST',
+      path: '/rollouts/:rollout_id/pause',
+      status: 200,
+      summary: 'Pause a rollout (its moved tasks stay; no further step)',
+      tag: 'rollouts',
+      params: id('rollout_id'),
+      response: Rollout,
+    }),
+  resumeRollout: () =>
+    ep({
+      method: 'POST',
+      path: '/rollouts/:rollout_id/resume',
+      status: 200,
+      summary: 'Resume a paused rollout (the current step is watched again)',
+      tag: 'rollouts',
+      params: id('rollout_id'),
+      response: Rollout,
+    }),
+  abortRollout: () =>
+    ep({
+      method: 'POST',
+      path: '/rollouts/:rollout_id/abort',
+      status: 200,
+      summary: 'Abort a rollout: its moved tasks go back to the source',
+      tag: 'rollouts',
+      params: id('rollout_id'),
+      response: Rollout,
+    }),
+  listMigrations: () =>
+    ep({
+      method: 'GET',
+      path: '/migrations',
+      status: 200,
+      idempotent: true,
+      summary: 'The migration history: every migration, rollout step, revert and undo, newest first',
+      tag: 'rollouts',
+      query: ListMigrationsQuery,
+      response: MigrationList,
+    }),
+  getMigration: () =>
+    ep({
+      method: 'GET',
+      path: '/migrations/:migration_id',
+      status: 200,
+      idempotent: true,
+      summary: 'Get a migration record with exactly the tasks it moved',
+      tag: 'rollouts',
+      params: id('migration_id'),
+      response: MigrationRecord,
+    }),
+  undoMigration: () =>
+    ep({
+      method: 'POST',
+      path: '/migrations/:migration_id/undo',
+      status: 200,
+      summary: 'Move exactly the tasks of a migration back (409 when they have moved on since)',
+      tag: 'rollouts',
+      params: id('migration_id'),
+      response: MigrationRecord,
     }),
 
   // conversation: events, messages, trackers, the stream

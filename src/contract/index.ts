@@ -4,3 +4,4 @@ export * from './endpoints.js';
 export * from './presets.js';
 export * from './runtime.js';
 export * from './secrets.js';
+export * from './rollouts.js';

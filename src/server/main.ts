@@ -5,6 +5,8 @@ import { buildApp, type ServiceConfig } from './app.js';
 import { ensureBootstrap, removeBootstrap, type BootstrapResult } from './bootstrap.js';
 import { openStore, type Engine, type Store } from './store/db.js';
 import { sweepDraining } from './domain/events.js';
+import { advanceRollouts } from './domain/rollouts.js';
+import { startLeasedLoop } from './runtime/leased-loop.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
 import { sweepBlobs } from './domain/filesystems.js';
 import { sweepIdempotencyRecords } from './idempotency.js';
@@ -109,6 +111,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let ticker: ScheduleTicker | undefined;
   let blobs: BlobStore | undefined;
   let runner: RunningServer['runner'];
+  let rolloutLoop: { close(): Promise<void> } | undefined;
   let bootstrap: BootstrapResult | undefined;
   try {
     const blobDir = options.blobDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.join(path.dirname(options.dataDir), 'blobs') : undefined);
@@ -138,6 +141,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // Schedules' ticks: every replica runs a ticker; the tick rows make each tick run once.
     ticker = new ScheduleTicker(store.db, { log: (message) => app!.log.warn(message) });
     ticker.start();
+    // Rollouts advance once across replicas, under the runtime lease (domain/rollouts.ts).
+    const rolloutWork = () => advanceRollouts(store.db, new Date(), (error) => app!.log.warn(`rollout: ${(error as Error).message ?? error}`));
+    if (runtime === 'none') rolloutLoop = await startLeasedLoop(store, rolloutWork);
     if (runtime !== 'none') {
       const ro = options.runtimeOptions ?? {};
       const driver = ro.driver ?? (await createDriver(runtime, options, ro, store, blobs));
@@ -149,6 +155,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         replicaGone: (versionId, acpUrl) => markReplicaGone(store.db, versionId, acpUrl),
         intervalMs: ro.reconcileIntervalMs,
         graceMs: ro.graceMs,
+        leasedWork: rolloutWork,
       });
       runner = { driver, reconciler };
       app.service.runtime = driver;
@@ -162,6 +169,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // Agents first: they may still call the API while they finish.
       await ticker!.close();
       await runner?.reconciler.close();
+      await rolloutLoop?.close();
       await dispatcher!.close();
       await app!.close();
       await blobs!.close();
@@ -171,6 +179,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   } catch (error) {
     await ticker?.close().catch(() => {});
     await runner?.reconciler.close().catch(() => {});
+    await rolloutLoop?.close().catch(() => {});
     await dispatcher?.close().catch(() => {});
     await app?.close().catch(() => {});
     // A key created by this start is shown by no one: take it back, so the next start creates (and prints) one.

@@ -3,6 +3,7 @@ import { readEventStream } from '../../client/sse.js';
 import { boundsText, LOG_SSE_EVENT, LOG_TAIL } from '../../contract/enums.js';
 import type { VersionLogLine } from '../../contract/runtime.js';
 import { versionLabel } from '../../contract/version-ref.js';
+import { parseDuration } from '../../contract/rollout-rules.js';
 import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
 import { CliError, usageError } from '../errors.js';
@@ -13,11 +14,8 @@ import { agent } from '../options.js';
 
 /** `10m`, `2h`, `30s`, `1d`, or an ISO 8601 time: the instant logs start from. */
 export function parseSince(value: string, now = Date.now()): string {
-  const relative = /^(\d+)(s|m|h|d)$/.exec(value.trim());
-  if (relative) {
-    const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[relative[2] as 's' | 'm' | 'h' | 'd'];
-    return new Date(now - Number(relative[1]) * unit).toISOString();
-  }
+  const relative = parseDuration(value);
+  if (relative !== undefined) return new Date(now - relative).toISOString();
   const time = Date.parse(value);
   if (Number.isNaN(time)) throw usageError(`--since ${value} is neither a duration (10m, 2h, 1d) nor a time (2026-01-31T12:00:00Z)`);
   return new Date(time).toISOString();

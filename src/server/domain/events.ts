@@ -47,6 +47,8 @@ export async function settleDraining(trx: Trx, versionIds: Iterable<string>): Pr
     UPDATE versions v SET status = ${statusLit(drained.to)}, retired_at = now(), updated_at = now()
     WHERE v.id = ANY(${ids}) AND v.status IN (${statusList(drained.from)})
       AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.current_version_id = v.id AND t.status IN (${statusList(LIVE_TASK_STATUSES)}))
+      -- A running rollout from it may still move its tasks back (domain/rollouts.ts): it retires when the rollout ends.
+      AND NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.from_version_id = v.id AND r.status IN ('RUNNING', 'PAUSED'))
     RETURNING v.id, v.branch_id`.execute(trx);
   for (const v of retired.rows) await appendEvent(trx, v.branch_id, v.id, 'VERSION_RETIRED', { reason: 'drained' });
   return retired.rows.map((r) => r.id);

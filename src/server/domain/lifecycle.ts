@@ -342,7 +342,8 @@ export async function applyVersionHappening(
     await appendEvent(trx, branch.id, version.id, 'VERSION_RECOVERED', {});
   } else if (version.status === 'ACTIVE' && to === 'UNHEALTHY') {
     await setStatus(trx, version, to);
-    await appendEvent(trx, branch.id, version.id, 'VERSION_UNHEALTHY', {});
+    // The runtime's reason (a crash loop) stays on the event: a rollout to this version reverts on it.
+    await appendEvent(trx, branch.id, version.id, 'VERSION_UNHEALTHY', details.failure_reason ? { failure_reason: details.failure_reason } : {});
   } else if (to === 'FAILED') {
     const reason = details.failure_reason ?? 'unknown';
     await setStatus(trx, version, to, {

@@ -12,6 +12,7 @@ import { migrationChoiceProblem } from '../../contract/migration.js';
 import { statusLit } from '../store/sql.js';
 import { settleDraining } from './events.js';
 import { inCallerOrg, lockBranch, versionById } from './lookup.js';
+import { migrationRecordSql } from './migration-history.js';
 
 type Trx = Kysely<Database>;
 
@@ -48,7 +49,7 @@ export function checkMigrationShape(req: MigrateTasksRequest): void {
   if (items.length) throw new ValidationFailure(items);
 }
 
-async function resolveTarget(trx: Trx, perms: Permissions, branch: { id: string; git_branch: string }, req: MigrateTasksRequest) {
+export async function resolveTarget(trx: Trx, perms: Permissions, branch: { id: string; git_branch: string }, req: MigrateTasksRequest) {
   const branchId = branch.id;
   if (req.to_latest) {
     const latest = await trx
@@ -85,11 +86,15 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
     let branch: { id: string; git_branch: string };
     let sourceIds: string[];
     let taskIds: string[] | null = null;
+    // The migration record's owner, and (task mode) the version each named task leaves.
+    let owner: { agentId: string; namespaceId: string };
+    let leaving: Record<string, string> = {};
 
     if (req.from_version_id !== null) {
       const source = await versionById(trx, perms, 'write', req.from_version_id);
       branchId = source.branch_id;
       sourceIds = [source.id];
+      owner = { agentId: source.agent_id, namespaceId: source.namespace_id };
       branch = await lockBranch(trx, branchId);
     } else {
       taskIds = [...new Set(req.task_ids!)];
@@ -129,6 +134,8 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
         throw conflict('task_not_migratable', `Only RUNNING or IDLE tasks can migrate: ${listed}${stuck.length > 10 ? ` and ${stuck.length - 10} more` : ''}`);
       }
       sourceIds = [...new Set(locked.map((t) => t.current_version_id))];
+      owner = { agentId: seen[0].agent_id, namespaceId: seen[0].namespace_id };
+      leaving = Object.fromEntries(locked.map((t) => [t.id, t.current_version_id]));
     }
 
     const target = await resolveTarget(trx, perms, branch, req);
@@ -164,7 +171,12 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
         ), event AS (
           INSERT INTO version_events (id, branch_id, version_id, sequence, type, data)
           SELECT ${newId('event')}, ${branchId}, ${target.id}, event_sequence, 'TASKS_MIGRATED', ${eventData} FROM seq
-        )
+        ), rec AS (${migrationRecordSql(
+          newId('migration'),
+          target.id,
+          { branchId, agentId: owner.agentId, namespaceId: owner.namespaceId, kind: 'migrate', keyId: perms.actor.keyId || null },
+          taskIds ? sql`(${JSON.stringify(leaving)}::jsonb ->> moved.id)` : sql`${req.from_version_id}::text`,
+        )})
         SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks FROM moved m`.execute(trx);
       result = rows.rows[0];
       await settleDraining(trx, sourceIds);

@@ -14,6 +14,7 @@ import { settleDraining } from './events.js';
 import { visibleRows } from './visibility.js';
 import { createTracker, recordTaskChange } from './conversation.js';
 import { enqueueDelivery } from '../store/outbox.js';
+import { rampVersionFor } from './rollouts.js';
 
 type Trx = Kysely<Database>;
 
@@ -72,6 +73,8 @@ export async function insertTask(trx: Trx, perms: Permissions, req: CreateTaskRe
     .limit(1)
     .executeTakeFirst();
   if (!version) throw conflict('no_routable_version', `Branch ${branchName} has no ACTIVE or DEPLOYING version to run a task on`);
+  // A rollout to this version ramps new tasks onto it step by step (domain/rollouts.ts).
+  const servingId = await rampVersionFor(trx, branch.id, version);
 
   let filesystemId = req.filesystem_id;
   if (filesystemId) {
@@ -115,8 +118,8 @@ export async function insertTask(trx: Trx, perms: Permissions, req: CreateTaskRe
       status_reason: null,
       params: req.params == null ? null : JSON.stringify(req.params),
       task_metadata: metadata === null ? null : JSON.stringify(metadata),
-      created_version_id: version.id,
-      current_version_id: version.id,
+      created_version_id: servingId,
+      current_version_id: servingId,
       created_by_key_id: perms.actor.keyId || null,
       created_at: now,
       updated_at: now,

@@ -17,6 +17,7 @@ import { registerScheduleRoutes } from './schedules.js';
 import { registerStatusRoutes } from './status.js';
 import { registerSessionRoutes } from './sessions.js';
 import { registerSecretRoutes } from './secrets.js';
+import { registerRolloutRoutes } from './rollouts.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
@@ -37,4 +38,5 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerStatusRoutes(host, service);
   registerSessionRoutes(host, service);
   registerSecretRoutes(host, service);
+  registerRolloutRoutes(host, service);
 }

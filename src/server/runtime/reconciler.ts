@@ -34,6 +34,8 @@ export interface ReconcilerOptions {
   leaseRetryMs?: number;
   /** Errors of a pass (the database was away, ...): the next pass retries. */
   onError?: (error: unknown) => void;
+  /** More work of each pass that must run once across server replicas (rollouts): run under the lease, after the versions. */
+  leasedWork?: () => Promise<void>;
 }
 
 export interface Reconciler {
@@ -213,6 +215,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
         .catch(onError)
         .finally(() => stopping.delete(versionId));
     }
+    if (options.leasedWork && !closed) await options.leasedWork();
   }
 
   const reconcileNow = () => {
@@ -243,7 +246,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<Recon
   };
 }
 
-interface Lease {
+export interface Lease {
   /** Takes the lease if it is free; true while this server holds it. */
   hold(): Promise<boolean>;
   held(): boolean;
@@ -255,7 +258,7 @@ interface Lease {
  * of its own (it lasts as long as that session, so a server that dies releases it). PGlite is one
  * process's database: the lease is always held.
  */
-async function openLease(store: Store, lost: () => void): Promise<Lease> {
+export async function openLease(store: Store, lost: () => void): Promise<Lease> {
   if (store.engine !== 'postgres' || !store.databaseUrl) {
     return { hold: async () => true, held: () => true, release: async () => {} };
   }

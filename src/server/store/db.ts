@@ -371,6 +371,48 @@ export interface AgentSecretsTable {
   created_at: Timestamptz;
   updated_at: Timestamptz;
 }
+/** 016: a migration in steps, driven by the runtime reconciler (domain/rollouts.ts). */
+export interface RolloutsTable {
+  id: string;
+  branch_id: string;
+  agent_id: string;
+  namespace_id: string;
+  from_version_id: string;
+  to_version_id: string;
+  steps: Json;
+  watch_ms: number;
+  max_error_rate: number;
+  status: string;
+  step_index: Generated<number>;
+  step_started_at: Date | null;
+  new_tasks: Generated<number>;
+  new_tasks_to_target: Generated<number>;
+  reason: string | null;
+  report: ColumnType<unknown, string | undefined, string>;
+  created_by_key_id: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+  finished_at: Date | null;
+}
+/** 016: one row per move of tasks (migrate, rollout step, revert, undo); `moves` is `[[task_id, from_version_id], ...]`. */
+export interface MigrationsTable {
+  id: string;
+  branch_id: string;
+  agent_id: string;
+  namespace_id: string;
+  kind: string;
+  rollout_id: string | null;
+  step: number | null;
+  to_version_id: string;
+  from_version_ids: Json;
+  moves: Json;
+  count: number;
+  reason: string | null;
+  undoes_id: string | null;
+  undone_by_id: string | null;
+  created_by_key_id: string | null;
+  created_at: Generated<Date>;
+}
 
 export interface Database {
   orgs: OrgsTable;
@@ -402,6 +444,8 @@ export interface Database {
   console_sessions: ConsoleSessionsTable;
   console_sign_in_tokens: ConsoleSignInTokensTable;
   agent_secrets: AgentSecretsTable;
+  rollouts: RolloutsTable;
+  migrations: MigrationsTable;
 }
 
 export type Db = Kysely<Database>;

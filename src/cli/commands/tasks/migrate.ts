@@ -13,12 +13,13 @@ import { idsOnly, nameBook, versionLabels } from '../../names.js';
 import type { Task } from '../../../contract/resources.js';
 import { versionLabel } from '../../../contract/version-ref.js';
 import { agent } from '../../options.js';
+import { ROLLOUT_OPTIONS, startRollout, wantsRollout } from '../../rollout-start.js';
 
 export default defineCommand({
   path: ['tasks', 'migrate'],
   summary: 'Move tasks between versions of one branch (shows the plan and asks on a terminal)',
   description:
-    'Source: --from REF (every RUNNING task on that version) or --task TASK (a task_ id or name; repeat). Target: --to REF or --to-latest. A REF is vN or a unique git-hash prefix (4+ characters) of the --agent (default: agentctl.json), or a ver_ id. --yes applies without asking; where no prompt is possible (--json, CI, no terminal) it is needed.',
+    'Source: --from REF (every RUNNING task on that version) or --task TASK (a task_ id or name; repeat). Target: --to REF or --to-latest. A REF is vN or a unique git-hash prefix (4+ characters) of the --agent (default: agentctl.json), or a ver_ id. --yes applies without asking; where no prompt is possible (--json, CI, no terminal) it is needed. With --steps, --watch or --max-error-rate it starts a rollout instead (agentctl rollouts): the tasks move in steps, each watched, and go back by themselves when the moved tasks fail more than the ones left.',
   options: [
     { flags: '--from <ref>', description: 'Move every RUNNING task of this version', field: 'from_version_id' },
     { flags: '--task <task>', description: 'Move this task (task_ id or name); repeat for more', repeatable: true, field: 'task_ids' },
@@ -26,12 +27,14 @@ export default defineCommand({
     { flags: '--to-latest', description: 'Target the branch’s newest ACTIVE or DEPLOYING version' },
     { ...agent, description: 'Agent (namespace/name) for vN and git-hash references' },
     { flags: '--dry-run', description: 'Only show what would move' },
+    ...ROLLOUT_OPTIONS,
   ],
   examples: [
     'agentctl tasks migrate --from v1 --to-latest --agent default/bot',
     'agentctl tasks migrate --from ver_01J... --to-latest',
     'agentctl tasks migrate --agent default/bot --from 3f2a9c1 --to 9b8e7d6 --yes',
     'agentctl tasks migrate --task task_01J... --task task_01K... --to ver_01J... --yes --json',
+    'agentctl tasks migrate --agent default/bot --from v1 --to-latest --steps 10,50,100 --watch 5m --max-error-rate 2%',
   ],
   notFoundNext: 'agentctl versions list --agent <ns/name>',
   handler: async (ctx, _args, options) => {
@@ -40,6 +43,7 @@ export default defineCommand({
       migrationChoiceProblem('source', { names: ['--from REF', '--task ID (repeatable)'], given: [Boolean(options.from), taskRefs.length > 0] }) ??
       migrationChoiceProblem('target', { names: ['--to REF', '--to-latest'], given: [Boolean(options.to), Boolean(options.toLatest)] });
     if (shapeProblem) throw usageError(shapeProblem, undefined, 'agentctl tasks migrate --from <version> --to-latest');
+    if (wantsRollout(options)) return startRollout(ctx, options);
     const client = await ctx.client();
     // Task names as ids, a few requests at a time (a migration may name up to 1000 tasks).
     const taskIds: string[] = [];

@@ -11,6 +11,7 @@ import * as streaming from './009_streaming.js';
 import * as schedules from './012_schedules.js';
 import * as consoleSessions from './015_console_sessions.js';
 import * as secrets from './011_secrets.js';
+import * as rollouts from './016_rollouts.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -32,4 +33,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '012_schedules': schedules,
   '015_console_sessions': consoleSessions,
   '011_secrets': secrets,
+  '016_rollouts': rollouts,
 };
