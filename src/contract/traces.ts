@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp } from './common.js';
+import { JsonObject, Timestamp } from './common.js';
 
 /** OpenTelemetry's span kinds and statuses, lower-cased. */
 export const SPAN_KINDS = ['internal', 'server', 'client', 'producer', 'consumer'] as const;
@@ -12,7 +12,7 @@ const SpanId = z.string().regex(/^[0-9a-f]{16}$/, 'must be 16 lower-case hex dig
 /** Unix time in microseconds. */
 const Micros = z.number().int().min(0).max(8_640_000_000_000_000);
 
-export const SpanAttributes = z.record(z.string().max(200), z.union([z.string().max(4000), z.number(), z.boolean()]));
+export const SpanAttributes = z.record(z.string(), z.union([z.string().max(4000), z.number(), z.boolean()]));
 
 /** A finished span as an agent reports it (with its delivery's completion). */
 export const SpanInput = z.object({
@@ -48,7 +48,8 @@ export const TraceSpan = z
     duration_ms: z.number(),
     status: z.enum(SPAN_STATUSES),
     status_message: z.string().nullable(),
-    attributes: SpanAttributes,
+    /** String, number and boolean values, as the span was given them. */
+    attributes: JsonObject,
   })
   .meta({ id: 'TraceSpan' });
 export type TraceSpan = z.infer<typeof TraceSpan>;
