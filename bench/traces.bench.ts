@@ -3,8 +3,9 @@
 // and an in-process agent that acknowledges each delivery at once; then
 //  1. p50 latency of `POST /tasks/{id}/events` to the agent having the delivery, sequential events;
 //  2. events per second from POST to the agent, across 20 tasks with 16 requests in flight.
-// Every request carries a W3C traceparent, as the CLI's do. Printed as ratios (on / off); the goal is
-// at most 10% of throughput and 5% of p50 latency.
+// Every request carries a W3C traceparent, as the CLI's do. Each setting runs twice, interleaved, and
+// keeps its better figures; printed as ratios (on / off); the goal is at most 10% of throughput and 5%
+// of p50 latency.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent, request } from 'undici';
@@ -18,8 +19,8 @@ import { startDispatcher } from '../src/server/delivery/dispatcher.js';
 import { signingSecretFor } from '../src/server/domain/registration.js';
 import { benchEngines, fmt, throwawayDatabase, BENCH_DEPLOY } from './support.js';
 
-const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 200);
-const THROUGHPUT_EVENTS = Number(process.env.BENCH_THROUGHPUT_EVENTS ?? 1000);
+const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 150);
+const THROUGHPUT_EVENTS = Number(process.env.BENCH_THROUGHPUT_EVENTS ?? 600);
 const TASKS = 20;
 const IN_FLIGHT = 16;
 
@@ -130,9 +131,22 @@ async function measure(engine: Engine, tracing: boolean): Promise<{ p50: number;
   }
 }
 
+/** The better of two measurements, so a burst of load on a shared machine does not decide the ratio. */
+const best = (a: Awaited<ReturnType<typeof measure>>, b: Awaited<ReturnType<typeof measure>>) => ({
+  p50: Math.min(a.p50, b.p50),
+  perSecond: Math.max(a.perSecond, b.perSecond),
+  spans: Math.max(a.spans, b.spans),
+});
+
 for (const engine of await benchEngines()) {
-  const off = await measure(engine, false);
-  const on = await measure(engine, true);
+  // Interleaved: off, on, off, on; each setting's better figures.
+  const runs = { off: [] as Awaited<ReturnType<typeof measure>>[], on: [] as Awaited<ReturnType<typeof measure>>[] };
+  for (let round = 0; round < 2; round++) {
+    runs.off.push(await measure(engine, false));
+    runs.on.push(await measure(engine, true));
+  }
+  const off = best(runs.off[0]!, runs.off[1]!);
+  const on = best(runs.on[0]!, runs.on[1]!);
   console.log(`[${engine}] tracing off: p50 ${fmt(off.p50, 2)} ms, ${fmt(off.perSecond)} events/s`);
   console.log(`[${engine}] tracing on (in-server store, ${fmt(on.spans)} spans kept): p50 ${fmt(on.p50, 2)} ms, ${fmt(on.perSecond)} events/s`);
   console.log(

@@ -44,7 +44,7 @@ export function logQuery(event: { level: 'query' | 'error'; query: { sql: string
     {
       kind: SpanKind.CLIENT,
       startTime: end - event.queryDurationMillis,
-      attributes: { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.query.text': event.query.sql.slice(0, 2000) },
+      attributes: { 'db.system.name': 'postgresql', 'db.operation.name': operation, 'db.query.text': event.query.sql.slice(0, 300) },
     },
     ctx,
   );

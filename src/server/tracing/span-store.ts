@@ -28,15 +28,15 @@ export interface StoreLimits {
   maxSpans: number;
   /** Spans older than this go (default 24 hours). */
   maxAgeMs: number;
-  /** How often buffered spans are written (default 250 ms). */
+  /** How often buffered spans are written (default 1 s: fewer, larger INSERTs cost the requests less). */
   flushMs: number;
-  /** How often the bounds are enforced (default 5 s). */
+  /** How often the bounds are enforced (default 10 s). */
   pruneMs: number;
   /** Spans held in memory at most; past it the newest are dropped (default 20,000). */
   maxBuffered: number;
 }
 
-const DEFAULTS: StoreLimits = { maxSpans: 100_000, maxAgeMs: 24 * 3_600_000, flushMs: 250, pruneMs: 5000, maxBuffered: 20_000 };
+const DEFAULTS: StoreLimits = { maxSpans: 100_000, maxAgeMs: 24 * 3_600_000, flushMs: 1000, pruneMs: 10_000, maxBuffered: 20_000 };
 /** Rows per INSERT statement (13 parameters each, well under PostgreSQL's 65,535). */
 const ROWS_PER_INSERT = 500;
 
