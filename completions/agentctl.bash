@@ -13,7 +13,7 @@ _agentctl() {
     case "$w" in
       --profile) profile="${words[i+1]}"; skip=1; continue ;;
       --agent|-a) agent="${words[i+1]}"; skip=1; continue ;;
-      --acp-type|--after|--agent|--api-key|--base-url|--branch|--cron|--data|--data-dir|--database-url|--description|--env|--event|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--max-error-rate|--metrics-port|--missed|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rollout|--rule|--runtime|--scope|--sdk-type|--since|--status|--steps|--tail|--task|--timeout|--to|--tz|--user|--value-file|--watch|-a|-n) skip=1; continue ;;
+      --acp-type|--after|--agent|--api-key|--base-url|--branch|--cron|--data|--data-dir|--database-url|--description|--env|--event|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--max-error-rate|--metrics-port|--missed|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rollout|--rule|--runtime|--scope|--sdk-type|--since|--status|--steps|--tail|--task|--timeout|--to|--trace|--turn|--tz|--user|--value-file|--watch|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
@@ -47,6 +47,7 @@ _agentctl() {
       case "$prev" in
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
         --branch) COMPREPLY=($(compgen -W "$(_agentctl_dynamic branches)" -- "$cur")); return ;;
+        --task) COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); return ;;
       esac ;;
     'branches list')
       case "$prev" in
@@ -189,7 +190,7 @@ _agentctl() {
     --profile) COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); return ;;
   esac
   local globals='--json --jq --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs secrets tasks states keys groups fs completion dev migrations open rollouts schedules status $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs secrets tasks states keys groups fs completion dev migrations open rollouts schedules status trace $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get set use' -- "$cur")); return; fi ;;
@@ -201,7 +202,7 @@ _agentctl() {
     versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get credentials register' -- "$cur")); return; fi ;;
     envs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create update delete resolve' -- "$cur")); return; fi ;;
     secrets) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list set delete' -- "$cur")); return; fi ;;
-    tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create delete cancel events messages migrate send watch' -- "$cur")); return; fi ;;
+    tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create delete cancel events messages migrate send trace watch' -- "$cur")); return; fi ;;
     states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get put delete' -- "$cur")); return; fi ;;
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create revoke rotate' -- "$cur")); return; fi ;;
     groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create add-member remove-member' -- "$cur")); return; fi ;;
@@ -225,7 +226,7 @@ _agentctl() {
     'init') COMPREPLY=($(compgen -W "--agent -a --acp-type --force --no-git $globals" -- "$cur")) ;;
     'deploy') COMPREPLY=($(compgen -W "--agent -a --image --branch --replicas --sticky --no-sticky --sdk-type --acp-type --description --allow-dirty --force --timeout --detach $globals" -- "$cur")) ;;
     'rollback') COMPREPLY=($(compgen -W "--agent -a --branch --to --timeout --detach $globals" -- "$cur")) ;;
-    'logs') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--agent -a --branch --follow -f --since --tail $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic versions)" -- "$cur")); fi ;;
+    'logs') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--agent -a --branch --follow -f --since --tail --task --trace $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic versions)" -- "$cur")); fi ;;
     'namespaces list') COMPREPLY=($(compgen -W "--limit --page --all $globals" -- "$cur")) ;;
     'namespaces create') COMPREPLY=($(compgen -W "--name $globals" -- "$cur")) ;;
     'projects list') COMPREPLY=($(compgen -W "--namespace -n --limit --page --all $globals" -- "$cur")) ;;
@@ -258,6 +259,7 @@ _agentctl() {
     'tasks messages') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks migrate') COMPREPLY=($(compgen -W "--from --task --to --to-latest --agent -a --dry-run --steps --watch --max-error-rate --follow $globals" -- "$cur")) ;;
     'tasks send') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--data $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
+    'tasks trace') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--turn --db $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks watch') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--after --retry $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'states list') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
     'states get') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
@@ -297,6 +299,7 @@ _agentctl() {
     'schedules resume') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'schedules trigger') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'status') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
+    'trace') COMPREPLY=($(compgen -W "--db $globals" -- "$cur")) ;;
   esac
 }
 complete -o default -F _agentctl agentctl

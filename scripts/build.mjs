@@ -20,7 +20,18 @@ const pkg = JSON.parse((await import('node:fs')).readFileSync(path.join(root, 'p
 // The server's own dependencies load files next to their modules (PGlite's wasm) or are large and
 // only needed by `agentctl server start`: they stay in node_modules. Everything the CLI needs on
 // every start is bundled, which is what keeps start-up near a bare `node -e 0`.
-const serverOnly = ['@electric-sql/pglite', 'kysely-pglite-dialect', 'kysely', 'pg', 'fastify', 'fastify-plugin', 'ulid', 'undici', '@kubernetes/client-node'];
+const serverOnly = [
+  '@electric-sql/pglite',
+  'kysely-pglite-dialect',
+  'kysely',
+  'pg',
+  'fastify',
+  'fastify-plugin',
+  'ulid',
+  'undici',
+  '@kubernetes/client-node',
+  '@opentelemetry/*',
+];
 // jq (a WebAssembly build with its module inlined, 1.4 MB) loads from node_modules only when --jq is given.
 const onDemand = ['jq-wasm'];
 // undici (the dispatcher, sync and stream transports) stays in node_modules too: bundled, its module

@@ -8,6 +8,9 @@ import type { SyncOptions, SyncResult } from '../sync/index.js';
 import { readProcessConfig } from './config.js';
 import { httpError, NotFoundError, toAdkError } from './errors.js';
 import path from 'node:path';
+import { activeTraceHeaders } from './trace.js';
+import { TRACEPARENT_HEADER } from '../contract/trace-context.js';
+import type { SpanInput } from '../contract/traces.js';
 
 export type {
   Agent,
@@ -180,13 +183,21 @@ export class Adk {
   }
 
   /** @internal for AgentServer: the handler of a deferred delivery finished (a failure was reported first). */
-  async completeDelivery(deliveryId: string): Promise<void> {
-    await this.call('completeDelivery', { params: { delivery_id: deliveryId } });
+  async completeDelivery(deliveryId: string, spans?: SpanInput[], traceparent?: string): Promise<void> {
+    await this.call(
+      'completeDelivery',
+      { params: { delivery_id: deliveryId }, body: spans?.length ? { spans } : undefined },
+      traceparent ? { headers: { [TRACEPARENT_HEADER]: traceparent } } : undefined,
+    );
   }
 
   /** @internal for AgentServer: the handler of a deferred delivery still runs; its lease starts over. */
-  async renewDeliveryLease(deliveryId: string): Promise<void> {
-    await this.call('renewDeliveryLease', { params: { delivery_id: deliveryId } });
+  async renewDeliveryLease(deliveryId: string, traceparent?: string): Promise<void> {
+    await this.call(
+      'renewDeliveryLease',
+      { params: { delivery_id: deliveryId } },
+      traceparent ? { headers: { [TRACEPARENT_HEADER]: traceparent } } : undefined,
+    );
   }
 
   private client?: Client;
@@ -219,6 +230,9 @@ export class Adk {
 
   /** @internal one endpoint of the contract's table, errors mapped to the ADK's. */
   async call<K extends EndpointName>(name: K, input: EndpointInput<K>, options?: CallOptions): Promise<EndpointOutput<K>> {
+    // Inside a handler: the call continues its trace (W3C traceparent of the active span).
+    const trace = activeTraceHeaders();
+    if (trace) options = { ...options, headers: { ...trace, ...options?.headers } };
     try {
       return (await this.rawClient().request(name, input, options)).data;
     } catch (error) {

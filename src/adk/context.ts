@@ -3,6 +3,7 @@ import type { Event, Message, MessageContent, MessageContentInput, Tracker } fro
 import type { State, Task } from '../contract/resources.js';
 import type { Adk, EventList, JsonObject, ListPage, MessageList } from './adk.js';
 import { MessageStream, type StreamKind } from './stream.js';
+import { logApi, traceApi, Turn, type LogApi, type TraceApi } from './trace.js';
 
 /**
  * What a handler gets: the task, its agent, the event being handled (onEvent), and the toolkit's
@@ -31,6 +32,10 @@ export class TaskContext {
     delete(): Promise<void>;
   };
   readonly events: { list(page?: ListPage): Promise<EventList> };
+  /** Spans of the agent's own steps in this turn's trace: `ctx.trace.span('model call', { 'gen_ai.request.model': m }, fn)`. */
+  readonly trace: TraceApi;
+  /** Structured log lines (JSON) carrying the task, delivery and trace ids: `agentctl logs --task` finds them. */
+  readonly log: LogApi;
   readonly tracker: {
     get(): Promise<Tracker>;
     /** Progress 0..100 (or null) and a status message; left-out values stay. */
@@ -47,7 +52,11 @@ export class TaskContext {
     readonly workspace: string,
     /** Sees every message this context sends (a sync agent answers with them). */
     onSent?: (content: MessageContent) => void,
+    /** The handler's turn: its trace and spans (a context made by hand starts a trace of its own). */
+    turn: Turn = new Turn(undefined, task.id, ''),
   ) {
+    this.trace = traceApi(turn);
+    this.log = logApi(turn);
     const taskId = task.id;
     const agentId = agent.id;
     this.messages = {

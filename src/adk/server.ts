@@ -22,6 +22,8 @@ import { adk as defaultAdk, type Adk, type JsonObject } from './adk.js';
 import { readProcessConfig } from './config.js';
 import { TaskContext } from './context.js';
 import { AdkError } from './errors.js';
+import { otlpConfigured, Turn } from './trace.js';
+import type { SpanInput } from '../contract/traces.js';
 
 type Awaitable<T> = T | Promise<T>;
 type HandlerName = 'onCreate' | 'onEvent' | 'onCancel' | 'onMessage';
@@ -74,6 +76,8 @@ interface Taken {
   outcome: Promise<MessageContent[]>;
   leased: boolean;
   settled: boolean;
+  /** The handler's spans (README "Traces"), reported with the completion. */
+  turn?: Turn;
 }
 
 /**
@@ -89,6 +93,7 @@ export class AgentServer {
   private signingSecret = '';
   private dataRoot = '';
   private agentName?: string;
+  private otlp?: Promise<import('../client/otlp-export.js').OtlpSpanExporter>;
 
   constructor(private readonly options: AgentServerOptions) {
     this.queues = new TaskQueues(Math.max(1, options.concurrency ?? 32));
@@ -221,12 +226,13 @@ export class AgentServer {
       this.remember(request.id, taken);
     }
     if (!taken) {
+      const turn = new Turn(request.params.traceparent, request.params.task.id, request.id);
       const outcome = this.queues.run(request.params.task.id, async () => {
         // Settled: the handler finished, or its failure reached the platform. One that could not be
         // reported (the server is gone) is not: it runs again when the delivery comes again.
         let settled = true;
         try {
-          return await this.handle(request, () => (settled = false));
+          return await this.handle(request, turn, () => (settled = false));
         } finally {
           // Recorded before the handler's turn ends: a SIGTERM waits for it (close() waits for the queues).
           if (settled && request.method !== 'message/send') this.recordHandled(request.params.task.id, request.id);
@@ -234,7 +240,7 @@ export class AgentServer {
       });
       outcome.catch(() => {});
       const leaseMs = request.method === 'message/send' ? undefined : (request.params as AcpLeaseOffer).lease_ms;
-      taken = { outcome, leased: typeof leaseMs === 'number' && leaseMs > 0, settled: false };
+      taken = { outcome, leased: typeof leaseMs === 'number' && leaseMs > 0, settled: false, turn };
       this.remember(request.id, taken);
       if (taken.leased) this.holdLease(request.id, taken, leaseMs!);
     }
@@ -244,7 +250,8 @@ export class AgentServer {
     if (request.method !== 'message/send')
       return rpcResult(res, request.id, taken.leased && !taken.settled ? { accepted: true, deferred: true } : { accepted: true });
     try {
-      rpcResult(res, request.id, { accepted: true, messages: await taken.outcome });
+      const messages = await taken.outcome;
+      rpcResult(res, request.id, { accepted: true, messages, ...(await this.spansToReport(taken)) });
     } catch (error) {
       rpcError(res, 500, request.id, ACP_ERRORS.internal, (error as Error).message);
     }
@@ -296,23 +303,48 @@ export class AgentServer {
   private holdLease(deliveryId: string, taken: Taken, leaseMs: number): void {
     const renew = setInterval(
       () => {
-        this.adk.renewDeliveryLease(deliveryId).catch((error) => log(`could not renew the lease of delivery ${deliveryId}: ${(error as Error).message}`));
+        this.adk
+          .renewDeliveryLease(deliveryId, taken.turn?.traceparent())
+          .catch((error) => log(`could not renew the lease of delivery ${deliveryId}: ${(error as Error).message}`));
       },
       Math.max(250, Math.floor(leaseMs / 3)),
     );
     renew.unref();
     void taken.outcome
       .catch(() => {})
-      .then(() => {
+      .then(async () => {
         clearInterval(renew);
-        return this.adk.completeDelivery(deliveryId);
+        return this.adk.completeDelivery(deliveryId, (await this.spansToReport(taken)).spans, taken.turn?.traceparent());
       })
       .catch((error) => log(`could not report delivery ${deliveryId} finished: ${(error as Error).message}`))
       .finally(() => (taken.settled = true));
   }
 
-  /** Runs one delivery's handler; a throw is reported to the platform (and rethrown for a sync answer), `unreported` called when that fails. */
-  private async handle(request: AcpRequest, unreported: () => void): Promise<MessageContent[]> {
+  /**
+   * The handler's spans go with its completion (or its sync answer); over OTLP instead when the
+   * agent's environment names an endpoint. Each turn's spans are reported once.
+   */
+  private async spansToReport(taken: Taken): Promise<{ spans?: SpanInput[] }> {
+    const spans = taken.turn?.spans.splice(0);
+    if (!spans?.length) return {};
+    if (!otlpConfigured()) return { spans };
+    try {
+      this.otlp ??= import('../client/otlp-export.js').then((m) => m.createOtlpSpanExporter(this.agentName ?? 'agent', 'agentctl-adk'));
+      (await this.otlp).export(spans.map((s) => ({ ...s, start_us: s.start_time_us, end_us: s.end_time_us, attributes: s.attributes ?? {} })));
+    } catch (error) {
+      log(`could not export spans over OTLP: ${(error as Error).message}`);
+    }
+    return {};
+  }
+
+  /** Runs one delivery's handler in its span; a throw is reported to the platform (and rethrown for a sync answer), `unreported` called when that fails. */
+  private handle(request: AcpRequest, turn: Turn, unreported: () => void): Promise<MessageContent[]> {
+    const method = request.method as AcpMethod;
+    const attributes = { 'agentctl.task_id': request.params.task.id, 'agentctl.delivery_id': request.id, 'agentctl.handler': HANDLERS[method] };
+    return turn.run(HANDLERS[method], 'server', attributes, () => this.runHandler(request, turn, unreported));
+  }
+
+  private async runHandler(request: AcpRequest, turn: Turn, unreported: () => void): Promise<MessageContent[]> {
     const method = request.method as AcpMethod;
     const { task, agent } = request.params;
     const event = method === 'event/send' ? (request.params as AcpParams['event/send']).event : null;
@@ -325,11 +357,13 @@ export class AgentServer {
     let syncedDown = false;
     try {
       await mkdir(workspace, { recursive: true });
-      await this.adk.filesystem.syncDown(task.filesystem_id, workspace, syncOptions).catch((error) => {
-        throw new WorkspaceSyncError('down', task.filesystem_id, error);
-      });
+      await turn.run('workspace sync down', 'internal', {}, () =>
+        this.adk.filesystem.syncDown(task.filesystem_id, workspace, syncOptions).catch((error) => {
+          throw new WorkspaceSyncError('down', task.filesystem_id, error);
+        }),
+      );
       syncedDown = true;
-      const ctx = new TaskContext(this.adk, task, agent, event, workspace, (content) => sent.push(content));
+      const ctx = new TaskContext(this.adk, task, agent, event, workspace, (content) => sent.push(content), turn);
       switch (method) {
         case 'task/create':
           await this.options.onCreate?.(ctx, (request.params as AcpParams['task/create']).params ?? null);
@@ -351,9 +385,11 @@ export class AgentServer {
     }
     // Up after the handler even when it threw: what it wrote before failing is kept, not lost.
     if (syncedDown) {
-      await this.adk.filesystem.syncUp(task.filesystem_id, workspace, syncOptions).catch((error) => {
-        failure ??= new WorkspaceSyncError('up', task.filesystem_id, error);
-      });
+      await turn
+        .run('workspace sync up', 'internal', {}, () => this.adk.filesystem.syncUp(task.filesystem_id, workspace, syncOptions))
+        .catch((error) => {
+          failure ??= new WorkspaceSyncError('up', task.filesystem_id, error);
+        });
     }
     if (failure === undefined) return sent;
     const message = failure instanceof Error ? failure.message || failure.name : String(failure);

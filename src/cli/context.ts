@@ -6,6 +6,7 @@ import { CliError, InterruptedError, unknownProfile } from './errors.js';
 import { ExitCode } from './exit-codes.js';
 import type { Prompter } from './prompts/prompter.js';
 import { VERSION } from './version.js';
+import { formatClientTraceState, formatTraceparent, newSpanId, newTraceId } from '../contract/trace-context.js';
 
 export interface OutputStream {
   write(chunk: string): unknown;
@@ -66,16 +67,25 @@ export class CommandContext {
   private clientPromise?: Promise<Client>;
   private prompter?: Promise<Prompter>;
 
+  /**
+   * The command's trace (README "Traces"): one new W3C trace per command, its id made here with the
+   * platform's crypto (no OpenTelemetry SDK to load); every request carries it, `--debug` and error
+   * output show it. Set once the command makes its client.
+   */
+  trace?: { traceId: string; spanId: string };
+
   private constructor(
     readonly io: CliIO,
     readonly globals: GlobalOptions,
     readonly signal: AbortSignal,
     private readonly chalkClass: typeof Chalk | undefined,
+    /** The command, for its span's name (`tasks send`). */
+    readonly commandPath: readonly string[] = [],
   ) {}
 
   /** A context for one run. chalk is loaded for people, not under `--json`, which prints no colour. */
-  static async create(io: CliIO, globals: GlobalOptions, signal: AbortSignal): Promise<CommandContext> {
-    return new CommandContext(io, globals, signal, globals.json ? undefined : (await import('chalk')).Chalk);
+  static async create(io: CliIO, globals: GlobalOptions, signal: AbortSignal, commandPath: readonly string[] = []): Promise<CommandContext> {
+    return new CommandContext(io, globals, signal, globals.json ? undefined : (await import('chalk')).Chalk, commandPath);
   }
 
   /** Colours when stdout or stderr is a terminal; decided on first use, as it reads stderr (main.ts). */
@@ -164,6 +174,9 @@ export class CommandContext {
       });
     }
     const { createClient } = await import('../client/index.js');
+    this.trace = { traceId: newTraceId(), spanId: newSpanId() };
+    const debug = this.globals.debug ? (line: string) => this.io.stderr.write(`${this.chalk.gray('[debug]')} ${line}\n`) : undefined;
+    debug?.(`trace ${this.trace.traceId} (agentctl trace ${this.trace.traceId})`);
     return createClient({
       baseUrl: credentials.baseUrl,
       apiKey: credentials.apiKey,
@@ -173,7 +186,11 @@ export class CommandContext {
       shortLived: true,
       timeoutMs: Number(this.io.env.AGENTCTL_TIMEOUT_MS ?? 30_000),
       retries: this.io.env.AGENTCTL_RETRIES !== undefined ? Number(this.io.env.AGENTCTL_RETRIES) : 3,
-      debug: this.globals.debug ? (line) => this.io.stderr.write(`${this.chalk.gray('[debug]')} ${line}\n`) : undefined,
+      debug,
+      traceContext: {
+        traceparent: formatTraceparent({ ...this.trace, sampled: true }),
+        tracestate: formatClientTraceState({ command: this.commandPath.join('-') || 'agentctl', startedAtMs: Date.now() }),
+      },
     });
   }
 

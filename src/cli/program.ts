@@ -152,6 +152,7 @@ export async function run(commandLine: readonly string[], io: CliIO, options: Ru
   let exitCode: number = ExitCode.ok;
   let parsedGlobals: GlobalOptions | undefined;
   let failedSpec: CommandEntry | undefined;
+  let commandContext: import('./context.js').CommandContext | undefined;
   const named = wantedCommands(commandLine);
   let taken: ReturnType<typeof takeJsonFields>;
   try {
@@ -168,7 +169,8 @@ export async function run(commandLine: readonly string[], io: CliIO, options: Ru
       jsonMode = globals.json;
       failedSpec = spec;
       const { CommandContext } = await import('./context.js');
-      const ctx = await CommandContext.create(io, globals, signal);
+      const ctx = await CommandContext.create(io, globals, signal, spec.path);
+      commandContext = ctx;
       const { default: command } = await spec.load();
       if (opts.agent === undefined && spec.options?.some((option) => option.flags.includes('--agent '))) {
         const { projectAgent } = await import('./project-file.js');
@@ -190,11 +192,11 @@ export async function run(commandLine: readonly string[], io: CliIO, options: Ru
       if (error.code === 'commander.help' || error.code === 'commander.executeSubCommandAsync') return ExitCode.usage;
       if (jsonMode)
         io.stderr.write(
-          `${JSON.stringify({ error: { code: 'usage', message: error.message.replace(/^error: /, ''), status: null, detail: null, hint: 'Run with --help for the flags.' } })}\n`,
+          `${JSON.stringify({ error: { code: 'usage', message: error.message.replace(/^error: /, ''), status: null, detail: null, hint: 'Run with --help for the flags.', trace_id: null } })}\n`,
         );
       return ExitCode.usage;
     }
-    return reportFailure(error, io, parsedGlobals, failedSpec);
+    return reportFailure(error, io, parsedGlobals, failedSpec, commandContext?.trace?.traceId);
   }
 }
 
@@ -237,12 +239,14 @@ async function print(ctx: import('./context.js').CommandContext, outcome: Outcom
   if (rendered.note && ctx.io.stderr.isTTY) ctx.info(rendered.note);
 }
 
-async function reportFailure(error: unknown, io: CliIO, globals: GlobalOptions | undefined, spec: CommandEntry | undefined): Promise<number> {
+async function reportFailure(error: unknown, io: CliIO, globals: GlobalOptions | undefined, spec: CommandEntry | undefined, traceId?: string): Promise<number> {
   // Data first: a script still gets the record (e.g. the version a timed-out deploy created) on stdout.
   if (globals?.json && error instanceof CliError && error.json !== undefined) io.stdout.write(`${JSON.stringify(error.json, null, 2)}\n`);
   const { toFailure, formatFailure, jsonFailure } = await import('./output/failure.js');
   const { Chalk } = await import('chalk');
   const failure = toFailure(error, { commandPath: spec?.path, notFoundNext: spec?.notFoundNext, flags: spec ? flagsByField(spec) : undefined });
+  // A command that reached the service: its trace id, to paste into `agentctl trace` or a tracing UI.
+  if (traceId && error instanceof Error && 'status' in error) failure.traceId = traceId;
   if (globals?.json) io.stderr.write(jsonFailure(failure));
   else {
     const colour = globals?.color !== false && !io.env.NO_COLOR && Boolean(io.stderr.isTTY);

@@ -34,6 +34,11 @@ export interface ClientOptions {
   shortLived?: boolean;
   userAgent?: string;
   /**
+   * W3C trace context sent with every request (README "Traces"): the CLI's one trace per command,
+   * its `tracestate` naming the command and when it started.
+   */
+  traceContext?: { traceparent: string; tracestate?: string };
+  /**
    * How requests go out. Default: one-shot node:http, lean for the CLI. Long-lived callers (the ADK)
    * pass the keep-alive pool of `client/undici-transport.ts`.
    */
@@ -122,6 +127,11 @@ export class AgentctlClient {
       ...call.headers,
     };
     if (endpoint.auth !== false && this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
+    const trace = this.options.traceContext;
+    if (trace && !('traceparent' in headers)) {
+      headers.traceparent = trace.traceparent;
+      if (trace.tracestate) headers.tracestate = trace.tracestate;
+    }
     const payload = body === undefined ? undefined : JSON.stringify(body);
     if (payload !== undefined) headers['content-type'] = 'application/json';
 

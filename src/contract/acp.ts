@@ -6,6 +6,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Content, Event, MessageContent } from './conversation.js';
 import type { Task } from './resources.js';
+import type { SpanInput } from './traces.js';
 import { ACP_METHODS } from './enums.js';
 
 export const ACP_PATH = '/api';
@@ -47,12 +48,21 @@ export interface AcpLeaseOffer {
   lease_ms?: number;
 }
 
+/**
+ * The W3C trace context of the delivery (README "Traces"), when the server traces: the agent's handler
+ * continues that trace, and sends its spans back with the completion (or in a sync answer).
+ */
+export interface AcpTraceContext {
+  traceparent?: string;
+  tracestate?: string;
+}
+
 export interface AcpParams {
-  'task/create': { agent: AcpAgentRef; task: Task; params: Record<string, unknown> | null } & AcpLeaseOffer;
-  'event/send': { agent: AcpAgentRef; task: Task; event: Event } & AcpLeaseOffer;
-  'task/cancel': { agent: AcpAgentRef; task: Task } & AcpLeaseOffer;
+  'task/create': { agent: AcpAgentRef; task: Task; params: Record<string, unknown> | null } & AcpLeaseOffer & AcpTraceContext;
+  'event/send': { agent: AcpAgentRef; task: Task; event: Event } & AcpLeaseOffer & AcpTraceContext;
+  'task/cancel': { agent: AcpAgentRef; task: Task } & AcpLeaseOffer & AcpTraceContext;
   /** Sync agents only: answered inline. */
-  'message/send': { agent: AcpAgentRef; task: Task; content: Content };
+  'message/send': { agent: AcpAgentRef; task: Task; content: Content } & AcpTraceContext;
 }
 
 export interface AcpRequest<M extends AcpMethod = AcpMethod> {
@@ -74,6 +84,8 @@ export interface AcpResult {
   deferred?: true;
   /** Sync agents (`message/send`): the reply, already recorded as agent messages. */
   messages?: MessageContent[];
+  /** Sync agents: the spans of the handler that answered (the shape of `POST /deliveries/{id}/complete`'s `spans`). */
+  spans?: SpanInput[];
 }
 
 export interface AcpResponse {

@@ -67,6 +67,7 @@ import { CreateScheduleRequest, ListSchedulesQuery, Schedule, ScheduleList, Sche
 import { StatusQuery, StatusReport } from './status.js';
 import { Access, AccessQuery, ConsoleSession, CreateSessionRequest, SignInToken } from './console.js';
 import { AgentSecret, AgentSecretList, SecretName, SecretScopeQuery, SetSecretRequest } from './secrets.js';
+import { CompleteDeliveryRequest, TaskTraces, Trace, TraceQuery } from './traces.js';
 import { ArchiveBody, CreateFilesystemRequest, FileManifest, Filesystem, FilesystemList, SystemFolderType } from './filesystems.js';
 
 /**
@@ -1050,6 +1051,7 @@ export const endpoints = lazyTable({
       summary: 'An async agent’s handler of this delivery finished (run on the task’s agent): the task’s next delivery may go',
       tag: 'conversation',
       params: z.object({ delivery_id: DeliveryId }),
+      body: CompleteDeliveryRequest,
       response: Delivery,
     }),
   streamVersionDeliveries: () =>
@@ -1588,6 +1590,29 @@ export const endpoints = lazyTable({
       headers: z.object({ 'if-match': z.string().optional() }),
       body: ArchiveBody,
       response: Filesystem,
+    }),
+  getTaskTraces: () =>
+    ep({
+      method: 'GET',
+      path: '/tasks/:task_id/traces',
+      status: 200,
+      idempotent: true,
+      summary: 'The traces of a task’s recent turns that the server keeps (when it exports over OTLP, also there)',
+      tag: 'tasks',
+      params: id('task_id'),
+      query: TraceQuery,
+      response: TaskTraces,
+    }),
+  getTrace: () =>
+    ep({
+      method: 'GET',
+      path: '/traces/:trace_id',
+      status: 200,
+      idempotent: true,
+      summary: 'One trace by its W3C trace id, as the server keeps it',
+      tag: 'tasks',
+      params: z.object({ trace_id: z.string().regex(/^[0-9a-f]{32}$/, 'must be a trace id: 32 lower-case hex digits') }),
+      response: Trace,
     }),
   /** JSON `{lines}` (the client's method); with `follow=true` Server-Sent Events instead, so not marked `sse`. */
   getVersionLogs: () =>

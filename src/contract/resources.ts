@@ -146,6 +146,8 @@ export const Task = z
     agents: z.array(Agent).nullable().optional(),
     created_at: Timestamp.nullable().optional(),
     updated_at: Timestamp.nullable().optional(),
+    /** GenAI tokens its agent's spans reported (`gen_ai.usage.*`), summed; absent until some were. */
+    usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() }).optional(),
   })
   .meta({ id: 'Task' });
 export type Task = z.infer<typeof Task>;

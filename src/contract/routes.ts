@@ -115,6 +115,8 @@ export const routes = {
   getFilesystemFile: { method: 'GET', path: '/filesystems/:filesystem_id/files/*', status: 200, idempotent: true, binary: { response: 'application/octet-stream' } },
   downloadSystemFolderArchive: { method: 'GET', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, idempotent: true, binary: { response: 'application/zstd' } },
   uploadSystemFolderArchive: { method: 'PUT', path: '/tasks/:task_id/system-folders/:folder_type/archive', status: 200, binary: { request: ['application/zstd', 'application/octet-stream'] } },
+  getTaskTraces: { method: 'GET', path: '/tasks/:task_id/traces', status: 200, idempotent: true },
+  getTrace: { method: 'GET', path: '/traces/:trace_id', status: 200, idempotent: true },
   getVersionLogs: { method: 'GET', path: '/versions/:version_id/logs', status: 200, idempotent: true },
   createSchedule: { method: 'POST', path: '/schedules', status: 201, idempotencyKey: true },
   listSchedules: { method: 'GET', path: '/schedules', status: 200, idempotent: true },

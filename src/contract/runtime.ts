@@ -12,6 +12,9 @@ export const VersionLogLine = z
     /** When the runtime captured it. */
     time: Timestamp,
     line: z.string(),
+    /** A structured line (the ADK's `ctx.log`, JSON): the turn it was written in (README "Traces"). */
+    task_id: z.string().optional(),
+    trace_id: z.string().optional(),
   })
   .meta({ id: 'VersionLogLine' });
 export type VersionLogLine = z.infer<typeof VersionLogLine>;
@@ -23,6 +26,13 @@ export const VersionLogsQuery = z.object({
   since: z.iso.datetime({ offset: true }).optional(),
   /** Keep the response open as Server-Sent Events (`event: log`), one per new line. */
   follow: QueryBool.default(false),
+  /** Only structured lines (JSON with `task_id`, as the ADK's `ctx.log` writes them) of this task. */
+  task_id: z.string().min(1).max(255).optional(),
+  /** Only structured lines of this trace (`trace_id`). */
+  trace_id: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/, 'must be a trace id: 32 lower-case hex digits')
+    .optional(),
 });
 
 export const VersionLogs = z.object({ lines: z.array(VersionLogLine) }).meta({ id: 'VersionLogs' });

@@ -21,6 +21,8 @@ import { registerEndpoints } from './http/endpoint-routes.js';
 import { metricsAndOpenApi } from './http/metrics-and-openapi.js';
 import { consolePages } from './http/console.js';
 import { MasterKey } from './secrets/keyring.js';
+import { requestSpans } from './tracing/request-spans.js';
+import { Tracing, tracingEnabled } from './tracing/tracing.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 export { EndpointCoverageError } from './http/endpoint-routes.js';
@@ -51,6 +53,7 @@ export const defaultConfig = (): ServiceConfig => ({
   requestTimeoutMs: Number(process.env.AGENTCTL_REQUEST_TIMEOUT_MS ?? 30_000),
   archiveMaxBytes: Number(process.env.AGENTCTL_ARCHIVE_MAX_BYTES ?? DEFAULT_ARCHIVE_LIMITS.maxBytes),
   archiveMaxFiles: Number(process.env.AGENTCTL_ARCHIVE_MAX_FILES ?? DEFAULT_ARCHIVE_LIMITS.maxFiles),
+  tracing: tracingEnabled(),
 });
 
 export async function buildApp(options: AppOptions): Promise<FastifyInstance & { service: ServiceContext }> {
@@ -61,6 +64,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance & {
     // Hooks run in the order their plugins are registered: authentication before the rate limit.
     await app.register(bodyParsers);
     await app.register(requestLog, { metrics: service.metrics });
+    if (service.tracing) await app.register(requestSpans, { tracing: service.tracing });
     await app.register(errorHandler, { stackToStderr: !options.logger });
     await app.register(authentication, { service });
     await app.register(rateLimit, { config });
@@ -90,11 +94,14 @@ async function openService(app: FastifyInstance, options: AppOptions, config: Se
     blobs,
     metrics: new ServiceMetrics(),
     secretsKey: options.secretsKey ?? MasterKey.generate('memory'),
+    tracing: config.tracing === false ? undefined : await Tracing.start(options.store.db),
   };
   if (options.store.pool) service.metrics.watchPool(options.store.pool);
   watchServiceGauges(service);
   app.decorate('service', service);
   app.addHook('onClose', async () => service.auth.close());
+  // After the last request: its spans are written before the store closes.
+  if (service.tracing) app.addHook('onClose', async () => service.tracing?.close());
   // Before the server waits for open connections: ends every live stream.
   app.addHook('preClose', async () => service.streamHub.close());
   // A store the app opened itself is the app's to close.

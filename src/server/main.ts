@@ -135,6 +135,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ...(budget ? { retryBudgetMs: Number(budget) } : {}),
       ...(lease ? { leaseMs: Number(lease) } : {}),
       log: (message) => app!.log.warn(message),
+      tracing: app.service.tracing,
       ...options.delivery,
     });
     app.service.delivery = dispatcher;

@@ -2,6 +2,7 @@
 // from app.ts so routes depend on this small contract, not on the app that registers them.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServiceMetrics } from './metrics.js';
+import type { Tracing } from './tracing/tracing.js';
 import type { EndpointName, EndpointOutput, EndpointRequest } from '../contract/endpoints.js';
 import type { Actor, Authenticator } from './auth/authenticate.js';
 import type { Permissions } from './auth/policy.js';
@@ -49,6 +50,8 @@ export interface ServiceConfig {
   archiveMaxBytes: number;
   /** Most members of one archive upload (AGENTCTL_ARCHIVE_MAX_FILES, default 100,000). */
   archiveMaxFiles: number;
+  /** Spans of requests, deliveries and agents' handlers (AGENTCTL_TRACING, default on; `off` for the benchmark's baseline). */
+  tracing?: boolean;
 }
 
 export interface ServiceContext {
@@ -69,6 +72,8 @@ export interface ServiceContext {
   metrics: ServiceMetrics;
   /** The master key that seals agent secrets (secrets/keyring.ts). */
   secretsKey: MasterKey;
+  /** Traces (README "Traces"); absent with AGENTCTL_TRACING=off. */
+  tracing?: Tracing;
 }
 
 /** Everything a handler gets besides its validated input. */

@@ -313,13 +313,19 @@ describe('AgentServer delivery', () => {
     const port = await listening(a);
     const answer = await deliver(port, 'message/send', { agent: agentRef, task: task('task_s'), content: { type: 'text', text: 'hi' } });
     expect(answer.status).toBe(200);
-    expect(answer.body.result).toEqual({
+    const { spans, ...result } = answer.body.result;
+    expect(result).toEqual({
       accepted: true,
       messages: [
         { type: 'text', text: 'first' },
         { type: 'text', text: 'echo: hi' },
       ],
     });
+    // The handler's spans come with a sync answer (README "Traces"): its own, with its workspace syncs inside, in one new trace.
+    const handlerSpan = spans.find((s: { name: string }) => s.name === 'onMessage');
+    expect(spans.map((s: { name: string }) => s.name).sort()).toEqual(['onMessage', 'workspace sync down', 'workspace sync up']);
+    expect(handlerSpan).toMatchObject({ parent_span_id: null, kind: 'server' });
+    for (const span of spans) expect(span.trace_id).toBe(handlerSpan.trace_id);
     expect(fake.requests.filter((r) => r.path === '/messages').map((r) => r.body)).toEqual([
       { task_id: 'task_s', content: 'first' },
       { task_id: 'task_s', content: 'echo: hi' },

@@ -39,7 +39,18 @@ describe('agentctl/adk package', () => {
     for (const output of Object.values(meta.outputs) as { imports: { path: string; external?: boolean }[] }[]) {
       for (const i of output.imports) if (i.external) externals.add(i.path.startsWith('node:') ? 'node:' : i.path);
     }
-    expect([...externals].sort()).toEqual(['ignore', 'node:', 'tar', 'undici', 'zod']);
+    // OpenTelemetry's SDK and exporter load only when the agent's environment names an OTLP endpoint (README "Traces").
+    expect([...externals].sort()).toEqual([
+      '@opentelemetry/api',
+      '@opentelemetry/exporter-trace-otlp-http',
+      '@opentelemetry/resources',
+      '@opentelemetry/sdk-trace',
+      'ignore',
+      'node:',
+      'tar',
+      'undici',
+      'zod',
+    ]);
   });
 
   it('imports from a project linked to agentctl, with the documented exports', async () => {

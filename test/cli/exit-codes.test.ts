@@ -7,7 +7,14 @@ import { gitRepo, runCli, useCliService } from './support.js';
 
 /** The documented `--json` error shape on stderr. */
 const JsonError = z.strictObject({
-  error: z.strictObject({ code: z.string(), message: z.string(), status: z.number().nullable(), detail: z.unknown(), hint: z.string().nullable() }),
+  error: z.strictObject({
+    code: z.string(),
+    message: z.string(),
+    status: z.number().nullable(),
+    detail: z.unknown(),
+    hint: z.string().nullable(),
+    trace_id: z.string().nullable(),
+  }),
 });
 
 /** A port nothing listens on: bound, then released. */

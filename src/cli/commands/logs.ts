@@ -39,18 +39,23 @@ export default defineCommand({
     { flags: '-f, --follow', description: 'Keep printing new lines until Ctrl-C' },
     { flags: '--since <when>', description: 'Only lines since a duration ago (10m, 2h, 1d) or a time' },
     { flags: '--tail <n>', description: `The last N lines (${boundsText(LOG_TAIL)})`, integer: true, default: LOG_TAIL.default },
+    { flags: '--task <task>', description: 'Only the lines its handlers wrote with ctx.log (task_ id or name); the task’s versions by default' },
+    { flags: '--trace <trace_id>', description: 'Only the lines written in this trace (a turn); its task’s versions by default' },
   ],
   examples: [
     'agentctl logs --agent default/my-bot -f',
     'agentctl logs ver_01J9Z3 --since 10m',
     'agentctl logs --agent default/my-bot --branch feature/search --json',
+    'agentctl logs --task nightly-report',
   ],
   notFoundNext: 'agentctl versions list --agent <ns/name>',
   handler: async (ctx, args, options) => {
     const client = await ctx.client();
     const since = options.since ? parseSince(options.since) : undefined;
     const tail: number = options.tail ?? LOG_TAIL.default;
-    const sources = await sourcesOf(ctx, client, args[0], options);
+    const turn = await turnFilter(ctx, client, options);
+    const sources =
+      !args[0] && !options.agent && turn.versionIds ? await versionSources(client, turn.versionIds) : await sourcesOf(ctx, client, args[0], options);
     const tty = Boolean(ctx.io.stdout.isTTY);
     const print = (source: Source, line: VersionLogLine) => {
       if (ctx.globals.json) return void ctx.io.stdout.write(`${JSON.stringify(line)}\n`);
@@ -64,7 +69,7 @@ export default defineCommand({
     const all: Array<{ source: Source; line: VersionLogLine }> = [];
     const fetched = new Map<Source, VersionLogLine[]>();
     for (const source of sources) {
-      const { lines } = await client.getVersionLogs({ params: { version_id: source.versionId }, query: { tail, since } });
+      const { lines } = await client.getVersionLogs({ params: { version_id: source.versionId }, query: { tail, since, ...turn.query } });
       fetched.set(source, lines);
       for (const line of lines) all.push({ source, line });
     }
@@ -89,7 +94,7 @@ export default defineCommand({
           const seen = new Map<string, number>();
           for (const line of read) if (line.time === from) seen.set(lineKey(line), (seen.get(lineKey(line)) ?? 0) + 1);
           // Nothing read (none stored yet, or --tail 0): from now, or whatever came since the read.
-          const query = { tail: tail === 0 ? 0 : MAX_TAIL, since: from ?? since, follow: true };
+          const query = { tail: tail === 0 ? 0 : MAX_TAIL, since: from ?? since, follow: true, ...turn.query };
           const events = readEventStream(client, `/versions/${encodeURIComponent(source.versionId)}/logs`, query, abort.signal);
           for await (const event of events) {
             if (event.event !== LOG_SSE_EVENT) continue;
@@ -109,6 +114,37 @@ export default defineCommand({
     return { exitCode: ctx.signal.aborted ? ExitCode.interrupted : ExitCode.ok };
   },
 });
+
+/**
+ * `--task` / `--trace`: the server's filter, and the versions to read when no version or agent is
+ * named (the task's current one and the one it was created on).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: commander's parsed options are untyped
+async function turnFilter(ctx: CommandContext, client: Client, options: Record<string, any>) {
+  if (options.task === undefined && options.trace === undefined) return { query: {} };
+  const query: { task_id?: string; trace_id?: string } = {};
+  let taskId: string | undefined;
+  if (options.trace !== undefined) {
+    query.trace_id = String(options.trace).trim().toLowerCase();
+    if (!/^[0-9a-f]{32}$/.test(query.trace_id)) throw usageError(`--trace ${options.trace} is not a trace id: 32 hex digits`);
+  }
+  if (options.task !== undefined) {
+    const { resolveTaskId } = await import('./tasks/conversation.js');
+    taskId = query.task_id = await resolveTaskId(ctx, String(options.task));
+  } else {
+    taskId = (await client.getTrace({ params: { trace_id: query.trace_id! } })).task_id ?? undefined;
+  }
+  if (!taskId) return { query };
+  const task = await client.getTask({ params: { task_id: taskId } });
+  const versionIds = [...new Set([task.created_version_id, task.current_version_id].filter((id): id is string => !!id))];
+  return { query, versionIds };
+}
+
+async function versionSources(client: Client, versionIds: string[]): Promise<Source[]> {
+  return Promise.all(
+    versionIds.map(async (versionId) => ({ versionId, label: versionLabel((await client.getVersion({ params: { version_id: versionId } })).number) })),
+  );
+}
 
 /** The most stored lines one request answers (the `tail` limit). */
 const MAX_TAIL = 10_000;

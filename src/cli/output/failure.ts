@@ -14,6 +14,8 @@ export interface Failure {
   detail?: unknown;
   hint?: string;
   next?: string;
+  /** The command's trace (README "Traces"), when its request reached the service. */
+  traceId?: string;
 }
 
 /** What to do about each conflict the service can answer: one table, checked against the contract's list. */
@@ -177,11 +179,12 @@ export function formatFailure(failure: Failure, chalk: ChalkInstance): string {
   const lines = [`${chalk.red('error:')} ${failure.message}${failure.status ? chalk.gray(` (${failure.status} ${failure.code})`) : ''}`];
   if (failure.hint) lines.push(`${chalk.gray('hint:')} ${failure.hint}`);
   if (failure.next) lines.push(`${chalk.gray('try:')}  ${failure.next}`);
+  if (failure.traceId) lines.push(`${chalk.gray('trace:')} ${failure.traceId}`);
   return `${lines.join('\n')}\n`;
 }
 
-/** The `--json` form, on stderr: `{"error": {code, message, status, detail, hint}}`. */
+/** The `--json` form, on stderr: `{"error": {code, message, status, detail, hint, trace_id}}`. */
 export function jsonFailure(failure: Failure): string {
-  const { code, message, status, detail, hint } = failure;
-  return `${JSON.stringify({ error: { code, message, status: status ?? null, detail: detail ?? null, hint: hint ?? null } })}\n`;
+  const { code, message, status, detail, hint, traceId } = failure;
+  return `${JSON.stringify({ error: { code, message, status: status ?? null, detail: detail ?? null, hint: hint ?? null, trace_id: traceId ?? null } })}\n`;
 }

@@ -28,6 +28,10 @@ import { createMessage, recordTaskChange } from '../domain/conversation.js';
 import { unrestricted } from '../auth/policy.js';
 import { DomainError } from '../domain/errors.js';
 import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from '../store/outbox.js';
+import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
+import { formatTraceparent } from '../../contract/trace-context.js';
+import type { Tracing } from '../tracing/tracing.js';
+import { recordAgentSpans } from '../domain/traces.js';
 
 /** The open statuses as an SQL list, for the claim statement. */
 const OPEN = sql.join(OPEN_DELIVERY_STATUSES.map((status) => sql.lit(status)));
@@ -57,7 +61,7 @@ interface PullStream {
 type AgentAnswer = { statusCode: number; text: string } | { error: string };
 
 /** What settling an answer needs of its delivery. */
-type Settling = Pick<Claimed, 'id' | 'task_id' | 'method' | 'attempts' | 'org_id'>;
+type Settling = Pick<Claimed, 'id' | 'task_id' | 'method' | 'attempts' | 'org_id' | 'namespace_slug' | 'agent_name'>;
 
 export interface DispatcherOptions {
   /** How long a delivery may keep failing before its task becomes FAILED (default 10 minutes). */
@@ -78,6 +82,8 @@ export interface DispatcherOptions {
   leaseMs?: number;
   /** Where failures are reported; never given secrets. */
   log?: (message: string) => void;
+  /** The server's tracing: each delivery's outbox wait and call become spans of the trace that enqueued it. */
+  tracing?: Tracing;
 }
 
 export const DEFAULT_RETRY_BUDGET_MS = 10 * 60 * 1000;
@@ -110,6 +116,10 @@ interface Claimed {
   acp_type: string;
   /** Live replicas of the version, in a stable order. */
   acp_urls: string[];
+  /** The trace context of the request that enqueued it, and when that was. */
+  traceparent: string | null;
+  tracestate: string | null;
+  created_at: Date;
 }
 
 /** A stable choice among a version's replicas: the same task goes to the same replica. */
@@ -125,7 +135,8 @@ export class Dispatcher {
   readonly id = `dsp_${randomUUID()}`;
   private readonly db: Db;
   private readonly http = new Agent({ keepAliveTimeout: 10_000, connections: 128 });
-  private readonly options: Required<Omit<DispatcherOptions, 'log'>> & Pick<DispatcherOptions, 'log'>;
+  private readonly options: Required<Omit<DispatcherOptions, 'log' | 'tracing'>> & Pick<DispatcherOptions, 'log'>;
+  private readonly tracing?: Tracing;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly secrets = new Map<string, string>();
   private pumping = false;
@@ -142,6 +153,7 @@ export class Dispatcher {
     options: DispatcherOptions = {},
   ) {
     this.db = store.db;
+    this.tracing = options.tracing;
     const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
     const leaseMs = options.leaseMs ?? DEFAULT_COMPLETION_LEASE_MS;
     // Agents renew every third of the lease: shorter than a second leaves no room for a renewal.
@@ -227,7 +239,8 @@ export class Dispatcher {
       return;
     }
     this.pumping = true;
-    setImmediate(() => void this.pump());
+    // Woken from a request: its trace context must not follow the claims into their queries.
+    context.with(ROOT_CONTEXT, () => setImmediate(() => void this.pump()));
   }
 
   private async pump(): Promise<void> {
@@ -293,9 +306,10 @@ export class Dispatcher {
           FOR UPDATE OF o SKIP LOCKED
         ) AS c
         WHERE d.id = c.id
-        RETURNING d.id, d.task_id, d.method, d.payload, d.attempts, d.failing_since, d.last_error, c.current_version_id AS version_id
+        RETURNING d.id, d.task_id, d.method, d.payload, d.attempts, d.failing_since, d.last_error, c.current_version_id AS version_id, d.traceparent, d.tracestate, d.created_at
       )
       SELECT claimed.id::text AS id, claimed.task_id, claimed.method, claimed.payload, claimed.attempts, claimed.failing_since, claimed.last_error, claimed.version_id,
+             claimed.traceparent, claimed.tracestate, claimed.created_at,
              row_to_json(t) AS task_row, a.name AS agent_name, n.slug AS namespace_slug, n.org_id, v.acp_type,
              ARRAY(SELECT r.acp_url FROM version_replicas r WHERE r.version_id = claimed.version_id AND r.live ORDER BY r.replica_key) AS acp_urls
       FROM claimed
@@ -316,7 +330,19 @@ export class Dispatcher {
     return secret;
   }
 
-  private async deliver(delivery: Claimed): Promise<void> {
+  /** Traced: the wait in the outbox and the call to the agent become spans of the trace that enqueued it. */
+  private deliver(delivery: Claimed): Promise<void> {
+    const tracing = this.tracing;
+    if (!tracing || !delivery.traceparent) return this.deliverTraced(delivery, null);
+    const parent = tracing.contextFrom(delivery.traceparent, delivery.tracestate);
+    const traceId = delivery.traceparent.slice(3, 35);
+    tracing.note(traceId, { orgId: delivery.org_id, taskId: delivery.task_id });
+    const attributes = { 'agentctl.task_id': delivery.task_id, 'agentctl.delivery_id': delivery.id, 'agentctl.delivery.attempt': delivery.attempts };
+    tracing.tracer.startSpan('outbox wait', { kind: SpanKind.INTERNAL, startTime: new Date(delivery.created_at), attributes }, parent).end(Date.now());
+    return tracing.inSpan(parent, `deliver ${delivery.method}`, { kind: SpanKind.CLIENT, attributes }, (span) => this.deliverTraced(delivery, span));
+  }
+
+  private async deliverTraced(delivery: Claimed, span: Span | null): Promise<void> {
     if (delivery.acp_urls.length === 0) {
       // Its last replica went away since the claim: hold it until one registers.
       await this.release(delivery, null);
@@ -324,10 +350,11 @@ export class Dispatcher {
     }
     if (await this.overBudget(delivery)) return;
     const target = delivery.acp_urls[replicaIndex(delivery.task_id, delivery.acp_urls.length)];
+    span?.setAttribute('server.address', target);
     let method: AcpMethod = delivery.method;
     let answer: AgentAnswer;
     try {
-      const { rpc, body, signature } = await this.signed(delivery);
+      const { rpc, body, signature } = await this.signed(delivery, span);
       method = rpc.method;
       const response = await request(target.replace(/\/+$/, '') + ACP_PATH, {
         method: 'POST',
@@ -341,7 +368,7 @@ export class Dispatcher {
     } catch (error) {
       answer = { error: describeNetworkError(error) };
     }
-    await this.settle(delivery, method, answer, target, this.id);
+    await this.settle(delivery, method, answer, target, this.id, span);
   }
 
   /**
@@ -355,9 +382,13 @@ export class Dispatcher {
   }
 
   /** The delivery as signed JSON-RPC, the task described as it is now. */
-  private async signed(delivery: Claimed): Promise<{ rpc: AcpRequest; body: string; signature: string }> {
+  private async signed(delivery: Claimed, span: Span | null = null): Promise<{ rpc: AcpRequest; body: string; signature: string }> {
     const agent: AcpAgentRef = { id: delivery.task_row.agent_id, name: `${delivery.namespace_slug}/${delivery.agent_name}` };
     const rpc = toRequest(delivery, agent, toTask(delivery.task_row), delivery.acp_type, this.options.leaseMs);
+    // The agent's handler continues the trace from this call (W3C trace context, as the headers
+    // carry it); a pulled delivery (no span here) continues the request's own.
+    const traceparent = span ? formatTraceparent({ ...span.spanContext(), sampled: true }) : delivery.traceparent;
+    if (traceparent) Object.assign(rpc.params, { traceparent, ...(delivery.tracestate ? { tracestate: delivery.tracestate } : {}) });
     const body = JSON.stringify(rpc);
     return { rpc, body, signature: signBody(await this.secretFor(delivery.version_id), body) };
   }
@@ -366,7 +397,7 @@ export class Dispatcher {
    * What the agent answered (pushed by this dispatcher, or reported by `agentctl dev` for a pulled
    * one): done, leased (deferred), or back to pending with backoff. `claimer` holds the claim.
    */
-  private async settle(delivery: Settling, method: AcpMethod, answer: AgentAnswer, target: string, claimer: string): Promise<void> {
+  private async settle(delivery: Settling, method: AcpMethod, answer: AgentAnswer, target: string, claimer: string, span: Span | null = null): Promise<void> {
     try {
       if ('error' in answer) throw new DeliveryFailure(answer.error);
       if (answer.statusCode >= 300) throw new DeliveryFailure(`the agent answered HTTP ${answer.statusCode}${rpcErrorOf(answer.text)}`);
@@ -380,10 +411,16 @@ export class Dispatcher {
       // A sync agent's inline reply is recorded before the delivery is done: a crash in between
       // repeats the delivery (at least once) rather than losing the reply.
       if (method === 'message/send') await this.recordReplies(delivery.org_id, delivery.task_id, parsed.result?.messages ?? []);
+      // A sync agent's handler spans come with its answer.
+      if (parsed.result?.spans?.length) {
+        const service = `${delivery.namespace_slug}/${delivery.agent_name}`;
+        await recordAgentSpans(this.db, this.tracing, { orgId: delivery.org_id, taskId: delivery.task_id, service }, parsed.result.spans);
+      }
       if (method !== 'message/send' && parsed.result?.deferred === true) await this.lease(delivery, target, claimer);
       else await this.complete(delivery, claimer);
     } catch (error) {
       const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
+      span?.setStatus({ code: SpanStatusCode.ERROR, message: reason.slice(0, 500) });
       this.options.log?.(`delivery ${delivery.id} (${delivery.method}, task ${delivery.task_id}) to ${target || 'its version'} failed: ${reason}`);
       await this.release(delivery, reason, claimer);
     }

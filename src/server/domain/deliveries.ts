@@ -16,6 +16,8 @@ import { inCallerOrg, versionById } from './lookup.js';
 import { DEV_IMAGE_PREFIX } from '../../contract/enums.js';
 import { isRefusal, next } from './version-lifecycle.js';
 import { announceDeliveries, DELIVERY_CHANNEL, wakeDispatchers } from '../store/outbox.js';
+import type { Tracing } from '../tracing/tracing.js';
+import { agentServiceOf, recordAgentSpans } from './traces.js';
 
 type Executor = Kysely<Database>;
 
@@ -56,8 +58,13 @@ async function deliveryForAgent(db: Executor, perms: Permissions, deliveryId: st
  * already reported as a handler error). Done, and the task's next delivery may go. Completing a done
  * delivery again answers it as it is; one never sent, or one that failed, is a conflict.
  */
-export async function completeDelivery(db: Db, perms: Permissions, deliveryId: string): Promise<Delivery> {
-  await deliveryForAgent(db, perms, deliveryId);
+export async function completeDelivery(
+  db: Db,
+  perms: Permissions,
+  deliveryId: string,
+  reported?: { spans: readonly unknown[]; tracing?: Tracing },
+): Promise<Delivery> {
+  const delivery = await deliveryForAgent(db, perms, deliveryId);
   // Claimed but not acknowledged yet counts: a fast handler can finish before the dispatcher records
   // the acknowledgement (it then finds the row done and leaves it). One statement changes the row
   // and wakes the dispatchers (the task's next delivery is due).
@@ -70,6 +77,12 @@ export async function completeDelivery(db: Db, perms: Permissions, deliveryId: s
     SELECT done.*, pg_notify(${DELIVERY_CHANNEL}, '') FROM done`.execute(db);
   if (done.rows[0]) {
     wakeDispatchers();
+    // The handler's spans (README "Traces"), with the first completion only (a repeat is not counted
+    // twice): kept with the delivery's trace, their tokens added to the task.
+    if (reported?.spans.length) {
+      const service = await agentServiceOf(db, delivery.task_id);
+      await recordAgentSpans(db, reported.tracing, { orgId: perms.actor.orgId, taskId: delivery.task_id, service }, reported.spans);
+    }
     return toDelivery(done.rows[0]);
   }
   // Nothing changed: say why, from the row as it is now.

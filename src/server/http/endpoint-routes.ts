@@ -9,6 +9,7 @@ import { answerIdempotently, IDEMPOTENCY_HEADER, readIdempotencyKey, requestHash
 import { RawJson, Streamed, type RouteHost, type ServiceContext } from '../route-host.js';
 import { withTransactionRetries } from './transaction-retries.js';
 import { validateInput } from './validation.js';
+import { inRequestSpan, noteTrace } from '../tracing/request-spans.js';
 
 /** Thrown at start-up when the endpoint table and the handlers disagree. */
 export class EndpointCoverageError extends Error {}
@@ -41,11 +42,12 @@ export function registerEndpoints(app: FastifyInstance, service: ServiceContext,
 }
 
 function endpointHandler(name: EndpointName, endpoint: Endpoint, handler: Handler, service: ServiceContext) {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
+  const serve = async (request: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const actor = request.actor!;
     // From here on the request log names the key.
     request.keyId = actor.keyId;
     const input = validateInput(endpoint, request);
+    if (request.traceSpan) noteTrace(service, request, actor.orgId, input);
     const call = { actor, access: permissionsOnFirstUse(service, actor), service, request, reply };
     const run = () => withTransactionRetries(reply, () => handler(input as never, call));
     const idempotencyKey = endpoint.idempotencyKey ? readIdempotencyKey(request.headers[IDEMPOTENCY_HEADER]) : undefined;
@@ -55,6 +57,9 @@ function endpointHandler(name: EndpointName, endpoint: Endpoint, handler: Handle
     }
     return send(reply, endpoint.status, await run());
   };
+  // Traced: the handler runs in the request's span (tracing/request-spans.ts), its database work and deliveries under it.
+  return (request: FastifyRequest, reply: FastifyReply): Promise<unknown> =>
+    service.tracing ? inRequestSpan(service.tracing, request, reply, () => serve(request, reply)) : serve(request, reply);
 }
 
 /** What a handler returned, as the response: JSON with the endpoint's status, unless it says otherwise. */

@@ -27,7 +27,9 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
   host.handle('listEvents', async ({ query }, call) => listEvents(db, await call.access(), query));
   host.handle('getEvent', async ({ params }, call) => getEvent(db, await call.access(), params.event_id));
   host.handle('reportHandlerError', async ({ params, body }, call) => reportHandlerError(db, await call.access(), params.task_id, body));
-  host.handle('completeDelivery', async ({ params }, call) => completeDelivery(db, await call.access(), params.delivery_id));
+  host.handle('completeDelivery', async ({ params, body }, call) =>
+    completeDelivery(db, await call.access(), params.delivery_id, body?.spans ? { spans: body.spans, tracing: service.tracing } : undefined),
+  );
   host.handle('streamVersionDeliveries', async ({ params }, call) => {
     const delivery = service.delivery;
     if (!delivery) throw conflict('no_runtime', 'This server delivers nothing (it runs without a dispatcher)');

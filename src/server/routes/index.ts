@@ -18,6 +18,7 @@ import { registerStatusRoutes } from './status.js';
 import { registerSessionRoutes } from './sessions.js';
 import { registerSecretRoutes } from './secrets.js';
 import { registerRolloutRoutes } from './rollouts.js';
+import { registerTraceRoutes } from './traces.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
@@ -39,4 +40,5 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerSessionRoutes(host, service);
   registerSecretRoutes(host, service);
   registerRolloutRoutes(host, service);
+  registerTraceRoutes(host, service);
 }

@@ -13,6 +13,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
+import { logQuery } from '../tracing/context.js';
 import type { PGlite } from '@electric-sql/pglite';
 import type { AgentStatus, TaskStatus, VersionStatus } from '../../contract/lifecycle.js';
 import { schemaChanges } from './schema/index.js';
@@ -225,6 +226,9 @@ export interface TasksTable {
   last_sequence_id: Generated<number>;
   /** The namespace's org (schema change 005), filled in by a trigger: task names are unique per org. */
   org_id: Generated<string>;
+  /** GenAI token counts its agent's spans reported, summed (schema change 014). */
+  input_tokens: Generated<string | number>;
+  output_tokens: Generated<string | number>;
 }
 export interface TaskSystemFoldersTable {
   task_id: string;
@@ -325,6 +329,28 @@ export interface DeliveriesTable {
   /** While leased: the replica (acp_url) that acknowledged it, and the lease length each renewal grants. */
   leased_to: Generated<string | null>;
   lease_ms: Generated<number | null>;
+  /** The W3C trace context of the request that enqueued it (schema change 014). */
+  traceparent: Generated<string | null>;
+  tracestate: Generated<string | null>;
+}
+
+/** The in-server span store (schema change 014): bounded by count and age, oldest out first. */
+export interface TraceSpansTable {
+  id: Generated<string>;
+  org_id: string;
+  trace_id: string;
+  span_id: string;
+  parent_span_id: string | null;
+  task_id: string | null;
+  name: string;
+  kind: string;
+  service: string;
+  start_us: string | number;
+  end_us: string | number;
+  status: string;
+  status_message: string | null;
+  attributes: Json;
+  recorded_at: Timestamptz;
 }
 
 export interface SchedulesTable {
@@ -446,6 +472,7 @@ export interface Database {
   agent_secrets: AgentSecretsTable;
   rollouts: RolloutsTable;
   migrations: MigrationsTable;
+  trace_spans: TraceSpansTable;
 }
 
 export type Db = Kysely<Database>;
@@ -512,7 +539,7 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
   const pool = new Pool({ connectionString: databaseUrl, max: Number(process.env.AGENTCTL_DB_POOL ?? 10) });
   // Without a listener an idle client's network error would crash the process.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: withSchemaLock(new PostgresDialect({ pool })) });
+  const db = new Kysely<Database>({ dialect: withSchemaLock(new PostgresDialect({ pool })), log: logQuery });
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
     let client: InstanceType<typeof pg.default.Client> | undefined;
     let stopped = false;
@@ -629,7 +656,7 @@ async function openPglite(dataDir: string | undefined, loadDataDir?: Blob): Prom
   const dialect = new PGliteDialect(pglite);
   const createDriver = dialect.createDriver.bind(dialect);
   dialect.createDriver = () => new ScriptAwareDriver(createDriver(), pglite);
-  const db = new Kysely<Database>({ dialect: withSchemaLock(dialect) });
+  const db = new Kysely<Database>({ dialect: withSchemaLock(dialect), log: logQuery });
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
     const unlisten = await pglite.listen(channel, onPayload);
     return () => unlisten();

@@ -107,6 +107,10 @@ export const toTask = (r: Row<TasksTable>): Task => ({
   current_version_id: r.current_version_id,
   created_at: iso(r.created_at),
   updated_at: iso(r.updated_at),
+  // Only once its agent reported GenAI token counts (issue 24): other tasks look as they always did.
+  ...(Number(r.input_tokens ?? 0) > 0 || Number(r.output_tokens ?? 0) > 0
+    ? { usage: { input_tokens: Number(r.input_tokens ?? 0), output_tokens: Number(r.output_tokens ?? 0) } }
+    : {}),
 });
 
 export const toState = (r: Row<StatesTable>): State => ({

@@ -7,6 +7,7 @@ import { sql, type Kysely } from 'kysely';
 import type { AcpMethod } from '../../contract/acp.js';
 import type { Event } from '../../contract/conversation.js';
 import type { Database } from './db.js';
+import { currentTraceContext } from '../tracing/context.js';
 
 /** The NOTIFY channel that wakes every replica's dispatcher when a delivery commits (PostgreSQL). */
 export const DELIVERY_CHANNEL = 'agentctl_delivery';
@@ -37,6 +38,8 @@ export function onDeliveryEnqueued(wake: () => void): () => void {
 export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInput): Promise<void> {
   const payload: DeliveryPayload = input.method === 'task/create' ? { params: input.params } : input.method === 'event/send' ? { event: input.event } : {};
   const method: AcpMethod = input.method;
+  // The trace of the request that enqueued it goes with it: its delivery and the agent's handler join that trace.
+  const traced = currentTraceContext(input.taskId);
   await trx
     .insertInto('deliveries')
     .values({
@@ -52,6 +55,7 @@ export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInpu
       last_error: null,
       created_at: new Date(),
       updated_at: new Date(),
+      ...(traced ? { traceparent: traced.traceparent, tracestate: traced.tracestate } : {}),
     })
     .execute();
   await announceDeliveries(trx);

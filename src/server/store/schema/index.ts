@@ -12,6 +12,7 @@ import * as schedules from './012_schedules.js';
 import * as consoleSessions from './015_console_sessions.js';
 import * as secrets from './011_secrets.js';
 import * as rollouts from './016_rollouts.js';
+import * as traces from './014_traces.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -34,4 +35,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '015_console_sessions': consoleSessions,
   '011_secrets': secrets,
   '016_rollouts': rollouts,
+  '014_traces': traces,
 };
