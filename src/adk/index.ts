@@ -30,6 +30,7 @@ export {
   PermissionDeniedError,
   RateLimitedError,
   ServerError,
+  TurnInterruptedError,
   UnreachableError,
   ValidationError,
 } from './errors.js';

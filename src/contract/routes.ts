@@ -47,6 +47,8 @@ export const routes = {
   updateTask: { method: 'PATCH', path: '/tasks/:task_id', status: 200 },
   deleteTask: { method: 'DELETE', path: '/tasks/:task_id', status: 200 },
   cancelTask: { method: 'POST', path: '/tasks/:task_id/cancel', status: 200 },
+  interruptTask: { method: 'POST', path: '/tasks/:task_id/interrupt', status: 200, idempotent: true },
+  getTaskTurn: { method: 'GET', path: '/tasks/:task_id/turn', status: 200, idempotent: true },
   migrateTasks: { method: 'POST', path: '/tasks/migrate', status: 200 },
   streamTask: { method: 'GET', path: '/tasks/:task_id/stream', status: 200, sse: true, idempotent: true },
   createEvent: { method: 'POST', path: '/tasks/:task_id/events', status: 201, idempotencyKey: true },

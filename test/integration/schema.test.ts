@@ -237,6 +237,7 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     updated_at: 'timestamp with time zone',
     leased_to: 'text null',
     lease_ms: 'integer null',
+    kind: 'text',
   },
   environments: {
     id: 'text',
@@ -425,5 +426,6 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     signing_secret: 'text null',
     number: 'integer',
     resources: 'jsonb null',
+    double_texting: 'text',
   },
 };
