@@ -221,7 +221,10 @@ class ToolSpinner {
   }
 
   private show(): void {
-    if (this.open.size === 0 || !this.ora) return this.pause();
+    if (this.open.size === 0 || !this.ora) {
+      this.pause();
+      return;
+    }
     const text = `Running ${[...this.open].map(([callId, name]) => `${name} [${callId}]`).join(', ')}`;
     if (this.spinner) this.spinner.text = text;
     else this.spinner = this.ora({ text, stream: this.ctx.io.stderr as NodeJS.WritableStream, discardStdin: false, color: 'cyan' }).start();
