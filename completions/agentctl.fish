@@ -233,6 +233,7 @@ complete -c agentctl -n '__fish_seen_subcommand_from tasks; and __fish_seen_subc
 complete -c agentctl -n '__fish_seen_subcommand_from tasks; and __fish_seen_subcommand_from send' -a '(__agentctl_dynamic tasks)'
 complete -c agentctl -n '__fish_seen_subcommand_from tasks; and __fish_seen_subcommand_from watch' -l after -r -d 'Start after this sequence_id (default: from the beginning)'
 complete -c agentctl -n '__fish_seen_subcommand_from tasks; and __fish_seen_subcommand_from watch' -l retry -d 'Keep reconnecting while the service is unreachable (default: exit 6 after about 20 s of failed attempts)'
+complete -c agentctl -n '__fish_seen_subcommand_from tasks; and __fish_seen_subcommand_from watch' -l until-idle -d 'End (exit 0) once the agent has no turn open and everything of its turns was shown'
 complete -c agentctl -n '__fish_seen_subcommand_from tasks; and __fish_seen_subcommand_from watch' -a '(__agentctl_dynamic tasks)'
 complete -c agentctl -n '__fish_seen_subcommand_from states; and __fish_seen_subcommand_from list ls' -l task -x -a '(__agentctl_dynamic tasks)' -d 'Task: task_ id or task name'
 complete -c agentctl -n '__fish_seen_subcommand_from states; and __fish_seen_subcommand_from list ls' -l agent -s a -x -a '(__agentctl_dynamic agents)' -d 'Agent (namespace/name or agt_ id)'
