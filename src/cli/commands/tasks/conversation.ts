@@ -53,14 +53,14 @@ const WATCH_RECONNECTS = 8;
 const exitCodeFor = (status: string | null | undefined) => (status === 'COMPLETED' ? ExitCode.ok : ExitCode.failure);
 
 /** Polls the task's turn until its agent is idle; resolves with the stream position everything of the turn is at or before. */
-async function idleAt(ctx: CommandContext, taskId: string, signal: AbortSignal): Promise<number> {
-  const interval = Number(ctx.env.AGENTCTL_POLL_INTERVAL_MS ?? 250);
-  for (;;) {
+async function idleAt(ctx: CommandContext, taskId: string, signal: AbortSignal): Promise<number | undefined> {
+  const interval = Math.min(Number(ctx.env.AGENTCTL_POLL_INTERVAL_MS ?? 250), 250);
+  while (!signal.aborted) {
     const { data } = await ctx.call('getTaskTurn', { params: { task_id: taskId } });
     if (!data.busy) return data.last_sequence_id;
-    if (signal.aborted) throw signal.reason;
-    await ctx.sleep(Math.min(interval, 250));
+    await ctx.sleep(interval);
   }
+  return undefined;
 }
 
 /**
@@ -123,13 +123,19 @@ export async function watchTask(
   const stop = new AbortController();
   let lastSeen = afterSequenceId;
   let idleTarget: number | undefined;
-  const idle = options.untilIdle
-    ? idleAt(ctx, taskId, stop.signal).then((target) => {
+  // A poll that fails (the service went away) ends the watch with its error, rather than a watch that never ends.
+  let pollFailure: unknown;
+  if (options.untilIdle)
+    idleAt(ctx, taskId, stop.signal).then(
+      (target) => {
         idleTarget = target;
-        if (lastSeen >= target) stop.abort(new Error('idle'));
-      })
-    : undefined;
-  idle?.catch(() => {});
+        if (target !== undefined && lastSeen >= target) stop.abort(new Error('idle'));
+      },
+      (error: unknown) => {
+        pollFailure = error;
+        stop.abort(error);
+      },
+    );
   try {
     for await (const record of client.streamTask(taskId, {
       afterSequenceId,
@@ -144,13 +150,12 @@ export async function watchTask(
       if (idleTarget !== undefined && lastSeen >= idleTarget) return ExitCode.ok;
     }
   } catch (error) {
+    if (pollFailure !== undefined) throw pollFailure;
     if (stop.signal.aborted && idleTarget !== undefined) return ExitCode.ok;
     throw error;
   } finally {
     tools.pause();
     stop.abort(new Error('done'));
-    // A failed poll (the service went away) says why, rather than a watch that never ends.
-    if (idle) await idle;
   }
   return ExitCode.failure;
 
