@@ -4,12 +4,42 @@ import type { State, Task } from '../contract/resources.js';
 import type { Adk, EventList, JsonObject, ListPage, MessageList } from './adk.js';
 import { MessageStream, type StreamKind } from './stream.js';
 import { logApi, traceApi, Turn, type LogApi, type TraceApi } from './trace.js';
+import { TurnInterruptedError } from './errors.js';
+
+/** What the agent server gives a context besides the task: the turn's signal and events, and who sees its streams. */
+export interface TurnOptions {
+  /** Fires when the turn is interrupted (default: never). */
+  signal?: AbortSignal;
+  /** The events this turn answers, oldest first (default: `[event]`, or none). */
+  batch?: Event[];
+  /** Sees every message stream the context opens (the server ends those left open). */
+  onStream?: (stream: MessageStream) => void;
+  /** True once the turn was cut off (interrupted, and still running after the grace): no more messages. */
+  cutOff?: () => boolean;
+  /** The handler's trace and spans (default: a trace of its own, for a context made by hand). */
+  trace?: Turn;
+}
+
+const CUT_OFF = 'This turn was cut off after its interrupt: its context takes no more messages';
 
 /**
  * What a handler gets: the task, its agent, the event being handled (onEvent), and the toolkit's
  * calls pre-bound to this (task, agent).
  */
 export class TaskContext {
+  /**
+   * Fires when the turn is interrupted (`agentctl tasks interrupt`, or a new event under the
+   * `interrupt` double-texting policy); its reason is a TurnInterruptedError. Open message streams end
+   * INTERRUPTED by themselves; pass it to anything long (`fetch(url, { signal: ctx.signal })`) and
+   * return soon: a handler still running after the grace period is cut off.
+   */
+  readonly signal: AbortSignal;
+  /**
+   * The events this turn answers, oldest first: `[ctx.event]`, or under the `merge` and `interrupt`
+   * policies every event that arrived while the previous turn ran (`ctx.event` is the newest). Empty
+   * outside onEvent.
+   */
+  readonly batch: readonly Event[];
   readonly messages: {
     /** Adds an agent message to this task's transcript. */
     send(content: MessageContentInput): Promise<Message>;
@@ -52,20 +82,28 @@ export class TaskContext {
     readonly workspace: string,
     /** Sees every message this context sends (a sync agent answers with them). */
     onSent?: (content: MessageContent) => void,
-    /** The handler's turn: its trace and spans (a context made by hand starts a trace of its own). */
-    turn: Turn = new Turn(undefined, task.id, ''),
+    turn: TurnOptions = {},
   ) {
-    this.trace = traceApi(turn);
-    this.log = logApi(turn);
+    this.signal = turn.signal ?? new AbortController().signal;
+    this.batch = turn.batch ?? (event ? [event] : []);
+    const traced = turn.trace ?? new Turn(undefined, task.id, '');
+    this.trace = traceApi(traced);
+    this.log = logApi(traced);
     const taskId = task.id;
     const agentId = agent.id;
     this.messages = {
       send: async (content) => {
+        if (turn.cutOff?.()) throw new TurnInterruptedError(CUT_OFF);
         const message = await adk.messages.send(taskId, content);
         onSent?.(message.content);
         return message;
       },
-      stream: (kind, options) => new MessageStream(adk, taskId, kind, { ...options, onSent }),
+      stream: (kind, options) => {
+        if (turn.cutOff?.()) throw new TurnInterruptedError(CUT_OFF);
+        const stream = new MessageStream(adk, taskId, kind, { ...options, onSent, signal: this.signal });
+        turn.onStream?.(stream);
+        return stream;
+      },
       list: (page) => adk.messages.list(taskId, page),
     };
     this.state = {

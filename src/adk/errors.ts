@@ -96,3 +96,15 @@ export function httpError(
       return new AdkError(...args);
   }
 }
+
+/**
+ * The reason of `ctx.signal` when the turn is interrupted (`agentctl tasks interrupt`, or a new event
+ * under the `interrupt` policy): open message streams end INTERRUPTED, and `stream().from()` and
+ * `write()` throw it. A handler that ends by throwing it is not reported as a failure.
+ */
+export class TurnInterruptedError extends Error {
+  override name = 'TurnInterruptedError';
+  constructor(message = 'The turn was interrupted') {
+    super(message);
+  }
+}

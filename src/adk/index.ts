@@ -31,6 +31,7 @@ export {
   PermissionDeniedError,
   RateLimitedError,
   ServerError,
+  TurnInterruptedError,
   UnreachableError,
   ValidationError,
 } from './errors.js';

@@ -21,9 +21,10 @@ import { UnreachableError } from '../client/index.js';
 import { adk as defaultAdk, type Adk, type JsonObject } from './adk.js';
 import { readProcessConfig } from './config.js';
 import { TaskContext } from './context.js';
-import { AdkError } from './errors.js';
+import { AdkError, TurnInterruptedError } from './errors.js';
 import { otlpConfigured, Turn } from './trace.js';
 import type { SpanInput } from '../contract/traces.js';
+import type { MessageStream } from './stream.js';
 
 type Awaitable<T> = T | Promise<T>;
 type HandlerName = 'onCreate' | 'onEvent' | 'onCancel' | 'onMessage';
@@ -61,6 +62,19 @@ export interface AgentServerOptions extends AgentHandlers {
   /** Registration attempts on 5xx and connection errors (default 5), and the first backoff step (default 500 ms). */
   registerAttempts?: number;
   registerBackoffMs?: number;
+  /**
+   * How long an interrupted handler may run on after its signal fired before its turn is cut off and
+   * its delivery completed (default: what the platform sends with the interrupt, AGENTCTL_INTERRUPT_GRACE_MS
+   * on the server, else 10 s).
+   */
+  interruptGraceMs?: number;
+}
+
+/** A handler running here: its signal, and how it is cut off once the grace after an interrupt is over. */
+interface RunningTurn {
+  controller: AbortController;
+  cutOff: () => void;
+  cutOffTimer?: NodeJS.Timeout;
 }
 
 /** listen() could not start: what went wrong, in a sentence that names the cause. */
@@ -89,6 +103,10 @@ export class AgentServer {
   private draining = false;
   private readonly queues: TaskQueues;
   private readonly seen = new Map<string, Taken>();
+  /** Handlers running now, by task and delivery id. */
+  private readonly turns = new Map<string, Map<string, RunningTurn>>();
+  /** Per task, the newest delivery an interrupt was for: one that arrives after its interrupt stops at once. */
+  private readonly interruptedUpTo = new Map<string, string>();
   private readonly adk: Adk;
   private signingSecret = '';
   private dataRoot = '';
@@ -216,6 +234,12 @@ export class AgentServer {
       return rpcError(res, 400, request.id, ACP_ERRORS.methodNotFound, `unknown method ${request.method}`);
     if (request.method === 'message/send' && !this.options.onMessage)
       return rpcError(res, 400, request.id, ACP_ERRORS.methodNotFound, 'this agent has no onMessage handler (an async agent)');
+    // A control delivery: acted on at once, beside the task's running turn (also while draining).
+    if (request.method === 'task/interrupt') {
+      const params = request.params as AcpParams['task/interrupt'];
+      this.interrupt(params.task.id, String(params.up_to_delivery_id), this.options.interruptGraceMs ?? params.grace_ms ?? 10_000);
+      return rpcResult(res, request.id, { accepted: true });
+    }
     if (this.draining) return rpcError(res, 503, request.id, ACP_ERRORS.internal, 'shutting down');
 
     // Deliveries are at least once: a repeat is acknowledged (or answered) without running again,
@@ -337,18 +361,71 @@ export class AgentServer {
     return {};
   }
 
-  /** Runs one delivery's handler in its span; a throw is reported to the platform (and rethrown for a sync answer), `unreported` called when that fails. */
-  private handle(request: AcpRequest, turn: Turn, unreported: () => void): Promise<MessageContent[]> {
-    const method = request.method as AcpMethod;
-    const attributes = { 'agentctl.task_id': request.params.task.id, 'agentctl.delivery_id': request.id, 'agentctl.handler': HANDLERS[method] };
-    return turn.run(HANDLERS[method], 'server', attributes, () => this.runHandler(request, turn, unreported));
+  /**
+   * Interrupts the task's handlers of deliveries up to `upTo`: their signal fires (their open message
+   * streams end INTERRUPTED); one still running `graceMs` later is cut off (its turn ends, its
+   * delivery is completed; the code itself cannot be stopped, but its context takes no more writes).
+   */
+  private interrupt(taskId: string, upTo: string, graceMs: number): void {
+    const previous = this.interruptedUpTo.get(taskId);
+    if (previous === undefined || !deliveryAfter(previous, upTo)) this.interruptedUpTo.set(taskId, upTo);
+    for (const [deliveryId, turn] of this.turns.get(taskId) ?? []) {
+      if (deliveryAfter(deliveryId, upTo) || turn.controller.signal.aborted) continue;
+      log(`interrupting the handler of delivery ${deliveryId} (task ${taskId}); cut off in ${graceMs} ms unless it returns`);
+      turn.controller.abort(new TurnInterruptedError());
+      turn.cutOffTimer = setTimeout(() => turn.cutOff(), graceMs);
+      turn.cutOffTimer.unref();
+    }
   }
 
-  private async runHandler(request: AcpRequest, turn: Turn, unreported: () => void): Promise<MessageContent[]> {
-    const method = request.method as AcpMethod;
-    const { task, agent } = request.params;
+  /** Runs one delivery's handler in its span; a throw is reported to the platform (and rethrown for a sync answer), `unreported` called when that fails. */
+  private handle(request: AcpRequest, traced: Turn, unreported: () => void): Promise<MessageContent[]> {
+    const method = request.method as Exclude<AcpMethod, 'task/interrupt'>;
+    const attributes = { 'agentctl.task_id': request.params.task.id, 'agentctl.delivery_id': request.id, 'agentctl.handler': HANDLERS[method] };
+    return traced.run(HANDLERS[method], 'server', attributes, () => this.runHandler(request, traced, unreported));
+  }
+
+  private async runHandler(request: AcpRequest, traced: Turn, unreported: () => void): Promise<MessageContent[]> {
+    const method = request.method as Exclude<AcpMethod, 'task/interrupt'>;
+    const { task } = request.params;
     const event = method === 'event/send' ? (request.params as AcpParams['event/send']).event : null;
+    const batch = method === 'event/send' ? ((request.params as AcpParams['event/send']).events ?? [event!]) : [];
     const handlerName = HANDLERS[method];
+    // The turn's signal: an interrupt that came before the delivery (it travels beside it) applies at once.
+    let cutOff!: () => void;
+    const cutOffReached = new Promise<'cut off'>((resolve) => (cutOff = () => resolve('cut off')));
+    const turn: RunningTurn = { controller: new AbortController(), cutOff };
+    const interruptedUpTo = this.interruptedUpTo.get(task.id);
+    if (interruptedUpTo !== undefined && !deliveryAfter(request.id, interruptedUpTo)) {
+      log(`delivery ${request.id} (task ${task.id}) was interrupted before its handler started: not run`);
+      return [];
+    }
+    const running = this.turns.get(task.id) ?? new Map<string, RunningTurn>();
+    this.turns.set(task.id, running.set(request.id, turn));
+    try {
+      return await this.runTurn(request, method, handlerName, event, batch, turn, cutOffReached, unreported, traced);
+    } finally {
+      clearTimeout(turn.cutOffTimer);
+      running.delete(request.id);
+      if (running.size === 0 && this.turns.get(task.id) === running) this.turns.delete(task.id);
+    }
+  }
+
+  private async runTurn(
+    request: AcpRequest,
+    method: Exclude<AcpMethod, 'task/interrupt'>,
+    handlerName: HandlerName,
+    event: Event | null,
+    batch: Event[],
+    turn: RunningTurn,
+    cutOffReached: Promise<'cut off'>,
+    unreported: () => void,
+    traced: Turn,
+  ): Promise<MessageContent[]> {
+    const { task, agent } = request.params;
+    const signal = turn.controller.signal;
+    const streams: MessageStream[] = [];
+    let cutOff = false;
     const sent: MessageContent[] = [];
     const taskDir = path.join(this.dataRoot, 'tasks', task.id);
     const workspace = path.join(taskDir, 'workspace');
@@ -357,35 +434,58 @@ export class AgentServer {
     let syncedDown = false;
     try {
       await mkdir(workspace, { recursive: true });
-      await turn.run('workspace sync down', 'internal', {}, () =>
+      await traced.run('workspace sync down', 'internal', {}, () =>
         this.adk.filesystem.syncDown(task.filesystem_id, workspace, syncOptions).catch((error) => {
           throw new WorkspaceSyncError('down', task.filesystem_id, error);
         }),
       );
       syncedDown = true;
-      const ctx = new TaskContext(this.adk, task, agent, event, workspace, (content) => sent.push(content), turn);
-      switch (method) {
-        case 'task/create':
-          await this.options.onCreate?.(ctx, (request.params as AcpParams['task/create']).params ?? null);
-          break;
-        case 'event/send':
-          await this.options.onEvent?.(ctx, event!);
-          break;
-        case 'task/cancel':
-          await this.options.onCancel?.(ctx);
-          break;
-        case 'message/send': {
-          const reply = await this.options.onMessage!(ctx, (request.params as AcpParams['message/send']).content);
-          for (const content of reply === undefined ? [] : Array.isArray(reply) ? reply : [reply]) await ctx.messages.send(content);
-          break;
+      const ctx = new TaskContext(this.adk, task, agent, event, workspace, (content) => sent.push(content), {
+        signal,
+        batch,
+        onStream: (stream) => streams.push(stream),
+        cutOff: () => cutOff,
+        trace: traced,
+      });
+      const handler = (async () => {
+        switch (method) {
+          case 'task/create':
+            await this.options.onCreate?.(ctx, (request.params as AcpParams['task/create']).params ?? null);
+            break;
+          case 'event/send':
+            await this.options.onEvent?.(ctx, event!);
+            break;
+          case 'task/cancel':
+            await this.options.onCancel?.(ctx);
+            break;
+          case 'message/send': {
+            const reply = await this.options.onMessage!(ctx, (request.params as AcpParams['message/send']).content);
+            for (const content of reply === undefined ? [] : Array.isArray(reply) ? reply : [reply]) await ctx.messages.send(content);
+            break;
+          }
         }
+      })();
+      handler.catch(() => {});
+      // An interrupted handler that ignores its signal is cut off after the grace: the turn ends here.
+      if ((await Promise.race([handler, cutOffReached])) === 'cut off') {
+        cutOff = true;
+        log(`the handler of delivery ${request.id} (task ${task.id}) ignored the interrupt; cut off, its delivery completed`);
       }
     } catch (error) {
       failure = error;
     }
+    // Streams the handler left open end now: INTERRUPTED (with the interrupt's reason, or because
+    // the handler returned or threw without finishing them), never stuck IN_PROGRESS.
+    const unfinished = streams.filter((stream) => !stream.finished);
+    await Promise.all(unfinished.map((stream) => stream.interrupt(failure === undefined ? 'the handler ended without finishing it' : 'the handler failed')));
+    // An interrupted turn that ends by throwing (the signal's reason, or what the abort caused) is not a failure.
+    if (failure !== undefined && signal.aborted) {
+      log(`${handlerName} of ${task.id} stopped after its interrupt: ${failure instanceof Error ? failure.message : String(failure)}`);
+      failure = undefined;
+    }
     // Up after the handler even when it threw: what it wrote before failing is kept, not lost.
     if (syncedDown) {
-      await turn
+      await traced
         .run('workspace sync up', 'internal', {}, () => this.adk.filesystem.syncUp(task.filesystem_id, workspace, syncOptions))
         .catch((error) => {
           failure ??= new WorkspaceSyncError('up', task.filesystem_id, error);
@@ -412,7 +512,17 @@ export class WorkspaceSyncError extends Error {
   }
 }
 
-const HANDLERS: Record<AcpMethod, HandlerName> = { 'task/create': 'onCreate', 'event/send': 'onEvent', 'task/cancel': 'onCancel', 'message/send': 'onMessage' };
+/** Whether delivery `a` came after delivery `b` (ids are increasing integers; others compare as text). */
+function deliveryAfter(a: string, b: string): boolean {
+  return /^\d+$/.test(a) && /^\d+$/.test(b) ? BigInt(a) > BigInt(b) : a > b;
+}
+
+const HANDLERS: Record<Exclude<AcpMethod, 'task/interrupt'>, HandlerName> = {
+  'task/create': 'onCreate',
+  'event/send': 'onEvent',
+  'task/cancel': 'onCancel',
+  'message/send': 'onMessage',
+};
 
 /** One FIFO per task, and at most `limit` jobs running across tasks. */
 class TaskQueues {

@@ -13,6 +13,11 @@ export const STREAM_FLUSH_INTERVAL_MS = 100;
 export interface MessageStreamOptions {
   /** Default STREAM_FLUSH_INTERVAL_MS. */
   flushIntervalMs?: number;
+  /**
+   * The turn's signal (`ctx.signal`): when it fires the message ends INTERRUPTED with what was written
+   * so far, and `write`, `done` and `from` throw its reason.
+   */
+  signal?: AbortSignal;
   /** Sees the finished message's content (a sync agent answers with it). */
   onSent?: (content: MessageContent) => void;
 }
@@ -32,7 +37,10 @@ export class MessageStream {
   private lastStartedAt = Number.NEGATIVE_INFINITY;
   private error: unknown;
   private finishing: Promise<Message> | undefined;
+  /** The INTERRUPTED ending, once the signal fired (or `interrupt` was called). */
+  private interrupting: Promise<Message | undefined> | undefined;
   private readonly intervalMs: number;
+  private readonly signal: AbortSignal | undefined;
   /** Requests sent so far (creates, deltas and the finish). */
   requests = 0;
 
@@ -43,6 +51,34 @@ export class MessageStream {
     private readonly options: MessageStreamOptions = {},
   ) {
     this.intervalMs = options.flushIntervalMs ?? STREAM_FLUSH_INTERVAL_MS;
+    this.signal = options.signal;
+    if (this.signal?.aborted) throw this.signal.reason;
+    this.signal?.addEventListener('abort', () => void this.interrupt(), { once: true });
+  }
+
+  /** Whether the stream is finished (done, failed or interrupted). */
+  get finished(): boolean {
+    return this.finishing !== undefined || this.interrupting !== undefined;
+  }
+
+  /**
+   * Ends the message INTERRUPTED with what was written so far (nothing is created when nothing was
+   * written); resolves when the server has it. Called when the turn's signal fires.
+   */
+  interrupt(reason = 'interrupted'): Promise<Message | undefined> {
+    if (this.interrupting) return this.interrupting;
+    if (this.finishing) return (this.interrupting = this.finishing.catch(() => undefined));
+    const why = (this.signal?.reason instanceof Error ? this.signal.reason.message : undefined) ?? reason;
+    this.interrupting =
+      this.buffer || this.message || this.sending
+        ? this.finish({ streaming_status: 'INTERRUPTED', streaming_error: why.slice(0, 10_000) })
+        : Promise.resolve(undefined);
+    // Nobody may await it (the handler ignored the signal): a failure here is only logged.
+    this.interrupting = this.interrupting.catch((error: unknown) => {
+      process.stderr.write(`agentctl-adk: could not mark message ${this.message?.id ?? '(unsent)'} interrupted: ${(error as Error).message}\n`);
+      return undefined;
+    });
+    return this.interrupting;
   }
 
   /** The message, once created (after the first flush). */
@@ -52,6 +88,7 @@ export class MessageStream {
 
   /** Appends `delta`; it reaches the server with the next flush. */
   write(delta: string): void {
+    if (this.interrupting) throw this.signal?.reason ?? new Error('This message stream was interrupted: it takes no more writes');
     if (this.finishing) throw new Error('This message stream is finished: it takes no more writes');
     if (this.error) throw this.error;
     if (delta === '') return;
@@ -61,23 +98,53 @@ export class MessageStream {
 
   /** Sends what is left and marks the message DONE. */
   done(): Promise<Message> {
+    if (this.interrupting) return this.interrupted();
     return (this.finishing ??= this.finish({ streaming_status: 'DONE' }));
   }
 
   /** Sends what is left and marks the message FAILED with `reason`. */
   fail(reason: string): Promise<Message> {
+    if (this.interrupting) return this.interrupted();
     return (this.finishing ??= this.finish({ streaming_status: 'FAILED', streaming_error: reason.slice(0, 10_000) || 'failed' }));
   }
 
-  /** Writes every chunk of `chunks`, then `done()`; when the iterable throws, `fail()` with its message and rethrows. */
+  /**
+   * Writes every chunk of `chunks`, then `done()`; when the iterable throws, `fail()` with its message
+   * and rethrows. When the turn's signal fires it stops reading at once, ends the message INTERRUPTED
+   * and throws the signal's reason.
+   */
   async from(chunks: AsyncIterable<string> | Iterable<string>): Promise<Message> {
+    const iterator: AsyncIterator<string> | Iterator<string> =
+      Symbol.asyncIterator in chunks ? (chunks as AsyncIterable<string>)[Symbol.asyncIterator]() : (chunks as Iterable<string>)[Symbol.iterator]();
+    const signal = this.signal;
+    const aborted = signal
+      ? new Promise<never>((_, reject) => {
+          if (signal.aborted) reject(signal.reason);
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        })
+      : undefined;
+    aborted?.catch(() => {});
     try {
-      for await (const chunk of chunks) this.write(chunk);
+      for (;;) {
+        const next = await (aborted ? Promise.race([iterator.next(), aborted]) : iterator.next());
+        if (next.done) break;
+        this.write(next.value);
+      }
     } catch (error) {
+      if (this.interrupting) {
+        Promise.resolve(iterator.return?.()).catch(() => {});
+        return this.interrupted();
+      }
       await this.fail(error instanceof Error ? error.message : String(error)).catch(() => {});
       throw error;
     }
     return this.done();
+  }
+
+  /** Waits for the INTERRUPTED ending to reach the server, then throws the signal's reason. */
+  private async interrupted(): Promise<never> {
+    await this.interrupting;
+    throw this.signal?.reason ?? new Error('This message stream was interrupted');
   }
 
   private schedule(): void {
@@ -102,7 +169,7 @@ export class MessageStream {
       })
       .finally(() => {
         this.sending = undefined;
-        if (this.buffer && !this.finishing) this.schedule();
+        if (this.buffer && !this.finishing && !this.interrupting) this.schedule();
       });
   }
 
@@ -122,7 +189,7 @@ export class MessageStream {
     return { type: 'tool_request', name: kind.name, call_id: kind.call_id, [STREAMED_FIELDS.tool_request]: text };
   }
 
-  private async finish(ending: { streaming_status: 'DONE' | 'FAILED'; streaming_error?: string }): Promise<Message> {
+  private async finish(ending: { streaming_status: 'DONE' | 'FAILED' | 'INTERRUPTED'; streaming_error?: string }): Promise<Message> {
     clearTimeout(this.timer);
     this.timer = undefined;
     while (this.sending) await this.sending;

@@ -59,10 +59,21 @@ export interface AcpTraceContext {
 
 export interface AcpParams {
   'task/create': { agent: AcpAgentRef; task: Task; params: Record<string, unknown> | null } & AcpLeaseOffer & AcpTraceContext;
-  'event/send': { agent: AcpAgentRef; task: Task; event: Event } & AcpLeaseOffer & AcpTraceContext;
+  /**
+   * `event` is the newest event the turn answers; `events`, when the `merge` (or `interrupt`) policy put
+   * several events that arrived while the task was busy into one turn, all of them, oldest first.
+   */
+  'event/send': { agent: AcpAgentRef; task: Task; event: Event; events?: Event[] } & AcpLeaseOffer & AcpTraceContext;
   'task/cancel': { agent: AcpAgentRef; task: Task } & AcpLeaseOffer & AcpTraceContext;
   /** Sync agents only: answered inline. */
   'message/send': { agent: AcpAgentRef; task: Task; content: Content } & AcpTraceContext;
+  /**
+   * A control delivery (README "Interrupt and double-texting"), sent without waiting for the task's
+   * open turn: stop the handlers of the task's deliveries up to `up_to_delivery_id` (their signal
+   * fires, their open message streams end INTERRUPTED); one still running after `grace_ms` is cut
+   * off, its delivery completed.
+   */
+  'task/interrupt': { agent: AcpAgentRef; task: Task; up_to_delivery_id: string; grace_ms: number } & AcpTraceContext;
 }
 
 export interface AcpRequest<M extends AcpMethod = AcpMethod> {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ACPType } from './common.js';
-import { DEFAULT_ACP_TYPE, DEPLOY_REPLICAS } from './enums.js';
+import { DEFAULT_ACP_TYPE, DEFAULT_DOUBLE_TEXTING, DEPLOY_REPLICAS, DOUBLE_TEXTING_POLICIES } from './enums.js';
 
 /** The file an agent repository keeps at its root; `agentctl init` writes it, `deploy` and the runtime read it. */
 export const AGENT_PROJECT_FILE = 'agentctl.json';
@@ -20,6 +20,11 @@ export const AgentProjectFile = z
     description: z.string().max(1000).default(''),
     replicas: z.number().int().min(DEPLOY_REPLICAS.min).max(DEPLOY_REPLICAS.max).default(DEPLOY_REPLICAS.default),
     are_tasks_sticky: z.boolean().default(false),
+    /**
+     * What an event that arrives while a turn of the task is open does: `enqueue` (default), `interrupt`,
+     * `reject` (409 task_busy) or `merge` (README "Interrupt and double-texting"). Stored on the version.
+     */
+    double_texting: z.enum(DOUBLE_TEXTING_POLICIES).default(DEFAULT_DOUBLE_TEXTING),
     /** A shell command run in the source directory before the entry starts (optional). */
     build: z.string().min(1).optional(),
     /** Extra environment of every replica (never the platform's secrets). */

@@ -124,6 +124,7 @@ export const CONFLICT_CODES = [
   'stale_base',
   'state_exists',
   'target_not_routable',
+  'task_busy',
   'task_name_taken',
   'task_not_migratable',
   'task_terminal',

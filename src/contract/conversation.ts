@@ -245,6 +245,38 @@ export const DeliveryAnswerRequest = z
   })
   .refine((a) => (a.status_code === undefined) !== (a.error === undefined), { message: 'give status_code (with body) or error, one of them' });
 export type DeliveryAnswerRequest = z.infer<typeof DeliveryAnswerRequest>;
+// ---- turn control: interrupt, and whether the agent is busy (README "Interrupt and double-texting") ----
+
+/**
+ * `GET /tasks/{id}/turn`: whether the task's agent has a turn open (a task/create, event/send or
+ * task/cancel delivery pending, in flight or being handled). `busy` false: the agent is idle, and
+ * everything it wrote for the turns so far is on the stream up to `last_sequence_id`.
+ */
+export const TaskTurn = z
+  .object({
+    task_id: z.string(),
+    busy: z.boolean(),
+    /** The delivery whose handler runs (in flight or leased), if any. */
+    running_delivery_id: z.string().nullable(),
+    /** Turns waiting behind it. */
+    queued: z.number().int(),
+    /** The task's stream position when this was read. */
+    last_sequence_id: z.number().int(),
+  })
+  .meta({ id: 'TaskTurn' });
+export type TaskTurn = z.infer<typeof TaskTurn>;
+
+/** `POST /tasks/{id}/interrupt`: what it did; `interrupted` false when no turn was running (nothing to do). */
+export const InterruptResult = z
+  .object({
+    task_id: z.string(),
+    interrupted: z.boolean(),
+    /** The running turn's delivery the interrupt is for; null when there was none. */
+    turn_delivery_id: z.string().nullable(),
+    detail: z.string(),
+  })
+  .meta({ id: 'InterruptResult' });
+export type InterruptResult = z.infer<typeof InterruptResult>;
 
 // ---- the stream -----------------------------------------------------------------------------------
 

@@ -1,5 +1,13 @@
 import { z } from 'zod';
-import { DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, DEPLOY_REPLICAS, VERSION_LIST_LIMIT, VERSION_LIST_MAX } from './enums.js';
+import {
+  DEFAULT_ACP_TYPE,
+  DEFAULT_DOUBLE_TEXTING,
+  DEFAULT_SDK_TYPE,
+  DEPLOY_REPLICAS,
+  DOUBLE_TEXTING_POLICIES,
+  VERSION_LIST_LIMIT,
+  VERSION_LIST_MAX,
+} from './enums.js';
 export { VERSION_LIST_MAX };
 import { VersionLogs, VersionLogsQuery } from './runtime.js';
 import { CreateRolloutRequest, ListMigrationsQuery, ListRolloutsQuery, MigrationList, MigrationRecord, Rollout, RolloutList } from './rollouts.js';
@@ -26,6 +34,8 @@ import {
   CreateMessageRequest,
   Delivery,
   DeliveryAnswerRequest,
+  InterruptResult,
+  TaskTurn,
   DeliveryId,
   Event,
   EventList,
@@ -241,6 +251,8 @@ export const DeployRequest = z
     is_dirty: z.boolean().default(false),
     replicas: z.number().int().min(DEPLOY_REPLICAS.min).max(DEPLOY_REPLICAS.max).default(DEPLOY_REPLICAS.default),
     resources: ResourceRequirements.nullable().default(null),
+    /** agentctl.json `double_texting`: what an event arriving while a turn of the task is open does. */
+    double_texting: z.enum(DOUBLE_TEXTING_POLICIES).default(DEFAULT_DOUBLE_TEXTING),
     are_tasks_sticky: z.boolean().default(false),
     description: z.string().max(1000).default(''),
     agent_input_type: AgentInputType.nullable().default(null),
@@ -875,6 +887,28 @@ export const endpoints = lazyTable({
     ep({ method: 'DELETE', path: '/tasks/:task_id', status: 200, summary: 'Delete a task (soft)', tag: 'tasks', params: id('task_id'), response: Task }),
   cancelTask: () =>
     ep({ method: 'POST', path: '/tasks/:task_id/cancel', status: 200, summary: 'Cancel a task', tag: 'tasks', params: id('task_id'), response: Task }),
+  interruptTask: () =>
+    ep({
+      method: 'POST',
+      path: '/tasks/:task_id/interrupt',
+      status: 200,
+      idempotent: true,
+      summary: 'Interrupt the running turn of a task (its handler’s signal fires; the task stays open); nothing to do when none runs',
+      tag: 'tasks',
+      params: id('task_id'),
+      response: InterruptResult,
+    }),
+  getTaskTurn: () =>
+    ep({
+      method: 'GET',
+      path: '/tasks/:task_id/turn',
+      status: 200,
+      idempotent: true,
+      summary: 'Whether the task’s agent has a turn open (busy) or is idle',
+      tag: 'tasks',
+      params: id('task_id'),
+      response: TaskTurn,
+    }),
   migrateTasks: () =>
     ep({
       method: 'POST',

@@ -14,7 +14,29 @@ export const SDK_TYPES = ['alpha_agent_sdk', 'beta_agent_sdk'] as const;
 export const DEFAULT_SDK_TYPE: (typeof SDK_TYPES)[number] = 'alpha_agent_sdk';
 export const DEFAULT_ACP_TYPE: (typeof ACP_TYPES)[number] = 'async';
 /** The methods the service calls on an agent (contract/acp.ts). */
-export const ACP_METHODS = ['task/create', 'event/send', 'task/cancel', 'message/send'] as const;
+export const ACP_METHODS = ['task/create', 'event/send', 'task/cancel', 'message/send', 'task/interrupt'] as const;
+
+/**
+ * What a delivery is (README "Interrupt and double-texting"): a `turn` (task/create, event/send,
+ * task/cancel) runs a handler, one at a time per task in order; the others are control deliveries,
+ * sent through the same outbox and signing. Those in OUT_OF_ORDER_DELIVERY_KINDS neither wait behind
+ * the task's open turn nor hold up its later ones.
+ */
+export const DELIVERY_KINDS = ['turn', 'interrupt'] as const;
+export type DeliveryKind = (typeof DELIVERY_KINDS)[number];
+export const OUT_OF_ORDER_DELIVERY_KINDS = ['interrupt'] as const satisfies readonly DeliveryKind[];
+
+/**
+ * What an agent does with an event that arrives while one of the task's turns is open (agentctl.json
+ * `double_texting`, stored on the version): queue it (`enqueue`, the default), interrupt the running
+ * turn and then handle it (`interrupt`), refuse it with 409 task_busy (`reject`), or deliver the
+ * events queued meanwhile together as one turn (`merge`).
+ */
+export const DOUBLE_TEXTING_POLICIES = ['enqueue', 'interrupt', 'reject', 'merge'] as const;
+export type DoubleTextingPolicy = (typeof DOUBLE_TEXTING_POLICIES)[number];
+export const DEFAULT_DOUBLE_TEXTING: DoubleTextingPolicy = 'enqueue';
+/** How long an interrupted handler that ignores `ctx.signal` may run on before its turn is cut off (default; the server's AGENTCTL_INTERRUPT_GRACE_MS). */
+export const DEFAULT_INTERRUPT_GRACE_MS = 10_000;
 export const PRESET_IDS = ['deploy', 'read-only', 'agent-runner', 'custom'] as const;
 
 /**

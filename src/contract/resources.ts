@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PRESET_IDS } from './enums.js';
+import { DEFAULT_DOUBLE_TEXTING, DOUBLE_TEXTING_POLICIES, PRESET_IDS } from './enums.js';
 import { ACPType, AgentInputType, AgentStatus, JsonObject, ResourceType, Role, SDKType, TaskStatus, Timestamp, VersionStatus } from './common.js';
 
 export const Agent = z
@@ -98,6 +98,8 @@ export const Version = z
     source_filesystem_id: z.string().nullable().optional(),
     /** CPU and memory each replica requests and is limited to (null: the runtime's defaults). */
     resources: StoredResources.nullable().optional(),
+    /** What an event arriving while a turn of the task is open does (README "Interrupt and double-texting"). */
+    double_texting: z.enum(DOUBLE_TEXTING_POLICIES).default(DEFAULT_DOUBLE_TEXTING),
     created_at: Timestamp.nullable().optional(),
     updated_at: Timestamp.nullable().optional(),
   })

@@ -50,6 +50,8 @@ export const routes = {
   updateTask: { method: 'PATCH', path: '/tasks/:task_id', status: 200 },
   deleteTask: { method: 'DELETE', path: '/tasks/:task_id', status: 200 },
   cancelTask: { method: 'POST', path: '/tasks/:task_id/cancel', status: 200 },
+  interruptTask: { method: 'POST', path: '/tasks/:task_id/interrupt', status: 200, idempotent: true },
+  getTaskTurn: { method: 'GET', path: '/tasks/:task_id/turn', status: 200, idempotent: true },
   migrateTasks: { method: 'POST', path: '/tasks/migrate', status: 200 },
   createRollout: { method: 'POST', path: '/rollouts', status: 201 },
   listRollouts: { method: 'GET', path: '/rollouts', status: 200, idempotent: true },

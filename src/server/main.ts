@@ -60,7 +60,8 @@ export interface ServerOptions {
   config?: Partial<ServiceConfig>;
   /**
    * The delivery dispatcher; the retry budget defaults to AGENTCTL_DELIVERY_RETRY_BUDGET_MS, else 10
-   * minutes, and the completion lease to AGENTCTL_DELIVERY_LEASE_MS, else 5 minutes.
+   * minutes, the completion lease to AGENTCTL_DELIVERY_LEASE_MS, else 5 minutes, and an interrupted
+   * handler's grace to AGENTCTL_INTERRUPT_GRACE_MS, else 10 s.
    */
   delivery?: DispatcherOptions;
   /** What runs deployed versions (default AGENTCTL_RUNTIME, else `local`); `none`: a person or CI registers them. */
@@ -125,6 +126,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     sweep.unref();
     const budget = process.env.AGENTCTL_DELIVERY_RETRY_BUDGET_MS;
     const lease = process.env.AGENTCTL_DELIVERY_LEASE_MS;
+    const grace = process.env.AGENTCTL_INTERRUPT_GRACE_MS;
     // Hourly housekeeping: unreferenced blobs, and idempotency records past their TTL.
     const blobSweep = setInterval(() => {
       void sweepBlobs(store.db, blobs!).catch(() => {});
@@ -134,6 +136,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     dispatcher = await startDispatcher(store, {
       ...(budget ? { retryBudgetMs: Number(budget) } : {}),
       ...(lease ? { leaseMs: Number(lease) } : {}),
+      ...(grace ? { interruptGraceMs: Number(grace) } : {}),
       log: (message) => app!.log.warn(message),
       tracing: app.service.tracing,
       ...options.delivery,

@@ -42,6 +42,16 @@ class Capture {
   get columns() {
     return 120;
   }
+  // A terminal's cursor calls (a spinner redraws its line): nothing to move in a capture.
+  cursorTo() {
+    return true;
+  }
+  moveCursor() {
+    return true;
+  }
+  clearLine() {
+    return true;
+  }
 }
 
 /** Runs the CLI in-process with captured stdout and stderr, returning the exit code. */

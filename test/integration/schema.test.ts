@@ -307,6 +307,7 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     lease_ms: 'integer null',
     traceparent: 'text null',
     tracestate: 'text null',
+    kind: 'text',
   },
   environments: {
     id: 'text',
@@ -544,5 +545,6 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     signing_secret: 'text null',
     number: 'integer',
     resources: 'jsonb null',
+    double_texting: 'text',
   },
 };

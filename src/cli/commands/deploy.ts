@@ -11,7 +11,16 @@ import { versionRecord } from '../output/resources.js';
 import { record } from '../output/view.js';
 import { parseAgentPath, requireAgentOption } from '../refs.js';
 import { waitForVersion } from '../wait.js';
-import { ACP_TYPES, boundsText, DEFAULT_ACP_TYPE, DEFAULT_SDK_TYPE, DEPLOY_REPLICAS, SDK_TYPES } from '../../contract/enums.js';
+import {
+  ACP_TYPES,
+  boundsText,
+  DEFAULT_ACP_TYPE,
+  DEFAULT_DOUBLE_TEXTING,
+  DEFAULT_SDK_TYPE,
+  DEPLOY_REPLICAS,
+  DOUBLE_TEXTING_POLICIES,
+  SDK_TYPES,
+} from '../../contract/enums.js';
 import { gitRoot, readAgentProject, uploadSource } from '../source-upload.js';
 import { agentctl } from '../shell.js';
 import { agent, waitOptions } from '../options.js';
@@ -20,7 +29,7 @@ export default defineCommand({
   path: ['deploy'],
   summary: 'Deploy the current git commit as a new version and wait until it is ACTIVE or FAILED',
   description:
-    'Reads the commit hash, branch, subject, author and dirty state from git in the current directory, and defaults (agent, acp_type, replicas, description, are_tasks_sticky) from agentctl.json; flags override them.',
+    'Reads the commit hash, branch, subject, author and dirty state from git in the current directory, and defaults (agent, acp_type, replicas, description, are_tasks_sticky, double_texting) from agentctl.json; flags override them.',
   options: [
     { ...agent, description: 'Agent as namespace/name (created on first deploy)' },
     {
@@ -35,6 +44,11 @@ export default defineCommand({
     { flags: '--sdk-type <type>', description: 'Agent SDK kind', choices: SDK_TYPES, default: DEFAULT_SDK_TYPE },
     { flags: '--acp-type <type>', description: `Client-protocol server type (default: agentctl.json, else ${DEFAULT_ACP_TYPE})`, choices: ACP_TYPES },
     { flags: '--description <text>', description: 'Agent description (first deploy)' },
+    {
+      flags: '--double-texting <policy>',
+      description: `What an event arriving while a turn runs does (default: agentctl.json, else ${DEFAULT_DOUBLE_TEXTING})`,
+      choices: DOUBLE_TEXTING_POLICIES,
+    },
     { flags: '--allow-dirty', description: 'Deploy even with uncommitted changes (without --image: uploads the work tree as it is)' },
     { flags: '--force', description: 'Deploy even when the branch’s newest version, still live, is of this same commit (and image)' },
     ...waitOptions,
@@ -106,6 +120,7 @@ export default defineCommand({
         is_dirty: git.dirty,
         replicas: options.replicas ?? project?.replicas,
         are_tasks_sticky: options.sticky ?? project?.are_tasks_sticky,
+        double_texting: options.doubleTexting ?? project?.double_texting,
         description: options.description ?? project?.description,
         source_filesystem_id: sourceFilesystemId ?? null,
       },

@@ -58,6 +58,8 @@ const CONFLICT_HINTS: Record<ConflictCode, string> = {
   state_exists: 'The pair has a state already: agentctl states put replaces it (--merge merges).',
   target_not_routable: 'Tasks move only to an ACTIVE or DEPLOYING version: pick another, or --to-latest.',
   schedule_name_taken: 'Schedule names are unique per agent: pick another --name.',
+  task_busy:
+    'The agent rejects events while it works on a turn (double_texting: reject): send it again when it is idle, or interrupt it (agentctl tasks interrupt).',
   task_name_taken: 'Task names are unique in the org: pick another --name.',
   task_not_migratable: 'Only RUNNING or IDLE tasks move: leave out the ones that ended.',
   task_terminal: 'The task has ended (COMPLETED, FAILED, CANCELED, ...): it takes no more changes; create a new task instead.',

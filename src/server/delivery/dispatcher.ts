@@ -24,7 +24,8 @@ import type { Db, Store, TasksTable } from '../store/db.js';
 import { toTask } from '../store/mappers.js';
 import { signingSecretFor } from '../domain/registration.js';
 import { settleDraining } from '../domain/events.js';
-import { createMessage, recordTaskChange } from '../domain/conversation.js';
+import { createMessage, interruptStreams, recordTaskChange } from '../domain/conversation.js';
+import { DEFAULT_INTERRUPT_GRACE_MS, OUT_OF_ORDER_DELIVERY_KINDS, type DeliveryKind } from '../../contract/enums.js';
 import { unrestricted } from '../auth/policy.js';
 import { DomainError } from '../domain/errors.js';
 import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from '../store/outbox.js';
@@ -61,7 +62,7 @@ interface PullStream {
 type AgentAnswer = { statusCode: number; text: string } | { error: string };
 
 /** What settling an answer needs of its delivery. */
-type Settling = Pick<Claimed, 'id' | 'task_id' | 'method' | 'attempts' | 'org_id' | 'namespace_slug' | 'agent_name'>;
+type Settling = Pick<Claimed, 'id' | 'task_id' | 'method' | 'kind' | 'attempts' | 'org_id' | 'namespace_slug' | 'agent_name'>;
 
 export interface DispatcherOptions {
   /** How long a delivery may keep failing before its task becomes FAILED (default 10 minutes). */
@@ -80,6 +81,11 @@ export interface DispatcherOptions {
    * completion before it is sent again (default 5 minutes; the ADK renews it every third of that).
    */
   leaseMs?: number;
+  /**
+   * How long an interrupted handler that ignores its signal may run on before the agent cuts its turn
+   * off and completes its delivery (sent with each interrupt; default 10 s).
+   */
+  interruptGraceMs?: number;
   /** Where failures are reported; never given secrets. */
   log?: (message: string) => void;
   /** The server's tracing: each delivery's outbox wait and call become spans of the trace that enqueued it. */
@@ -90,6 +96,10 @@ export const DEFAULT_RETRY_BUDGET_MS = 10 * 60 * 1000;
 export const DEFAULT_COMPLETION_LEASE_MS = 5 * 60 * 1000;
 /** Recorded when a lease ran out: the agent neither completed nor renewed it. */
 const LEASE_EXPIRED_REASON = 'the agent did not report its handler finished within the completion lease';
+/** The streaming_error of a message left streaming by a turn whose lease ran out. */
+const LEASE_EXPIRED_STREAM_REASON = 'the agent stopped reporting on the turn writing it (its completion lease ran out)';
+/** Control deliveries, as an SQL list: they neither wait behind a task's open turn nor hold up its later ones. */
+const OUT_OF_ORDER = sql.join(OUT_OF_ORDER_DELIVERY_KINDS.map((kind) => sql.lit(kind)));
 
 /**
  * Dispatchers running in this process. On PGlite they are all there are (one process opens a data
@@ -102,6 +112,9 @@ interface Claimed {
   id: string;
   task_id: string;
   method: AcpMethod;
+  kind: DeliveryKind;
+  /** The status before this claim: `leased` when the claim takes back a delivery whose lease ran out. */
+  prior_status: string;
   payload: DeliveryPayload;
   attempts: number;
   /** Set by failed attempts and lost leases; the retry budget runs from it. */
@@ -167,6 +180,7 @@ export class Dispatcher {
       pollMs: options.pollMs ?? 1000,
       maxInFlight: options.maxInFlight ?? 64,
       leaseMs,
+      interruptGraceMs: options.interruptGraceMs ?? DEFAULT_INTERRUPT_GRACE_MS,
       log: options.log,
     };
     // On PGlite an in-process wake is the signal (its claim queues behind the enqueuing transaction);
@@ -294,22 +308,25 @@ export class Dispatcher {
             failing_since = CASE WHEN d.status = 'leased' THEN COALESCE(d.failing_since, now()) ELSE d.failing_since END,
             last_error = CASE WHEN d.status = 'leased' THEN ${LEASE_EXPIRED_REASON} ELSE d.last_error END
         FROM (
-          SELECT o.id, t.current_version_id
+          SELECT o.id, o.status AS prior_status, t.current_version_id
           FROM deliveries o
           JOIN tasks t ON t.id = o.task_id
           WHERE o.status IN (${OPEN})
             AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status IN ('in_flight', 'leased') AND o.claimed_until < now()))
-            AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id)
+            -- One turn at a time per task, in order; control deliveries (an interrupt) go at once.
+            AND (o.kind IN (${OUT_OF_ORDER})
+              OR NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER})))
             AND ${target}
           ORDER BY o.id
           LIMIT ${limit}
           FOR UPDATE OF o SKIP LOCKED
         ) AS c
         WHERE d.id = c.id
-        RETURNING d.id, d.task_id, d.method, d.payload, d.attempts, d.failing_since, d.last_error, c.current_version_id AS version_id, d.traceparent, d.tracestate, d.created_at
+        RETURNING d.id, d.task_id, d.method, d.kind, c.prior_status, d.payload, d.attempts, d.failing_since, d.last_error, c.current_version_id AS version_id,
+          d.traceparent, d.tracestate, d.created_at
       )
-      SELECT claimed.id::text AS id, claimed.task_id, claimed.method, claimed.payload, claimed.attempts, claimed.failing_since, claimed.last_error, claimed.version_id,
-             claimed.traceparent, claimed.tracestate, claimed.created_at,
+      SELECT claimed.id::text AS id, claimed.task_id, claimed.method, claimed.kind, claimed.prior_status, claimed.payload, claimed.attempts, claimed.failing_since,
+             claimed.last_error, claimed.version_id, claimed.traceparent, claimed.tracestate, claimed.created_at,
              row_to_json(t) AS task_row, a.name AS agent_name, n.slug AS namespace_slug, n.org_id, v.acp_type,
              ARRAY(SELECT r.acp_url FROM version_replicas r WHERE r.version_id = claimed.version_id AND r.live ORDER BY r.replica_key) AS acp_urls
       FROM claimed
@@ -348,7 +365,7 @@ export class Dispatcher {
       await this.release(delivery, null);
       return;
     }
-    if (await this.overBudget(delivery)) return;
+    if (await this.settledBeforeSending(delivery, this.id)) return;
     const target = delivery.acp_urls[replicaIndex(delivery.task_id, delivery.acp_urls.length)];
     span?.setAttribute('server.address', target);
     let method: AcpMethod = delivery.method;
@@ -372,6 +389,24 @@ export class Dispatcher {
   }
 
   /**
+   * What is decided before a claimed delivery is sent: a turn whose lease ran out ends what its agent
+   * left streaming; an interrupt whose turn finished meanwhile is done with nothing to stop; one past
+   * its retry budget fails. True when the delivery was settled here and is not to be sent.
+   */
+  private async settledBeforeSending(delivery: Claimed, claimer: string): Promise<boolean> {
+    // Its agent is gone or stuck, so what it left streaming ends now.
+    if (delivery.prior_status === 'leased' && delivery.kind === 'turn')
+      await interruptStreams(this.db, [delivery.task_id], LEASE_EXPIRED_STREAM_REASON).catch((error) =>
+        this.options.log?.(`task ${delivery.task_id}: could not end its interrupted message streams: ${(error as Error).message}`),
+      );
+    if (delivery.method === 'task/interrupt' && !(await this.turnStillRuns(delivery))) {
+      await this.complete(delivery, claimer);
+      return true;
+    }
+    return this.overBudget(delivery);
+  }
+
+  /**
    * Lost leases (an agent process dying in the handler, again and again) count like failed calls:
    * past the budget the task fails instead of the delivery going round for ever.
    */
@@ -384,7 +419,7 @@ export class Dispatcher {
   /** The delivery as signed JSON-RPC, the task described as it is now. */
   private async signed(delivery: Claimed, span: Span | null = null): Promise<{ rpc: AcpRequest; body: string; signature: string }> {
     const agent: AcpAgentRef = { id: delivery.task_row.agent_id, name: `${delivery.namespace_slug}/${delivery.agent_name}` };
-    const rpc = toRequest(delivery, agent, toTask(delivery.task_row), delivery.acp_type, this.options.leaseMs);
+    const rpc = toRequest(delivery, agent, toTask(delivery.task_row), delivery.acp_type, this.options);
     // The agent's handler continues the trace from this call (W3C trace context, as the headers
     // carry it); a pulled delivery (no span here) continues the request's own.
     const traceparent = span ? formatTraceparent({ ...span.spanContext(), sampled: true }) : delivery.traceparent;
@@ -470,7 +505,7 @@ export class Dispatcher {
             await this.release(delivery, null, pull.id);
             continue;
           }
-          if (await this.overBudget(delivery)) continue;
+          if (await this.settledBeforeSending(delivery, pull.id)) continue;
           const { body, signature } = await this.signed(delivery);
           const sent = pull.send({
             delivery_id: String(delivery.id),
@@ -500,7 +535,7 @@ export class Dispatcher {
   async answerPulled(deliveryId: string, answer: DeliveryAnswerRequest): Promise<void> {
     if (!answer.claim.startsWith(PULL_CLAIM_PREFIX)) return;
     const row = await sql<Settling & { acp_type: string }>`
-      SELECT d.id::text AS id, d.task_id, d.method, d.attempts, n.org_id, v.acp_type
+      SELECT d.id::text AS id, d.task_id, d.method, d.kind, d.attempts, n.org_id, n.slug AS namespace_slug, a.name AS agent_name, v.acp_type
       FROM deliveries d JOIN tasks t ON t.id = d.task_id JOIN agents a ON a.id = t.agent_id
         JOIN namespaces n ON n.id = a.namespace_id JOIN versions v ON v.id = d.version_id
       WHERE d.id = ${deliveryId} AND d.status = 'in_flight' AND d.claimed_by = ${answer.claim}`.execute(this.db);
@@ -509,6 +544,20 @@ export class Dispatcher {
     const method: AcpMethod = delivery.method === 'event/send' && delivery.acp_type === 'sync' ? 'message/send' : delivery.method;
     const agentAnswer: AgentAnswer = answer.error !== undefined ? { error: answer.error } : { statusCode: answer.status_code!, text: answer.body ?? '' };
     await this.settle(delivery, method, agentAnswer, answer.claim, answer.claim);
+  }
+
+  /** Whether a turn the interrupt is for still runs (sent, or being sent, and not finished). */
+  private async turnStillRuns(delivery: Claimed): Promise<boolean> {
+    const upTo = delivery.payload.up_to_delivery_id ?? '0';
+    const row = await this.db
+      .selectFrom('deliveries')
+      .select('id')
+      .where('task_id', '=', delivery.task_id)
+      .where('kind', '=', 'turn')
+      .where('status', 'in', ['in_flight', 'leased'])
+      .where('id', '<=', upTo)
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /** Done: the task's next delivery may go. */
@@ -576,8 +625,20 @@ export class Dispatcher {
     if (since && Date.now() - new Date(since).getTime() >= this.options.retryBudgetMs) await this.failTask(delivery, reason);
   }
 
-  /** The retry budget is spent: the task becomes FAILED naming the cause, and its open deliveries are dropped. */
+  /**
+   * The retry budget is spent: the task becomes FAILED naming the cause, and its open deliveries are
+   * dropped. A control delivery that could not be delivered fails alone: the task's turns go on.
+   */
   private async failTask(delivery: Settling, reason: string): Promise<void> {
+    if (delivery.kind !== 'turn') {
+      await this.db
+        .updateTable('deliveries')
+        .set({ status: 'failed', claimed_by: null, claimed_until: null, leased_to: null, last_error: reason, updated_at: new Date() })
+        .where('id', '=', delivery.id)
+        .execute();
+      this.options.log?.(`delivery ${delivery.id} (${delivery.method}, task ${delivery.task_id}) failed: ${reason}`);
+      return;
+    }
     const ms = this.options.retryBudgetMs;
     const budget = ms >= 60_000 ? `${Math.round(ms / 6000) / 10} minutes` : ms >= 1000 ? `${Math.round(ms / 100) / 10} seconds` : `${ms} ms`;
     const statusReason = `Delivery failed: ${delivery.method} could not be delivered to the agent within ${budget} (${reason})`;
@@ -616,17 +677,28 @@ export class Dispatcher {
   }
 }
 
-function toRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: string, leaseMs: number): AcpRequest {
+function toRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: string, options: { leaseMs: number; interruptGraceMs: number }): AcpRequest {
   const base = { jsonrpc: '2.0' as const, id: delivery.id };
+  const leaseMs = options.leaseMs;
   switch (delivery.method) {
     case 'task/create':
       return { ...base, method: 'task/create', params: { agent, task, params: delivery.payload.params ?? null, lease_ms: leaseMs } };
     case 'event/send':
       // A sync agent answers a user's event inline: it gets message/send with the event's content.
       if (acpType === 'sync') return { ...base, method: 'message/send', params: { agent, task, content: delivery.payload.event!.content } };
-      return { ...base, method: 'event/send', params: { agent, task, event: delivery.payload.event!, lease_ms: leaseMs } };
+      return {
+        ...base,
+        method: 'event/send',
+        params: { agent, task, event: delivery.payload.event!, ...(delivery.payload.events ? { events: delivery.payload.events } : {}), lease_ms: leaseMs },
+      };
     case 'task/cancel':
       return { ...base, method: 'task/cancel', params: { agent, task, lease_ms: leaseMs } };
+    case 'task/interrupt':
+      return {
+        ...base,
+        method: 'task/interrupt',
+        params: { agent, task, up_to_delivery_id: delivery.payload.up_to_delivery_id ?? '0', grace_ms: options.interruptGraceMs },
+      };
     case 'message/send':
       throw new DeliveryFailure('message/send is derived from event/send, never enqueued');
   }

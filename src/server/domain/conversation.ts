@@ -19,7 +19,7 @@ import { iso, toTask } from '../store/mappers.js';
 import { type DomainError, conflict, invalid, isNotFound, notFound, named, tooLarge } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { inCallerOrg, taskById } from './lookup.js';
-import { enqueueDelivery } from '../store/outbox.js';
+import { admitEvent, deliverEvent } from './turns.js';
 
 type Trx = Kysely<Database>;
 
@@ -120,7 +120,10 @@ export async function createTracker(trx: Trx, taskId: string, agentId: string): 
 
 // ---- events -------------------------------------------------------------------------------------
 
-/** `POST /tasks/{id}/events`: needs `run` on the task's agent; a terminal task refuses (409). */
+/**
+ * `POST /tasks/{id}/events`: needs `run` on the task's agent; a terminal task refuses (409), and so
+ * does a busy one whose version's double-texting policy is `reject` (409 task_busy).
+ */
 export async function createEvent(db: Db, perms: Permissions, taskId: string, content: Content): Promise<Event> {
   return db.transaction().execute((trx) => insertEvent(trx, perms, taskId, content));
 }
@@ -129,6 +132,7 @@ export async function createEvent(db: Db, perms: Permissions, taskId: string, co
 export async function insertEvent(trx: Trx, perms: Permissions, taskId: string, content: Content): Promise<Event> {
   const task = await taskById(trx, perms, 'run', taskId);
   const sequenceId = await nextSequence(trx, taskId, true);
+  const policy = await admitEvent(trx, taskId);
   const row = await trx
     .insertInto('events')
     .values({
@@ -143,7 +147,7 @@ export async function insertEvent(trx: Trx, perms: Permissions, taskId: string, 
     .executeTakeFirstOrThrow();
   const event = toEvent(row);
   await appendToStream(trx, taskId, sequenceId, 'event', event);
-  await enqueueDelivery(trx, { taskId, method: 'event/send', event });
+  await deliverEvent(trx, taskId, event, policy);
   return event;
 }
 
@@ -253,6 +257,41 @@ export async function updateMessage(
     await appendToStream(trx, found.task_id, sequenceId, 'message_update', message);
     return message;
   });
+}
+
+/**
+ * The tasks' messages still streaming end INTERRUPTED with `reason`: their writer is gone (its agent
+ * process exited, or its delivery's lease ran out unrenewed), so no reader waits on them for ever.
+ * Each is a `message_update` on the task's stream. One transaction per task, its row locked first.
+ */
+export async function interruptStreams(db: Db, taskIds: readonly string[], reason: string): Promise<number> {
+  let ended = 0;
+  for (const taskId of [...new Set(taskIds)].sort()) {
+    const any = await db.selectFrom('messages').select('id').where('task_id', '=', taskId).where('streaming_status', '=', 'IN_PROGRESS').executeTakeFirst();
+    if (!any) continue;
+    ended += await db.transaction().execute(async (trx) => {
+      await trx.selectFrom('tasks').select('id').where('id', '=', taskId).forNoKeyUpdate().execute();
+      const open = await trx
+        .selectFrom('messages')
+        .select('id')
+        .where('task_id', '=', taskId)
+        .where('streaming_status', '=', 'IN_PROGRESS')
+        .orderBy('sequence_id')
+        .execute();
+      for (const { id } of open) {
+        const sequenceId = await nextSequence(trx, taskId, false);
+        const row = await trx
+          .updateTable('messages')
+          .set({ streaming_status: 'INTERRUPTED', streaming_error: reason, updated_sequence_id: sequenceId, updated_at: new Date() })
+          .where('id', '=', id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        await appendToStream(trx, taskId, sequenceId, 'message_update', toMessage(row));
+      }
+      return open.length;
+    });
+  }
+  return ended;
 }
 
 /** The SQL that names a content's streamed field (`text`, `summary`, `arguments`) by its type; null when it has none. */

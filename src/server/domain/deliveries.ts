@@ -23,6 +23,8 @@ type Executor = Kysely<Database>;
 
 /** Why a leased delivery went back to pending when its replica went (recorded as its last error). */
 export const REPLICA_GONE_REASON = 'the agent process that took it exited before reporting its handler finished';
+/** The streaming_error of a message whose writer's process went away mid-message. */
+export const WRITER_GONE_REASON = 'the agent process writing it exited before finishing it';
 
 function toDelivery(row: Selectable<DeliveriesTable>): Delivery {
   return {
@@ -143,9 +145,11 @@ export async function deliveryNow(db: Db, deliveryId: string): Promise<Delivery>
 
 /**
  * The replica at `acpUrl` of the version (every replica, when null) went away: what it held leased
- * goes back for redelivery at once, and counts as a failed attempt against the retry budget.
+ * goes back for redelivery at once, and counts as a failed attempt against the retry budget. Returns
+ * the tasks whose turns it released: once committed, their messages still streaming end INTERRUPTED
+ * (`interruptStreams`).
  */
-export async function releaseLeases(trx: Executor, versionId: string, acpUrl: string | null): Promise<void> {
+export async function releaseLeases(trx: Executor, versionId: string, acpUrl: string | null): Promise<string[]> {
   let query = trx
     .updateTable('deliveries')
     .set({
@@ -161,8 +165,9 @@ export async function releaseLeases(trx: Executor, versionId: string, acpUrl: st
     .where('status', '=', 'leased')
     .where('version_id', '=', versionId);
   if (acpUrl !== null) query = query.where('leased_to', '=', acpUrl);
-  const released = await query.executeTakeFirst();
-  if (Number(released.numUpdatedRows) > 0) await announceDeliveries(trx);
+  const released = await query.returning('task_id').execute();
+  if (released.length > 0) await announceDeliveries(trx);
+  return released.map((r) => r.task_id);
 }
 
 /** What the delivery queue holds now: open deliveries by status, and how long the oldest has waited. */

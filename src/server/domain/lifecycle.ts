@@ -230,6 +230,7 @@ export async function deploy(db: Db, perms: Permissions, request: DeployRequest,
         retired_at: null,
         source_filesystem_id: req.source_filesystem_id,
         resources: req.resources === null ? null : JSON.stringify(req.resources),
+        double_texting: req.double_texting,
         created_at: now,
         updated_at: now,
       })

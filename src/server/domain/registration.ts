@@ -13,7 +13,8 @@ import type { Permissions } from '../auth/policy.js';
 import { generateSecret, hashSecret, secretPrefix } from '../auth/secrets.js';
 import { versionById } from './lookup.js';
 import { applyVersionHappening, type RegisterInput, type RegisterResult } from './lifecycle.js';
-import { releaseLeases } from './deliveries.js';
+import { releaseLeases, WRITER_GONE_REASON } from './deliveries.js';
+import { interruptStreams } from './conversation.js';
 import { isRefusal, next, type VersionHappening } from './version-lifecycle.js';
 import { LIVE_AGENT_STATUS, type VersionStatus } from '../../contract/lifecycle.js';
 
@@ -72,7 +73,7 @@ export async function signingSecretFor(db: Db | Executor, versionId: string): Pr
  * revoked.
  */
 export async function markReplicaGone(db: Db, versionId: string, acpUrl: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  const released = await db.transaction().execute(async (trx) => {
     const gone = await trx
       .updateTable('version_replicas')
       .set({ live: false, last_seen_at: new Date() })
@@ -87,8 +88,9 @@ export async function markReplicaGone(db: Db, versionId: string, acpUrl: string)
         .where('id', '=', gone.runtime_key_id)
         .where('revoked_at', 'is', null)
         .execute();
-    await releaseLeases(trx, versionId, acpUrl);
+    return releaseLeases(trx, versionId, acpUrl);
   });
+  await interruptStreams(db, released, WRITER_GONE_REASON);
 }
 
 /** What each reported status means for the version. */
@@ -152,7 +154,7 @@ export async function recordReplica(trx: Executor, versionId: string, acpUrl: st
  * ran it died): nothing is sent to them any more, and what they held leased goes out again.
  */
 export async function markVersionReplicasGone(db: Db, versionId: string): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  const released = await db.transaction().execute(async (trx) => {
     const gone = await trx
       .updateTable('version_replicas')
       .set({ live: false, last_seen_at: new Date() })
@@ -168,8 +170,9 @@ export async function markVersionReplicasGone(db: Db, versionId: string): Promis
         .where('id', 'in', keys)
         .where('revoked_at', 'is', null)
         .execute();
-    await releaseLeases(trx, versionId, null);
+    return releaseLeases(trx, versionId, null);
   });
+  await interruptStreams(db, released, WRITER_GONE_REASON);
 }
 
 export interface TokenRegistration {

@@ -19,6 +19,7 @@ import type { AgentStatus, TaskStatus, VersionStatus } from '../../contract/life
 import { schemaChanges } from './schema/index.js';
 import { SCRIPT_MARK } from './schema/script.js';
 import type { DeliveryStatus } from '../../contract/conversation.js';
+import type { DeliveryKind, DoubleTextingPolicy } from '../../contract/enums.js';
 import { discardTemplate, readTemplate, saveTemplate, templateFile } from './pglite-template.js';
 
 type Timestamptz = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -172,6 +173,8 @@ export interface VersionsTable {
   number: number;
   /** 008: `{requests, limits}` of cpu and memory, or null. */
   resources: ColumnType<unknown, string | null | undefined, string | null> | null;
+  /** 010: the agent's double-texting policy (agentctl.json `double_texting`). */
+  double_texting: Generated<DoubleTextingPolicy>;
 }
 export interface VersionEventsTable {
   id: string;
@@ -329,6 +332,8 @@ export interface DeliveriesTable {
   /** While leased: the replica (acp_url) that acknowledged it, and the lease length each renewal grants. */
   leased_to: Generated<string | null>;
   lease_ms: Generated<number | null>;
+  /** 010: `turn`, or a control delivery (DELIVERY_KINDS). */
+  kind: Generated<DeliveryKind>;
   /** The W3C trace context of the request that enqueued it (schema change 014). */
   traceparent: Generated<string | null>;
   tracestate: Generated<string | null>;

@@ -58,6 +58,7 @@ export const toVersion = (r: Row<VersionsTable>): Version => ({
   failure_diagnostics: (r.failure_diagnostics as Record<string, string> | null) ?? null,
   source_filesystem_id: r.source_filesystem_id,
   resources: (r.resources as Version['resources']) ?? null,
+  double_texting: r.double_texting,
   created_at: iso(r.created_at),
   updated_at: iso(r.updated_at),
 });

@@ -19,9 +19,19 @@ export const DELIVERY_CHANNEL = 'agentctl_delivery';
 export type DeliveryInput =
   | { taskId: string; method: 'task/create'; params: Record<string, unknown> | null }
   | { taskId: string; method: 'event/send'; event: Event }
-  | { taskId: string; method: 'task/cancel' };
+  | { taskId: string; method: 'task/cancel' }
+  /** A control delivery: interrupt the task's turns up to this delivery. */
+  | { taskId: string; method: 'task/interrupt'; upToDeliveryId: string };
 
-export type DeliveryPayload = { params?: Record<string, unknown> | null; event?: Event };
+export type DeliveryPayload = {
+  params?: Record<string, unknown> | null;
+  /** event/send: the newest event of the turn. */
+  event?: Event;
+  /** event/send merged under the `merge` or `interrupt` policy: every event of the turn, oldest first. */
+  events?: Event[];
+  /** task/interrupt: the newest turn delivery it stops. */
+  up_to_delivery_id?: string;
+};
 
 const wakers = new Set<() => void>();
 
@@ -36,13 +46,21 @@ export function onDeliveryEnqueued(wake: () => void): () => void {
  * created), so per-task deliveries are numbered in the task's order.
  */
 export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInput): Promise<void> {
-  const payload: DeliveryPayload = input.method === 'task/create' ? { params: input.params } : input.method === 'event/send' ? { event: input.event } : {};
+  const payload: DeliveryPayload =
+    input.method === 'task/create'
+      ? { params: input.params }
+      : input.method === 'event/send'
+        ? { event: input.event }
+        : input.method === 'task/interrupt'
+          ? { up_to_delivery_id: input.upToDeliveryId }
+          : {};
   const method: AcpMethod = input.method;
   // The trace of the request that enqueued it goes with it: its delivery and the agent's handler join that trace.
   const traced = currentTraceContext(input.taskId);
   await trx
     .insertInto('deliveries')
     .values({
+      kind: input.method === 'task/interrupt' ? 'interrupt' : 'turn',
       task_id: input.taskId,
       version_id: null,
       method,
@@ -59,6 +77,32 @@ export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInpu
     })
     .execute();
   await announceDeliveries(trx);
+}
+
+/**
+ * Adds `event` to the task's last queued turn when that is an event/send not sent yet (the `merge`
+ * and `interrupt` policies): the agent gets them together as one turn. False when there is none
+ * (the caller enqueues a delivery of its own). Call it with the task row locked.
+ */
+export async function mergeIntoQueuedTurn(trx: Kysely<Database>, taskId: string, event: Event): Promise<boolean> {
+  const last = await trx
+    .selectFrom('deliveries')
+    .select(['id', 'method', 'status', 'attempts', 'payload'])
+    .where('task_id', '=', taskId)
+    .where('kind', '=', 'turn')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .forUpdate()
+    .executeTakeFirst();
+  if (last?.method !== 'event/send' || last.status !== 'pending' || last.attempts !== 0) return false;
+  const payload = last.payload as DeliveryPayload;
+  const events = [...(payload.events ?? (payload.event ? [payload.event] : [])), event];
+  await trx
+    .updateTable('deliveries')
+    .set({ payload: JSON.stringify({ event, events } satisfies DeliveryPayload), updated_at: new Date() })
+    .where('id', '=', last.id)
+    .execute();
+  return true;
 }
 
 /**

@@ -3,7 +3,7 @@ import { CliError } from '../../errors.js';
 import { ExitCode } from '../../exit-codes.js';
 import { readJsonObject } from '../../json-input.js';
 import { record } from '../../output/view.js';
-import { contentSummary, resolveTaskId } from './conversation.js';
+import { contentSummary, resolveTaskId, watchTask } from './conversation.js';
 
 export default defineCommand({
   path: ['tasks', 'send'],
@@ -12,8 +12,17 @@ export default defineCommand({
     { name: 'task', description: 'task_ id or task name', required: true },
     { name: 'text', description: 'The event text (or use --data)' },
   ],
-  options: [{ flags: '--data <json>', description: 'Send a DataPart: a JSON object, @file.json, or - for standard input', field: 'content' }],
-  examples: ['agentctl tasks send task_01J... "hello"', 'agentctl tasks send nightly-report --data \'{"action":"approve"}\' --json'],
+  description:
+    '--watch then follows the turn as `tasks watch` does (the answer as it streams) until the agent is idle again, and exits 0 (1 when the task ends otherwise than COMPLETED meanwhile). An agent whose double-texting policy is reject refuses an event while it is busy: 409 task_busy.',
+  options: [
+    { flags: '--data <json>', description: 'Send a DataPart: a JSON object, @file.json, or - for standard input', field: 'content' },
+    { flags: '--watch', description: 'Then watch the turn until the agent is idle again' },
+  ],
+  examples: [
+    'agentctl tasks send task_01J... "hello"',
+    'agentctl tasks send support-chat "what changed?" --watch',
+    'agentctl tasks send nightly-report --data \'{"action":"approve"}\' --json',
+  ],
   notFoundNext: 'agentctl tasks list',
   handler: async (ctx, [ref, text], options) => {
     if ((text === undefined) === (options.data === undefined)) {
@@ -28,6 +37,7 @@ export default defineCommand({
     // The client sends one Idempotency-Key per call (createEvent takes one): a retry never sends the event twice.
     const { data, raw } = await ctx.call('createEvent', { params: { task_id: taskId }, body: { content } });
     ctx.success(`Sent ${data.id} to ${taskId} (sequence ${data.sequence_id})`);
+    if (options.watch) return { exitCode: await watchTask(ctx, taskId, data.sequence_id, { untilIdle: true }) };
     return {
       json: raw,
       view: record([

@@ -10,11 +10,12 @@ export default defineCommand({
   options: [
     { flags: '--after <sequence>', description: 'Start after this sequence_id (default: from the beginning)', integer: true },
     { flags: '--retry', description: 'Keep reconnecting while the service is unreachable (default: exit 6 after about 20 s of failed attempts)' },
+    { flags: '--until-idle', description: 'End (exit 0) once the agent has no turn open and everything of its turns was shown' },
   ],
-  examples: ['agentctl tasks watch task_01J...', 'agentctl tasks watch nightly-report --json | jq -c .kind'],
+  examples: ['agentctl tasks watch task_01J...', 'agentctl tasks watch support-chat --until-idle', 'agentctl tasks watch nightly-report --json | jq -c .kind'],
   notFoundNext: 'agentctl tasks list',
   handler: async (ctx, [ref], options) => {
     const taskId = await resolveTaskId(ctx, ref!);
-    return { exitCode: await watchTask(ctx, taskId, options.after ?? 0, { retry: options.retry }) };
+    return { exitCode: await watchTask(ctx, taskId, options.after ?? 0, { retry: options.retry, untilIdle: options.untilIdle }) };
   },
 });

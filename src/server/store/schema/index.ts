@@ -13,6 +13,7 @@ import * as consoleSessions from './015_console_sessions.js';
 import * as secrets from './011_secrets.js';
 import * as rollouts from './016_rollouts.js';
 import * as traces from './014_traces.js';
+import * as turnControl from './010_turn_control.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -36,4 +37,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '011_secrets': secrets,
   '016_rollouts': rollouts,
   '014_traces': traces,
+  '010_turn_control': turnControl,
 };

@@ -1,0 +1,161 @@
+// Streamed messages, end to end (README "Writing agents: the ADK", streaming):
+// 1. Latency: a delta written by the ADK's writer (`ctx.messages.stream()`, default coalescing) until
+//    a `tasks watch`-like reader (the client's undici SSE stream) sees it, p50/p99, against the floor of
+//    a bare loopback HTTP round trip on the same kind of connection.
+// 2. Coalescing: 20 concurrent streams of 100 tokens/s each; requests per token with the writer's
+//    coalescing against a writer that sends every token as its own request, and the process CPU per
+//    token of each (server and writers share this process). Prints figures and ratios; asserts nothing.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent, request } from 'undici';
+import { createAdk } from '../src/adk/index.js';
+import { MessageStream } from '../src/adk/stream.js';
+import { createClient } from '../src/client/index.js';
+import { buildApp } from '../src/server/app.js';
+import { ensureBootstrap } from '../src/server/bootstrap.js';
+import { generateSecret } from '../src/server/auth/secrets.js';
+import { openStore, type Engine } from '../src/server/store/db.js';
+import { BENCH_DEPLOY, benchEngines, fmt, throwawayDatabase } from './support.js';
+
+const SAMPLES = Number(process.env.BENCH_STREAMING_SAMPLES ?? 100);
+const STREAMS = Number(process.env.BENCH_STREAMING_STREAMS ?? 20);
+const TOKENS_PER_SECOND = Number(process.env.BENCH_STREAMING_RATE ?? 100);
+const SECONDS = Number(process.env.BENCH_STREAMING_SECONDS ?? 2);
+
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The floor: a bare loopback HTTP round trip (undici, keep-alive), p50 and p99 in ms. */
+async function loopbackFloor(): Promise<{ p50: number; p99: number }> {
+  const server = createServer((_req, res) => res.end('{}'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const http = new Agent({ keepAliveTimeout: 10_000 });
+  const times: number[] = [];
+  for (let i = 0; i < SAMPLES + 20; i++) {
+    const start = performance.now();
+    const res = await request(url, { method: 'POST', body: '{"delta":"x"}', dispatcher: http });
+    await res.body.text();
+    if (i >= 20) times.push(performance.now() - start);
+  }
+  await http.close();
+  server.close();
+  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+}
+
+async function benchEngine(engine: Engine, floor: { p50: number; p99: number }): Promise<void> {
+  const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
+  const store = await openStore({ databaseUrl: database?.url });
+  const key = generateSecret();
+  await ensureBootstrap(store.db, key);
+  const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const adk = createAdk({ baseUrl: url, apiKey: key });
+  const client = createClient({ baseUrl: url, apiKey: key });
+  try {
+    const deployed = await adk.call('deploy', { body: BENCH_DEPLOY as never });
+    await adk.call('registerVersion', { body: { version_id: deployed.version_id } as never });
+    const newTask = async () => (await adk.call('createTask', { body: { agent_name: 'default/bench-bot' } as never })).id;
+
+    // 1. Latency: one token at a time, after a quiet spell (so it goes at once, as the first token of a burst does).
+    const taskId = await newTask();
+    const seen = new Map<string, number>();
+    const stop = new AbortController();
+    const reading = (async () => {
+      for await (const record of client.streamTask(taskId, { signal: stop.signal })) {
+        if (record.kind === 'message_delta') seen.set(record.data.delta, performance.now());
+        if (record.kind === 'message') {
+          const content = record.data.content;
+          if (content.type === 'text') seen.set(content.text, performance.now());
+        }
+      }
+    })().catch(() => {});
+    const stream = new MessageStream(adk, taskId);
+    const latencies: number[] = [];
+    for (let i = 0; i < SAMPLES + 10; i++) {
+      const token = `t${i} `;
+      const start = performance.now();
+      stream.write(token);
+      while (!seen.has(token)) await sleep(0);
+      if (i >= 10) latencies.push(seen.get(token)! - start);
+      await sleep(110); // past the flush interval: the next write starts a request at once
+    }
+    // The write alone: one POST /messages/{id}/deltas round trip, for where the time goes.
+    const writes: number[] = [];
+    for (let i = 0; i < SAMPLES; i++) {
+      const start = performance.now();
+      await adk.call('appendMessageDelta', { params: { message_id: stream.id! }, body: { delta: 'x' } });
+      writes.push(performance.now() - start);
+    }
+    await stream.done();
+    stop.abort();
+    await reading;
+    const p50 = percentile(latencies, 50);
+    const p99 = percentile(latencies, 99);
+    console.log(
+      `[${engine}] delta written by the ADK -> seen on the task stream: p50 ${fmt(p50, 2)} ms, p99 ${fmt(p99, 2)} ms; ` +
+        `loopback round trip p50 ${fmt(floor.p50, 2)} ms, p99 ${fmt(floor.p99, 2)} ms; ratio p50 ${fmt(p50 / floor.p50, 1)}x, p99 ${fmt(p99 / floor.p99, 1)}x; ` +
+        `(the delta POST alone: p50 ${fmt(percentile(writes, 50), 2)} ms, p99 ${fmt(percentile(writes, 99), 2)} ms)`,
+    );
+
+    // 2. Coalescing: STREAMS streams of TOKENS_PER_SECOND tokens/s for SECONDS.
+    const tokens = TOKENS_PER_SECOND * SECONDS;
+    const run = async (coalesced: boolean) => {
+      const tasks = await Promise.all(Array.from({ length: STREAMS }, () => newTask()));
+      let requests = 0;
+      const cpu = process.cpuUsage();
+      const started = performance.now();
+      await Promise.all(
+        tasks.map(async (id) => {
+          // Tokens come at TOKENS_PER_SECOND by the wall clock, whatever else holds the event loop
+          // (on PGlite the database shares this thread): each tick writes every token due by now.
+          const begun = performance.now();
+          const due = () => Math.min(tokens, Math.floor(((performance.now() - begun) * TOKENS_PER_SECOND) / 1000));
+          if (coalesced) {
+            const writer = new MessageStream(adk, id);
+            for (let i = 0; i < tokens; ) {
+              for (const upTo = due(); i < upTo; i++) writer.write(`tok${i} `);
+              await sleep(5);
+            }
+            await writer.done();
+            requests += writer.requests;
+            return;
+          }
+          // Every token its own request, in order, as a writer without coalescing sends them.
+          const message = await adk.call('createMessage', { body: { task_id: id, content: { type: 'text', text: '' }, streaming_status: 'IN_PROGRESS' } });
+          requests++;
+          for (let sent = 0; sent < tokens; ) {
+            if (sent >= due()) {
+              await sleep(1);
+              continue;
+            }
+            await adk.call('appendMessageDelta', { params: { message_id: message.id }, body: { delta: `tok${sent} ` } });
+            requests++;
+            sent++;
+          }
+          await adk.call('updateMessage', { params: { message_id: message.id }, body: { streaming_status: 'DONE' } });
+          requests++;
+        }),
+      );
+      const used = process.cpuUsage(cpu);
+      return { requests, wallMs: performance.now() - started, cpuMsPerToken: (used.user + used.system) / 1000 / (tokens * STREAMS) };
+    };
+    const plain = await run(false);
+    const coalesced = await run(true);
+    const perToken = (r: { requests: number }) => r.requests / (tokens * STREAMS);
+    console.log(
+      `[${engine}] ${STREAMS} streams x ${TOKENS_PER_SECOND} tokens/s x ${SECONDS} s: requests per token ${fmt(perToken(plain), 3)} without coalescing ` +
+        `(${fmt(plain.wallMs / 1000, 1)} s to send them), ${fmt(perToken(coalesced), 3)} with it: ${fmt(perToken(plain) / perToken(coalesced), 1)}x fewer requests; ` +
+        `process CPU per token ${fmt(plain.cpuMsPerToken, 3)} ms without, ${fmt(coalesced.cpuMsPerToken, 3)} ms with (${fmt(plain.cpuMsPerToken / coalesced.cpuMsPerToken, 1)}x)`,
+    );
+  } finally {
+    await app.close();
+    await store.close();
+    await database?.drop();
+  }
+}
+
+const floor = await loopbackFloor();
+for (const engine of await benchEngines()) await benchEngine(engine, floor);
+process.exit(0);
