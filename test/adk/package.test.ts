@@ -61,7 +61,7 @@ describe('agentctl/adk package', () => {
     );
     const { stdout } = await execa(process.execPath, ['check.mjs'], { cwd: dir });
     expect(stdout).toBe(
-      `${JSON.stringify(['Adk', 'AdkError', 'AgentServer', 'AgentStartError', 'AuthenticationError', 'ConflictError', 'MessageStream', 'NotFoundError', 'PayloadTooLargeError', 'PermissionDeniedError', 'RateLimitedError', 'STREAM_FLUSH_INTERVAL_MS', 'ServerError', 'TaskContext', 'UnreachableError', 'ValidationError', 'WorkspaceSyncError', 'adk', 'createAdk', 'readProcessConfig'])} function`,
+      `${JSON.stringify(['Adk', 'AdkError', 'AgentServer', 'AgentStartError', 'AuthenticationError', 'ConflictError', 'MessageStream', 'NotFoundError', 'PayloadTooLargeError', 'PermissionDeniedError', 'RateLimitedError', 'STREAM_FLUSH_INTERVAL_MS', 'ServerError', 'TaskContext', 'TurnInterruptedError', 'UnreachableError', 'ValidationError', 'WorkspaceSyncError', 'adk', 'createAdk', 'readProcessConfig'])} function`,
     );
   });
 

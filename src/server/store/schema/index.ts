@@ -8,12 +8,12 @@ import * as versionNumbers from './006_version_numbers.js';
 import * as deliveryCompletion from './007_delivery_completion.js';
 import * as wireDetails from './008_wire_details.js';
 import * as streaming from './009_streaming.js';
-import * as schedules from './012_schedules.js';
-import * as consoleSessions from './015_console_sessions.js';
-import * as secrets from './011_secrets.js';
-import * as rollouts from './016_rollouts.js';
-import * as traces from './014_traces.js';
 import * as turnControl from './010_turn_control.js';
+import * as secrets from './011_secrets.js';
+import * as schedules from './012_schedules.js';
+import * as traces from './014_traces.js';
+import * as consoleSessions from './015_console_sessions.js';
+import * as rollouts from './016_rollouts.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -32,10 +32,10 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '007_delivery_completion': deliveryCompletion,
   '008_wire_details': wireDetails,
   '009_streaming': streaming,
-  '012_schedules': schedules,
-  '015_console_sessions': consoleSessions,
-  '011_secrets': secrets,
-  '016_rollouts': rollouts,
-  '014_traces': traces,
   '010_turn_control': turnControl,
+  '011_secrets': secrets,
+  '012_schedules': schedules,
+  '014_traces': traces,
+  '015_console_sessions': consoleSessions,
+  '016_rollouts': rollouts,
 };
