@@ -31,6 +31,12 @@ export class TaskContext {
     delete(): Promise<void>;
   };
   readonly events: { list(page?: ListPage): Promise<EventList> };
+  /**
+   * True when this task is a rehearsal's shadow (`agentctl tasks migrate --rehearse`, `tasks replay`):
+   * the platform replays a real task's recorded events on this version to compare the outcome.
+   * Skip external side effects (emails, payments, calls to other systems) when it is set.
+   */
+  readonly rehearsal: boolean;
   readonly tracker: {
     get(): Promise<Tracker>;
     /** Progress 0..100 (or null) and a status message; left-out values stay. */
@@ -47,7 +53,9 @@ export class TaskContext {
     readonly workspace: string,
     /** Sees every message this context sends (a sync agent answers with them). */
     onSent?: (content: MessageContent) => void,
+    options: { rehearsal?: boolean } = {},
   ) {
+    this.rehearsal = options.rehearsal === true;
     const taskId = task.id;
     const agentId = agent.id;
     this.messages = {

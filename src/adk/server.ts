@@ -24,7 +24,13 @@ import { TaskContext } from './context.js';
 import { AdkError } from './errors.js';
 
 type Awaitable<T> = T | Promise<T>;
-type HandlerName = 'onCreate' | 'onEvent' | 'onCancel' | 'onMessage';
+type HandlerName = 'onCreate' | 'onEvent' | 'onCancel' | 'onMessage' | 'onMigrate';
+
+/** A version as onMigrate is told it: its id and number (`v2` is number 2). */
+export interface MigrationVersion {
+  id: string;
+  number: number;
+}
 
 export interface AgentHandlers {
   /** A new task: `params` as the task was created with. */
@@ -37,7 +43,16 @@ export interface AgentHandlers {
    * with `ctx.messages.send`, is recorded as agent messages and returned to the caller.
    */
   onMessage?(ctx: TaskContext, content: Content): Awaitable<MessageContentInput | MessageContentInput[] | undefined>;
+  /**
+   * The task moved to this version (a migration; a rollback, where `from` is the newer): runs before
+   * any later event of the task, and may rewrite its state (`ctx.state`) to this version's shape. If
+   * it throws, the task goes back to `from` and the error is kept on the task (`tasks get`).
+   */
+  onMigrate?(ctx: TaskContext, migration: { from: MigrationVersion; to: MigrationVersion }): Awaitable<void>;
 }
+
+/** The handler names an agent declares at registration (a rehearsal and a migration read them). */
+const HANDLER_NAMES = ['onCreate', 'onEvent', 'onCancel', 'onMessage', 'onMigrate'] as const satisfies readonly HandlerName[];
 
 export interface AgentServerOptions extends AgentHandlers {
   /** Handlers of different tasks that may run at once (default 32); one task's run one at a time. */
@@ -158,7 +173,13 @@ export class AgentServer {
     for (let attempt = 1; ; attempt++) {
       try {
         const registered = await this.adk.call('registerVersion', {
-          body: { version_id: config.versionId, branch_id: config.branchId, acp_url: acpUrl, registration_token: config.registrationToken } as never,
+          body: {
+            version_id: config.versionId,
+            branch_id: config.branchId,
+            acp_url: acpUrl,
+            registration_token: config.registrationToken,
+            registration_metadata: { handlers: HANDLER_NAMES.filter((name) => typeof this.options[name] === 'function') },
+          } as never,
         });
         if (!registered.agent_api_key) throw new AgentStartError(`the service at ${this.adk.baseUrl} registered the version but returned no runtime key`);
         this.adk.useApiKey(registered.agent_api_key);
@@ -329,7 +350,7 @@ export class AgentServer {
         throw new WorkspaceSyncError('down', task.filesystem_id, error);
       });
       syncedDown = true;
-      const ctx = new TaskContext(this.adk, task, agent, event, workspace, (content) => sent.push(content));
+      const ctx = new TaskContext(this.adk, task, agent, event, workspace, (content) => sent.push(content), { rehearsal: request.params.rehearsal === true });
       switch (method) {
         case 'task/create':
           await this.options.onCreate?.(ctx, (request.params as AcpParams['task/create']).params ?? null);
@@ -340,6 +361,11 @@ export class AgentServer {
         case 'task/cancel':
           await this.options.onCancel?.(ctx);
           break;
+        case 'task/migrate': {
+          const m = (request.params as AcpParams['task/migrate']).migration;
+          await this.options.onMigrate?.(ctx, { from: { id: m.from_version_id, number: m.from_version_number }, to: { id: m.to_version_id, number: m.to_version_number } });
+          break;
+        }
         case 'message/send': {
           const reply = await this.options.onMessage!(ctx, (request.params as AcpParams['message/send']).content);
           for (const content of reply === undefined ? [] : Array.isArray(reply) ? reply : [reply]) await ctx.messages.send(content);
@@ -376,7 +402,13 @@ export class WorkspaceSyncError extends Error {
   }
 }
 
-const HANDLERS: Record<AcpMethod, HandlerName> = { 'task/create': 'onCreate', 'event/send': 'onEvent', 'task/cancel': 'onCancel', 'message/send': 'onMessage' };
+const HANDLERS: Record<AcpMethod, HandlerName> = {
+  'task/create': 'onCreate',
+  'event/send': 'onEvent',
+  'task/cancel': 'onCancel',
+  'message/send': 'onMessage',
+  'task/migrate': 'onMigrate',
+};
 
 /** One FIFO per task, and at most `limit` jobs running across tasks. */
 class TaskQueues {

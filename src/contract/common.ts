@@ -24,6 +24,7 @@ export const ID_PREFIXES = {
   event: 'evt_',
   message: 'msg_',
   tracker: 'trk_',
+  rehearsal: 'reh_',
 } as const;
 
 export const TaskStatus = z.enum(TASK_STATUSES);
@@ -105,10 +106,12 @@ export const CONFLICT_CODES = [
   'no_rollback_target',
   'no_routable_version',
   'no_runtime',
+  'nothing_to_rehearse',
   'nothing_to_roll_back',
   'precondition_failed',
   'prod_environment',
   'project_exists',
+  'rehearsal_too_large',
   'stale_base',
   'state_exists',
   'target_not_routable',

@@ -61,6 +61,7 @@ import {
   VersionEvent,
   Whoami,
 } from './resources.js';
+import { CreateRehearsalRequest, Rehearsal } from './rehearsals.js';
 import { ArchiveBody, CreateFilesystemRequest, FileManifest, Filesystem, FilesystemList, SystemFolderType } from './filesystems.js';
 
 /**
@@ -373,6 +374,8 @@ export const ListTasksQuery = z.object({
   /** false: `total` is left out, and not counted. */
   include_total: QueryBool.default(true),
   relationships: TaskRelationships.optional(),
+  /** Also list shadow tasks (a rehearsal's replays, which carry `shadow_of`); hidden by default. */
+  include_shadows: QueryBool.default(false),
   ...PageQuery,
 });
 export type ListTasksQuery = z.output<typeof ListTasksQuery>;
@@ -828,6 +831,30 @@ export const endpoints = lazyTable({
       tag: 'tasks',
       body: MigrateTasksRequest,
       response: MigrateTasksResponse,
+    }),
+
+  // rehearsals: a migration tried on recorded events first (README "Versions and migration")
+  createRehearsal: () =>
+    ep({
+      method: 'POST',
+      path: '/rehearsals',
+      status: 201,
+      idempotencyKey: true,
+      summary: 'Rehearse a migration: replay tasks’ recorded events on the target version in shadow tasks and compare',
+      tag: 'tasks',
+      body: CreateRehearsalRequest,
+      response: Rehearsal,
+    }),
+  getRehearsal: () =>
+    ep({
+      method: 'GET',
+      path: '/rehearsals/:rehearsal_id',
+      status: 200,
+      idempotent: true,
+      summary: 'A rehearsal’s report, per task and in total (complete once status is completed)',
+      tag: 'tasks',
+      params: id('rehearsal_id'),
+      response: Rehearsal,
     }),
 
   // conversation: events, messages, trackers, the stream

@@ -48,6 +48,8 @@ export const routes = {
   deleteTask: { method: 'DELETE', path: '/tasks/:task_id', status: 200 },
   cancelTask: { method: 'POST', path: '/tasks/:task_id/cancel', status: 200 },
   migrateTasks: { method: 'POST', path: '/tasks/migrate', status: 200 },
+  createRehearsal: { method: 'POST', path: '/rehearsals', status: 201, idempotencyKey: true },
+  getRehearsal: { method: 'GET', path: '/rehearsals/:rehearsal_id', status: 200, idempotent: true },
   streamTask: { method: 'GET', path: '/tasks/:task_id/stream', status: 200, sse: true, idempotent: true },
   createEvent: { method: 'POST', path: '/tasks/:task_id/events', status: 201, idempotencyKey: true },
   listEvents: { method: 'GET', path: '/events', status: 200, idempotent: true },

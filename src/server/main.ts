@@ -6,6 +6,7 @@ import { ensureBootstrap, removeBootstrap, type BootstrapResult } from './bootst
 import { openStore, type Engine, type Store } from './store/db.js';
 import { sweepDraining } from './domain/events.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
+import { startRehearsalDriver, type RehearsalDriver } from './delivery/rehearsal-driver.js';
 import { sweepBlobs } from './domain/filesystems.js';
 import { sweepIdempotencyRecords } from './idempotency.js';
 import { markReplicaGone } from './domain/registration.js';
@@ -90,6 +91,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const store = await openStore({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
   let app;
   let dispatcher: Dispatcher | undefined;
+  let rehearsals: RehearsalDriver | undefined;
   let blobs: BlobStore | undefined;
   let runner: RunningServer['runner'];
   let bootstrap: BootstrapResult | undefined;
@@ -117,6 +119,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       log: (message) => app!.log.warn(message),
       ...options.delivery,
     });
+    rehearsals = await startRehearsalDriver(store, { log: (message) => app!.log.warn(message) });
     if (runtime !== 'none') {
       const ro = options.runtimeOptions ?? {};
       const driver = ro.driver ?? (await createDriver(runtime, options, ro, store, blobs));
@@ -140,6 +143,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       clearInterval(blobSweep);
       // Agents first: they may still call the API while they finish.
       await runner?.reconciler.close();
+      await rehearsals?.close();
       await dispatcher!.close();
       await app!.close();
       await blobs!.close();
@@ -148,6 +152,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     return { url, engine: store.engine, bootstrap, runtime, runner, metricsUrl: metricsServer?.url, close };
   } catch (error) {
     await runner?.reconciler.close().catch(() => {});
+    await rehearsals?.close().catch(() => {});
     await dispatcher?.close().catch(() => {});
     await app?.close().catch(() => {});
     // A key created by this start is shown by no one: take it back, so the next start creates (and prints) one.

@@ -251,7 +251,7 @@ export class Dispatcher {
             AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status IN ('in_flight', 'leased') AND o.claimed_until < now()))
             AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id)
             AND EXISTS (SELECT 1 FROM version_replicas r WHERE r.version_id = t.current_version_id AND r.live)
-          ORDER BY o.id
+          ORDER BY o.priority DESC, o.id
           LIMIT ${limit}
           FOR UPDATE OF o SKIP LOCKED
         ) AS c
@@ -431,6 +431,13 @@ export class Dispatcher {
 }
 
 function toRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: string, leaseMs: number): AcpRequest {
+  const request = methodRequest(delivery, agent, task, acpType, leaseMs);
+  // A shadow task's delivery (a rehearsal): the ADK tells the handler (ctx.rehearsal).
+  if (delivery.task_row.shadow_of) request.params.rehearsal = true;
+  return request;
+}
+
+function methodRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: string, leaseMs: number): AcpRequest {
   const base = { jsonrpc: '2.0' as const, id: delivery.id };
   switch (delivery.method) {
     case 'task/create':
@@ -441,6 +448,8 @@ function toRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: s
       return { ...base, method: 'event/send', params: { agent, task, event: delivery.payload.event!, lease_ms: leaseMs } };
     case 'task/cancel':
       return { ...base, method: 'task/cancel', params: { agent, task, lease_ms: leaseMs } };
+    case 'task/migrate':
+      return { ...base, method: 'task/migrate', params: { agent, task, migration: delivery.payload.migration!, lease_ms: leaseMs } };
     case 'message/send':
       throw new DeliveryFailure('message/send is derived from event/send, never enqueued');
   }

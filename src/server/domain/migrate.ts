@@ -12,6 +12,7 @@ import { migrationChoiceProblem } from '../../contract/migration.js';
 import { statusLit } from '../store/sql.js';
 import { settleDraining } from './events.js';
 import { inCallerOrg, lockBranch, versionById } from './lookup.js';
+import { clearMigrationErrors, enqueueMigrationHooks, MIGRATE_HANDLER, versionDeclares } from './migration-hooks.js';
 
 type Trx = Kysely<Database>;
 
@@ -85,6 +86,8 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
     let branch: { id: string; git_branch: string };
     let sourceIds: string[];
     let taskIds: string[] | null = null;
+    // Where each named task was before the move (its onMigrate is told).
+    const previous = new Map<string, string>();
 
     if (req.from_version_id !== null) {
       const source = await versionById(trx, perms, 'write', req.from_version_id);
@@ -129,6 +132,7 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
         throw conflict('task_not_migratable', `Only RUNNING or IDLE tasks can migrate: ${listed}${stuck.length > 10 ? ` and ${stuck.length - 10} more` : ''}`);
       }
       sourceIds = [...new Set(locked.map((t) => t.current_version_id))];
+      for (const t of locked) previous.set(t.id, t.current_version_id);
     }
 
     const target = await resolveTarget(trx, perms, branch, req);
@@ -139,8 +143,8 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
     const where = taskIds
       ? sql`id = ANY(${taskIds})`
       : req.limit !== null
-        ? sql`id IN (SELECT id FROM tasks WHERE current_version_id = ${req.from_version_id} AND status = ${statusLit('RUNNING')} ORDER BY id LIMIT ${req.limit})`
-        : sql`current_version_id = ${req.from_version_id} AND status = ${statusLit('RUNNING')}`;
+        ? sql`id IN (SELECT id FROM tasks WHERE current_version_id = ${req.from_version_id} AND status = ${statusLit('RUNNING')} AND shadow_of IS NULL ORDER BY id LIMIT ${req.limit})`
+        : sql`current_version_id = ${req.from_version_id} AND status = ${statusLit('RUNNING')} AND shadow_of IS NULL`;
     if (!taskIds && req.limit === null) await refuseOversizeBulk(trx, req.from_version_id!);
     let result: { n: number; tasks: string };
     if (req.dry_run) {
@@ -168,6 +172,12 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
         SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks FROM moved m`.execute(trx);
       result = rows.rows[0];
       await settleDraining(trx, sourceIds);
+      // The target's onMigrate runs before any later event (parses the moved ids only when it has one).
+      if (result.n > 0 && (await versionDeclares(trx, target.id, MIGRATE_HANDLER))) {
+        const moved = (JSON.parse(result.tasks) as { id: string; current_version_id: string }[]).map((t) => t.id);
+        await clearMigrationErrors(trx, moved);
+        await enqueueMigrationHooks(trx, moved, taskIds ? previous : req.from_version_id!, target.id);
+      }
     }
     return {
       branch_id: branchId,

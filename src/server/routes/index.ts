@@ -13,6 +13,7 @@ import { registerGroupRoutes } from './groups.js';
 import { registerConversationRoutes } from './conversation.js';
 import { registerFilesystemRoutes } from './filesystems.js';
 import { registerRuntimeRoutes } from './runtime.js';
+import { registerRehearsalRoutes } from './rehearsals.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
@@ -29,4 +30,5 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerConversationRoutes(host, service);
   registerFilesystemRoutes(host, service);
   registerRuntimeRoutes(host, service);
+  registerRehearsalRoutes(host, service);
 }

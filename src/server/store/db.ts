@@ -153,6 +153,8 @@ export interface VersionsTable {
   number: number;
   /** 008: `{requests, limits}` of cpu and memory, or null. */
   resources: ColumnType<unknown, string | null | undefined, string | null> | null;
+  /** 017: the handlers the agent declared when it registered (`["onCreate","onEvent"]`); null: not declared. */
+  handlers: Json | null;
 }
 export interface VersionEventsTable {
   id: string;
@@ -207,6 +209,11 @@ export interface TasksTable {
   last_sequence_id: Generated<number>;
   /** The namespace's org (schema change 005), filled in by a trigger: task names are unique per org. */
   org_id: Generated<string>;
+  /** Schema change 017: the task a shadow task rehearses, and its rehearsal (null on ordinary tasks). */
+  shadow_of: string | null;
+  rehearsal_id: string | null;
+  /** Why the task's last onMigrate failed (`{ message, from_version_id, to_version_id, at }`); null when it did not. */
+  migration_error: Json | null;
 }
 export interface TaskSystemFoldersTable {
   task_id: string;
@@ -221,6 +228,8 @@ export interface StatesTable {
   version: Generated<number>;
   created_at: Timestamptz;
   updated_at: Timestamptz;
+  /** Schema change 017: the task's version when the state was last written (a trigger fills it in). */
+  written_by_version_id: string | null;
 }
 
 export interface EventsTable {
@@ -307,6 +316,42 @@ export interface DeliveriesTable {
   /** While leased: the replica (acp_url) that acknowledged it, and the lease length each renewal grants. */
   leased_to: Generated<string | null>;
   lease_ms: Generated<number | null>;
+  /** Schema change 017: claimed highest first; rehearsal deliveries are -1, live work 0. */
+  priority: Generated<number>;
+}
+
+export interface RehearsalsTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  from_version_id: string | null;
+  to_version_id: string;
+  status: Generated<'running' | 'completed'>;
+  from_sequence: number | null;
+  max_events: number;
+  event_timeout_ms: number;
+  report: Json | null;
+  created_by_key_id: string | null;
+  created_at: Timestamptz;
+  completed_at: Timestamptz | null;
+  expires_at: Timestamptz;
+}
+
+export interface RehearsalTasksTable {
+  rehearsal_id: string;
+  task_id: string;
+  shadow_task_id: string | null;
+  status: Generated<'running' | 'done'>;
+  /** The original's events to replay, in order (at most max_events). */
+  event_ids: Json;
+  /** The shadow's copies, as they were delivered (same positions as event_ids). */
+  shadow_event_ids: Json;
+  /** Positions whose delivery ran past the rehearsal's event timeout. */
+  timed_out: Json;
+  /** Events the original has from the starting sequence on (event_ids may be fewer: --max-events). */
+  events_total: Generated<number>;
+  /** Why nothing was replayed (the target has no onEvent handler), else null. */
+  skipped_reason: string | null;
 }
 
 export interface Database {
@@ -334,6 +379,8 @@ export interface Database {
   version_replicas: VersionReplicasTable;
   deliveries: DeliveriesTable;
   task_system_folders: TaskSystemFoldersTable;
+  rehearsals: RehearsalsTable;
+  rehearsal_tasks: RehearsalTasksTable;
 }
 
 export type Db = Kysely<Database>;

@@ -107,6 +107,8 @@ export const toTask = (r: Row<TasksTable>): Task => ({
   current_version_id: r.current_version_id,
   created_at: iso(r.created_at),
   updated_at: iso(r.updated_at),
+  ...(r.shadow_of ? { shadow_of: r.shadow_of } : {}),
+  ...(r.migration_error ? { migration_error: r.migration_error as unknown as NonNullable<Task['migration_error']> } : {}),
 });
 
 export const toState = (r: Row<StatesTable>): State => ({
@@ -117,6 +119,7 @@ export const toState = (r: Row<StatesTable>): State => ({
   version: r.version,
   created_at: isoRequired(r.created_at),
   updated_at: isoRequired(r.updated_at),
+  written_by_version_id: r.written_by_version_id ?? null,
 });
 
 export const toEnvironment = (r: Row<EnvironmentsTable>): Environment => ({

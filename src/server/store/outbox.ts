@@ -4,7 +4,7 @@
  * The dispatcher (delivery/dispatcher.ts) sends them. At the store level: the domain writes it, delivery reads it.
  */
 import { sql, type Kysely } from 'kysely';
-import type { AcpMethod } from '../../contract/acp.js';
+import type { AcpMethod, AcpMigration } from '../../contract/acp.js';
 import type { Event } from '../../contract/conversation.js';
 import type { Database } from './db.js';
 
@@ -15,12 +15,19 @@ export const DELIVERY_CHANNEL = 'agentctl_delivery';
  * What a delivery carries besides the agent and the task, which the dispatcher reads fresh when it
  * sends (so a migrated task is described as it is now).
  */
-export type DeliveryInput =
+export type DeliveryInput = (
   | { taskId: string; method: 'task/create'; params: Record<string, unknown> | null }
   | { taskId: string; method: 'event/send'; event: Event }
-  | { taskId: string; method: 'task/cancel' };
+  | { taskId: string; method: 'task/cancel' }
+) & {
+  /** Claimed highest first: live work 0 (the default), a rehearsal's replay REHEARSAL_PRIORITY. */
+  priority?: number;
+};
 
-export type DeliveryPayload = { params?: Record<string, unknown> | null; event?: Event };
+/** The priority of a rehearsal's deliveries: claimed after every due delivery of live work. */
+export const REHEARSAL_PRIORITY = -1;
+
+export type DeliveryPayload = { params?: Record<string, unknown> | null; event?: Event; migration?: AcpMigration };
 
 const wakers = new Set<() => void>();
 
@@ -52,6 +59,7 @@ export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInpu
       last_error: null,
       created_at: new Date(),
       updated_at: new Date(),
+      ...(input.priority ? { priority: input.priority } : {}),
     })
     .execute();
   await announceDeliveries(trx);

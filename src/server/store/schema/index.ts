@@ -8,6 +8,7 @@ import * as versionNumbers from './006_version_numbers.js';
 import * as deliveryCompletion from './007_delivery_completion.js';
 import * as wireDetails from './008_wire_details.js';
 import * as streaming from './009_streaming.js';
+import * as rehearsals from './017_rehearsals.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -26,4 +27,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '007_delivery_completion': deliveryCompletion,
   '008_wire_details': wireDetails,
   '009_streaming': streaming,
+  '017_rehearsals': rehearsals,
 };
