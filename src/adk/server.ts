@@ -363,7 +363,10 @@ export class AgentServer {
           break;
         case 'task/migrate': {
           const m = (request.params as AcpParams['task/migrate']).migration;
-          await this.options.onMigrate?.(ctx, { from: { id: m.from_version_id, number: m.from_version_number }, to: { id: m.to_version_id, number: m.to_version_number } });
+          await this.options.onMigrate?.(ctx, {
+            from: { id: m.from_version_id, number: m.from_version_number },
+            to: { id: m.to_version_id, number: m.to_version_number },
+          });
           break;
         }
         case 'message/send': {

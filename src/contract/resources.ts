@@ -149,9 +149,7 @@ export const Task = z
     /** A shadow task (a rehearsal's replay): the task it rehearses. Absent on ordinary tasks. */
     shadow_of: z.string().optional(),
     /** Why the task's last onMigrate failed; the task went back to the version it came from. Absent when it did not fail. */
-    migration_error: z
-      .object({ message: z.string(), from_version_id: z.string(), to_version_id: z.string(), at: Timestamp })
-      .optional(),
+    migration_error: z.object({ message: z.string(), from_version_id: z.string(), to_version_id: z.string(), at: Timestamp }).optional(),
   })
   .meta({ id: 'Task' });
 export type Task = z.infer<typeof Task>;

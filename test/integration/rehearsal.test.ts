@@ -88,11 +88,19 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
   /** A task on the ledger with these events, each answered before the next is sent (as a person would). */
   async function liveTask(events: (string | { kind: string; amount: number })[]): Promise<string> {
     const task = await createTask(svc, { agent_name: 'default/ledger' });
-    await until('ledger ready', () => agentTexts(task.id), (m) => m.length === 1);
+    await until(
+      'ledger ready',
+      () => agentTexts(task.id),
+      (m) => m.length === 1,
+    );
     for (const [i, event] of events.entries()) {
       const content = typeof event === 'string' ? event : { type: 'data' as const, data: event };
       await svc.client().createEvent({ params: { task_id: task.id }, body: { content } });
-      await until(`the answer to event ${i + 1}`, () => agentTexts(task.id), (m) => m.length === i + 2);
+      await until(
+        `the answer to event ${i + 1}`,
+        () => agentTexts(task.id),
+        (m) => m.length === i + 2,
+      );
     }
     return task.id;
   }
@@ -116,7 +124,15 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
     const report = await completed(created.body.id);
 
     expect(report.regressions_found).toBe(true);
-    expect(report.totals).toMatchObject({ tasks: 1, tasks_done: 1, events_planned: 4, events_replayed: 4, handler_errors: 1, timeouts: 0, tasks_with_regressions: 1 });
+    expect(report.totals).toMatchObject({
+      tasks: 1,
+      tasks_done: 1,
+      events_planned: 4,
+      events_replayed: 4,
+      handler_errors: 1,
+      timeouts: 0,
+      tasks_with_regressions: 1,
+    });
     const [task] = report.tasks;
     expect(task.task_id).toBe(taskId);
     expect(task.regressions).toEqual([
@@ -193,7 +209,9 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
       (await svc.api<Rehearsal>('POST', '/rehearsals', { body: { from_version_id: v1.version_id, to_version_id: mute.version_id } })).body.id,
     );
     expect(skipped.totals).toMatchObject({ tasks: 1, skipped_tasks: 1, events_replayed: 0 });
-    expect(skipped.tasks[0].skipped).toMatch(/^v3 \(ver_\w+\) has no onEvent handler \(its agent registered onCreate, onMigrate\): there is nothing to replay the events to$/);
+    expect(skipped.tasks[0].skipped).toMatch(
+      /^v3 \(ver_\w+\) has no onEvent handler \(its agent registered onCreate, onMigrate\): there is nothing to replay the events to$/,
+    );
     expect(skipped.tasks[0].shadow_task_id).toBeNull();
   });
 
@@ -207,7 +225,11 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
     await svc.client().migrateTasks({ body: { from_version_id: v1.version_id, to_version_id: v2.version_id } });
     // The next event is answered by v2 on the upgraded state (the hook ran first).
     await svc.client().createEvent({ params: { task_id: taskId }, body: { content: 'add fig' } });
-    await until('v2 answers', () => agentTexts(taskId), (m) => m.length === 5);
+    await until(
+      'v2 answers',
+      () => agentTexts(taskId),
+      (m) => m.length === 5,
+    );
     expect((await agentTexts(taskId)).at(-1)).toEqual({ type: 'text', text: 'added fig (4 items)' });
     const upgraded = (await svc.client().listStates({ query: { task_id: taskId } })).states[0];
     expect(upgraded).toMatchObject({ state: { schema: 2, items: { apple: 2, pear: 1, fig: 1 } }, written_by_version_id: v2.version_id });
@@ -238,6 +260,10 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
     expect(back.migration_error).toMatchObject({ message: 'cannot read the state of v1', from_version_id: v1.version_id, to_version_id: v2.version_id });
     // v1 still answers, on the state it had.
     await svc.client().createEvent({ params: { task_id: taskId }, body: { content: 'add pear' } });
-    await until('v1 answers', () => agentTexts(taskId), (m) => m.some((c) => c.type === 'text' && c.text === 'added pear (2 items)'));
+    await until(
+      'v1 answers',
+      () => agentTexts(taskId),
+      (m) => m.some((c) => c.type === 'text' && c.text === 'added pear (2 items)'),
+    );
   });
 });

@@ -37,7 +37,10 @@ export class RehearsalDriver {
     this.unsubscribe = onDeliveryEnqueued(() => this.wake());
     if (this.store.engine === 'postgres') this.unlisten = await this.store.listen(DELIVERY_CHANNEL, () => this.wake()).catch(() => undefined);
     this.schedulePoll();
-    this.sweepTimer = setInterval(() => void sweepRehearsals(this.store.db).catch((e) => this.options.log?.(`rehearsals: ${(e as Error).message}`)), this.options.sweepMs ?? 3600_000);
+    this.sweepTimer = setInterval(
+      () => void sweepRehearsals(this.store.db).catch((e) => this.options.log?.(`rehearsals: ${(e as Error).message}`)),
+      this.options.sweepMs ?? 3600_000,
+    );
     this.sweepTimer.unref();
     this.wake();
   }

@@ -29,7 +29,12 @@ export async function versionDeclares(trx: Trx, versionId: string, handler: stri
  * (an agent without it has nothing to run: no delivery, no cost to a large migration). `from` is
  * the task's version before the move: one for all, or one per task.
  */
-export async function enqueueMigrationHooks(trx: Trx, taskIds: readonly string[], from: string | ReadonlyMap<string, string>, toVersionId: string): Promise<number> {
+export async function enqueueMigrationHooks(
+  trx: Trx,
+  taskIds: readonly string[],
+  from: string | ReadonlyMap<string, string>,
+  toVersionId: string,
+): Promise<number> {
   if (taskIds.length === 0 || !(await versionDeclares(trx, toVersionId, MIGRATE_HANDLER))) return 0;
   const ids = [...taskIds];
   const froms = ids.map((id) => (typeof from === 'string' ? from : from.get(id)!));

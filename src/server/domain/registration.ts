@@ -252,7 +252,11 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
     // below, which may move tasks here.
     const handlers = input.registration_metadata?.handlers;
     if (Array.isArray(handlers) && handlers.every((h) => typeof h === 'string'))
-      await trx.updateTable('versions').set({ handlers: JSON.stringify(handlers) as never }).where('id', '=', version.id).execute();
+      await trx
+        .updateTable('versions')
+        .set({ handlers: JSON.stringify(handlers) as never })
+        .where('id', '=', version.id)
+        .execute();
 
     const result = await applyVersionHappening(
       trx,

@@ -93,7 +93,13 @@ function handlerErrorOf(content: MessageContent): string | null {
 /** JSON with object keys sorted: two values compare equal when this is. */
 export function stableJson(value: unknown): string {
   return JSON.stringify(value, (_key, v) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, (v as Record<string, unknown>)[k]])) : v,
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, (v as Record<string, unknown>)[k]]),
+        )
+      : v,
   );
 }
 
@@ -104,7 +110,8 @@ export function lineDiff(a: string, b: string): string[] {
   // Long texts: too big for the table; say what changed at the ends.
   if (x.length * y.length > 250_000) return [...x.map((l) => `- ${l}`), ...y.map((l) => `+ ${l}`)];
   const lcs: number[][] = Array.from({ length: x.length + 1 }, () => new Array<number>(y.length + 1).fill(0));
-  for (let i = x.length - 1; i >= 0; i--) for (let j = y.length - 1; j >= 0; j--) lcs[i][j] = x[i] === y[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  for (let i = x.length - 1; i >= 0; i--)
+    for (let j = y.length - 1; j >= 0; j--) lcs[i][j] = x[i] === y[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
   const out: string[] = [];
   let i = 0;
   let j = 0;
@@ -189,7 +196,7 @@ export async function taskReport(db: Executor, rehearsal: RehearsalRow, rt: Rehe
   const regressions: Regression[] = [];
   const positions: { position: number; originalKey: string; shadowKey: string | undefined; eventId: string | null }[] = [];
   if (fromStart) positions.push({ position: 0, originalKey: 'create', shadowKey: 'create', eventId: null });
-  rt.event_ids.forEach((id, i) => positions.push({ position: i + 1, originalKey: id, shadowKey: rt.shadow_event_ids[i], eventId: id }));
+  for (const [i, id] of rt.event_ids.entries()) positions.push({ position: i + 1, originalKey: id, shadowKey: rt.shadow_event_ids[i], eventId: id });
   let replayed = 0;
   for (const p of positions) {
     const original = originalSlots.get(p.originalKey);

@@ -118,7 +118,12 @@ export async function createRehearsal(db: Db, perms: Permissions, req: CreateReh
   return getRehearsal(db, perms, id);
 }
 
-async function pickTasks(trx: Trx, perms: Permissions, req: CreateRehearsalRequest, target: { id: string; agent_id: string; branch_id: string }): Promise<TaskPick[]> {
+async function pickTasks(
+  trx: Trx,
+  perms: Permissions,
+  req: CreateRehearsalRequest,
+  target: { id: string; agent_id: string; branch_id: string },
+): Promise<TaskPick[]> {
   const columns = ['id', 'name', 'agent_id', 'branch_id', 'namespace_id', 'filesystem_id', 'params', 'task_metadata'] as const;
   const limit = req.sample ?? REHEARSAL_MAX_TASKS + 1;
   let tasks: TaskPick[];
@@ -196,14 +201,27 @@ async function createShadow(trx: Trx, task: TaskPick, rehearsalId: string, targe
   await recordTaskChange(trx, [shadowId]);
   if (fromSequence === null) {
     // From the start: the target's onCreate builds the state, as it would for the task.
-    await enqueueDelivery(trx, { taskId: shadowId, method: 'task/create', params: (task.params as Record<string, unknown> | null) ?? null, priority: REHEARSAL_PRIORITY });
+    await enqueueDelivery(trx, {
+      taskId: shadowId,
+      method: 'task/create',
+      params: (task.params as Record<string, unknown> | null) ?? null,
+      priority: REHEARSAL_PRIORITY,
+    });
   } else {
     // From a sequence: the state as recorded now (states keep no history).
     const states = await trx.selectFrom('states').select(['agent_id', 'state']).where('task_id', '=', task.id).execute();
     for (const s of states)
       await trx
         .insertInto('states')
-        .values({ id: newId('state'), task_id: shadowId, agent_id: s.agent_id, state: JSON.stringify(s.state), created_at: now, updated_at: now, written_by_version_id: null })
+        .values({
+          id: newId('state'),
+          task_id: shadowId,
+          agent_id: s.agent_id,
+          state: JSON.stringify(s.state),
+          created_at: now,
+          updated_at: now,
+          written_by_version_id: null,
+        })
         .execute();
   }
   return shadowId;
