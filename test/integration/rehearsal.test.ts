@@ -243,8 +243,11 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
       (s) => (s.state as { schema: number }).schema === 1,
     );
     expect(downgraded).toMatchObject({ state: { schema: 1, items: ['apple', 'apple', 'fig', 'pear'] }, written_by_version_id: v1.version_id });
-    const tracker = await svc.client().listTrackers({ query: { task_id: taskId } });
-    expect(tracker.trackers[0].status_message).toBe('migrated v2 -> v1');
+    await until(
+      'the tracker after the downgrade',
+      async () => (await svc.client().listTrackers({ query: { task_id: taskId } })).trackers[0].status_message,
+      (message) => message === 'migrated v2 -> v1',
+    );
   });
 
   test('an onMigrate that throws sends the task back to its source version with the error on the task', async () => {
