@@ -171,13 +171,14 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
         )
         SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks FROM moved m`.execute(trx);
       result = rows.rows[0];
-      await settleDraining(trx, sourceIds);
       // The target's onMigrate runs before any later event (parses the moved ids only when it has one).
       if (result.n > 0 && (await versionDeclares(trx, target.id, MIGRATE_HANDLER))) {
         const moved = (JSON.parse(result.tasks) as { id: string; current_version_id: string }[]).map((t) => t.id);
         await clearMigrationErrors(trx, moved);
         await enqueueMigrationHooks(trx, moved, taskIds ? previous : req.from_version_id!, target.id);
       }
+      // After the hooks: a source they may send tasks back to does not retire yet.
+      await settleDraining(trx, sourceIds);
     }
     return {
       branch_id: branchId,
