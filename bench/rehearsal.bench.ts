@@ -112,7 +112,7 @@ async function benchEngine(engine: Engine): Promise<number> {
     const rehearsal = await call('POST', '/rehearsals', { from_version_id: v1.version_id, to_version_id: v2.version_id });
     let report = rehearsal;
     while (report.status !== 'completed') {
-      await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 100));
       report = await call('GET', `/rehearsals/${rehearsal.id}`);
     }
     const rehearsalMs = now() - rehearsalStart;

@@ -351,6 +351,7 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     timed_out: 'jsonb',
     events_total: 'integer',
     skipped_reason: 'text null',
+    report: 'jsonb null',
   },
   registration_tokens: {
     token_hash: 'text',

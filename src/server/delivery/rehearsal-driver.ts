@@ -6,7 +6,7 @@
  */
 import type { Store } from '../store/db.js';
 import { DELIVERY_CHANNEL, onDeliveryEnqueued } from '../store/outbox.js';
-import { advanceRehearsals, DEFAULT_REHEARSAL_CONCURRENCY, sweepRehearsals } from '../domain/rehearsals.js';
+import { advanceRehearsals, DEFAULT_REHEARSAL_CONCURRENCY, onRehearsalCreated, sweepRehearsals } from '../domain/rehearsals.js';
 
 export interface RehearsalDriverOptions {
   /** Rehearsal deliveries outstanding at once across the service (default 32). */
@@ -20,6 +20,8 @@ export interface RehearsalDriverOptions {
 
 export class RehearsalDriver {
   private running = false;
+  /** Whether the last step found a running rehearsal (assumed at start). */
+  private active = true;
   private again = false;
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
@@ -34,8 +36,20 @@ export class RehearsalDriver {
   ) {}
 
   async start(): Promise<void> {
-    this.unsubscribe = onDeliveryEnqueued(() => this.wake());
-    if (this.store.engine === 'postgres') this.unlisten = await this.store.listen(DELIVERY_CHANNEL, () => this.wake()).catch(() => undefined);
+    // Delivery changes matter only while a rehearsal runs: idle, the poll and a new rehearsal wake it.
+    const onDelivery = () => {
+      if (this.active) this.wake();
+    };
+    const offDelivery = onDeliveryEnqueued(onDelivery);
+    const offCreated = onRehearsalCreated(() => {
+      this.active = true;
+      this.wake();
+    });
+    this.unsubscribe = () => {
+      offDelivery();
+      offCreated();
+    };
+    if (this.store.engine === 'postgres') this.unlisten = await this.store.listen(DELIVERY_CHANNEL, onDelivery).catch(() => undefined);
     this.schedulePoll();
     this.sweepTimer = setInterval(
       () => void sweepRehearsals(this.store.db).catch((e) => this.options.log?.(`rehearsals: ${(e as Error).message}`)),
@@ -66,7 +80,7 @@ export class RehearsalDriver {
       try {
         do {
           this.again = false;
-          await advanceRehearsals(this.store.db, this.options.concurrency ?? DEFAULT_REHEARSAL_CONCURRENCY);
+          this.active = (await advanceRehearsals(this.store.db, this.options.concurrency ?? DEFAULT_REHEARSAL_CONCURRENCY)).running;
         } while (this.again && !this.closed);
       } catch (error) {
         if (!this.closed) this.options.log?.(`rehearsals: ${(error as Error).message}`);

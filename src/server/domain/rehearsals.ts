@@ -110,11 +110,13 @@ export async function createRehearsal(db: Db, perms: Permissions, req: CreateReh
           timed_out: '[]',
           events_total: total.n,
           skipped_reason: skipped,
+          report: null,
         })
         .execute();
     }
     return rehearsalId;
   });
+  for (const wake of created) wake();
   return getRehearsal(db, perms, id);
 }
 
@@ -254,15 +256,52 @@ export async function getRehearsal(db: Db, perms: Permissions, rehearsalId: stri
   return assemble(row, tasks);
 }
 
+/**
+ * The tasks' reports: a done task's as kept when it finished (the driver computes it once), a
+ * running one's progress so far (its events are compared once it is done). Cheap to poll.
+ */
 async function reportTasks(db: Kysely<Database>, row: RehearsalRow): Promise<RehearsalTask[]> {
-  const rts = await sql<RehearsalTaskRow>`
-    SELECT rt.task_id, t.name AS task_name, t.agent_id, rt.shadow_task_id, rt.status, rt.event_ids, rt.shadow_event_ids, rt.timed_out, rt.events_total, rt.skipped_reason
+  const rts = await sql<RehearsalTaskRow & { report: RehearsalTask | null }>`
+    SELECT rt.task_id, t.name AS task_name, t.agent_id, rt.shadow_task_id, rt.status, rt.event_ids, rt.shadow_event_ids, rt.timed_out, rt.events_total, rt.skipped_reason, rt.report
     FROM rehearsal_tasks rt JOIN tasks t ON t.id = rt.task_id
     WHERE rt.rehearsal_id = ${row.id} ORDER BY rt.task_id`.execute(db);
-  const out: RehearsalTask[] = [];
-  // A few tasks at a time: each report reads its two tasks' deliveries and messages.
-  for (let i = 0; i < rts.rows.length; i += 8) out.push(...(await Promise.all(rts.rows.slice(i, i + 8).map((rt) => taskReport(db, row, rt)))));
-  return out;
+  return Promise.all(rts.rows.map((rt) => rt.report ?? (rt.status === 'done' ? taskReport(db, row, rt) : progressOf(row, rt))));
+}
+
+/** A running task's line: how far its replay has got. */
+function progressOf(row: RehearsalRow, rt: RehearsalTaskRow): RehearsalTask {
+  return {
+    task_id: rt.task_id,
+    task_name: rt.task_name,
+    shadow_task_id: rt.shadow_task_id,
+    status: 'running',
+    start: row.from_sequence === null ? 'from its creation' : `from sequence ${row.from_sequence}`,
+    events_total: rt.events_total,
+    events_planned: rt.event_ids.length,
+    // The last one sent may still run.
+    events_replayed: Math.max(0, rt.shadow_event_ids.length - 1),
+    truncated: null,
+    skipped: rt.skipped_reason,
+    events: [],
+    state_diff: [],
+    regressions: [],
+  };
+}
+
+/** Computes and keeps the report of the rehearsal's tasks that are done and have none yet (in the driver's transaction). */
+async function keepReports(trx: Trx, rehearsalIds: string[]): Promise<void> {
+  if (rehearsalIds.length === 0) return;
+  const rows = await sql<RehearsalTaskRow & RehearsalRow & { rehearsal_id: string }>`
+    SELECT rt.rehearsal_id, r.id, r.from_sequence, r.max_events, rt.task_id, t.name AS task_name, t.agent_id, rt.shadow_task_id, rt.status,
+           rt.event_ids, rt.shadow_event_ids, rt.timed_out, rt.events_total, rt.skipped_reason
+    FROM rehearsal_tasks rt JOIN rehearsals r ON r.id = rt.rehearsal_id JOIN tasks t ON t.id = rt.task_id
+    WHERE rt.rehearsal_id = ANY(${rehearsalIds}::text[]) AND rt.status = 'done' AND rt.report IS NULL`.execute(trx);
+  for (const rt of rows.rows) {
+    const report = await taskReport(trx, { id: rt.rehearsal_id, from_sequence: rt.from_sequence, max_events: rt.max_events }, rt);
+    await sql`UPDATE rehearsal_tasks SET report = ${JSON.stringify(report)}::jsonb WHERE rehearsal_id = ${rt.rehearsal_id} AND task_id = ${rt.task_id}`.execute(
+      trx,
+    );
+  }
 }
 
 function assemble(row: StoredRehearsal, tasks: RehearsalTask[]): Rehearsal {
@@ -323,11 +362,12 @@ interface RunningTask {
  * timeout is recorded as timed out and dropped, a shadow with nothing left is done, and a rehearsal
  * whose shadows are all done gets its report kept. Returns whether anything changed.
  */
-export async function advanceRehearsals(db: Db, concurrency = DEFAULT_REHEARSAL_CONCURRENCY): Promise<boolean> {
+export async function advanceRehearsals(db: Db, concurrency = DEFAULT_REHEARSAL_CONCURRENCY): Promise<{ running: boolean; changed: boolean }> {
   const any = await db.selectFrom('rehearsals').select('id').where('status', '=', 'running').limit(1).executeTakeFirst();
-  if (!any) return false;
-  return db.transaction().execute(async (trx) => {
+  if (!any) return { running: false, changed: false };
+  const changed = await db.transaction().execute(async (trx) => {
     let changed = false;
+    const finishedIn = new Set<string>();
     const rows = await sql<RunningTask>`
       SELECT rt.rehearsal_id, rt.task_id, rt.shadow_task_id, rt.event_ids, rt.shadow_event_ids, rt.timed_out, r.event_timeout_ms, s.status AS shadow_status
       FROM rehearsal_tasks rt JOIN rehearsals r ON r.id = rt.rehearsal_id JOIN tasks s ON s.id = rt.shadow_task_id
@@ -360,6 +400,7 @@ export async function advanceRehearsals(db: Db, concurrency = DEFAULT_REHEARSAL_
         const next = rt.shadow_event_ids.length;
         if (next >= rt.event_ids.length || isTerminalTask(rt.shadow_status as never)) {
           await sql`UPDATE rehearsal_tasks SET status = 'done' WHERE rehearsal_id = ${rt.rehearsal_id} AND task_id = ${rt.task_id}`.execute(trx);
+          finishedIn.add(rt.rehearsal_id);
           changed = true;
           continue;
         }
@@ -372,6 +413,7 @@ export async function advanceRehearsals(db: Db, concurrency = DEFAULT_REHEARSAL_
         changed = true;
       }
     }
+    await keepReports(trx, [...finishedIn]);
     const finished = await sql<StoredRehearsal>`
       SELECT * FROM rehearsals r WHERE r.status = 'running'
         AND NOT EXISTS (SELECT 1 FROM rehearsal_tasks rt WHERE rt.rehearsal_id = r.id AND rt.status = 'running')
@@ -390,6 +432,14 @@ export async function advanceRehearsals(db: Db, concurrency = DEFAULT_REHEARSAL_
     }
     return changed;
   });
+  return { running: true, changed };
+}
+
+const created = new Set<() => void>();
+/** Tells this process's rehearsal driver that a rehearsal was created here (other replicas' find it by polling). */
+export function onRehearsalCreated(wake: () => void): () => void {
+  created.add(wake);
+  return () => created.delete(wake);
 }
 
 /** The next recorded event, copied into the shadow's own conversation and enqueued behind live work. */

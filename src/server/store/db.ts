@@ -352,6 +352,8 @@ export interface RehearsalTasksTable {
   events_total: Generated<number>;
   /** Why nothing was replayed (the target has no onEvent handler), else null. */
   skipped_reason: string | null;
+  /** The task's part of the report, kept when it is done. */
+  report: Json | null;
 }
 
 export interface Database {

@@ -58,6 +58,7 @@ CREATE TABLE rehearsal_tasks (
   timed_out jsonb NOT NULL DEFAULT '[]',
   events_total integer NOT NULL DEFAULT 0,
   skipped_reason text,
+  report jsonb,
   PRIMARY KEY (rehearsal_id, task_id)
 );
 `;
