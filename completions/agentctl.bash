@@ -13,7 +13,7 @@ _agentctl() {
     case "$w" in
       --profile) profile="${words[i+1]}"; skip=1; continue ;;
       --agent|-a) agent="${words[i+1]}"; skip=1; continue ;;
-      --acp-type|--after|--agent|--api-key|--base-url|--branch|--cron|--data|--data-dir|--database-url|--description|--double-texting|--env|--event|--expires|--file|--from|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--max-error-rate|--metrics-port|--missed|--name|--namespace|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rollout|--rule|--runtime|--scope|--sdk-type|--since|--status|--steps|--tail|--task|--timeout|--to|--trace|--turn|--tz|--user|--value-file|--watch|-a|-n) skip=1; continue ;;
+      --acp-type|--after|--agent|--api-key|--base-url|--branch|--cron|--data|--data-dir|--database-url|--description|--double-texting|--env|--event|--expires|--file|--from|--from-sequence|--fs|--group|--host|--if-match|--image|--jq|--limit|--log-level|--max-error-rate|--max-events|--metrics-port|--missed|--name|--namespace|--on|--on-version|--page|--params|--port|--preset|--profile|--project|--reason|--replicas|--rollout|--rule|--runtime|--sample|--scope|--sdk-type|--since|--status|--steps|--tail|--task|--timeout|--to|--trace|--turn|--tz|--user|--value-file|--watch|-a|-n) skip=1; continue ;;
       -*) continue ;;
     esac
     if [[ -z "$noun" ]]; then noun="$w"; elif [[ -z "$verb" ]]; then verb="$w"; fi
@@ -191,7 +191,7 @@ _agentctl() {
     --profile) COMPREPLY=($(compgen -W "$(_agentctl_dynamic profiles)" -- "$cur")); return ;;
   esac
   local globals='--json --jq --wide --profile --base-url --api-key --no-color --quiet -q --debug --non-interactive --yes -y --version -v --help -h'
-  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs secrets tasks states keys groups fs completion dev migrations open rollouts schedules status trace $globals" -- "$cur")); return; fi
+  if [[ -z "$noun" ]]; then COMPREPLY=($(compgen -W "auth config server init deploy rollback logs namespaces projects agents branches versions envs secrets tasks states keys groups fs completion dev migrations open rehearsals rollouts schedules status trace $globals" -- "$cur")); return; fi
   case "$noun" in
     auth) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'login logout status' -- "$cur")); return; fi ;;
     config) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get set use' -- "$cur")); return; fi ;;
@@ -203,12 +203,13 @@ _agentctl() {
     versions) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get credentials register' -- "$cur")); return; fi ;;
     envs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create update delete resolve' -- "$cur")); return; fi ;;
     secrets) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list set delete' -- "$cur")); return; fi ;;
-    tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create delete cancel events interrupt messages migrate send trace watch' -- "$cur")); return; fi ;;
+    tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create delete cancel events interrupt messages migrate replay send trace watch' -- "$cur")); return; fi ;;
     states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get put delete' -- "$cur")); return; fi ;;
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create revoke rotate' -- "$cur")); return; fi ;;
     groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create add-member remove-member' -- "$cur")); return; fi ;;
     fs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create files pull push' -- "$cur")); return; fi ;;
     migrations) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get undo' -- "$cur")); return; fi ;;
+    rehearsals) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'get' -- "$cur")); return; fi ;;
     rollouts) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get abort pause resume' -- "$cur")); return; fi ;;
     schedules) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create delete pause resume trigger' -- "$cur")); return; fi ;;
   esac
@@ -251,7 +252,7 @@ _agentctl() {
     'secrets list') COMPREPLY=($(compgen -W "--agent -a $globals" -- "$cur")) ;;
     'secrets set') COMPREPLY=($(compgen -W "--agent -a --env --value-stdin --value-file $globals" -- "$cur")) ;;
     'secrets delete') COMPREPLY=($(compgen -W "--agent -a --env $globals" -- "$cur")) ;;
-    'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --limit --page --all $globals" -- "$cur")) ;;
+    'tasks list') COMPREPLY=($(compgen -W "--agent -a --branch --on-version --status --include-shadows --limit --page --all $globals" -- "$cur")) ;;
     'tasks get') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks create') COMPREPLY=($(compgen -W "--agent -a --branch --name --params --project --watch $globals" -- "$cur")) ;;
     'tasks delete') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
@@ -259,7 +260,8 @@ _agentctl() {
     'tasks events') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks interrupt') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W " $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks messages') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--after --limit $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
-    'tasks migrate') COMPREPLY=($(compgen -W "--from --task --to --to-latest --agent -a --dry-run --steps --watch --max-error-rate --follow $globals" -- "$cur")) ;;
+    'tasks migrate') COMPREPLY=($(compgen -W "--from --task --to --to-latest --agent -a --dry-run --steps --watch --max-error-rate --follow --rehearse --sample --max-events $globals" -- "$cur")) ;;
+    'tasks replay') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--on --from-sequence --max-events $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks send') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--data --watch $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks trace') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--turn --db $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'tasks watch') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--after --retry --until-idle $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
@@ -288,6 +290,7 @@ _agentctl() {
     'migrations get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'migrations undo') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'open') COMPREPLY=($(compgen -W "--print $globals" -- "$cur")) ;;
+    'rehearsals get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'rollouts list') COMPREPLY=($(compgen -W "--agent -a --status --limit $globals" -- "$cur")) ;;
     'rollouts get') COMPREPLY=($(compgen -W "--follow -f $globals" -- "$cur")) ;;
     'rollouts abort') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;

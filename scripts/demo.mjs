@@ -2,8 +2,8 @@
 // The user story of the README quick start, end to end, through the built CLI against a real server on
 // embedded PGlite with the local runtime: a new agent from `agentctl init`, deployed from git and run
 // as a real process, a task it answers, a sticky second deploy, the task migrated to it (and answered
-// by it), the logs of both versions, a rollback, the web console's link to the task, and the server
-// stopped with its agents.
+// by it) after a rehearsal of the migration, the logs of both versions, a rollback, the web console's
+// link to the task, and the server stopped with its agents.
 // Everything lives in a scratch directory, so your own agentctl profile is left alone.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -91,6 +91,9 @@ try {
   git('commit', '-q', '-am', 'v2: say which version answers');
   agentctl(['deploy', '--sticky']);
   agentctl(['versions', 'list']);
+
+  say("Rehearse first: the task's recorded events replayed on v2 in a shadow task, compared message by message");
+  agentctl(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--rehearse']);
 
   say('Migrate the running tasks of v1 to the latest: the next event is handled by v2, and v1 retires');
   agentctl(['tasks', 'migrate', '--from', 'v1', '--to-latest', '--yes']);

@@ -178,7 +178,12 @@ export class Adk {
   };
 
   /** @internal for AgentServer: reports a handler that threw. */
-  reportHandlerError(taskId: string, handler: 'onCreate' | 'onEvent' | 'onCancel' | 'onMessage', message: string, eventId: string | null): Promise<Message> {
+  reportHandlerError(
+    taskId: string,
+    handler: 'onCreate' | 'onEvent' | 'onCancel' | 'onMessage' | 'onMigrate',
+    message: string,
+    eventId: string | null,
+  ): Promise<Message> {
     return this.call('reportHandlerError', { params: { task_id: taskId }, body: { handler, message: message.slice(0, 10_000) || 'Error', event_id: eventId } });
   }
 

@@ -18,6 +18,8 @@ export interface TurnOptions {
   cutOff?: () => boolean;
   /** The handler's trace and spans (default: a trace of its own, for a context made by hand). */
   trace?: Turn;
+  /** The task is a rehearsal's shadow (the delivery says so). */
+  rehearsal?: boolean;
 }
 
 const CUT_OFF = 'This turn was cut off after its interrupt: its context takes no more messages';
@@ -66,6 +68,12 @@ export class TaskContext {
   readonly trace: TraceApi;
   /** Structured log lines (JSON) carrying the task, delivery and trace ids: `agentctl logs --task` finds them. */
   readonly log: LogApi;
+  /**
+   * True when this task is a rehearsal's shadow (`agentctl tasks migrate --rehearse`, `tasks replay`):
+   * the platform replays a real task's recorded events on this version to compare the outcome.
+   * Skip external side effects (emails, payments, calls to other systems) when it is set.
+   */
+  readonly rehearsal: boolean;
   readonly tracker: {
     get(): Promise<Tracker>;
     /** Progress 0..100 (or null) and a status message; left-out values stay. */
@@ -89,6 +97,7 @@ export class TaskContext {
     const traced = turn.trace ?? new Turn(undefined, task.id, '');
     this.trace = traceApi(traced);
     this.log = logApi(traced);
+    this.rehearsal = turn.rehearsal === true;
     const taskId = task.id;
     const agentId = agent.id;
     this.messages = {

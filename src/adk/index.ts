@@ -18,7 +18,7 @@ export type {
   SyncResult,
   SystemFolderType,
 } from './adk.js';
-export { AgentServer, AgentStartError, WorkspaceSyncError, type AgentHandlers, type AgentServerOptions } from './server.js';
+export { AgentServer, AgentStartError, WorkspaceSyncError, type AgentHandlers, type AgentServerOptions, type MigrationVersion } from './server.js';
 export { TaskContext } from './context.js';
 export type { LogApi, LogFields, SpanAttributes, SpanAttributeValue, SpanHandle, TraceApi } from './trace.js';
 export { MessageStream, STREAM_FLUSH_INTERVAL_MS, type MessageStreamOptions, type StreamKind } from './stream.js';

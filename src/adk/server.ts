@@ -27,7 +27,13 @@ import type { SpanInput } from '../contract/traces.js';
 import type { MessageStream } from './stream.js';
 
 type Awaitable<T> = T | Promise<T>;
-type HandlerName = 'onCreate' | 'onEvent' | 'onCancel' | 'onMessage';
+type HandlerName = 'onCreate' | 'onEvent' | 'onCancel' | 'onMessage' | 'onMigrate';
+
+/** A version as onMigrate is told it: its id and number (`v2` is number 2). */
+export interface MigrationVersion {
+  id: string;
+  number: number;
+}
 
 export interface AgentHandlers {
   /** A new task: `params` as the task was created with. */
@@ -40,7 +46,16 @@ export interface AgentHandlers {
    * with `ctx.messages.send`, is recorded as agent messages and returned to the caller.
    */
   onMessage?(ctx: TaskContext, content: Content): Awaitable<MessageContentInput | MessageContentInput[] | undefined>;
+  /**
+   * The task moved to this version (a migration; a rollback, where `from` is the newer): runs before
+   * any later event of the task, and may rewrite its state (`ctx.state`) to this version's shape. If
+   * it throws, the task goes back to `from` and the error is kept on the task (`tasks get`).
+   */
+  onMigrate?(ctx: TaskContext, migration: { from: MigrationVersion; to: MigrationVersion }): Awaitable<void>;
 }
+
+/** The handler names an agent declares at registration (a rehearsal and a migration read them). */
+const HANDLER_NAMES = ['onCreate', 'onEvent', 'onCancel', 'onMessage', 'onMigrate'] as const satisfies readonly HandlerName[];
 
 export interface AgentServerOptions extends AgentHandlers {
   /** Handlers of different tasks that may run at once (default 32); one task's run one at a time. */
@@ -181,7 +196,13 @@ export class AgentServer {
     for (let attempt = 1; ; attempt++) {
       try {
         const registered = await this.adk.call('registerVersion', {
-          body: { version_id: config.versionId, branch_id: config.branchId, acp_url: acpUrl, registration_token: config.registrationToken } as never,
+          body: {
+            version_id: config.versionId,
+            branch_id: config.branchId,
+            acp_url: acpUrl,
+            registration_token: config.registrationToken,
+            registration_metadata: { handlers: HANDLER_NAMES.filter((name) => typeof this.options[name] === 'function') },
+          } as never,
         });
         if (!registered.agent_api_key) throw new AgentStartError(`the service at ${this.adk.baseUrl} registered the version but returned no runtime key`);
         this.adk.useApiKey(registered.agent_api_key);
@@ -446,6 +467,7 @@ export class AgentServer {
         onStream: (stream) => streams.push(stream),
         cutOff: () => cutOff,
         trace: traced,
+        rehearsal: request.params.rehearsal === true,
       });
       const handler = (async () => {
         switch (method) {
@@ -458,6 +480,14 @@ export class AgentServer {
           case 'task/cancel':
             await this.options.onCancel?.(ctx);
             break;
+          case 'task/migrate': {
+            const m = (request.params as AcpParams['task/migrate']).migration;
+            await this.options.onMigrate?.(ctx, {
+              from: { id: m.from_version_id, number: m.from_version_number },
+              to: { id: m.to_version_id, number: m.to_version_number },
+            });
+            break;
+          }
           case 'message/send': {
             const reply = await this.options.onMessage!(ctx, (request.params as AcpParams['message/send']).content);
             for (const content of reply === undefined ? [] : Array.isArray(reply) ? reply : [reply]) await ctx.messages.send(content);
@@ -522,6 +552,7 @@ const HANDLERS: Record<Exclude<AcpMethod, 'task/interrupt'>, HandlerName> = {
   'event/send': 'onEvent',
   'task/cancel': 'onCancel',
   'message/send': 'onMessage',
+  'task/migrate': 'onMigrate',
 };
 
 /** One FIFO per task, and at most `limit` jobs running across tasks. */

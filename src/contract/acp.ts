@@ -74,6 +74,16 @@ export interface AcpParams {
    * off, its delivery completed.
    */
   'task/interrupt': { agent: AcpAgentRef; task: Task; up_to_delivery_id: string; grace_ms: number } & AcpTraceContext;
+  /** The task moved between versions (a migration, a rollback): runs onMigrate on the version it moved to. */
+  'task/migrate': { agent: AcpAgentRef; task: Task; migration: AcpMigration } & AcpLeaseOffer & AcpTraceContext;
+}
+
+/** What a `task/migrate` delivery says: the versions the task moved from and to (a rollback: `from` is the newer). */
+export interface AcpMigration {
+  from_version_id: string;
+  from_version_number: number;
+  to_version_id: string;
+  to_version_number: number;
 }
 
 export interface AcpRequest<M extends AcpMethod = AcpMethod> {
@@ -81,7 +91,12 @@ export interface AcpRequest<M extends AcpMethod = AcpMethod> {
   /** The delivery id: the agent deduplicates by it (deliveries are at least once). */
   id: string;
   method: M;
-  params: AcpParams[M];
+  params: AcpParams[M] & AcpRehearsalFlag;
+}
+
+/** Set on every delivery to a shadow task (a rehearsal, README "Versions and migration"): the agent should skip external side effects. */
+export interface AcpRehearsalFlag {
+  rehearsal?: true;
 }
 
 export interface AcpResult {

@@ -29,6 +29,7 @@ export const ID_PREFIXES = {
   secret: 'sec_',
   rollout: 'ro_',
   migration: 'mig_',
+  rehearsal: 'reh_',
 } as const;
 
 export const TaskStatus = z.enum(TASK_STATUSES);
@@ -112,6 +113,7 @@ export const CONFLICT_CODES = [
   'no_routable_version',
   'no_runtime',
   'not_a_dev_version',
+  'nothing_to_rehearse',
   'nothing_to_roll_back',
   'precondition_failed',
   'prod_environment',
@@ -121,6 +123,7 @@ export const CONFLICT_CODES = [
   'rollout_finished',
   'rollout_in_progress',
   'source_retired',
+  'rehearsal_too_large',
   'stale_base',
   'state_exists',
   'target_not_routable',

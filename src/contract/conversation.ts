@@ -172,7 +172,7 @@ export const UpdateTrackerRequest = z.object({
 
 /** A handler that threw, reported by the agent; recorded as an agent message with a DataPart `{handler_error: ...}`. */
 export const HandlerErrorRequest = z.object({
-  handler: z.enum(['onCreate', 'onEvent', 'onCancel', 'onMessage']),
+  handler: z.enum(['onCreate', 'onEvent', 'onCancel', 'onMessage', 'onMigrate']),
   message: z.string().min(1).max(10_000),
   event_id: z.string().min(1).nullable().default(null),
 });

@@ -78,6 +78,7 @@ import { StatusQuery, StatusReport } from './status.js';
 import { Access, AccessQuery, ConsoleSession, CreateSessionRequest, SignInToken } from './console.js';
 import { AgentSecret, AgentSecretList, SecretName, SecretScopeQuery, SetSecretRequest } from './secrets.js';
 import { CompleteDeliveryRequest, TaskTraces, Trace, TraceQuery } from './traces.js';
+import { CreateRehearsalRequest, Rehearsal } from './rehearsals.js';
 import { ArchiveBody, CreateFilesystemRequest, FileManifest, Filesystem, FilesystemList, SystemFolderType } from './filesystems.js';
 
 /**
@@ -404,6 +405,8 @@ export const ListTasksQuery = z.object({
   /** false: `total` is left out, and not counted. */
   include_total: QueryBool.default(true),
   relationships: TaskRelationships.optional(),
+  /** Also list shadow tasks (a rehearsal's replays, which carry `shadow_of`); hidden by default. */
+  include_shadows: QueryBool.default(false),
   ...PageQuery,
 });
 export type ListTasksQuery = z.output<typeof ListTasksQuery>;
@@ -1014,6 +1017,30 @@ export const endpoints = lazyTable({
       tag: 'rollouts',
       params: id('migration_id'),
       response: MigrationRecord,
+    }),
+
+  // rehearsals: a migration tried on recorded events first (README "Versions and migration")
+  createRehearsal: () =>
+    ep({
+      method: 'POST',
+      path: '/rehearsals',
+      status: 201,
+      idempotencyKey: true,
+      summary: 'Rehearse a migration: replay tasks’ recorded events on the target version in shadow tasks and compare',
+      tag: 'tasks',
+      body: CreateRehearsalRequest,
+      response: Rehearsal,
+    }),
+  getRehearsal: () =>
+    ep({
+      method: 'GET',
+      path: '/rehearsals/:rehearsal_id',
+      status: 200,
+      idempotent: true,
+      summary: 'A rehearsal’s report, per task and in total (complete once status is completed)',
+      tag: 'tasks',
+      params: id('rehearsal_id'),
+      response: Rehearsal,
     }),
 
   // conversation: events, messages, trackers, the stream

@@ -14,7 +14,8 @@ export const SDK_TYPES = ['alpha_agent_sdk', 'beta_agent_sdk'] as const;
 export const DEFAULT_SDK_TYPE: (typeof SDK_TYPES)[number] = 'alpha_agent_sdk';
 export const DEFAULT_ACP_TYPE: (typeof ACP_TYPES)[number] = 'async';
 /** The methods the service calls on an agent (contract/acp.ts). */
-export const ACP_METHODS = ['task/create', 'event/send', 'task/cancel', 'message/send', 'task/interrupt'] as const;
+/** `task/migrate` (issue 22): a migrated task's onMigrate, enqueued by the migration, in the task's order like a turn. */
+export const ACP_METHODS = ['task/create', 'event/send', 'task/cancel', 'message/send', 'task/interrupt', 'task/migrate'] as const;
 
 /**
  * What a delivery is (README "Interrupt and double-texting"): a `turn` (task/create, event/send,

@@ -150,6 +150,10 @@ export const Task = z
     updated_at: Timestamp.nullable().optional(),
     /** GenAI tokens its agent's spans reported (`gen_ai.usage.*`), summed; absent until some were. */
     usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() }).optional(),
+    /** A shadow task (a rehearsal's replay): the task it rehearses. Absent on ordinary tasks. */
+    shadow_of: z.string().optional(),
+    /** Why the task's last onMigrate failed; the task went back to the version it came from. Absent when it did not fail. */
+    migration_error: z.object({ message: z.string(), from_version_id: z.string(), to_version_id: z.string(), at: Timestamp }).optional(),
   })
   .meta({ id: 'Task' });
 export type Task = z.infer<typeof Task>;
@@ -164,6 +168,8 @@ export const State = z
     version: z.number().int(),
     created_at: Timestamp,
     updated_at: Timestamp,
+    /** The version the task ran on when the state was last written (null: written before this was recorded). */
+    written_by_version_id: z.string().nullable().optional(),
   })
   .meta({ id: 'State' });
 export type State = z.infer<typeof State>;

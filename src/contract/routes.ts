@@ -62,6 +62,8 @@ export const routes = {
   listMigrations: { method: 'GET', path: '/migrations', status: 200, idempotent: true },
   getMigration: { method: 'GET', path: '/migrations/:migration_id', status: 200, idempotent: true },
   undoMigration: { method: 'POST', path: '/migrations/:migration_id/undo', status: 200 },
+  createRehearsal: { method: 'POST', path: '/rehearsals', status: 201, idempotencyKey: true },
+  getRehearsal: { method: 'GET', path: '/rehearsals/:rehearsal_id', status: 200, idempotent: true },
   streamTask: { method: 'GET', path: '/tasks/:task_id/stream', status: 200, sse: true, idempotent: true },
   createEvent: { method: 'POST', path: '/tasks/:task_id/events', status: 201, idempotencyKey: true },
   listEvents: { method: 'GET', path: '/events', status: 200, idempotent: true },

@@ -8,6 +8,7 @@ import { sweepDraining } from './domain/events.js';
 import { advanceRollouts } from './domain/rollouts.js';
 import { startLeasedLoop } from './runtime/leased-loop.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
+import { startRehearsalDriver, type RehearsalDriver } from './delivery/rehearsal-driver.js';
 import { sweepBlobs } from './domain/filesystems.js';
 import { sweepIdempotencyRecords } from './idempotency.js';
 import { markReplicaGone } from './domain/registration.js';
@@ -110,6 +111,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let app;
   let dispatcher: Dispatcher | undefined;
   let ticker: ScheduleTicker | undefined;
+  let rehearsals: RehearsalDriver | undefined;
   let blobs: BlobStore | undefined;
   let runner: RunningServer['runner'];
   let rolloutLoop: { close(): Promise<void> } | undefined;
@@ -148,6 +150,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // Rollouts advance once across replicas, under the runtime lease (domain/rollouts.ts).
     const rolloutWork = () => advanceRollouts(store.db, new Date(), (error) => app!.log.warn(`rollout: ${(error as Error).message ?? error}`));
     if (runtime === 'none') rolloutLoop = await startLeasedLoop(store, rolloutWork);
+    rehearsals = await startRehearsalDriver(store, { log: (message) => app!.log.warn(message) });
     if (runtime !== 'none') {
       const ro = options.runtimeOptions ?? {};
       const driver = ro.driver ?? (await createDriver(runtime, options, ro, store, blobs));
@@ -174,6 +177,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await ticker!.close();
       await runner?.reconciler.close();
       await rolloutLoop?.close();
+      await rehearsals?.close();
       await dispatcher!.close();
       await app!.close();
       await blobs!.close();
@@ -184,6 +188,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await ticker?.close().catch(() => {});
     await runner?.reconciler.close().catch(() => {});
     await rolloutLoop?.close().catch(() => {});
+    await rehearsals?.close().catch(() => {});
     await dispatcher?.close().catch(() => {});
     await app?.close().catch(() => {});
     // A key created by this start is shown by no one: take it back, so the next start creates (and prints) one.

@@ -60,7 +60,7 @@ async function listening(a: AgentProcess): Promise<number> {
 const ends = (a: AgentProcess) => a.lines.filter((l) => l.phase === 'end');
 
 describe('AgentServer registration', () => {
-  it('registers with the one-time token and its own address, without an API key', async () => {
+  it('registers with the one-time token, its own address and the handlers it has, without an API key', async () => {
     const port = await listening(start());
     const registrations = fake.requests.filter((r) => r.path === '/versions/register');
     expect(registrations).toHaveLength(1);
@@ -69,6 +69,8 @@ describe('AgentServer registration', () => {
       branch_id: 'br_1',
       acp_url: `http://127.0.0.1:${port}`,
       registration_token: 'agrt_one_time',
+      // What a rehearsal (onEvent) and a migration (onMigrate) look for on the version.
+      registration_metadata: { handlers: ['onCreate', 'onEvent', 'onCancel', 'onMessage'] },
     });
     expect(registrations[0]!.headers.authorization).toBeUndefined();
     const health = await fetch(`http://127.0.0.1:${port}/healthz`);

@@ -317,7 +317,7 @@ export class Dispatcher {
             AND (o.kind IN (${OUT_OF_ORDER})
               OR NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER})))
             AND ${target}
-          ORDER BY o.id
+          ORDER BY o.priority DESC, o.id
           LIMIT ${limit}
           FOR UPDATE OF o SKIP LOCKED
         ) AS c
@@ -678,6 +678,13 @@ export class Dispatcher {
 }
 
 function toRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: string, options: { leaseMs: number; interruptGraceMs: number }): AcpRequest {
+  const request = methodRequest(delivery, agent, task, acpType, options);
+  // A shadow task's delivery (a rehearsal): the ADK tells the handler (ctx.rehearsal).
+  if (delivery.task_row.shadow_of) request.params.rehearsal = true;
+  return request;
+}
+
+function methodRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: string, options: { leaseMs: number; interruptGraceMs: number }): AcpRequest {
   const base = { jsonrpc: '2.0' as const, id: delivery.id };
   const leaseMs = options.leaseMs;
   switch (delivery.method) {
@@ -699,6 +706,8 @@ function toRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: s
         method: 'task/interrupt',
         params: { agent, task, up_to_delivery_id: delivery.payload.up_to_delivery_id ?? '0', grace_ms: options.interruptGraceMs },
       };
+    case 'task/migrate':
+      return { ...base, method: 'task/migrate', params: { agent, task, migration: delivery.payload.migration!, lease_ms: leaseMs } };
     case 'message/send':
       throw new DeliveryFailure('message/send is derived from event/send, never enqueued');
   }

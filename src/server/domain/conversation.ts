@@ -16,6 +16,7 @@ import type { Task } from '../../contract/resources.js';
 import type { Database, Db, EventsTable, MessagesTable, TrackersTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso, toTask } from '../store/mappers.js';
+import { revertFailedMigration } from './migration-hooks.js';
 import { type DomainError, conflict, invalid, isNotFound, notFound, named, tooLarge } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { inCallerOrg, taskById } from './lookup.js';
@@ -68,7 +69,7 @@ export const toTracker = (r: Selectable<TrackersTable>): Tracker => ({
  * Takes the task's next sequence number. The UPDATE row-locks the task until the transaction ends,
  * so writers of one task commit in sequence order and a reader never sees a gap filled later.
  */
-async function nextSequence(trx: Trx, taskId: string, refuseTerminal: boolean): Promise<number> {
+export async function nextSequence(trx: Trx, taskId: string, refuseTerminal: boolean): Promise<number> {
   const row = await trx
     .updateTable('tasks')
     .set({ last_sequence_id: sql`last_sequence_id + 1` })
@@ -82,7 +83,7 @@ async function nextSequence(trx: Trx, taskId: string, refuseTerminal: boolean): 
 }
 
 /** Appends one record to the task's stream and tells the stream hubs (NOTIFY is delivered at commit). */
-async function appendToStream(trx: Trx, taskId: string, sequenceId: number, kind: StreamRecordKind, record: unknown): Promise<void> {
+export async function appendToStream(trx: Trx, taskId: string, sequenceId: number, kind: StreamRecordKind, record: unknown): Promise<void> {
   await trx
     .insertInto('task_stream')
     .values({ task_id: taskId, sequence_id: sequenceId, kind, record: JSON.stringify(record) })
@@ -367,6 +368,8 @@ export async function reportHandlerError(
 ): Promise<Message> {
   return db.transaction().execute(async (trx) => {
     await taskById(trx, perms, 'run', taskId);
+    // A failed onMigrate sends the task back to the version it came from (domain/migration-hooks.ts).
+    if (report.handler === 'onMigrate') await revertFailedMigration(trx, taskId, report.message);
     if (report.event_id) {
       const event = await trx.selectFrom('events').select('id').where('id', '=', report.event_id).where('task_id', '=', taskId).executeTakeFirst();
       if (!event) throw notFound('Event', report.event_id);

@@ -49,6 +49,10 @@ export async function settleDraining(trx: Trx, versionIds: Iterable<string>): Pr
       AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.current_version_id = v.id AND t.status IN (${statusList(LIVE_TASK_STATUSES)}))
       -- A running rollout from it may still move its tasks back (domain/rollouts.ts): it retires when the rollout ends.
       AND NOT EXISTS (SELECT 1 FROM rollouts r WHERE r.from_version_id = v.id AND r.status IN ('RUNNING', 'PAUSED'))
+      -- A task that left runs its onMigrate elsewhere; should it throw, the task comes back here
+      -- (domain/migration-hooks.ts): the source retires once no such hook is open (the sweep retires it).
+      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.method = 'task/migrate' AND d.status IN ('pending', 'in_flight', 'leased')
+                      AND d.payload->'migration'->>'from_version_id' = v.id)
     RETURNING v.id, v.branch_id`.execute(trx);
   for (const v of retired.rows) await appendEvent(trx, v.branch_id, v.id, 'VERSION_RETIRED', { reason: 'drained' });
   return retired.rows.map((r) => r.id);

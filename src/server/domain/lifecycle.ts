@@ -1,4 +1,5 @@
 import { plural } from '../../contract/plural.js';
+import { enqueueMigrationHooks } from './migration-hooks.js';
 import { sql, type Kysely, type Selectable, type UpdateObject } from 'kysely';
 import type { DeployRequest } from '../../contract/endpoints.js';
 import type { Branch, Version } from '../../contract/resources.js';
@@ -28,7 +29,14 @@ export function normalizeGitBranch(name: string): string {
 async function moveRunningTasks(trx: Trx, branchId: string, from: string, to: string, reason: string): Promise<number> {
   const moved = await sql<{ id: string }>`
     UPDATE tasks SET current_version_id = ${to}, updated_at = now()
-    WHERE current_version_id = ${from} AND status = ${statusLit('RUNNING')} RETURNING id`.execute(trx);
+    WHERE current_version_id = ${from} AND status = ${statusLit('RUNNING')} AND shadow_of IS NULL RETURNING id`.execute(trx);
+  // A rollback runs the same state hook as a migration, from the newer version to the older.
+  await enqueueMigrationHooks(
+    trx,
+    moved.rows.map((r) => r.id),
+    from,
+    to,
+  );
   if (moved.rows.length > 0) {
     await appendEvent(trx, branchId, to, 'TASKS_MIGRATED', {
       from_version_ids: [from],

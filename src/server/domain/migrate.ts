@@ -13,6 +13,7 @@ import { statusLit } from '../store/sql.js';
 import { settleDraining } from './events.js';
 import { inCallerOrg, lockBranch, versionById } from './lookup.js';
 import { migrationRecordSql } from './migration-history.js';
+import { clearMigrationErrors, enqueueMigrationHooks, MIGRATE_HANDLER, versionDeclares } from './migration-hooks.js';
 
 type Trx = Kysely<Database>;
 
@@ -89,6 +90,8 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
     // The migration record's owner, and (task mode) the version each named task leaves.
     let owner: { agentId: string; namespaceId: string };
     let leaving: Record<string, string> = {};
+    // Where each named task was before the move (its onMigrate is told).
+    const previous = new Map<string, string>();
 
     if (req.from_version_id !== null) {
       const source = await versionById(trx, perms, 'write', req.from_version_id);
@@ -136,6 +139,7 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       sourceIds = [...new Set(locked.map((t) => t.current_version_id))];
       owner = { agentId: seen[0].agent_id, namespaceId: seen[0].namespace_id };
       leaving = Object.fromEntries(locked.map((t) => [t.id, t.current_version_id]));
+      for (const t of locked) previous.set(t.id, t.current_version_id);
     }
 
     const target = await resolveTarget(trx, perms, branch, req);
@@ -146,8 +150,8 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
     const where = taskIds
       ? sql`id = ANY(${taskIds})`
       : req.limit !== null
-        ? sql`id IN (SELECT id FROM tasks WHERE current_version_id = ${req.from_version_id} AND status = ${statusLit('RUNNING')} ORDER BY id LIMIT ${req.limit})`
-        : sql`current_version_id = ${req.from_version_id} AND status = ${statusLit('RUNNING')}`;
+        ? sql`id IN (SELECT id FROM tasks WHERE current_version_id = ${req.from_version_id} AND status = ${statusLit('RUNNING')} AND shadow_of IS NULL ORDER BY id LIMIT ${req.limit})`
+        : sql`current_version_id = ${req.from_version_id} AND status = ${statusLit('RUNNING')} AND shadow_of IS NULL`;
     if (!taskIds && req.limit === null) await refuseOversizeBulk(trx, req.from_version_id!);
     let result: { n: number; tasks: string };
     if (req.dry_run) {
@@ -179,6 +183,13 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
         )})
         SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks FROM moved m`.execute(trx);
       result = rows.rows[0];
+      // The target's onMigrate runs before any later event (parses the moved ids only when it has one).
+      if (result.n > 0 && (await versionDeclares(trx, target.id, MIGRATE_HANDLER))) {
+        const moved = (JSON.parse(result.tasks) as { id: string; current_version_id: string }[]).map((t) => t.id);
+        await clearMigrationErrors(trx, moved);
+        await enqueueMigrationHooks(trx, moved, taskIds ? previous : req.from_version_id!, target.id);
+      }
+      // After the hooks: a source they may send tasks back to does not retire yet.
       await settleDraining(trx, sourceIds);
     }
     return {

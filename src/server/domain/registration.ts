@@ -250,6 +250,16 @@ export async function registerWithToken(db: Db, input: TokenRegistration): Promi
       })
       .execute();
     await recordReplica(trx, version.id, input.acp_url!, keyId);
+    // The handlers the agent has (the ADK declares them): a move to this version runs onMigrate only
+    // when it has one; a rehearsal replays events only to an agent with onEvent. Before the happening
+    // below, which may move tasks here.
+    const handlers = input.registration_metadata?.handlers;
+    if (Array.isArray(handlers) && handlers.every((h) => typeof h === 'string'))
+      await trx
+        .updateTable('versions')
+        .set({ handlers: JSON.stringify(handlers) as never })
+        .where('id', '=', version.id)
+        .execute();
 
     const result = await applyVersionHappening(
       trx,

@@ -181,6 +181,8 @@ export async function listTasks(db: Db, perms: Permissions, f: TaskFilters): Pro
   if (after) query = query.where('tasks.created_at', '>=', after);
   if (before) query = query.where('tasks.created_at', '<', before);
   query = f.status ? query.where('tasks.status', '=', f.status) : query.where('tasks.status', '!=', 'DELETED');
+  // A rehearsal's shadow tasks only when asked for.
+  if (!f.include_shadows) query = query.where('tasks.shadow_of', 'is', null);
 
   const [rows, count] = await Promise.all([
     query

@@ -19,6 +19,7 @@ import { registerSessionRoutes } from './sessions.js';
 import { registerSecretRoutes } from './secrets.js';
 import { registerRolloutRoutes } from './rollouts.js';
 import { registerTraceRoutes } from './traces.js';
+import { registerRehearsalRoutes } from './rehearsals.js';
 
 export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerMetaRoutes(host, service);
@@ -41,4 +42,5 @@ export function registerRoutes(host: RouteHost, service: ServiceContext): void {
   registerSecretRoutes(host, service);
   registerRolloutRoutes(host, service);
   registerTraceRoutes(host, service);
+  registerRehearsalRoutes(host, service);
 }

@@ -175,6 +175,8 @@ export interface VersionsTable {
   resources: ColumnType<unknown, string | null | undefined, string | null> | null;
   /** 010: the agent's double-texting policy (agentctl.json `double_texting`). */
   double_texting: Generated<DoubleTextingPolicy>;
+  /** 017: the handlers the agent declared when it registered (`["onCreate","onEvent"]`); null: not declared. */
+  handlers: Json | null;
 }
 export interface VersionEventsTable {
   id: string;
@@ -232,6 +234,11 @@ export interface TasksTable {
   /** GenAI token counts its agent's spans reported, summed (schema change 014). */
   input_tokens: Generated<string | number>;
   output_tokens: Generated<string | number>;
+  /** Schema change 017: the task a shadow task rehearses, and its rehearsal (null on ordinary tasks). */
+  shadow_of: string | null;
+  rehearsal_id: string | null;
+  /** Why the task's last onMigrate failed (`{ message, from_version_id, to_version_id, at }`); null when it did not. */
+  migration_error: Json | null;
 }
 export interface TaskSystemFoldersTable {
   task_id: string;
@@ -246,6 +253,8 @@ export interface StatesTable {
   version: Generated<number>;
   created_at: Timestamptz;
   updated_at: Timestamptz;
+  /** Schema change 017: the task's version when the state was last written (a trigger fills it in). */
+  written_by_version_id: string | null;
 }
 
 export interface EventsTable {
@@ -332,6 +341,8 @@ export interface DeliveriesTable {
   /** While leased: the replica (acp_url) that acknowledged it, and the lease length each renewal grants. */
   leased_to: Generated<string | null>;
   lease_ms: Generated<number | null>;
+  /** Schema change 017: claimed highest first; rehearsal deliveries are -1, live work 0. */
+  priority: Generated<number>;
   /** 010: `turn`, or a control delivery (DELIVERY_KINDS). */
   kind: Generated<DeliveryKind>;
   /** The W3C trace context of the request that enqueued it (schema change 014). */
@@ -445,6 +456,42 @@ export interface MigrationsTable {
   created_at: Generated<Date>;
 }
 
+export interface RehearsalsTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  from_version_id: string | null;
+  to_version_id: string;
+  status: Generated<'running' | 'completed'>;
+  from_sequence: number | null;
+  max_events: number;
+  event_timeout_ms: number;
+  report: Json | null;
+  created_by_key_id: string | null;
+  created_at: Timestamptz;
+  completed_at: Timestamptz | null;
+  expires_at: Timestamptz;
+}
+
+export interface RehearsalTasksTable {
+  rehearsal_id: string;
+  task_id: string;
+  shadow_task_id: string | null;
+  status: Generated<'running' | 'done'>;
+  /** The original's events to replay, in order (at most max_events). */
+  event_ids: Json;
+  /** The shadow's copies, as they were delivered (same positions as event_ids). */
+  shadow_event_ids: Json;
+  /** Positions whose delivery ran past the rehearsal's event timeout. */
+  timed_out: Json;
+  /** Events the original has from the starting sequence on (event_ids may be fewer: --max-events). */
+  events_total: Generated<number>;
+  /** Why nothing was replayed (the target has no onEvent handler), else null. */
+  skipped_reason: string | null;
+  /** The task's part of the report, kept when it is done. */
+  report: Json | null;
+}
+
 export interface Database {
   orgs: OrgsTable;
   namespaces: NamespacesTable;
@@ -478,6 +525,8 @@ export interface Database {
   rollouts: RolloutsTable;
   migrations: MigrationsTable;
   trace_spans: TraceSpansTable;
+  rehearsals: RehearsalsTable;
+  rehearsal_tasks: RehearsalTasksTable;
 }
 
 export type Db = Kysely<Database>;

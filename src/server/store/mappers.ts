@@ -112,6 +112,8 @@ export const toTask = (r: Row<TasksTable>): Task => ({
   ...(Number(r.input_tokens ?? 0) > 0 || Number(r.output_tokens ?? 0) > 0
     ? { usage: { input_tokens: Number(r.input_tokens ?? 0), output_tokens: Number(r.output_tokens ?? 0) } }
     : {}),
+  ...(r.shadow_of ? { shadow_of: r.shadow_of } : {}),
+  ...(r.migration_error ? { migration_error: r.migration_error as unknown as NonNullable<Task['migration_error']> } : {}),
 });
 
 export const toState = (r: Row<StatesTable>): State => ({
@@ -122,6 +124,7 @@ export const toState = (r: Row<StatesTable>): State => ({
   version: r.version,
   created_at: isoRequired(r.created_at),
   updated_at: isoRequired(r.updated_at),
+  written_by_version_id: r.written_by_version_id ?? null,
 });
 
 export const toEnvironment = (r: Row<EnvironmentsTable>): Environment => ({

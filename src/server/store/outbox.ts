@@ -4,7 +4,7 @@
  * The dispatcher (delivery/dispatcher.ts) sends them. At the store level: the domain writes it, delivery reads it.
  */
 import { sql, type Kysely } from 'kysely';
-import type { AcpMethod } from '../../contract/acp.js';
+import type { AcpMethod, AcpMigration } from '../../contract/acp.js';
 import type { Event } from '../../contract/conversation.js';
 import type { Database } from './db.js';
 import { currentTraceContext } from '../tracing/context.js';
@@ -16,12 +16,19 @@ export const DELIVERY_CHANNEL = 'agentctl_delivery';
  * What a delivery carries besides the agent and the task, which the dispatcher reads fresh when it
  * sends (so a migrated task is described as it is now).
  */
-export type DeliveryInput =
+export type DeliveryInput = (
   | { taskId: string; method: 'task/create'; params: Record<string, unknown> | null }
   | { taskId: string; method: 'event/send'; event: Event }
   | { taskId: string; method: 'task/cancel' }
   /** A control delivery: interrupt the task's turns up to this delivery. */
-  | { taskId: string; method: 'task/interrupt'; upToDeliveryId: string };
+  | { taskId: string; method: 'task/interrupt'; upToDeliveryId: string }
+) & {
+  /** Claimed highest first: live work 0 (the default), a rehearsal's replay REHEARSAL_PRIORITY. */
+  priority?: number;
+};
+
+/** The priority of a rehearsal's deliveries: claimed after every due delivery of live work. */
+export const REHEARSAL_PRIORITY = -1;
 
 export type DeliveryPayload = {
   params?: Record<string, unknown> | null;
@@ -31,6 +38,8 @@ export type DeliveryPayload = {
   events?: Event[];
   /** task/interrupt: the newest turn delivery it stops. */
   up_to_delivery_id?: string;
+  /** task/migrate: the versions the task moved between. */
+  migration?: AcpMigration;
 };
 
 const wakers = new Set<() => void>();
@@ -74,6 +83,7 @@ export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInpu
       created_at: new Date(),
       updated_at: new Date(),
       ...(traced ? { traceparent: traced.traceparent, tracestate: traced.tracestate } : {}),
+      ...(input.priority ? { priority: input.priority } : {}),
     })
     .execute();
   await announceDeliveries(trx);

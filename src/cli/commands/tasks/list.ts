@@ -19,6 +19,7 @@ export default defineCommand({
       field: 'version_id',
     },
     { flags: '--status <status>', description: 'Only this status', choices: TASK_STATUSES },
+    { flags: '--include-shadows', description: 'Also the shadow tasks of rehearsals (tasks replay, migrate --rehearse), hidden by default' },
     limit(),
     page,
     all,
@@ -42,6 +43,7 @@ export default defineCommand({
           branch_id: branch?.startsWith('br_') ? branch : undefined,
           version_id: versionId,
           status: options.status,
+          ...(options.includeShadows ? { include_shadows: 'true' } : {}),
           limit,
           page_number: page,
           // The AGENT column's names; --json prints the server's answer as asked.

@@ -14,6 +14,8 @@ import type { Task } from '../../../contract/resources.js';
 import { versionLabel } from '../../../contract/version-ref.js';
 import { agent } from '../../options.js';
 import { ROLLOUT_OPTIONS, startRollout, wantsRollout } from '../../rollout-start.js';
+import type { Outcome } from '../../command.js';
+import { rehearsalOutcome, rehearse } from '../../rehearsal.js';
 
 export default defineCommand({
   path: ['tasks', 'migrate'],
@@ -28,6 +30,12 @@ export default defineCommand({
     { ...agent, description: 'Agent (namespace/name) for vN and git-hash references' },
     { flags: '--dry-run', description: 'Only show what would move' },
     ...ROLLOUT_OPTIONS,
+    {
+      flags: '--rehearse',
+      description: 'Move nothing: replay the tasks’ recorded events on the target in shadow tasks and report the differences (exit 1 on regressions)',
+    },
+    { flags: '--sample <n>', description: 'With --rehearse: replay this many of the tasks, picked at random', integer: true },
+    { flags: '--max-events <n>', description: 'With --rehearse: replay at most this many events per task (default 1000)', integer: true },
   ],
   examples: [
     'agentctl tasks migrate --from v1 --to-latest --agent default/bot',
@@ -35,6 +43,7 @@ export default defineCommand({
     'agentctl tasks migrate --agent default/bot --from 3f2a9c1 --to 9b8e7d6 --yes',
     'agentctl tasks migrate --task task_01J... --task task_01K... --to ver_01J... --yes --json',
     'agentctl tasks migrate --agent default/bot --from v1 --to-latest --steps 10,50,100 --watch 5m --max-error-rate 2%',
+    'agentctl tasks migrate --from v1 --to v2 --rehearse --sample 20 --max-events 200',
   ],
   notFoundNext: 'agentctl versions list --agent <ns/name>',
   handler: async (ctx, _args, options) => {
@@ -43,7 +52,15 @@ export default defineCommand({
       migrationChoiceProblem('source', { names: ['--from REF', '--task ID (repeatable)'], given: [Boolean(options.from), taskRefs.length > 0] }) ??
       migrationChoiceProblem('target', { names: ['--to REF', '--to-latest'], given: [Boolean(options.to), Boolean(options.toLatest)] });
     if (shapeProblem) throw usageError(shapeProblem, undefined, 'agentctl tasks migrate --from <version> --to-latest');
-    if (wantsRollout(options)) return startRollout(ctx, options);
+    if (wantsRollout(options)) {
+      if (options.rehearse)
+        throw usageError(
+          '--rehearse moves nothing, a rollout moves tasks: rehearse first, then start the rollout',
+          undefined,
+          'agentctl tasks migrate --from v1 --to v2 --rehearse',
+        );
+      return startRollout(ctx, options);
+    }
     const client = await ctx.client();
     // Task names as ids, a few requests at a time (a migration may name up to 1000 tasks).
     const taskIds: string[] = [];
@@ -54,6 +71,9 @@ export default defineCommand({
       to_version_id: options.to ? await resolveVersionId(client, options.to, options.agent, '--to') : null,
       to_latest: Boolean(options.toLatest),
     };
+    if (options.rehearse) return rehearseMigration(ctx, body, options);
+    if (options.sample !== undefined || options.maxEvents !== undefined)
+      throw usageError('--sample and --max-events go with --rehearse', undefined, 'agentctl tasks migrate --from v1 --to v2 --rehearse --sample 10');
     const retry = shellCommand(
       'agentctl',
       'tasks',
@@ -104,6 +124,20 @@ export default defineCommand({
     return { json: raw, view: table(await taskTable(ctx, data.tasks, data.branch_id), data.tasks, 'No task was moved.') };
   },
 });
+
+/** `--rehearse`: the migration's target (the plan says which, for --to-latest), then a rehearsal of its tasks. */
+async function rehearseMigration(ctx: CommandContext, body: Partial<MigrateTasksRequest>, options: Record<string, unknown>): Promise<Outcome> {
+  if (options.dryRun) throw usageError('--rehearse moves nothing already; leave out --dry-run');
+  const plan = await ctx.call('migrateTasks', { body: { ...body, dry_run: true } });
+  const { data, raw } = await rehearse(ctx, {
+    from_version_id: body.from_version_id ?? null,
+    task_ids: body.task_ids ?? null,
+    to_version_id: plan.data.to_version.id,
+    ...(options.sample !== undefined ? { sample: options.sample as number } : {}),
+    ...(options.maxEvents !== undefined ? { max_events: options.maxEvents as number } : {}),
+  });
+  return rehearsalOutcome(ctx, data, raw);
+}
 
 /** The task table's columns, with the names and version numbers these tasks need (their agent is the branch's). */
 async function taskTable(ctx: CommandContext, tasks: Task[], branchId: string) {

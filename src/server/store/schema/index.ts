@@ -14,6 +14,7 @@ import * as schedules from './012_schedules.js';
 import * as traces from './014_traces.js';
 import * as consoleSessions from './015_console_sessions.js';
 import * as rollouts from './016_rollouts.js';
+import * as rehearsals from './017_rehearsals.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -38,4 +39,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '014_traces': traces,
   '015_console_sessions': consoleSessions,
   '016_rollouts': rollouts,
+  '017_rehearsals': rehearsals,
 };
