@@ -1,3 +1,4 @@
+import type { ServerSentEvent } from './sse.js';
 import type { z } from 'zod';
 import type { EndpointInput, EndpointName, EndpointOutput } from '../contract/endpoints.js';
 import { routes, type Route } from '../contract/routes.js';
@@ -217,6 +218,15 @@ export class AgentctlClient {
       const { streamTask } = await import('./stream.js');
       yield* streamTask(context, taskId, { ...options, signal });
     }
+  }
+
+  /**
+   * `GET /versions/{id}/deliveries/stream`: a dev version's deliveries as Server-Sent Events
+   * (`agentctl dev` holds it open and reconnects itself), until the server ends it or `signal` aborts.
+   */
+  async *streamVersionDeliveries(versionId: string, options: { signal?: AbortSignal } = {}): AsyncGenerator<ServerSentEvent> {
+    const { readEventStream } = await import('./sse.js');
+    yield* readEventStream(this, `/versions/${encodeURIComponent(versionId)}/deliveries/stream`, {}, options.signal);
   }
 
   private signalFor(call: CallOptions): AbortSignal {

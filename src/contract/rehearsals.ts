@@ -71,7 +71,10 @@ export const RehearsedEvent = z
   .meta({ id: 'RehearsedEvent' });
 export type RehearsedEvent = z.infer<typeof RehearsedEvent>;
 
-export const StateDifference = z.object({ path: z.string(), original: z.unknown(), rehearsal: z.unknown() }).meta({ id: 'StateDifference' });
+/** A path whose value differs; a side is absent where the path is missing there. */
+export const StateDifference = z
+  .object({ path: z.string(), original: z.unknown().optional(), rehearsal: z.unknown().optional() })
+  .meta({ id: 'StateDifference' });
 export type StateDifference = z.infer<typeof StateDifference>;
 
 export const Regression = z

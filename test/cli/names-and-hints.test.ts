@@ -115,7 +115,8 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       expect(result.code).toBe(5);
       expect(result.stderr).toBe(
         `error: Branch main (${v1.branch_id}) still has 1 running or idle task; pass force: true to terminate them (409 branch_has_tasks)\n` +
-          'hint: Move its tasks first (agentctl tasks migrate), or pass --force to terminate them.\n',
+          'hint: Move its tasks first (agentctl tasks migrate), or pass --force to terminate them.\n' +
+          `trace: ${traceIdOf(result.stderr)}\n`,
       );
     });
 
@@ -127,7 +128,8 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
       expect(result.code).toBe(5);
       expect(result.stderr).toBe(
         `error: The image of version v1 (${v1.version_id}) expired at 2020-01-01T00:00:00.000Z; deploy it again instead (409 image_expired)\n` +
-          'hint: That version’s image is past its retention; pick a newer version.\n',
+          'hint: That version’s image is past its retention; pick a newer version.\n' +
+          `trace: ${traceIdOf(result.stderr)}\n`,
       );
     });
 
@@ -269,3 +271,10 @@ describe.each(engines)('agentctl names, paging and hints (%s)', (engine) => {
     });
   });
 });
+
+/** The trace id an error names on its last line (README "Traces"): a user pastes it into agentctl trace. */
+function traceIdOf(stderr: string): string {
+  const id = /^trace: ([0-9a-f]{32})$/m.exec(stderr)?.[1];
+  expect(id, 'the error names its trace').toBeDefined();
+  return id!;
+}

@@ -156,7 +156,14 @@ describe('response shapes (the CLI parses answers without zod)', () => {
         total: 1,
         branch_id: null,
         versions: [
-          { ...Object.fromEntries(Object.entries(version).filter(([k]) => k !== 'extra')), git_message: '', is_dirty: false, replicas: 0, rollback_count: 0 },
+          {
+            ...Object.fromEntries(Object.entries(version).filter(([k]) => k !== 'extra')),
+            git_message: '',
+            is_dirty: false,
+            replicas: 0,
+            rollback_count: 0,
+            double_texting: 'enqueue',
+          },
         ],
       },
     });

@@ -5,7 +5,6 @@ import path from 'node:path';
 import { execa } from 'execa';
 import { ApiRequestError } from '../../client/errors.js';
 import type { Client } from '../../client/index.js';
-import { readEventStream } from '../../client/sse.js';
 import { PROCESS_ENV } from '../../contract/acp.js';
 import type { PulledDelivery, StreamRecord } from '../../contract/conversation.js';
 import { DEFAULT_ACP_TYPE, DEV_BRANCH_PREFIX, DEV_IMAGE_PREFIX, PULL_DELIVERY_SSE_EVENT, PULL_OPEN_SSE_EVENT } from '../../contract/enums.js';
@@ -194,7 +193,7 @@ async function pullDeliveries(
   while (!signal.aborted) {
     let failure = 'the server ended the stream';
     try {
-      for await (const event of readEventStream(client, `/versions/${encodeURIComponent(versionId)}/deliveries/stream`, {}, signal)) {
+      for await (const event of client.streamVersionDeliveries(versionId, { signal })) {
         if (event.event === PULL_OPEN_SSE_EVENT) {
           if (failures > 0) print.note('ok', `reconnected to ${client.baseUrl}; deliveries flow again`);
           failures = 0;

@@ -31,6 +31,8 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
     completeDelivery(db, await call.access(), params.delivery_id, body?.spans ? { spans: body.spans, tracing: service.tracing } : undefined),
   );
   host.handle('streamVersionDeliveries', async ({ params }, call) => {
+    // Ids are delivery ids; what the stream held unanswered comes again anyway, so the value is only checked.
+    parseLastEventId(call.request.headers['last-event-id']);
     const delivery = service.delivery;
     if (!delivery) throw conflict('no_runtime', 'This server delivers nothing (it runs without a dispatcher)');
     // Checked before the stream starts, so a refusal keeps its JSON body.
