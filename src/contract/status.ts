@@ -36,10 +36,7 @@ export const StatusAgent = z.object({
   branches: z.array(StatusBranch),
 });
 
-/**
- * A rollout in progress: filled once rollouts exist as records (DESIGN.md section 14); until then the
- * list is always empty.
- */
+/** A rollout in progress (RUNNING or PAUSED; `agentctl rollouts`): where it stands, e.g. `step 1 of 3 (10%)`. */
 export const StatusRollout = z.object({
   id: z.string(),
   branch_id: z.string(),

@@ -193,12 +193,23 @@ describe.each(engines)('rollouts and the migration history (%s)', (engine) => {
       await pass(Date.now());
       const paused = await api('POST', `/rollouts/${created.id}/pause`);
       expect(paused.body.status).toBe('PAUSED');
+      expect((await api('GET', `/status?agent=${v1.agent_id}`)).body.rollouts).toEqual([
+        {
+          id: created.id,
+          branch_id: paused.body.branch_id,
+          from_version_id: v1.version_id,
+          to_version_id: paused.body.to_version_id,
+          step: `paused at step 1 of ${paused.body.steps.length} (${paused.body.percent}%)`,
+          started_at: paused.body.created_at,
+        },
+      ]);
       await pass(Date.now() + 60_000);
       expect((await rollout(created.id)).step).toBe(1);
       const resumed = await api('POST', `/rollouts/${created.id}/resume`);
       expect(resumed.body).toMatchObject({ status: 'RUNNING', step: 1 });
       const aborted = await api('POST', `/rollouts/${created.id}/abort`);
       expect(aborted.body.status).toBe('ABORTED');
+      expect((await api('GET', `/status?agent=${v1.agent_id}`)).body.rollouts).toEqual([]);
       expect(aborted.body.reason).toMatch(/^aborted by .+; 1 task moved back to v1$/);
       expect(await onVersion(ids, v1.version_id)).toBe(10);
       expectError(

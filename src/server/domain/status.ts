@@ -13,6 +13,8 @@ import { iso } from '../store/mappers.js';
 import { agentById, agentByPath, inCallerOrg } from './lookup.js';
 import { splitAgentName } from './tasks.js';
 import { visibleRows } from './visibility.js';
+import { listRollouts } from './rollouts.js';
+import { ACTIVE_ROLLOUT_STATUSES } from '../../contract/rollout-rules.js';
 
 /** Versions shown as in progress beside the serving one: coming up, or draining their tasks. */
 const IN_PROGRESS_STATUSES = ['DEPLOYING', 'DRAINING'] as const;
@@ -101,7 +103,16 @@ export async function getStatus(db: Db, perms: Permissions, query: { agent?: str
     server: { version: server.version, engine: server.engine, time: now.toISOString() },
     agent: agentSection,
     tasks,
-    rollouts: [],
+    rollouts: (await listRollouts(db, perms, { agent_id: agent?.id, limit: 1000 })).rollouts
+      .filter((r) => (ACTIVE_ROLLOUT_STATUSES as readonly string[]).includes(r.status))
+      .map((r) => ({
+        id: r.id,
+        branch_id: r.branch_id,
+        from_version_id: r.from_version_id,
+        to_version_id: r.to_version_id,
+        step: `${r.status === 'PAUSED' ? 'paused at ' : ''}step ${r.step} of ${r.steps.length} (${r.percent}%)`,
+        started_at: r.created_at,
+      })),
     deliveries: {
       pending: (open.get('pending')?.n ?? 0) + (open.get('in_flight')?.n ?? 0),
       leased: open.get('leased')?.n ?? 0,
