@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -115,6 +115,16 @@ describe.each(engines)('e2e on %s: a secret set with the CLI reaches the agent a
 
   afterAll(async () => {
     await agentctl(['server', 'stop']);
+    // A stop that did not finish (a loaded machine) leaves no server behind: stopped by its pid.
+    const pidFile = path.join(dataDir, 'server.pid');
+    const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : 0;
+    if (pid > 0) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
     await dropDatabase?.();
     scratch.remove();
   });
