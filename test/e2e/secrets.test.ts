@@ -34,13 +34,17 @@ const server = new AgentServer({
 await server.listen();
 `;
 
-/** Every file under `dir`, as bytes decoded loosely (binary files too: PGlite's pages, logs, the agent's source). */
-function filesUnder(dir: string): Array<{ file: string; text: string }> {
-  const found: Array<{ file: string; text: string }> = [];
+/**
+ * Every file under `dir` (binary files too: PGlite's pages, logs, the agent's source), read one at a
+ * time, with which of `needles` it holds: the data directory is too large to hold in memory at once.
+ */
+function scanFiles(dir: string, needles: string[]): Array<{ file: string; holds: string[] }> {
+  const found: Array<{ file: string; holds: string[] }> = [];
   for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
     const file = path.join(entry.parentPath, entry.name);
     if (!entry.isFile() || statSync(file).size > 256 * 1024 * 1024) continue;
-    found.push({ file, text: readFileSync(file).toString('latin1') });
+    const text = readFileSync(file).toString('latin1');
+    found.push({ file, holds: needles.filter((needle) => text.includes(needle)) });
   }
   return found;
 }
@@ -169,12 +173,16 @@ describe.each(engines)('e2e on %s: a secret set with the CLI reaches the agent a
     expect(traced.some((t) => t.includes('"value":"[redacted]"'))).toBe(true);
 
     // Nowhere else: every answer and trace of this test, and every file of the data directory.
-    const everything = [...transcript.map((text, i) => ({ file: `agentctl call ${i}`, text })), ...filesUnder(dataDir)];
-    expect(everything.filter(({ text }) => text.includes('[debug]')).length).toBeGreaterThan(10);
-    expect(filesUnder(dataDir).some(({ file }) => file.endsWith('server.log'))).toBe(true);
-    for (const value of [FIRST, SECOND]) {
-      expect(everything.filter(({ text }) => text.includes(value)).map(({ file }) => file)).toEqual([]);
-      expect(everything.filter(({ text }) => text.includes(Buffer.from(value).toString('base64'))).map(({ file }) => file)).toEqual([]);
+    const base64 = (value: string) => Buffer.from(value).toString('base64');
+    const needles = [FIRST, SECOND, base64(FIRST), base64(SECOND), '[debug]'];
+    const everything = [
+      ...transcript.map((text, i) => ({ file: `agentctl call ${i}`, holds: needles.filter((needle) => text.includes(needle)) })),
+      ...scanFiles(dataDir, needles),
+    ];
+    expect(everything.filter(({ holds }) => holds.includes('[debug]')).length).toBeGreaterThan(10);
+    expect(everything.some(({ file }) => file.endsWith('server.log'))).toBe(true);
+    for (const value of [FIRST, SECOND, base64(FIRST), base64(SECOND)]) {
+      expect(everything.filter(({ holds }) => holds.includes(value)).map(({ file }) => file)).toEqual([]);
     }
   });
 });
