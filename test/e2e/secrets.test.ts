@@ -34,15 +34,23 @@ const server = new AgentServer({
 await server.listen();
 `;
 
+/** The files under `dir`, not following symbolic links (the agent's node_modules links to this checkout). */
+function* filesIn(dir: string): Generator<string> {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) yield* filesIn(file);
+    else if (entry.isFile()) yield file;
+  }
+}
+
 /**
  * Every file under `dir` (binary files too: PGlite's pages, logs, the agent's source), read one at a
- * time, with which of `needles` it holds: the data directory is too large to hold in memory at once.
+ * time, with which of `needles` it holds.
  */
 function scanFiles(dir: string, needles: string[]): Array<{ file: string; holds: string[] }> {
   const found: Array<{ file: string; holds: string[] }> = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    const file = path.join(entry.parentPath, entry.name);
-    if (!entry.isFile() || statSync(file).size > 256 * 1024 * 1024) continue;
+  for (const file of filesIn(dir)) {
+    if (statSync(file).size > 256 * 1024 * 1024) continue;
     const text = readFileSync(file).toString('latin1');
     found.push({ file, holds: needles.filter((needle) => text.includes(needle)) });
   }
