@@ -23,11 +23,11 @@ import { consolePages } from './http/console.js';
 import { MasterKey } from './secrets/keyring.js';
 import { requestSpans } from './tracing/request-spans.js';
 import { Tracing, tracingEnabled } from './tracing/tracing.js';
+import { SERVICE_VERSION } from './version.js';
 
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 export { EndpointCoverageError } from './http/endpoint-routes.js';
 
-export const SERVICE_VERSION = '0.1.0';
 
 export interface AppOptions {
   store: Store;

@@ -1,6 +1,6 @@
 import type { RouteHost, ServiceContext } from '../route-host.js';
 import { getStatus } from '../domain/status.js';
-import { SERVICE_VERSION } from '../app.js';
+import { SERVICE_VERSION } from '../version.js';
 
 export function registerStatusRoutes(host: RouteHost, service: ServiceContext): void {
   const db = service.store.db;
