@@ -30,6 +30,7 @@ import { inCallerOrg, lockBranch, versionById } from './lookup.js';
 import { resolveTarget } from './migrate.js';
 import { moveRecorded, TAKES_TASKS_BACK } from './migration-history.js';
 import { isRefusal, next } from './version-lifecycle.js';
+import { visibleRows } from './visibility.js';
 
 type Trx = Kysely<Database>;
 type Row = Selectable<RolloutsTable>;
@@ -153,17 +154,30 @@ export async function getRollout(db: Db, perms: Permissions, id: string): Promis
   });
 }
 
+/** `GET /rollouts`: newest first, the ones of agents the caller may read, one page of them. */
 export async function listRollouts(
   db: Db,
   perms: Permissions,
-  q: { agent_id?: string; branch_id?: string; status?: string; limit: number },
+  q: { agent_id?: string; branch_id?: string; status?: string | readonly string[]; limit: number; page_number: number },
 ): Promise<{ rollouts: Rollout[]; total: number }> {
-  let query = db.selectFrom('rollouts').selectAll().where(inCallerOrg(perms, 'rollouts.namespace_id'));
+  let query = db
+    .selectFrom('rollouts')
+    .where(inCallerOrg(perms, 'rollouts.namespace_id'))
+    .where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'rollouts.namespace_id', 'rollouts.agent_id'));
   if (q.agent_id) query = query.where('agent_id', '=', q.agent_id);
   if (q.branch_id) query = query.where('branch_id', '=', q.branch_id);
-  if (q.status) query = query.where('status', '=', q.status);
-  const rows = (await query.orderBy('id', 'desc').execute()).filter((r) => perms.can('read', agentRef(r)));
-  return { rollouts: rows.slice(0, q.limit).map((r) => toRollout(r)), total: rows.length };
+  if (typeof q.status === 'string') query = query.where('status', '=', q.status);
+  else if (q.status) query = query.where('status', 'in', [...q.status]);
+  const [rows, count] = await Promise.all([
+    query
+      .selectAll()
+      .orderBy('id', 'desc')
+      .limit(q.limit)
+      .offset((q.page_number - 1) * q.limit)
+      .execute(),
+    query.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rollouts: rows.map((r) => toRollout(r)), total: count.n };
 }
 
 /** Locks the rollout (its branch first: the lock order of lookup.ts) and reads it as it is now. */
