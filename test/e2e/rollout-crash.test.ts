@@ -2,7 +2,6 @@ import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } fro
 import path from 'node:path';
 import { execa } from 'execa';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { openDatabase } from '../../src/server/store/db.js';
 import { tempDir } from '../cli/support.js';
@@ -233,59 +232,4 @@ describe.each(engines)('e2e on %s: a server killed mid-step resumes the rollout'
     expect(await hookDeliveries(v2.id)).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
     await startServer();
   });
-
-  test.runIf(engine === 'postgres')(
-    'killed inside the step’s transaction: nothing of the step is kept, and the restarted server takes it once',
-    { timeout: 400_000 },
-    async () => {
-      const tasks = (await json(['tasks', 'list'])).tasks.map((t: { id: string }) => t.id).sort();
-      expect(tasks).toHaveLength(TASKS);
-      const v3 = await deployFlavor('v3');
-      expect(v3).toMatchObject({ status: 'ACTIVE', number: 3 });
-      // The test holds a lock on the first task's row: the step's move statement waits on it, inside its transaction.
-      const holder = new pg.Client({ connectionString: databaseUrl });
-      await holder.connect();
-      try {
-        await holder.query('BEGIN');
-        await holder.query('SELECT id FROM tasks WHERE id = $1 FOR UPDATE', [tasks[0]]);
-        const rollout = await json(['tasks', 'migrate', '--from', 'v2', '--to', 'v3', '--steps', '50,100', '--watch', '2s', '--yes']);
-        await until(
-          'the step waiting inside its transaction',
-          async () =>
-            (
-              await holder.query(
-                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE tasks SET current_version_id%'`,
-              )
-            ).rows[0].n,
-          (n) => n === 1,
-        );
-        await killServer();
-        await startServer();
-        await holder.query('ROLLBACK');
-
-        const done = await until(
-          'the rollout finished',
-          () => json(['rollouts', 'get', rollout.id]),
-          (r) => r.status !== 'RUNNING',
-        );
-        expect(done).toMatchObject({ status: 'SUCCEEDED', step: 2, percent: 100 });
-        const moves = await movesOf(rollout.id);
-        expect(moves.kinds).toEqual([
-          ['rollout_step', 2, 3],
-          ['rollout_step', 1, 3],
-        ]);
-        expect(moves.tasks).toEqual(tasks);
-        await until(
-          'every task upgraded to v3',
-          () => Promise.all(tasks.map(upgradesOf)),
-          (all) => all.every((u) => u.length === 2),
-        );
-        expect(await Promise.all(tasks.map(upgradesOf))).toEqual(tasks.map(() => ['v1->v2', 'v2->v3']));
-        const hooks = await hookDeliveries(v3.id);
-        expect(hooks).toEqual(Object.fromEntries(tasks.map((id: string) => [id, 1])));
-      } finally {
-        await holder.end();
-      }
-    },
-  );
 });
