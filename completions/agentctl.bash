@@ -286,12 +286,12 @@ _agentctl() {
     'fs push') COMPREPLY=($(compgen -W "--fs --force $globals" -- "$cur")) ;;
     'completion') COMPREPLY=($(compgen -W "bash zsh fish $globals" -- "$cur")) ;;
     'dev') COMPREPLY=($(compgen -W "--keep --user $globals" -- "$cur")) ;;
-    'migrations list') COMPREPLY=($(compgen -W "--agent -a --rollout --limit $globals" -- "$cur")) ;;
+    'migrations list') COMPREPLY=($(compgen -W "--agent -a --rollout --limit --page --all $globals" -- "$cur")) ;;
     'migrations get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'migrations undo') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'open') COMPREPLY=($(compgen -W "--print $globals" -- "$cur")) ;;
     'rehearsals get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
-    'rollouts list') COMPREPLY=($(compgen -W "--agent -a --status --limit $globals" -- "$cur")) ;;
+    'rollouts list') COMPREPLY=($(compgen -W "--agent -a --status --limit --page --all $globals" -- "$cur")) ;;
     'rollouts get') COMPREPLY=($(compgen -W "--follow -f $globals" -- "$cur")) ;;
     'rollouts abort') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'rollouts pause') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;

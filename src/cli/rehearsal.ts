@@ -153,6 +153,10 @@ export function renderReport(ctx: CommandContext, r: Rehearsal, from: string, to
     );
   } else if (r.status !== 'completed') {
     out.push('The rehearsal has not completed yet.');
+  } else if (t.tasks > 0 && t.skipped_tasks === t.tasks) {
+    // Nothing ran on the target: no verdict to give, only why.
+    const why = r.tasks.find((task) => task.skipped)?.skipped;
+    out.push(c.yellow(`Nothing was replayed, so nothing was checked${why ? `: ${why}` : ''}.`));
   } else {
     const diffs = t.message_differences + t.state_differences;
     out.push(

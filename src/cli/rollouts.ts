@@ -89,4 +89,10 @@ export function migrationRecordView(m: MigrationRecord, labels: Labels): View {
   ]);
 }
 
-export const rolloutTable = (rollouts: Rollout[], labels: Labels) => table(rolloutColumns(labels), rollouts, 'No rollouts.');
+/** Filtered: says no rollout matched; else how to start one. */
+export const rolloutTable = (rollouts: Rollout[], labels: Labels, filtered = false) =>
+  table(
+    rolloutColumns(labels),
+    rollouts,
+    filtered ? 'No rollouts match.' : 'No rollouts yet. Start one with: agentctl tasks migrate --from v1 --to-latest --steps 10,50,100',
+  );

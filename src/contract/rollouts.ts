@@ -3,7 +3,7 @@
  * and the migration history: the schemas (the rules and parsers are in rollout-rules.ts).
  */
 import { z } from 'zod';
-import { QueryInt, Timestamp } from './common.js';
+import { PageQuery, Timestamp } from './common.js';
 import {
   MIGRATION_KINDS,
   parseDuration,
@@ -119,7 +119,8 @@ export const ListRolloutsQuery = z.object({
   agent_id: z.string().min(1).optional(),
   branch_id: z.string().min(1).optional(),
   status: z.enum(ROLLOUT_STATUSES).optional(),
-  limit: QueryInt(1, 200).default(50),
+  limit: PageQuery.limit,
+  page_number: PageQuery.page_number,
 });
 
 export const MigrationRecord = z
@@ -151,5 +152,6 @@ export const ListMigrationsQuery = z.object({
   agent_id: z.string().min(1).optional(),
   branch_id: z.string().min(1).optional(),
   rollout_id: z.string().min(1).optional(),
-  limit: QueryInt(1, 200).default(50),
+  limit: PageQuery.limit,
+  page_number: PageQuery.page_number,
 });

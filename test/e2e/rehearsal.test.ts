@@ -172,6 +172,15 @@ describe.each(engines)('e2e on %s: rehearse, migrate with onMigrate, roll back',
     expect((await json(['tasks', 'get', task.id])).current_version_id).toBe(v1.id);
     expect(await agentctl(['tasks', 'send', task.id, 'add kiwi'])).toMatchObject({ exitCode: 0 });
     await replied(task.id, 'added kiwi (4 items)');
+
+    // A version without onEvent: the replay runs nothing and says why, instead of a verdict.
+    const mute = await deployFlavor('no-events');
+    expect(mute).toMatchObject({ status: 'ACTIVE', number: 4 });
+    const nothing = await agentctl(['tasks', 'replay', 'groceries', '--on', 'v4']);
+    expect(nothing.exitCode, nothing.stdout + nothing.stderr).toBe(0);
+    const why = `v4 (${mute.id}) has no onEvent handler (its agent registered onCreate, onMigrate): there is nothing to replay the events to`;
+    expect(nothing.stdout).toContain(`Replayed nothing: ${why}`);
+    expect(nothing.stdout.trim().split('\n').at(-1)).toBe(`Nothing was replayed, so nothing was checked: ${why}.`);
   });
 });
 

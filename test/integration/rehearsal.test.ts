@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { sql } from 'kysely';
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { startDispatcher, type Dispatcher } from '../../src/server/delivery/dispatcher.js';
 import { startRehearsalDriver, type RehearsalDriver } from '../../src/server/delivery/rehearsal-driver.js';
@@ -213,6 +214,27 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
       /^v3 \(ver_\w+\) has no onEvent handler \(its agent registered onCreate, onMigrate\): there is nothing to replay the events to$/,
     );
     expect(skipped.tasks[0].shadow_task_id).toBeNull();
+  });
+
+  test('a task with 10,000 events is replayed up to max_events, and the report says so', async () => {
+    await ledger('v1');
+    const taskId = await liveTask(['add apple']);
+    // 9,999 more recorded events (written as the table holds them: sending each through the API would take minutes).
+    await sql`
+      INSERT INTO events (id, task_id, agent_id, sequence_id, content)
+      SELECT 'evt_bulk_' || lpad(i::text, 5, '0'), t.id, t.agent_id, 100000 + i, jsonb_build_object('type', 'text', 'text', 'add item' || i)
+      FROM tasks t, generate_series(1, 9999) i WHERE t.id = ${taskId}`.execute(svc.store.db);
+    const v2 = await ledger('v2');
+    const started = await svc.api<Rehearsal>('POST', '/rehearsals', { body: { task_ids: [taskId], to_version_id: v2.version_id, max_events: 3 } });
+    expect(started.status).toBe(201);
+    const report = await completed(started.body.id);
+    expect(report.totals).toMatchObject({ tasks: 1, events_planned: 3, events_replayed: 3, truncated_tasks: 1, handler_errors: 0 });
+    expect(report.tasks[0]).toMatchObject({
+      events_total: 10_000,
+      events_planned: 3,
+      events_replayed: 3,
+      truncated: 'The task has 10000 events; the first 3 were replayed (max_events 3).',
+    });
   });
 
   test('onMigrate upgrades the state v1 -> v2 before the next event, and a rollback runs it back', async () => {

@@ -23,6 +23,12 @@ type Executor = Kysely<Database>;
 
 /** Why a leased delivery went back to pending when its replica went (recorded as its last error). */
 export const REPLICA_GONE_REASON = 'the agent process that took it exited before reporting its handler finished';
+/**
+ * Every replica of the version went at once: the runtime stopped them, or they were a previous
+ * server's (killed, its agents gone with it). The platform's doing, not the version's: no retry
+ * budget is spent, and a rollout does not count it against the version (rollouts.ts).
+ */
+export const REPLICAS_STOPPED_REASON = 'the version’s agent processes were stopped, or the server restarted, before the handler finished';
 /** The streaming_error of a message whose writer's process went away mid-message. */
 export const WRITER_GONE_REASON = 'the agent process writing it exited before finishing it';
 
@@ -145,7 +151,8 @@ export async function deliveryNow(db: Db, deliveryId: string): Promise<Delivery>
 
 /**
  * The replica at `acpUrl` of the version (every replica, when null) went away: what it held leased
- * goes back for redelivery at once, and counts as a failed attempt against the retry budget. Returns
+ * goes back for redelivery at once. A replica that went alone counts as a failed attempt against the
+ * retry budget; every replica at once (the runtime stopped them, the server restarted) does not. Returns
  * the tasks whose turns it released: once committed, their messages still streaming end INTERRUPTED
  * (`interruptStreams`).
  */
@@ -157,8 +164,9 @@ export async function releaseLeases(trx: Executor, versionId: string, acpUrl: st
       leased_to: null,
       claimed_by: null,
       claimed_until: null,
-      last_error: REPLICA_GONE_REASON,
-      failing_since: sql`COALESCE(failing_since, now())`,
+      last_error: acpUrl === null ? REPLICAS_STOPPED_REASON : REPLICA_GONE_REASON,
+      // Every replica at once is the platform's doing: no failure of the agent, so no retry budget spent.
+      failing_since: acpUrl === null ? sql`failing_since` : sql`COALESCE(failing_since, now())`,
       next_attempt_at: sql`now()`,
       updated_at: new Date(),
     })

@@ -16,6 +16,7 @@ import { statusList } from '../store/sql.js';
 import { conflict, notFound } from './errors.js';
 import { settleDraining } from './events.js';
 import { inCallerOrg, lockBranch } from './lookup.js';
+import { visibleRows } from './visibility.js';
 
 type Trx = Kysely<Database>;
 
@@ -108,38 +109,46 @@ function toRecord(row: Row, withMoves: boolean): MigrationRecord {
 
 const agentRef = (row: { agent_id: string; namespace_id: string }) => ({ type: 'agent', id: row.agent_id, namespaceId: row.namespace_id }) as const;
 
-/** `GET /migrations`: newest first, the ones of agents the caller may read. */
+/** `GET /migrations`: newest first, the ones of agents the caller may read, one page of them (without their moves). */
 export async function listMigrations(
   db: Db,
   perms: Permissions,
-  q: { agent_id?: string; branch_id?: string; rollout_id?: string; limit: number },
+  q: { agent_id?: string; branch_id?: string; rollout_id?: string; limit: number; page_number: number },
 ): Promise<{ migrations: MigrationRecord[]; total: number }> {
   let query = db
     .selectFrom('migrations')
-    .select([
-      'id',
-      'branch_id',
-      'agent_id',
-      'namespace_id',
-      'kind',
-      'rollout_id',
-      'step',
-      'to_version_id',
-      'from_version_ids',
-      'count',
-      'reason',
-      'undoes_id',
-      'undone_by_id',
-      'created_by_key_id',
-      'created_at',
-    ])
-    .select(sql<[string, string][]>`'[]'::jsonb`.as('moves'))
-    .where(inCallerOrg(perms, 'migrations.namespace_id'));
+    .where(inCallerOrg(perms, 'migrations.namespace_id'))
+    .where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'migrations.namespace_id', 'migrations.agent_id'));
   if (q.agent_id) query = query.where('agent_id', '=', q.agent_id);
   if (q.branch_id) query = query.where('branch_id', '=', q.branch_id);
   if (q.rollout_id) query = query.where('rollout_id', '=', q.rollout_id);
-  const rows = (await query.orderBy('id', 'desc').execute()).filter((r) => perms.can('read', agentRef(r)));
-  return { migrations: rows.slice(0, q.limit).map((r) => toRecord(r, false)), total: rows.length };
+  const [rows, count] = await Promise.all([
+    query
+      .select([
+        'id',
+        'branch_id',
+        'agent_id',
+        'namespace_id',
+        'kind',
+        'rollout_id',
+        'step',
+        'to_version_id',
+        'from_version_ids',
+        'count',
+        'reason',
+        'undoes_id',
+        'undone_by_id',
+        'created_by_key_id',
+        'created_at',
+      ])
+      .select(sql<[string, string][]>`'[]'::jsonb`.as('moves'))
+      .orderBy('id', 'desc')
+      .limit(q.limit)
+      .offset((q.page_number - 1) * q.limit)
+      .execute(),
+    query.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { migrations: rows.map((r) => toRecord(r, false)), total: count.n };
 }
 
 async function migrationRow(db: Kysely<Database>, perms: Permissions, id: string, permission: 'read' | 'write'): Promise<Row> {

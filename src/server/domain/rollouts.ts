@@ -29,7 +29,9 @@ import { appendEvent, settleDraining } from './events.js';
 import { inCallerOrg, lockBranch, versionById } from './lookup.js';
 import { resolveTarget } from './migrate.js';
 import { moveRecorded, TAKES_TASKS_BACK } from './migration-history.js';
+import { clearMigrationErrors, enqueueMigrationHooks, MIGRATE_HANDLER, versionDeclares } from './migration-hooks.js';
 import { isRefusal, next } from './version-lifecycle.js';
+import { visibleRows } from './visibility.js';
 
 type Trx = Kysely<Database>;
 type Row = Selectable<RolloutsTable>;
@@ -153,17 +155,30 @@ export async function getRollout(db: Db, perms: Permissions, id: string): Promis
   });
 }
 
+/** `GET /rollouts`: newest first, the ones of agents the caller may read, one page of them. */
 export async function listRollouts(
   db: Db,
   perms: Permissions,
-  q: { agent_id?: string; branch_id?: string; status?: string; limit: number },
+  q: { agent_id?: string; branch_id?: string; status?: string | readonly string[]; limit: number; page_number: number },
 ): Promise<{ rollouts: Rollout[]; total: number }> {
-  let query = db.selectFrom('rollouts').selectAll().where(inCallerOrg(perms, 'rollouts.namespace_id'));
+  let query = db
+    .selectFrom('rollouts')
+    .where(inCallerOrg(perms, 'rollouts.namespace_id'))
+    .where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'rollouts.namespace_id', 'rollouts.agent_id'));
   if (q.agent_id) query = query.where('agent_id', '=', q.agent_id);
   if (q.branch_id) query = query.where('branch_id', '=', q.branch_id);
-  if (q.status) query = query.where('status', '=', q.status);
-  const rows = (await query.orderBy('id', 'desc').execute()).filter((r) => perms.can('read', agentRef(r)));
-  return { rollouts: rows.slice(0, q.limit).map((r) => toRollout(r)), total: rows.length };
+  if (typeof q.status === 'string') query = query.where('status', '=', q.status);
+  else if (q.status) query = query.where('status', 'in', [...q.status]);
+  const [rows, count] = await Promise.all([
+    query
+      .selectAll()
+      .orderBy('id', 'desc')
+      .limit(q.limit)
+      .offset((q.page_number - 1) * q.limit)
+      .execute(),
+    query.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rollouts: rows.map((r) => toRollout(r)), total: count.n };
 }
 
 /** Locks the rollout (its branch first: the lock order of lookup.ts) and reads it as it is now. */
@@ -210,6 +225,8 @@ export async function controlRollout(db: Db, perms: Permissions, id: string, act
 /**
  * The figures of one version's tasks since `since`: live tasks now, deliveries made to the
  * version, the deliveries of it that failed or timed out, and the handler errors its tasks reported.
+ * A delivery sent again because the server restarted (or the runtime stopped the version) is no
+ * failure of the version (deliveries.ts releaseLeases): a server killed mid-step must not revert a good rollout.
  */
 async function figures(db: Kysely<Database>, versionId: string, since: Date): Promise<RolloutFigures> {
   const row = (
@@ -352,6 +369,7 @@ async function startStep(trx: Trx, row: Row, index: number, now: Date): Promise<
     step: index + 1,
     reason: `rollout ${row.id} step ${index + 1} (${percent}%)`,
   });
+  await runMigrateHooks(trx, migrationId, row.from_version_id, row.to_version_id);
   const entry: RolloutStepReport = {
     step: index + 1,
     percent,
@@ -369,6 +387,19 @@ async function startStep(trx: Trx, row: Row, index: number, now: Date): Promise<
 }
 
 /**
+ * The state upgrade of the tasks a step or revert moved (migration-hooks.ts): one `task/migrate`
+ * delivery each, enqueued in the move's own transaction, so a server killed mid-step leaves either
+ * the move with its hooks or neither. Reads the moved ids from the record only when `to` declared onMigrate.
+ */
+async function runMigrateHooks(trx: Trx, migrationId: string | null, from: string, to: string): Promise<void> {
+  if (migrationId === null || !(await versionDeclares(trx, to, MIGRATE_HANDLER))) return;
+  const record = await trx.selectFrom('migrations').select('moves').where('id', '=', migrationId).executeTakeFirstOrThrow();
+  const ids = (record.moves as [string, string][]).map(([taskId]) => taskId);
+  await clearMigrationErrors(trx, ids);
+  await enqueueMigrationHooks(trx, ids, from, to);
+}
+
+/**
  * Moves back every task the rollout put on the target (its steps' tasks, and the new tasks its ramp
  * started there) that is still there and live, recorded as a `revert`; the rollout stops with `reason`.
  */
@@ -378,7 +409,7 @@ async function revert(trx: Trx, row: Row, status: 'REVERTED' | 'ABORTED', reason
   const source = await trx.selectFrom('versions').select(['id', 'number', 'status']).where('id', '=', row.from_version_id).executeTakeFirstOrThrow();
   let finalReason = reason;
   if ((TAKES_TASKS_BACK as readonly string[]).includes(source.status)) {
-    const { count } = await moveRecorded(
+    const { count, migrationId } = await moveRecorded(
       trx,
       row.to_version_id,
       row.from_version_id,
@@ -387,6 +418,8 @@ async function revert(trx: Trx, row: Row, status: 'REVERTED' | 'ABORTED', reason
             OR (branch_id = ${row.branch_id} AND created_version_id = ${row.to_version_id} AND created_at >= ${row.created_at}))`,
       { branchId: row.branch_id, agentId: row.agent_id, namespaceId: row.namespace_id, kind: 'revert', rolloutId: row.id, reason },
     );
+    // The revert runs the source's onMigrate in reverse direction, like a rollback.
+    await runMigrateHooks(trx, migrationId, row.to_version_id, row.from_version_id);
     finalReason = `${reason}; ${count} task${count === 1 ? '' : 's'} moved back to ${versionLabel(source.number)}`;
   } else {
     finalReason = `${reason}; ${versionLabel(source.number)} is ${source.status}, so no task could move back`;
