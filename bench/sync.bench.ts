@@ -1,15 +1,20 @@
-// The sync library against the floors the issue names, in the same run:
-// 1. syncUp of a clean 10,000-file tree (the stat-cache re-check) against a bare recursive lstat walk.
-// 2. Full syncUp and syncDown of several trees (48 MiB and 200 MiB of 4 MiB files, one 100 MiB file,
-//    10,000 files of 10 KiB) against `tar | zstd -1` and `zstd -d | tar -x` of the same tree
-//    (Debian's zstd; skipped with a note when it is missing), with the peak memory of each side.
+// The sync library against the floors the issue names, measured in the same run (medians of
+// interleaved runs: each run times the floor and the operation back to back):
+// 1. Full syncUp and syncDown of several trees (48 MiB and 200 MiB of 4 MiB files, one 100 MiB file)
+//    against `tar | zstd -1` and `zstd -d | tar -x` of the same tree (Debian's zstd; skipped with a
+//    note when it is missing), with the peak memory of each side.
+// 2. The scaling table: trees of 1,000, 10,000 and 50,000 small files: full syncUp, full syncDown,
+//    and the clean re-check (syncUp of an unchanged tree, answered from the stat cache) against a
+//    bare recursive lstat walk; the re-check's time growth from 10k to 50k files says whether it is linear.
+// A summary in the issue's rows closes the output.
 //
 // The client runs in a child process (this file with --client) and the server in this one, so each
 // side's memory is its own: a side's figure is its peak RSS (VmHWM, reset through
 // /proc/self/clear_refs just before the operation) less its RSS at that moment. "Streams end to
 // end" means these growths stay flat as the tree grows.
 //
-// Knobs: BENCH_RUNS (3), BENCH_SYNC_FILES (10,000), BENCH_SYNC_TREES (mixed-48,mixed-200,one-100,small-100; also mixed-400),
+// Knobs: BENCH_RUNS (3), BENCH_SYNC_TREES (mixed-48,mixed-200,one-100; also mixed-400),
+// BENCH_SYNC_SCALE (1000,10000,50000: file counts of the scaling table),
 // BENCH_SYNC_SAMPLE=1 (the client's heap and Buffer peaks), BENCH_SYNC_PROF=DIR (a --cpu-prof of each client run).
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -78,7 +83,6 @@ const { generateSecret } = await import('../src/server/auth/secrets.js');
 const { openBlobStore } = await import('../src/server/blobs/index.js');
 const { benchEngines, throwawayDatabase } = await import('./support.js');
 
-const SMALL_FILES = Number(process.env.BENCH_SYNC_FILES ?? 10_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const self = fileURLToPath(import.meta.url);
 
@@ -165,6 +169,7 @@ async function bigFiles(dir: string, totalMiB: number, fileMiB: number): Promise
   }
 }
 
+/** `count` files of `size` bytes, 100 to a directory, half incompressible: a source tree. */
 async function smallFiles(dir: string, count: number, size: number): Promise<void> {
   for (let d = 0; d < count / 100; d++) {
     await mkdir(path.join(dir, `d${d}`), { recursive: true });
@@ -177,89 +182,169 @@ async function smallFiles(dir: string, count: number, size: number): Promise<voi
 const max = (xs: number[]) => Math.max(...xs);
 const hasZstd = spawnSync('zstd', ['--version']).status === 0;
 
-try {
-  // ---- 1. clean re-check of a 10,000-file tree -----------------------------------------------
-  const small = path.join(work, 'small');
-  for (let d = 0; d < SMALL_FILES / 100; d++) {
-    await mkdir(path.join(small, `d${d}`), { recursive: true });
-    await Promise.all(Array.from({ length: 100 }, (_, f) => writeFile(path.join(small, `d${d}`, `f${f}.txt`), `file ${d}/${f}\n`)));
-  }
-  const smallFs = await createFs();
-  await syncUp(transport, smallFs, small);
-  // The files were written just now: wait out the racy-timestamp window so the cache is trusted.
-  await new Promise((r) => setTimeout(r, 1500));
-  await syncUp(transport, smallFs, small);
-  const walkMs: number[] = [];
-  const cleanMs: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    walkMs.push(await timed(() => bareWalk(small)));
-    cleanMs.push(
-      await timed(async () => {
-        const r = await syncUp(transport, smallFs, small);
-        if (r.bytes !== 0) throw new Error('a clean tree was uploaded');
-      }),
-    );
-  }
-  console.log(
-    `clean syncUp of ${fmt(SMALL_FILES)} files: ${fmt(median(cleanMs))} ms; bare lstat walk: ${fmt(median(walkMs))} ms; ratio ${fmt(median(cleanMs) / median(walkMs), 2)}x (median of ${RUNS})`,
-  );
-  await rm(small, { recursive: true, force: true });
+interface FullSyncFigures {
+  upS: number;
+  downS: number;
+  /** Undefined without zstd. */
+  packS?: number;
+  unpackS?: number;
+}
 
-  // ---- 2. full syncs, speed and memory per side ------------------------------------------------
-  const trees: { name: string; make: (dir: string) => Promise<void> }[] = (process.env.BENCH_SYNC_TREES ?? 'mixed-48,mixed-200,one-100,small-100')
-    .split(',')
-    .map((name) => {
-      if (name === 'mixed-48') return { name: '48 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 48, 4) };
-      if (name === 'mixed-200') return { name: '200 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 200, 4) };
-      if (name === 'mixed-400') return { name: '400 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 400, 4) };
-      if (name === 'one-100') return { name: 'one 100 MiB file', make: (d: string) => bigFiles(d, 100, 100) };
-      if (name === 'small-100') return { name: '10,000 files of 10 KiB', make: (d: string) => smallFiles(d, 10_000, 10 * 1024) };
-      throw new Error(`unknown tree ${name}`);
-    });
-  console.log(
-    `client in a child process, server (${database ? 'PostgreSQL' : 'PGlite'}) in this one; memory is each side's peak RSS growth during the operation; times are medians of ${RUNS}, peaks the largest`,
-  );
-  for (const [t, tree] of trees.entries()) {
-    const dir = path.join(work, 'tree');
-    await tree.make(dir);
-    const up: Awaited<ReturnType<typeof clientRun>>[] = [];
-    const down: Awaited<ReturnType<typeof clientRun>>[] = [];
-    for (let i = 0; i < RUNS; i++) {
-      const fsId = await createFs();
-      up.push(await clientRun({ op: 'up', fsId, dir, stateFile: path.join(work, `up-${t}-${i}.json`) }));
-      const dest = path.join(work, `down-${i}`);
-      down.push(await clientRun({ op: 'down', fsId, dir: dest, stateFile: path.join(work, `down-${t}-${i}.json`) }));
-      await rm(dest, { recursive: true, force: true });
+/**
+ * Full syncUp and syncDown of `dir`, each run followed by its floor (the shell pipelines), medians
+ * of RUNS. Leaves the last run's filesystem and state file for a re-check.
+ */
+async function fullSyncs(name: string, dir: string, t: string, print: boolean): Promise<FullSyncFigures & { fsId: string; stateFile: string }> {
+  const up: Awaited<ReturnType<typeof clientRun>>[] = [];
+  const down: Awaited<ReturnType<typeof clientRun>>[] = [];
+  const packRuns: { seconds: number; peakMiB: number }[] = [];
+  const unpackRuns: { seconds: number; peakMiB: number }[] = [];
+  const archive = path.join(work, 'tree.tar.zst');
+  let fsId = '';
+  let stateFile = '';
+  for (let i = 0; i < RUNS; i++) {
+    fsId = await createFs();
+    stateFile = path.join(work, `up-${t}-${i}.json`);
+    if (hasZstd) packRuns.push(shell(`tar -cf - -C '${dir}' . | zstd -1 -q -f -o '${archive}'`));
+    up.push(await clientRun({ op: 'up', fsId, dir, stateFile }));
+    const dest = path.join(work, `down-${i}`);
+    down.push(await clientRun({ op: 'down', fsId, dir: dest, stateFile: path.join(work, `down-${t}-${i}.json`) }));
+    await rm(dest, { recursive: true, force: true });
+    if (hasZstd) {
+      const untar = path.join(work, `untar-${i}`);
+      await mkdir(untar);
+      unpackRuns.push(shell(`zstd -d -q -c '${archive}' | tar -xf - -C '${untar}'`));
+      await rm(untar, { recursive: true, force: true });
     }
-    const upS = median(up.map((r) => r.seconds));
-    const downS = median(down.map((r) => r.seconds));
-    console.log(`\n${tree.name}:`);
+  }
+  const upS = median(up.map((r) => r.seconds));
+  const downS = median(down.map((r) => r.seconds));
+  const packS = hasZstd ? median(packRuns.map((r) => r.seconds)) : undefined;
+  const unpackS = hasZstd ? median(unpackRuns.map((r) => r.seconds)) : undefined;
+  if (print) {
+    console.log(`\n${name}:`);
     console.log(
       `  syncUp   ${fmt(upS, 2)} s | client +${fmt(max(up.map((r) => r.growthMiB)))} MiB | server (receive, validate, store) +${fmt(max(up.map((r) => r.serverGrowthMiB)))} MiB | archive ${fmt(up[0]!.bytes / MiB, 1)} MiB`,
     );
     console.log(
       `  syncDown ${fmt(downS, 2)} s | client +${fmt(max(down.map((r) => r.growthMiB)))} MiB | server (serve) +${fmt(max(down.map((r) => r.serverGrowthMiB)))} MiB`,
     );
-    if (hasZstd) {
-      const archive = path.join(work, 'tree.tar.zst');
-      const packRuns: { seconds: number; peakMiB: number }[] = [];
-      const unpackRuns: { seconds: number; peakMiB: number }[] = [];
-      for (let i = 0; i < RUNS; i++) {
-        packRuns.push(shell(`tar -cf - -C '${dir}' . | zstd -1 -q -f -o '${archive}'`));
-        const dest = path.join(work, `untar-${i}`);
-        await mkdir(dest);
-        unpackRuns.push(shell(`zstd -d -q -c '${archive}' | tar -xf - -C '${dest}'`));
-        await rm(dest, { recursive: true, force: true });
-      }
-      const packS = median(packRuns.map((r) => r.seconds));
-      const unpackS = median(unpackRuns.map((r) => r.seconds));
+    if (packS !== undefined && unpackS !== undefined) {
       console.log(`  tar | zstd -1      ${fmt(packS, 2)} s (peak ${fmt(max(packRuns.map((r) => r.peakMiB)))} MiB) -> syncUp ratio ${fmt(upS / packS, 2)}x`);
       console.log(
         `  zstd -d | tar -x   ${fmt(unpackS, 2)} s (peak ${fmt(max(unpackRuns.map((r) => r.peakMiB)))} MiB) -> syncDown ratio ${fmt(downS / unpackS, 2)}x`,
       );
     }
+  }
+  return { upS, downS, packS, unpackS, fsId, stateFile };
+}
+
+/** The clean re-check of `dir` (already synced as `fsId` with `stateFile`) against a bare lstat walk, medians of RUNS interleaved. */
+async function cleanRecheck(dir: string, fsId: string, stateFile: string): Promise<{ cleanMs: number; walkMs: number }> {
+  // The files were written just now: wait out the racy-timestamp window so the cache is trusted,
+  // then one re-check hashes what the cache could not vouch for and records the stamps.
+  await new Promise((r) => setTimeout(r, 1500));
+  await syncUp(transport, fsId, dir, { stateFile });
+  const walkMs: number[] = [];
+  const cleanMs: number[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    walkMs.push(await timed(() => bareWalk(dir)));
+    cleanMs.push(
+      await timed(async () => {
+        const r = await syncUp(transport, fsId, dir, { stateFile });
+        if (r.bytes !== 0) throw new Error('a clean tree was uploaded');
+      }),
+    );
+  }
+  return { cleanMs: median(cleanMs), walkMs: median(walkMs) };
+}
+
+const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? 'n/a' : `${fmt(a / b, 2)}x`);
+const summary: { measure: string; floor: string; now: string; goal: string }[] = [];
+
+try {
+  // ---- 1. full syncs, speed and memory per side ------------------------------------------------
+  const trees: { key: string; name: string; make: (dir: string) => Promise<void> }[] = (process.env.BENCH_SYNC_TREES ?? 'mixed-48,mixed-200,one-100')
+    .split(',')
+    .filter(Boolean)
+    .map((key) => {
+      if (key === 'mixed-48') return { key, name: '48 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 48, 4) };
+      if (key === 'mixed-200') return { key, name: '200 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 200, 4) };
+      if (key === 'mixed-400') return { key, name: '400 MiB of 4 MiB files', make: (d: string) => bigFiles(d, 400, 4) };
+      if (key === 'one-100') return { key, name: 'one 100 MiB file', make: (d: string) => bigFiles(d, 100, 100) };
+      throw new Error(`unknown tree ${key}`);
+    });
+  console.log(
+    `client in a child process, server (${database ? 'PostgreSQL' : 'PGlite'}) in this one; memory is each side's peak RSS growth during the operation; times are medians of ${RUNS} interleaved runs, peaks the largest`,
+  );
+  const full = new Map<string, FullSyncFigures>();
+  for (const tree of trees) {
+    const dir = path.join(work, 'tree');
+    await tree.make(dir);
+    full.set(tree.key, await fullSyncs(tree.name, dir, tree.key, true));
     await rm(dir, { recursive: true, force: true });
   }
+
+  // ---- 2. the scaling table: 1k, 10k, 50k files ------------------------------------------------
+  const counts = (process.env.BENCH_SYNC_SCALE ?? '1000,10000,50000').split(',').filter(Boolean).map(Number);
+  const scale: { files: number; fullUp: FullSyncFigures; recheck: { cleanMs: number; walkMs: number } }[] = [];
+  for (const files of counts) {
+    const dir = path.join(work, `files-${files}`);
+    await smallFiles(dir, files, 4096);
+    const figures = await fullSyncs(`${fmt(files)} files`, dir, `files-${files}`, false);
+    const recheck = await cleanRecheck(dir, figures.fsId, figures.stateFile);
+    scale.push({ files, fullUp: figures, recheck });
+    await rm(dir, { recursive: true, force: true });
+  }
+  if (scale.length) {
+    console.log('\nscaling: files of 4 KiB, 100 to a directory (seconds, and the ratio to the floor of the same run)');
+    console.log('| files | full syncUp / tar \\| zstd -1 | full syncDown / zstd -d \\| tar -x | clean re-check / bare lstat walk |');
+    console.log('|---|---|---|---|');
+    for (const s of scale) {
+      const f = s.fullUp;
+      console.log(
+        `| ${fmt(s.files)} | ${fmt(f.upS, 2)} s / ${f.packS === undefined ? 'n/a' : fmt(f.packS, 2)} s = ${ratio(f.upS, f.packS)} | ${fmt(f.downS, 2)} s / ${f.unpackS === undefined ? 'n/a' : fmt(f.unpackS, 2)} s = ${ratio(f.downS, f.unpackS)} | ${fmt(s.recheck.cleanMs)} ms / ${fmt(s.recheck.walkMs)} ms = ${ratio(s.recheck.cleanMs, s.recheck.walkMs)} |`,
+      );
+    }
+  }
+
+  // ---- the issue's rows ------------------------------------------------------------------------
+  const both = (a?: FullSyncFigures, b?: FullSyncFigures, pick?: (f: FullSyncFigures) => [number, number | undefined]) =>
+    [a, b].map((f) => (f && pick ? ratio(...pick(f)) : 'n/a')).join(' / ');
+  const m48 = full.get('mixed-48');
+  const m200 = full.get('mixed-200');
+  summary.push({
+    measure: 'full `syncUp`, 48 MiB / 200 MiB tree',
+    floor: '`tar | zstd -1` of the same tree',
+    now: both(m48, m200, (f) => [f.upS, f.packS]),
+    goal: '≤ 1.2x',
+  });
+  summary.push({
+    measure: 'full `syncDown`, 48 MiB / 200 MiB tree',
+    floor: '`zstd -d | tar -x`',
+    now: both(m48, m200, (f) => [f.downS, f.unpackS]),
+    goal: '≤ 1.2x',
+  });
+  for (const s of scale) {
+    summary.push({
+      measure: `full \`syncUp\` / \`syncDown\`, ${fmt(s.files)} files`,
+      floor: 'the same pipelines',
+      now: `${ratio(s.fullUp.upS, s.fullUp.packS)} / ${ratio(s.fullUp.downS, s.fullUp.unpackS)}`,
+      goal: '≤ 1.2x',
+    });
+  }
+  const r10 = scale.find((s) => s.files === 10_000);
+  const r50 = scale.find((s) => s.files === 50_000);
+  if (r10 && r50) {
+    summary.push({
+      measure: 'clean re-check 10k -> 50k files',
+      floor: 'bare lstat walk',
+      now: `${ratio(r10.recheck.cleanMs, r10.recheck.walkMs)} -> ${ratio(r50.recheck.cleanMs, r50.recheck.walkMs)} (${fmt(r50.recheck.cleanMs / r10.recheck.cleanMs, 1)}x time for 5x files; the walk ${fmt(r50.recheck.walkMs / r10.recheck.walkMs, 1)}x)`,
+      goal: '≤ 1.2x, linear',
+    });
+  }
+  console.log('\n| measure | floor, same run | now | goal |\n|---|---|---|---|');
+  for (const r of summary) console.log(`| ${r.measure.replaceAll('|', '\\|')} | ${r.floor.replaceAll('|', '\\|')} | ${r.now} | ${r.goal} |`);
   if (!hasZstd) console.log('\nzstd is not installed (Debian package zstd): the tar | zstd comparison is skipped');
   console.log(
     '\n(syncUp: hashing, packing, the HTTP upload, the server-side validation and blob store write; syncDown: the download, validation, staging and apply)',

@@ -12,7 +12,7 @@ import { request } from 'undici';
 import { routes } from '../contract/routes.js';
 import type { SystemFolderType } from '../contract/filesystems.js';
 import { ARCHIVE_CONTENT_TYPE, DEFAULT_ARCHIVE_LIMITS, packTree, readArchive, type ArchiveLimits, type ArchiveSink, type PackEntry } from './archive.js';
-import { cachedHash, defaultStateFile, loadState, saveState, toCachedEntry, type SyncState } from './state.js';
+import { cachedHash, defaultStateFile, loadState, saveState, toCachedEntry, walkDigest, type SyncState } from './state.js';
 import { eachLimit, hashFile, loadIgnoreRules, treeChecksum, walkTree, type StatStamp, type TreeEntry } from './tree.js';
 
 /** Where the archives live and the key that may read or write them. */
@@ -108,11 +108,17 @@ export function syncDownSystemFolder(
 
 type LocalEntry = TreeEntry & { stamp?: StatStamp };
 
-/** Walks `dir`, taking unchanged files' hashes from the stat cache; the other files have none yet. */
-async function walkLocal(dir: string, state: SyncState): Promise<{ entries: PackEntry[]; unhashed: PackEntry[] }> {
+/**
+ * Walks `dir`, taking unchanged files' hashes from the stat cache; the other files have none yet.
+ * `unchanged` says the walk saw exactly the tree the state recorded (its digest): then every hash
+ * holds and the tree is the state's base. With `trustDigest` such a walk's entries are left
+ * unhashed: the caller (syncUp's clean re-check) reads nothing but the base.
+ */
+async function walkLocal(dir: string, state: SyncState, trustDigest = false): Promise<{ entries: PackEntry[]; unhashed: PackEntry[]; unchanged: boolean }> {
   const walked: PackEntry[] = await walkTree(dir, await loadIgnoreRules(dir));
+  if (trustDigest && state.digest && walkDigest(walked, state.recordedAt) === state.digest) return { entries: walked, unhashed: [], unchanged: true };
   const unhashed = walked.filter((e) => e.kind === 'file' && !(e.sha256 = cachedHash(state, e.path, e.stamp!)));
-  return { entries: walked, unhashed };
+  return { entries: walked, unhashed, unchanged: false };
 }
 
 /** Hashes the files the stat cache could not vouch for, a few at a time. */
@@ -203,7 +209,9 @@ async function syncUpTo(transport: SyncTransport, archivePath: string, dir: stri
   const stateFile = options.stateFile ?? defaultStateFile(url, dir);
   const state = await loadState(stateFile);
   const startedAt = Date.now();
-  const { entries, unhashed } = await walkLocal(dir, state);
+  const { entries, unhashed, unchanged } = await walkLocal(dir, state, Boolean(state.base) && !options.force);
+  // The clean re-check: the walk is the recorded tree, whose checksum is the base.
+  if (unchanged && state.base) return { files_changed: 0, added: 0, modified: 0, deleted: 0, bytes: 0, checksum: state.base };
   // With a base, the tree may equal it: hash what the cache cannot vouch for, and upload only on a
   // difference. Without one (or forced) the upload happens anyway, and packing hashes as it reads.
   if (state.base && !options.force) {

@@ -1,4 +1,4 @@
-import { readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
 import { openBlobStore, type BlobStore } from '../../src/server/blobs/index.js';
@@ -159,6 +159,28 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     expect(third.checksum).not.toBe(first.checksum);
     const file = await fetch(`${svc.url}/filesystems/${fs.id}/files/a.txt`, { headers: { authorization: `Bearer ${svc.adminKey}` } });
     expect(await file.text()).toBe('AAAA');
+  });
+
+  test('a clean re-check answers from the recorded walk; a rewrite keeping size and mtime, and a new empty directory, are still uploaded', async () => {
+    const fs = await createFs();
+    const src = await tempDir();
+    await writeTree(src, { 'a.txt': 'aaaa', 'dir/b.txt': 'bbbb' });
+    // Old mtimes: the first sync's stamps are trusted at once, so it records the walk's digest.
+    const old = new Date(Date.now() - 60_000);
+    for (const f of ['a.txt', 'dir/b.txt']) await utimes(path.join(src, f), old, old);
+    const first = await syncUp(transport, fs.id, src);
+    expect(await syncUp(transport, fs.id, src)).toEqual({ files_changed: 0, added: 0, modified: 0, deleted: 0, bytes: 0, checksum: first.checksum });
+    await writeFile(path.join(src, 'a.txt'), 'AAAA');
+    await utimes(path.join(src, 'a.txt'), old, old);
+    const second = await syncUp(transport, fs.id, src);
+    expect(second).toMatchObject({ files_changed: 1, modified: 1, added: 0, deleted: 0 });
+    await mkdir(path.join(src, 'empty'));
+    const third = await syncUp(transport, fs.id, src);
+    expect(third).toMatchObject({ files_changed: 0 });
+    expect(third.checksum).not.toBe(second.checksum);
+    const dest = await tempDir();
+    await syncDown(transport, fs.id, dest);
+    expect(await describeTree(dest)).toEqual(await describeTree(src));
   });
 
   test('deletions propagate both ways', async () => {
