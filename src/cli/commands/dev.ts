@@ -14,6 +14,7 @@ import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
 import { AgentRunner, type AgentAnswer } from '../dev/runner.js';
 import { removeDevSession, writeDevSession } from '../dev/session-file.js';
+import { warmModules } from '../dev/warm.js';
 import { watchTree } from '../dev/watch.js';
 import { CliError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
@@ -106,6 +107,7 @@ export default defineCommand({
       entry: project.entry,
       build: project.build,
       stateDir,
+      warm: warmModules(root, project.entry, stateDir),
       env: agentEnv(project.env, {
         [PROCESS_ENV.baseUrl]: credentials.baseUrl,
         [PROCESS_ENV.versionId]: versionId,
