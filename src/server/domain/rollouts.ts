@@ -156,12 +156,13 @@ export async function getRollout(db: Db, perms: Permissions, id: string): Promis
 export async function listRollouts(
   db: Db,
   perms: Permissions,
-  q: { agent_id?: string; branch_id?: string; status?: string; limit: number },
+  q: { agent_id?: string; branch_id?: string; status?: string; statuses?: readonly Rollout['status'][]; limit: number },
 ): Promise<{ rollouts: Rollout[]; total: number }> {
   let query = db.selectFrom('rollouts').selectAll().where(inCallerOrg(perms, 'rollouts.namespace_id'));
   if (q.agent_id) query = query.where('agent_id', '=', q.agent_id);
   if (q.branch_id) query = query.where('branch_id', '=', q.branch_id);
   if (q.status) query = query.where('status', '=', q.status);
+  if (q.statuses) query = query.where('status', 'in', q.statuses);
   const rows = (await query.orderBy('id', 'desc').execute()).filter((r) => perms.can('read', agentRef(r)));
   return { rollouts: rows.slice(0, q.limit).map((r) => toRollout(r)), total: rows.length };
 }

@@ -35,8 +35,10 @@ export async function getStatus(db: Db, perms: Permissions, query: { agent?: str
       return eb.and([inCallerOrg(perms, namespaceColumn)(eb), visibleRows(eb, perms.visible('agent', 'read'), namespaceColumn, `${table}.agent_id`)]);
     };
 
-  const [agentSection, taskCounts, deliveries, failedVersions, handlerErrors, failedTasks] = await Promise.all([
+  const [agentSection, activeRollouts, taskCounts, deliveries, failedVersions, handlerErrors, failedTasks] = await Promise.all([
     agent ? agentStatus(db, agent) : null,
+    // Only those in progress, filtered by the database (the finished ones of the org are most rows).
+    listRollouts(db, perms, { agent_id: agent?.id, statuses: ACTIVE_ROLLOUT_STATUSES, limit: 1000 }),
     db
       .selectFrom('tasks')
       .select(['status', sql<number>`count(*)::int`.as('n')])
@@ -103,16 +105,14 @@ export async function getStatus(db: Db, perms: Permissions, query: { agent?: str
     server: { version: server.version, engine: server.engine, time: now.toISOString() },
     agent: agentSection,
     tasks,
-    rollouts: (await listRollouts(db, perms, { agent_id: agent?.id, limit: 1000 })).rollouts
-      .filter((r) => (ACTIVE_ROLLOUT_STATUSES as readonly string[]).includes(r.status))
-      .map((r) => ({
-        id: r.id,
-        branch_id: r.branch_id,
-        from_version_id: r.from_version_id,
-        to_version_id: r.to_version_id,
-        step: `${r.status === 'PAUSED' ? 'paused at ' : ''}step ${r.step} of ${r.steps.length} (${r.percent}%)`,
-        started_at: r.created_at,
-      })),
+    rollouts: activeRollouts.rollouts.map((r) => ({
+      id: r.id,
+      branch_id: r.branch_id,
+      from_version_id: r.from_version_id,
+      to_version_id: r.to_version_id,
+      step: `${r.status === 'PAUSED' ? 'paused at ' : ''}step ${r.step} of ${r.steps.length} (${r.percent}%)`,
+      started_at: r.created_at,
+    })),
     deliveries: {
       pending: (open.get('pending')?.n ?? 0) + (open.get('in_flight')?.n ?? 0),
       leased: open.get('leased')?.n ?? 0,
