@@ -43,7 +43,11 @@ const dev = execa(process.execPath, [BIN, 'dev', '--user', 'bench'], { env, cwd:
 let output = '';
 dev.all!.on('data', (chunk: Buffer) => (output += chunk.toString()));
 const waitFor = async (check: () => boolean) => {
-  while (!check()) await new Promise((r) => setTimeout(r, 2));
+  const deadline = Date.now() + 60_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out; agentctl dev said:\n${output}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
 };
 try {
   await waitFor(() => output.includes('agent ready in'));

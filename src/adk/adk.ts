@@ -245,6 +245,15 @@ export class Adk {
     }
   }
 
+  /**
+   * Loads now what the toolkit otherwise loads on first use: the contract's schemas that parse the
+   * server's answers, the HTTP pool (undici) and the sync library. For a process started ahead of its
+   * work (`agentctl dev` starts the next process before the save that needs it); never needed otherwise.
+   */
+  async warmUp(): Promise<void> {
+    await Promise.all([import('../contract/endpoints.js'), import('../contract/filesystems.js'), import('../sync/index.js'), sharedTransport().warm()]);
+  }
+
   private syncTransport() {
     return { baseUrl: this.baseUrl, apiKey: this.options.apiKey ?? readProcessConfig().apiKey, userAgent: 'agentctl-adk' };
   }

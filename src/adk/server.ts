@@ -118,6 +118,8 @@ export class AgentServer {
   private draining = false;
   private readonly queues: TaskQueues;
   private readonly seen = new Map<string, Taken>();
+  /** Completions being reported: a SIGTERM waits for them as for the handlers (else the delivery waits out its lease). */
+  private readonly reporting = new Set<Promise<unknown>>();
   /** Handlers running now, by task and delivery id. */
   private readonly turns = new Map<string, Map<string, RunningTurn>>();
   /** Per task, the newest delivery an interrupt was for: one that arrives after its interrupt stops at once. */
@@ -151,7 +153,11 @@ export class AgentServer {
     this.server?.closeIdleConnections();
     let timer: NodeJS.Timeout | undefined;
     const finished = await Promise.race([
-      this.queues.idle().then(() => true),
+      this.queues.idle().then(async () => {
+        // The handlers are done; their completions go out before the process does.
+        while (this.reporting.size) await Promise.allSettled([...this.reporting]);
+        return true;
+      }),
       new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), gracePeriodMs))),
     ]);
     clearTimeout(timer);
@@ -355,14 +361,18 @@ export class AgentServer {
       Math.max(250, Math.floor(leaseMs / 3)),
     );
     renew.unref();
-    void taken.outcome
+    const reported = taken.outcome
       .catch(() => {})
       .then(async () => {
         clearInterval(renew);
         return this.adk.completeDelivery(deliveryId, (await this.spansToReport(taken)).spans, taken.turn?.traceparent());
       })
       .catch((error) => log(`could not report delivery ${deliveryId} finished: ${(error as Error).message}`))
-      .finally(() => (taken.settled = true));
+      .finally(() => {
+        taken.settled = true;
+        this.reporting.delete(reported);
+      });
+    this.reporting.add(reported);
   }
 
   /**

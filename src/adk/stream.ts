@@ -1,4 +1,5 @@
-import { type Message, type MessageContent, STREAMED_FIELDS } from '../contract/conversation.js';
+import type { Message, MessageContent } from '../contract/conversation.js';
+import { STREAMED_FIELDS } from '../contract/enums.js';
 import type { Adk } from './adk.js';
 
 /** What a stream writes: text, a reasoning summary, or a tool call's arguments. */

@@ -5,7 +5,9 @@ import { TransportError, type Transport } from './transport.js';
  * pool per origin, reused across requests. undici loads on the first request, not on import, so an
  * agent that imports the ADK starts as fast as one that does not; the CLI never loads it.
  */
-export function createUndiciTransport(options: { connections?: number; keepAliveTimeoutMs?: number } = {}): Transport & { close(): Promise<void> } {
+export function createUndiciTransport(
+  options: { connections?: number; keepAliveTimeoutMs?: number } = {},
+): Transport & { close(): Promise<void>; warm(): Promise<void> } {
   let loaded: Promise<{ undici: typeof import('undici'); dispatcher: import('undici').Dispatcher }> | undefined;
   const load = () =>
     (loaded ??= import('undici').then((undici) => ({
@@ -36,5 +38,9 @@ export function createUndiciTransport(options: { connections?: number; keepAlive
       throw new TransportError(code, (error as Error).message);
     }
   };
-  return Object.assign(transport, { close: async () => (loaded ? (await loaded).dispatcher.close() : undefined) });
+  return Object.assign(transport, {
+    close: async () => (loaded ? (await loaded).dispatcher.close() : undefined),
+    /** Loads undici now rather than on the first request. */
+    warm: async () => void (await load()),
+  });
 }

@@ -305,6 +305,20 @@ export const RegisterVersionResponse = z.object({
   agent_api_key: z.string().optional(),
 });
 
+/** `POST /versions/{id}/replicas/deregister`: an agent process leaving (agentctl dev on exit). */
+export const DeregisterReplicaRequest = z.object({
+  /** The address it registered with. */
+  acp_url: z.string().min(1).max(2048),
+});
+export const DeregisterReplicaResponse = z.object({
+  version_id: z.string(),
+  acp_url: z.string(),
+  /** Whether it was live until now (false: already gone, nothing changed). */
+  was_live: z.boolean(),
+  /** Its runtime key no longer authenticates. */
+  runtime_key_revoked: z.boolean(),
+});
+
 export const RollbackRequest = z.object({ target_version_id: z.string().min(1).nullable().default(null), dry_run: z.boolean().default(false) });
 export const RollbackResponse = z.object({
   branch_id: z.string(),
@@ -728,6 +742,19 @@ export const endpoints = lazyTable({
       tag: 'versions',
       params: id('version_id'),
       response: RegistrationTokenResponse,
+    }),
+  deregisterReplica: () =>
+    ep({
+      method: 'POST',
+      path: '/versions/:version_id/replicas/deregister',
+      status: 200,
+      idempotent: true,
+      summary:
+        'An agent process leaving: it gets no more deliveries, what it held goes out again, and its runtime key is revoked (its own runtime key, or write on the agent)',
+      tag: 'versions',
+      params: id('version_id'),
+      body: DeregisterReplicaRequest,
+      response: DeregisterReplicaResponse,
     }),
   getSigningSecret: () =>
     ep({

@@ -93,6 +93,7 @@ export const RESPONSE_SHAPES: ShapeTable = {
     "deleteState": {"t":"object","props":{"id":{"t":"string"},"task_id":{"t":"string"},"agent_id":{"t":"string"},"state":{"t":"record","of":{"t":"unknown"}},"version":{"t":"number","int":true},"created_at":{"t":"string"},"updated_at":{"t":"string"},"written_by_version_id":{"t":"optional","of":{"t":"nullable","of":{"t":"string"}}},"message":{"t":"string"}}},
     "deleteTask": {"t":"ref","name":"Task"},
     "deploy": {"t":"object","props":{"agent_id":{"t":"string"},"branch_id":{"t":"string"},"version_id":{"t":"string"},"version_status":{"t":"enum","values":["DEPLOYING","ACTIVE","FAILED","UNHEALTHY","DRAINING","RETIRED","ROLLED_BACK"]},"message":{"t":"string"},"tasks_migrated":{"t":"number","int":true},"version_number":{"t":"number","int":true,"min":1}}},
+    "deregisterReplica": {"t":"object","props":{"version_id":{"t":"string"},"acp_url":{"t":"string"},"was_live":{"t":"boolean"},"runtime_key_revoked":{"t":"boolean"}}},
     "getAccess": {"t":"ref","name":"Access"},
     "getAgent": {"t":"ref","name":"Agent"},
     "getAgentByName": {"t":"ref","name":"Agent"},

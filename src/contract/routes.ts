@@ -33,6 +33,7 @@ export const routes = {
   resolveAgentVersion: { method: 'GET', path: '/agents/:namespace_slug/:agent_name/versions/:ref', status: 200, idempotent: true },
   registerVersion: { method: 'POST', path: '/versions/register', status: 200, auth: 'optional' },
   createRegistrationToken: { method: 'POST', path: '/versions/:version_id/registration-tokens', status: 201 },
+  deregisterReplica: { method: 'POST', path: '/versions/:version_id/replicas/deregister', status: 200, idempotent: true },
   getSigningSecret: { method: 'GET', path: '/versions/:version_id/signing-secret', status: 200, idempotent: true },
   listEnvironments: { method: 'GET', path: '/agents/:namespace_slug/:agent_name/environments', status: 200, idempotent: true },
   createEnvironment: { method: 'POST', path: '/agents/:namespace_slug/:agent_name/environments', status: 201 },

@@ -20,6 +20,28 @@ describe.each(shapes)('e2e on %s, runtime %s: agentctl dev', (engine, runtime) =
   let dropDatabase: (() => Promise<void>) | undefined;
   let dev: ResultPromise | undefined;
   let devOutput = '';
+  let port = 0;
+  let server: { pid: number; url: string };
+  const startServer = async () => {
+    const started = await agentctl(['server', 'start', '--detach', '--runtime', runtime, '--port', String(port), '--json']);
+    expect(started.exitCode, started.stderr).toBe(0);
+    return JSON.parse(started.stdout) as { pid: number; url: string };
+  };
+  const startDev = (args: string[]) => {
+    devOutput = '';
+    dev = execa(process.execPath, [BIN, 'dev', ...args], { env: env(), extendEnv: true, cwd: botDir, reject: false, all: true });
+    dev.all!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
+    return dev;
+  };
+  /** The runtime key dev gave its agent process (from the process's environment). */
+  const runtimeKeyOf = (agentPid: number) =>
+    readFileSync(`/proc/${agentPid}/environ`, 'utf8')
+      .split('\0')
+      .find((entry) => entry.startsWith('AGENTCTL_API_KEY='))!
+      .slice('AGENTCTL_API_KEY='.length);
+  const statusWithKey = async (key: string, taskId: string) =>
+    (await fetch(`${server.url}/tasks/${taskId}`, { headers: { authorization: `Bearer ${key}` } })).status;
+  const servingPid = () => Number([...devOutput.matchAll(/pid (\d+), port/g)].at(-1)![1]);
   const env = () => ({
     AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'),
     AGENTCTL_DATA_DIR: path.join(scratch.dir, 'data'),
@@ -61,8 +83,8 @@ describe.each(shapes)('e2e on %s, runtime %s: agentctl dev', (engine, runtime) =
       dropDatabase = db.drop;
     }
     expect((await agentctl(['init', 'bot'], scratch.dir)).exitCode).toBe(0);
-    const started = await agentctl(['server', 'start', '--detach', '--runtime', runtime, '--port', String(await freePort())]);
-    expect(started.exitCode, started.stderr).toBe(0);
+    port = await freePort();
+    server = await startServer();
   });
 
   afterAll(async () => {
@@ -75,14 +97,14 @@ describe.each(shapes)('e2e on %s, runtime %s: agentctl dev', (engine, runtime) =
   test('dev answers, reloads on save, survives a syntax error, answers a delivery sent during a reload once, and retires on Ctrl-C', {
     timeout: 300_000,
   }, async () => {
+    const original = readFileSync(source, 'utf8');
     // Without agentctl.json: how to make one, and a non-zero exit.
     const outside = await agentctl(['dev'], scratch.dir);
     expect(outside.exitCode).toBe(2);
     expect(outside.stderr).toContain('No agentctl.json in');
     expect(outside.stderr).toContain('agentctl init');
 
-    dev = execa(process.execPath, [BIN, 'dev', '--user', 'Ada Lovelace'], { env: env(), extendEnv: true, cwd: botDir, reject: false, all: true });
-    dev.all!.on('data', (chunk: Buffer) => (devOutput += chunk.toString()));
+    dev = startDev(['--user', 'Ada Lovelace']);
     await until('the agent to be ready', () => (count(/agent ready in/) >= 1 ? true : undefined));
     expect(devOutput).toContain('serves dev/ada-lovelace');
 
@@ -132,6 +154,65 @@ describe.each(shapes)('e2e on %s, runtime %s: agentctl dev', (engine, runtime) =
     expect((await json(['versions', 'get', devVersion.id])).status).toBe('RETIRED');
     expect((await json(['tasks', 'get', task.id])).status).toBe('TERMINATED');
     await until('the agent processes to exit', () => (agentPids.every((pid) => !alive(pid)) ? true : undefined));
+    writeFileSync(source, original);
+  });
+
+  test('a server stopped and started again mid-dev: dev reconnects, and an event sent after is answered once', { timeout: 300_000 }, async () => {
+    const running = startDev(['--user', 'grace']);
+    await until('the agent to be ready', () => (count(/agent ready in/) >= 1 ? true : undefined));
+    expect((await agentctl(['tasks', 'create', '--name', 'across-restart'])).exitCode).toBe(0);
+    const task = await json(['tasks', 'get', 'across-restart']);
+    await reply(task.id, 'Hello! Send me anything and I will echo it.');
+
+    // Stopped by its pid (as a crash or a redeploy would), then started on the same data and port.
+    process.kill(server.pid, 'SIGTERM');
+    await until('the server to exit', () => (alive(server.pid) ? undefined : true));
+    await until('dev to notice', () => (devOutput.includes('lost the dev stream') ? true : undefined));
+    server = await startServer();
+    await until('dev to reconnect', () => (devOutput.includes('deliveries flow again') ? true : undefined));
+
+    expect((await agentctl(['tasks', 'send', task.id, 'after restart'])).exitCode).toBe(0);
+    await reply(task.id, 'echo #1: after restart');
+    expect((await agentTexts(task.id)).filter((text) => text.endsWith(': after restart'))).toEqual(['echo #1: after restart']);
+
+    process.kill(running.pid!, 'SIGINT');
+    expect((await running).exitCode).toBe(0);
+    expect((await json(['tasks', 'get', task.id])).status).toBe('TERMINATED');
+  });
+
+  test('--keep leaves the task on the dev branch for the next dev, which serves it; each run revokes its runtime key on exit', {
+    timeout: 300_000,
+  }, async () => {
+    const first = startDev(['--user', 'keeper', '--keep']);
+    await until('the agent to be ready', () => (count(/agent ready in/) >= 1 ? true : undefined));
+    expect((await agentctl(['tasks', 'create', '--name', 'kept'])).exitCode).toBe(0);
+    const task = await json(['tasks', 'get', 'kept']);
+    await reply(task.id, 'Hello! Send me anything and I will echo it.');
+    const firstKey = runtimeKeyOf(servingPid());
+    expect(await statusWithKey(firstKey, task.id)).toBe(200);
+
+    process.kill(first.pid!, 'SIGINT');
+    expect((await first).exitCode).toBe(0);
+    expect(devOutput).toContain('and its tasks stay on dev/keeper for the next agentctl dev');
+    expect((await json(['versions', 'get', task.current_version_id])).status).toBe('ACTIVE');
+    expect((await json(['tasks', 'get', task.id])).status).toBe('RUNNING');
+    expect(await statusWithKey(firstKey, task.id)).toBe(401);
+
+    // The next dev on the same branch takes the task over.
+    const second = startDev(['--user', 'keeper']);
+    await until('the agent to be ready', () => (count(/agent ready in/) >= 1 ? true : undefined));
+    const [newest] = (await json(['versions', 'list', '--branch', 'dev/keeper'])).versions;
+    expect(newest.id).not.toBe(task.current_version_id);
+    expect((await agentctl(['tasks', 'send', task.id, 'welcome back'])).exitCode).toBe(0);
+    await reply(task.id, 'echo #1: welcome back');
+    expect((await json(['tasks', 'get', task.id])).current_version_id).toBe(newest.id);
+    const secondKey = runtimeKeyOf(servingPid());
+
+    // Without --keep, SIGTERM retires the dev version as Ctrl-C does, and its key is revoked too.
+    process.kill(second.pid!, 'SIGTERM');
+    expect((await second).exitCode).toBe(0);
+    expect((await json(['versions', 'get', newest.id])).status).toBe('RETIRED');
+    expect(await statusWithKey(secondKey, task.id)).toBe(401);
   });
 });
 

@@ -14,6 +14,7 @@ import { defineCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
 import { AgentRunner, type AgentAnswer } from '../dev/runner.js';
 import { removeDevSession, writeDevSession } from '../dev/session-file.js';
+import { warmModules } from '../dev/warm.js';
 import { watchTree } from '../dev/watch.js';
 import { CliError } from '../errors.js';
 import { ExitCode } from '../exit-codes.js';
@@ -83,11 +84,12 @@ export default defineCommand({
     const { createClient } = await import('../../client/index.js');
     // Anonymous: the token is the credential; the answer is a runtime key confined to this agent.
     const anonymous = createClient({ baseUrl: credentials.baseUrl, userAgent: `agentctl/${VERSION}` });
+    const acpUrl = `http://${user}.dev.invalid/${process.pid}`;
     const registered = await anonymous.request('registerVersion', {
       body: {
         version_id: versionId,
         branch_id: branchId,
-        acp_url: `http://${user}.dev.invalid/${process.pid}`,
+        acp_url: acpUrl,
         registration_token: token.registration_token,
         status: 'ACTIVE',
       },
@@ -106,6 +108,7 @@ export default defineCommand({
       entry: project.entry,
       build: project.build,
       stateDir,
+      warm: warmModules(root, project.entry, stateDir),
       env: agentEnv(project.env, {
         [PROCESS_ENV.baseUrl]: credentials.baseUrl,
         [PROCESS_ENV.versionId]: versionId,
@@ -154,6 +157,13 @@ export default defineCommand({
     await runner.stop();
     await pulling;
     removeDevSession(ctx.env, root, process.pid);
+    // The runtime key goes with the process it was made for (--keep or not): it revokes itself.
+    const runtime = createClient({ baseUrl: credentials.baseUrl, apiKey: runtimeKey, userAgent: `agentctl/${VERSION}`, retries: 3 });
+    try {
+      await runtime.request('deregisterReplica', { params: { version_id: versionId }, body: { acp_url: acpUrl } });
+    } catch (error) {
+      print.note('error', `could not revoke the dev runtime key at ${credentials.baseUrl}: ${(error as Error).message}`);
+    }
     if (!options.keep) {
       try {
         await session.request('retireBranch', { params: { branch_id: branchId }, body: { reason: 'agentctl dev ended', force: true } });

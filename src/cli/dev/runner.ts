@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { GO_FD, warmSource } from './warm.js';
 import { freePort, pipeLines, signalGroup } from '../../agent-process/child-processes.js';
 import { waitUntilReady } from '../../agent-process/health.js';
 import { LIFELINE_FD, LIFELINE_SOURCE } from '../../agent-process/lifeline.js';
@@ -24,8 +25,10 @@ export interface RunnerOptions {
   build?: string;
   /** The process environment (the process contract but PORT). */
   env: Record<string, string>;
-  /** Where the lifeline preload is written. */
+  /** Where the lifeline and warm-up preloads are written. */
   stateDir: string;
+  /** Modules (file URLs) the next process loads ahead of the save that starts it: the ADK, undici. */
+  warm?: string[];
   startTimeoutMs?: number;
   /** SIGTERM-to-SIGKILL grace of a replaced process (its running handlers finish meanwhile). */
   stopGraceMs?: number;
@@ -39,10 +42,14 @@ export interface RunnerOptions {
 
 interface Child {
   process: ChildProcess;
+  /** Where the go line is written (the port to listen on); closed once written. */
+  go: NodeJS.WritableStream | null;
   pid: number;
   port: number;
   exited: Promise<void>;
   gone: boolean;
+  /** How it exited (`code 1`, `signal SIGTERM`), once gone. */
+  exit: string;
   stderrTail: string[];
 }
 
@@ -54,6 +61,8 @@ interface Entry {
 }
 
 const TAIL_LINES = 20;
+/** Readiness is polled this often (a loopback GET): a restart in well under a second is the point of dev. */
+const READY_POLL_MS = 5;
 
 export class AgentRunner {
   private current: Child | undefined;
@@ -63,6 +72,9 @@ export class AgentRunner {
   private crashRestarts = 0;
   private readonly entries = new Map<string, Entry>();
   private readonly lifeline: string;
+  private readonly warmPreload: string;
+  /** The next process: started, its modules loaded, waiting for a go to load the entry. */
+  private spare: Child | undefined;
   /** Resolves when the process of the moment changes (for the benchmark and tests: `ready()`). */
   private readyWaiters: Array<() => void> = [];
 
@@ -70,6 +82,8 @@ export class AgentRunner {
     mkdirSync(options.stateDir, { recursive: true });
     this.lifeline = path.join(options.stateDir, 'lifeline.mjs');
     writeFileSync(this.lifeline, LIFELINE_SOURCE);
+    this.warmPreload = path.join(options.stateDir, 'warm.mjs');
+    writeFileSync(this.warmPreload, warmSource(options.warm ?? []));
   }
 
   get pid(): number | undefined {
@@ -99,9 +113,11 @@ export class AgentRunner {
         this.options.note('ok', `agent ready in ${Date.now() - started} ms (pid ${outcome.child.pid}, port ${outcome.child.port})`);
         if (previous) void this.terminate(previous, this.options.stopGraceMs ?? 10_000);
         for (const wake of this.readyWaiters.splice(0)) wake();
+        this.prepareSpare();
       } else {
         const still = this.current ? `still serving the previous process (pid ${this.current.pid})` : 'no process serves until the next save';
         this.options.note('error', `${outcome.error}; ${still}`);
+        this.prepareSpare();
       }
     } finally {
       this.reloading = false;
@@ -185,23 +201,52 @@ export class AgentRunner {
       const built = await runBuild(options.build, options.root, options.env);
       if (built) return { error: `the build command failed (${built})` };
     }
+    // The spare started after the last start has Node and the ADK loaded already: it only loads the
+    // entry (read now, so the newest files). Without one (the first start, a spare that died), a new process.
+    const spare = this.spare && !this.spare.gone ? this.spare : undefined;
+    this.spare = undefined;
+    const child = spare ?? this.spawnChild();
     const port = await freePort();
-    const proc = spawn(process.execPath, ['--import', pathToFileURL(this.lifeline).href, options.entry], {
+    child.port = port;
+    child.go?.end(`${JSON.stringify({ port })}\n`);
+    child.go = null;
+    const timeoutMs = options.startTimeoutMs ?? 30_000;
+    // Polled often: a restart in well under a second is the point of `agentctl dev`.
+    const outcome = await waitUntilReady(port, Date.now(), timeoutMs, () => !child.gone && !this.stopped, READY_POLL_MS);
+    if (outcome === 'ready') return { child };
+    if (outcome === 'timed_out') {
+      await this.terminate(child, 0);
+      return { error: `the new process (pid ${child.pid}) did not answer GET /healthz on its PORT within ${Math.round(timeoutMs / 1000)} s` };
+    }
+    await child.exited;
+    return { error: `the new process (pid ${child.pid}) exited (${child.exit}) before it was ready` };
+  }
+
+  /** Starts the process of the next save, which waits (loaded, not listening) for its go. */
+  private prepareSpare(): void {
+    if (this.stopped || (this.spare && !this.spare.gone)) return;
+    this.spare = this.spawnChild();
+  }
+
+  private spawnChild(): Child {
+    const { options } = this;
+    const proc = spawn(process.execPath, ['--import', pathToFileURL(this.lifeline).href, '--import', pathToFileURL(this.warmPreload).href, options.entry], {
       cwd: options.root,
-      env: { ...options.env, [PROCESS_ENV.port]: String(port) },
+      env: options.env,
       // Its own process group: stopping it stops whatever it started.
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
     });
     (proc.stdio[LIFELINE_FD] as NodeJS.WritableStream | null)?.on('error', () => {});
-    const child: Child = { process: proc, pid: proc.pid ?? 0, port, gone: false, stderrTail: [], exited: Promise.resolve() };
-    let exit = '';
+    const go = proc.stdio[GO_FD] as NodeJS.WritableStream | null;
+    go?.on('error', () => {});
+    const child: Child = { process: proc, go, pid: proc.pid ?? 0, port: 0, gone: false, exit: '', stderrTail: [], exited: Promise.resolve() };
     child.exited = new Promise<void>((done) =>
       proc.once('close', (code, signal) => {
         child.gone = true;
-        exit = signal ? `signal ${signal}` : `code ${code}`;
+        child.exit = signal ? `signal ${signal}` : `code ${code}`;
         done();
-        this.onExit(child, exit);
+        this.onExit(child, child.exit);
       }),
     );
     proc.once('error', (error) => options.note('error', `could not start node: ${error.message}`));
@@ -210,16 +255,7 @@ export class AgentRunner {
       child.stderrTail = [...child.stderrTail, line].slice(-TAIL_LINES);
       options.output(child.pid, 'stderr', line);
     });
-    const timeoutMs = options.startTimeoutMs ?? 30_000;
-    // Polled often: a restart in well under a second is the point of `agentctl dev`.
-    const outcome = await waitUntilReady(port, Date.now(), timeoutMs, () => !child.gone && !this.stopped, 20);
-    if (outcome === 'ready') return { child };
-    if (outcome === 'timed_out') {
-      await this.terminate(child, 0);
-      return { error: `the new process (pid ${child.pid}) did not answer GET /healthz on its PORT within ${Math.round(timeoutMs / 1000)} s` };
-    }
-    await child.exited;
-    return { error: `the new process (pid ${child.pid}) exited (${exit}) before it was ready` };
+    return child;
   }
 
   private onExit(child: Child, how: string): void {
@@ -249,8 +285,10 @@ export class AgentRunner {
   async stop(graceMs = 5_000): Promise<void> {
     this.stopped = true;
     const child = this.current;
+    const spare = this.spare;
     this.current = undefined;
-    if (child) await this.terminate(child, graceMs);
+    this.spare = undefined;
+    await Promise.all([child ? this.terminate(child, graceMs) : undefined, spare ? this.terminate(spare, 0) : undefined]);
   }
 }
 

@@ -4,7 +4,8 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { IGNORE_FILE, loadIgnoreRules } from '../../sync/index.js';
 
-export const DEBOUNCE_MS = 100;
+/** Long enough to gather one save's events (an editor's write, rename and chmod come within milliseconds). */
+export const DEBOUNCE_MS = 25;
 
 type Rules = Awaited<ReturnType<typeof loadIgnoreRules>>;
 

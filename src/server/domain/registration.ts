@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
-import { conflict, invalid, unauthenticated, namedVersion, notFound } from './errors.js';
+import { conflict, forbidden, invalid, unauthenticated, namedVersion, notFound } from './errors.js';
+import { accessChanged } from '../auth/invalidation.js';
 import type { Permissions } from '../auth/policy.js';
 import { generateSecret, hashSecret, secretPrefix } from '../auth/secrets.js';
 import { versionById } from './lookup.js';
@@ -91,6 +92,41 @@ export async function markReplicaGone(db: Db, versionId: string, acpUrl: string)
     return releaseLeases(trx, versionId, acpUrl);
   });
   await interruptStreams(db, released, WRITER_GONE_REASON);
+}
+
+/**
+ * `POST /versions/{id}/replicas/deregister`: the process at `acpUrl` is leaving (`agentctl dev` on
+ * exit). As `markReplicaGone`, and its key stops authenticating at once. The caller is the
+ * replica's own runtime key, or a key with write on the agent.
+ */
+export async function deregisterReplica(
+  db: Db,
+  perms: Permissions,
+  versionId: string,
+  acpUrl: string,
+): Promise<{ version_id: string; acp_url: string; was_live: boolean; runtime_key_revoked: boolean }> {
+  const runtime = perms.actor.runtimeAgentId !== undefined;
+  const version = await versionById(db, perms, runtime ? 'read' : 'write', versionId);
+  const replica = await db
+    .selectFrom('version_replicas')
+    .select(['live', 'runtime_key_id'])
+    .where('version_id', '=', version.id)
+    .where('replica_key', '=', acpUrl)
+    .executeTakeFirst();
+  if (!replica) throw notFound(`Replica ${acpUrl} of version ${namedVersion(version)}`);
+  if (runtime && replica.runtime_key_id !== perms.actor.keyId)
+    throw forbidden(`A runtime key may deregister only its own replica; ${acpUrl} registered with another key`);
+  if (replica.live) await markReplicaGone(db, version.id, acpUrl);
+  else if (replica.runtime_key_id)
+    await db
+      .updateTable('api_keys')
+      .set({ revoked_at: new Date(), updated_at: new Date() })
+      .where('id', '=', replica.runtime_key_id)
+      .where('revoked_at', 'is', null)
+      .execute();
+  // Cached key lookups see the revocation now.
+  accessChanged(db);
+  return { version_id: version.id, acp_url: acpUrl, was_live: replica.live, runtime_key_revoked: replica.runtime_key_id !== null };
 }
 
 /** What each reported status means for the version. */

@@ -35,8 +35,10 @@ export async function getStatus(db: Db, perms: Permissions, query: { agent?: str
       return eb.and([inCallerOrg(perms, namespaceColumn)(eb), visibleRows(eb, perms.visible('agent', 'read'), namespaceColumn, `${table}.agent_id`)]);
     };
 
-  const [agentSection, taskCounts, deliveries, failedVersions, handlerErrors, failedTasks] = await Promise.all([
+  const [agentSection, activeRollouts, taskCounts, deliveries, failedVersions, handlerErrors, failedTasks] = await Promise.all([
     agent ? agentStatus(db, agent) : null,
+    // Only those in progress, filtered by the database (the finished ones of the org are most rows).
+    listRollouts(db, perms, { agent_id: agent?.id, status: ACTIVE_ROLLOUT_STATUSES, limit: 1000, page_number: 1 }),
     db
       .selectFrom('tasks')
       .select(['status', sql<number>`count(*)::int`.as('n')])
@@ -103,7 +105,7 @@ export async function getStatus(db: Db, perms: Permissions, query: { agent?: str
     server: { version: server.version, engine: server.engine, time: now.toISOString() },
     agent: agentSection,
     tasks,
-    rollouts: (await listRollouts(db, perms, { agent_id: agent?.id, status: ACTIVE_ROLLOUT_STATUSES, limit: 1000, page_number: 1 })).rollouts.map((r) => ({
+    rollouts: activeRollouts.rollouts.map((r) => ({
       id: r.id,
       branch_id: r.branch_id,
       from_version_id: r.from_version_id,

@@ -1,5 +1,5 @@
 import type { RouteHost, ServiceContext } from '../route-host.js';
-import { createRegistrationToken, getSigningSecret, registerVersion, registerWithToken } from '../domain/registration.js';
+import { createRegistrationToken, deregisterReplica, getSigningSecret, registerVersion, registerWithToken } from '../domain/registration.js';
 import { getVersion, listAgentVersions, listBranchVersions, listVersionEvents, resolveAgentVersion } from '../domain/versions.js';
 import { ApiError } from '../errors.js';
 import { ANONYMOUS } from '../auth/authenticate.js';
@@ -20,5 +20,6 @@ export function registerVersionRoutes(host: RouteHost, service: ServiceContext):
     return registerWithToken(db, { ...body, registration_token: body.registration_token });
   });
   host.handle('createRegistrationToken', async ({ params }, call) => createRegistrationToken(db, await call.access(), params.version_id));
+  host.handle('deregisterReplica', async ({ params, body }, call) => deregisterReplica(db, await call.access(), params.version_id, body.acp_url));
   host.handle('getSigningSecret', async ({ params }, call) => getSigningSecret(db, await call.access(), params.version_id));
 }
