@@ -687,11 +687,11 @@ export class Dispatcher {
     )`;
     const pick = sql`
       SELECT o.id, o.status AS prior_status, t.current_version_id
-      FROM done
-      JOIN deliveries o ON o.task_id = done.task_id
+      FROM deliveries o
       JOIN tasks t ON t.id = o.task_id
-      WHERE o.status = 'pending' AND o.next_attempt_at <= now() AND o.kind NOT IN (${OUT_OF_ORDER}) AND o.priority >= 0
-        AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER}) AND e.id <> done.id)
+      WHERE o.task_id = ${delivery.task_id} AND EXISTS (SELECT 1 FROM done)
+        AND o.status = 'pending' AND o.next_attempt_at <= now() AND o.kind NOT IN (${OUT_OF_ORDER}) AND o.priority >= 0
+        AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER}) AND e.id <> ${delivery.id})
         AND ${this.targetOf()}
       ORDER BY o.id
       LIMIT 1
