@@ -6,7 +6,10 @@
 //     the dispatcher started and timed until the agent has them all), against the bare rate of
 //     single-row INSERTs with the same pool;
 //  3. the same with an agent that takes the completion lease (answers `deferred`, then reports each
-//     delivery complete with `POST /deliveries/{id}/complete`, as the ADK does), against (2).
+//     delivery complete with `POST /deliveries/{id}/complete`, as the ADK does), against (2);
+//  4. one task, SINGLE_TASK_EVENTS events back to back (in the outbox first), in events per second
+//     (goal: 300), to a plain agent and to one that takes the completion lease; the agent checks
+//     they arrive in order and one at a time.
 // The agent is a node:http server in this process, so both sides read one clock.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,6 +30,7 @@ const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
 const TASKS = 100;
 const EVENTS_PER_TASK = Number(process.env.BENCH_EVENTS_PER_TASK ?? 10);
 const INSERT_CONCURRENCY = 10;
+const SINGLE_TASK_EVENTS = Number(process.env.BENCH_SINGLE_TASK_EVENTS ?? 500);
 
 const now = () => performance.now();
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
@@ -63,6 +67,10 @@ async function benchEngine(engine: Engine) {
   let deferring = false;
   let completed = 0;
   let onCompleted: (() => void) | undefined;
+  // (4): the tasks whose order is checked, with the number of the event each expects next.
+  const checked = new Map<string, number>();
+  const busy = new Set<string>();
+  const violations: string[] = [];
   const agent = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
@@ -74,12 +82,25 @@ async function benchEngine(engine: Engine) {
       }
       const rpc = JSON.parse(body);
       if (rpc.method === 'event/send') handlerStarted.set(rpc.params.event.id, now());
+      // (4): one at a time, in order.
+      const taskId: string = rpc.params.task.id;
+      if (checked.has(taskId)) {
+        if (busy.has(taskId)) violations.push(`two deliveries of task ${taskId} at once`);
+        const n = rpc.method === 'event/send' ? Number(String(rpc.params.event.content.text).slice(1)) : -1;
+        if (n !== checked.get(taskId)) violations.push(`task ${taskId} got event ${n}, expected ${checked.get(taskId)}`);
+        checked.set(taskId, n + 1);
+        busy.add(taskId);
+      }
       received++;
       onReceived?.();
       res.setHeader('content-type', 'application/json');
       const defer = deferring && rpc.params.lease_ms > 0;
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: defer ? { accepted: true, deferred: true } : { accepted: true } }));
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: defer ? { accepted: true, deferred: true } : { accepted: true } }), () => {
+        if (!defer) busy.delete(taskId);
+      });
       if (defer) {
+        // The handler finished: the task's next delivery may come once this is reported.
+        busy.delete(taskId);
         void call('POST', `/deliveries/${rpc.id}/complete`).then(() => {
           completed++;
           onCompleted?.();
@@ -160,10 +181,11 @@ async function benchEngine(engine: Engine) {
         };
       });
     /** Fills the outbox (100 tasks, EVENTS_PER_TASK events each), then times one dispatcher through it. */
-    const throughput = async () => {
+    const throughput = async (taskCount = TASKS, eventsPerTask = EVENTS_PER_TASK) => {
       const tasks: { id: string }[] = [];
-      for (let i = 0; i < TASKS; i++) tasks.push(await call('POST', '/tasks', { agent_id: deployed.agent_id }));
-      for (let n = 0; n < EVENTS_PER_TASK; n++) {
+      for (let i = 0; i < taskCount; i++) tasks.push(await call('POST', '/tasks', { agent_id: deployed.agent_id }));
+      if (taskCount === 1) checked.set(tasks[0].id, -1);
+      for (let n = 0; n < eventsPerTask; n++) {
         await Promise.all(tasks.map((t) => createEvent(store.db, perms, t.id, { type: 'text', text: `e${n}` })));
       }
       const pending = await store.db
@@ -211,6 +233,17 @@ async function benchEngine(engine: Engine) {
     const leasedRate = leased.total / leased.seconds;
     console.log(`[${engine}] ${leased.total} deliveries across ${TASKS} tasks to an agent that takes the completion lease and reports each complete`);
     console.log(`  ${fmt(leasedRate)} events/s; ratio ${fmt(leasedRate / dispatchRate, 2)} of (2), ${fmt(leasedRate / insertRate, 2)} of the bare INSERT rate`);
+
+    // ---- (4) one task, back to back -------------------------------------------------------------------
+    const single = await throughput(1, SINGLE_TASK_EVENTS);
+    deferring = true;
+    const singleLeased = await throughput(1, SINGLE_TASK_EVENTS);
+    deferring = false;
+    if (violations.length) throw new Error(`(4) broke the order: ${violations.slice(0, 5).join('; ')}`);
+    console.log(`[${engine}] one task, ${SINGLE_TASK_EVENTS} events back to back (in order, one at a time; goal 300 events/s)`);
+    console.log(
+      `  ${fmt(single.total / single.seconds)} events/s to a plain agent; ${fmt(singleLeased.total / singleLeased.seconds)} events/s to one that takes the completion lease`,
+    );
   } finally {
     for (const d of dispatchers) await d.close();
     await http.close();

@@ -12,7 +12,7 @@
  * (domain/deliveries.ts); when its replica goes or the lease runs out unrenewed it is sent again.
  */
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { Agent, request } from 'undici';
 import { ACP_PATH, SIGNATURE_HEADER, signBody, type AcpAgentRef, type AcpMethod, type AcpRequest, type AcpResponse } from '../../contract/acp.js';
 import { MessageContent, OPEN_DELIVERY_STATUSES, type DeliveryAnswerRequest, type PulledDelivery } from '../../contract/conversation.js';
@@ -63,6 +63,23 @@ type AgentAnswer = { statusCode: number; text: string } | { error: string };
 
 /** What settling an answer needs of its delivery. */
 type Settling = Pick<Claimed, 'id' | 'task_id' | 'method' | 'kind' | 'attempts' | 'org_id' | 'namespace_slug' | 'agent_name'>;
+
+/**
+ * How a delivery ended for its flight: `next`, the task's next delivery, claimed by the statement that
+ * completed this one (the flight sends it on); `unblocked`, a task whose next delivery may be due now
+ * that this one is done (completed, nothing claimed after it).
+ */
+interface Settled {
+  next?: Claimed;
+  unblocked?: string;
+}
+
+/**
+ * While work waits for room, a flight sends at most this many of its task's deliveries one after
+ * another before it gives its slot back to the claim over every task (oldest first, live work
+ * before rehearsals).
+ */
+const CHAIN_WHILE_WAITING = 16;
 
 export interface DispatcherOptions {
   /** How long a delivery may keep failing before its task becomes FAILED (default 10 minutes). */
@@ -153,7 +170,12 @@ export class Dispatcher {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly secrets = new Map<string, string>();
   private pumping = false;
-  private again = false;
+  /** A claim over every task is wanted: a delivery was enqueued, the poll came, room freed while work waited. */
+  private general = false;
+  /** Tasks whose next delivery may have come due (an agent reported a deferred one complete): claimed by looking at them alone. */
+  private readonly hinted = new Set<string>();
+  /** The last claim filled every free slot: work may be waiting for room, so freed room is offered to every task. */
+  private starved = false;
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: () => void;
@@ -185,7 +207,7 @@ export class Dispatcher {
     };
     // On PGlite an in-process wake is the signal (its claim queues behind the enqueuing transaction);
     // on PostgreSQL it would come before the commit and claim nothing: the LISTEN wakes it after.
-    this.unsubscribe = store.engine === 'pglite' ? onDeliveryEnqueued(() => this.wake()) : () => {};
+    this.unsubscribe = store.engine === 'pglite' ? onDeliveryEnqueued((taskId) => this.wake(taskId)) : () => {};
   }
 
   /** Starts polling and, on PostgreSQL, listening for deliveries committed by any replica. */
@@ -224,7 +246,8 @@ export class Dispatcher {
       this.listener = undefined;
       if (!this.closed) setTimeout(() => void this.listen(url).catch(() => {}), 1000).unref();
     });
-    client.on('notification', () => this.wake());
+    // A notification naming a task (an agent's completion) wakes a claim of that task alone.
+    client.on('notification', (message) => this.wake(message.payload || undefined));
     await client.connect();
     await client.query(`LISTEN ${DELIVERY_CHANNEL}`);
     if (this.closed) await client.end();
@@ -244,14 +267,16 @@ export class Dispatcher {
     this.timer.unref();
   }
 
-  /** Claims and sends whatever is due; coalesces concurrent wake-ups. */
-  wake(): void {
+  /**
+   * Claims and sends whatever is due; coalesces concurrent wake-ups. With `taskId`, only that task's
+   * next delivery may have come due: it is claimed by a statement that looks at the hinted tasks alone.
+   */
+  wake(taskId?: string): void {
     if (this.closed) return;
     for (const pull of this.pulls.values()) this.wakePull(pull);
-    if (this.pumping) {
-      this.again = true;
-      return;
-    }
+    if (taskId === undefined) this.general = true;
+    else this.hinted.add(taskId);
+    if (this.pumping) return;
     this.pumping = true;
     // Woken from a request: its trace context must not follow the claims into their queries.
     context.with(ROOT_CONTEXT, () => setImmediate(() => void this.pump()));
@@ -259,22 +284,31 @@ export class Dispatcher {
 
   private async pump(): Promise<void> {
     try {
-      do {
-        this.again = false;
+      while (!this.closed && (this.general || this.hinted.size > 0)) {
         const room = this.options.maxInFlight - this.inFlight.size;
-        if (room <= 0 || this.closed) break;
-        const claimed = await this.claim(room);
-        for (const delivery of claimed) {
-          const flight: Promise<void> = this.deliver(delivery)
-            .catch((error) => this.options.log?.(`delivery ${delivery.id}: ${(error as Error).message}`))
-            .finally(() => {
-              this.inFlight.delete(flight);
-              this.wake();
-            });
-          this.inFlight.add(flight);
+        if (room <= 0) {
+          // The next flight to end offers its slot to every task (it wakes a claim over all of them).
+          this.starved = true;
+          this.general = false;
+          this.hinted.clear();
+          break;
         }
-        if (claimed.length === room) this.again = true;
-      } while (this.again && !this.closed);
+        let claimed: Claimed[];
+        // While work waits for room, only the claim over every task takes it: oldest first, live work first.
+        if (this.general || this.starved) {
+          this.general = false;
+          this.hinted.clear();
+          claimed = await this.claim(room);
+          this.starved = claimed.length === room;
+        } else {
+          const tasks = [...this.hinted];
+          this.hinted.clear();
+          claimed = await this.claim(room, undefined, tasks);
+          if (claimed.length === room) this.starved = true;
+        }
+        for (const delivery of claimed) this.launch(delivery);
+        if (this.starved) this.general = true;
+      }
     } catch (error) {
       if (!this.closed) this.options.log?.(`dispatcher: ${(error as Error).message}`);
     } finally {
@@ -283,44 +317,97 @@ export class Dispatcher {
   }
 
   /**
-   * The head of each task's queue, when it is due, its claim free (or expired: its dispatcher
-   * died; or its completion lease ran out) and the task's current version has a live replica. Rows
-   * another dispatcher holds are skipped; a later row of a task waits while an earlier one is open
-   * (leased included: one in flight per task).
+   * A flight: sends the delivery and then, one after another, each next delivery of its task that the
+   * completion of the one before claimed in the same statement. Ending, it wakes a claim for what it
+   * may have left due: its task's next delivery, or anything at all when work was waiting for room.
    */
-  private async claim(limit: number, pull?: PullStream): Promise<Claimed[]> {
-    // Long enough for one call; a dispatcher that dies mid-call leaves the row to be claimed again.
-    const claimMs = pull ? PULL_CLAIM_MS : this.options.requestTimeoutMs * 2 + 5000;
+  private launch(first: Claimed): void {
+    const fly = async (): Promise<string | undefined> => {
+      let delivery: Claimed | undefined = first;
+      let sent = 0;
+      let unblocked: string | undefined;
+      while (delivery) {
+        if (this.closed) {
+          // Closing: what the last completion claimed goes back, to be sent by another dispatcher or after a restart.
+          await this.release(delivery, null);
+          return undefined;
+        }
+        sent++;
+        const chain = !this.starved || sent < CHAIN_WHILE_WAITING;
+        const failed = delivery;
+        const settled: Settled = await this.deliver(delivery, chain).catch((error) => {
+          this.options.log?.(`delivery ${failed.id}: ${(error as Error).message}`);
+          return { unblocked: failed.task_id };
+        });
+        delivery = settled.next;
+        unblocked = settled.unblocked;
+      }
+      return unblocked;
+    };
+    const flight: Promise<void> = fly()
+      .catch((error) => {
+        this.options.log?.(`delivery ${first.id}: ${(error as Error).message}`);
+        return undefined;
+      })
+      .then((unblocked) => {
+        this.inFlight.delete(flight);
+        if (this.starved) this.wake();
+        else if (unblocked) this.wake(unblocked);
+      });
+    this.inFlight.add(flight);
+  }
+
+  /**
+   * The head of each task's queue (of `tasks` alone, when given), when it is due, its claim free (or
+   * expired: its dispatcher died; or its completion lease ran out) and the task's current version has
+   * a live replica. Rows another dispatcher holds are skipped; a later row of a task waits while an
+   * earlier one is open (leased included: one in flight per task).
+   */
+  private async claim(limit: number, pull?: PullStream, tasks?: readonly string[]): Promise<Claimed[]> {
     const claimer = pull?.id ?? this.id;
-    // Pushed: to a live replica, never to a dev version. Pulled: the stream's own dev version.
-    const target = pull
+    const pick = sql`
+      SELECT o.id, o.status AS prior_status, t.current_version_id
+      FROM deliveries o
+      JOIN tasks t ON t.id = o.task_id
+      WHERE o.status IN (${OPEN})
+        ${tasks ? sql`AND o.task_id IN (${sql.join(tasks)})` : sql``}
+        AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status IN ('in_flight', 'leased') AND o.claimed_until < now()))
+        -- One turn at a time per task, in order; control deliveries (an interrupt) go at once.
+        AND (o.kind IN (${OUT_OF_ORDER})
+          OR NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER})))
+        AND ${this.targetOf(pull)}
+      ORDER BY o.priority DESC, o.id
+      LIMIT ${limit}
+      FOR UPDATE OF o SKIP LOCKED`;
+    const result = await this.claiming(claimer, pull, pick).execute(this.db);
+    return result.rows;
+  }
+
+  /** Pushed: to a live replica, never to a dev version. Pulled: the stream's own dev version. */
+  private targetOf(pull?: PullStream) {
+    return pull
       ? sql`t.current_version_id = ${pull.versionId}`
       : sql`EXISTS (SELECT 1 FROM version_replicas r WHERE r.version_id = t.current_version_id AND r.live)
             AND NOT EXISTS (SELECT 1 FROM versions pv WHERE pv.id = t.current_version_id AND left(pv.image_url, ${DEV_IMAGE_PREFIX.length}) = ${DEV_IMAGE_PREFIX})`;
-    // One statement claims and reads what the request needs: the task as it is now, its agent, and
-    // the live replicas of its current version.
-    const result = await sql<Claimed>`
-      WITH claimed AS (
+  }
+
+  /**
+   * One statement claims the rows `pick` selects (`id`, `prior_status`, `current_version_id`, locked)
+   * and reads what their requests need: the task as it is now, its agent, and the live replicas of
+   * its current version. `before` are common table expressions `pick` may use (a completion).
+   */
+  private claiming(claimer: string, pull: PullStream | undefined, pick: RawBuilder<unknown>, before?: RawBuilder<unknown>) {
+    // Long enough for one call; a dispatcher that dies mid-call leaves the row to be claimed again.
+    const claimMs = pull ? PULL_CLAIM_MS : this.options.requestTimeoutMs * 2 + 5000;
+    return sql<Claimed>`
+      WITH ${before ? sql`${before},` : sql``} claimed AS (
         UPDATE deliveries AS d
         SET status = 'in_flight', claimed_by = ${claimer}, claimed_until = now() + ${claimMs} * interval '1 millisecond',
             version_id = c.current_version_id, attempts = d.attempts + 1, updated_at = now(), leased_to = NULL,
             -- A lease that ran out is a failed attempt: the retry budget runs from the first.
             failing_since = CASE WHEN d.status = 'leased' THEN COALESCE(d.failing_since, now()) ELSE d.failing_since END,
             last_error = CASE WHEN d.status = 'leased' THEN ${LEASE_EXPIRED_REASON} ELSE d.last_error END
-        FROM (
-          SELECT o.id, o.status AS prior_status, t.current_version_id
-          FROM deliveries o
-          JOIN tasks t ON t.id = o.task_id
-          WHERE o.status IN (${OPEN})
-            AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status IN ('in_flight', 'leased') AND o.claimed_until < now()))
-            -- One turn at a time per task, in order; control deliveries (an interrupt) go at once.
-            AND (o.kind IN (${OUT_OF_ORDER})
-              OR NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER})))
-            AND ${target}
-          ORDER BY o.priority DESC, o.id
-          LIMIT ${limit}
-          FOR UPDATE OF o SKIP LOCKED
-        ) AS c
+        FROM (${pick}) AS c
         WHERE d.id = c.id
         RETURNING d.id, d.task_id, d.method, d.kind, c.prior_status, d.payload, d.attempts, d.failing_since, d.last_error, c.current_version_id AS version_id,
           d.traceparent, d.tracestate, d.created_at
@@ -334,8 +421,7 @@ export class Dispatcher {
       JOIN agents a ON a.id = t.agent_id
       JOIN namespaces n ON n.id = a.namespace_id
       JOIN versions v ON v.id = claimed.version_id
-      ORDER BY claimed.id`.execute(this.db);
-    return result.rows;
+      ORDER BY claimed.id`;
   }
 
   private async secretFor(versionId: string): Promise<string> {
@@ -347,25 +433,28 @@ export class Dispatcher {
     return secret;
   }
 
-  /** Traced: the wait in the outbox and the call to the agent become spans of the trace that enqueued it. */
-  private deliver(delivery: Claimed): Promise<void> {
+  /**
+   * Traced: the wait in the outbox and the call to the agent become spans of the trace that enqueued
+   * it. `chain`: its completion may claim the task's next delivery (returned as `next`).
+   */
+  private deliver(delivery: Claimed, chain: boolean): Promise<Settled> {
     const tracing = this.tracing;
-    if (!tracing || !delivery.traceparent) return this.deliverTraced(delivery, null);
+    if (!tracing || !delivery.traceparent) return this.deliverTraced(delivery, null, chain);
     const parent = tracing.contextFrom(delivery.traceparent, delivery.tracestate);
     const traceId = delivery.traceparent.slice(3, 35);
     tracing.note(traceId, { orgId: delivery.org_id, taskId: delivery.task_id });
     const attributes = { 'agentctl.task_id': delivery.task_id, 'agentctl.delivery_id': delivery.id, 'agentctl.delivery.attempt': delivery.attempts };
     tracing.tracer.startSpan('outbox wait', { kind: SpanKind.INTERNAL, startTime: new Date(delivery.created_at), attributes }, parent).end(Date.now());
-    return tracing.inSpan(parent, `deliver ${delivery.method}`, { kind: SpanKind.CLIENT, attributes }, (span) => this.deliverTraced(delivery, span));
+    return tracing.inSpan(parent, `deliver ${delivery.method}`, { kind: SpanKind.CLIENT, attributes }, (span) => this.deliverTraced(delivery, span, chain));
   }
 
-  private async deliverTraced(delivery: Claimed, span: Span | null): Promise<void> {
+  private async deliverTraced(delivery: Claimed, span: Span | null, chain: boolean): Promise<Settled> {
     if (delivery.acp_urls.length === 0) {
       // Its last replica went away since the claim: hold it until one registers.
       await this.release(delivery, null);
-      return;
+      return {};
     }
-    if (await this.settledBeforeSending(delivery, this.id)) return;
+    if (await this.settledBeforeSending(delivery, this.id)) return {};
     const target = delivery.acp_urls[replicaIndex(delivery.task_id, delivery.acp_urls.length)];
     span?.setAttribute('server.address', target);
     let method: AcpMethod = delivery.method;
@@ -385,7 +474,7 @@ export class Dispatcher {
     } catch (error) {
       answer = { error: describeNetworkError(error) };
     }
-    await this.settle(delivery, method, answer, target, this.id, span);
+    return this.settle(delivery, method, answer, target, this.id, span, chain);
   }
 
   /**
@@ -432,7 +521,15 @@ export class Dispatcher {
    * What the agent answered (pushed by this dispatcher, or reported by `agentctl dev` for a pulled
    * one): done, leased (deferred), or back to pending with backoff. `claimer` holds the claim.
    */
-  private async settle(delivery: Settling, method: AcpMethod, answer: AgentAnswer, target: string, claimer: string, span: Span | null = null): Promise<void> {
+  private async settle(
+    delivery: Settling,
+    method: AcpMethod,
+    answer: AgentAnswer,
+    target: string,
+    claimer: string,
+    span: Span | null = null,
+    chain = false,
+  ): Promise<Settled> {
     try {
       if ('error' in answer) throw new DeliveryFailure(answer.error);
       if (answer.statusCode >= 300) throw new DeliveryFailure(`the agent answered HTTP ${answer.statusCode}${rpcErrorOf(answer.text)}`);
@@ -451,14 +548,16 @@ export class Dispatcher {
         const service = `${delivery.namespace_slug}/${delivery.agent_name}`;
         await recordAgentSpans(this.db, this.tracing, { orgId: delivery.org_id, taskId: delivery.task_id, service }, parsed.result.spans);
       }
+      // Leased: the agent's completion wakes the claim of the task's next delivery.
       if (method !== 'message/send' && parsed.result?.deferred === true) await this.lease(delivery, target, claimer);
-      else await this.complete(delivery, claimer);
+      else return await this.complete(delivery, claimer, chain);
     } catch (error) {
       const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
       span?.setStatus({ code: SpanStatusCode.ERROR, message: reason.slice(0, 500) });
       this.options.log?.(`delivery ${delivery.id} (${delivery.method}, task ${delivery.task_id}) to ${target || 'its version'} failed: ${reason}`);
       await this.release(delivery, reason, claimer);
     }
+    return {};
   }
 
   // ---- pulled deliveries: dev versions (README "Developing an agent: agentctl dev") ----
@@ -544,6 +643,8 @@ export class Dispatcher {
     const method: AcpMethod = delivery.method === 'event/send' && delivery.acp_type === 'sync' ? 'message/send' : delivery.method;
     const agentAnswer: AgentAnswer = answer.error !== undefined ? { error: answer.error } : { statusCode: answer.status_code!, text: answer.body ?? '' };
     await this.settle(delivery, method, agentAnswer, answer.claim, answer.claim);
+    // Its stream (and any claim) may take the task's next delivery now.
+    this.wake(delivery.task_id);
   }
 
   /** Whether a turn the interrupt is for still runs (sent, or being sent, and not finished). */
@@ -560,15 +661,44 @@ export class Dispatcher {
     return row !== undefined;
   }
 
-  /** Done: the task's next delivery may go. */
-  private async complete(delivery: Settling, claimer = this.id): Promise<void> {
-    await this.db
-      .updateTable('deliveries')
-      .set({ status: 'done', claimed_by: null, claimed_until: null, last_error: null, updated_at: new Date() })
-      .where('id', '=', delivery.id)
-      .where('claimed_by', '=', claimer)
-      .where('status', '=', 'in_flight')
-      .execute();
+  /**
+   * Done: the task's next delivery may go. With `chain` (a turn this dispatcher pushed), the same
+   * statement claims that next delivery when it is due and its task's version takes pushed work: the
+   * flight sends it on without a claim of its own. Rehearsal deliveries are not chained (they are
+   * claimed after live work, by the claim over every task).
+   */
+  private async complete(delivery: Settling, claimer = this.id, chain = false): Promise<Settled> {
+    if (!chain || delivery.kind !== 'turn' || claimer !== this.id) {
+      await this.db
+        .updateTable('deliveries')
+        .set({ status: 'done', claimed_by: null, claimed_until: null, last_error: null, updated_at: new Date() })
+        .where('id', '=', delivery.id)
+        .where('claimed_by', '=', claimer)
+        .where('status', '=', 'in_flight')
+        .execute();
+      return { unblocked: delivery.task_id };
+    }
+    // The successor must be the task's first open turn once this one is done; the statement's snapshot
+    // still sees this one open, so it is left out of that test by its id.
+    const done = sql`done AS (
+      UPDATE deliveries SET status = 'done', claimed_by = NULL, claimed_until = NULL, last_error = NULL, updated_at = now()
+      WHERE id = ${delivery.id} AND claimed_by = ${claimer} AND status = 'in_flight'
+      RETURNING id, task_id
+    )`;
+    const pick = sql`
+      SELECT o.id, o.status AS prior_status, t.current_version_id
+      FROM deliveries o
+      JOIN tasks t ON t.id = o.task_id
+      WHERE o.task_id = ${delivery.task_id} AND EXISTS (SELECT 1 FROM done)
+        AND o.status = 'pending' AND o.next_attempt_at <= now() AND o.kind NOT IN (${OUT_OF_ORDER}) AND o.priority >= 0
+        AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER}) AND e.id <> ${delivery.id})
+        AND ${this.targetOf()}
+      ORDER BY o.id
+      LIMIT 1
+      FOR UPDATE OF o SKIP LOCKED`;
+    const result = await this.claiming(claimer, undefined, pick, done).execute(this.db);
+    const next = result.rows[0];
+    return next ? { next } : { unblocked: delivery.task_id };
   }
 
   /**

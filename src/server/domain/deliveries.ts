@@ -75,16 +75,17 @@ export async function completeDelivery(
   const delivery = await deliveryForAgent(db, perms, deliveryId);
   // Claimed but not acknowledged yet counts: a fast handler can finish before the dispatcher records
   // the acknowledgement (it then finds the row done and leaves it). One statement changes the row
-  // and wakes the dispatchers (the task's next delivery is due).
+  // and wakes the dispatchers (the task's next delivery is due), naming the task.
   const done = await sql<Selectable<DeliveriesTable>>`
     WITH done AS (
       UPDATE deliveries SET status = 'done', claimed_by = NULL, claimed_until = NULL, leased_to = NULL, last_error = NULL, updated_at = now()
       WHERE id = ${deliveryId} AND (status IN ('in_flight', 'leased') OR (status = 'pending' AND attempts > 0))
       RETURNING *
     )
-    SELECT done.*, pg_notify(${DELIVERY_CHANNEL}, '') FROM done`.execute(db);
+    SELECT done.*, pg_notify(${DELIVERY_CHANNEL}, done.task_id) FROM done`.execute(db);
   if (done.rows[0]) {
-    wakeDispatchers();
+    // Only this task's next delivery came due: the dispatchers claim from it alone.
+    wakeDispatchers(delivery.task_id);
     // The handler's spans (README "Traces"), with the first completion only (a repeat is not counted
     // twice): kept with the delivery's trace, their tokens added to the task.
     if (reported?.spans.length) {

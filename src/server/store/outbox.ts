@@ -42,10 +42,13 @@ export type DeliveryPayload = {
   migration?: AcpMigration;
 };
 
-const wakers = new Set<() => void>();
+const wakers = new Set<(taskId?: string) => void>();
 
-/** Registers an in-process dispatcher (PGlite) to be woken on enqueue; returns the unregister function. */
-export function onDeliveryEnqueued(wake: () => void): () => void {
+/**
+ * Registers an in-process dispatcher (PGlite) to be woken on enqueue; returns the unregister function.
+ * `taskId`: only that task's next delivery may have come due (an agent's completion).
+ */
+export function onDeliveryEnqueued(wake: (taskId?: string) => void): () => void {
   wakers.add(wake);
   return () => wakers.delete(wake);
 }
@@ -127,7 +130,11 @@ export async function announceDeliveries(trx: Kysely<Database>): Promise<void> {
   wakeDispatchers();
 }
 
-/** Wakes this process's PGlite dispatchers (on PostgreSQL they listen for the NOTIFY instead). */
-export function wakeDispatchers(): void {
-  for (const wake of wakers) wake();
+/**
+ * Wakes this process's PGlite dispatchers (on PostgreSQL they listen for the NOTIFY instead, whose
+ * payload is the task id when the wake is for one task). With `taskId`, only that task's next
+ * delivery may have come due: the dispatcher claims from it alone.
+ */
+export function wakeDispatchers(taskId?: string): void {
+  for (const wake of wakers) wake(taskId);
 }

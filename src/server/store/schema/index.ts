@@ -15,6 +15,7 @@ import * as traces from './014_traces.js';
 import * as consoleSessions from './015_console_sessions.js';
 import * as rollouts from './016_rollouts.js';
 import * as rehearsals from './017_rehearsals.js';
+import * as deliveryClaimOrder from './019_delivery_claim_order.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -40,4 +41,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '015_console_sessions': consoleSessions,
   '016_rollouts': rollouts,
   '017_rehearsals': rehearsals,
+  '019_delivery_claim_order': deliveryClaimOrder,
 };
