@@ -12,7 +12,7 @@ import { GO_FD, warmSource } from './warm.js';
 import { freePort, pipeLines, signalGroup } from '../../agent-process/child-processes.js';
 import { waitUntilReady } from '../../agent-process/health.js';
 import { LIFELINE_FD, LIFELINE_SOURCE } from '../../agent-process/lifeline.js';
-import { ACP_PATH, PROCESS_ENV, SIGNATURE_HEADER } from '../../contract/acp.js';
+import { ACP_PATH, SIGNATURE_HEADER } from '../../contract/acp.js';
 import type { PulledDelivery } from '../../contract/conversation.js';
 
 /** What the agent answered a delivery: its HTTP status and body, or why it could not be asked. */
