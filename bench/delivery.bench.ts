@@ -309,7 +309,9 @@ async function sustainedIngest(engine: Engine, url: string, key: string, newTask
     await new Promise((resolve) => child.once('exit', resolve));
   }
   const m = (xs: { rate: number; p50: number; cpuMs: number }[], k: 'rate' | 'p50' | 'cpuMs') => median(xs.map((x) => x[k]));
-  console.log(`[${engine}] sustained ingest: ${POSTERS} posters, one task each, ${INGEST_SECONDS} s x ${INGEST_ROUNDS} rounds interleaved with GET /healthz (dispatcher stopped)`);
+  console.log(
+    `[${engine}] sustained ingest: ${POSTERS} posters, one task each, ${INGEST_SECONDS} s x ${INGEST_ROUNDS} rounds interleaved with GET /healthz (dispatcher stopped)`,
+  );
   console.log(
     `  ${fmt(m(events, 'rate'))} POST/s, p50 ${fmt(m(events, 'p50'), 2)} ms; GET /healthz ${fmt(m(health, 'rate'))} req/s, p50 ${fmt(m(health, 'p50'), 2)} ms; ` +
       `ratio ${fmt(m(events, 'rate') / m(health, 'rate'), 2)} of the rate, p50 ${fmt(m(events, 'p50') / m(health, 'p50'), 1)}x`,
