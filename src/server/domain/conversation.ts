@@ -22,6 +22,7 @@ import type { Permissions } from '../auth/policy.js';
 import { inCallerOrg, taskById } from './lookup.js';
 import { DELIVERY_CHANNEL, insertEventDeliveries, wakeDispatchers } from '../store/outbox.js';
 import { statusList } from '../store/sql.js';
+import { executePrepared } from '../store/prepared.js';
 import { admitEvent, deliverEvent } from './turns.js';
 
 type Trx = Kysely<Database>;
@@ -168,7 +169,9 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
   const createdAt = new Date();
   const partial = { id, task_id: taskId, content, created_at: createdAt.toISOString() };
   const enqueues = sql`EXISTS (SELECT 1 FROM versions v WHERE v.id = tasks.current_version_id AND v.double_texting = 'enqueue')`;
-  const result = await sql<{ agent_id: string; sequence_id: number }>`
+  const result = await executePrepared(
+    db,
+    sql<{ agent_id: string; sequence_id: number }>`
     WITH t AS (${takeSequence(perms, sql`${taskId}`, enqueues)}),
     e AS (
       INSERT INTO events (id, task_id, agent_id, sequence_id, content, created_at)
@@ -178,7 +181,8 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
     ),
     s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'event', record FROM e),
     d AS (${insertEventDeliveries('e', taskId)})
-    SELECT e.agent_id, e.sequence_id, pg_notify(${TASK_CHANNEL}, e.task_id), pg_notify(${DELIVERY_CHANNEL}, '') FROM e`.execute(db);
+    SELECT e.agent_id, e.sequence_id, pg_notify(${TASK_CHANNEL}, e.task_id), pg_notify(${DELIVERY_CHANNEL}, '') FROM e`,
+  );
   const row = result.rows[0];
   if (!row) return undefined;
   wakeDispatchers();
@@ -271,7 +275,9 @@ async function insertMessageAlone(db: Db, perms: Permissions, input: NewMessage)
   const now = new Date();
   const at = now.toISOString();
   const partial = { id, task_id: input.task_id, author: input.author, content: input.content, streaming_status: input.streaming_status, streaming_error: null };
-  const result = await sql<{ sequence_id: number }>`
+  const result = await executePrepared(
+    db,
+    sql<{ sequence_id: number }>`
     WITH t AS (${takeSequence(perms, sql`${input.task_id}`)}),
     m AS (
       INSERT INTO messages (id, task_id, author, content, streaming_status, sequence_id, updated_sequence_id, created_at, updated_at)
@@ -284,7 +290,8 @@ async function insertMessageAlone(db: Db, perms: Permissions, input: NewMessage)
         ${JSON.stringify({ ...partial, created_at: at, updated_at: at })}::jsonb || jsonb_build_object('sequence_id', sequence_id, 'updated_sequence_id', sequence_id)
       FROM m
     )
-    SELECT m.sequence_id, pg_notify(${TASK_CHANNEL}, m.task_id) FROM m`.execute(db);
+    SELECT m.sequence_id, pg_notify(${TASK_CHANNEL}, m.task_id) FROM m`,
+  );
   const row = result.rows[0];
   if (!row) return undefined;
   const sequenceId = Number(row.sequence_id);
@@ -413,7 +420,9 @@ async function appendDeltaAlone(db: Db, perms: Permissions, messageId: string, d
   const takes = sql`streaming_status = 'IN_PROGRESS' AND ${streamedField} IS NOT NULL
     AND char_length(coalesce(content->>${streamedField}, '')) + ${length}::int <= ${MESSAGE_TEXT_MAX}::int`;
   try {
-    const result = await sql<{ task_id: string; sequence_id: number; offset: number }>`
+    const result = await executePrepared(
+      db,
+      sql<{ task_id: string; sequence_id: number; offset: number }>`
       WITH t AS (${takeSequence(
         perms,
         sql`(SELECT task_id FROM messages WHERE id = ${messageId})`,
@@ -434,7 +443,8 @@ async function appendDeltaAlone(db: Db, perms: Permissions, messageId: string, d
       )
       SELECT u.task_id, u.sequence_id, u."offset", pg_notify(${TASK_CHANNEL}, u.task_id) IS NULL AS notified FROM u
       UNION ALL
-      SELECT t.id, t.last_sequence_id, 1 / (SELECT count(*) FROM u)::int, false FROM t WHERE NOT EXISTS (SELECT 1 FROM u)`.execute(db);
+      SELECT t.id, t.last_sequence_id, 1 / (SELECT count(*) FROM u)::int, false FROM t WHERE NOT EXISTS (SELECT 1 FROM u)`,
+    );
     const row = result.rows[0];
     if (!row) return undefined;
     return { message_id: messageId, task_id: row.task_id, sequence_id: Number(row.sequence_id), offset: Number(row.offset), delta };

@@ -21,6 +21,7 @@ import { SCRIPT_MARK } from './schema/script.js';
 import type { DeliveryStatus } from '../../contract/conversation.js';
 import type { DeliveryKind, DoubleTextingPolicy } from '../../contract/enums.js';
 import { discardTemplate, readTemplate, saveTemplate, templateFile } from './pglite-template.js';
+import { prepareStatementsOf } from './prepared.js';
 
 type Timestamptz = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json = ColumnType<unknown, string, string>;
@@ -734,6 +735,8 @@ async function openPglite(dataDir: string | undefined, loadDataDir?: Blob): Prom
   const createDriver = dialect.createDriver.bind(dialect);
   dialect.createDriver = () => new ScriptAwareDriver(createDriver(), pglite);
   const db = new Kysely<Database>({ dialect: withSchemaLock(dialect), log: logQuery });
+  // Its one session keeps prepared statements: the hot writes are planned once (prepared.ts).
+  prepareStatementsOf(db);
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
     const unlisten = await pglite.listen(channel, onPayload);
     return () => unlisten();
