@@ -10,8 +10,13 @@
 //  4. one task, SINGLE_TASK_EVENTS events back to back (in the outbox first), in events per second
 //     (goal: 300), to a plain agent and to one that takes the completion lease; the agent checks
 //     they arrive in order and one at a time.
+//  5. sustained ingest: 8 posters (a second process, one task each) post events for a few seconds,
+//     POST/s, p50 and the server's CPU per POST, against the same posters calling GET /healthz
+//     (median of interleaved rounds). The dispatcher is stopped: this is the write path alone.
 // The agent is a node:http server in this process, so both sides read one clock.
+import { fork } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { Agent, request } from 'undici';
@@ -24,7 +29,7 @@ import { startDispatcher } from '../src/server/delivery/dispatcher.js';
 import { signingSecretFor } from '../src/server/domain/registration.js';
 import { createEvent } from '../src/server/domain/conversation.js';
 import { unrestricted } from '../src/server/auth/policy.js';
-import { benchEngines, fmt, throwawayDatabase, BENCH_DEPLOY } from './support.js';
+import { benchEngines, fmt, median, throwawayDatabase, BENCH_DEPLOY } from './support.js';
 
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
 const TASKS = 100;
@@ -244,6 +249,9 @@ async function benchEngine(engine: Engine) {
     console.log(
       `  ${fmt(single.total / single.seconds)} events/s to a plain agent; ${fmt(singleLeased.total / singleLeased.seconds)} events/s to one that takes the completion lease`,
     );
+
+    // ---- (5) sustained ingest, last: its deliveries stay in the outbox -----------------------------------------
+    await sustainedIngest(engine, serviceUrl, adminKey, async () => (await call('POST', '/tasks', { agent_id: deployed.agent_id })).id);
   } finally {
     for (const d of dispatchers) await d.close();
     await http.close();
@@ -255,4 +263,96 @@ async function benchEngine(engine: Engine) {
   }
 }
 
-for (const engine of await benchEngines()) await benchEngine(engine);
+// ---- (5) sustained ingest ---------------------------------------------------------------------------
+
+const POSTERS = 8;
+const INGEST_SECONDS = Number(process.env.BENCH_INGEST_SECONDS ?? 3);
+const INGEST_ROUNDS = 3;
+
+interface PosterRun {
+  url: string;
+  key: string;
+  /** One path per poster: GET when body is undefined. */
+  paths: string[];
+  body?: unknown;
+  seconds: number;
+}
+
+/** The poster process: POSTERS loops, each requesting its own path back to back for `seconds`. */
+async function posterRole(): Promise<void> {
+  const http = new Agent({ connections: POSTERS });
+  process.on('message', async (run: PosterRun | 'exit') => {
+    if (run === 'exit') {
+      await http.close();
+      process.exit(0);
+    }
+    const latencies: number[] = [];
+    const started = now();
+    const until = started + run.seconds * 1000;
+    await Promise.all(
+      run.paths.map(async (path) => {
+        while (now() < until) {
+          const start = now();
+          const res = await request(run.url + path, {
+            method: run.body === undefined ? 'GET' : 'POST',
+            dispatcher: http,
+            headers: { authorization: `Bearer ${run.key}`, 'content-type': 'application/json' },
+            body: run.body === undefined ? undefined : JSON.stringify(run.body),
+          });
+          await res.body.text();
+          if (res.statusCode >= 300) throw new Error(`${path}: ${res.statusCode}`);
+          latencies.push(now() - start);
+        }
+      }),
+    );
+    process.send!({ count: latencies.length, seconds: (now() - started) / 1000, p50: percentile(latencies, 50) });
+  });
+  process.send!('ready');
+}
+
+/** (5): events posted by 8 posters against GET /healthz by the same posters, interleaved rounds, the server's CPU measured here. */
+async function sustainedIngest(engine: Engine, url: string, key: string, newTask: () => Promise<string>) {
+  const tasks: string[] = [];
+  for (let i = 0; i < POSTERS; i++) tasks.push(await newTask());
+  const child = fork(fileURLToPath(import.meta.url), ['poster'], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  const reply = () =>
+    new Promise<any>((resolve, reject) => {
+      child.once('message', resolve);
+      child.once('exit', (code) => reject(new Error(`poster process exited with ${code}`)));
+    });
+  await reply();
+  const round = async (run: Omit<PosterRun, 'url' | 'key' | 'seconds'>) => {
+    const cpu = process.cpuUsage();
+    child.send({ url, key, seconds: INGEST_SECONDS, ...run } satisfies PosterRun);
+    const result = (await reply()) as { count: number; seconds: number; p50: number };
+    const used = process.cpuUsage(cpu);
+    return { rate: result.count / result.seconds, p50: result.p50, cpuMs: (used.user + used.system) / 1000 / result.count };
+  };
+  const health: Awaited<ReturnType<typeof round>>[] = [];
+  const events: Awaited<ReturnType<typeof round>>[] = [];
+  try {
+    await round({ paths: tasks.map(() => '/healthz') }); // warm-up
+    await round({ paths: tasks.map((t) => `/tasks/${t}/events`), body: { content: 'warm' } });
+    for (let r = 0; r < INGEST_ROUNDS; r++) {
+      health.push(await round({ paths: tasks.map(() => '/healthz') }));
+      events.push(await round({ paths: tasks.map((t) => `/tasks/${t}/events`), body: { content: `ingest ${r}` } }));
+    }
+  } finally {
+    child.send('exit');
+    await new Promise((resolve) => child.once('exit', resolve));
+  }
+  const m = (xs: { rate: number; p50: number; cpuMs: number }[], k: 'rate' | 'p50' | 'cpuMs') => median(xs.map((x) => x[k]));
+  console.log(
+    `[${engine}] sustained ingest: ${POSTERS} posters, one task each, ${INGEST_SECONDS} s x ${INGEST_ROUNDS} rounds interleaved with GET /healthz (dispatcher stopped)`,
+  );
+  console.log(
+    `  ${fmt(m(events, 'rate'))} POST/s, p50 ${fmt(m(events, 'p50'), 2)} ms; GET /healthz ${fmt(m(health, 'rate'))} req/s, p50 ${fmt(m(health, 'p50'), 2)} ms; ` +
+      `ratio ${fmt(m(events, 'rate') / m(health, 'rate'), 2)} of the rate, p50 ${fmt(m(events, 'p50') / m(health, 'p50'), 1)}x`,
+  );
+  console.log(
+    `  server CPU per event POST ${fmt(m(events, 'cpuMs'), 3)} ms, per GET /healthz ${fmt(m(health, 'cpuMs'), 3)} ms: ${fmt(m(events, 'cpuMs') / m(health, 'cpuMs'), 1)}x`,
+  );
+}
+
+if (process.argv[2] === 'poster') await posterRole();
+else for (const engine of await benchEngines()) await benchEngine(engine);

@@ -1,7 +1,7 @@
-// One task's stream with 100 watchers against one watcher: the server's CPU time per event
+// One task's stream with 1, 100 and 300 watchers (a scaling row): the server's CPU time per event
 // (process.cpuUsage of the server process while a second process posts events and holds the SSE
 // connections), and the stream hub's database reads per event. The floor is the one-watcher run in
-// the same process on the same database; the ratio says what the other 99 watchers cost.
+// the same process on the same database; the ratio says what the other watchers cost.
 import { fork } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +12,7 @@ import { generateSecret } from '../src/server/auth/secrets.js';
 import { benchEngines, fmt, throwawayDatabase, BENCH_DEPLOY } from './support.js';
 
 const EVENTS = Number(process.env.BENCH_STREAM_EVENTS ?? 200);
-const WATCHERS = Number(process.env.BENCH_STREAM_WATCHERS ?? 100);
+const WATCHERS = (process.env.BENCH_STREAM_WATCHERS ?? '100,300').split(',').map(Number);
 
 interface ClientArgs {
   url: string;
@@ -125,12 +125,16 @@ async function benchEngine(engine: Engine): Promise<void> {
     };
     await measure(1); // warm-up: JIT, pools
     const one = await measure(1);
-    const many = await measure(WATCHERS);
     console.log(
-      `${engine}: server CPU per event: 1 watcher ${fmt(one.cpuMsPerEvent, 2)} ms (floor), ${WATCHERS} watchers ${fmt(many.cpuMsPerEvent, 2)} ms: ratio ${fmt(many.cpuMsPerEvent / one.cpuMsPerEvent, 2)}x` +
-        ` (${fmt(many.cpuMsPerEvent / one.cpuMsPerEvent / WATCHERS, 3)}x of linear); hub reads per event ${fmt(one.readsPerEvent, 2)} vs ${fmt(many.readsPerEvent, 2)};` +
-        ` wall per event ${fmt(one.wallMsPerEvent, 1)} vs ${fmt(many.wallMsPerEvent, 1)} ms`,
+      `${engine}: server CPU per event, 1 watcher ${fmt(one.cpuMsPerEvent, 2)} ms (floor); hub reads per event ${fmt(one.readsPerEvent, 2)}; wall per event ${fmt(one.wallMsPerEvent, 1)} ms`,
     );
+    for (const watchers of WATCHERS) {
+      const many = await measure(watchers);
+      console.log(
+        `${engine}: ${watchers} watchers ${fmt(many.cpuMsPerEvent, 2)} ms: ratio ${fmt(many.cpuMsPerEvent / one.cpuMsPerEvent, 2)}x` +
+          ` (${fmt(many.cpuMsPerEvent / one.cpuMsPerEvent / watchers, 3)}x of linear); hub reads per event ${fmt(many.readsPerEvent, 2)}; wall per event ${fmt(many.wallMsPerEvent, 1)} ms`,
+      );
+    }
   } finally {
     await app.close();
     await store.close();
@@ -141,6 +145,6 @@ async function benchEngine(engine: Engine): Promise<void> {
 if (process.argv[2] === 'client') {
   await clientRole();
 } else {
-  console.log(`stream: ${EVENTS} events on one task, 1 watcher vs ${WATCHERS} watchers`);
+  console.log(`stream: ${EVENTS} events on one task, 1 watcher vs ${WATCHERS.join(', ')} watchers`);
   for (const engine of await benchEngines()) await benchEngine(engine);
 }

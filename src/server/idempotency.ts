@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyReply } from 'fastify';
 import { sql } from 'kysely';
 import type { Db } from './store/db.js';
+import { executePrepared } from './store/prepared.js';
 import { conflict, invalid } from './domain/errors.js';
 import { RawJson } from './route-host.js';
 
@@ -82,13 +83,17 @@ export async function answerIdempotently(db: Db, scope: IdempotencyScope, status
 export async function claimIdempotencyKey(db: Db, scope: IdempotencyScope): Promise<Claim> {
   const deadline = Date.now() + WAIT_FOR_WINNER_MS;
   for (;;) {
-    const claimed = await sql<{ claimed: boolean }>`
+    // Prepared on PGlite (store/prepared.ts): this and the completion go with every creating POST.
+    const claimed = await executePrepared(
+      db,
+      sql<{ claimed: boolean }>`
       INSERT INTO idempotency_records (key_id, route, idempotency_key, request_hash)
       VALUES (${scope.keyId}, ${scope.route}, ${scope.key}, ${scope.requestHash})
       ON CONFLICT (key_id, route, idempotency_key) DO UPDATE
         SET request_hash = EXCLUDED.request_hash, status = NULL, response = NULL, created_at = now()
         WHERE idempotency_records.created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
-      RETURNING true AS claimed`.execute(db);
+      RETURNING true AS claimed`,
+    );
     if (claimed.rows.length) return { kind: 'claimed' };
     const existing = await db
       .selectFrom('idempotency_records')
@@ -112,13 +117,11 @@ export async function claimIdempotencyKey(db: Db, scope: IdempotencyScope): Prom
 
 /** Stores the first response for retries to get. */
 export async function completeIdempotencyKey(db: Db, scope: IdempotencyScope, status: number, body: string): Promise<void> {
-  await db
-    .updateTable('idempotency_records')
-    .set({ status, response: body })
-    .where('key_id', '=', scope.keyId)
-    .where('route', '=', scope.route)
-    .where('idempotency_key', '=', scope.key)
-    .execute();
+  await executePrepared(
+    db,
+    sql`UPDATE idempotency_records SET status = ${status}, response = ${body}
+      WHERE key_id = ${scope.keyId} AND route = ${scope.route} AND idempotency_key = ${scope.key}`,
+  );
 }
 
 /** The request failed: nothing was created, so a retry runs again. */

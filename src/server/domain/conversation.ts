@@ -1,5 +1,5 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
-import { isTerminalTask } from '../../contract/lifecycle.js';
+import { sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
+import { isTerminalTask, TERMINAL_TASK_STATUSES } from '../../contract/lifecycle.js';
 import {
   type Content,
   type MessageContent,
@@ -20,6 +20,9 @@ import { revertFailedMigration } from './migration-hooks.js';
 import { type DomainError, conflict, invalid, isNotFound, notFound, named, tooLarge } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { inCallerOrg, taskById } from './lookup.js';
+import { DELIVERY_CHANNEL, insertEventDeliveries, wakeDispatchers } from '../store/outbox.js';
+import { statusList } from '../store/sql.js';
+import { executePrepared } from '../store/prepared.js';
 import { admitEvent, deliverEvent } from './turns.js';
 
 type Trx = Kysely<Database>;
@@ -119,6 +122,33 @@ export async function createTracker(trx: Trx, taskId: string, agentId: string): 
     .execute();
 }
 
+// ---- one-statement writes ----------------------------------------------------------------------
+
+/*
+ * The common writes (an event, a message, a delta) go as one data-modifying statement, committed on
+ * its own: no BEGIN/COMMIT round trips, and the task's row is locked only while that statement runs.
+ * Its first CTE takes the task's next sequence number (UPDATE ... RETURNING, which locks the row as
+ * nextSequence does), so the order per task is the same as the transactional path's. It writes
+ * nothing unless every condition of the common case holds (the task is the caller's to run, is live,
+ * ...); when one does not, the caller runs the transactional path, which decides and explains (404,
+ * 403, 409). So each rule has one home, the transactional path, and the statement only narrows it.
+ */
+
+/** `tasks` rows the caller may `run` (taskById's check, as SQL: its org, and an agent it holds `run` on). */
+function runnableTask(perms: Permissions) {
+  const visible = perms.visible('agent', 'run');
+  const org = sql`tasks.namespace_id IN (SELECT id FROM namespaces WHERE org_id = ${perms.actor.orgId})`;
+  if (visible.all) return org;
+  return sql`${org} AND (tasks.agent_id = ANY(${visible.ids}) OR tasks.namespace_id = ANY(${visible.namespaceIds}))`;
+}
+
+/** The first CTE of a one-statement write: the next sequence number of a live task the caller may run. */
+function takeSequence(perms: Permissions, taskId: RawBuilder<unknown>, also: RawBuilder<unknown> = sql`true`) {
+  return sql`UPDATE tasks SET last_sequence_id = tasks.last_sequence_id + 1
+    WHERE tasks.id = ${taskId} AND ${runnableTask(perms)} AND tasks.status NOT IN (${statusList(TERMINAL_TASK_STATUSES)}) AND ${also}
+    RETURNING tasks.id, tasks.agent_id, tasks.last_sequence_id`;
+}
+
 // ---- events -------------------------------------------------------------------------------------
 
 /**
@@ -126,7 +156,37 @@ export async function createTracker(trx: Trx, taskId: string, agentId: string): 
  * does a busy one whose version's double-texting policy is `reject` (409 task_busy).
  */
 export async function createEvent(db: Db, perms: Permissions, taskId: string, content: Content): Promise<Event> {
-  return db.transaction().execute((trx) => insertEvent(trx, perms, taskId, content));
+  return (await appendEventAlone(db, perms, taskId, content)) ?? db.transaction().execute((trx) => insertEvent(trx, perms, taskId, content));
+}
+
+/**
+ * An event to a task whose version's policy is `enqueue` (the default), in one statement: sequence
+ * number, event, stream record, its turn delivery, and both NOTIFYs. Undefined when it wrote nothing
+ * (not the common case: see above).
+ */
+async function appendEventAlone(db: Db, perms: Permissions, taskId: string, content: Content): Promise<Event | undefined> {
+  const id = newId('event');
+  const createdAt = new Date();
+  const partial = { id, task_id: taskId, content, created_at: createdAt.toISOString() };
+  const enqueues = sql`EXISTS (SELECT 1 FROM versions v WHERE v.id = tasks.current_version_id AND v.double_texting = 'enqueue')`;
+  const result = await executePrepared(
+    db,
+    sql<{ agent_id: string; sequence_id: number }>`
+    WITH t AS (${takeSequence(perms, sql`${taskId}`, enqueues)}),
+    e AS (
+      INSERT INTO events (id, task_id, agent_id, sequence_id, content, created_at)
+      SELECT ${id}, t.id, t.agent_id, t.last_sequence_id, ${JSON.stringify(content)}::jsonb, ${createdAt} FROM t
+      RETURNING id, task_id, agent_id, sequence_id,
+        ${JSON.stringify(partial)}::jsonb || jsonb_build_object('agent_id', agent_id, 'sequence_id', sequence_id) AS record
+    ),
+    s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'event', record FROM e),
+    d AS (${insertEventDeliveries('e', taskId)})
+    SELECT e.agent_id, e.sequence_id, pg_notify(${TASK_CHANNEL}, e.task_id), pg_notify(${DELIVERY_CHANNEL}, '') FROM e`,
+  );
+  const row = result.rows[0];
+  if (!row) return undefined;
+  wakeDispatchers();
+  return { id, task_id: taskId, agent_id: row.agent_id, sequence_id: Number(row.sequence_id), content, created_at: partial.created_at };
 }
 
 /** Sends an event in the caller's transaction (`POST /tasks/{id}/events`, a schedule's tick). */
@@ -200,10 +260,42 @@ export interface NewMessage {
 
 /** `POST /messages`: needs `run` on the task's agent; a terminal task refuses (409). */
 export async function createMessage(db: Db, perms: Permissions, input: NewMessage): Promise<Message> {
-  return db.transaction().execute(async (trx) => {
-    await taskById(trx, perms, 'run', input.task_id).catch(hideAs(notFound('Task', input.task_id)));
-    return insertMessage(trx, input);
-  });
+  return (
+    (await insertMessageAlone(db, perms, input)) ??
+    db.transaction().execute(async (trx) => {
+      await taskById(trx, perms, 'run', input.task_id).catch(hideAs(notFound('Task', input.task_id)));
+      return insertMessage(trx, input);
+    })
+  );
+}
+
+/** A message in one statement (sequence number, message, stream record, NOTIFY); undefined when it wrote nothing. */
+async function insertMessageAlone(db: Db, perms: Permissions, input: NewMessage): Promise<Message | undefined> {
+  const id = newId('message');
+  const now = new Date();
+  const at = now.toISOString();
+  const partial = { id, task_id: input.task_id, author: input.author, content: input.content, streaming_status: input.streaming_status, streaming_error: null };
+  const result = await executePrepared(
+    db,
+    sql<{ sequence_id: number }>`
+    WITH t AS (${takeSequence(perms, sql`${input.task_id}`)}),
+    m AS (
+      INSERT INTO messages (id, task_id, author, content, streaming_status, sequence_id, updated_sequence_id, created_at, updated_at)
+      SELECT ${id}, t.id, ${input.author}, ${JSON.stringify(input.content)}::jsonb, ${input.streaming_status}, t.last_sequence_id, t.last_sequence_id, ${now}, ${now} FROM t
+      RETURNING task_id, sequence_id
+    ),
+    s AS (
+      INSERT INTO task_stream (task_id, sequence_id, kind, record)
+      SELECT task_id, sequence_id, 'message',
+        ${JSON.stringify({ ...partial, created_at: at, updated_at: at })}::jsonb || jsonb_build_object('sequence_id', sequence_id, 'updated_sequence_id', sequence_id)
+      FROM m
+    )
+    SELECT m.sequence_id, pg_notify(${TASK_CHANNEL}, m.task_id) FROM m`,
+  );
+  const row = result.rows[0];
+  if (!row) return undefined;
+  const sequenceId = Number(row.sequence_id);
+  return { ...partial, sequence_id: sequenceId, updated_sequence_id: sequenceId, created_at: at, updated_at: at };
 }
 
 async function insertMessage(trx: Trx, input: NewMessage): Promise<Message> {
@@ -311,6 +403,58 @@ const streamedField = sql.raw(
 export async function appendMessageDelta(db: Db, perms: Permissions, messageId: string, delta: string): Promise<MessageDelta> {
   const length = [...delta].length;
   if (length > MESSAGE_DELTA_MAX) throw tooLarge('delta_too_large', `A delta may be at most ${MESSAGE_DELTA_MAX} characters; this one has ${length}`);
+  return (await appendDeltaAlone(db, perms, messageId, delta, length)) ?? appendDeltaInTransaction(db, perms, messageId, delta, length);
+}
+
+/** PostgreSQL's division_by_zero: how the one-statement delta undoes itself (below). */
+const UNDO = '22012';
+
+/**
+ * A delta in one statement: sequence number, the append, the stream record, NOTIFY. Undefined when
+ * it wrote nothing. The task's row is locked by the first CTE; should the message have stopped
+ * taking deltas between the statement's snapshot and that lock (a concurrent PUT finished it), the
+ * append finds nothing, and the statement fails on purpose (1 / 0) rather than commit a sequence
+ * number without its record; the transactional path then answers.
+ */
+async function appendDeltaAlone(db: Db, perms: Permissions, messageId: string, delta: string, length: number): Promise<MessageDelta | undefined> {
+  const takes = sql`streaming_status = 'IN_PROGRESS' AND ${streamedField} IS NOT NULL
+    AND char_length(coalesce(content->>${streamedField}, '')) + ${length}::int <= ${MESSAGE_TEXT_MAX}::int`;
+  try {
+    const result = await executePrepared(
+      db,
+      sql<{ task_id: string; sequence_id: number; offset: number }>`
+      WITH t AS (${takeSequence(
+        perms,
+        sql`(SELECT task_id FROM messages WHERE id = ${messageId})`,
+        sql`EXISTS (SELECT 1 FROM messages WHERE id = ${messageId} AND ${takes})`,
+      )}),
+      u AS (
+        UPDATE messages
+        SET content = jsonb_set(content, ARRAY[${streamedField}], to_jsonb(coalesce(content->>${streamedField}, '') || ${delta}::text)),
+            updated_sequence_id = t.last_sequence_id, updated_at = now()
+        FROM t WHERE messages.id = ${messageId} AND ${takes}
+        RETURNING messages.task_id, t.last_sequence_id AS sequence_id, (char_length(content->>${streamedField}) - ${length}::int)::int AS "offset"
+      ),
+      s AS (
+        INSERT INTO task_stream (task_id, sequence_id, kind, record)
+        SELECT task_id, sequence_id, 'message_delta',
+          jsonb_build_object('message_id', ${messageId}::text, 'task_id', task_id, 'sequence_id', sequence_id, 'offset', "offset", 'delta', ${delta}::text)
+        FROM u
+      )
+      SELECT u.task_id, u.sequence_id, u."offset", pg_notify(${TASK_CHANNEL}, u.task_id) IS NULL AS notified FROM u
+      UNION ALL
+      SELECT t.id, t.last_sequence_id, 1 / (SELECT count(*) FROM u)::int, false FROM t WHERE NOT EXISTS (SELECT 1 FROM u)`,
+    );
+    const row = result.rows[0];
+    if (!row) return undefined;
+    return { message_id: messageId, task_id: row.task_id, sequence_id: Number(row.sequence_id), offset: Number(row.offset), delta };
+  } catch (error) {
+    if ((error as { code?: string }).code === UNDO) return undefined;
+    throw error;
+  }
+}
+
+async function appendDeltaInTransaction(db: Db, perms: Permissions, messageId: string, delta: string, length: number): Promise<MessageDelta> {
   return db.transaction().execute(async (trx) => {
     const found = await trx.selectFrom('messages').select('task_id').where('id', '=', messageId).executeTakeFirst();
     if (!found) throw notFound('Message', messageId);

@@ -21,6 +21,7 @@ import { SCRIPT_MARK } from './schema/script.js';
 import type { DeliveryStatus } from '../../contract/conversation.js';
 import type { DeliveryKind, DoubleTextingPolicy } from '../../contract/enums.js';
 import { discardTemplate, readTemplate, saveTemplate, templateFile } from './pglite-template.js';
+import { prepareStatementsOf } from './prepared.js';
 
 type Timestamptz = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json = ColumnType<unknown, string, string>;
@@ -703,14 +704,39 @@ function isNewPgliteDir(dataDir: string | undefined): dataDir is string {
 
 const isMemory = (dataDir: string | undefined) => dataDir === undefined || dataDir === 'memory://';
 
+/**
+ * PGlite (0.4.6) copies its instance's type-parser table into a new object for every result it
+ * parses (`parseResults`: `{...this.parsers, ...options.parsers}`): 316 entries, one per built-in
+ * type and one per array type, about half the CPU of a small query. A value whose type is not in
+ * that copy is parsed by the module's default table (`types.parsers`), so the array types' parsers go
+ * there (built-in types have the same OIDs in every database; the schema defines none of its own)
+ * and the instance's table is left empty: the copy is then of nothing. Parsing is unchanged.
+ */
+async function shareTypeParsers(pglite: PGlite, types: typeof import('@electric-sql/pglite').types): Promise<void> {
+  const arrayParser = types.arrayParser as unknown as ((value: string, parse: unknown, typarray: number) => unknown) | undefined;
+  if (typeof arrayParser !== 'function') return;
+  const shared = types.parsers as Record<string, (value: string, typeId: number) => unknown>;
+  const { rows } = await pglite.query<{ oid: number | null; typarray: number | null }>(
+    `SELECT b.oid, b.typarray FROM pg_catalog.pg_type a LEFT JOIN pg_catalog.pg_type b ON b.oid = a.typelem WHERE a.typcategory = 'A' GROUP BY b.oid, b.typarray`,
+  );
+  for (const { oid, typarray } of rows) {
+    if (oid == null || typarray == null || typarray in shared) continue;
+    shared[typarray] = (value: string) => arrayParser(value, shared[oid], typarray);
+  }
+  pglite.parsers = {};
+}
+
 async function openPglite(dataDir: string | undefined, loadDataDir?: Blob): Promise<Store> {
-  const [{ PGlite }, { PGliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('kysely-pglite-dialect')]);
+  const [{ PGlite, types }, { PGliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('kysely-pglite-dialect')]);
   const pglite = isMemory(dataDir) ? new PGlite({ loadDataDir }) : new PGlite(dataDir, { loadDataDir });
   await pglite.waitReady;
+  await shareTypeParsers(pglite, types);
   const dialect = new PGliteDialect(pglite);
   const createDriver = dialect.createDriver.bind(dialect);
   dialect.createDriver = () => new ScriptAwareDriver(createDriver(), pglite);
   const db = new Kysely<Database>({ dialect: withSchemaLock(dialect), log: logQuery });
+  // Its one session keeps prepared statements: the hot writes are planned once (prepared.ts).
+  prepareStatementsOf(db);
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
     const unlisten = await pglite.listen(channel, onPayload);
     return () => unlisten();

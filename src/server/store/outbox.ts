@@ -3,7 +3,7 @@
  * `deliveries` row in the same transaction, so a delivery exists exactly when its cause committed.
  * The dispatcher (delivery/dispatcher.ts) sends them. At the store level: the domain writes it, delivery reads it.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { AcpMethod, AcpMigration } from '../../contract/acp.js';
 import type { Event } from '../../contract/conversation.js';
 import type { Database } from './db.js';
@@ -90,6 +90,20 @@ export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInpu
     })
     .execute();
   await announceDeliveries(trx);
+}
+
+/**
+ * The INSERT of an event/send turn for each row of the statement's CTE `from` (columns `task_id`,
+ * `id`: the event's id, `record`: the Event as jsonb), for a statement that writes the event in the
+ * same round trip (conversation.ts). The same delivery as `enqueueDelivery` writes; the caller
+ * NOTIFYs DELIVERY_CHANNEL in that statement and calls `wakeDispatchers` once it committed.
+ */
+export function insertEventDeliveries(from: string, taskId: string): RawBuilder<unknown> {
+  const traced = currentTraceContext(taskId);
+  const method: AcpMethod = 'event/send';
+  return sql`INSERT INTO deliveries (kind, task_id, version_id, method, event_id, payload, next_attempt_at, created_at, updated_at, traceparent, tracestate)
+    SELECT 'turn', task_id, NULL, ${method}, id, jsonb_build_object('event', record), now(), now(), now(), ${traced?.traceparent ?? null}, ${traced?.tracestate ?? null}
+    FROM ${sql.table(from)}`;
 }
 
 /**

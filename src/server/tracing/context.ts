@@ -38,7 +38,8 @@ export function logQuery(event: { level: 'query' | 'error'; query: { sql: string
   // Only under a span still open: work a request started but that outlives it is not its.
   if (!tracing || !trace.getSpan(ctx)?.isRecording()) return;
   const end = Date.now();
-  const operation = /^\s*(?:with\b[\s\S]*?\)\s*)?(\w+)/i.exec(event.query.sql)?.[1]?.toUpperCase() ?? 'QUERY';
+  // A WITH statement is named by its main statement (the verb after the CTEs), whatever parentheses its CTEs hold.
+  const operation = /^\s*(?:with\b[\s\S]*?\)\s*(?=(?:select|insert|update|delete|merge)\b))?(\w+)/i.exec(event.query.sql)?.[1]?.toUpperCase() ?? 'QUERY';
   const span = tracing.tracer.startSpan(
     `db ${operation}`,
     {
