@@ -64,6 +64,9 @@ async function benchEngine(engine: Engine) {
         FROM generate_series(1, ${size}) g, versions v JOIN agents a ON a.id = v.agent_id WHERE v.id = ${v1}`.execute(store.db);
       if (engine === 'postgres') await sql`VACUUM ANALYZE tasks`.execute(store.db);
       const reset = () => sql`UPDATE tasks SET current_version_id = ${v1}`.execute(store.db);
+      // As with live tasks, the source is DRAINING while they move (it had none when v2 came, so it retired):
+      // the migration then also settles it (retired once empty, held while onMigrate hooks are open).
+      const draining = () => sql`UPDATE versions SET status = 'DRAINING', retired_at = NULL WHERE id = ${v1}`.execute(store.db);
 
       const service: number[] = [];
       const hooked: number[] = [];
@@ -82,6 +85,7 @@ async function benchEngine(engine: Engine) {
           }),
         );
         await reset();
+        await draining();
         let text = '';
         // Timed: the request until its whole body has arrived (parsing it is the client's business).
         service.push(await timed(async () => (text = await call('/tasks/migrate', { from_version_id: v1, to_version_id: v2 }))));
@@ -89,6 +93,7 @@ async function benchEngine(engine: Engine) {
         if (moved !== size) throw new Error(`service moved ${moved}`);
         // The target declares onMigrate: a task/migrate delivery per moved task.
         await reset();
+        await draining();
         await declare(['onEvent', 'onMigrate']);
         hooked.push(await timed(async () => (text = await call('/tasks/migrate', { from_version_id: v1, to_version_id: v2 }))));
         const hooks = await sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries WHERE method = 'task/migrate'`.execute(store.db);
@@ -114,8 +119,7 @@ async function benchEngine(engine: Engine) {
         await reset();
         await sql`DELETE FROM migrations`.execute(store.db);
         await sql`DELETE FROM rollouts`.execute(store.db);
-        // The tasks were written straight onto v1, which retired when v2 came (it had none then): draining, as with live tasks.
-        await sql`UPDATE versions SET status = 'DRAINING', retired_at = NULL WHERE id = ${v1}`.execute(store.db);
+        await draining();
         await call('/rollouts', { from_version_id: v1, to_version_id: v2, steps: [100], watch: '1h' });
         step.push(await timed(() => advanceRollouts(store.db)));
         const moved = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${v2}`.execute(store.db);
