@@ -5,8 +5,13 @@ import { createTestDatabase } from '../test/support/service.js';
 
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
-/** Engines to measure: PGlite always, PostgreSQL when its server answers. */
+/** Engines to measure: PGlite always, PostgreSQL when its server answers; BENCH_ENGINES=postgres (or pglite) picks one. */
 export async function benchEngines(): Promise<Engine[]> {
+  const only = process.env.BENCH_ENGINES?.split(',').map((e) => e.trim());
+  return (await reachableEngines()).filter((e) => !only || only.includes(e));
+}
+
+async function reachableEngines(): Promise<Engine[]> {
   const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2000 });
   try {
     await client.connect();

@@ -291,4 +291,28 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
       (m) => m.some((c) => c.type === 'text' && c.text === 'added pear (2 items)'),
     );
   });
+
+  test('a migration that succeeds clears the error an earlier failed onMigrate left on the task', async () => {
+    const v1 = await ledger('v1');
+    const taskId = await liveTask(['add apple']);
+    const bad = await ledger('v2-badmigrate');
+    await svc.client().migrateTasks({ body: { task_ids: [taskId], to_version_id: bad.version_id } });
+    await until(
+      'the task back on v1 with the error',
+      () => svc.client().getTask({ params: { task_id: taskId } }),
+      (t) => t.current_version_id === v1.version_id && t.migration_error !== undefined,
+    );
+    const good = await ledger('v2');
+    await svc.client().migrateTasks({ body: { from_version_id: v1.version_id, to_version_id: good.version_id } });
+    const moved = await svc.client().getTask({ params: { task_id: taskId } });
+    expect(moved.current_version_id).toBe(good.version_id);
+    expect(moved.migration_error).toBeUndefined();
+    // Its onMigrate ran (the state in v2 shape) and the task stayed.
+    const upgraded = await until(
+      'the state in v2 shape',
+      async () => (await svc.client().listStates({ query: { task_id: taskId } })).states[0],
+      (s) => (s.state as { schema: number }).schema === 2,
+    );
+    expect(upgraded).toMatchObject({ state: { schema: 2, items: { apple: 1 } }, written_by_version_id: good.version_id });
+  });
 });

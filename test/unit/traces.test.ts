@@ -3,6 +3,7 @@ import { describe, expect, test } from 'vitest';
 import { renderWaterfall } from '../../src/cli/output/waterfall.js';
 import { formatClientTraceState, formatTraceparent, newSpanId, newTraceId, parseClientTraceState, parseTraceparent } from '../../src/contract/trace-context.js';
 import type { Trace, TraceSpan } from '../../src/contract/traces.js';
+import { operationOf, queryTextOf } from '../../src/server/tracing/db-spans.js';
 
 describe('W3C trace context', () => {
   test('a traceparent reads back as it was made', () => {
@@ -87,5 +88,17 @@ describe('the waterfall', () => {
     const barStart = (line: string) => line.indexOf('█');
     expect(barStart(lines[3]!) - barStart(lines[1]!)).toBe(Math.floor(0.4 * (100 - (lines[1]!.indexOf('█') - 2) - 10 - 4)));
     expect(renderWaterfall(trace, { chalk: new Chalk({ level: 0 }), columns: 100, db: true })).toContain('    db INSERT');
+  });
+});
+
+describe('database spans', () => {
+  test("an EXECUTE of a prepared statement keeps its name, not its parameters (the caller's data)", () => {
+    expect(queryTextOf("EXECUTE agentctl_prepared_3('task_1', '{\"text\":\"my card is 4242\"}')")).toBe('EXECUTE agentctl_prepared_3');
+    expect(operationOf("EXECUTE agentctl_prepared_3('x')")).toBe('EXECUTE');
+  });
+
+  test('any other statement keeps its first 300 characters', () => {
+    const text = `SELECT ${'x, '.repeat(200)}1`;
+    expect(queryTextOf(text)).toBe(text.slice(0, 300));
   });
 });

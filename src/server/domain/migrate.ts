@@ -13,7 +13,8 @@ import { statusLit } from '../store/sql.js';
 import { settleDraining } from './events.js';
 import { inCallerOrg, lockBranch, versionById } from './lookup.js';
 import { migrationRecordSql } from './migration-history.js';
-import { clearMigrationErrors, enqueueMigrationHooks, MIGRATE_HANDLER, versionDeclares } from './migration-hooks.js';
+import { MIGRATE_HANDLER, migrationHooksSql, versionDeclares } from './migration-hooks.js';
+import { announceDeliveries } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
 
@@ -90,8 +91,6 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
     // The migration record's owner, and (task mode) the version each named task leaves.
     let owner: { agentId: string; namespaceId: string };
     let leaving: Record<string, string> = {};
-    // Where each named task was before the move (its onMigrate is told).
-    const previous = new Map<string, string>();
 
     if (req.from_version_id !== null) {
       const source = await versionById(trx, perms, 'write', req.from_version_id);
@@ -139,7 +138,6 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       sourceIds = [...new Set(locked.map((t) => t.current_version_id))];
       owner = { agentId: seen[0].agent_id, namespaceId: seen[0].namespace_id };
       leaving = Object.fromEntries(locked.map((t) => [t.id, t.current_version_id]));
-      for (const t of locked) previous.set(t.id, t.current_version_id);
     }
 
     const target = await resolveTarget(trx, perms, branch, req);
@@ -163,10 +161,14 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
               FROM tasks WHERE ${where}) m`.execute(trx);
       result = rows.rows[0];
     } else {
+      // The target's onMigrate runs before any later event: its deliveries are enqueued by the move's
+      // own statement, and a task that moves to it is cleared of an earlier failed hook's error.
+      const hooks = await versionDeclares(trx, target.id, MIGRATE_HANDLER);
+      const fromOf = taskIds ? sql`(${JSON.stringify(leaving)}::jsonb ->> moved.id)` : sql`${req.from_version_id}::text`;
       const eventData = sql`jsonb_build_object('from_version_ids', ${JSON.stringify(sourceIds)}::jsonb, 'to_version_id', ${target.id}::text, 'count', (SELECT count(*) FROM moved), 'task_ids', (SELECT jsonb_agg(id ORDER BY id) FROM moved), 'mode', ${taskIds ? 'tasks' : 'bulk'}::text)`;
-      const rows = await sql<{ n: number; tasks: string }>`
+      const rows = await sql<{ n: number; tasks: string; hooks: number }>`
         WITH moved AS (
-          UPDATE tasks SET current_version_id = ${target.id}, updated_at = now() WHERE ${where}
+          UPDATE tasks SET current_version_id = ${target.id}, updated_at = now()${hooks ? sql`, migration_error = NULL` : sql``} WHERE ${where}
           RETURNING id, filesystem_id, namespace_id, name, status, status_reason, params, task_metadata,
                     created_version_id, current_version_id, created_at, updated_at
         ), seq AS (
@@ -179,16 +181,14 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
           newId('migration'),
           target.id,
           { branchId, agentId: owner.agentId, namespaceId: owner.namespaceId, kind: 'migrate', keyId: perms.actor.keyId || null },
-          taskIds ? sql`(${JSON.stringify(leaving)}::jsonb ->> moved.id)` : sql`${req.from_version_id}::text`,
-        )})
-        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks FROM moved m`.execute(trx);
+          fromOf,
+          taskIds ? undefined : req.from_version_id!,
+        )})${hooks ? sql`, hooks AS (${migrationHooksSql(target.id, sourceIds, fromOf)})` : sql``}
+        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks,
+               ${hooks ? sql`(SELECT count(*)::int FROM hooks)` : sql`0`} AS hooks
+        FROM moved m`.execute(trx);
       result = rows.rows[0];
-      // The target's onMigrate runs before any later event (parses the moved ids only when it has one).
-      if (result.n > 0 && (await versionDeclares(trx, target.id, MIGRATE_HANDLER))) {
-        const moved = (JSON.parse(result.tasks) as { id: string; current_version_id: string }[]).map((t) => t.id);
-        await clearMigrationErrors(trx, moved);
-        await enqueueMigrationHooks(trx, moved, taskIds ? previous : req.from_version_id!, target.id);
-      }
+      if (rows.rows[0].hooks > 0) await announceDeliveries(trx);
       // After the hooks: a source they may send tasks back to does not retire yet.
       await settleDraining(trx, sourceIds);
     }

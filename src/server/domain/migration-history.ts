@@ -37,14 +37,22 @@ export interface RecordFields {
 
 /**
  * The `INSERT INTO migrations` of a move, as a CTE body reading the CTE `moved` (its `id` column)
- * and `fromOf`, the version each moved task left (an expression over `moved`). Inserts nothing
- * when nothing moved.
+ * and `fromOf`, the version each moved task left (an expression over `moved`; `fromVersionId` when
+ * every task left the same one, which spares sorting the moves for it). Inserts nothing when
+ * nothing moved.
  */
-export function migrationRecordSql(id: string, toVersionId: string, fields: RecordFields, fromOf: RawBuilder<unknown>): RawBuilder<unknown> {
+export function migrationRecordSql(
+  id: string,
+  toVersionId: string,
+  fields: RecordFields,
+  fromOf: RawBuilder<unknown>,
+  fromVersionId?: string,
+): RawBuilder<unknown> {
+  const fromIds = fromVersionId === undefined ? sql`coalesce(jsonb_agg(DISTINCT ${fromOf}), '[]'::jsonb)` : sql`jsonb_build_array(${fromVersionId}::text)`;
   return sql`
     INSERT INTO migrations (id, branch_id, agent_id, namespace_id, kind, rollout_id, step, to_version_id, from_version_ids, moves, count, reason, undoes_id, created_by_key_id)
     SELECT ${id}, ${fields.branchId}, ${fields.agentId}, ${fields.namespaceId}, ${fields.kind}, ${fields.rolloutId ?? null}, ${fields.step ?? null}::int,
-           ${toVersionId}, coalesce(jsonb_agg(DISTINCT ${fromOf}), '[]'::jsonb),
+           ${toVersionId}, ${fromIds},
            coalesce(jsonb_agg(jsonb_build_array(moved.id, ${fromOf})), '[]'::jsonb),
            count(*), ${fields.reason ?? null}, ${fields.undoesId ?? null}, ${fields.keyId ?? null}
     FROM moved HAVING count(*) > 0
@@ -77,7 +85,7 @@ export async function moveRecorded(
     ), event AS (
       INSERT INTO version_events (id, branch_id, version_id, sequence, type, data)
       SELECT ${newId('event')}, ${fields.branchId}, ${toVersionId}, event_sequence, 'TASKS_MIGRATED', ${eventData} FROM seq
-    ), rec AS (${migrationRecordSql(id, toVersionId, fields, sql`${fromVersionId}::text`)})
+    ), rec AS (${migrationRecordSql(id, toVersionId, fields, sql`${fromVersionId}::text`, fromVersionId)})
     SELECT (SELECT count(*)::int FROM moved) AS n, (SELECT id FROM rec) AS migration_id`.execute(trx);
   const row = result.rows[0];
   return { count: row.n, migrationId: row.migration_id };

@@ -5,7 +5,7 @@
  * agent runs `onMigrate(ctx, { from, to })` before it handles anything that follows; when that
  * throws, the task goes back to the version it came from and the error is kept on the task.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../store/db.js';
 import type { AcpMigration } from '../../contract/acp.js';
 import { announceDeliveries } from '../store/outbox.js';
@@ -57,6 +57,25 @@ export async function enqueueMigrationHooks(
 }
 
 /**
+ * The same `task/migrate` deliveries as a CTE body of the move's own statement (migrate.ts), reading
+ * the CTE `moved` (its `id` column): `fromOf` is the version each moved task left (an expression
+ * over `moved`), `fromIds` every such version. A large migration enqueues its hooks without sending
+ * the moved ids back and forth; each version pair's payload is built once. Only for a target that
+ * declared onMigrate (versionDeclares); announce the deliveries after (announceDeliveries).
+ */
+export function migrationHooksSql(toVersionId: string, fromIds: readonly string[], fromOf: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`
+    INSERT INTO deliveries (task_id, method, payload, next_attempt_at, created_at, updated_at)
+    SELECT moved.id, 'task/migrate', p.payload, now(), now(), now()
+    FROM moved JOIN (
+      SELECT f.id, jsonb_build_object('migration', jsonb_build_object('from_version_id', f.id, 'from_version_number', f.number, 'to_version_id', t.id, 'to_version_number', t.number)) AS payload
+      FROM versions f, versions t WHERE f.id = ANY(${[...fromIds]}::text[]) AND t.id = ${toVersionId} AND f.id <> t.id
+    ) p ON p.id = ${fromOf}
+    ORDER BY moved.id
+    RETURNING 1`;
+}
+
+/**
  * The agent reported that onMigrate threw: the task goes back to the version its last `task/migrate`
  * delivery moved it from (when it is still on the version it moved to), with the error on the task
  * (`migration_error`, shown by `tasks get`). Called in the report's transaction.
@@ -95,7 +114,7 @@ export async function revertFailedMigration(trx: Trx, taskId: string, message: s
   await settleDraining(trx, [migration.to_version_id]);
 }
 
-/** A migration that succeeded clears the error of an earlier one that failed. */
+/** A move that succeeds clears the error an earlier failed onMigrate left on its tasks (rollout steps and reverts). */
 export async function clearMigrationErrors(trx: Trx, taskIds: readonly string[]): Promise<void> {
   if (taskIds.length === 0) return;
   await sql`UPDATE tasks SET migration_error = NULL WHERE id = ANY(${[...taskIds]}::text[]) AND migration_error IS NOT NULL`.execute(trx);

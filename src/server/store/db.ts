@@ -13,7 +13,7 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
-import { logQuery } from '../tracing/context.js';
+import { TracedDriver } from '../tracing/db-spans.js';
 import type { PGlite } from '@electric-sql/pglite';
 import type { AgentStatus, TaskStatus, VersionStatus } from '../../contract/lifecycle.js';
 import { schemaChanges } from './schema/index.js';
@@ -594,7 +594,7 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
   const pool = new Pool({ connectionString: databaseUrl, max: Number(process.env.AGENTCTL_DB_POOL ?? 10) });
   // Without a listener an idle client's network error would crash the process.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: withSchemaLock(new PostgresDialect({ pool })), log: logQuery });
+  const db = new Kysely<Database>({ dialect: withTracing(withSchemaLock(new PostgresDialect({ pool }))) });
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
     let client: InstanceType<typeof pg.default.Client> | undefined;
     let stopped = false;
@@ -734,7 +734,7 @@ async function openPglite(dataDir: string | undefined, loadDataDir?: Blob): Prom
   const dialect = new PGliteDialect(pglite);
   const createDriver = dialect.createDriver.bind(dialect);
   dialect.createDriver = () => new ScriptAwareDriver(createDriver(), pglite);
-  const db = new Kysely<Database>({ dialect: withSchemaLock(dialect), log: logQuery });
+  const db = new Kysely<Database>({ dialect: withTracing(withSchemaLock(dialect)) });
   // Its one session keeps prepared statements: the hot writes are planned once (prepared.ts).
   prepareStatementsOf(db);
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
@@ -828,6 +828,13 @@ class SchemaLockAdapter extends PostgresAdapter {
 
 function withSchemaLock<D extends Dialect>(dialect: D): D {
   dialect.createAdapter = () => new SchemaLockAdapter();
+  return dialect;
+}
+
+/** Statements and transactions of a traced request become its spans (tracing/db-spans.ts). */
+function withTracing<D extends Dialect>(dialect: D): D {
+  const createDriver = dialect.createDriver.bind(dialect);
+  dialect.createDriver = () => new TracedDriver(createDriver());
   return dialect;
 }
 
