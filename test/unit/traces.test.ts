@@ -93,7 +93,7 @@ describe('the waterfall', () => {
 
 describe('database spans', () => {
   test("an EXECUTE of a prepared statement keeps its name, not its parameters (the caller's data)", () => {
-    expect(queryTextOf("EXECUTE agentctl_prepared_3('task_1', '{\"text\":\"my card is 4242\"}')")).toBe('EXECUTE agentctl_prepared_3');
+    expect(queryTextOf('EXECUTE agentctl_prepared_3(\'task_1\', \'{"text":"my card is 4242"}\')')).toBe('EXECUTE agentctl_prepared_3');
     expect(operationOf("EXECUTE agentctl_prepared_3('x')")).toBe('EXECUTE');
   });
 
