@@ -28,7 +28,6 @@ import { SERVICE_VERSION } from './version.js';
 export type { ServiceConfig, ServiceContext } from './route-host.js';
 export { EndpointCoverageError } from './http/endpoint-routes.js';
 
-
 export interface AppOptions {
   store: Store;
   config?: Partial<ServiceConfig>;

@@ -237,6 +237,52 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
     });
   });
 
+  test('a rehearsal from sequence S starts from the state the task had before S, not its state now', async () => {
+    await ledger('v1');
+    const taskId = await liveTask(['add apple', 'add pear', 'add fig', 'add kiwi']);
+    const events = await svc.client().listEvents({ query: { task_id: taskId } });
+    const fig = events.events.find((e) => e.content.type === 'text' && e.content.text === 'add fig')!;
+    const v2 = await ledger('v2');
+
+    const started = await svc.api<Rehearsal>('POST', '/rehearsals', {
+      body: { task_ids: [taskId], to_version_id: v2.version_id, from_sequence: fig.sequence_id },
+    });
+    expect(started.status).toBe(201);
+    const report = await completed(started.body.id);
+    const [task] = report.tasks;
+    expect(task).toMatchObject({
+      start: `from sequence ${fig.sequence_id}: the task’s state as it was before sequence ${fig.sequence_id} (its last write before it; none if it had none yet), a copy of its files as they are now (earlier file contents are not recorded)`,
+      events_planned: 2,
+      events_replayed: 2,
+      regressions: [],
+    });
+    // The count goes on from the two items the task had before fig: v2 answers as v1 did.
+    expect((await agentTexts(task.shadow_task_id!)).map((c) => (c.type === 'text' ? c.text : 'data'))).toEqual(['added fig (3 items)', 'added kiwi (4 items)']);
+    const shadowState = await svc.client().listStates({ query: { task_id: task.shadow_task_id! } });
+    expect(shadowState.states.map((s) => s.state)).toEqual([{ schema: 1, items: ['apple', 'pear', 'fig', 'kiwi'] }]);
+    expect(task.state_diff).toEqual([]);
+    expect(task.events.flatMap((e) => e.differences)).toEqual([]);
+  });
+
+  test('a rehearsal from a sequence before the task wrote any state starts from no state', async () => {
+    await ledger('v1');
+    const taskId = await liveTask(['add apple', 'add pear']);
+    const v2 = await ledger('v2');
+    // Sequence 1 is the task's creation, before onCreate wrote the empty ledger.
+    const report = await completed(
+      (await svc.api<Rehearsal>('POST', '/rehearsals', { body: { task_ids: [taskId], to_version_id: v2.version_id, from_sequence: 1 } })).body.id,
+    );
+    const [task] = report.tasks;
+    expect(task).toMatchObject({ events_planned: 2, events_replayed: 2 });
+    // No state to start from: v2 starts its own ledger (schema 2) and counts from nothing.
+    const shadowState = await svc.client().listStates({ query: { task_id: task.shadow_task_id! } });
+    expect(shadowState.states.map((s) => s.state)).toEqual([{ schema: 2, items: { apple: 1, pear: 1 } }]);
+    expect((await agentTexts(task.shadow_task_id!)).map((c) => (c.type === 'text' ? c.text : 'data'))).toEqual([
+      'added apple (1 items)',
+      'added pear (2 items)',
+    ]);
+  });
+
   test('onMigrate upgrades the state v1 -> v2 before the next event, and a rollback runs it back', async () => {
     const v1 = await ledger('v1');
     const taskId = await liveTask(['add apple', 'add apple', 'add pear']);

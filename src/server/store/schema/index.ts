@@ -15,6 +15,7 @@ import * as traces from './014_traces.js';
 import * as consoleSessions from './015_console_sessions.js';
 import * as rollouts from './016_rollouts.js';
 import * as rehearsals from './017_rehearsals.js';
+import * as stateHistory from './025_state_history.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -40,4 +41,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '015_console_sessions': consoleSessions,
   '016_rollouts': rollouts,
   '017_rehearsals': rehearsals,
+  '025_state_history': stateHistory,
 };
