@@ -7,6 +7,8 @@ import { startDispatcher, type Dispatcher } from '../../src/server/delivery/disp
 import { startRehearsalDriver, type RehearsalDriver } from '../../src/server/delivery/rehearsal-driver.js';
 import { issueRegistrationToken, signingSecretFor } from '../../src/server/domain/registration.js';
 import type { Rehearsal } from '../../src/contract/rehearsals.js';
+import type { Rollout } from '../../src/contract/rollouts.js';
+import { advanceRollouts } from '../../src/server/domain/rollouts.js';
 import { buildAdkBundle, repoRoot, startAgentProcess, type AgentProcess } from '../support/agent-process.js';
 import { createTask, deploy } from '../support/fixtures.js';
 import { engines, useService } from '../support/service.js';
@@ -336,5 +338,36 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
       () => agentTexts(taskId),
       (m) => m.some((c) => c.type === 'text' && c.text === 'added pear (2 items)'),
     );
+  });
+
+  test('an onMigrate that throws during a rollout step is in the rollout report with the task and its error, and the rollout reverts', async () => {
+    const v1 = await ledger('v1');
+    const taskId = await liveTask(['add apple']);
+    const v2 = await ledger('v2-badmigrate');
+    const created = await svc.api<Rollout>('POST', '/rollouts', { body: { from_version_id: v1.version_id, to_latest: true, steps: [100], watch: '5m' } });
+    expect(created.status).toBe(201);
+    await advanceRollouts(svc.store.db);
+    expect((await svc.api<Rollout>('GET', `/rollouts/${created.body.id}`)).body.report[0]).toMatchObject({ moved: 1, decision: 'watching' });
+    await until(
+      'the task back on v1',
+      () => svc.client().getTask({ params: { task_id: taskId } }),
+      (t) => t.current_version_id === v1.version_id,
+    );
+    // Watched live: the failed hook is counted on the target, not as a handler error of the source the task went back to.
+    const watched = (await svc.api<Rollout>('GET', `/rollouts/${created.body.id}`)).body.report[0];
+    expect(watched.target).toMatchObject({ migration_errors: 1, handler_errors: 0 });
+    expect(watched.target!.migration_failures).toEqual([{ task_id: taskId, message: 'cannot read the state of v1', at: expect.any(String) }]);
+    expect(watched.source).toMatchObject({ migration_errors: 0, handler_errors: 0, migration_failures: [] });
+
+    await advanceRollouts(svc.store.db);
+    const reverted = (await svc.api<Rollout>('GET', `/rollouts/${created.body.id}`)).body;
+    expect(reverted.status).toBe('REVERTED');
+    expect(reverted.reason).toBe(
+      `step 1 (100%): the moved tasks' error rate 100% (0 handler errors and 0 failed deliveries in 1 deliveries; onMigrate failed on 1 moved task, first ${taskId}: cannot read the state of v1) exceeds the source's 0% by more than 2%; 0 tasks moved back to v1`,
+    );
+    expect(reverted.report[0]).toMatchObject({
+      decision: 'failed',
+      target: { migration_errors: 1, migration_failures: [{ task_id: taskId, message: 'cannot read the state of v1' }] },
+    });
   });
 });
