@@ -355,7 +355,7 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
     );
     // Watched live: the failed hook is counted on the target, not as a handler error of the source the task went back to.
     const watched = (await svc.api<Rollout>('GET', `/rollouts/${created.body.id}`)).body.report[0];
-    expect(watched.target).toMatchObject({ migration_errors: 1, handler_errors: 0 });
+    expect(watched.target).toMatchObject({ version_id: v2.version_id, migration_errors: 1, handler_errors: 0 });
     expect(watched.target!.migration_failures).toEqual([{ task_id: taskId, message: 'cannot read the state of v1', at: expect.any(String) }]);
     expect(watched.source).toMatchObject({ migration_errors: 0, handler_errors: 0, migration_failures: [] });
 
