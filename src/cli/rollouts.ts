@@ -13,8 +13,14 @@ export const labelsOf = (ctx: CommandContext, ids: Iterable<string>) => versionL
 
 export const figuresText = (f: RolloutFigures | null) =>
   f
-    ? `${f.error_rate_percent}% errors: ${f.handler_errors} handler errors, ${f.delivery_failures} failed deliveries in ${f.deliveries} deliveries (${f.tasks} tasks)`
+    ? `${f.error_rate_percent}% errors: ${f.handler_errors} handler errors, ${f.delivery_failures} failed deliveries${
+        f.migration_errors ? `, ${f.migration_errors} failed onMigrate` : ''
+      } in ${f.deliveries} deliveries (${f.tasks} tasks)`
     : '-';
+
+/** The failed onMigrate hooks of a step's moved tasks, one line each: the task and its error. */
+const migrationFailureLines = (f: RolloutFigures | null) =>
+  (f?.migration_failures ?? []).map((m) => `onMigrate failed on ${m.task_id} (moved back): ${m.message}`);
 
 export function stepLine(r: Rollout, s: RolloutStepReport, labels: Labels): string {
   const head = `step ${s.step}/${r.steps.length} (${s.percent}%): moved ${s.moved} — ${s.decision.toUpperCase()}`;
@@ -56,7 +62,11 @@ export function rolloutRecord(r: Rollout, labels: Labels): View {
     ['Created', r.created_at, 'time'],
     ['Finished', r.finished_at, 'time'],
   ];
-  for (const s of r.report) fields.push([`Step ${s.step}`, stepLine(r, s, labels)]);
+  for (const s of r.report) {
+    fields.push([`Step ${s.step}`, stepLine(r, s, labels)]);
+    const failures = migrationFailureLines(s.target);
+    if (failures.length) fields.push([`Step ${s.step} onMigrate`, failures.join('\n')]);
+  }
   return record(fields);
 }
 

@@ -46,6 +46,9 @@ export const CreateRolloutRequest = z
   .meta({ id: 'CreateRolloutRequest' });
 export type CreateRolloutRequest = z.infer<typeof CreateRolloutRequest>;
 
+/** How many failed onMigrate hooks a step's figures list (the count is exact). */
+export const MIGRATION_FAILURES_SHOWN = 20;
+
 /** One side's figures over a step's window: what was delivered to its tasks, and what went wrong. */
 export const RolloutFigures = z.object({
   version_id: z.string(),
@@ -53,11 +56,15 @@ export const RolloutFigures = z.object({
   tasks: z.number().int(),
   /** Deliveries (events, task creations) to those tasks in the window. */
   deliveries: z.number().int(),
-  /** Handler errors the agent reported (POST /tasks/{id}/handler-errors) in the window. */
+  /** Handler errors the agent reported (POST /tasks/{id}/handler-errors) in the window, onMigrate's aside. */
   handler_errors: z.number().int(),
   /** Deliveries that failed or timed out (a failed call, an expired completion lease) in the window. */
   delivery_failures: z.number().int(),
-  /** (handler_errors + delivery_failures) / deliveries, in percent (0 without deliveries). */
+  /** Tasks moved to the version in the window whose onMigrate threw (each went back where it came from). */
+  migration_errors: z.number().int(),
+  /** The first of them (at most MIGRATION_FAILURES_SHOWN), oldest first: the task and its error. */
+  migration_failures: z.array(z.object({ task_id: z.string(), message: z.string(), at: Timestamp })),
+  /** (handler_errors + delivery_failures + migration_errors) / deliveries, in percent (0 without deliveries). */
   error_rate_percent: z.number(),
 });
 export type RolloutFigures = z.infer<typeof RolloutFigures>;

@@ -3,6 +3,7 @@ import { describe, expect, test } from 'vitest';
 import { engines } from '../support/service.js';
 import { createTasks, deployActive } from '../support/fixtures.js';
 import { runCli, useCliService } from './support.js';
+import { advanceRollouts } from '../../src/server/domain/rollouts.js';
 
 // `migrations list` and `rollouts list` page like every other list, and an empty one says how to fill it.
 describe.each(engines)('agentctl migrations and rollouts lists (%s)', (engine) => {
@@ -75,5 +76,34 @@ describe.each(engines)('agentctl migrations and rollouts lists (%s)', (engine) =
     const cli = await runCli(['rollouts', 'list', '--limit', '1', '--page', '2', '--json'], { env });
     expect(cli.stderr).toBe('');
     expect(cli.json()).toEqual({ rollouts: [], total: 1 });
+  });
+
+  test('rollouts get names each moved task whose onMigrate failed, with its error', async () => {
+    const v1 = await deployActive(svc, { agent: 'default/bot' });
+    const [task] = await createTasks(svc, 1, { agent_name: 'default/bot' });
+    const v2 = await deployActive(svc, { agent: 'default/bot', are_tasks_sticky: true });
+    // As an ADK agent declares at registration: v2 has an onMigrate, so the step enqueues task/migrate.
+    await svc.store.db
+      .updateTable('versions')
+      .set({ handlers: JSON.stringify(['onCreate', 'onEvent', 'onMigrate']) })
+      .where('id', '=', v2.version_id)
+      .execute();
+    const created = await svc.api('POST', '/rollouts', { body: { from_version_id: v1.version_id, to_latest: true, steps: [100], watch: '5m' } });
+    expect(created.status).toBe(201);
+    await advanceRollouts(svc.store.db);
+    // The agent's onMigrate threw, and it says so as the ADK does.
+    const reported = await svc.api('POST', `/tasks/${task.id}/handler-errors`, {
+      body: { handler: 'onMigrate', message: 'cannot read the state of v1', event_id: null },
+    });
+    expect(reported.status).toBe(201);
+
+    const got = await runCli(['rollouts', 'get', created.body.id], { env });
+    expect(got.code).toBe(0);
+    const lines = got.stdout.split('\n');
+    // Not dispatched here (no dispatcher runs), so no deliveries yet: the failed hook alone makes the rate.
+    expect(lines.filter((l) => l.startsWith('Step 1'))).toEqual([
+      'Step 1\tstep 1/1 (100%): moved 1 — WATCHING; v2 100% errors: 0 handler errors, 0 failed deliveries, 1 failed onMigrate in 0 deliveries (0 tasks); v1 0% errors: 0 handler errors, 0 failed deliveries in 0 deliveries (1 tasks)',
+      `Step 1 onMigrate\tonMigrate failed on ${task.id} (moved back): cannot read the state of v1`,
+    ]);
   });
 });

@@ -333,6 +333,25 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect((await asAgent(agent, 'POST', `/deliveries/${first.id}/complete`)).body).toMatchObject({ status: 'done', attempts: 2 });
   });
 
+  test('a lease taken before the server restarted is delivered again without counting as a failure; one its agent renewed since counts', async () => {
+    const v1 = await deploy(svc);
+    const agent = await startAgent(svc, v1.version_id);
+    const [held, renewed] = [await createTask(svc), await createTask(svc)];
+    // As a server killed while both handlers held their leases left them: granted a minute ago, running out in a second.
+    await sql`UPDATE deliveries SET status = 'leased', attempts = 1, leased_to = ${agent.acpUrl}, lease_ms = 1000, claimed_until = now() + interval '1 second',
+      updated_at = now() - interval '1 minute' WHERE task_id IN (${held.id}, ${renewed.id})`.execute(svc.store.db);
+    const [renewedId] = (await svc.store.db.selectFrom('deliveries').select('id').where('task_id', '=', renewed.id).execute()).map((d) => String(d.id));
+    dispatcher = await startDispatcher(svc.store, FAST);
+    // One agent reaches the restarted server and renews; then neither reports again.
+    expect((await asAgent(agent, 'POST', `/deliveries/${renewedId}/renew`)).status).toBe(200);
+
+    for (const task of [held, renewed]) await until(`${task.id} delivered again`, async () => (await statusesOf(svc, task.id))[0] === 'done');
+    const failing = async (taskId: string) =>
+      await svc.store.db.selectFrom('deliveries').select(['attempts', 'failing_since']).where('task_id', '=', taskId).executeTakeFirstOrThrow();
+    expect(await failing(held.id)).toEqual({ attempts: 2, failing_since: null });
+    expect(await failing(renewed.id)).toEqual({ attempts: 2, failing_since: expect.any(Date) });
+  });
+
   test('when the replica holding a lease goes, the delivery goes at once to the replica started after it', async () => {
     const v1 = await deploy(svc);
     const first = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });

@@ -7,6 +7,8 @@ import { startDispatcher, type Dispatcher } from '../../src/server/delivery/disp
 import { startRehearsalDriver, type RehearsalDriver } from '../../src/server/delivery/rehearsal-driver.js';
 import { issueRegistrationToken, signingSecretFor } from '../../src/server/domain/registration.js';
 import type { Rehearsal } from '../../src/contract/rehearsals.js';
+import type { Rollout } from '../../src/contract/rollouts.js';
+import { advanceRollouts } from '../../src/server/domain/rollouts.js';
 import { buildAdkBundle, repoRoot, startAgentProcess, type AgentProcess } from '../support/agent-process.js';
 import { createTask, deploy } from '../support/fixtures.js';
 import { engines, useService } from '../support/service.js';
@@ -237,6 +239,52 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
     });
   });
 
+  test('a rehearsal from sequence S starts from the state the task had before S, not its state now', async () => {
+    await ledger('v1');
+    const taskId = await liveTask(['add apple', 'add pear', 'add fig', 'add kiwi']);
+    const events = await svc.client().listEvents({ query: { task_id: taskId } });
+    const fig = events.events.find((e) => e.content.type === 'text' && e.content.text === 'add fig')!;
+    const v2 = await ledger('v2');
+
+    const started = await svc.api<Rehearsal>('POST', '/rehearsals', {
+      body: { task_ids: [taskId], to_version_id: v2.version_id, from_sequence: fig.sequence_id },
+    });
+    expect(started.status).toBe(201);
+    const report = await completed(started.body.id);
+    const [task] = report.tasks;
+    expect(task).toMatchObject({
+      start: `from sequence ${fig.sequence_id}: the task’s state as it was before sequence ${fig.sequence_id} (its last write before it; none if it had none yet), a copy of its files as they are now (earlier file contents are not recorded)`,
+      events_planned: 2,
+      events_replayed: 2,
+      regressions: [],
+    });
+    // The count goes on from the two items the task had before fig: v2 answers as v1 did.
+    expect((await agentTexts(task.shadow_task_id!)).map((c) => (c.type === 'text' ? c.text : 'data'))).toEqual(['added fig (3 items)', 'added kiwi (4 items)']);
+    const shadowState = await svc.client().listStates({ query: { task_id: task.shadow_task_id! } });
+    expect(shadowState.states.map((s) => s.state)).toEqual([{ schema: 1, items: ['apple', 'pear', 'fig', 'kiwi'] }]);
+    expect(task.state_diff).toEqual([]);
+    expect(task.events.flatMap((e) => e.differences)).toEqual([]);
+  });
+
+  test('a rehearsal from a sequence before the task wrote any state starts from no state', async () => {
+    await ledger('v1');
+    const taskId = await liveTask(['add apple', 'add pear']);
+    const v2 = await ledger('v2');
+    // Sequence 1 is the task's creation, before onCreate wrote the empty ledger.
+    const report = await completed(
+      (await svc.api<Rehearsal>('POST', '/rehearsals', { body: { task_ids: [taskId], to_version_id: v2.version_id, from_sequence: 1 } })).body.id,
+    );
+    const [task] = report.tasks;
+    expect(task).toMatchObject({ events_planned: 2, events_replayed: 2 });
+    // No state to start from: v2 starts its own ledger (schema 2) and counts from nothing.
+    const shadowState = await svc.client().listStates({ query: { task_id: task.shadow_task_id! } });
+    expect(shadowState.states.map((s) => s.state)).toEqual([{ schema: 2, items: { apple: 1, pear: 1 } }]);
+    expect((await agentTexts(task.shadow_task_id!)).map((c) => (c.type === 'text' ? c.text : 'data'))).toEqual([
+      'added apple (1 items)',
+      'added pear (2 items)',
+    ]);
+  });
+
   test('onMigrate upgrades the state v1 -> v2 before the next event, and a rollback runs it back', async () => {
     const v1 = await ledger('v1');
     const taskId = await liveTask(['add apple', 'add apple', 'add pear']);
@@ -314,5 +362,36 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
       (s) => (s.state as { schema: number }).schema === 2,
     );
     expect(upgraded).toMatchObject({ state: { schema: 2, items: { apple: 1 } }, written_by_version_id: good.version_id });
+  });
+
+  test('an onMigrate that throws during a rollout step is in the rollout report with the task and its error, and the rollout reverts', async () => {
+    const v1 = await ledger('v1');
+    const taskId = await liveTask(['add apple']);
+    const v2 = await ledger('v2-badmigrate');
+    const created = await svc.api<Rollout>('POST', '/rollouts', { body: { from_version_id: v1.version_id, to_latest: true, steps: [100], watch: '5m' } });
+    expect(created.status).toBe(201);
+    await advanceRollouts(svc.store.db);
+    expect((await svc.api<Rollout>('GET', `/rollouts/${created.body.id}`)).body.report[0]).toMatchObject({ moved: 1, decision: 'watching' });
+    await until(
+      'the task back on v1',
+      () => svc.client().getTask({ params: { task_id: taskId } }),
+      (t) => t.current_version_id === v1.version_id,
+    );
+    // Watched live: the failed hook is counted on the target, not as a handler error of the source the task went back to.
+    const watched = (await svc.api<Rollout>('GET', `/rollouts/${created.body.id}`)).body.report[0];
+    expect(watched.target).toMatchObject({ version_id: v2.version_id, migration_errors: 1, handler_errors: 0 });
+    expect(watched.target!.migration_failures).toEqual([{ task_id: taskId, message: 'cannot read the state of v1', at: expect.any(String) }]);
+    expect(watched.source).toMatchObject({ migration_errors: 0, handler_errors: 0, migration_failures: [] });
+
+    await advanceRollouts(svc.store.db);
+    const reverted = (await svc.api<Rollout>('GET', `/rollouts/${created.body.id}`)).body;
+    expect(reverted.status).toBe('REVERTED');
+    expect(reverted.reason).toBe(
+      `step 1 (100%): the moved tasks' error rate 100% (0 handler errors and 0 failed deliveries in 1 deliveries; onMigrate failed on 1 moved task, first ${taskId}: cannot read the state of v1) exceeds the source's 0% by more than 2%; 0 tasks moved back to v1`,
+    );
+    expect(reverted.report[0]).toMatchObject({
+      decision: 'failed',
+      target: { migration_errors: 1, migration_failures: [{ task_id: taskId, message: 'cannot read the state of v1' }] },
+    });
   });
 });

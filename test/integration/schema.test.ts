@@ -472,6 +472,13 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     created_at: 'timestamp with time zone',
     updated_at: 'timestamp with time zone',
     written_by_version_id: 'text null',
+    written_at_sequence: 'integer null',
+  },
+  state_history: {
+    task_id: 'text',
+    agent_id: 'text',
+    sequence_id: 'integer',
+    state: 'jsonb',
   },
   task_stream: { task_id: 'text', sequence_id: 'integer', kind: 'text', record: 'jsonb', created_at: 'timestamp with time zone' },
   task_system_folders: { task_id: 'text', type: 'text', filesystem_id: 'text' },

@@ -33,6 +33,7 @@ import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@ope
 import { formatTraceparent } from '../../contract/trace-context.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { recordAgentSpans } from '../domain/traces.js';
+import { INHERITED_LEASE_REASON } from '../domain/deliveries.js';
 
 /** The open statuses as an SQL list, for the claim statement. */
 const OPEN = sql.join(OPEN_DELIVERY_STATUSES.map((status) => sql.lit(status)));
@@ -182,6 +183,13 @@ export class Dispatcher {
   private listener: { end(): Promise<void> } | undefined;
   private sweep: Promise<void> = Promise.resolve();
   private readonly pulls = new Map<string, PullStream>();
+  /**
+   * When this dispatcher started alone (no other one was running on the database): a lease last
+   * granted or renewed before then was held across the restart, so its agent could not renew it
+   * while no server ran, or went with the server. Null when another dispatcher was running (it
+   * may have been renewing leases all along) or it cannot tell.
+   */
+  private inheritedBefore: Date | null = null;
 
   constructor(
     private readonly store: Store,
@@ -215,6 +223,10 @@ export class Dispatcher {
     RUNNING_HERE.add(this.id);
     if (this.store.engine === 'postgres' && this.store.databaseUrl) await this.listen(this.store.databaseUrl);
     await this.releaseOrphanedClaims().catch((error) => this.options.log?.(`dispatcher: ${(error as Error).message}`));
+    this.inheritedBefore = await this.startedAlone().catch((error) => {
+      this.options.log?.(`dispatcher: ${(error as Error).message}`);
+      return null;
+    });
     this.schedulePoll();
     this.wake();
   }
@@ -235,6 +247,17 @@ export class Dispatcher {
       UPDATE deliveries d SET claimed_until = now(), updated_at = now()
       WHERE d.status = 'in_flight' AND d.claimed_until > now() AND d.claimed_by <> ${this.id} AND left(d.claimed_by, ${PULL_CLAIM_PREFIX.length}) <> ${PULL_CLAIM_PREFIX}
         AND NOT (${alive})`.execute(this.db);
+  }
+
+  /** The database's time now when no other dispatcher runs on it (this process's on PGlite, a LISTEN session on PostgreSQL); else null. */
+  private async startedAlone(): Promise<Date | null> {
+    let others;
+    if (this.store.engine === 'pglite') others = sql.lit(RUNNING_HERE.size > 1);
+    else if (this.listener)
+      others = sql`EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.datname = current_database() AND left(a.application_name, 4) = 'dsp_' AND a.application_name <> ${this.id})`;
+    else return null;
+    const row = await sql<{ now: Date; others: boolean }>`SELECT now() AS now, ${others} AS others`.execute(this.db);
+    return row.rows[0].others ? null : new Date(row.rows[0].now);
   }
 
   private async listen(url: string): Promise<void> {
@@ -399,14 +422,16 @@ export class Dispatcher {
   private claiming(claimer: string, pull: PullStream | undefined, pick: RawBuilder<unknown>, before?: RawBuilder<unknown>) {
     // Long enough for one call; a dispatcher that dies mid-call leaves the row to be claimed again.
     const claimMs = pull ? PULL_CLAIM_MS : this.options.requestTimeoutMs * 2 + 5000;
+    const inherited = this.inheritedBefore ? sql`d.updated_at < ${this.inheritedBefore}` : sql`false`;
     return sql<Claimed>`
       WITH ${before ? sql`${before},` : sql``} claimed AS (
         UPDATE deliveries AS d
         SET status = 'in_flight', claimed_by = ${claimer}, claimed_until = now() + ${claimMs} * interval '1 millisecond',
             version_id = c.current_version_id, attempts = d.attempts + 1, updated_at = now(), leased_to = NULL,
-            -- A lease that ran out is a failed attempt: the retry budget runs from the first.
-            failing_since = CASE WHEN d.status = 'leased' THEN COALESCE(d.failing_since, now()) ELSE d.failing_since END,
-            last_error = CASE WHEN d.status = 'leased' THEN ${LEASE_EXPIRED_REASON} ELSE d.last_error END
+            -- A lease that ran out is a failed attempt: the retry budget runs from the first. Not one
+            -- held across a restart and not renewed since (inheritedBefore): the platform's doing.
+            failing_since = CASE WHEN d.status = 'leased' AND NOT ${inherited} THEN COALESCE(d.failing_since, now()) ELSE d.failing_since END,
+            last_error = CASE WHEN d.status = 'leased' THEN (CASE WHEN ${inherited} THEN ${INHERITED_LEASE_REASON} ELSE ${LEASE_EXPIRED_REASON} END) ELSE d.last_error END
         FROM (${pick}) AS c
         WHERE d.id = c.id
         RETURNING d.id, d.task_id, d.method, d.kind, c.prior_status, d.payload, d.attempts, d.failing_since, d.last_error, c.current_version_id AS version_id,

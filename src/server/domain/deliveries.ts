@@ -29,6 +29,12 @@ export const REPLICA_GONE_REASON = 'the agent process that took it exited before
  * budget is spent, and a rollout does not count it against the version (rollouts.ts).
  */
 export const REPLICAS_STOPPED_REASON = 'the version’s agent processes were stopped, or the server restarted, before the handler finished';
+/**
+ * A lease granted or last renewed before the server restarted ran out: its agent could not renew
+ * it while no server ran (or went with the server). Like REPLICAS_STOPPED_REASON, the platform's
+ * doing: no retry budget spent, not counted against a rollout (dispatcher.ts `inheritedBefore`).
+ */
+export const INHERITED_LEASE_REASON = 'its completion lease was taken before the server restarted and ran out without a renewal since';
 /** The streaming_error of a message whose writer's process went away mid-message. */
 export const WRITER_GONE_REASON = 'the agent process writing it exited before finishing it';
 

@@ -164,7 +164,7 @@ export async function taskReport(db: Executor, rehearsal: RehearsalRow, rt: Rehe
   const fromStart = rehearsal.from_sequence === null;
   const start = fromStart
     ? 'from its creation: no state, the task’s params (onCreate runs), a copy of the task’s files as they are now (earlier file contents are not recorded)'
-    : `from sequence ${rehearsal.from_sequence}: a copy of the task’s state and files as they are now (earlier states are not recorded)`;
+    : `from sequence ${rehearsal.from_sequence}: the task’s state as it was before sequence ${rehearsal.from_sequence} (its last write before it; none if it had none yet), a copy of its files as they are now (earlier file contents are not recorded)`;
   const truncated =
     rt.events_total > rt.event_ids.length
       ? `The task has ${rt.events_total} events${fromStart ? '' : ` from sequence ${rehearsal.from_sequence}`}; the first ${rt.event_ids.length} were replayed (max_events ${rehearsal.max_events}).`

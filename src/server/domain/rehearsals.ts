@@ -210,9 +210,17 @@ async function createShadow(trx: Trx, task: TaskPick, rehearsalId: string, targe
       priority: REHEARSAL_PRIORITY,
     });
   } else {
-    // From a sequence: the state as recorded now (states keep no history).
-    const states = await trx.selectFrom('states').select(['agent_id', 'state']).where('task_id', '=', task.id).execute();
-    for (const s of states)
+    // From a sequence: the task's state as it was when its event S was recorded, per agent (none
+    // when it had none then): the last value written before S, kept in states or state_history.
+    const atStart = await sql<{ agent_id: string; state: unknown }>`
+      SELECT DISTINCT ON (agent_id) agent_id, state FROM (
+        SELECT agent_id, state, COALESCE(written_at_sequence, 0) AS sequence_id FROM states WHERE task_id = ${task.id}
+        UNION ALL
+        SELECT agent_id, state, sequence_id FROM state_history WHERE task_id = ${task.id}
+      ) AS written
+      WHERE sequence_id < ${fromSequence}
+      ORDER BY agent_id, sequence_id DESC`.execute(trx);
+    for (const s of atStart.rows)
       await trx
         .insertInto('states')
         .values({

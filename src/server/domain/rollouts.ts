@@ -13,6 +13,7 @@ import { sql, type Kysely, type Selectable } from 'kysely';
 import { LIVE_TASK_STATUSES } from '../../contract/lifecycle.js';
 import {
   ACTIVE_ROLLOUT_STATUSES,
+  MIGRATION_FAILURES_SHOWN,
   parseDuration,
   type CreateRolloutRequest,
   type Rollout,
@@ -46,10 +47,14 @@ const agentRef = (row: { agent_id: string; namespace_id: string }) => ({ type: '
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 const round = (n: number) => Math.round(n * 100) / 100;
 
+/** Figures kept before onMigrate failures were counted (schema 016 reports) read as none. */
+const withMigrationFigures = (f: RolloutFigures | null): RolloutFigures | null =>
+  f && { ...f, migration_errors: f.migration_errors ?? 0, migration_failures: f.migration_failures ?? [] };
+
 function toRollout(row: Row, liveFigures?: { target: RolloutFigures; source: RolloutFigures }): Rollout {
-  const report = (row.report as RolloutStepReport[]).map((entry, i, all) =>
-    liveFigures && i === all.length - 1 && entry.decision === 'watching' ? { ...entry, ...liveFigures } : entry,
-  );
+  const report = (row.report as RolloutStepReport[])
+    .map((entry, i, all) => (liveFigures && i === all.length - 1 && entry.decision === 'watching' ? { ...entry, ...liveFigures } : entry))
+    .map((entry) => ({ ...entry, target: withMigrationFigures(entry.target), source: withMigrationFigures(entry.source) }));
   const watching = row.status === 'RUNNING' && row.step_started_at !== null;
   return {
     id: row.id,
@@ -238,21 +243,34 @@ async function figures(db: Kysely<Database>, versionId: string, since: Date): Pr
         (SELECT count(*)::int FROM messages m
           WHERE m.task_id IN (SELECT id FROM tasks WHERE current_version_id = ${versionId})
             AND m.created_at >= ${since} AND m.author = 'agent' AND m.content->>'type' = 'data'
-            AND (m.content->'data') ? 'handler_error') AS handler_errors`.execute(db)
+            AND (m.content->'data') ? 'handler_error'
+            AND (m.content->'data'->'handler_error'->>'handler') IS DISTINCT FROM ${MIGRATE_HANDLER}) AS handler_errors`.execute(db)
   ).rows[0];
-  const errors = row.handler_errors + row.failures;
+  // A failed onMigrate sends its task back (migration-hooks.ts), so its handler-error message is on
+  // a task of the other version now: the revert's TASKS_MIGRATED record says whose hook it was.
+  const hooks = await sql<{ task_id: string; message: string; at: Date; n: number }>`
+    SELECT e.data->'task_ids'->>0 AS task_id, e.data->>'reason' AS message, e.created_at AS at, count(*) OVER ()::int AS n
+    FROM version_events e
+    WHERE e.branch_id = (SELECT branch_id FROM versions WHERE id = ${versionId}) AND e.type = 'TASKS_MIGRATED'
+      AND e.created_at >= ${since} AND e.data->>'mode' = 'migrate_hook_failed' AND (e.data->'from_version_ids') ? ${versionId}
+    ORDER BY e.sequence LIMIT ${MIGRATION_FAILURES_SHOWN}`.execute(db);
+  const migrationErrors = hooks.rows[0]?.n ?? 0;
+  const errors = row.handler_errors + row.failures + migrationErrors;
   return {
     version_id: versionId,
     tasks: row.tasks,
     deliveries: row.deliveries,
     handler_errors: row.handler_errors,
     delivery_failures: row.failures,
+    migration_errors: migrationErrors,
+    migration_failures: hooks.rows.map((h) => ({ task_id: h.task_id, message: h.message, at: new Date(h.at).toISOString() })),
     error_rate_percent: row.deliveries === 0 ? (errors > 0 ? 100 : 0) : round(Math.min(100, (errors / row.deliveries) * 100)),
   };
 }
 
 const describeFigures = (f: RolloutFigures) =>
-  `${f.error_rate_percent}% (${f.handler_errors} handler errors and ${f.delivery_failures} failed deliveries in ${f.deliveries} deliveries)`;
+  `${f.error_rate_percent}% (${f.handler_errors} handler errors and ${f.delivery_failures} failed deliveries in ${f.deliveries} deliveries` +
+  `${f.migration_errors > 0 ? `; onMigrate failed on ${f.migration_errors} moved task${f.migration_errors === 1 ? '' : 's'}, first ${f.migration_failures[0].task_id}: ${f.migration_failures[0].message}` : ''})`;
 
 /**
  * Why the target version cannot take the tasks, or undefined while it can: FAILED, retired or

@@ -256,6 +256,16 @@ export interface StatesTable {
   updated_at: Timestamptz;
   /** Schema change 017: the task's version when the state was last written (a trigger fills it in). */
   written_by_version_id: string | null;
+  /** Schema change 025: the task's last sequence number when the state was last written (the same trigger fills it in). */
+  written_at_sequence: Generated<number | null>;
+}
+
+/** Schema change 025: a state as it stood before the first write at a later sequence of its task. */
+export interface StateHistoryTable {
+  task_id: string;
+  agent_id: string;
+  sequence_id: number;
+  state: Json;
 }
 
 export interface EventsTable {
@@ -509,6 +519,7 @@ export interface Database {
   filesystems: FilesystemsTable;
   tasks: TasksTable;
   states: StatesTable;
+  state_history: StateHistoryTable;
   events: EventsTable;
   messages: MessagesTable;
   trackers: TrackersTable;

@@ -16,6 +16,7 @@ import * as consoleSessions from './015_console_sessions.js';
 import * as rollouts from './016_rollouts.js';
 import * as rehearsals from './017_rehearsals.js';
 import * as deliveryClaimOrder from './019_delivery_claim_order.js';
+import * as stateHistory from './025_state_history.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -42,4 +43,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '016_rollouts': rollouts,
   '017_rehearsals': rehearsals,
   '019_delivery_claim_order': deliveryClaimOrder,
+  '025_state_history': stateHistory,
 };
