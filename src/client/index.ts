@@ -8,6 +8,7 @@ import { redactHeaders, redactJson, redactText } from './redact.js';
 import { send, TransportError, type ResponseHeaders, type Transport, type TransportResponse } from './transport.js';
 import type { StreamOpener, StreamTaskOptions } from './stream-core.js';
 import type { StreamRecord } from '../contract/conversation.js';
+import type { VersionLogLine } from '../contract/runtime.js';
 
 export { ApiRequestError, NotServiceAnswerError, ResponseShapeError, UnreachableError, formatValidationItem } from './errors.js';
 export { redactText, redactJson } from './redact.js';
@@ -227,6 +228,20 @@ export class AgentctlClient {
   async *streamVersionDeliveries(versionId: string, options: { signal?: AbortSignal } = {}): AsyncGenerator<ServerSentEvent> {
     const { readEventStream } = await import('./sse.js');
     yield* readEventStream(this, `/versions/${encodeURIComponent(versionId)}/deliveries/stream`, {}, options.signal);
+  }
+
+  /**
+   * `GET /versions/{id}/logs?follow=true`: a version's lines as its processes write them (the last
+   * `tail` stored ones first), until the server ends the stream or `signal` aborts.
+   */
+  async *followVersionLogs(
+    versionId: string,
+    query: { tail?: number; since?: string; task_id?: string; trace_id?: string } = {},
+    options: { signal?: AbortSignal } = {},
+  ): AsyncGenerator<VersionLogLine> {
+    const [{ readEventStream }, { LOG_SSE_EVENT }] = await Promise.all([import('./sse.js'), import('../contract/enums.js')]);
+    for await (const event of readEventStream(this, `/versions/${encodeURIComponent(versionId)}/logs`, { ...query, follow: true }, options.signal))
+      if (event.event === LOG_SSE_EVENT) yield JSON.parse(event.data) as VersionLogLine;
   }
 
   private signalFor(call: CallOptions): AbortSignal {

@@ -50,7 +50,12 @@ export async function* readEventStream(
   const decoder = new TextDecoder();
   let buffer = '';
   try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    // A reader, not `for await` over the body: browsers the console supports lack async iteration of streams.
+    const reader = response.body?.getReader();
+    for (;;) {
+      if (!reader) break;
+      const { done, value: chunk } = await reader.read();
+      if (done) break;
       buffer += decoder.decode(chunk, { stream: true });
       let end: number;
       while ((end = buffer.indexOf('\n\n')) >= 0) {

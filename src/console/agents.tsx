@@ -3,7 +3,9 @@ import { useState } from 'preact/hooks';
 import type { Branch, Version } from '../contract/resources.js';
 import { api } from './api.js';
 import { BASE } from './session.js';
-import { Link, Pager, Pending, Status, useLoad, useTitle, when } from './ui.js';
+import { MigrateFrom } from './rollouts.js';
+import { AgentSecrets } from './secrets.js';
+import { agentPermissions, Link, Pager, Pending, Status, useLoad, useTitle, when } from './ui.js';
 
 const PAGE = 25;
 
@@ -71,8 +73,11 @@ export function AgentPage({ agentId }: { agentId: string }) {
     const namespaces = await api.listNamespaces({ query: { limit: 1000 } });
     const slug = namespaces.namespaces.find((n) => n.id === agent.namespace_id)?.slug ?? 'default';
     const { branches } = await api.listAgentBranches({ params: { namespace_slug: slug, agent_name: agent.name }, query: { include_retired: 'true' } });
-    const versions = await Promise.all(branches.map((b) => api.listBranchVersions({ params: { branch_id: b.id } })));
-    return { agent, slug, branches: branches.map((b, i) => ({ branch: b, versions: versions[i]!.versions })) };
+    const [versions, permissions] = await Promise.all([
+      Promise.all(branches.map((b) => api.listBranchVersions({ params: { branch_id: b.id } }))),
+      agentPermissions(agent.id),
+    ]);
+    return { agent, slug, permissions, branches: branches.map((b, i) => ({ branch: b, versions: versions[i]!.versions })) };
   }, [agentId]);
   useTitle(loaded.data ? `${loaded.data.slug}/${loaded.data.agent.name}` : 'Agent');
   return (
@@ -85,12 +90,16 @@ export function AgentPage({ agentId }: { agentId: string }) {
             </h1>
             {data.agent.description && <p class="text">{data.agent.description}</p>}
             <p>
-              <Link href={`${BASE}/tasks?agent_id=${data.agent.id}`}>Tasks of this agent</Link>
+              <Link href={`${BASE}/tasks?agent_id=${data.agent.id}`}>Tasks of this agent</Link> ·{' '}
+              <Link href={`${BASE}/rollouts?agent_id=${data.agent.id}`}>its rollouts</Link> ·{' '}
+              <Link href={`${BASE}/migrations?agent_id=${data.agent.id}`}>its migration history</Link> ·{' '}
+              <Link href={`${BASE}/schedules?agent_id=${data.agent.id}`}>its schedules</Link>
             </p>
             {data.branches.length === 0 && <p class="empty">No branches yet.</p>}
             {data.branches.map(({ branch, versions }) => (
               <BranchBlock key={branch.id} branch={branch} versions={versions} />
             ))}
+            {data.permissions.includes('write') && <AgentSecrets slug={data.slug} name={data.agent.name} />}
           </>
         )}
       </Pending>
@@ -151,20 +160,23 @@ export function VersionPage({ versionId }: { versionId: string }) {
       api.getBranch({ params: { branch_id: version.branch_id } }),
       api.listVersionEvents({ params: { version_id: versionId } }).catch(() => null),
     ]);
-    return { version, branch, events };
+    const currentId = branch.current_version?.id;
+    const current = currentId && currentId !== versionId ? await api.getVersion({ params: { version_id: currentId } }).catch(() => null) : null;
+    return { version, branch, events, current };
   }, [versionId]);
   useTitle(loaded.data ? `v${loaded.data.version.number}` : 'Version');
   return (
     <section>
       <Pending loaded={loaded}>
-        {({ version, branch, events }) => (
+        {({ version, branch, events, current }) => (
           <>
             <h1>
               Version v{version.number} <Status value={version.status} />
             </h1>
             <p>
               <Link href={`${BASE}/agents/${branch.agent_id}`}>Back to the agent</Link> ·{' '}
-              <Link href={`${BASE}/tasks?version_id=${version.id}`}>Tasks on this version</Link>
+              <Link href={`${BASE}/tasks?version_id=${version.id}`}>Tasks on this version</Link> ·{' '}
+              <Link href={`${BASE}/logs?version_id=${version.id}`}>Logs</Link>
             </p>
             <dl class="facts">
               <dt>Branch</dt>
@@ -211,6 +223,7 @@ export function VersionPage({ versionId }: { versionId: string }) {
                 </dl>
               </>
             )}
+            {current && <MigrateFrom versionId={version.id} agentId={branch.agent_id} targetId={current.id} targetLabel={`v${current.number}`} />}
             {events && events.events.length > 0 && (
               <>
                 <h2>Lifecycle</h2>

@@ -15,8 +15,10 @@ export function KeysPage() {
   const { session } = useSession();
   const [page, setPage] = useState(1);
   const [showRevoked, setShowRevoked] = useState(false);
+  const [rotated, setRotated] = useState<{ api_key: ApiKey; secret: string } | undefined>();
   const loaded = useLoad(() => api.listKeys({ query: { include_revoked: showRevoked ? 'true' : 'false' } }), [showRevoked]);
   if (!session.org_admin) return <NotAdmin />;
+  if (rotated) return <SecretOnce created={rotated} rotated onBack={() => setRotated(undefined)} />;
   return (
     <section>
       <h1>API keys</h1>
@@ -47,7 +49,7 @@ export function KeysPage() {
               </thead>
               <tbody>
                 {data.api_keys.slice((page - 1) * PAGE, page * PAGE).map((k) => (
-                  <KeyRow key={k.id} apiKey={k} self={k.id === session.key.id} onChange={loaded.reload} />
+                  <KeyRow key={k.id} apiKey={k} self={k.id === session.key.id} onChange={loaded.reload} onRotated={setRotated} />
                 ))}
               </tbody>
             </table>
@@ -66,8 +68,18 @@ const NotAdmin = () => (
   </section>
 );
 
-function KeyRow({ apiKey, self, onChange }: { apiKey: ApiKey; self: boolean; onChange: () => void }) {
-  const [asking, setAsking] = useState(false);
+function KeyRow({
+  apiKey,
+  self,
+  onChange,
+  onRotated,
+}: {
+  apiKey: ApiKey;
+  self: boolean;
+  onChange: () => void;
+  onRotated: (rotated: { api_key: ApiKey; secret: string }) => void;
+}) {
+  const [asking, setAsking] = useState<'revoke' | 'rotate' | false>(false);
   const [error, setError] = useState<unknown>();
   return (
     <tr data-key={apiKey.id}>
@@ -84,7 +96,7 @@ function KeyRow({ apiKey, self, onChange }: { apiKey: ApiKey; self: boolean; onC
       <td>
         {error !== undefined && <ErrorBox error={error} />}
         {!apiKey.revoked_at &&
-          (asking ? (
+          (asking === 'revoke' ? (
             <>
               <button
                 type="button"
@@ -106,10 +118,38 @@ function KeyRow({ apiKey, self, onChange }: { apiKey: ApiKey; self: boolean; onC
                 Keep
               </button>
             </>
+          ) : asking === 'rotate' ? (
+            <>
+              <span class="small">A new secret; the old one stops working{self ? ' (this session stays)' : ''}.</span>{' '}
+              <button
+                type="button"
+                class="primary"
+                aria-label={`Rotate ${apiKey.name} now`}
+                onClick={async () => {
+                  try {
+                    const rotated = await api.rotateKey({ params: { key_id: apiKey.id } });
+                    setAsking(false);
+                    onRotated(rotated);
+                  } catch (e) {
+                    setError(e);
+                  }
+                }}
+              >
+                Rotate now
+              </button>{' '}
+              <button type="button" onClick={() => setAsking(false)}>
+                Keep
+              </button>
+            </>
           ) : (
-            <button type="button" aria-label={`Revoke ${apiKey.name}`} onClick={() => setAsking(true)}>
-              Revoke…
-            </button>
+            <>
+              <button type="button" aria-label={`Rotate ${apiKey.name}`} onClick={() => setAsking('rotate')}>
+                Rotate…
+              </button>{' '}
+              <button type="button" aria-label={`Revoke ${apiKey.name}`} onClick={() => setAsking('revoke')}>
+                Revoke…
+              </button>
+            </>
           ))}
       </td>
     </tr>
@@ -378,14 +418,15 @@ function ScopesStep({ draft, setDraft, resources }: { draft: Draft; setDraft: (d
   );
 }
 
-function SecretOnce({ created }: { created: { api_key: ApiKey; secret: string } }) {
-  useTitle('Key created');
+function SecretOnce({ created, rotated, onBack }: { created: { api_key: ApiKey; secret: string }; rotated?: boolean; onBack?: () => void }) {
+  useTitle(rotated ? 'Key rotated' : 'Key created');
   const [copied, setCopied] = useState<string>();
   return (
     <section>
-      <h1>Key created</h1>
+      <h1>{rotated ? 'Key rotated' : 'Key created'}</h1>
       <p role="alert">
-        This is the only time the secret of <bdi class="text">{created.api_key.name}</bdi> is shown. Copy it now; it cannot be shown again.
+        This is the only time the {rotated ? 'new ' : ''}secret of <bdi class="text">{created.api_key.name}</bdi> is shown. Copy it now; it cannot be shown
+        again.{rotated ? ' The old secret no longer works.' : ''}
       </p>
       <div class="secret">
         <label for="secret">Secret</label>
@@ -411,7 +452,13 @@ function SecretOnce({ created }: { created: { api_key: ApiKey; secret: string } 
         Use it: <code>agentctl auth login --with-token</code>, or <code>AGENTCTL_API_KEY</code>.
       </p>
       <p>
-        <Link href={`${BASE}/keys`}>Back to the keys</Link>
+        {onBack ? (
+          <button type="button" onClick={onBack}>
+            Back to the keys
+          </button>
+        ) : (
+          <Link href={`${BASE}/keys`}>Back to the keys</Link>
+        )}
       </p>
     </section>
   );

@@ -11,7 +11,10 @@ import { Overview } from './overview.js';
 import { TaskPage } from './task.js';
 import { TasksPage } from './tasks.js';
 import { BASE, Session, useSession } from './session.js';
-import { ErrorBox, Link, navigate, useLocation, useTitle } from './ui.js';
+import { LogsPage } from './logs.js';
+import { MigrationsPage, RehearsalPage, RolloutPage, RolloutsPage } from './rollouts.js';
+import { SchedulesPage } from './schedules.js';
+import { ErrorBox, forgetAccess, Link, navigate, useLocation, useTitle } from './ui.js';
 import './styles.css';
 
 function App() {
@@ -22,6 +25,7 @@ function App() {
 
   const adopt = (s: ConsoleSession | null) => {
     setCsrfToken(s?.csrf_token ?? '');
+    forgetAccess();
     setSession(s);
   };
   useEffect(() => {
@@ -79,6 +83,12 @@ function Route({ path }: { path: string }) {
   if (first === 'versions' && id) return <VersionPage versionId={id} />;
   if (first === 'tasks' && id) return <TaskPage taskId={id} />;
   if (first === 'tasks') return <TasksPage />;
+  if (first === 'rollouts' && id) return <RolloutPage rolloutId={id} />;
+  if (first === 'rollouts') return <RolloutsPage />;
+  if (first === 'migrations') return <MigrationsPage />;
+  if (first === 'rehearsals' && id) return <RehearsalPage rehearsalId={id} />;
+  if (first === 'logs') return <LogsPage />;
+  if (first === 'schedules') return <SchedulesPage />;
   if (first === 'keys' && id === 'new') return <NewKeyPage />;
   if (first === 'keys') return <KeysPage />;
   return <NotFound />;
@@ -104,6 +114,9 @@ function Shell({ children, onSignedOut }: { children: ComponentChildren; onSigne
     [`${BASE}/`, 'Overview'],
     [`${BASE}/agents`, 'Agents'],
     [`${BASE}/tasks`, 'Tasks'],
+    [`${BASE}/rollouts`, 'Rollouts'],
+    [`${BASE}/migrations`, 'Migrations'],
+    [`${BASE}/schedules`, 'Schedules'],
     ...(session.org_admin ? ([[`${BASE}/keys`, 'API keys']] as [string, string][]) : []),
   ];
   const current = (href: string) => (href === `${BASE}/` ? path === href || path === BASE : path.startsWith(href));

@@ -8,7 +8,9 @@ import { isTerminalTask } from '../contract/lifecycle.js';
 import type { Task } from '../contract/resources.js';
 import { api } from './api.js';
 import { BASE } from './session.js';
+import { TaskTraces } from './traces.js';
 import { ErrorBox, Link, Pending, Status, useLoad, useTitle, when } from './ui.js';
+import { VirtualList } from './virtual.js';
 
 type Item =
   | { kind: 'event'; key: string; seq: number; content: Content; at: string }
@@ -73,8 +75,6 @@ class Conversation {
   }
 }
 
-const SHOWN = 200;
-
 export function TaskPage({ taskId }: { taskId: string }) {
   const loaded = useLoad(async () => {
     const task = await api.getTask({ params: { task_id: taskId }, query: { relationships: ['agents'] } });
@@ -91,7 +91,6 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
   const [, redraw] = useReducer((n: number) => n + 1, 0);
   const [link, setLink] = useState<'connecting' | 'live' | 'reconnecting' | 'ended'>('connecting');
   const [streamError, setStreamError] = useState<unknown>();
-  const [shown, setShown] = useState(SHOWN);
   // The stream's task records carry no relationships: the agent stays as first loaded.
   const task = { ...initial, ...model.current.task, agents: initial.agents };
 
@@ -133,7 +132,6 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
   }, [initial.id]);
 
   const items = model.current.items;
-  const hidden = Math.max(0, items.length - shown);
   const terminal = isTerminalTask(task.status);
   return (
     <section class="task">
@@ -154,30 +152,35 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
             · <Link href={`${BASE}/versions/${task.current_version_id}`}>its version</Link>
           </>
         )}
+        {task.current_version_id && (
+          <>
+            {' '}
+            · <Link href={`${BASE}/logs?version_id=${task.current_version_id}&task_id=${task.id}`}>its logs</Link>
+          </>
+        )}
         {task.status_reason && <> · {task.status_reason}</>}
       </p>
       <p class={`link ${link}`} role="status">
         {{ connecting: 'Connecting…', live: 'Live', reconnecting: 'Connection lost: reconnecting…', ended: 'The task has ended' }[link]}
       </p>
       {streamError !== undefined && <ErrorBox error={streamError} />}
-      <h2 id="conversation-title">Conversation</h2>
-      {hidden > 0 && (
-        <button type="button" onClick={() => setShown(shown + SHOWN)}>
-          Show {Math.min(hidden, SHOWN)} earlier ({hidden} hidden)
-        </button>
-      )}
-      <div role="log" aria-labelledby="conversation-title" aria-live="polite">
-        <ol class="conversation">
-          {items.slice(hidden).map((item) => (
-            <ItemView key={item.key} item={item} />
-          ))}
-          {items.length === 0 && link !== 'connecting' && <li class="empty">Nothing yet.</li>}
-        </ol>
-      </div>
+      <h2 id="conversation-title">
+        Conversation <span class="muted small">{items.length} items</span>
+      </h2>
+      <VirtualList
+        items={items}
+        keyOf={(item) => item.key}
+        render={(item) => <ItemView item={item} />}
+        class="conversation-box"
+        listClass="conversation"
+        empty={link !== 'connecting' ? 'Nothing yet.' : undefined}
+        box={{ role: 'log', 'aria-labelledby': 'conversation-title', 'aria-live': 'polite' }}
+      />
       {canRun && !terminal && <SendEvent taskId={task.id} />}
       {canRun && !terminal && <CancelTask taskId={task.id} />}
       {!canRun && <p class="muted small">Your API key may read this task but not run it: sending events and cancelling are not offered.</p>}
       <TaskState taskId={task.id} />
+      <TaskTraces taskId={task.id} />
     </section>
   );
 }
@@ -185,20 +188,20 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
 function ItemView({ item }: { item: Item }) {
   if (item.kind === 'status')
     return (
-      <li class="status-change">
+      <div class="status-change" data-kind="status">
         Status: <Status value={item.status} /> {item.reason && <span class="text muted">{item.reason}</span>}
-      </li>
+      </div>
     );
   if (item.kind === 'event')
     return (
-      <li class="bubble user" data-kind="event">
+      <div class="bubble user" data-kind="event">
         <span class="who">you</span>
         <ContentView content={item.content} />
-      </li>
+      </div>
     );
   const m = item.message;
   return (
-    <li class={`bubble ${m.author}`} data-kind={m.content.type} data-streaming={m.streaming_status ?? undefined}>
+    <div class={`bubble ${m.author}`} data-kind={m.content.type} data-streaming={m.streaming_status ?? undefined}>
       <span class="who">{m.author}</span>
       <ContentView content={m.content} />
       {m.streaming_status === 'IN_PROGRESS' && (
@@ -212,7 +215,7 @@ function ItemView({ item }: { item: Item }) {
           <Status value={m.streaming_status} /> <span class="text">{m.streaming_error}</span>
         </p>
       )}
-    </li>
+    </div>
   );
 }
 

@@ -2,7 +2,7 @@
 // status badges and the pager.
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { describeError } from './api.js';
+import { api, describeError } from './api.js';
 
 type Listener = () => void;
 const listeners = new Set<Listener>();
@@ -142,4 +142,127 @@ export function useTitle(title: string): void {
   useEffect(() => {
     document.title = `${title} · agentctl console`;
   }, [title]);
+}
+
+const access = new Map<string, Promise<readonly string[]>>();
+/** What the session's key may do on an agent (`GET /access`), asked once per agent per session. */
+export function agentPermissions(agentId: string): Promise<readonly string[]> {
+  let known = access.get(agentId);
+  if (!known) {
+    known = api.getAccess({ query: { agent_id: agentId } }).then(
+      (a) => a.agent?.permissions ?? [],
+      () => [],
+    );
+    access.set(agentId, known);
+  }
+  return known;
+}
+/** Forgets what keys may do: a new session may be another key's. */
+export const forgetAccess = () => access.clear();
+
+/** Polls `load` every `everyMs` while `active(data)` holds (and the page is shown); the last answer. */
+export function usePoll<T>(load: () => Promise<T>, deps: unknown[], everyMs: number, active: (data: T) => boolean): Loaded<T> {
+  const loaded = useLoad(load, deps);
+  useEffect(() => {
+    if (loaded.loading || loaded.data === undefined || !active(loaded.data)) return;
+    const timer = setTimeout(loaded.reload, everyMs);
+    return () => clearTimeout(timer);
+  }, [loaded.data, loaded.loading]);
+  return loaded;
+}
+
+/** A button that asks once more before it acts; shows the action's error in words. */
+export function Confirm(props: { label: string; confirm: string; question: string; danger?: boolean; act: () => Promise<unknown>; done?: () => void }) {
+  const [asking, setAsking] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  return (
+    <span class="confirm">
+      {asking ? (
+        <>
+          <span>{props.question}</span>{' '}
+          <button
+            type="button"
+            class={props.danger ? 'danger' : 'primary'}
+            disabled={busy}
+            onClick={async () => {
+              setBusy(true);
+              setError(undefined);
+              try {
+                await props.act();
+                setAsking(false);
+                props.done?.();
+              } catch (e) {
+                setError(e);
+              } finally {
+                setBusy(false);
+              }
+            }}
+          >
+            {props.confirm}
+          </button>{' '}
+          <button type="button" onClick={() => setAsking(false)}>
+            Keep
+          </button>
+        </>
+      ) : (
+        <button type="button" onClick={() => setAsking(true)}>
+          {props.label}
+        </button>
+      )}
+      {error !== undefined && <ErrorBox error={error} />}
+    </span>
+  );
+}
+
+/** A button that runs an async action, busy meanwhile, its error shown in words. */
+export function Act(props: { label: string; act: () => Promise<unknown>; done?: () => void; class?: string; 'aria-label'?: string }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  return (
+    <>
+      <button
+        type="button"
+        class={props.class}
+        aria-label={props['aria-label']}
+        disabled={busy}
+        onClick={async () => {
+          setBusy(true);
+          setError(undefined);
+          try {
+            await props.act();
+            props.done?.();
+          } catch (e) {
+            setError(e);
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        {props.label}
+      </button>
+      {error !== undefined && <ErrorBox error={error} />}
+    </>
+  );
+}
+
+/** `namespace/name` of every agent the key may see, by id. */
+export async function agentNames(): Promise<Map<string, string>> {
+  const [agents, namespaces] = await Promise.all([api.listAgents({ query: { limit: 1000 } }), api.listNamespaces({ query: { limit: 1000 } })]);
+  const slugs = new Map(namespaces.namespaces.map((n) => [n.id, n.slug]));
+  return new Map(agents.agents.map((a) => [a.id, `${slugs.get(a.namespace_id) ?? '?'}/${a.name}`]));
+}
+
+/** `v3` for each version id given (one request per distinct id; an unknown one stays its id). */
+export async function versionNumbers(ids: Iterable<string>): Promise<Map<string, string>> {
+  const distinct = [...new Set(ids)];
+  const found = await Promise.all(
+    distinct.map((id) =>
+      api.getVersion({ params: { version_id: id } }).then(
+        (v) => `v${v.number}`,
+        () => id,
+      ),
+    ),
+  );
+  return new Map(distinct.map((id, i) => [id, found[i]!]));
 }

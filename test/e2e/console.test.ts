@@ -74,6 +74,37 @@ describe.skipIf(!existsSync(CHROMIUM))('the web console in chromium', () => {
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `console-${name}.png`), mask: [page.locator('#secret')] });
   /** A one-time sign-in link from `agentctl open`, at a resource. */
   const openLink = async (resource?: string) => (await json(['open', ...(resource ? [resource] : []), '--print'])).url as string;
+  /** A browser of its own, signed in with the admin's key, at a console path. */
+  async function signedIn(consolePath: string): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+    const opened = await browser();
+    const errors: string[] = [];
+    opened.page.on('pageerror', (e) => errors.push(e.message));
+    opened.page.on('console', (m) => m.type() === 'error' && /Content Security Policy/.test(m.text()) && errors.push(m.text()));
+    await opened.page.goto(await openLink());
+    await opened.page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await opened.page.goto(`${baseUrl}${consolePath}`);
+    return { ...opened, errors };
+  }
+  const until = async <T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> => {
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const value = await read();
+      if (ok(value)) return value;
+      if (Date.now() > deadline) throw new Error(`${what}: ${JSON.stringify(value).slice(0, 500)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+  const admin = () => createClient({ baseUrl, apiKey: adminKey, retries: 0 });
+  /** Sends an event and waits for the agent's whole answer (its text message DONE). */
+  const ask = async (taskId: string, text: string) => {
+    const sent = await agentctl(['tasks', 'send', taskId, text]);
+    expect(sent.exitCode, sent.stderr).toBe(0);
+    await until(
+      `the answer to ${text}`,
+      () => admin().listMessages({ query: { task_id: taskId, limit: 500 } }),
+      (m) => m.messages.some((x) => x.content.type === 'text' && x.streaming_status === 'DONE' && x.content.text.includes(`"${text}"`)),
+    );
+  };
 
   beforeAll(async () => {
     const init = await execa(process.execPath, [BIN, 'init', 'streamer', '--agent', 'default/streamer'], {
@@ -88,7 +119,14 @@ describe.skipIf(!existsSync(CHROMIUM))('the web console in chromium', () => {
       'process.env.TOKEN_DELAY_MS ?? 20',
       'process.env.TOKEN_DELAY_MS ?? 150',
     );
-    writeFileSync(path.join(project, 'src', 'index.ts'), source);
+    // ... and a structured log line per turn (ctx.log), for the logs view's task filter.
+    writeFileSync(
+      path.join(project, 'src', 'index.ts'),
+      source.replace(
+        '    const result = countWords(question);',
+        "    const result = countWords(question);\n    ctx.log.info('answering', { words: result.words });",
+      ),
+    );
     await execa('git', ['commit', '-q', '-am', 'the streaming agent'], { cwd: project, env: GIT_ENV });
     const started = await agentctl(['server', 'start', '--detach', '--port', String(await freePort()), '--json']);
     expect(started.exitCode, started.stderr).toBe(0);
@@ -142,28 +180,29 @@ describe.skipIf(!existsSync(CHROMIUM))('the web console in chromium', () => {
     // ---- send an event; the answer streams in token by token
     await page.getByLabel('Send an event').fill('what is this console');
     await page.getByRole('button', { name: 'Send' }).click();
-    await page.locator('li[data-kind="event"]', { hasText: 'what is this console' }).waitFor();
+    await page.locator('.conversation [data-kind="event"]', { hasText: 'what is this console' }).waitFor();
     // Seen while it is being written: the text message IN_PROGRESS, part of its text shown.
-    const streaming = page.locator('li[data-kind="text"][data-streaming="IN_PROGRESS"]');
+    const streaming = page.locator('.conversation [data-kind="text"][data-streaming="IN_PROGRESS"]');
     await streaming.waitFor();
     const partial = await streaming.locator('.message-text').textContent();
     expect('You asked: "what is this console". That is 4 words long.'.startsWith(partial ?? '')).toBe(true);
-    const answer = page.locator('li[data-kind="text"][data-streaming="DONE"]');
+    const answer = page.locator('.conversation [data-kind="text"][data-streaming="DONE"]');
     await answer.waitFor();
     expect(await answer.locator('.message-text').textContent()).toBe('You asked: "what is this console". That is 4 words long.');
     // The reasoning is there, collapsed; the tool call and its result are shown.
     expect(await page.locator('details.reasoning').first().getAttribute('open')).toBeNull();
-    await page.locator('li[data-kind="tool_request"]', { hasText: 'count_words' }).waitFor();
-    await page.locator('li[data-kind="tool_response"]', { hasText: '"words": 4' }).waitFor();
+    await page.locator('.conversation [data-kind="tool_request"]', { hasText: 'count_words' }).waitFor();
+    await page.locator('.conversation [data-kind="tool_response"]', { hasText: '"words": 4' }).waitFor();
     // Each record once: one event, one answer.
-    expect(await page.locator('li[data-kind="event"]').count()).toBe(1);
-    expect(await page.locator('li[data-kind="text"]').count()).toBe(1);
+    expect(await page.locator('.conversation [data-kind="event"]').count()).toBe(1);
+    expect(await page.locator('.conversation [data-kind="text"]').count()).toBe(1);
+    await page.evaluate(() => window.scrollTo(0, 0));
     await shot(page, 'task');
 
     // ---- a hostile message renders as text
     const writer = createClient({ baseUrl, apiKey: adminKey, retries: 0 });
     await writer.createMessage({ body: { task_id: task.id, content: HOSTILE } });
-    const hostile = page.locator('li[data-kind="text"]', { hasText: '<script>' });
+    const hostile = page.locator('.conversation [data-kind="text"]', { hasText: '<script>' });
     await hostile.waitFor();
     expect(await hostile.locator('.message-text').textContent()).toBe(HOSTILE);
     expect(await page.locator('.conversation img, .conversation script').count()).toBe(0);
@@ -236,7 +275,262 @@ describe.skipIf(!existsSync(CHROMIUM))('the web console in chromium', () => {
     const dark = await browser();
     await dark.page.emulateMedia({ colorScheme: 'dark' });
     await dark.page.goto(await openLink(task.id));
-    await dark.page.locator('li[data-kind="text"][data-streaming="DONE"]').first().waitFor();
+    // The conversation opens at its end (the hostile message); its start is a scroll away.
+    await dark.page.locator('.conversation [data-kind="text"]', { hasText: '<script>' }).waitFor();
+    await dark.page.locator('.conversation-box').evaluate((el) => {
+      el.scrollTop = 0;
+    });
+    await dark.page.locator('.conversation [data-kind="text"][data-streaming="DONE"]').first().waitFor();
     await shot(dark.page, 'task-dark');
+  });
+
+  test('a task of 10,000 stream items opens virtualised and scrolls', { timeout: 900_000 }, async () => {
+    const task = await json(['tasks', 'create', '--agent', 'default/streamer', '--name', 'long-conversation']);
+    // Many writes at once meet the per-key rate limit: the client waits the Retry-After it is told.
+    const writer = createClient({ baseUrl, apiKey: adminKey, retries: 20 });
+    const created = Date.now();
+    // The first and the last alone; the 9,998 between them many at a time (in whatever order they land).
+    await writer.createMessage({ body: { task_id: task.id, content: 'the first message' } });
+    let next = 1;
+    await Promise.all(
+      Array.from({ length: 24 }, async () => {
+        while (next < 9_999) {
+          const n = ++next;
+          await writer.createMessage({
+            body: { task_id: task.id, content: `message ${n}${n % 7 === 0 ? `\n${'a longer line that wraps. '.repeat(12)}` : ''}` },
+          });
+        }
+      }),
+    );
+    await writer.createMessage({ body: { task_id: task.id, content: 'the last message' } });
+    console.log(`console e2e: 10,000 messages written in ${Date.now() - created} ms`);
+
+    const { context, page, errors } = await signedIn('/console/');
+    const opening = Date.now();
+    await page.goto(`${baseUrl}/console/tasks/${task.id}`);
+    await page.getByText('10000 items').waitFor();
+    await page.getByText('the last message', { exact: true }).waitFor();
+    const opened = Date.now() - opening;
+    const box = page.locator('.conversation-box');
+    // Only the rows around the viewport are in the page.
+    expect(await box.getAttribute('data-rows')).toBe('10000');
+    const rendered = Number(await box.getAttribute('data-rendered'));
+    expect(rendered).toBeGreaterThan(0);
+    expect(rendered).toBeLessThan(100);
+    expect(await page.locator('.conversation > li').count()).toBe(rendered);
+
+    // Scrolling: to the top, then down through the whole list, a frame at a time.
+    // Frames while scrolling, interleaved with frames of the page at rest (the floor, same machine, same moment).
+    const frames = await page.evaluate(async () => {
+      const el = document.querySelector('.conversation-box') as HTMLElement;
+      const frame = () => new Promise<number>((r) => requestAnimationFrame(r));
+      el.scrollTop = 0;
+      await frame();
+      const scrolling: number[] = [];
+      const resting: number[] = [];
+      let last = await frame();
+      for (let i = 0; i < 240; i++) {
+        if (i % 2 === 0) el.scrollTop += el.scrollHeight / 120;
+        const now = await frame();
+        (i % 2 === 0 ? scrolling : resting).push(now - last);
+        last = now;
+      }
+      const median = (xs: number[]) => xs.sort((a, b) => a - b)[xs.length >> 1]!;
+      return { scrolling: median(scrolling), resting: median(resting) };
+    });
+    console.log(
+      `console e2e: 10,000 items opened in ${opened} ms with ${rendered} rows rendered; scrolling frame median ${frames.scrolling.toFixed(1)} ms vs ${frames.resting.toFixed(1)} ms at rest (ratio ${(frames.scrolling / frames.resting).toFixed(2)})`,
+    );
+    await box.evaluate((el) => {
+      el.scrollTop = 0;
+    });
+    await page.getByText('the first message', { exact: true }).waitFor();
+    await shot(page, 'long-task');
+    await page.getByRole('button', { name: '↓ Latest' }).click();
+    await page.getByText('the last message', { exact: true }).waitFor();
+
+    expect(errors).toEqual([]);
+  });
+
+  test('the conversation resumes after the connection drops (the server restarts), each record once', { timeout: 300_000 }, async () => {
+    const task = await json(['tasks', 'create', '--agent', 'default/streamer', '--name', 'resumes']);
+    await ask(task.id, 'before the drop');
+    const { page, errors } = await signedIn(`/console/tasks/${task.id}`);
+    await page.locator('.conversation [data-kind="text"][data-streaming="DONE"]', { hasText: 'You asked: "before the drop"' }).waitFor();
+    // A real drop: the server goes away (the stream's connection with it) and comes back on the same port.
+    const stopped = await agentctl(['server', 'stop']);
+    expect(stopped.exitCode, stopped.stderr).toBe(0);
+    await page.getByText('Connection lost: reconnecting…').waitFor();
+    const restarted = await agentctl(['server', 'start', '--detach', '--port', new URL(baseUrl).port, '--json']);
+    expect(restarted.exitCode, restarted.stderr).toBe(0);
+    await admin().createEvent({ params: { task_id: task.id }, body: { content: 'sent after the drop' } });
+    await page.getByText('Live', { exact: true }).waitFor({ timeout: 60_000 });
+    await page.locator('.conversation [data-kind="text"][data-streaming="DONE"]', { hasText: 'You asked: "sent after the drop"' }).waitFor({ timeout: 60_000 });
+    for (const text of ['before the drop', 'sent after the drop']) {
+      expect(await page.locator('.conversation [data-kind="event"]', { hasText: text }).count()).toBe(1);
+      expect(await page.locator('.conversation [data-kind="text"]', { hasText: `You asked: "${text}"` }).count()).toBe(1);
+    }
+    const resumed = await page.locator('#conversation-title .muted').textContent();
+    // The same conversation read afresh, in another browser, has exactly as many items.
+    const fresh = await signedIn(`/console/tasks/${task.id}`);
+    await fresh.page.locator('.conversation [data-kind="text"][data-streaming="DONE"]', { hasText: 'You asked: "sent after the drop"' }).waitFor();
+    expect(await fresh.page.locator('#conversation-title .muted').textContent()).toBe(resumed);
+    expect(resumed).toBe('10 items');
+    expect([...errors, ...fresh.errors]).toEqual([]);
+  });
+
+  test('a version’s tasks rehearsed on v2, rolled out from the console (paused, resumed, aborted), a migration undone', { timeout: 300_000 }, async () => {
+    const v1 = (await json(['versions', 'list', '--agent', 'default/streamer'])).versions.find((v: { number: number }) => v.number === 1);
+    const first = await json(['tasks', 'create', '--agent', 'default/streamer', '--name', 'rollout-one']);
+    const second = await json(['tasks', 'create', '--agent', 'default/streamer', '--name', 'rollout-two']);
+    await ask(first.id, 'how many words');
+    // v2 answers in other words; deployed sticky, so the tasks stay on v1 until moved.
+    const file = path.join(project, 'src', 'index.ts');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('`You asked: "${question}".`', '`You said: "${question}".`'));
+    await execa('git', ['commit', '-q', '-am', 'v2: other words'], { cwd: project, env: GIT_ENV });
+    const v2 = await json(['deploy', '--sticky']);
+    expect(v2).toMatchObject({ status: 'ACTIVE', number: 2 });
+
+    const { page, errors } = await signedIn(`/console/versions/${v1.id}`);
+    await page.getByRole('heading', { name: 'Move its tasks to v2' }).waitFor();
+    // ---- the rehearsal: the recorded event replayed on v2, the answer's diff shown
+    await page.getByRole('button', { name: 'Rehearse on v2' }).click();
+    await page.getByRole('heading', { name: /Rehearsal on v2/ }).waitFor();
+    await page.getByText('No regressions; some answers or states differ: read the diffs.').waitFor({ timeout: 120_000 });
+    // This task's answer, as v1 gave it and as v2 gives it (other v1 tasks are rehearsed too).
+    await page.locator('pre.diff .del', { hasText: '- You asked: "how many words". That is 3 words long.' }).waitFor();
+    await page.locator('pre.diff .add', { hasText: '+ You said: "how many words". That is 3 words long.' }).waitFor();
+    await shot(page, 'rehearsal');
+
+    // ---- a rollout from the console, followed live: pause, resume, abort
+    await page.goto(`${baseUrl}/console/versions/${v1.id}`);
+    await page.getByLabel('Steps (%)').fill('50, 100');
+    await page.getByLabel('Watch each').fill('10m');
+    await page.getByRole('button', { name: 'Start the rollout' }).click();
+    await page.getByRole('heading', { name: /Rollout of default\/streamer v1 → v2/ }).waitFor();
+    const row = page.locator('tr[data-step="1"]');
+    await row.getByText('WATCHING', { exact: true }).waitFor();
+    await page.getByText(/Step 1 of 2: 50% of the tasks on v2/).waitFor();
+    await shot(page, 'rollout');
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.locator('h1').getByText('PAUSED').waitFor();
+    await page.getByRole('button', { name: 'Resume' }).click();
+    await page.locator('h1').getByText('RUNNING').waitFor();
+    await page.getByRole('button', { name: 'Abort…' }).click();
+    await page.getByRole('button', { name: 'Abort the rollout' }).click();
+    await page.locator('h1').getByText('ABORTED').waitFor();
+    expect(await page.getByRole('button', { name: 'Pause' }).count()).toBe(0);
+    for (const t of [first, second]) expect((await json(['tasks', 'get', t.id])).current_version_id).toBe(v1.id);
+
+    // ---- a migration made by the CLI, undone in the history: the task is back on v1
+    const moved = await json(['tasks', 'migrate', '--task', second.id, '--to', 'v2', '--agent', 'default/streamer', '--yes']);
+    expect(moved.tasks.map((t: { id: string }) => t.id)).toEqual([second.id]);
+    expect((await json(['tasks', 'get', second.id])).current_version_id).toBe(v2.id);
+    await page.getByRole('link', { name: 'Migrations', exact: true }).click();
+    await page.getByRole('heading', { name: 'Migration history' }).waitFor();
+    await page.locator('tbody tr').first().getByText('migrate', { exact: true }).waitFor();
+    await page.getByText('rollout step 1').first().waitFor();
+    await shot(page, 'migrations');
+    await page.locator('tbody tr').first().getByRole('button', { name: 'Undo…' }).click();
+    await page.getByRole('button', { name: 'Undo the migration' }).click();
+    await page.locator('tbody tr').nth(1).getByText('undone').waitFor();
+    expect((await json(['tasks', 'get', second.id])).current_version_id).toBe(v1.id);
+    expect(errors).toEqual([]);
+  });
+
+  test('a turn’s trace as a nested waterfall, and its logs followed live filtered by task and replica', { timeout: 300_000 }, async () => {
+    const task = await json(['tasks', 'create', '--agent', 'default/streamer', '--name', 'traced']);
+    await ask(task.id, 'trace me');
+    const { page, errors } = await signedIn(`/console/tasks/${task.id}`);
+    const waterfall = page.locator('.waterfall').first();
+    const span = (name: string) => waterfall.locator('li', { has: page.getByText(name, { exact: true }) });
+    // The CLI's command, the server's request under it, the agent's handler under the delivery.
+    await span('onEvent').waitFor();
+    expect(await span('agentctl tasks send').getAttribute('data-depth')).toBe('0');
+    expect(await span('POST /tasks/:task_id/events').getAttribute('data-depth')).toBe('1');
+    expect(Number(await span('onEvent').getAttribute('data-depth'))).toBeGreaterThanOrEqual(3);
+    await span('onEvent').getByRole('button').click();
+    await page.locator('.span-facts').getByText('onEvent (', { exact: false }).waitFor();
+    await page.locator('#traces-title').evaluate((el) => el.scrollIntoView({ block: 'start' }));
+    await shot(page, 'trace');
+
+    // ---- its logs: the turn's structured line, then a new one as it is written
+    await page.getByRole('link', { name: 'its logs' }).click();
+    await page.getByRole('heading', { name: 'Logs' }).waitFor();
+    expect(await page.getByLabel('Task').inputValue()).toBe(task.id);
+    const answering = page.locator('.logline', { hasText: 'answering' });
+    await answering.first().waitFor();
+    expect(await answering.count()).toBe(1);
+    await page.getByLabel('Replica').selectOption('0');
+    await answering.first().waitFor();
+    await agentctl(['tasks', 'send', task.id, 'and again']);
+    await until(
+      'the second answering line',
+      () => answering.count(),
+      (n) => n === 2,
+    );
+    // Lines of other tasks are not shown.
+    expect(await page.locator('.logline').count()).toBe(2);
+    await shot(page, 'logs');
+    expect(errors).toEqual([]);
+  });
+
+  test('secrets set and removed by name only; schedules listed with their next run, paused, resumed, run and deleted', { timeout: 300_000 }, async () => {
+    const agent = await json(['agents', 'get', 'default/streamer']);
+    const { page, errors } = await signedIn(`/console/agents/${agent.id}`);
+    await page.getByRole('heading', { name: 'Secrets' }).waitFor();
+    await page.getByLabel('Secret name').fill('PAYMENT_TOKEN');
+    await page.getByLabel('Value').fill('sk-do-not-show-me');
+    await page.getByRole('button', { name: 'Set the secret' }).click();
+    await page.locator('tr[data-secret="PAYMENT_TOKEN"]').waitFor();
+    expect(await page.getByLabel('Value').inputValue()).toBe('');
+    expect(await page.content()).not.toContain('sk-do-not-show-me');
+    expect((await json(['secrets', 'list', '--agent', 'default/streamer'])).secrets.map((s: { name: string }) => s.name)).toEqual(['PAYMENT_TOKEN']);
+    await page.locator('#secrets-title').evaluate((el) => el.scrollIntoView({ block: 'center' }));
+    await shot(page, 'secrets');
+    await page.getByRole('button', { name: 'Remove PAYMENT_TOKEN…' }).click();
+    await page.getByRole('button', { name: 'Remove PAYMENT_TOKEN now' }).click();
+    await page.getByText('No secrets.').waitFor();
+    expect((await json(['secrets', 'list', '--agent', 'default/streamer'])).secrets).toEqual([]);
+
+    // ---- schedules
+    const schedule = await json(['schedules', 'create', '--agent', 'default/streamer', '--cron', '0 3 * * *', '--name', 'nightly']);
+    await page.getByRole('link', { name: 'Schedules', exact: true }).click();
+    const row = page.locator(`tr[data-schedule="${schedule.id}"]`);
+    await row.getByText(new Date(schedule.next_run_at).toLocaleString()).waitFor();
+    await shot(page, 'schedules');
+    await row.getByRole('button', { name: 'Pause nightly' }).click();
+    await row.getByText('PAUSED', { exact: true }).waitFor();
+    expect((await json(['schedules', 'get', schedule.id])).status).toBe('PAUSED');
+    await row.getByRole('button', { name: 'Resume nightly' }).click();
+    await row.getByText('ACTIVE', { exact: true }).waitFor();
+    await row.getByRole('button', { name: 'Run nightly now' }).click();
+    await row.getByRole('link', { name: 'the task it ran' }).click();
+    await page.getByRole('heading', { name: /^Task / }).waitFor();
+    expect(new URL(page.url()).pathname).toMatch(/^\/console\/tasks\/task_/);
+    await page.getByRole('link', { name: 'Schedules', exact: true }).click();
+    await row.getByRole('button', { name: 'Delete…' }).click();
+    await row.getByRole('button', { name: 'Delete nightly now' }).click();
+    await page.getByText('No schedules your key may see.').waitFor();
+    expect(errors).toEqual([]);
+  });
+
+  test('a key rotated in the keys view: the new secret works from the CLI, the old one no longer does', { timeout: 120_000 }, async () => {
+    const agent = await json(['agents', 'get', 'default/streamer']);
+    const made = await admin().createKey({ body: { name: 'rotate-me', scopes: [{ resource_type: 'agent', resource_id: agent.id, role: 'viewer' }] } });
+    const { page, errors } = await signedIn('/console/keys');
+    await page.getByRole('button', { name: 'Rotate rotate-me', exact: true }).click();
+    await page.getByRole('button', { name: 'Rotate rotate-me now' }).click();
+    await page.getByRole('heading', { name: 'Key rotated' }).waitFor();
+    const secret = await page.getByLabel('Secret').inputValue();
+    expect(secret).toMatch(/^agk_/);
+    expect(secret).not.toBe(made.secret);
+    expect((await json(['agents', 'get', 'default/streamer'], { AGENTCTL_API_KEY: secret })).id).toBe(agent.id);
+    const old = await agentctl(['agents', 'get', 'default/streamer', '--json'], { AGENTCTL_API_KEY: made.secret });
+    expect(old.exitCode).not.toBe(0);
+    expect(old.stdout + old.stderr).toMatch(/"status":\s*401/);
+    await page.getByRole('button', { name: 'Back to the keys' }).click();
+    await page.getByRole('button', { name: 'Rotate rotate-me', exact: true }).waitFor();
+    expect(errors).toEqual([]);
   });
 });
