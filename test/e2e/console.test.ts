@@ -42,6 +42,9 @@ describe.skipIf(!existsSync(CHROMIUM))('the web console in chromium', () => {
     if (result.exitCode !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.exitCode}: ${result.stderr}`);
     return JSON.parse(result.stdout);
   };
+  // The 10,000-message test writes faster than the default 100 requests a second a key allows
+  // (waiting out 429s cost it minutes); the limit itself is tested in test/integration.
+  const SERVER_ENV = { AGENTCTL_RATE_LIMIT: '5000', AGENTCTL_RATE_LIMIT_BURST: '5000' };
   let baseUrl = '';
   let adminKey = '';
   const profiles: string[] = [];
@@ -128,7 +131,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web console in chromium', () => {
       ),
     );
     await execa('git', ['commit', '-q', '-am', 'the streaming agent'], { cwd: project, env: GIT_ENV });
-    const started = await agentctl(['server', 'start', '--detach', '--port', String(await freePort()), '--json']);
+    const started = await agentctl(['server', 'start', '--detach', '--port', String(await freePort()), '--json'], SERVER_ENV);
     expect(started.exitCode, started.stderr).toBe(0);
     const config = JSON.parse(readFileSync(path.join(env.AGENTCTL_CONFIG_DIR, 'config.json'), 'utf8'));
     baseUrl = config.profiles.local.base_url;
@@ -361,7 +364,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web console in chromium', () => {
     const stopped = await agentctl(['server', 'stop']);
     expect(stopped.exitCode, stopped.stderr).toBe(0);
     await page.getByText('Connection lost: reconnecting…').waitFor();
-    const restarted = await agentctl(['server', 'start', '--detach', '--port', new URL(baseUrl).port, '--json']);
+    const restarted = await agentctl(['server', 'start', '--detach', '--port', new URL(baseUrl).port, '--json'], SERVER_ENV);
     expect(restarted.exitCode, restarted.stderr).toBe(0);
     await admin().createEvent({ params: { task_id: task.id }, body: { content: 'sent after the drop' } });
     await page.getByText('Live', { exact: true }).waitFor({ timeout: 60_000 });
