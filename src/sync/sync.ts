@@ -329,8 +329,6 @@ const writeSmallFile = promisify(fs.writeFile);
 /** Files up to this size are gathered in memory and written in one call, several at a time. */
 const SMALL_FILE = 256 * 1024;
 const WRITES_IN_FLIGHT = 16;
-/** Bytes of a large file that may wait for its disk writes while the archive is read on. */
-const LARGE_FILE_WRITE_BUFFER = 4 * 1024 * 1024;
 
 /**
  * Where syncDown's readArchive puts members: under `staging`, with their final modes, so a staged
@@ -371,8 +369,7 @@ function stagingSink(staging: string): ArchiveSink & { settled(): Promise<void> 
       if (writeError) throw writeError;
       const p = await parentOf(path.join(staging, entry.path));
       if (entry.size > SMALL_FILE) {
-        // A deep write queue: the archive is read on while the disk writes catch up.
-        const out = createWriteStream(p, { mode: entry.mode, flags: 'wx', highWaterMark: LARGE_FILE_WRITE_BUFFER });
+        const out = createWriteStream(p, { mode: entry.mode, flags: 'wx' });
         out.once('finish', () => track(exactMode(p, entry.mode)));
         return out;
       }

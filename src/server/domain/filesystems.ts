@@ -226,9 +226,6 @@ export interface UploadLimits extends ArchiveLimits {
   maxMs: number;
 }
 
-/** Compressed bytes of an upload that may wait for the staged file's disk writes. */
-const STAGING_WRITE_BUFFER = 4 * 1024 * 1024;
-
 /** Compressed bytes an upload may have: the content limit plus tar's per-member overhead. */
 const maxCompressedBytes = (limits: ArchiveLimits) => limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
 
@@ -250,9 +247,7 @@ export async function uploadArchive(
   checkBase(before, base);
   const staged = path.join(blobs.stagingDir, `upload-${randomBytes(8).toString('hex')}`);
   const manifestFile = `${staged}.manifest`;
-  // A deep write queue: the validator does not wait on each chunk's disk write (a 16 KiB default
-  // would make every body chunk wait for the thread pool before it is validated).
-  const file = createWriteStream(staged, { highWaterMark: STAGING_WRITE_BUFFER });
+  const file = createWriteStream(staged);
   try {
     const hash = createHash('sha256');
     let received = 0;
