@@ -44,6 +44,8 @@ interface ClientJob {
 }
 interface ClientReport {
   seconds: number;
+  /** CPU seconds (user + system, every thread) of the operation. */
+  cpuS: number;
   growthMiB: number;
   bytes: number;
 }
@@ -63,6 +65,7 @@ if (process.argv[2] === '--client') {
   };
   const sampler = process.env.BENCH_SYNC_SAMPLE ? setInterval(sample, 2) : undefined;
   let result: { bytes: number } | undefined;
+  const cpuBefore = process.cpuUsage();
   const ms = await timed(async () => {
     result = await (job.op === 'up' ? syncUp : syncDown)(job.transport, job.fsId, job.dir, { stateFile: job.stateFile });
   });
@@ -71,7 +74,8 @@ if (process.argv[2] === '--client') {
     const rounded = Object.fromEntries(Object.entries(peaks).map(([k, v]) => [k, Math.round(v)]));
     process.stderr.write(`  (${job.op} client: RSS ${base.toFixed(0)} MiB before; peaks in MiB ${JSON.stringify(rounded)})\n`);
   }
-  const report: ClientReport = { seconds: ms / 1000, growthMiB: status('VmHWM') - base, bytes: result!.bytes };
+  const cpu = process.cpuUsage(cpuBefore);
+  const report: ClientReport = { seconds: ms / 1000, cpuS: (cpu.user + cpu.system) / 1e6, growthMiB: status('VmHWM') - base, bytes: result!.bytes };
   process.stdout.write(JSON.stringify(report));
   process.exit(0);
 }
@@ -99,13 +103,13 @@ async function bareWalk(dir: string): Promise<number> {
   return n;
 }
 
-/** A shell pipeline's wall time and peak RSS (GNU time's %M is its largest process). */
-function shell(command: string): { seconds: number; peakMiB: number } {
+/** A shell pipeline's wall time, CPU time (user + system of all its processes) and peak RSS (GNU time's %M is its largest process). */
+function shell(command: string): { seconds: number; cpuS: number; peakMiB: number } {
   const started = performance.now();
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', 'bash', '-o', 'pipefail', '-c', command], { encoding: 'utf8' });
+  const r = spawnSync('/usr/bin/time', ['-f', '%M %U %S', 'bash', '-o', 'pipefail', '-c', command], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`${command}: ${r.stderr}`);
-  const kib = Number(r.stderr.trim().split('\n').pop());
-  return { seconds: (performance.now() - started) / 1000, peakMiB: kib / 1024 };
+  const [kib, user, sys] = r.stderr.trim().split('\n').pop()!.split(' ').map(Number) as [number, number, number];
+  return { seconds: (performance.now() - started) / 1000, cpuS: user + sys, peakMiB: kib / 1024 };
 }
 
 const work = await mkdtemp(path.join(os.tmpdir(), 'agentctl-bench-sync-'));
@@ -129,10 +133,12 @@ const createFs = async () => {
 };
 
 /** Runs one sync in a child process; returns its report and the server's peak growth meanwhile. */
-async function clientRun(job: Omit<ClientJob, 'transport' | 'cacheHome'>): Promise<ClientReport & { serverGrowthMiB: number }> {
+async function clientRun(job: Omit<ClientJob, 'transport' | 'cacheHome'>): Promise<ClientReport & { serverGrowthMiB: number; serverCpuS: number }> {
   gc();
   resetPeak();
   const serverBase = status('VmRSS');
+  // The server's CPU while the client runs (the client process's start-up is idle time here).
+  const serverCpu = process.cpuUsage();
   const child = spawn(
     process.execPath,
     [
@@ -152,8 +158,9 @@ async function clientRun(job: Omit<ClientJob, 'transport' | 'cacheHome'>): Promi
   child.stdout.on('data', (d) => (out += d));
   const [code] = (await once(child, 'exit')) as [number];
   const serverGrowthMiB = status('VmHWM') - serverBase;
+  const cpu = process.cpuUsage(serverCpu);
   if (code !== 0) throw new Error(`the client exited ${code}`);
-  return { ...(JSON.parse(out) as ClientReport), serverGrowthMiB };
+  return { ...(JSON.parse(out) as ClientReport), serverGrowthMiB, serverCpuS: (cpu.user + cpu.system) / 1e6 };
 }
 
 /** Files of 4 MiB (or `fileMiB`), half incompressible, half repetitive: a tree of sources and binaries. */
@@ -197,8 +204,8 @@ interface FullSyncFigures {
 async function fullSyncs(name: string, dir: string, t: string, print: boolean): Promise<FullSyncFigures & { fsId: string; stateFile: string }> {
   const up: Awaited<ReturnType<typeof clientRun>>[] = [];
   const down: Awaited<ReturnType<typeof clientRun>>[] = [];
-  const packRuns: { seconds: number; peakMiB: number }[] = [];
-  const unpackRuns: { seconds: number; peakMiB: number }[] = [];
+  const packRuns: { seconds: number; cpuS: number; peakMiB: number }[] = [];
+  const unpackRuns: { seconds: number; cpuS: number; peakMiB: number }[] = [];
   const archive = path.join(work, 'tree.tar.zst');
   let fsId = '';
   let stateFile = '';
@@ -229,7 +236,21 @@ async function fullSyncs(name: string, dir: string, t: string, print: boolean): 
     console.log(
       `  syncDown ${fmt(downS, 2)} s | client +${fmt(max(down.map((r) => r.growthMiB)))} MiB | server (serve) +${fmt(max(down.map((r) => r.serverGrowthMiB)))} MiB`,
     );
+    // CPU seconds are steadier than wall time on a loaded machine: what each side spent, against the pipeline's.
+    const cpu = (runs: Awaited<ReturnType<typeof clientRun>>[]) => ({
+      client: median(runs.map((r) => r.cpuS)),
+      server: median(runs.map((r) => r.serverCpuS)),
+    });
+    const upCpu = cpu(up);
+    const downCpu = cpu(down);
+    console.log(`  syncUp   CPU ${fmt(upCpu.client, 2)} s client + ${fmt(upCpu.server, 2)} s server`);
+    console.log(`  syncDown CPU ${fmt(downCpu.client, 2)} s client + ${fmt(downCpu.server, 2)} s server`);
     if (packS !== undefined && unpackS !== undefined) {
+      const packCpu = median(packRuns.map((r) => r.cpuS));
+      const unpackCpu = median(unpackRuns.map((r) => r.cpuS));
+      console.log(
+        `  CPU: tar | zstd -1 ${fmt(packCpu, 2)} s -> syncUp ${fmt((upCpu.client + upCpu.server) / packCpu, 2)}x; zstd -d | tar -x ${fmt(unpackCpu, 2)} s -> syncDown ${fmt((downCpu.client + downCpu.server) / unpackCpu, 2)}x`,
+      );
       console.log(`  tar | zstd -1      ${fmt(packS, 2)} s (peak ${fmt(max(packRuns.map((r) => r.peakMiB)))} MiB) -> syncUp ratio ${fmt(upS / packS, 2)}x`);
       console.log(
         `  zstd -d | tar -x   ${fmt(unpackS, 2)} s (peak ${fmt(max(unpackRuns.map((r) => r.peakMiB)))} MiB) -> syncDown ratio ${fmt(downS / unpackS, 2)}x`,
