@@ -518,7 +518,7 @@ export async function readArchive(
       { objectMode: false },
     );
     const isZstd = head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC);
-    const stages: NodeJS.ReadWriteStream[] = isZstd ? [zlib.createZstdDecompress({ chunkSize: 1024 * 1024 })] : [];
+    const stages: NodeJS.ReadWriteStream[] = isZstd ? [zlib.createZstdDecompress({ chunkSize: 256 * 1024 })] : [];
     await pipeline([body, ...stages, counter, parser as unknown as Writable]);
   } catch (error) {
     fail(error);

@@ -10,7 +10,6 @@ import type { Kysely, Selectable } from 'kysely';
 import type { CreateFilesystemRequest, FileManifest, Filesystem, ManifestEntry, SystemFolderType } from '../../contract/filesystems.js';
 import { ArchiveRejected, emptyArchive, readArchive, type ArchiveLimits, type ArchiveSummary } from '../../sync/archive.js';
 import { EMPTY_TREE_CHECKSUM } from '../../sync/tree.js';
-import { validateArchive } from '../../sync/validate.js';
 import type { Database, Db, FilesystemsTable } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { iso } from '../store/mappers.js';
@@ -232,7 +231,7 @@ const maxCompressedBytes = (limits: ArchiveLimits) => limits.maxBytes + (limits.
 
 /**
  * Receives an archive into the blob store's staging area (never whole in memory) while validating
- * every member as it arrives (on the validator's worker thread: see validateArchive), stores the archive and its manifest as blobs, then makes them current
+ * every member as it arrives, stores the archive and its manifest as blobs, then makes them current
  * in one transaction if the base still matches. Any failure leaves the filesystem as it was.
  */
 export async function uploadArchive(
@@ -288,7 +287,7 @@ export async function uploadArchive(
     );
     let summary: ArchiveSummary;
     try {
-      summary = await validateArchive(tee, { maxBytes: limits.maxBytes, maxFiles: limits.maxFiles }, { signal: deadline.signal });
+      summary = await readArchive(tee, limits, undefined, { signal: deadline.signal });
     } catch (error) {
       throw refusalOf(aborted ?? error);
     } finally {
