@@ -172,8 +172,12 @@ describe.each(engines)('e2e on %s: streaming and turn control through the CLI', 
     );
     const stopped = ended.find((m) => m.id === answer.id)!;
     expect(stopped.streaming_error).toBe('The turn was interrupted');
-    expect(stopped.content.text).toMatch(/^Thinking slowly about "slow please": word1 /);
-    expect(stopped.content.text).not.toContain('word60.');
+    // Cut where the interrupt landed: after what the first watch saw, before the end (how much text a
+    // delta carries depends on how fast requests return: the writer coalesces while one is in flight).
+    const whole = `Thinking slowly about "slow please": ${Array.from({ length: 60 }, (_, i) => `word${i + 1}`).join(' ')}.`;
+    expect(stopped.content.text.startsWith(rebuilt), `${stopped.content.text} after ${rebuilt}`).toBe(true);
+    expect(whole.startsWith(stopped.content.text), stopped.content.text).toBe(true);
+    expect(stopped.content.text).not.toBe(whole);
 
     // The resumed watch ended with the turn (the agent idle): its deltas continue exactly where the first watch stopped.
     const resumed = await watch2;
