@@ -92,8 +92,11 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
 
   /** Whether the task's last delivery has finished: its handler's files are synced up by then. */
   const settled = async (taskId: string) =>
-    (await sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries WHERE task_id = ${taskId} AND status IN ('pending', 'in_flight', 'leased')`.execute(svc.store.db)).rows[0]
-      .n === 0;
+    (
+      await sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries WHERE task_id = ${taskId} AND status IN ('pending', 'in_flight', 'leased')`.execute(
+        svc.store.db,
+      )
+    ).rows[0].n === 0;
 
   /** A task on the ledger with these events, each answered (and its files synced up) before the next is sent. */
   async function liveTask(events: (string | { kind: string; amount: number })[]): Promise<string> {
@@ -111,7 +114,11 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
         () => agentTexts(task.id),
         (m) => m.length === i + 2,
       );
-      await until(`event ${i + 1} finished`, () => settled(task.id), (done) => done);
+      await until(
+        `event ${i + 1} finished`,
+        () => settled(task.id),
+        (done) => done,
+      );
     }
     return task.id;
   }
@@ -262,7 +269,9 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
     const [task] = report.tasks;
     expect(task).toMatchObject({
       start: expect.stringMatching(
-        new RegExp(`^from sequence ${fig.sequence_id}: the task’s state as it was before sequence ${fig.sequence_id} \\(its last write before it; none if it had none yet\\), `),
+        new RegExp(
+          `^from sequence ${fig.sequence_id}: the task’s state as it was before sequence ${fig.sequence_id} \\(its last write before it; none if it had none yet\\), `,
+        ),
       ),
       events_planned: 2,
       events_replayed: 2,
@@ -286,7 +295,8 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
     );
     const [task] = report.tasks;
     expect(task).toMatchObject({
-      start: 'from sequence 1: the task’s state as it was before sequence 1 (its last write before it; none if it had none yet), no files (it had none before sequence 1)',
+      start:
+        'from sequence 1: the task’s state as it was before sequence 1 (its last write before it; none if it had none yet), no files (it had none before sequence 1)',
       events_planned: 2,
       events_replayed: 2,
     });
@@ -326,7 +336,9 @@ describe.each(engines)('rehearsals and onMigrate (%s)', (engine) => {
     const fig = sequenceOf('add fig');
     const fromFig = await rehearse(fig);
     expect(await ledgerFile(fromFig.shadow_task_id!)).toBe('apple\npear\n');
-    const shadowFiles = await svc.client().getFilesystem({ params: { filesystem_id: (await svc.client().getTask({ params: { task_id: fromFig.shadow_task_id! } })).filesystem_id } });
+    const shadowFiles = await svc
+      .client()
+      .getFilesystem({ params: { filesystem_id: (await svc.client().getTask({ params: { task_id: fromFig.shadow_task_id! } })).filesystem_id } });
     expect(shadowFiles.files_count).toBe(1);
     expect(fromFig.start).toBe(
       `from sequence ${fig}: the task’s state as it was before sequence ${fig} (its last write before it; none if it had none yet), a copy of its files as they were before sequence ${fig} (1 file, archive ${shadowFiles.archive_checksum})`,
