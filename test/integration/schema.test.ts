@@ -335,6 +335,17 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     created_by_key_id: 'text null',
     updated_at: 'timestamp with time zone',
   },
+  filesystem_history: {
+    filesystem_id: 'text',
+    task_id: 'text',
+    replaced_at_sequence: 'integer',
+    archive_checksum: 'text null',
+    size_bytes: 'bigint',
+    files_count: 'integer',
+    archive_bytes: 'bigint',
+    blob_key: 'text null',
+    manifest_key: 'text null',
+  },
   grants: {
     id: 'bigint',
     principal_type: 'text',
@@ -423,6 +434,8 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     events_total: 'integer',
     skipped_reason: 'text null',
     report: 'jsonb null',
+    start_files_count: 'integer null',
+    start_archive_checksum: 'text null',
   },
   registration_tokens: {
     token_hash: 'text',

@@ -310,6 +310,7 @@ export async function uploadArchive(
       const row = await trx.selectFrom('filesystems').selectAll().where('id', '=', fsId).forUpdate().executeTakeFirst();
       if (!row) throw notFound('Filesystem', fsId);
       checkBase(row, base);
+      // The archive this replaces is kept for the task's rehearsals by a trigger (schema 026_filesystem_history).
       const updated = await trx
         .updateTable('filesystems')
         .set({
@@ -477,10 +478,16 @@ export const emptyFolderRow = (taskId: string): FsRow =>
 
 /**
  * Deletes blobs no row names, if older than `graceMs` (an upload in flight has written its blobs
- * but not yet its row). Returns how many were deleted.
+ * but not yet its row). A task's earlier archives (filesystem_history, kept for rehearsals from a
+ * sequence) are references too. Returns how many were deleted.
  */
 export async function sweepBlobs(db: Db, blobs: BlobStore, graceMs = 60 * 60 * 1000): Promise<number> {
-  const rows = await db.selectFrom('filesystems').select(['blob_key', 'manifest_key']).where('blob_key', 'is not', null).execute();
+  const rows = await db
+    .selectFrom('filesystems')
+    .select(['blob_key', 'manifest_key'])
+    .where('blob_key', 'is not', null)
+    .unionAll(db.selectFrom('filesystem_history').select(['blob_key', 'manifest_key']).where('blob_key', 'is not', null))
+    .execute();
   const referenced = new Set<string>();
   for (const r of rows) {
     if (r.blob_key) referenced.add(r.blob_key);

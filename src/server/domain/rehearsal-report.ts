@@ -29,6 +29,9 @@ export interface RehearsalTaskRow {
   timed_out: number[];
   events_total: number;
   skipped_reason: string | null;
+  /** The files the shadow started from: how many (0: none) and their archive's checksum; null count on rehearsals from before these were kept. */
+  start_files_count: number | null;
+  start_archive_checksum: string | null;
 }
 
 interface DeliveryRow {
@@ -159,12 +162,20 @@ function summary(content: Content | undefined): string {
   return line.length > 60 ? `${line.slice(0, 57)}...` : line;
 }
 
+/** The files a shadow started from, for the report's start line. */
+function filesAtStart(rt: RehearsalTaskRow, when: string): string {
+  if (rt.start_files_count === null) return 'a copy of its files as they were when the rehearsal started (earlier file contents were not recorded then)';
+  if (rt.start_files_count === 0) return `no files (it had none ${when})`;
+  const count = rt.start_files_count === 1 ? '1 file' : `${rt.start_files_count} files`;
+  return `a copy of its files as they were ${when} (${count}, archive ${rt.start_archive_checksum})`;
+}
+
 /** One task of a rehearsal, as far as it has got. */
 export async function taskReport(db: Executor, rehearsal: RehearsalRow, rt: RehearsalTaskRow): Promise<RehearsalTask> {
   const fromStart = rehearsal.from_sequence === null;
   const start = fromStart
-    ? 'from its creation: no state, the task’s params (onCreate runs), a copy of the task’s files as they are now (earlier file contents are not recorded)'
-    : `from sequence ${rehearsal.from_sequence}: the task’s state as it was before sequence ${rehearsal.from_sequence} (its last write before it; none if it had none yet), a copy of its files as they are now (earlier file contents are not recorded)`;
+    ? `from its creation: no state, the task’s params (onCreate runs), ${filesAtStart(rt, 'when it was created')}`
+    : `from sequence ${rehearsal.from_sequence}: the task’s state as it was before sequence ${rehearsal.from_sequence} (its last write before it; none if it had none yet), ${filesAtStart(rt, `before sequence ${rehearsal.from_sequence}`)}`;
   const truncated =
     rt.events_total > rt.event_ids.length
       ? `The task has ${rt.events_total} events${fromStart ? '' : ` from sequence ${rehearsal.from_sequence}`}; the first ${rt.event_ids.length} were replayed (max_events ${rehearsal.max_events}).`

@@ -97,13 +97,15 @@ export async function createRehearsal(db: Db, perms: Permissions, req: CreateReh
         .where('task_id', '=', task.id)
         .where('sequence_id', '>=', fromSequence)
         .executeTakeFirstOrThrow();
-      const shadowId = skipped ? null : await createShadow(trx, task, rehearsalId, target.id, req.from_sequence);
+      const shadow = skipped ? null : await createShadow(trx, task, rehearsalId, target.id, req.from_sequence);
       await trx
         .insertInto('rehearsal_tasks')
         .values({
           rehearsal_id: rehearsalId,
           task_id: task.id,
-          shadow_task_id: shadowId,
+          shadow_task_id: shadow?.id ?? null,
+          start_files_count: shadow?.files.count ?? null,
+          start_archive_checksum: shadow?.files.checksum ?? null,
           status: skipped ? 'done' : 'running',
           event_ids: JSON.stringify(events.map((e) => e.id)),
           shadow_event_ids: '[]',
@@ -166,13 +168,33 @@ async function pickTasks(
   return tasks;
 }
 
-/** The shadow task: the original's params and metadata, its own copy of the files (the archive reference), on the target. */
-async function createShadow(trx: Trx, task: TaskPick, rehearsalId: string, targetId: string, fromSequence: number | null): Promise<string> {
+/**
+ * The shadow task: the original's params and metadata, on the target, with its own copy of the files
+ * (the archive reference) as they were before the starting sequence (from its creation: when it was
+ * created): the first archive replaced at or after it (filesystem_history), else the current one.
+ */
+async function createShadow(
+  trx: Trx,
+  task: TaskPick,
+  rehearsalId: string,
+  targetId: string,
+  fromSequence: number | null,
+): Promise<{ id: string; files: { count: number; checksum: string | null } }> {
   const fsId = newId('filesystem');
-  await sql`
+  const copied = await sql<{ files_count: number; archive_checksum: string | null }>`
     INSERT INTO filesystems (id, namespace_id, project_id, created_at, archive_checksum, size_bytes, files_count, archive_bytes, blob_key, manifest_key, created_by_key_id, updated_at)
-    SELECT ${fsId}, namespace_id, NULL, now(), archive_checksum, size_bytes, files_count, archive_bytes, blob_key, manifest_key, created_by_key_id, now()
-    FROM filesystems WHERE id = ${task.filesystem_id}`.execute(trx);
+    SELECT ${fsId}, f.namespace_id, NULL, now(), a.archive_checksum, a.size_bytes, a.files_count, a.archive_bytes, a.blob_key, a.manifest_key, f.created_by_key_id, now()
+    FROM filesystems f CROSS JOIN LATERAL (
+      SELECT * FROM (
+        SELECT h.replaced_at_sequence AS until, h.archive_checksum, h.size_bytes, h.files_count, h.archive_bytes, h.blob_key, h.manifest_key
+        FROM filesystem_history h WHERE h.task_id = ${task.id} AND h.filesystem_id = f.id AND h.replaced_at_sequence >= ${fromSequence ?? 0}
+        UNION ALL
+        SELECT NULL, f.archive_checksum, f.size_bytes, f.files_count, f.archive_bytes, f.blob_key, f.manifest_key
+      ) AS archives ORDER BY until ASC NULLS LAST LIMIT 1
+    ) AS a
+    WHERE f.id = ${task.filesystem_id}
+    RETURNING files_count, archive_checksum`.execute(trx);
+  const files = copied.rows[0];
   const shadowId = newId('task');
   const now = new Date();
   await trx
@@ -234,7 +256,7 @@ async function createShadow(trx: Trx, task: TaskPick, rehearsalId: string, targe
         })
         .execute();
   }
-  return shadowId;
+  return { id: shadowId, files: { count: files.files_count, checksum: files.files_count > 0 ? files.archive_checksum : null } };
 }
 
 interface StoredRehearsal {
@@ -270,7 +292,7 @@ export async function getRehearsal(db: Db, perms: Permissions, rehearsalId: stri
  */
 async function reportTasks(db: Kysely<Database>, row: RehearsalRow): Promise<RehearsalTask[]> {
   const rts = await sql<RehearsalTaskRow & { report: RehearsalTask | null }>`
-    SELECT rt.task_id, t.name AS task_name, t.agent_id, rt.shadow_task_id, rt.status, rt.event_ids, rt.shadow_event_ids, rt.timed_out, rt.events_total, rt.skipped_reason, rt.report
+    SELECT rt.task_id, t.name AS task_name, t.agent_id, rt.shadow_task_id, rt.status, rt.event_ids, rt.shadow_event_ids, rt.timed_out, rt.events_total, rt.skipped_reason, rt.start_files_count, rt.start_archive_checksum, rt.report
     FROM rehearsal_tasks rt JOIN tasks t ON t.id = rt.task_id
     WHERE rt.rehearsal_id = ${row.id} ORDER BY rt.task_id`.execute(db);
   return Promise.all(rts.rows.map((rt) => rt.report ?? (rt.status === 'done' ? taskReport(db, row, rt) : progressOf(row, rt))));
@@ -301,7 +323,7 @@ async function keepReports(trx: Trx, rehearsalIds: string[]): Promise<void> {
   if (rehearsalIds.length === 0) return;
   const rows = await sql<RehearsalTaskRow & RehearsalRow & { rehearsal_id: string }>`
     SELECT rt.rehearsal_id, r.id, r.from_sequence, r.max_events, rt.task_id, t.name AS task_name, t.agent_id, rt.shadow_task_id, rt.status,
-           rt.event_ids, rt.shadow_event_ids, rt.timed_out, rt.events_total, rt.skipped_reason
+           rt.event_ids, rt.shadow_event_ids, rt.timed_out, rt.events_total, rt.skipped_reason, rt.start_files_count, rt.start_archive_checksum
     FROM rehearsal_tasks rt JOIN rehearsals r ON r.id = rt.rehearsal_id JOIN tasks t ON t.id = rt.task_id
     WHERE rt.rehearsal_id = ANY(${rehearsalIds}::text[]) AND rt.status = 'done' AND rt.report IS NULL`.execute(trx);
   for (const rt of rows.rows) {

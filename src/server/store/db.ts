@@ -268,6 +268,20 @@ export interface StateHistoryTable {
   state: Json;
 }
 
+/** Schema change 026: a task's filesystem archive as it stood before it was replaced (no blob_key: no files then). */
+export interface FilesystemHistoryTable {
+  filesystem_id: string;
+  task_id: string;
+  /** The task's last sequence number when this archive stopped being current. */
+  replaced_at_sequence: number;
+  archive_checksum: string | null;
+  size_bytes: ColumnType<string | number, number, number>;
+  files_count: number;
+  archive_bytes: ColumnType<string | number, number, number>;
+  blob_key: string | null;
+  manifest_key: string | null;
+}
+
 export interface EventsTable {
   id: string;
   task_id: string;
@@ -501,6 +515,9 @@ export interface RehearsalTasksTable {
   skipped_reason: string | null;
   /** The task's part of the report, kept when it is done. */
   report: Json | null;
+  /** Schema change 026: how many files the shadow started from (0: none), and their archive; null on older rows. */
+  start_files_count: Generated<number | null>;
+  start_archive_checksum: Generated<string | null>;
 }
 
 export interface Database {
@@ -520,6 +537,7 @@ export interface Database {
   tasks: TasksTable;
   states: StatesTable;
   state_history: StateHistoryTable;
+  filesystem_history: FilesystemHistoryTable;
   events: EventsTable;
   messages: MessagesTable;
   trackers: TrackersTable;

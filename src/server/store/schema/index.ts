@@ -17,6 +17,7 @@ import * as rollouts from './016_rollouts.js';
 import * as rehearsals from './017_rehearsals.js';
 import * as deliveryClaimOrder from './019_delivery_claim_order.js';
 import * as stateHistory from './025_state_history.js';
+import * as filesystemHistory from './026_filesystem_history.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -44,4 +45,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '017_rehearsals': rehearsals,
   '019_delivery_claim_order': deliveryClaimOrder,
   '025_state_history': stateHistory,
+  '026_filesystem_history': filesystemHistory,
 };
