@@ -147,7 +147,9 @@ writeFileSync(path.join(root, 'src', 'cli', 'manifest.ts'), manifestSource(found
 
 const cli = await build({
   absWorkingDir: root,
-  entryPoints: { agentctl: 'src/cli/main.ts' },
+  // The archive validator's worker thread: src/sync/validate.ts starts ./validate-worker.js next to
+  // its own chunk (dist/chunks/), so it is built there under that name.
+  entryPoints: { agentctl: 'src/cli/main.ts', 'chunks/validate-worker': 'src/sync/validate-worker.ts' },
   outdir: dist,
   bundle: true,
   splitting: true,

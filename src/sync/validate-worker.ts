@@ -38,18 +38,20 @@ function start(id: number, limits: ArchiveLimits): void {
     }),
   };
   jobs.set(id, job);
-  readArchive(job.input, limits, undefined, { signal: controller.signal }).then(
-    (summary) => post({ type: 'done', id, summary }),
-    (error: unknown) =>
-      post(
-        error instanceof ArchiveRejected
-          ? { type: 'refused', id, status: error.status, code: error.code, message: error.message, member: error.member }
-          : { type: 'failed', id, message: error instanceof Error ? error.message : String(error) },
-      ),
-  ).finally(() => {
-    jobs.delete(id);
-    job.input.destroy();
-  });
+  readArchive(job.input, limits, undefined, { signal: controller.signal })
+    .then(
+      (summary) => post({ type: 'done', id, summary }),
+      (error: unknown) =>
+        post(
+          error instanceof ArchiveRejected
+            ? { type: 'refused', id, status: error.status, code: error.code, message: error.message, member: error.member }
+            : { type: 'failed', id, message: error instanceof Error ? error.message : String(error) },
+        ),
+    )
+    .finally(() => {
+      jobs.delete(id);
+      job.input.destroy();
+    });
 }
 
 port.on('message', (message: ToWorker) => {
