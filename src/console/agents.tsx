@@ -5,7 +5,7 @@ import { api } from './api.js';
 import { BASE } from './session.js';
 import { MigrateFrom } from './rollouts.js';
 import { AgentSecrets } from './secrets.js';
-import { agentPermissions, Link, Pager, Pending, Status, useLoad, useTitle, when } from './ui.js';
+import { agentPermissions, ErrorBox, Link, Pager, Pending, Status, useLoad, useTitle, when } from './ui.js';
 
 const PAGE = 25;
 
@@ -97,7 +97,7 @@ export function AgentPage({ agentId }: { agentId: string }) {
             </p>
             {data.branches.length === 0 && <p class="empty">No branches yet.</p>}
             {data.branches.map(({ branch, versions }) => (
-              <BranchBlock key={branch.id} branch={branch} versions={versions} />
+              <BranchBlock key={branch.id} branch={branch} versions={versions} canWrite={data.permissions.includes('write')} onChange={loaded.reload} />
             ))}
             {data.permissions.includes('write') && <AgentSecrets slug={data.slug} name={data.agent.name} />}
           </>
@@ -107,7 +107,11 @@ export function AgentPage({ agentId }: { agentId: string }) {
   );
 }
 
-function BranchBlock({ branch, versions }: { branch: Branch; versions: Version[] }) {
+function BranchBlock({ branch, versions, canWrite, onChange }: { branch: Branch; versions: Version[]; canWrite: boolean; onChange: () => void }) {
+  const current = versions.find((v) => v.id === branch.current_version?.id);
+  // The versions a rollback may go to: any other of the branch that did not fail to deploy (the server
+  // says so in words when an image has expired), newest first as listed.
+  const targets = current ? versions.filter((v) => v.id !== current.id && v.status !== 'FAILED') : [];
   return (
     <section class="branch" aria-labelledby={`branch-${branch.id}`}>
       <h2 id={`branch-${branch.id}`}>
@@ -149,9 +153,111 @@ function BranchBlock({ branch, versions }: { branch: Branch; versions: Version[]
           ))}
         </tbody>
       </table>
+      {canWrite && !branch.retired_at && targets.length > 0 && <Rollback branch={branch} targets={targets} onDone={onChange} />}
     </section>
   );
 }
+
+/**
+ * Roll the branch back, as `agentctl rollback` does: the plan first (the same request with
+ * dry_run), then the rollback once confirmed. Without a choice, the server picks the newest earlier
+ * version whose image has not expired.
+ */
+function Rollback({ branch, targets, onDone }: { branch: Branch; targets: Version[]; onDone: () => void }) {
+  const [target, setTarget] = useState('');
+  const [plan, setPlan] = useState<RollbackPlan>();
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const [done, setDone] = useState<string>();
+  const request = (dryRun: boolean) => api.rollbackBranch({ params: { branch_id: branch.id }, body: { target_version_id: target || null, dry_run: dryRun } });
+  const run = async (step: () => Promise<void>) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await step();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const selectId = `rollback-to-${branch.id}`;
+  return (
+    <div class="rollback">
+      <form
+        class="filters"
+        aria-label={`Roll back ${branch.git_branch}`}
+        onSubmit={(e) => {
+          e.preventDefault();
+          void run(async () => {
+            setDone(undefined);
+            const planned = await request(true);
+            const from = await api.getVersion({ params: { version_id: planned.rolled_back_version_id } });
+            setPlan({ ...planned, fromNumber: from.number });
+          });
+        }}
+      >
+        <label for={selectId}>Roll back to</label>
+        <select
+          id={selectId}
+          value={target}
+          onChange={(e) => {
+            setTarget(e.currentTarget.value);
+            setPlan(undefined);
+          }}
+        >
+          <option value="">the newest earlier version still available</option>
+          {targets.map((v) => (
+            <option key={v.id} value={v.id}>
+              v{v.number} · {v.git_hash.slice(0, 8)} · {v.git_message.split('\n')[0]}
+            </option>
+          ))}
+        </select>
+        <button type="submit" disabled={busy}>
+          Plan the rollback…
+        </button>
+      </form>
+      {plan && (
+        <section class="plan" aria-label="Rollback plan">
+          <p>
+            Plan: branch <bdi class="text">{branch.git_branch}</bdi> goes from v{plan.fromNumber} back to v{plan.target_version.number} (
+            <code>{plan.target_version.git_hash.slice(0, 8)}</code> <span class="text">{plan.target_version.git_message.split('\n')[0]}</span>, deployed{' '}
+            {when(plan.target_version.deployed_at)}); {plan.tasks_migrated} running {plan.tasks_migrated === 1 ? 'task moves' : 'tasks move'} with it.
+          </p>
+          <p class="muted small">Not rolled back: state records, API keys, environments and tasks that already ended stay as they are.</p>
+          <button
+            type="button"
+            class="danger"
+            disabled={busy}
+            onClick={() =>
+              run(async () => {
+                const applied = await request(false);
+                setPlan(undefined);
+                setDone(
+                  `Rolled back ${branch.git_branch}: v${plan.fromNumber} → v${applied.target_version.number} (${applied.tasks_migrated} ${applied.tasks_migrated === 1 ? 'task' : 'tasks'} moved)`,
+                );
+                onDone();
+              })
+            }
+          >
+            Roll back to v{plan.target_version.number}
+          </button>{' '}
+          <button type="button" onClick={() => setPlan(undefined)}>
+            Keep v{plan.fromNumber}
+          </button>
+        </section>
+      )}
+      {done && (
+        <p class="notice" role="status">
+          {done}
+        </p>
+      )}
+      {error !== undefined && <ErrorBox error={error} />}
+    </div>
+  );
+}
+
+type RollbackPlan = Awaited<ReturnType<typeof api.rollbackBranch>> & { fromNumber: number };
 
 export function VersionPage({ versionId }: { versionId: string }) {
   const loaded = useLoad(async () => {

@@ -9,7 +9,7 @@ import type { Task } from '../contract/resources.js';
 import { api } from './api.js';
 import { BASE } from './session.js';
 import { TaskTraces } from './traces.js';
-import { ErrorBox, Link, Pending, Status, useLoad, useTitle, when } from './ui.js';
+import { agentNames, ErrorBox, Link, Pending, Status, useLoad, useTitle, versionNumbers, when } from './ui.js';
 import { VirtualList } from './virtual.js';
 
 type Item =
@@ -180,6 +180,7 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
       {canRun && !terminal && <CancelTask taskId={task.id} />}
       {!canRun && <p class="muted small">Your API key may read this task but not run it: sending events and cancelling are not offered.</p>}
       <TaskState taskId={task.id} />
+      <TaskFiles filesystemId={task.filesystem_id} />
       <TaskTraces taskId={task.id} />
     </section>
   );
@@ -342,7 +343,11 @@ function CancelTask({ taskId }: { taskId: string }) {
 }
 
 function TaskState({ taskId }: { taskId: string }) {
-  const loaded = useLoad(() => api.listStates({ query: { task_id: taskId } }), [taskId]);
+  const loaded = useLoad(async () => {
+    const [{ states }, agents] = await Promise.all([api.listStates({ query: { task_id: taskId } }), agentNames().catch(() => new Map<string, string>())]);
+    const versions = await versionNumbers(states.flatMap((s) => (s.written_by_version_id ? [s.written_by_version_id] : [])));
+    return { states, agents, versions };
+  }, [taskId]);
   return (
     <section aria-labelledby="state-title">
       <h2 id="state-title">
@@ -352,18 +357,102 @@ function TaskState({ taskId }: { taskId: string }) {
         </button>
       </h2>
       <Pending loaded={loaded}>
-        {(data) =>
-          data.states.length === 0 ? (
+        {({ states, agents, versions }) =>
+          states.length === 0 ? (
             <p class="empty">No state written yet.</p>
           ) : (
-            data.states.map((s) => (
-              <div key={s.id}>
+            states.map((s) => (
+              <div key={s.id} class="state" data-state={s.id}>
                 <p class="muted small">
-                  <code>{s.id}</code> · version {s.version} · updated {when(s.updated_at)}
+                  <bdi class="text">{agents.get(s.agent_id) ?? s.agent_id}</bdi> · <code>{s.id}</code> · record version {s.version} · updated{' '}
+                  {when(s.updated_at)} · written by{' '}
+                  {s.written_by_version_id ? (
+                    <Link href={`${BASE}/versions/${s.written_by_version_id}`}>{versions.get(s.written_by_version_id) ?? s.written_by_version_id}</Link>
+                  ) : (
+                    'a version not recorded'
+                  )}
                 </p>
                 <pre class="json text">{JSON.stringify(s.state, null, 2)}</pre>
               </div>
             ))
+          )
+        }
+      </Pending>
+    </section>
+  );
+}
+
+/** `a/b c.txt` as a path under `/filesystems/{id}/files/`: each segment encoded, the slashes kept. */
+const filePath = (filesystemId: string, path: string) =>
+  `/filesystems/${encodeURIComponent(filesystemId)}/files/${path.split('/').map(encodeURIComponent).join('/')}`;
+
+const bytes = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1024 / 1024).toFixed(1)} MB`);
+
+/**
+ * The files of the task's filesystem (its manifest, GET /filesystems/{id}/files). A file downloads
+ * through a same-origin link the session cookie authorises (GET needs no CSRF token). Archives fix
+ * each member's mtime (equal trees, equal bytes), so there is no time per file: the one shown is the
+ * filesystem's, when its content was last replaced.
+ */
+function TaskFiles({ filesystemId }: { filesystemId: string }) {
+  const loaded = useLoad(async () => {
+    const [filesystem, manifest] = await Promise.all([
+      api.getFilesystem({ params: { filesystem_id: filesystemId } }),
+      api.listFilesystemFiles({ params: { filesystem_id: filesystemId } }),
+    ]);
+    return { filesystem, files: manifest.files.filter((f) => f.type !== 'dir') };
+  }, [filesystemId]);
+  return (
+    <section aria-labelledby="files-title">
+      <h2 id="files-title">
+        Files{' '}
+        <button type="button" class="small" onClick={loaded.reload}>
+          Reload
+        </button>
+      </h2>
+      <Pending loaded={loaded}>
+        {({ filesystem, files }) =>
+          files.length === 0 ? (
+            <p class="empty">
+              No files yet. Upload some with <code>agentctl fs push DIR --fs {filesystemId}</code>.
+            </p>
+          ) : (
+            <>
+              <p class="muted small">
+                <code>{filesystem.id}</code> · {files.length} {files.length === 1 ? 'file' : 'files'}, {bytes(filesystem.size_bytes)} · modified{' '}
+                {when(filesystem.updated_at)} (its last upload: files keep no time of their own)
+              </p>
+              <table class="files">
+                <caption class="sr-only">Files of the task’s filesystem</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">Path</th>
+                    <th scope="col">Size</th>
+                    <th scope="col">
+                      <span class="sr-only">Download</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {files.map((f) => (
+                    <tr key={f.path} data-path={f.path}>
+                      <td>
+                        <code class="text">{f.path}</code>
+                        {f.type === 'symlink' && <span class="muted small"> → {f.linkpath}</span>}
+                      </td>
+                      <td>{bytes(f.size)}</td>
+                      <td>
+                        {f.type === 'file' && (
+                          <a href={filePath(filesystem.id, f.path)} download={f.path.split('/').pop()} aria-label={`Download ${f.path}`}>
+                            Download
+                          </a>
+                        )}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </>
           )
         }
       </Pending>

@@ -4,7 +4,7 @@
 // the four steps and use it from the CLI, revoke it and see its session end, sign out. Security:
 // the CSP header, a hostile message rendered as text, the session cookie out of script's reach.
 // Screenshots of the main views go to docs/console-*.png (README "Web console").
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -515,6 +515,74 @@ describe.skipIf(!existsSync(CHROMIUM))('the web console in chromium', () => {
     await row.getByRole('button', { name: 'Delete…' }).click();
     await row.getByRole('button', { name: 'Delete nightly now' }).click();
     await page.getByText('No schedules your key may see.').waitFor();
+    expect(errors).toEqual([]);
+  });
+
+  test('a task’s files listed with their sizes, one downloaded through the session cookie', { timeout: 120_000 }, async () => {
+    const task = await json(['tasks', 'create', '--agent', 'default/streamer', '--name', 'with-files']);
+    const dir = path.join(scratch.dir, 'workspace');
+    mkdirSync(path.join(dir, 'notes'), { recursive: true });
+    writeFileSync(path.join(dir, 'report.md'), '# Report\n\nAll four words counted.\n');
+    writeFileSync(path.join(dir, 'notes', 'a b.txt'), 'x'.repeat(2048));
+    const pushed = await agentctl(['fs', 'push', dir, '--fs', task.filesystem_id]);
+    expect(pushed.exitCode, pushed.stderr).toBe(0);
+
+    const { page, errors } = await signedIn(`/console/tasks/${task.id}`);
+    await page.getByRole('heading', { name: /^Files/ }).waitFor();
+    const rows = page.locator('table.files tbody tr');
+    await rows.first().waitFor();
+    expect(await rows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].slice(0, 2).map((td) => td.textContent)))).toEqual([
+      ['notes/a b.txt', '2.0 KB'],
+      ['report.md', '34 B'],
+    ]);
+    await page.getByText(/2 files, 2\.0 KB · modified /).waitFor();
+    await page.locator('table.files').scrollIntoViewIfNeeded();
+    await shot(page, 'task-files');
+
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download notes/a b.txt' }).click()]);
+    expect(download.suggestedFilename()).toBe('a b.txt');
+    expect(readFileSync(await download.path(), 'utf8')).toBe('x'.repeat(2048));
+    expect(errors).toEqual([]);
+  });
+
+  test('a task’s state as JSON per agent, with the version that wrote it', { timeout: 120_000 }, async () => {
+    const task = await json(['tasks', 'create', '--agent', 'default/streamer', '--name', 'with-state']);
+    const version = await json(['versions', 'get', task.current_version_id]);
+    const written = await agentctl(['states', 'put', '--task', task.id, '--agent', 'default/streamer', '--data', '{"step":2,"notes":["counted"]}']);
+    expect(written.exitCode, written.stderr).toBe(0);
+
+    const { page, errors } = await signedIn(`/console/tasks/${task.id}`);
+    const state = page.locator('.state');
+    await state.waitFor();
+    expect(await state.locator('pre.json').textContent()).toBe(JSON.stringify({ step: 2, notes: ['counted'] }, null, 2));
+    await state.getByText('default/streamer').waitFor();
+    await state.getByRole('link', { name: `v${version.number}`, exact: true }).click();
+    await page.getByRole('heading', { name: new RegExp(`^Version v${version.number}`) }).waitFor();
+    expect(new URL(page.url()).pathname).toBe(`/console/versions/${version.id}`);
+    expect(errors).toEqual([]);
+  });
+
+  test('a branch rolled back from the console: the plan shown, confirmed, the older version serving', { timeout: 300_000 }, async () => {
+    const file = path.join(project, 'src', 'index.ts');
+    writeFileSync(file, `${readFileSync(file, 'utf8')}\n// rollback me\n`);
+    await execa('git', ['commit', '-q', '-am', 'a version to roll back'], { cwd: project, env: GIT_ENV });
+    const serving = (await json(['versions', 'list', '--agent', 'default/streamer'])).versions[0];
+    const previous = await json(['versions', 'get', (await json(['branches', 'get', serving.branch_id])).current_version.id]);
+    const newest = await json(['deploy']);
+    expect(newest).toMatchObject({ status: 'ACTIVE', number: previous.number + 1 });
+    const agent = await json(['agents', 'get', 'default/streamer']);
+
+    const { page, errors } = await signedIn(`/console/agents/${agent.id}`);
+    await page.getByRole('button', { name: 'Plan the rollback…' }).click();
+    const plan = page.getByRole('region', { name: 'Rollback plan' });
+    await plan.getByText(new RegExp(`^Plan: branch main goes from v${newest.number} back to v${previous.number} \\(`)).waitFor();
+    await shot(page, 'rollback');
+    // The plan changed nothing yet.
+    expect((await json(['branches', 'get', newest.branch_id])).current_version.id).toBe(newest.id);
+    await plan.getByRole('button', { name: `Roll back to v${previous.number}` }).click();
+    await page.getByText(`Rolled back main: v${newest.number} → v${previous.number}`, { exact: false }).waitFor();
+    expect((await json(['branches', 'get', newest.branch_id])).current_version.id).toBe(previous.id);
+    await page.locator('tr', { hasText: `v${previous.number} current` }).waitFor();
     expect(errors).toEqual([]);
   });
 
