@@ -308,7 +308,7 @@ describe.skipIf(!existsSync(CHROMIUM))('the web console in chromium', () => {
     await writer.createMessage({ body: { task_id: task.id, content: 'the last message' } });
     console.log(`console e2e: 10,000 messages written in ${Date.now() - created} ms`);
 
-    const { context, page, errors } = await signedIn('/console/');
+    const { page, errors } = await signedIn('/console/');
     const opening = Date.now();
     await page.goto(`${baseUrl}/console/tasks/${task.id}`);
     await page.getByText('10000 items').waitFor();
