@@ -21,15 +21,12 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { Agent, request } from 'undici';
 import { verifySignature, SIGNATURE_HEADER } from '../src/contract/acp.js';
-import { buildApp } from '../src/server/app.js';
-import { ensureBootstrap } from '../src/server/bootstrap.js';
-import { openStore, type Engine } from '../src/server/store/db.js';
-import { generateSecret } from '../src/server/auth/secrets.js';
+import type { Engine } from '../src/server/store/db.js';
 import { startDispatcher } from '../src/server/delivery/dispatcher.js';
 import { signingSecretFor } from '../src/server/domain/registration.js';
 import { createEvent } from '../src/server/domain/conversation.js';
 import { unrestricted } from '../src/server/auth/policy.js';
-import { benchEngines, fmt, median, throwawayDatabase, BENCH_DEPLOY } from './support.js';
+import { benchEngines, benchService, fmt, median, BENCH_DEPLOY } from './support.js';
 
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
 const TASKS = 100;
@@ -43,25 +40,8 @@ const listen = (server: Server) =>
   new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 
 async function benchEngine(engine: Engine) {
-  const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
-  const store = await openStore({ databaseUrl: database?.url });
-  const adminKey = generateSecret();
-  const { orgId } = await ensureBootstrap(store.db, adminKey);
-  const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const serviceUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const http = new Agent({ connections: 16 });
-  const call = async (method: 'POST' | 'GET', path: string, body?: unknown) => {
-    const res = await request(serviceUrl + path, {
-      method,
-      dispatcher: http,
-      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.body.text();
-    if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 300)}`);
-    return JSON.parse(text);
-  };
+  const service = await benchService(engine);
+  const { store, adminKey, orgId, serviceUrl, http, call } = service;
 
   // The agent: verifies each delivery, notes when its handler would start, acknowledges.
   let secret = '';
@@ -254,12 +234,9 @@ async function benchEngine(engine: Engine) {
     await sustainedIngest(engine, serviceUrl, adminKey, async () => (await call('POST', '/tasks', { agent_id: deployed.agent_id })).id);
   } finally {
     for (const d of dispatchers) await d.close();
-    await http.close();
     await new Promise((r) => agent.close(r));
     await new Promise((r) => bare.close(r));
-    await app.close();
-    await store.close();
-    await database?.drop();
+    await service.close();
   }
 }
 

@@ -7,17 +7,13 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
-import { Agent, request } from 'undici';
 import { verifySignature, SIGNATURE_HEADER } from '../src/contract/acp.js';
-import { buildApp } from '../src/server/app.js';
-import { ensureBootstrap } from '../src/server/bootstrap.js';
-import { openStore, type Engine } from '../src/server/store/db.js';
-import { generateSecret } from '../src/server/auth/secrets.js';
+import type { Engine } from '../src/server/store/db.js';
 import { startDispatcher } from '../src/server/delivery/dispatcher.js';
 import { signingSecretFor } from '../src/server/domain/registration.js';
 import { createEvent } from '../src/server/domain/conversation.js';
 import { unrestricted } from '../src/server/auth/policy.js';
-import { benchEngines, fmt, throwawayDatabase, BENCH_DEPLOY } from './support.js';
+import { benchEngines, benchService, fmt, BENCH_DEPLOY } from './support.js';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_SCALING_EVENTS ?? 1000);
 const TASK_COUNTS = (process.env.BENCH_SCALING_TASKS ?? '1,10,100,1000').split(',').map(Number);
@@ -26,25 +22,8 @@ const INSERT_CONCURRENCY = 10;
 const now = () => performance.now();
 
 async function benchEngine(engine: Engine) {
-  const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
-  const store = await openStore({ databaseUrl: database?.url });
-  const adminKey = generateSecret();
-  const { orgId } = await ensureBootstrap(store.db, adminKey);
-  const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const serviceUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const http = new Agent({ connections: 16 });
-  const call = async (method: 'POST' | 'GET', path: string, body?: unknown) => {
-    const res = await request(serviceUrl + path, {
-      method,
-      dispatcher: http,
-      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.body.text();
-    if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 300)}`);
-    return JSON.parse(text);
-  };
+  const service = await benchService(engine);
+  const { store, orgId, call } = service;
 
   // The agent: verifies each delivery, checks each task's events come in order and one at a time.
   let secret = '';
@@ -151,11 +130,8 @@ async function benchEngine(engine: Engine) {
         `  ${String(row.tasks).padStart(5)}  ${String(row.deliveries).padStart(10)}  ${fmt(row.rate).padStart(8)}  ${fmt(row.floor).padStart(19)}  ${fmt(row.rate / row.floor, 2).padStart(5)}`,
       );
   } finally {
-    await http.close();
     await new Promise((r) => agent.close(r));
-    await app.close();
-    await store.close();
-    await database?.drop();
+    await service.close();
   }
 }
 

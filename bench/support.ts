@@ -47,3 +47,44 @@ export const BENCH_DEPLOY = {
   sdk_type: 'alpha_agent_sdk',
   acp_type: 'async',
 } as const;
+
+/**
+ * The whole service on one engine for a benchmark: a store (a throwaway database on PostgreSQL), the
+ * bootstrap admin key, the app listening on loopback with rate limiting off, and `call` for its API
+ * over a keep-alive pool. `close` stops it all and drops the database.
+ */
+export async function benchService(engine: Engine) {
+  const [{ buildApp }, { ensureBootstrap }, { openStore }, { generateSecret }, { Agent, request }] = await Promise.all([
+    import('../src/server/app.js'),
+    import('../src/server/bootstrap.js'),
+    import('../src/server/store/db.js'),
+    import('../src/server/auth/secrets.js'),
+    import('undici'),
+  ]);
+  const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
+  const store = await openStore({ databaseUrl: database?.url });
+  const adminKey = generateSecret();
+  const { orgId } = await ensureBootstrap(store.db, adminKey);
+  const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const serviceUrl = `http://127.0.0.1:${(app.server.address() as import('node:net').AddressInfo).port}`;
+  const http = new Agent({ connections: 16 });
+  const call = async (method: 'POST' | 'GET', path: string, body?: unknown) => {
+    const res = await request(serviceUrl + path, {
+      method,
+      dispatcher: http,
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.body.text();
+    if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 300)}`);
+    return JSON.parse(text);
+  };
+  const close = async () => {
+    await http.close();
+    await app.close();
+    await store.close();
+    await database?.drop();
+  };
+  return { database, store, adminKey, orgId, app, serviceUrl, http, call, close };
+}
