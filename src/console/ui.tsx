@@ -172,33 +172,37 @@ export function usePoll<T>(load: () => Promise<T>, deps: unknown[], everyMs: num
 }
 
 /** A button that asks once more before it acts; shows the action's error in words. */
-export function Confirm(props: { label: string; confirm: string; question: string; danger?: boolean; act: () => Promise<unknown>; done?: () => void }) {
-  const [asking, setAsking] = useState(false);
+/** An async action run from a button: busy while it runs, its error kept to show in words. */
+function useAction(act: () => Promise<unknown>, done?: () => void) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
+  const run = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await act();
+      done?.();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, run };
+}
+
+export function Confirm(props: { label: string; confirm: string; question: string; danger?: boolean; act: () => Promise<unknown>; done?: () => void }) {
+  const [asking, setAsking] = useState(false);
+  const { busy, error, run } = useAction(props.act, () => {
+    setAsking(false);
+    props.done?.();
+  });
   return (
     <span class="confirm">
       {asking ? (
         <>
           <span>{props.question}</span>{' '}
-          <button
-            type="button"
-            class={props.danger ? 'danger' : 'primary'}
-            disabled={busy}
-            onClick={async () => {
-              setBusy(true);
-              setError(undefined);
-              try {
-                await props.act();
-                setAsking(false);
-                props.done?.();
-              } catch (e) {
-                setError(e);
-              } finally {
-                setBusy(false);
-              }
-            }}
-          >
+          <button type="button" class={props.danger ? 'danger' : 'primary'} disabled={busy} onClick={run}>
             {props.confirm}
           </button>{' '}
           <button type="button" onClick={() => setAsking(false)}>
@@ -217,28 +221,10 @@ export function Confirm(props: { label: string; confirm: string; question: strin
 
 /** A button that runs an async action, busy meanwhile, its error shown in words. */
 export function Act(props: { label: string; act: () => Promise<unknown>; done?: () => void; class?: string; 'aria-label'?: string }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>();
+  const { busy, error, run } = useAction(props.act, props.done);
   return (
     <>
-      <button
-        type="button"
-        class={props.class}
-        aria-label={props['aria-label']}
-        disabled={busy}
-        onClick={async () => {
-          setBusy(true);
-          setError(undefined);
-          try {
-            await props.act();
-            props.done?.();
-          } catch (e) {
-            setError(e);
-          } finally {
-            setBusy(false);
-          }
-        }}
-      >
+      <button type="button" class={props.class} aria-label={props['aria-label']} disabled={busy} onClick={run}>
         {props.label}
       </button>
       {error !== undefined && <ErrorBox error={error} />}
