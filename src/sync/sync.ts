@@ -36,7 +36,7 @@ export interface SyncOptions {
   onProgress?: (progress: SyncProgress) => void;
   /** syncUp only: replace the remote content whatever it is (`If-Match: *`). */
   force?: boolean;
-  /** zstd level of uploads (default 3). */
+  /** zstd level of uploads (default 1, see DEFAULT_LEVEL). */
   level?: number;
   /** syncDown only: limits the downloaded archive must keep (default 1 GiB, 100,000 members). */
   limits?: ArchiveLimits;

@@ -4,6 +4,8 @@
 // body is decompressed), sees names in every header that carries one (ustar fields, pax records,
 // GNU long names), knows where the archive ends (the two zero blocks) and how much may follow it.
 // Headers are decoded with the tar package's own Header, Pax and ReadEntry, as its parser decodes them.
+// It is the archive reader's only parser: it also hands over each member's content as slices of the
+// chunks it is given (no copy, no stream per member).
 import { Header, Pax, ReadEntry } from 'tar';
 
 /** A member header as the walker decoded it (pax and GNU long names applied). */
@@ -65,8 +67,9 @@ export class TarWalker {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private need = 512;
-  /** Body bytes (with their padding) still to pass. */
+  /** Content bytes of the current member still to pass, then its padding to the next block. */
   private bodyLeft = 0;
+  private padLeft = 0;
   private metaType = '';
   private metaSize = 0;
   /** Pax and GNU long-name values for the next member header, as the parser keeps them. */
@@ -77,9 +80,16 @@ export class TarWalker {
   /** The member whose body is passing, for a truncation message. */
   private current: MemberHeader | undefined;
 
+  /**
+   * `onMember` judges each header (it throws to refuse); `onContent` gets the member's content in
+   * order, as slices of the pushed chunks; `onEnd` follows the member's last byte (at once for an
+   * empty one).
+   */
   constructor(
     private readonly onMember: (member: MemberHeader) => void,
     private readonly refuse: Refuse,
+    private readonly onContent: (data: Buffer) => void = () => undefined,
+    private readonly onEnd: (member: MemberHeader) => void = () => undefined,
   ) {}
 
   get ended(): boolean {
@@ -102,10 +112,22 @@ export class TarWalker {
         return chunk.subarray(0, at);
       }
       if (this.state === 'body') {
-        const n = Math.min(this.bodyLeft, chunk.length - at);
-        this.bodyLeft -= n;
+        if (this.bodyLeft > 0) {
+          const n = Math.min(this.bodyLeft, chunk.length - at);
+          this.onContent(chunk.subarray(at, at + n));
+          this.bodyLeft -= n;
+          at += n;
+          if (this.bodyLeft > 0) continue;
+          this.onEnd(this.current!);
+          if (this.padLeft > 0) continue;
+          this.state = 'header';
+          this.current = undefined;
+          continue;
+        }
+        const n = Math.min(this.padLeft, chunk.length - at);
+        this.padLeft -= n;
         at += n;
-        if (this.bodyLeft === 0) {
+        if (this.padLeft === 0) {
           this.state = 'header';
           this.current = undefined;
         }
@@ -130,7 +152,7 @@ export class TarWalker {
   finish(): void {
     if (this.state === 'end') return;
     if (this.state === 'body' && this.current) {
-      const missing = this.bodyLeft;
+      const missing = this.bodyLeft + this.padLeft;
       this.refuse(
         422,
         `Member ${JSON.stringify(this.current.path)} is truncated: the archive ends ${missing} bytes before the end of its content`,
@@ -181,9 +203,10 @@ export class TarWalker {
     this.onMember(member);
     if (member.size > 0) {
       this.state = 'body';
-      this.bodyLeft = roundUp(member.size);
+      this.bodyLeft = member.size;
+      this.padLeft = roundUp(member.size) - member.size;
       this.current = member;
-    }
+    } else this.onEnd(member);
   }
 
   private meta(data: Buffer): void {
