@@ -67,6 +67,9 @@ const CONFLICT_HINTS: Record<ConflictCode, string> = {
   task_terminal: 'The task has ended (COMPLETED, FAILED, CANCELED, ...): it takes no more changes; create a new task instead.',
 };
 
+/** A filesystem whose stored archive is gone (404 `archive_missing`): only a push can bring it back. */
+export const ARCHIVE_MISSING_HINT = 'Its content is lost on the server: push a copy you have to replace it (agentctl fs push DIR --fs ID --force).';
+
 /** The hint of a conflict code (a code this CLI does not know yet gets the general one). */
 const conflictHint = (code: string) => (CONFLICT_HINTS as Record<string, string>)[code] ?? 'The resource’s current state does not allow this.';
 
@@ -143,6 +146,8 @@ export function toFailure(error: unknown, context: FailureContext = {}): Failure
       case 403:
         return { ...base, hint: 'This key may see the resource but not do this; an org admin can widen its scopes.', next: 'agentctl auth status' };
       case 404:
+        // The filesystem exists; its stored content does not: the usual "check the id" would mislead.
+        if (error.code === 'archive_missing') return { ...base, hint: ARCHIVE_MISSING_HINT };
         return { ...base, hint: 'Check the id or name: a key only sees what its scopes and groups reach.', next: context.notFoundNext };
       case 409:
       case 412:
