@@ -30,6 +30,8 @@ const CONFLICT_HINTS: Record<ConflictCode, string> = {
   environment_exists: 'Pick another name, or change that environment with agentctl envs update.',
   filesystem_in_use: 'A task or version still uses the filesystem: it stays while they do.',
   group_exists: 'Group names are unique in the org: pick another (agentctl groups list shows them).',
+  history_pruned:
+    'The task keeps its state and file history back to its last migration and within AGENTCTL_HISTORY_RETENTION: start from the sequence named, or later (or from its creation).',
   idempotency_key_in_use: 'The same request is still running: retry when it has finished.',
   image_expired: 'That version’s image is past its retention; pick a newer version.',
   invalid_target: 'That version failed to deploy and cannot serve: pick another (agentctl versions list).',

@@ -19,6 +19,7 @@ import * as deliveryClaimOrder from './019_delivery_claim_order.js';
 import * as stateHistory from './025_state_history.js';
 import * as filesystemHistory from './026_filesystem_history.js';
 import * as deliveryMigrateSource from './032_delivery_migrate_source.js';
+import * as historyRetention from './033_history_retention.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -48,4 +49,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '025_state_history': stateHistory,
   '026_filesystem_history': filesystemHistory,
   '032_delivery_migrate_source': deliveryMigrateSource,
+  '033_history_retention': historyRetention,
 };
