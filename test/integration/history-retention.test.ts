@@ -1,8 +1,8 @@
-import { rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BlobNotFound, openBlobStore, type BlobStore } from '../../src/server/blobs/index.js';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { BlobNotFound } from '../../src/server/blobs/index.js';
 import { sweepBlobs } from '../../src/server/domain/filesystems.js';
 import { historyRetentionMs, pruneHistory } from '../../src/server/domain/history.js';
 import { syncUp } from '../../src/sync/index.js';
@@ -21,24 +21,17 @@ test('AGENTCTL_HISTORY_RETENTION is a duration, 30 days when unset', () => {
 // State and file history (kept for rehearsals from a sequence) is pruned back to the task's last
 // migration and to the retention window, keeping exactly what a rehearsal from there on reads.
 describe.each(engines)('history retention (%s)', (engine) => {
-  let blobs: BlobStore;
-  let blobDir: string;
   beforeAll(async () => {
     process.env.XDG_CACHE_HOME = await tempDir('agentctl-cache-');
-    blobDir = await tempDir('agentctl-blobs-');
-    blobs = await openBlobStore({ dir: blobDir });
   });
-  afterAll(async () => {
-    await blobs?.close();
-    await rm(blobDir, { recursive: true, force: true });
-  });
-  // Opens after the blob store above and closes before it (after-hooks run in reverse).
-  const svc = useService(engine, {}, { blobs: () => blobs });
+  // The service's own blob store: a temporary directory of its own, removed when it closes.
+  const svc = useService(engine);
 
   test('a window and a migration cut the history; what a rehearsal from the cut reads stays; older archives become collectable', async () => {
     const v1 = await deployActive(svc, { are_tasks_sticky: true });
     const task = await createTask(svc);
     const db = svc.store.db;
+    const blobs = svc.service.blobs;
     const dir = await tempDir('agentctl-files-');
     const event = async (text: string) =>
       (await svc.client().createEvent({ params: { task_id: task.id }, body: { content: { type: 'text', text } } })).sequence_id;
