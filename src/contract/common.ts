@@ -97,6 +97,7 @@ export const CONFLICT_CODES = [
   'environment_exists',
   'filesystem_in_use',
   'group_exists',
+  'history_pruned',
   'idempotency_key_in_use',
   'image_expired',
   'invalid_target',

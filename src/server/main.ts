@@ -10,6 +10,7 @@ import { startLeasedLoop } from './runtime/leased-loop.js';
 import { startDispatcher, type Dispatcher, type DispatcherOptions } from './delivery/dispatcher.js';
 import { startRehearsalDriver, type RehearsalDriver } from './delivery/rehearsal-driver.js';
 import { sweepBlobs } from './domain/filesystems.js';
+import { historyRetentionMs, pruneHistory } from './domain/history.js';
 import { sweepIdempotencyRecords } from './idempotency.js';
 import { markReplicaGone } from './domain/registration.js';
 import { openBlobStore, type BlobStore } from './blobs/index.js';
@@ -117,6 +118,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let rolloutLoop: { close(): Promise<void> } | undefined;
   let bootstrap: BootstrapResult | undefined;
   try {
+    const historyRetention = historyRetentionMs();
     const blobDir = options.blobDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.join(path.dirname(options.dataDir), 'blobs') : undefined);
     blobs = await openBlobStore({ url: process.env.AGENTCTL_BLOB_URL, dir: blobDir });
     app = await buildApp({ store, logger: options.logger, config: options.config, blobs, secretsKey });
@@ -129,9 +131,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const budget = process.env.AGENTCTL_DELIVERY_RETRY_BUDGET_MS;
     const lease = process.env.AGENTCTL_DELIVERY_LEASE_MS;
     const grace = process.env.AGENTCTL_INTERRUPT_GRACE_MS;
-    // Hourly housekeeping: unreferenced blobs, and idempotency records past their TTL.
+    // Hourly housekeeping: history past its retention (so its archives become unreferenced first),
+    // unreferenced blobs, and idempotency records past their TTL.
     const blobSweep = setInterval(() => {
-      void sweepBlobs(store.db, blobs!).catch(() => {});
+      void pruneHistory(store.db, historyRetention)
+        .catch(() => {})
+        .then(() => sweepBlobs(store.db, blobs!))
+        .catch(() => {});
       void sweepIdempotencyRecords(store.db).catch(() => {});
     }, BLOB_SWEEP_INTERVAL_MS);
     blobSweep.unref();

@@ -76,6 +76,37 @@ describe.each(engines)('agentctl fs (%s)', (engine) => {
     expect(forced.json().modified).toBe(1);
   });
 
+  test('an archive gone from the blob store: 404 archive_missing in words, pull exits 3 saying so, a forced push replaces it', async () => {
+    const fsId = await createFs();
+    const src = await tempDir();
+    await writeTree(src, { 'doc.txt': 'kept' });
+    const pushed = await runCli(['fs', 'push', src, '--fs', fsId, '--json'], { env });
+    expect(pushed.code, pushed.stderr).toBe(0);
+    const checksum = pushed.json().checksum;
+    const row = await svc.store.db.selectFrom('filesystems').select('blob_key').where('id', '=', fsId).executeTakeFirstOrThrow();
+    await svc.service.blobs.delete(row.blob_key!);
+
+    const detail = `The archive of filesystem ${fsId} (checksum ${checksum}) is gone from the blob store, so its content cannot be read; push the content again with If-Match: * to replace it`;
+    const answer = await svc.api('GET', `/filesystems/${fsId}/archive`);
+    expect(answer).toMatchObject({ status: 404, body: { code: 'archive_missing', detail } });
+    const file = await svc.api('GET', `/filesystems/${fsId}/files/doc.txt`);
+    expect(file).toMatchObject({ status: 404, body: { code: 'archive_missing', detail } });
+
+    const dest = path.join(await tempDir(), 'copy');
+    const pulled = await runCli(['fs', 'pull', dest, '--fs', fsId], { env });
+    expect(pulled.code).toBe(3);
+    expect(pulled.stderr).toContain(detail);
+    expect(pulled.stderr).toContain('Its content is lost on the server: push a copy you have to replace it (agentctl fs push DIR --fs ID --force).');
+    expect(pulled.stderr).toContain(`agentctl fs push <dir> --fs ${fsId} --force`);
+
+    const forced = await runCli(['fs', 'push', src, '--fs', fsId, '--force', '--json'], { env });
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.json().checksum).toBe(checksum);
+    const again = await runCli(['fs', 'pull', dest, '--fs', fsId], { env });
+    expect(again.code, again.stderr).toBe(0);
+    expect(await describeTree(dest)).toEqual(await describeTree(src));
+  });
+
   test('progress goes to stderr on a terminal only; bad input is a usage error', async () => {
     const fsId = await createFs();
     const src = await tempDir();

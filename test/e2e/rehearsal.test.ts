@@ -1,60 +1,22 @@
-import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { tempDir } from '../cli/support.js';
-import { freePort } from '../support/ports.js';
-import { createTestDatabase } from '../support/service.js';
+import { describe, expect, test } from 'vitest';
+import { until, useE2e } from '../support/e2e.js';
+import { engines } from '../support/service.js';
 
-const BIN = path.resolve('bin/agentctl.js');
 const LEDGER = path.resolve('test/fixtures/agents/ledger/src/index.ts');
-const GIT_ENV = { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' };
-const engines = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])] as const;
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 // Safe migration through the built binary, with the local runtime running real agent processes:
 // a v2 that breaks on refunds is caught by `tasks migrate --rehearse` (the report names the event
 // and the diff, exit 1), a good v2 replays cleanly (`tasks replay`), the migration's onMigrate
 // upgrades the task's state to v2's shape, and a rollback runs it back to v1's.
 describe.each(engines)('e2e on %s: rehearse, migrate with onMigrate, roll back', (engine) => {
-  const scratch = tempDir('agentctl-e2e-rehearsal-');
-  const botDir = path.join(scratch.dir, 'ledger');
-  let databaseUrl: string | undefined;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  const env = () => ({
-    AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'),
-    AGENTCTL_DATA_DIR: path.join(scratch.dir, 'data'),
-    AGENTCTL_POLL_INTERVAL_MS: '100',
-    CI: 'true',
-    ...GIT_ENV,
-    AGENTCTL_API_KEY: undefined,
-    AGENTCTL_BASE_URL: undefined,
-    AGENTCTL_PROFILE: undefined,
-    DATABASE_URL: databaseUrl,
+  const e2e = useE2e(engine, {
+    scratch: 'agentctl-e2e-rehearsal',
+    project: 'ledger',
+    prepare: () => writeFileSync(path.join(e2e.projectDir, 'src', 'index.ts'), readFileSync(LEDGER, 'utf8')),
   });
-  const agentctl = (args: string[]) => execa(process.execPath, [BIN, ...args], { env: env(), extendEnv: true, cwd: botDir, reject: false });
-  const json = async (args: string[]) => {
-    const result = await agentctl([...args, '--json']);
-    if (result.exitCode !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.exitCode}: ${result.stderr}`);
-    return JSON.parse(result.stdout);
-  };
-  async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await read();
-      if (done(value)) return value;
-      if (Date.now() > deadline) throw new Error(`${what}: not reached; last: ${JSON.stringify(value).slice(0, 3000)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+  const { agentctl, json } = e2e;
   const agentTexts = async (taskId: string): Promise<string[]> =>
     (await json(['tasks', 'messages', taskId])).messages
       .filter((m: any) => m.author === 'agent')
@@ -68,34 +30,11 @@ describe.each(engines)('e2e on %s: rehearse, migrate with onMigrate, roll back',
   const stateOf = async (taskId: string) => (await json(['states', 'list', '--task', taskId])).states[0];
   /** The next version: the ledger with this flavor, committed and deployed sticky (tasks stay until moved). */
   async function deployFlavor(flavor: string) {
-    const file = path.join(botDir, 'agentctl.json');
+    const file = path.join(e2e.projectDir, 'agentctl.json');
     writeFileSync(file, `${JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), env: { LEDGER_FLAVOR: flavor } }, null, 2)}\n`);
-    await execa('git', ['commit', '-q', '-am', `ledger ${flavor}`], { cwd: botDir, env: GIT_ENV });
+    await e2e.git(['commit', '-q', '-am', `ledger ${flavor}`]);
     return json(['deploy', '--sticky']);
   }
-
-  beforeAll(async () => {
-    if (engine === 'postgres') {
-      const db = await createTestDatabase(process.env.TEST_DATABASE_URL, 'agentctl_e2e');
-      databaseUrl = db.url;
-      dropDatabase = db.drop;
-    }
-    const init = await execa(process.execPath, [BIN, 'init', 'ledger'], { env: env(), extendEnv: true, cwd: scratch.dir, reject: false });
-    expect(init.exitCode, init.stderr).toBe(0);
-    writeFileSync(path.join(botDir, 'src', 'index.ts'), readFileSync(LEDGER, 'utf8'));
-    const started = await agentctl(['server', 'start', '--detach', '--port', String(await freePort()), '--json']);
-    expect(started.exitCode, started.stderr).toBe(0);
-  });
-
-  afterAll(async () => {
-    const pids = findAgentPids(scratch.dir);
-    await agentctl(['server', 'stop']);
-    const deadline = Date.now() + 15_000;
-    while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    for (const pid of pids.filter(isAlive)) process.kill(pid, 'SIGKILL');
-    await dropDatabase?.();
-    scratch.remove();
-  });
 
   test('rehearse catches the broken v2, a good v2 replays cleanly, onMigrate upgrades the state and rollback downgrades it', { timeout: 400_000 }, async () => {
     const v1 = await deployFlavor('v1');
@@ -183,17 +122,3 @@ describe.each(engines)('e2e on %s: rehearse, migrate with onMigrate, roll back',
     expect(nothing.stdout.trim().split('\n').at(-1)).toBe(`Nothing was replayed, so nothing was checked: ${why}.`);
   });
 });
-
-/** Agent processes started for this test's data directory (their cwd is under it). */
-function findAgentPids(root: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readlinkSync(`/proc/${entry}/cwd`).startsWith(root) && Number(entry) !== process.pid) pids.push(Number(entry));
-    } catch {
-      /* gone, or not ours */
-    }
-  }
-  return pids;
-}

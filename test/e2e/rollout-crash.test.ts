@@ -1,17 +1,14 @@
-import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { openDatabase } from '../../src/server/store/db.js';
-import { tempDir } from '../cli/support.js';
-import { freePort } from '../support/ports.js';
-import { createTestDatabase } from '../support/service.js';
+import { isAlive, processesUnder, until, useE2e } from '../support/e2e.js';
+import { engines } from '../support/service.js';
 
-const BIN = path.resolve('bin/agentctl.js');
-const GIT_ENV = { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' };
-const engines = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])] as const;
 const TASKS = 6;
+/** How long a step (its hooks, a restart) may take on a loaded machine. */
+const STEP_MS = 120_000;
 
 // The agent of this test: FLAVOR picks the version. v1 has no onMigrate; v2's onMigrate says it
 // started (a file in HOLD_DIR) and waits for HOLD_DIR/release before it upgrades the state, so a
@@ -45,76 +42,25 @@ if (flavor !== 'v1') {
 await new AgentServer(handlers).listen();
 `;
 
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** The processes whose working directory is under `root`: the agents the server started there. */
-function processesUnder(root: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readlinkSync(`/proc/${entry}/cwd`).startsWith(root) && Number(entry) !== process.pid) pids.push(Number(entry));
-    } catch {
-      /* gone, or not ours */
-    }
-  }
-  return pids;
-}
-
 // "A server killed mid-step resumes the step without moving any task twice or losing one" (issue 22):
 // a real `agentctl server start` is SIGKILLed in the middle of a rollout step, started again on the
 // same data, and the rollout finishes with every task moved exactly once: one migration record per
 // task and step, one task/migrate delivery per move, one state upgrade per task.
 describe.each(engines)('e2e on %s: a server killed mid-step resumes the rollout', (engine) => {
-  const scratch = tempDir('agentctl-e2e-rollout-crash-');
-  const botDir = path.join(scratch.dir, 'bot');
-  const holdDir = path.join(scratch.dir, 'hold');
-  const dataDir = path.join(scratch.dir, 'data');
-  let databaseUrl: string | undefined;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  let port = 0;
-  let serverPid = 0;
-  const env = () => ({
-    AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'),
-    AGENTCTL_DATA_DIR: dataDir,
-    AGENTCTL_POLL_INTERVAL_MS: '100',
-    CI: 'true',
-    ...GIT_ENV,
-    AGENTCTL_API_KEY: undefined,
-    AGENTCTL_BASE_URL: undefined,
-    AGENTCTL_PROFILE: undefined,
-    DATABASE_URL: databaseUrl,
+  const e2e = useE2e(engine, {
+    scratch: 'agentctl-e2e-rollout-crash',
+    project: 'bot',
+    prepare: () => {
+      mkdirSync(holdDir);
+      writeFileSync(path.join(e2e.projectDir, 'src', 'index.ts'), AGENT);
+    },
   });
-  const agentctl = (args: string[]) => execa(process.execPath, [BIN, ...args], { env: env(), extendEnv: true, cwd: botDir, reject: false });
-  const json = async (args: string[]) => {
-    const result = await agentctl([...args, '--json']);
-    if (result.exitCode !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.exitCode}: ${result.stderr}`);
-    return JSON.parse(result.stdout);
-  };
-  async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 120_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await read();
-      if (done(value)) return value;
-      if (Date.now() > deadline) throw new Error(`${what}: not reached; last: ${JSON.stringify(value).slice(0, 3000)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  async function startServer() {
-    const started = await agentctl(['server', 'start', '--detach', '--port', String(port), '--json']);
-    expect(started.exitCode, started.stderr).toBe(0);
-    serverPid = JSON.parse(started.stdout).pid;
-  }
+  const { agentctl, json } = e2e;
+  const holdDir = path.join(e2e.dir, 'hold');
   /** SIGKILL: no shutdown of any kind; its agents end by their lifeline (or here, once it is plain they outlived it). */
   async function killServer() {
-    const agents = processesUnder(scratch.dir).filter((pid) => pid !== serverPid);
+    const serverPid = e2e.server.pid;
+    const agents = processesUnder(e2e.dir).filter((pid) => pid !== serverPid);
     process.kill(serverPid, 'SIGKILL');
     await until(
       'the server gone',
@@ -130,9 +76,9 @@ describe.each(engines)('e2e on %s: a server killed mid-step resumes the rollout'
     );
   }
   async function deployFlavor(flavor: string) {
-    const file = path.join(botDir, 'agentctl.json');
+    const file = path.join(e2e.projectDir, 'agentctl.json');
     writeFileSync(file, `${JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), env: { FLAVOR: flavor, HOLD_DIR: holdDir } }, null, 2)}\n`);
-    await execa('git', ['commit', '-q', '-am', flavor], { cwd: botDir, env: GIT_ENV });
+    await e2e.git(['commit', '-q', '-am', flavor]);
     return json(['deploy', '--sticky']);
   }
   /** The rollout's step records, and every task each moved. */
@@ -146,7 +92,8 @@ describe.each(engines)('e2e on %s: a server killed mid-step resumes the rollout'
   }
   /** task/migrate deliveries per task to `versionId`, read from the database itself (the server stopped). */
   async function hookDeliveries(versionId: string): Promise<Record<string, number>> {
-    const store = await openDatabase(databaseUrl ? { databaseUrl } : { dataDir: path.join(dataDir, 'pglite') });
+    const databaseUrl = e2e.env().DATABASE_URL;
+    const store = await openDatabase(databaseUrl ? { databaseUrl } : { dataDir: path.join(e2e.dataDir, 'pglite') });
     try {
       const rows = await sql<{ task_id: string; n: number }>`
         SELECT task_id, count(*)::int AS n FROM deliveries
@@ -157,30 +104,6 @@ describe.each(engines)('e2e on %s: a server killed mid-step resumes the rollout'
     }
   }
   const upgradesOf = async (taskId: string) => (await json(['states', 'list', '--task', taskId])).states[0].state.upgrades;
-
-  beforeAll(async () => {
-    if (engine === 'postgres') {
-      const db = await createTestDatabase(process.env.TEST_DATABASE_URL, 'agentctl_e2e');
-      databaseUrl = db.url;
-      dropDatabase = db.drop;
-    }
-    mkdirSync(holdDir);
-    const init = await execa(process.execPath, [BIN, 'init', 'bot'], { env: env(), extendEnv: true, cwd: scratch.dir, reject: false });
-    expect(init.exitCode, init.stderr).toBe(0);
-    writeFileSync(path.join(botDir, 'src', 'index.ts'), AGENT);
-    port = await freePort();
-    await startServer();
-  });
-
-  afterAll(async () => {
-    const pids = processesUnder(scratch.dir);
-    await agentctl(['server', 'stop']);
-    const deadline = Date.now() + 15_000;
-    while (pids.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    for (const pid of pids.filter(isAlive)) process.kill(pid, 'SIGKILL');
-    await dropDatabase?.();
-    scratch.remove();
-  });
 
   test('killed while the step’s onMigrate hooks run: after a restart every task moved once and upgraded once', { timeout: 400_000 }, async () => {
     const v1 = await deployFlavor('v1');
@@ -196,17 +119,19 @@ describe.each(engines)('e2e on %s: a server killed mid-step resumes the rollout'
       'an onMigrate hook in flight',
       async () => readdirSync(holdDir).filter((f) => f.startsWith('hook-')),
       (hooks) => hooks.length > 0,
+      STEP_MS,
     );
     await killServer();
     const inFlight = readdirSync(holdDir).filter((f) => f.startsWith('hook-')).length;
     expect(inFlight).toBeGreaterThan(0);
 
-    await startServer();
+    await e2e.startServer();
     writeFileSync(path.join(holdDir, 'release'), '');
     const done = await until(
       'the rollout finished',
       () => json(['rollouts', 'get', rollout.id]),
       (r) => r.status !== 'RUNNING',
+      STEP_MS,
     );
     expect(done, done.reason).toMatchObject({ status: 'SUCCEEDED', step: 2, percent: 100 });
     expect(done.report.map((s: { step: number; moved: number; decision: string }) => [s.step, s.moved, s.decision])).toEqual([
@@ -225,11 +150,12 @@ describe.each(engines)('e2e on %s: a server killed mid-step resumes the rollout'
       'every task upgraded',
       () => Promise.all(ids.map(upgradesOf)),
       (all) => all.every((u) => u.length > 0),
+      STEP_MS,
     );
     expect(await Promise.all(ids.map(upgradesOf))).toEqual(ids.map(() => ['v1->v2']));
 
     await agentctl(['server', 'stop']);
     expect(await hookDeliveries(v2.id)).toEqual(Object.fromEntries(ids.map((id) => [id, 1])));
-    await startServer();
+    await e2e.startServer();
   });
 });

@@ -1,75 +1,25 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { tempDir } from '../cli/support.js';
-import { freePort } from '../support/ports.js';
-import { createTestDatabase } from '../support/service.js';
-
-const BIN = path.resolve('bin/agentctl.js');
-const GIT_ENV = { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' };
-const engines = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])] as const;
+import { describe, expect, test } from 'vitest';
+import { until, useE2e } from '../support/e2e.js';
+import { engines } from '../support/service.js';
 
 // Safe migrations through the built binary with real agent processes (local runtime): a v2 whose
 // handler throws on refunds is rolled out and reverts by itself at its first step, saying why; a
 // fixed v3 rolls out to 100% and v1 retires; the history lists every move, and undo works until the
 // tasks move on.
 describe.each(engines)('e2e on %s: rollouts revert a bad version and complete a good one', (engine) => {
-  const scratch = tempDir('agentctl-e2e-rollouts-');
-  const botDir = path.join(scratch.dir, 'my-bot');
-  let databaseUrl: string | undefined;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  const env = () => ({
-    AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'),
-    AGENTCTL_DATA_DIR: path.join(scratch.dir, 'data'),
-    AGENTCTL_POLL_INTERVAL_MS: '200',
-    CI: 'true',
-    ...GIT_ENV,
-    AGENTCTL_API_KEY: undefined,
-    AGENTCTL_BASE_URL: undefined,
-    AGENTCTL_PROFILE: undefined,
-    DATABASE_URL: databaseUrl,
-  });
-  const agentctl = (args: string[]) => execa(process.execPath, [BIN, ...args], { env: env(), extendEnv: true, cwd: botDir, reject: false });
-  const json = async (args: string[]) => {
-    const result = await agentctl([...args, '--json']);
-    if (result.exitCode !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.exitCode}: ${result.stderr}`);
-    return JSON.parse(result.stdout);
-  };
-  const until = async <T>(what: string, read: () => Promise<T>, ok: (value: T) => boolean): Promise<T> => {
-    const deadline = Date.now() + 90_000;
-    for (;;) {
-      const value = await read();
-      if (ok(value)) return value;
-      if (Date.now() > deadline) throw new Error(`${what}: ${JSON.stringify(value)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  };
+  const e2e = useE2e(engine, { scratch: 'agentctl-e2e-rollouts', project: 'my-bot', pollIntervalMs: 200 });
+  const { agentctl, json } = e2e;
+  /** The rollouts' watch windows and follow-ups take longer than the harness's default wait. */
+  const WAIT_MS = 90_000;
   const versionsOf = async (ids: string[]) => Promise.all(ids.map(async (id) => (await json(['tasks', 'get', id])).current_version_id));
-  const source = () => path.join(botDir, 'src', 'index.ts');
+  const source = () => path.join(e2e.projectDir, 'src', 'index.ts');
   const commit = async (message: string, edit: (text: string) => string) => {
     writeFileSync(source(), edit(readFileSync(source(), 'utf8')));
-    await execa('git', ['commit', '-q', '-am', message], { cwd: botDir, env: GIT_ENV });
+    await e2e.git(['commit', '-q', '-am', message]);
   };
   const THROW = `if (text.startsWith('refund')) throw new Error('v2 cannot handle refunds');`;
-
-  beforeAll(async () => {
-    if (engine === 'postgres') {
-      const db = await createTestDatabase(process.env.TEST_DATABASE_URL, 'agentctl_e2e');
-      databaseUrl = db.url;
-      dropDatabase = db.drop;
-    }
-    const init = await execa(process.execPath, [BIN, 'init', 'my-bot'], { env: env(), extendEnv: true, cwd: scratch.dir, reject: false });
-    expect(init.exitCode, init.stderr).toBe(0);
-    const started = await agentctl(['server', 'start', '--detach', '--port', String(await freePort()), '--json']);
-    expect(started.exitCode, started.stderr).toBe(0);
-  });
-
-  afterAll(async () => {
-    await agentctl(['server', 'stop']);
-    await dropDatabase?.();
-    scratch.remove();
-  });
 
   test('a failing v2 reverts at its first step; a good v3 rolls out to 100% and v1 retires', { timeout: 400_000 }, async () => {
     const v1 = await json(['deploy']);
@@ -100,6 +50,7 @@ describe.each(engines)('e2e on %s: rollouts revert a bad version and complete a 
       'the first step',
       () => json(['rollouts', 'get', bad.id]),
       (r) => r.step === 1,
+      WAIT_MS,
     );
     expect((await versionsOf(ids)).filter((v) => v === v2.id)).toHaveLength(1);
     // Every task gets a refund request: the one on v2 throws (a handler error), the four on v1 answer.
@@ -155,6 +106,7 @@ describe.each(engines)('e2e on %s: rollouts revert a bad version and complete a 
       'v3 answers',
       async () => (await json(['tasks', 'messages', ids[0]])).messages.map((m: any) => m.content.text),
       (texts) => texts.some((t: string) => /^echo #\d+: refund again$/.test(t)),
+      WAIT_MS,
     );
 
     // Every move is in the history, newest first; the undo's tasks have moved on since.

@@ -1,15 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { tempDir } from '../cli/support.js';
-import { freePort } from '../support/ports.js';
-import { createTestDatabase } from '../support/service.js';
+import { describe, expect, test } from 'vitest';
+import { parsedJson, until, useE2e } from '../support/e2e.js';
+import { engines } from '../support/service.js';
 
-const BIN = path.resolve('bin/agentctl.js');
-const GIT_ENV = { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' };
-const engines = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])] as const;
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /**
@@ -61,85 +56,36 @@ function scanFiles(dir: string, needles: string[]): Array<{ file: string; holds:
 // else: not in the data directory (logs, database files, the agent's source), not in any answer or
 // --debug trace of the CLI calls this test makes.
 describe.each(engines)('e2e on %s: a secret set with the CLI reaches the agent and nothing else', (engine) => {
-  const scratch = tempDir('agentctl-e2e-secrets-');
-  const botDir = path.join(scratch.dir, 'my-bot');
-  const dataDir = path.join(scratch.dir, 'data');
   const FIRST = `first-${randomUUID()}`;
   const SECOND = `second-${randomUUID()}`;
-  let databaseUrl: string | undefined;
-  let dropDatabase: (() => Promise<void>) | undefined;
+  const e2e = useE2e(engine, {
+    scratch: 'agentctl-e2e-secrets',
+    project: 'my-bot',
+    serverArgs: ['--log-level', 'debug', '--debug'],
+    async prepare() {
+      writeFileSync(path.join(e2e.projectDir, 'src', 'index.ts'), agentSource(FIRST, SECOND));
+      await e2e.git(['commit', '-q', '-am', 'Say which SERVICE_TOKEN the agent got']);
+    },
+  });
   /** Everything every CLI call printed (stdout and stderr, with --debug traces of every request and answer). */
   const transcript: string[] = [];
-  const env = () => ({
-    AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'),
-    AGENTCTL_DATA_DIR: dataDir,
-    AGENTCTL_POLL_INTERVAL_MS: '100',
-    CI: 'true',
-    ...GIT_ENV,
-    AGENTCTL_API_KEY: undefined,
-    AGENTCTL_BASE_URL: undefined,
-    AGENTCTL_PROFILE: undefined,
-    AGENTCTL_SECRETS_KEY: undefined,
-    DATABASE_URL: databaseUrl,
-  });
   const agentctl = async (args: string[], options: { input?: string; debug?: boolean } = {}) => {
-    const result = await execa(process.execPath, [BIN, ...args, ...(options.debug === false ? [] : ['--debug'])], {
-      env: env(),
-      extendEnv: true,
-      cwd: botDir,
-      reject: false,
-      ...(options.input !== undefined ? { input: options.input } : {}),
-    });
+    const result = await e2e.agentctl([...args, ...(options.debug === false ? [] : ['--debug'])], { input: options.input });
     transcript.push(`$ agentctl ${args.join(' ')}\n${result.stdout}\n${result.stderr}`);
     return result;
   };
-  const json = async (args: string[], options: { input?: string } = {}) => {
-    const result = await agentctl([...args, '--json'], options);
-    if (result.exitCode !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.exitCode}: ${result.stderr}`);
-    return JSON.parse(result.stdout);
-  };
+  const json = async (args: string[], options: { input?: string } = {}) => parsedJson(args, await agentctl([...args, '--json'], options));
   /** A new task's greeting: which value the agent found in SERVICE_TOKEN. */
   const tokenSeen = async (): Promise<string> => {
     const task = await json(['tasks', 'create']);
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const { messages } = await json(['tasks', 'messages', task.id]);
-      const found = messages.find((m: any) => m.author === 'agent' && m.content.type === 'text');
-      if (found) return found.content.text;
-      if (Date.now() > deadline) throw new Error(`the agent did not answer task ${task.id}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const greeting = (messages: any[]) => messages.find((m) => m.author === 'agent' && m.content.type === 'text');
+    const messages = await until(
+      `the agent's answer to task ${task.id}`,
+      async () => (await json(['tasks', 'messages', task.id])).messages,
+      (found) => greeting(found) !== undefined,
+    );
+    return greeting(messages).content.text;
   };
-
-  beforeAll(async () => {
-    if (engine === 'postgres') {
-      const db = await createTestDatabase(process.env.TEST_DATABASE_URL, 'agentctl_e2e');
-      databaseUrl = db.url;
-      dropDatabase = db.drop;
-    }
-    const init = await execa(process.execPath, [BIN, 'init', 'my-bot'], { env: env(), extendEnv: true, cwd: scratch.dir, reject: false });
-    expect(init.exitCode, init.stderr).toBe(0);
-    writeFileSync(path.join(botDir, 'src', 'index.ts'), agentSource(FIRST, SECOND));
-    await execa('git', ['commit', '-q', '-am', 'Say which SERVICE_TOKEN the agent got'], { cwd: botDir, env: GIT_ENV });
-    const started = await agentctl(['server', 'start', '--detach', '--port', String(await freePort()), '--log-level', 'debug']);
-    expect(started.exitCode, started.stderr).toBe(0);
-  });
-
-  afterAll(async () => {
-    await agentctl(['server', 'stop']);
-    // A stop that did not finish (a loaded machine) leaves no server behind: stopped by its pid.
-    const pidFile = path.join(dataDir, 'server.pid');
-    const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : 0;
-    if (pid > 0) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-    await dropDatabase?.();
-    scratch.remove();
-  });
 
   test('set --value-stdin, deploy, the agent reads it; a change restarts it with the new value; the value is nowhere else', { timeout: 300_000 }, async () => {
     // Before the agent exists: a 404 that names it.
@@ -163,7 +109,7 @@ describe.each(engines)('e2e on %s: a secret set with the CLI reaches the agent a
     expect(table.stdout.trim()).toBe(`SERVICE_TOKEN\tagent\t\t1\t${listed.secrets[0].updated_at}`);
 
     // A value from a file, replacing the first: the agent gets it after its restart.
-    const valueFile = path.join(scratch.dir, 'token.txt');
+    const valueFile = path.join(e2e.dir, 'token.txt');
     writeFileSync(valueFile, `${SECOND}\n`, { mode: 0o600 });
     expect((await json(['secrets', 'set', 'SERVICE_TOKEN', '--value-file', valueFile])).revision).toBe(2);
     await expect.poll(tokenSeen, { timeout: 60_000, interval: 500 }).toBe('SERVICE_TOKEN is second');
@@ -185,7 +131,7 @@ describe.each(engines)('e2e on %s: a secret set with the CLI reaches the agent a
     const needles = [FIRST, SECOND, base64(FIRST), base64(SECOND), '[debug]'];
     const everything = [
       ...transcript.map((text, i) => ({ file: `agentctl call ${i}`, holds: needles.filter((needle) => text.includes(needle)) })),
-      ...scanFiles(dataDir, needles),
+      ...scanFiles(e2e.dataDir, needles),
     ];
     expect(everything.filter(({ holds }) => holds.includes('[debug]')).length).toBeGreaterThan(10);
     expect(everything.some(({ file }) => file.endsWith('server.log'))).toBe(true);

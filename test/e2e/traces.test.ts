@@ -1,16 +1,11 @@
-import { copyFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { copyFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
-import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { tempDir } from '../cli/support.js';
-import { freePort } from '../support/ports.js';
-import { createTestDatabase } from '../support/service.js';
+import { until, useE2e } from '../support/e2e.js';
+import { engines } from '../support/service.js';
 
-const BIN = path.resolve('bin/agentctl.js');
 const FIXTURE = path.resolve('test/fixtures/traced-agent/index.ts');
-const GIT_ENV = { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' };
-const engines = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])] as const;
 
 interface Span {
   trace_id: string;
@@ -45,71 +40,31 @@ function otlpReceiver() {
   return { spans, server };
 }
 
-const until = async <T>(what: string, probe: () => Promise<T | undefined>): Promise<T> => {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-};
-
 // Issue 24: one turn is one trace, from the CLI through the server, the outbox and the delivery into
 // the agent's handler and its model call; kept by the server, exported over OTLP, and tied to the
 // handler's log line.
 describe.each(engines)('e2e on %s: a turn is one trace', (engine) => {
-  const scratch = tempDir('agentctl-traces-');
-  const botDir = path.join(scratch.dir, 'traced-bot');
   const receiver = otlpReceiver();
   let otlpPort = 0;
-  let databaseUrl: string | undefined;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  const env = () => ({
-    AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'),
-    AGENTCTL_DATA_DIR: path.join(scratch.dir, 'data'),
-    AGENTCTL_POLL_INTERVAL_MS: '100',
-    CI: 'true',
-    ...GIT_ENV,
-    AGENTCTL_API_KEY: undefined,
-    AGENTCTL_BASE_URL: undefined,
-    AGENTCTL_PROFILE: undefined,
-    DATABASE_URL: databaseUrl,
-    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}`,
-    OTEL_BSP_SCHEDULE_DELAY: '200',
-  });
-  const agentctl = (args: string[]) => execa(process.execPath, [BIN, ...args], { env: env(), extendEnv: true, cwd: botDir, reject: false });
-  const json = async (args: string[]) => {
-    const result = await agentctl([...args, '--json']);
-    if (result.exitCode !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.exitCode}: ${result.stderr}`);
-    return JSON.parse(result.stdout);
-  };
-
+  // Registered before the harness: the receiver listens before the server starts and closes after it stops.
   beforeAll(async () => {
     await new Promise<void>((resolve) => receiver.server.listen(0, '127.0.0.1', resolve));
     otlpPort = (receiver.server.address() as { port: number }).port;
-    if (engine === 'postgres') {
-      const db = await createTestDatabase(process.env.TEST_DATABASE_URL, 'agentctl_traces');
-      databaseUrl = db.url;
-      dropDatabase = db.drop;
-    }
-    expect((await execa(process.execPath, [BIN, 'init', 'traced-bot'], { env: env(), extendEnv: true, cwd: scratch.dir, reject: false })).exitCode).toBe(0);
-    copyFileSync(FIXTURE, path.join(botDir, 'src', 'index.ts'));
-    await execa('git', ['commit', '-q', '-am', 'a traced agent'], { cwd: botDir, env: GIT_ENV });
-    const started = await agentctl(['server', 'start', '--detach', '--port', String(await freePort()), '--json']);
-    expect(started.exitCode, started.stderr).toBe(0);
   });
-
   afterAll(async () => {
-    await agentctl(['server', 'stop']);
-    const agents = agentPids(scratch.dir);
-    const deadline = Date.now() + 15_000;
-    while (agents.some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    for (const pid of agents.filter(isAlive)) process.kill(pid, 'SIGKILL');
     await new Promise((resolve) => receiver.server.close(resolve));
-    await dropDatabase?.();
-    scratch.remove();
   });
+  const e2e = useE2e(engine, {
+    scratch: 'agentctl-traces',
+    project: 'traced-bot',
+    databasePrefix: 'agentctl_traces',
+    env: () => ({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}`, OTEL_BSP_SCHEDULE_DELAY: '200' }),
+    async prepare() {
+      copyFileSync(FIXTURE, path.join(e2e.projectDir, 'src', 'index.ts'));
+      await e2e.git(['commit', '-q', '-am', 'a traced agent']);
+    },
+  });
+  const { agentctl, json } = e2e;
 
   test('tasks send -> server -> outbox -> delivery -> handler -> model call, in tasks trace, over OTLP and in logs --task', { timeout: 300_000 }, async () => {
     expect(await json(['deploy'])).toMatchObject({ status: 'ACTIVE', number: 1 });
@@ -123,11 +78,11 @@ describe.each(engines)('e2e on %s: a turn is one trace', (engine) => {
     expect(sent.stderr).toMatch(new RegExp(`traceparent":"00-${traceId}-[0-9a-f]{16}-01"`));
 
     // The agent's spans arrive with its completion, after its answer.
-    const trace = await until('the handler spans in tasks trace', async () => {
-      const { traces } = await json(['tasks', 'trace', task.id]);
-      const found = traces.find((t: any) => t.trace_id === traceId);
-      return found?.spans.some((s: Span) => s.name === 'model call') ? found : undefined;
-    });
+    const trace = await until(
+      'the handler spans in tasks trace',
+      async () => (await json(['tasks', 'trace', task.id])).traces.find((t: any) => t.trace_id === traceId),
+      (found) => found?.spans.some((s: Span) => s.name === 'model call') === true,
+    );
     const spans: Span[] = trace.spans;
     const one = (name: string) => {
       const matching = spans.filter((s) => s.name === name);
@@ -187,12 +142,12 @@ describe.each(engines)('e2e on %s: a turn is one trace', (engine) => {
     expect((await json(['tasks', 'get', task.id])).usage).toEqual({ input_tokens: 12, output_tokens: 7 });
 
     // The same trace over OTLP, from the server's exporter.
-    await until('the trace at the OTLP receiver', async () => {
-      const names = new Set(receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.name));
-      return ['agentctl tasks send', 'POST /tasks/:task_id/events', 'outbox wait', 'deliver event/send', 'onEvent', 'model call'].every((n) => names.has(n))
-        ? true
-        : undefined;
-    });
+    await until(
+      'the trace at the OTLP receiver',
+      async () => new Set(receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.name)),
+      (names) =>
+        ['agentctl tasks send', 'POST /tasks/:task_id/events', 'outbox wait', 'deliver event/send', 'onEvent', 'model call'].every((n) => names.has(n)),
+    );
     const exported = receiver.spans.filter((s) => s.traceId === traceId);
     expect(exported.find((s) => s.name === 'model call')).toMatchObject({ parentSpanId: handler.span_id, service: 'default/traced-bot' });
     expect(exported.find((s) => s.name === 'POST /tasks/:task_id/events')).toMatchObject({ parentSpanId: cli.span_id, service: 'agentctl-server' });
@@ -215,26 +170,3 @@ describe.each(engines)('e2e on %s: a turn is one trace', (engine) => {
     expect(all.stdout).toMatch(/\tv1\t0\t/);
   });
 });
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** Agent processes started for this test's data directory (their cwd is under it). */
-function agentPids(root: string): number[] {
-  const pids: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readlinkSync(`/proc/${entry}/cwd`).startsWith(root) && Number(entry) !== process.pid) pids.push(Number(entry));
-    } catch {
-      /* gone, or not ours */
-    }
-  }
-  return pids;
-}

@@ -1,34 +1,24 @@
-import path from 'node:path';
-import { execa, type ResultPromise } from 'execa';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { mkdirSync } from 'node:fs';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { endpoints, MigrateTasksResponse } from '../../src/contract/endpoints.js';
 import { Task } from '../../src/contract/resources.js';
-import { gitRepo, tempDir } from '../cli/support.js';
+import { gitRepo } from '../cli/support.js';
 import { freePort } from '../support/ports.js';
-
-const BIN = path.resolve('bin/agentctl.js');
+import { useE2e } from '../support/e2e.js';
 
 // The built binary, as a user runs it, against `agentctl server start --detach` in a real process.
 describe('e2e: start a server, deploy two versions, migrate tasks', () => {
-  const scratch = tempDir('agentctl-e2e-');
-  const repoDir = path.join(scratch.dir, 'agent');
-  const env = {
-    AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'),
-    AGENTCTL_DATA_DIR: path.join(scratch.dir, 'data'),
-    AGENTCTL_POLL_INTERVAL_MS: '100',
-    CI: 'true',
-    // Nothing from the developer's own setup may leak in.
-    AGENTCTL_API_KEY: undefined,
-    AGENTCTL_BASE_URL: undefined,
-    AGENTCTL_PROFILE: undefined,
-    DATABASE_URL: undefined,
-  };
-  const agentctl = (...args: string[]) => execa(process.execPath, [BIN, ...args], { env, extendEnv: true, cwd: repoDir, reject: false });
-  const json = async (...args: string[]) => {
-    const result = await agentctl(...args, '--json');
-    if (result.exitCode !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.exitCode}: ${result.stderr}`);
-    return JSON.parse(result.stdout);
-  };
+  const e2e = useE2e('pglite', {
+    scratch: 'agentctl-e2e',
+    project: 'agent',
+    init: false,
+    async prepare() {
+      mkdirSync(e2e.projectDir, { recursive: true });
+      await gitRepo(e2e.projectDir, 'First version of the story agent');
+    },
+  });
+  const agentctl = (...args: string[]) => e2e.agentctl(args);
+  const json = (...args: string[]) => e2e.json(args);
   let baseUrl = '';
   let key = '';
   /** What the agent's container does once it is up. */
@@ -42,18 +32,8 @@ describe('e2e: start a server, deploy two versions, migrate tasks', () => {
   };
 
   beforeAll(async () => {
-    const { mkdirSync } = await import('node:fs');
-    mkdirSync(repoDir, { recursive: true });
-    await gitRepo(repoDir, 'First version of the story agent');
-    const started = await agentctl('server', 'start', '--detach', '--port', String(await freePort()), '--json');
-    expect(started.exitCode, started.stderr).toBe(0);
-    baseUrl = JSON.parse(started.stdout).url;
+    baseUrl = e2e.server.url;
     key = (await agentctl('config', 'get', 'api_key', '--reveal', '--profile', 'local')).stdout.trim();
-  });
-
-  afterAll(async () => {
-    await agentctl('server', 'stop');
-    scratch.remove();
   });
 
   test('server start saved the bootstrap key into the local profile, made it current, and status reports health', async () => {
@@ -66,20 +46,13 @@ describe('e2e: start a server, deploy two versions, migrate tasks', () => {
   });
 
   test('deploy two versions, run tasks on the first, migrate them to the latest', async () => {
-    const repo = {
-      commit: (m: string) =>
-        execa('git', ['commit', '-q', '--allow-empty', '-m', m], {
-          cwd: repoDir,
-          env: { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' },
-        }),
-    };
     const v1 = endpoints.deploy.response.parse(await json('deploy', '--agent', 'default/story', '--image', 'registry.local/story:1', '--detach'));
     await register(v1.version_id);
     const tasks = [];
     for (let i = 0; i < 3; i++) tasks.push(Task.parse(await json('tasks', 'create', '--agent', 'default/story')));
     expect(tasks.every((t) => t.current_version_id === v1.version_id)).toBe(true);
 
-    await repo.commit('Second version');
+    await e2e.git(['commit', '-q', '--allow-empty', '-m', 'Second version']);
     const v2 = endpoints.deploy.response.parse(await json('deploy', '--agent', 'default/story', '--image', 'registry.local/story:2', '--sticky', '--detach'));
     await register(v2.version_id);
 
@@ -105,16 +78,8 @@ describe('e2e: start a server, deploy two versions, migrate tasks', () => {
   });
 
   test('Ctrl-C (SIGINT) while a deploy waits exits 130', async () => {
-    await execa('git', ['commit', '-q', '--allow-empty', '-m', 'Third'], {
-      cwd: repoDir,
-      env: { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' },
-    });
-    const waiting: ResultPromise = execa(process.execPath, [BIN, 'deploy', '--agent', 'default/story', '--image', 'registry.local/story:3'], {
-      env,
-      extendEnv: true,
-      cwd: repoDir,
-      reject: false,
-    });
+    await e2e.git(['commit', '-q', '--allow-empty', '-m', 'Third']);
+    const waiting = agentctl('deploy', '--agent', 'default/story', '--image', 'registry.local/story:3');
     for (;;) {
       const res = await fetch(`${baseUrl}/agents/default/story/versions?status=DEPLOYING`, { headers: { authorization: `Bearer ${key}` } });
       if ((await res.json()).total === 1) break;

@@ -311,6 +311,21 @@ describe.each(engines)('ADK against the service (%s)', (engine) => {
     const copy = path.join(dataRoot, 'down');
     expect(await adk.filesystem.syncDown(task.filesystem_id, copy)).toMatchObject({ files_changed: 1, added: 1 });
     expect(readFileSync(path.join(copy, 'notes.md'), 'utf8')).toBe('# notes\n');
+    // The archive gone from the blob store: a NotFoundError that says so, not a ServerError.
+    const stored = await svc.store.db
+      .selectFrom('filesystems')
+      .select(['blob_key', 'archive_checksum'])
+      .where('id', '=', task.filesystem_id)
+      .executeTakeFirstOrThrow();
+    await svc.service.blobs.delete(stored.blob_key!);
+    const lost = await adk.filesystem.syncDown(task.filesystem_id, path.join(dataRoot, 'lost')).catch((error: unknown) => error);
+    expect(lost).toBeInstanceOf(NotFoundError);
+    expect(lost).toMatchObject({
+      status: 404,
+      code: 'archive_missing',
+      message: `The archive of filesystem ${task.filesystem_id} (checksum ${stored.archive_checksum}) is gone from the blob store, so its content cannot be read; push the content again with If-Match: * to replace it`,
+    });
+    expect(await adk.filesystem.syncUp(task.filesystem_id, local, { force: true })).toMatchObject({ checksum: stored.archive_checksum });
 
     const alpha = path.join(dataRoot, 'alpha');
     mkdirSync(alpha);

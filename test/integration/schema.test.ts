@@ -536,6 +536,7 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     shadow_of: 'text null',
     rehearsal_id: 'text null',
     migration_error: 'jsonb null',
+    history_from_sequence: 'integer',
   },
   trackers: {
     id: 'text',

@@ -30,6 +30,8 @@ const CONFLICT_HINTS: Record<ConflictCode, string> = {
   environment_exists: 'Pick another name, or change that environment with agentctl envs update.',
   filesystem_in_use: 'A task or version still uses the filesystem: it stays while they do.',
   group_exists: 'Group names are unique in the org: pick another (agentctl groups list shows them).',
+  history_pruned:
+    'The task keeps its state and file history back to its last migration and within AGENTCTL_HISTORY_RETENTION: start from the sequence named, or later (or from its creation).',
   idempotency_key_in_use: 'The same request is still running: retry when it has finished.',
   image_expired: 'That version’s image is past its retention; pick a newer version.',
   invalid_target: 'That version failed to deploy and cannot serve: pick another (agentctl versions list).',
@@ -66,6 +68,9 @@ const CONFLICT_HINTS: Record<ConflictCode, string> = {
   task_not_migratable: 'Only RUNNING or IDLE tasks move: leave out the ones that ended.',
   task_terminal: 'The task has ended (COMPLETED, FAILED, CANCELED, ...): it takes no more changes; create a new task instead.',
 };
+
+/** A filesystem whose stored archive is gone (404 `archive_missing`): only a push can bring it back. */
+export const ARCHIVE_MISSING_HINT = 'Its content is lost on the server: push a copy you have to replace it (agentctl fs push DIR --fs ID --force).';
 
 /** The hint of a conflict code (a code this CLI does not know yet gets the general one). */
 const conflictHint = (code: string) => (CONFLICT_HINTS as Record<string, string>)[code] ?? 'The resource’s current state does not allow this.';
@@ -143,6 +148,8 @@ export function toFailure(error: unknown, context: FailureContext = {}): Failure
       case 403:
         return { ...base, hint: 'This key may see the resource but not do this; an org admin can widen its scopes.', next: 'agentctl auth status' };
       case 404:
+        // The filesystem exists; its stored content does not: the usual "check the id" would mislead.
+        if (error.code === 'archive_missing') return { ...base, hint: ARCHIVE_MISSING_HINT };
         return { ...base, hint: 'Check the id or name: a key only sees what its scopes and groups reach.', next: context.notFoundNext };
       case 409:
       case 412:

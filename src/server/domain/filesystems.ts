@@ -29,7 +29,7 @@ import {
   namedVersion,
 } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
-import type { BlobStore } from '../blobs/index.js';
+import { BlobNotFound, type BlobStore } from '../blobs/index.js';
 import { inCallerOrg, namespaceBySlug, taskById } from './lookup.js';
 import { pageOffset } from './paging.js';
 
@@ -187,6 +187,22 @@ export type ArchiveDownload = { checksum: string; notModified: true } | { checks
  * The current archive, or `notModified` when `known` (the checksums the caller has, or `*`) names
  * it. A filesystem without content serves an empty archive.
  */
+/**
+ * A blob the row names, read from the store. A row can outlive its blob (deleted by hand, a store
+ * restored without it): that is the archive being gone, said as such, not a fault of the server.
+ */
+async function storedBlob(blobs: BlobStore, row: FsRow, key: string): Promise<Readable> {
+  try {
+    return await blobs.get(key);
+  } catch (error) {
+    if (!(error instanceof BlobNotFound)) throw error;
+    throw missing(
+      `The archive of filesystem ${row.id} (checksum ${currentChecksum(row)}) is gone from the blob store, so its content cannot be read; push the content again with If-Match: * to replace it`,
+      'archive_missing',
+    );
+  }
+}
+
 export async function downloadArchive(blobs: BlobStore, row: FsRow, known: readonly string[]): Promise<ArchiveDownload> {
   const checksum = currentChecksum(row);
   if (known.includes(checksum) || known.includes('*')) return { checksum, notModified: true };
@@ -194,7 +210,7 @@ export async function downloadArchive(blobs: BlobStore, row: FsRow, known: reado
     const body = emptyArchive();
     return { checksum, notModified: false, bytes: body.length, body };
   }
-  return { checksum, notModified: false, bytes: Number(row.archive_bytes), body: await blobs.get(row.blob_key) };
+  return { checksum, notModified: false, bytes: Number(row.archive_bytes), body: await storedBlob(blobs, row, row.blob_key) };
 }
 
 /**
@@ -357,7 +373,7 @@ const toManifestEntry = (e: ArchiveSummary['entries'][number]): ManifestEntry =>
 async function readManifest(blobs: BlobStore, row: FsRow): Promise<ManifestEntry[]> {
   if (!row.manifest_key) return [];
   const chunks: Buffer[] = [];
-  for await (const chunk of await blobs.get(row.manifest_key)) chunks.push(chunk as Buffer);
+  for await (const chunk of await storedBlob(blobs, row, row.manifest_key)) chunks.push(chunk as Buffer);
   return JSON.parse(Buffer.concat(chunks).toString('utf8')) as ManifestEntry[];
 }
 
@@ -370,7 +386,7 @@ export async function readFile(blobs: BlobStore, row: FsRow, filePath: string): 
   const entry = (await readManifest(blobs, row)).find((e) => e.path === filePath);
   if (entry?.type !== 'file') throw missing(`File ${filePath} was not found in filesystem ${row.id}`);
   const out = new PassThrough();
-  const source = await blobs.get(row.blob_key!);
+  const source = await storedBlob(blobs, row, row.blob_key!);
   const discard = () => new Writable({ write: (_c, _e, done) => done() });
   void readArchive(
     source,
@@ -403,7 +419,7 @@ export async function extractFilesystem(db: Executor, blobs: BlobStore, fsId: st
   if (!row.blob_key) return;
   const root = path.resolve(dir);
   await readArchive(
-    await blobs.get(row.blob_key),
+    await storedBlob(blobs, row, row.blob_key),
     { maxBytes: Number.MAX_SAFE_INTEGER, maxFiles: Number.MAX_SAFE_INTEGER },
     {
       async dir(e) {

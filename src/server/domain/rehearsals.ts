@@ -20,6 +20,7 @@ import { iso } from '../store/mappers.js';
 import { enqueueDelivery, REHEARSAL_PRIORITY } from '../store/outbox.js';
 import { appendToStream, createTracker, nextSequence, recordTaskChange, toEvent } from './conversation.js';
 import { ValidationFailure, conflict, invalid, named, namedVersion, notFound, type ValidationItem } from './errors.js';
+import { HISTORY_RETENTION_ENV } from './history.js';
 import { agentById, inCallerOrg, versionById } from './lookup.js';
 import { taskReport, type RehearsalRow, type RehearsalTaskRow } from './rehearsal-report.js';
 
@@ -82,6 +83,7 @@ export async function createRehearsal(db: Db, perms: Permissions, req: CreateReh
       ? `${namedVersion(target)} has no onEvent handler (its agent registered ${(handlers as string[]).join(', ') || 'no handlers'}): there is nothing to replay the events to`
       : null;
     for (const task of tasks) {
+      if (req.from_sequence != null) await checkHistoryKept(trx, task, req.from_sequence);
       const fromSequence = req.from_sequence ?? 0;
       const events = await trx
         .selectFrom('events')
@@ -166,6 +168,25 @@ async function pickTasks(
   if (tasks.length > REHEARSAL_MAX_TASKS)
     throw conflict('rehearsal_too_large', `More than ${REHEARSAL_MAX_TASKS} tasks would be rehearsed; pick some with sample (--sample N)`);
   return tasks;
+}
+
+/**
+ * A rehearsal from a sequence below the task's retained history (domain/history.ts) would start
+ * from a state and files that were pruned: refused, naming where it may start. FOR SHARE: a prune
+ * waits for this rehearsal's copy, or this rehearsal sees the prune's new first sequence.
+ */
+async function checkHistoryKept(trx: Trx, task: TaskPick, fromSequence: number): Promise<void> {
+  const { history_from_sequence: first } = await trx
+    .selectFrom('tasks')
+    .select('history_from_sequence')
+    .where('id', '=', task.id)
+    .forShare()
+    .executeTakeFirstOrThrow();
+  if (fromSequence < first)
+    throw conflict(
+      'history_pruned',
+      `Task ${named(task.name, task.id)} keeps the state and files a rehearsal starts from back to sequence ${first} (its last migration, and ${HISTORY_RETENTION_ENV}): rehearse from sequence ${first} or later, or from its creation`,
+    );
 }
 
 /**

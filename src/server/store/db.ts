@@ -240,6 +240,8 @@ export interface TasksTable {
   rehearsal_id: string | null;
   /** Why the task's last onMigrate failed (`{ message, from_version_id, to_version_id, at }`); null when it did not. */
   migration_error: Json | null;
+  /** Schema change 033: the first sequence a rehearsal may start from (history below it is pruned). */
+  history_from_sequence: Generated<number>;
 }
 export interface TaskSystemFoldersTable {
   task_id: string;

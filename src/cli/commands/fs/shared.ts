@@ -5,7 +5,8 @@ import { CliError } from '../../errors.js';
 import { ExitCode, exitCodeForStatus } from '../../exit-codes.js';
 import { record, table, type Column, type View } from '../../output/view.js';
 import { VERSION } from '../../version.js';
-import { agentctl } from '../../shell.js';
+import { agentctl, placeholder } from '../../shell.js';
+import { ARCHIVE_MISSING_HINT } from '../../output/failure.js';
 
 export const filesystemColumns: Column<Filesystem>[] = [
   { header: 'ID', value: (f) => f.id },
@@ -93,7 +94,13 @@ export async function runSync(
       });
     }
     if (error instanceof SyncHttpError) {
-      throw new CliError(typeof error.detail === 'string' ? error.detail : error.message, { exitCode: exitCodeForStatus(error.status), code: error.code });
+      throw new CliError(typeof error.detail === 'string' ? error.detail : error.message, {
+        exitCode: exitCodeForStatus(error.status),
+        code: error.code,
+        ...(error.code === 'archive_missing'
+          ? { hint: ARCHIVE_MISSING_HINT, next: agentctl('fs', 'push', placeholder('dir'), '--fs', what.fsId, '--force') }
+          : {}),
+      });
     }
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_SOCKET') {
