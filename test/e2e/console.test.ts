@@ -82,8 +82,7 @@ describe.skipIf(!existsSync(CHROMIUM)).each(engines)('the web console in chromiu
   }
   /** A screenshot for the README (asked for, one engine); a key's secret is masked even though the key dies with the test. */
   const shot = async (page: Page, name: string) => {
-    if (UPDATE_SCREENSHOTS && engine === 'pglite')
-      await page.screenshot({ path: path.join(SHOTS, `console-${name}.png`), mask: [page.locator('#secret')] });
+    if (UPDATE_SCREENSHOTS && engine === 'pglite') await page.screenshot({ path: path.join(SHOTS, `console-${name}.png`), mask: [page.locator('#secret')] });
   };
   /** A one-time sign-in link from `agentctl open`, at a resource. */
   const openLink = async (resource?: string) => (await json(['open', ...(resource ? [resource] : []), '--print'])).url as string;
