@@ -68,6 +68,7 @@ import {
   ResourceRequirements,
   Scope,
   State,
+  StateHistoryEntry,
   Task,
   Version,
   VersionEvent,
@@ -441,6 +442,16 @@ export const ListStatesQuery = z.object({
   order_direction: z.enum(['asc', 'desc']).default('asc'),
 });
 export type ListStatesQuery = z.output<typeof ListStatesQuery>;
+
+/** `GET /tasks/{id}/states/history`: newest first by default (the sequence it was written at). */
+export const ListStateHistoryQuery = z.object({ agent_id: z.string().optional(), ...PageQuery });
+export type ListStateHistoryQuery = z.output<typeof ListStateHistoryQuery>;
+export const StateHistory = z.object({
+  history: z.array(StateHistoryEntry),
+  total: z.number().int(),
+  /** The task's last migration (the history starts there), or null when it never moved. */
+  since_migration: z.object({ id: z.string(), created_at: Timestamp, to_version_id: z.string() }).nullable(),
+});
 
 /** `DELETE /states/{id}`: the record as it was, and a sentence. */
 export const DeletedState = State.extend({ message: z.string() });
@@ -1303,6 +1314,18 @@ export const endpoints = lazyTable({
       tag: 'states',
       query: ListStatesQuery,
       response: z.object({ states: z.array(State), total: z.number().int() }),
+    }),
+  listStateHistory: () =>
+    ep({
+      method: 'GET',
+      path: '/tasks/:task_id/states/history',
+      status: 200,
+      idempotent: true,
+      summary: 'The values a task’s states held before they were replaced, since the task’s last migration (newest first)',
+      tag: 'states',
+      params: id('task_id'),
+      query: ListStateHistoryQuery,
+      response: StateHistory,
     }),
   getState: () =>
     ep({

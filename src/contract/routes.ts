@@ -85,6 +85,7 @@ export const routes = {
   createState: { method: 'POST', path: '/states', status: 200, idempotencyKey: true },
   mergeOrCreateState: { method: 'POST', path: '/states/merge', status: 200, idempotencyKey: true },
   listStates: { method: 'GET', path: '/states', status: 200, idempotent: true },
+  listStateHistory: { method: 'GET', path: '/tasks/:task_id/states/history', status: 200, idempotent: true },
   getState: { method: 'GET', path: '/states/:state_id', status: 200, idempotent: true },
   replaceState: { method: 'PUT', path: '/states/:state_id', status: 200 },
   mergeState: { method: 'PATCH', path: '/states/:state_id', status: 200 },

@@ -266,6 +266,9 @@ export interface StateHistoryTable {
   agent_id: string;
   sequence_id: number;
   state: Json;
+  /** Schema change 027: when the value was written and by which version (null: kept before 027). */
+  written_at: Timestamptz | null;
+  written_by_version_id: string | null;
 }
 
 /** Schema change 026: a task's filesystem archive as it stood before it was replaced (no blob_key: no files then). */

@@ -18,6 +18,7 @@ import * as rehearsals from './017_rehearsals.js';
 import * as deliveryClaimOrder from './019_delivery_claim_order.js';
 import * as stateHistory from './025_state_history.js';
 import * as filesystemHistory from './026_filesystem_history.js';
+import * as stateHistoryWriters from './027_state_history_writers.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -46,4 +47,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '019_delivery_claim_order': deliveryClaimOrder,
   '025_state_history': stateHistory,
   '026_filesystem_history': filesystemHistory,
+  '027_state_history_writers': stateHistoryWriters,
 };
