@@ -373,12 +373,64 @@ function TaskState({ taskId }: { taskId: string }) {
                   )}
                 </p>
                 <pre class="json text">{JSON.stringify(s.state, null, 2)}</pre>
+                <StateHistory taskId={taskId} agentId={s.agent_id} written={s.version} />
               </div>
             ))
           )
         }
       </Pending>
     </section>
+  );
+}
+
+const HISTORY_PAGE = 20;
+
+/**
+ * The values a state held before it was replaced, since the task's last migration, newest first
+ * (GET /tasks/{id}/states/history): each with when it was written and by which version, a page at a time.
+ */
+/** `written`: the state's record version; a newer one (the state reloaded) reads the history again. */
+function StateHistory({ taskId, agentId, written }: { taskId: string; agentId: string; written: number }) {
+  const [pages, setPages] = useState(1);
+  const loaded = useLoad(async () => {
+    const found = await api.listStateHistory({ params: { task_id: taskId }, query: { agent_id: agentId, limit: HISTORY_PAGE * pages } });
+    const versions = await versionNumbers(found.history.flatMap((h) => (h.written_by_version_id ? [h.written_by_version_id] : [])));
+    return { ...found, versions };
+  }, [taskId, agentId, written, pages]);
+  return (
+    <details class="state-history">
+      <summary>Earlier values{loaded.data ? ` (${loaded.data.total})` : ''}</summary>
+      <Pending loaded={loaded}>
+        {({ history, total, since_migration, versions }) => (
+          <>
+            <p class="muted small">
+              {since_migration ? <>Since the task’s last migration, {when(since_migration.created_at)}. </> : null}
+              {total === 0 ? 'None: the state has not been replaced at a later turn yet.' : 'Newest first; one value per turn, the last written in it.'}
+            </p>
+            <ol class="history">
+              {history.map((h) => (
+                <li key={`${h.agent_id}-${h.sequence_id}`} data-sequence={h.sequence_id}>
+                  <p class="muted small">
+                    written {when(h.written_at)} at sequence {h.sequence_id} by{' '}
+                    {h.written_by_version_id ? (
+                      <Link href={`${BASE}/versions/${h.written_by_version_id}`}>{versions.get(h.written_by_version_id) ?? h.written_by_version_id}</Link>
+                    ) : (
+                      'a version not recorded'
+                    )}
+                  </p>
+                  <pre class="json text">{JSON.stringify(h.state, null, 2)}</pre>
+                </li>
+              ))}
+            </ol>
+            {history.length < total && (
+              <button type="button" class="small" onClick={() => setPages((n) => n + 1)}>
+                Show earlier values
+              </button>
+            )}
+          </>
+        )}
+      </Pending>
+    </details>
   );
 }
 

@@ -562,18 +562,46 @@ describe.skipIf(!existsSync(CHROMIUM)).each(engines)('the web console in chromiu
     expect(errors).toEqual([]);
   });
 
-  test('a task’s state as JSON per agent, with the version that wrote it', { timeout: 120_000 }, async () => {
+  test('a task’s state as JSON per agent, with the version that wrote it, and its earlier values', { timeout: 120_000 }, async () => {
     const task = await json(['tasks', 'create', '--agent', 'default/streamer', '--name', 'with-state']);
     const version = await json(['versions', 'get', task.current_version_id]);
-    const written = await agentctl(['states', 'put', '--task', task.id, '--agent', 'default/streamer', '--data', '{"step":2,"notes":["counted"]}']);
-    expect(written.exitCode, written.stderr).toBe(0);
+    const put = async (data: unknown) => {
+      const written = await agentctl(['states', 'put', '--task', task.id, '--agent', 'default/streamer', '--data', JSON.stringify(data)]);
+      expect(written.exitCode, written.stderr).toBe(0);
+    };
+    // Two values written at two turns (a message between them), then the current one.
+    await put({ step: 0 });
+    await admin().createMessage({ body: { task_id: task.id, content: 'turn one' } });
+    await put({ step: 1, notes: [] });
+    await admin().createMessage({ body: { task_id: task.id, content: 'turn two' } });
+    await put({ step: 2, notes: ['counted'] });
+    const history = await json(['states', 'history', task.id]);
+    expect(history.history.map((h: { state: unknown }) => h.state)).toEqual([{ step: 1, notes: [] }, { step: 0 }]);
 
     const { page, errors } = await signedIn(`/console/tasks/${task.id}`);
     const state = page.locator('.state');
     await state.waitFor();
-    expect(await state.locator('pre.json').textContent()).toBe(JSON.stringify({ step: 2, notes: ['counted'] }, null, 2));
+    expect(await state.locator('pre.json').first().textContent()).toBe(JSON.stringify({ step: 2, notes: ['counted'] }, null, 2));
     await state.getByText('default/streamer').waitFor();
-    await state.getByRole('link', { name: `v${version.number}`, exact: true }).click();
+    // Its earlier values, newest first, each with when and by which version.
+    await state.getByText('Earlier values (2)').click();
+    const earlier = state.locator('ol.history > li');
+    await earlier.first().waitFor();
+    expect(await earlier.locator('pre.json').allTextContents()).toEqual([
+      JSON.stringify({ step: 1, notes: [] }, null, 2),
+      JSON.stringify({ step: 0 }, null, 2),
+    ]);
+    for (const [i, h] of history.history.entries())
+      expect(await earlier.nth(i).locator('p').textContent()).toBe(
+        `written ${await page.evaluate((at: string) => new Date(at).toLocaleString(), h.written_at)} at sequence ${h.sequence_id} by v${version.number}`,
+      );
+    await state.scrollIntoViewIfNeeded();
+    await shot(page, 'task-state');
+    await state
+      .locator('p')
+      .first()
+      .getByRole('link', { name: `v${version.number}`, exact: true })
+      .click();
     await page.getByRole('heading', { name: new RegExp(`^Version v${version.number}`) }).waitFor();
     expect(new URL(page.url()).pathname).toBe(`/console/versions/${version.id}`);
     expect(errors).toEqual([]);
