@@ -404,7 +404,7 @@ function StateHistory({ taskId, agentId, written }: { taskId: string; agentId: s
         {({ history, total, since_migration, versions }) => (
           <>
             <p class="muted small">
-              {since_migration ? <>Since the task’s last migration, {when(since_migration.created_at)}. </> : null}
+              {since_migration ? <>Since the task’s last migration, {when(since_migration)}. </> : null}
               {total === 0 ? 'None: the state has not been replaced at a later turn yet.' : 'Newest first; one value per turn, the last written in it.'}
             </p>
             <ol class="history">

@@ -449,8 +449,11 @@ export type ListStateHistoryQuery = z.output<typeof ListStateHistoryQuery>;
 export const StateHistory = z.object({
   history: z.array(StateHistoryEntry),
   total: z.number().int(),
-  /** The task's last migration (the history starts there), or null when it never moved. */
-  since_migration: z.object({ id: z.string(), created_at: Timestamp, to_version_id: z.string() }).nullable(),
+  /**
+   * When the task last moved to another version (a migration, rollout step, undo, non-sticky deploy
+   * or rollback): the history starts there. Null when it has not moved.
+   */
+  since_migration: Timestamp.nullable(),
 });
 
 /** `DELETE /states/{id}`: the record as it was, and a sentence. */

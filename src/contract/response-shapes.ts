@@ -144,7 +144,7 @@ export const RESPONSE_SHAPES: ShapeTable = {
     "listRollouts": {"t":"object","props":{"rollouts":{"t":"array","of":{"t":"ref","name":"Rollout"}},"total":{"t":"number","int":true}}},
     "listSchedules": {"t":"object","props":{"schedules":{"t":"array","of":{"t":"ref","name":"Schedule"}},"total":{"t":"number","int":true}}},
     "listSecrets": {"t":"ref","name":"AgentSecretList"},
-    "listStateHistory": {"t":"object","props":{"history":{"t":"array","of":{"t":"ref","name":"StateHistoryEntry"}},"total":{"t":"number","int":true},"since_migration":{"t":"nullable","of":{"t":"object","props":{"id":{"t":"string"},"created_at":{"t":"string"},"to_version_id":{"t":"string"}}}}}},
+    "listStateHistory": {"t":"object","props":{"history":{"t":"array","of":{"t":"ref","name":"StateHistoryEntry"}},"total":{"t":"number","int":true},"since_migration":{"t":"nullable","of":{"t":"string"}}}},
     "listStates": {"t":"object","props":{"states":{"t":"array","of":{"t":"ref","name":"State"}},"total":{"t":"number","int":true}}},
     "listTasks": {"t":"object","props":{"tasks":{"t":"array","of":{"t":"ref","name":"Task"}},"total":{"t":"optional","of":{"t":"number","int":true}}}},
     "listTrackers": {"t":"object","props":{"trackers":{"t":"array","of":{"t":"ref","name":"Tracker"}},"total":{"t":"number","int":true}}},

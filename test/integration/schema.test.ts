@@ -538,6 +538,7 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     shadow_of: 'text null',
     rehearsal_id: 'text null',
     migration_error: 'jsonb null',
+    moved_at: 'timestamp with time zone null',
   },
   trackers: {
     id: 'text',

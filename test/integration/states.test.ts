@@ -416,12 +416,25 @@ describe.each(engines)('states (%s)', (engine) => {
       await nextSequence();
       await merge(s.id, { shape: 'v2', more: true });
       const res = await history();
+      // When it moved: the migration's record and the history's start are the same moment.
       const [migration] = (await svc.client().listMigrations({ query: {} })).migrations;
       expect(res.body).toEqual({
         history: [{ ...entry(upgraded, before), written_by_version_id: v2.version_id }],
         total: 1,
-        since_migration: { id: migration.id, created_at: migration.created_at, to_version_id: v2.version_id },
+        since_migration: migration.created_at,
       });
+    });
+
+    test('a deploy that moves the task (not sticky) starts the history again too', async () => {
+      const s = await createFor({ shape: 'v1' });
+      await nextSequence();
+      await merge(s.id, { shape: 'v1', more: true });
+      expect((await history()).body.total).toBe(1);
+      const v2 = await deployActive(svc);
+      expect((await svc.client().getTask({ params: { task_id: task.id } })).current_version_id).toBe(v2.version_id);
+      const res = await history();
+      expect(res.body).toMatchObject({ history: [], total: 0 });
+      expect(Date.parse(res.body.since_migration)).toBeGreaterThan(Date.parse((await stored(s.id)).updated_at));
     });
 
     test('a key sees the history of the agents it may read; a task it may not discover is a 404; bad paging is a 422', async () => {

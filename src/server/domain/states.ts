@@ -107,19 +107,6 @@ export async function listStates(db: Db, perms: Permissions, query: ListStatesQu
   return { states: rows.map(toState), total: count.n };
 }
 
-/** The task's last move between versions in the migration history (a migration, rollout step, revert or undo). */
-async function lastMigration(db: Db, task: { id: string; agent_id: string }) {
-  return db
-    .selectFrom('migrations')
-    .select(['id', 'created_at', 'to_version_id'])
-    .where('agent_id', '=', task.agent_id)
-    .where(sql<boolean>`moves @> ${JSON.stringify([[task.id]])}::jsonb`)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-}
-
 /**
  * `GET /tasks/{id}/states/history`: the values the task's states held before they were replaced,
  * written since its last migration (all of them when it never moved; a value whose time was not
@@ -130,10 +117,10 @@ export async function listStateHistory(
   perms: Permissions,
   taskId: string,
   query: ListStateHistoryQuery,
-): Promise<{ history: StateHistoryEntry[]; total: number; since_migration: { id: string; created_at: string; to_version_id: string } | null }> {
+): Promise<{ history: StateHistoryEntry[]; total: number; since_migration: string | null }> {
   const task = await taskById(db, perms, 'discover', taskId);
   if (query.agent_id !== undefined) await agentById(db, perms, 'read', query.agent_id);
-  const since = await lastMigration(db, task);
+  const since = task.moved_at;
   let q = db
     .selectFrom('state_history as h')
     .innerJoin('agents as a', 'a.id', 'h.agent_id')
@@ -141,7 +128,7 @@ export async function listStateHistory(
     .where('a.status', '=', 'ACTIVE')
     .where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'a.namespace_id', 'a.id'));
   if (query.agent_id !== undefined) q = q.where('h.agent_id', '=', query.agent_id);
-  if (since) q = q.where('h.written_at', '>=', since.created_at);
+  if (since) q = q.where('h.written_at', '>=', since);
   const [rows, count] = await Promise.all([
     q
       .select(['h.task_id', 'h.agent_id', 'h.sequence_id', 'h.state', 'h.written_at', 'h.written_by_version_id'])
@@ -162,7 +149,7 @@ export async function listStateHistory(
       written_by_version_id: r.written_by_version_id ?? null,
     })),
     total: count.n,
-    since_migration: since ? { id: since.id, created_at: iso(since.created_at)!, to_version_id: since.to_version_id } : null,
+    since_migration: iso(since),
   };
 }
 

@@ -240,6 +240,8 @@ export interface TasksTable {
   rehearsal_id: string | null;
   /** Why the task's last onMigrate failed (`{ message, from_version_id, to_version_id, at }`); null when it did not. */
   migration_error: Json | null;
+  /** Schema change 027: when the task last moved to another version (a trigger notes it); null: never. */
+  moved_at: Generated<Date | null>;
 }
 export interface TaskSystemFoldersTable {
   task_id: string;

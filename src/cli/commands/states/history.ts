@@ -18,7 +18,7 @@ export default defineCommand({
     const taskId = await resolveTaskId(client, task);
     const agentId = options.agent ? (options.agent.startsWith('agt_') ? options.agent : (await resolveAgent(client, options.agent)).id) : undefined;
     // The last migration, as the pages say (the history starts there).
-    const seen: { since: { id: string; created_at: string } | null } = { since: null };
+    const seen: { since: string | null } = { since: null };
     const { items, raw } = await listPaged(ctx, options, 'history', async (page_number, limit) => {
       const { data, raw } = await ctx.call('listStateHistory', { params: { task_id: taskId }, query: { agent_id: agentId, limit, page_number } });
       seen.since = data.since_migration;
@@ -29,7 +29,7 @@ export default defineCommand({
       items.map((h) => h.written_by_version_id),
     );
     const moved = seen.since;
-    if (moved) ctx.info(`Since the task’s last migration, ${moved.id} at ${moved.created_at}.`);
+    if (moved) ctx.info(`Since the task’s last migration, at ${moved}.`);
     return {
       json: raw,
       view: table(
