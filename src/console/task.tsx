@@ -177,8 +177,9 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
         box={{ role: 'log', 'aria-labelledby': 'conversation-title', 'aria-live': 'polite' }}
       />
       {canRun && !terminal && <SendEvent taskId={task.id} />}
+      {canRun && !terminal && <InterruptTurn taskId={task.id} />}
       {canRun && !terminal && <CancelTask taskId={task.id} />}
-      {!canRun && <p class="muted small">Your API key may read this task but not run it: sending events and cancelling are not offered.</p>}
+      {!canRun && <p class="muted small">Your API key may read this task but not run it: sending events, interrupting and cancelling are not offered.</p>}
       <TaskState taskId={task.id} />
       <TaskFiles filesystemId={task.filesystem_id} />
       <TaskTraces taskId={task.id} />
@@ -303,6 +304,35 @@ function SendEvent({ taskId }: { taskId: string }) {
         {busy ? 'Sending…' : 'Send'}
       </button>
     </form>
+  );
+}
+
+/** Stops the turn the agent is running (its handler's signal fires); the task stays open for the next event. */
+function InterruptTurn({ taskId }: { taskId: string }) {
+  const [result, setResult] = useState<string>();
+  const [error, setError] = useState<unknown>();
+  return (
+    <div class="interrupt">
+      {error !== undefined && <ErrorBox error={error} />}
+      <button
+        type="button"
+        onClick={async () => {
+          setError(undefined);
+          try {
+            setResult((await api.interruptTask({ params: { task_id: taskId } })).detail);
+          } catch (e) {
+            setError(e);
+          }
+        }}
+      >
+        Interrupt the turn
+      </button>{' '}
+      {result && (
+        <span class="muted small" role="status">
+          {result}
+        </span>
+      )}
+    </div>
   );
 }
 

@@ -214,6 +214,9 @@ describe.skipIf(!existsSync(CHROMIUM)).each(engines)('the web console in chromiu
     // Each record once: one event, one answer.
     expect(await page.locator('.conversation [data-kind="event"]').count()).toBe(1);
     expect(await page.locator('.conversation [data-kind="text"]').count()).toBe(1);
+    // The turn is over: an interrupt finds nothing to stop, and says so.
+    await page.getByRole('button', { name: 'Interrupt the turn' }).click();
+    await page.getByText(`Nothing to interrupt: no turn of task console-demo (${task.id}) is running`).waitFor();
     await page.evaluate(() => window.scrollTo(0, 0));
     await shot(page, 'task');
 
@@ -628,6 +631,60 @@ describe.skipIf(!existsSync(CHROMIUM)).each(engines)('the web console in chromiu
     await page.getByText(`Rolled back main: v${newest.number} → v${previous.number}`, { exact: false }).waitFor();
     expect((await json(['branches', 'get', newest.branch_id])).current_version.id).toBe(previous.id);
     await page.locator('tr', { hasText: `v${previous.number} current` }).waitFor();
+    expect(errors).toEqual([]);
+  });
+
+  test('a read-only key: no rollback, rollout, undo, secrets or keys offered; what it may read still shows', { timeout: 300_000 }, async () => {
+    const agent = await json(['agents', 'get', 'default/streamer']);
+    const task = await json(['tasks', 'create', '--agent', 'default/streamer', '--name', 'read-only-view']);
+    await ask(task.id, 'read only please');
+    await json(['states', 'put', '--task', task.id, '--agent', 'default/streamer', '--data', '{"seen":1}']);
+    const versions = (await json(['versions', 'list', '--agent', 'default/streamer'])).versions;
+    // The spec's Read-Only preset: agent viewer (read, and run tasks as the role table grants), no write, not an org admin.
+    const made = await admin().createKey({ body: { name: 'read-only', scopes: [{ resource_type: 'agent', resource_id: agent.id, role: 'viewer' }] } });
+    const { page } = await browser();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(`${baseUrl}/console/`);
+    await page.getByLabel('API key').fill(made.secret);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    expect(await page.getByRole('link', { name: 'API keys' }).count()).toBe(0);
+
+    // The agent: its branches and versions, no rollback plan, no secrets form.
+    await page.goto(`${baseUrl}/console/agents/${agent.id}`);
+    await page
+      .getByRole('link', { name: `v${versions[0].number}` })
+      .first()
+      .waitFor();
+    expect(await page.getByRole('button', { name: 'Plan the rollback…' }).count()).toBe(0);
+    expect(await page.getByLabel('Secret name').count()).toBe(0);
+    // A version: no rehearsal or rollout started from it.
+    await page.goto(`${baseUrl}/console/versions/${versions.at(-1).id}`);
+    await page.getByRole('heading', { name: new RegExp(`^Version v${versions.at(-1).number}`) }).waitFor();
+    expect(await page.getByRole('button', { name: /^Rehearse on / }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Start the rollout' }).count()).toBe(0);
+    // The migration history: read, never undone from here.
+    await page.getByRole('link', { name: 'Migrations', exact: true }).click();
+    await page.getByRole('heading', { name: 'Migration history' }).waitFor();
+    // (The rollout scenario above left migrations here; a run of this scenario alone has none.)
+    await page.locator('tbody tr, .empty').first().waitFor();
+    expect(await page.getByRole('button', { name: 'Undo…' }).count()).toBe(0);
+    // Keys: the view refuses, and offers no creation.
+    await page.goto(`${baseUrl}/console/keys`);
+    await page.getByText('Only org admins manage API keys; yours is not one.').waitFor();
+    expect(await page.getByRole('link', { name: 'Create a key' }).count()).toBe(0);
+
+    // The task: its conversation, state and earlier values read as for anyone.
+    await page.goto(`${baseUrl}/console/tasks/${task.id}`);
+    await page.locator('.conversation [data-kind="text"][data-streaming="DONE"]', { hasText: 'You asked: "read only please"' }).waitFor();
+    expect(await page.locator('.state pre.json').first().textContent()).toBe(JSON.stringify({ seen: 1 }, null, 2));
+    await page.getByText('Earlier values (0)').waitFor();
+    // An agent viewer may run tasks (README "Access control", the spec's role table): sending,
+    // interrupting and cancelling are offered to it because the server accepts them from it.
+    await page.getByLabel('Send an event').waitFor();
+    await page.getByRole('button', { name: 'Interrupt the turn' }).waitFor();
+    await page.getByRole('button', { name: 'Cancel task…' }).waitFor();
     expect(errors).toEqual([]);
   });
 
