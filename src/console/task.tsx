@@ -3,6 +3,7 @@
 // event, cancelling, and its state. Everything an agent wrote is rendered as text, never as markup.
 import { useEffect, useReducer, useRef, useState } from 'preact/hooks';
 import type { Content, Message, MessageContent, MessageDelta } from '../contract/conversation.js';
+import type { ConversationPage } from '../contract/endpoints.js';
 import { STREAMED_FIELDS } from '../contract/enums.js';
 import { isTerminalTask } from '../contract/lifecycle.js';
 import type { Task } from '../contract/resources.js';
@@ -23,6 +24,35 @@ class Conversation {
   private messages = new Map<string, Extract<Item, { kind: 'message' }>>();
   lastStatus: string | null | undefined;
   task?: Task;
+  /** Items before the first one here, not loaded yet (read a page at a time, from the end). */
+  earlier = 0;
+  /** The sequence_id of the first item here: the next page ends before it. */
+  oldest = Number.POSITIVE_INFINITY;
+
+  /** A page of the conversation (GET /tasks/{id}/conversation), put before what is here. */
+  prepend(page: ConversationPage): void {
+    const items: Item[] = [];
+    for (const record of page.items) {
+      if (record.kind === 'event')
+        items.push({ kind: 'event', key: record.data.id, seq: record.sequence_id, content: record.data.content, at: record.data.created_at });
+      else if (record.kind === 'message') {
+        if (this.messages.has(record.data.id)) continue;
+        const item = { kind: 'message' as const, key: record.data.id, seq: record.sequence_id, message: record.data };
+        this.messages.set(record.data.id, item);
+        items.push(item);
+      } else
+        items.push({
+          kind: 'status',
+          key: `status-${record.sequence_id}`,
+          seq: record.sequence_id,
+          status: record.data.status ?? '',
+          reason: record.data.status_reason,
+        });
+    }
+    this.items = [...items, ...this.items];
+    if (page.items.length) this.oldest = page.items[0]!.sequence_id;
+    this.earlier = page.has_more ? page.total - this.items.length : 0;
+  }
 
   apply(record: import('../contract/conversation.js').StreamRecord): void {
     switch (record.kind) {
@@ -33,6 +63,8 @@ class Conversation {
       case 'message_update': {
         const known = this.messages.get(record.data.id);
         if (known) known.message = record.data;
+        // A change to a message in a page not loaded yet: that page, when read, has it as it is now.
+        else if (record.data.sequence_id < this.oldest) return;
         else {
           const item = { kind: 'message' as const, key: record.data.id, seq: record.sequence_id, message: record.data };
           this.messages.set(record.data.id, item);
@@ -75,6 +107,10 @@ class Conversation {
   }
 }
 
+/** The conversation opens at its end: one page (shown at once), earlier ones as the reader scrolls up. */
+const FIRST_PAGE = 100;
+const EARLIER_PAGE = 500;
+
 export function TaskPage({ taskId }: { taskId: string }) {
   const loaded = useLoad(async () => {
     const task = await api.getTask({ params: { task_id: taskId }, query: { relationships: ['agents'] } });
@@ -107,7 +143,13 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
     };
     (async () => {
       try {
+        // The end of the conversation first (one page), then the stream from where that page was read.
+        const page = await api.getConversationPage({ params: { task_id: initial.id }, query: { limit: FIRST_PAGE } }, { signal: controller.signal });
+        model.current.prepend(page);
+        model.current.lastStatus = page.status;
+        redraw(0);
         for await (const record of api.streamTask(initial.id, {
+          afterSequenceId: page.last_sequence_id,
           signal: controller.signal,
           maxReconnects: Number.POSITIVE_INFINITY,
           onRetry: () => setLink('reconnecting'),
@@ -130,6 +172,24 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
       cancelAnimationFrame(frame);
     };
   }, [initial.id]);
+
+  const loading = useRef(false);
+  /** The page before the first item shown, when the reader nears the top. */
+  const loadEarlier = async () => {
+    const conversation = model.current;
+    if (loading.current || conversation.earlier === 0) return;
+    loading.current = true;
+    try {
+      conversation.prepend(
+        await api.getConversationPage({ params: { task_id: initial.id }, query: { before_sequence_id: conversation.oldest, limit: EARLIER_PAGE } }),
+      );
+      redraw(0);
+    } catch (error) {
+      setStreamError(error);
+    } finally {
+      loading.current = false;
+    }
+  };
 
   const items = model.current.items;
   const terminal = isTerminalTask(task.status);
@@ -165,7 +225,7 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
       </p>
       {streamError !== undefined && <ErrorBox error={streamError} />}
       <h2 id="conversation-title">
-        Conversation <span class="muted small">{items.length} items</span>
+        Conversation <span class="muted small">{items.length + model.current.earlier} items</span>
       </h2>
       <VirtualList
         items={items}
@@ -175,7 +235,13 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
         listClass="conversation"
         empty={link !== 'connecting' ? 'Nothing yet.' : undefined}
         box={{ role: 'log', 'aria-labelledby': 'conversation-title', 'aria-live': 'polite' }}
+        onNearTop={loadEarlier}
       />
+      {model.current.earlier > 0 && (
+        <button type="button" class="small" onClick={loadEarlier}>
+          Load earlier items ({model.current.earlier} more)
+        </button>
+      )}
       {canRun && !terminal && <SendEvent taskId={task.id} />}
       {canRun && !terminal && <InterruptTurn taskId={task.id} />}
       {canRun && !terminal && <CancelTask taskId={task.id} />}

@@ -99,6 +99,7 @@ export const RESPONSE_SHAPES: ShapeTable = {
     "getAgent": {"t":"ref","name":"Agent"},
     "getAgentByName": {"t":"ref","name":"Agent"},
     "getBranch": {"t":"ref","name":"Branch"},
+    "getConversationPage": {"t":"object","props":{"items":{"t":"array","of":{"t":"union","of":[{"t":"object","props":{"kind":{"t":"literal","values":["event"]},"sequence_id":{"t":"number","int":true},"data":{"t":"ref","name":"Event"}}},{"t":"object","props":{"kind":{"t":"literal","values":["message"]},"sequence_id":{"t":"number","int":true},"data":{"t":"ref","name":"Message"}}},{"t":"object","props":{"kind":{"t":"literal","values":["task"]},"sequence_id":{"t":"number","int":true},"data":{"t":"ref","name":"Task"}}}]}},"has_more":{"t":"boolean"},"total":{"t":"number","int":true},"last_sequence_id":{"t":"number","int":true},"status":{"t":"nullable","of":{"t":"enum","values":["IDLE","CANCELED","COMPLETED","FAILED","RUNNING","TERMINATED","TIMED_OUT","DELETED"]}}}},
     "getEnvironment": {"t":"ref","name":"Environment"},
     "getEvent": {"t":"ref","name":"Event"},
     "getFilesystem": {"t":"ref","name":"Filesystem"},

@@ -66,6 +66,7 @@ export const routes = {
   createRehearsal: { method: 'POST', path: '/rehearsals', status: 201, idempotencyKey: true },
   getRehearsal: { method: 'GET', path: '/rehearsals/:rehearsal_id', status: 200, idempotent: true },
   streamTask: { method: 'GET', path: '/tasks/:task_id/stream', status: 200, sse: true, idempotent: true },
+  getConversationPage: { method: 'GET', path: '/tasks/:task_id/conversation', status: 200, idempotent: true },
   createEvent: { method: 'POST', path: '/tasks/:task_id/events', status: 201, idempotencyKey: true },
   listEvents: { method: 'GET', path: '/events', status: 200, idempotent: true },
   getEvent: { method: 'GET', path: '/events/:event_id', status: 200, idempotent: true },
