@@ -64,7 +64,7 @@ class Conversation {
         const known = this.messages.get(record.data.id);
         if (known) known.message = record.data;
         // A change to a message in a page not loaded yet: that page, when read, has it as it is now.
-        else if (record.data.sequence_id < this.oldest) return;
+        else if (record.kind === 'message_update' && this.earlier > 0 && record.data.sequence_id < this.oldest) return;
         else {
           const item = { kind: 'message' as const, key: record.data.id, seq: record.sequence_id, message: record.data };
           this.messages.set(record.data.id, item);
@@ -153,7 +153,8 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
           signal: controller.signal,
           maxReconnects: Number.POSITIVE_INFINITY,
           onRetry: () => setLink('reconnecting'),
-          onReconnected: () => setLink('live'),
+          // Open is live: a stream resumed at the end may carry no record for a while.
+          onOpen: () => setLink('live'),
         })) {
           setLink('live');
           model.current.apply(record);
