@@ -157,6 +157,10 @@ _agentctl() {
         --task) COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); return ;;
         --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
       esac ;;
+    'states history')
+      case "$prev" in
+        --agent|-a) COMPREPLY=($(compgen -W "$(_agentctl_dynamic agents)" -- "$cur")); return ;;
+      esac ;;
     'keys create')
       case "$prev" in
         --preset) COMPREPLY=($(compgen -W 'deploy read-only agent-runner custom' -- "$cur")); return ;;
@@ -204,7 +208,7 @@ _agentctl() {
     envs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create update delete resolve' -- "$cur")); return; fi ;;
     secrets) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list set delete' -- "$cur")); return; fi ;;
     tasks) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create delete cancel events interrupt messages migrate replay send trace watch' -- "$cur")); return; fi ;;
-    states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get put delete' -- "$cur")); return; fi ;;
+    states) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get put delete history' -- "$cur")); return; fi ;;
     keys) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create revoke rotate' -- "$cur")); return; fi ;;
     groups) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list create add-member remove-member' -- "$cur")); return; fi ;;
     fs) if [[ -z "$verb" ]]; then COMPREPLY=($(compgen -W 'list get create files pull push' -- "$cur")); return; fi ;;
@@ -269,6 +273,7 @@ _agentctl() {
     'states get') COMPREPLY=($(compgen -W "--task --agent -a $globals" -- "$cur")) ;;
     'states put') COMPREPLY=($(compgen -W "--task --agent -a --data --file --merge --if-match $globals" -- "$cur")) ;;
     'states delete') COMPREPLY=($(compgen -W "--task --agent -a --if-match $globals" -- "$cur")) ;;
+    'states history') if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "--agent -a --limit --page --all $globals" -- "$cur")); else COMPREPLY=($(compgen -W "$(_agentctl_dynamic tasks)" -- "$cur")); fi ;;
     'keys list') COMPREPLY=($(compgen -W "--include-revoked $globals" -- "$cur")) ;;
     'keys get') COMPREPLY=($(compgen -W " $globals" -- "$cur")) ;;
     'keys create') COMPREPLY=($(compgen -W "--preset --scope --group --name --description --expires $globals" -- "$cur")) ;;

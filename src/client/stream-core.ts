@@ -22,6 +22,8 @@ export interface StreamTaskOptions {
   onRetry?: (failure: string, attempt: number, delayMs: number) => void;
   /** Told when the stream answers again after failed attempts. */
   onReconnected?: () => void;
+  /** Told each time the stream answers (the first connection and every reconnection), before any record. */
+  onOpen?: () => void;
 }
 
 /** An open event stream: its status and headers, and its body as it arrives. */
@@ -78,6 +80,7 @@ export async function* streamTask(ctx: StreamContext, taskId: string, options: S
         failure = `HTTP ${response.status}`;
       } else {
         if (failures > 0) options.onReconnected?.();
+        options.onOpen?.();
         for await (const record of parseSse(response.body)) {
           if (record.sequence_id <= lastId) continue;
           lastId = record.sequence_id;

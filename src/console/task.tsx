@@ -3,6 +3,7 @@
 // event, cancelling, and its state. Everything an agent wrote is rendered as text, never as markup.
 import { useEffect, useReducer, useRef, useState } from 'preact/hooks';
 import type { Content, Message, MessageContent, MessageDelta } from '../contract/conversation.js';
+import type { ConversationPage } from '../contract/endpoints.js';
 import { STREAMED_FIELDS } from '../contract/enums.js';
 import { isTerminalTask } from '../contract/lifecycle.js';
 import type { Task } from '../contract/resources.js';
@@ -23,6 +24,35 @@ class Conversation {
   private messages = new Map<string, Extract<Item, { kind: 'message' }>>();
   lastStatus: string | null | undefined;
   task?: Task;
+  /** Items before the first one here, not loaded yet (read a page at a time, from the end). */
+  earlier = 0;
+  /** The sequence_id of the first item here: the next page ends before it. */
+  oldest = Number.POSITIVE_INFINITY;
+
+  /** A page of the conversation (GET /tasks/{id}/conversation), put before what is here. */
+  prepend(page: ConversationPage): void {
+    const items: Item[] = [];
+    for (const record of page.items) {
+      if (record.kind === 'event')
+        items.push({ kind: 'event', key: record.data.id, seq: record.sequence_id, content: record.data.content, at: record.data.created_at });
+      else if (record.kind === 'message') {
+        if (this.messages.has(record.data.id)) continue;
+        const item = { kind: 'message' as const, key: record.data.id, seq: record.sequence_id, message: record.data };
+        this.messages.set(record.data.id, item);
+        items.push(item);
+      } else
+        items.push({
+          kind: 'status',
+          key: `status-${record.sequence_id}`,
+          seq: record.sequence_id,
+          status: record.data.status ?? '',
+          reason: record.data.status_reason,
+        });
+    }
+    this.items = [...items, ...this.items];
+    if (page.items.length) this.oldest = page.items[0]!.sequence_id;
+    this.earlier = page.has_more ? page.total - this.items.length : 0;
+  }
 
   apply(record: import('../contract/conversation.js').StreamRecord): void {
     switch (record.kind) {
@@ -33,6 +63,8 @@ class Conversation {
       case 'message_update': {
         const known = this.messages.get(record.data.id);
         if (known) known.message = record.data;
+        // A change to a message in a page not loaded yet: that page, when read, has it as it is now.
+        else if (record.kind === 'message_update' && this.earlier > 0 && record.data.sequence_id < this.oldest) return;
         else {
           const item = { kind: 'message' as const, key: record.data.id, seq: record.sequence_id, message: record.data };
           this.messages.set(record.data.id, item);
@@ -75,6 +107,10 @@ class Conversation {
   }
 }
 
+/** The conversation opens at its end: one page (shown at once), earlier ones as the reader scrolls up. */
+const FIRST_PAGE = 100;
+const EARLIER_PAGE = 500;
+
 export function TaskPage({ taskId }: { taskId: string }) {
   const loaded = useLoad(async () => {
     const task = await api.getTask({ params: { task_id: taskId }, query: { relationships: ['agents'] } });
@@ -107,11 +143,18 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
     };
     (async () => {
       try {
+        // The end of the conversation first (one page), then the stream from where that page was read.
+        const page = await api.getConversationPage({ params: { task_id: initial.id }, query: { limit: FIRST_PAGE } }, { signal: controller.signal });
+        model.current.prepend(page);
+        model.current.lastStatus = page.status;
+        redraw(0);
         for await (const record of api.streamTask(initial.id, {
+          afterSequenceId: page.last_sequence_id,
           signal: controller.signal,
           maxReconnects: Number.POSITIVE_INFINITY,
           onRetry: () => setLink('reconnecting'),
-          onReconnected: () => setLink('live'),
+          // Open is live: a stream resumed at the end may carry no record for a while.
+          onOpen: () => setLink('live'),
         })) {
           setLink('live');
           model.current.apply(record);
@@ -130,6 +173,24 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
       cancelAnimationFrame(frame);
     };
   }, [initial.id]);
+
+  const loading = useRef(false);
+  /** The page before the first item shown, when the reader nears the top. */
+  const loadEarlier = async () => {
+    const conversation = model.current;
+    if (loading.current || conversation.earlier === 0) return;
+    loading.current = true;
+    try {
+      conversation.prepend(
+        await api.getConversationPage({ params: { task_id: initial.id }, query: { before_sequence_id: conversation.oldest, limit: EARLIER_PAGE } }),
+      );
+      redraw(0);
+    } catch (error) {
+      setStreamError(error);
+    } finally {
+      loading.current = false;
+    }
+  };
 
   const items = model.current.items;
   const terminal = isTerminalTask(task.status);
@@ -165,7 +226,7 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
       </p>
       {streamError !== undefined && <ErrorBox error={streamError} />}
       <h2 id="conversation-title">
-        Conversation <span class="muted small">{items.length} items</span>
+        Conversation <span class="muted small">{items.length + model.current.earlier} items</span>
       </h2>
       <VirtualList
         items={items}
@@ -175,10 +236,17 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
         listClass="conversation"
         empty={link !== 'connecting' ? 'Nothing yet.' : undefined}
         box={{ role: 'log', 'aria-labelledby': 'conversation-title', 'aria-live': 'polite' }}
+        onNearTop={loadEarlier}
       />
+      {model.current.earlier > 0 && (
+        <button type="button" class="small" onClick={loadEarlier}>
+          Load earlier items ({model.current.earlier} more)
+        </button>
+      )}
       {canRun && !terminal && <SendEvent taskId={task.id} />}
+      {canRun && !terminal && <InterruptTurn taskId={task.id} />}
       {canRun && !terminal && <CancelTask taskId={task.id} />}
-      {!canRun && <p class="muted small">Your API key may read this task but not run it: sending events and cancelling are not offered.</p>}
+      {!canRun && <p class="muted small">Your API key may read this task but not run it: sending events, interrupting and cancelling are not offered.</p>}
       <TaskState taskId={task.id} />
       <TaskFiles filesystemId={task.filesystem_id} />
       <TaskTraces taskId={task.id} />
@@ -306,6 +374,35 @@ function SendEvent({ taskId }: { taskId: string }) {
   );
 }
 
+/** Stops the turn the agent is running (its handler's signal fires); the task stays open for the next event. */
+function InterruptTurn({ taskId }: { taskId: string }) {
+  const [result, setResult] = useState<string>();
+  const [error, setError] = useState<unknown>();
+  return (
+    <div class="interrupt">
+      {error !== undefined && <ErrorBox error={error} />}
+      <button
+        type="button"
+        onClick={async () => {
+          setError(undefined);
+          try {
+            setResult((await api.interruptTask({ params: { task_id: taskId } })).detail);
+          } catch (e) {
+            setError(e);
+          }
+        }}
+      >
+        Interrupt the turn
+      </button>{' '}
+      {result && (
+        <span class="muted small" role="status">
+          {result}
+        </span>
+      )}
+    </div>
+  );
+}
+
 function CancelTask({ taskId }: { taskId: string }) {
   const [asking, setAsking] = useState(false);
   const [error, setError] = useState<unknown>();
@@ -373,12 +470,64 @@ function TaskState({ taskId }: { taskId: string }) {
                   )}
                 </p>
                 <pre class="json text">{JSON.stringify(s.state, null, 2)}</pre>
+                <StateHistory taskId={taskId} agentId={s.agent_id} written={s.version} />
               </div>
             ))
           )
         }
       </Pending>
     </section>
+  );
+}
+
+const HISTORY_PAGE = 20;
+
+/**
+ * The values a state held before it was replaced, since the task's last migration, newest first
+ * (GET /tasks/{id}/states/history): each with when it was written and by which version, a page at a time.
+ */
+/** `written`: the state's record version; a newer one (the state reloaded) reads the history again. */
+function StateHistory({ taskId, agentId, written }: { taskId: string; agentId: string; written: number }) {
+  const [pages, setPages] = useState(1);
+  const loaded = useLoad(async () => {
+    const found = await api.listStateHistory({ params: { task_id: taskId }, query: { agent_id: agentId, limit: HISTORY_PAGE * pages } });
+    const versions = await versionNumbers(found.history.flatMap((h) => (h.written_by_version_id ? [h.written_by_version_id] : [])));
+    return { ...found, versions };
+  }, [taskId, agentId, written, pages]);
+  return (
+    <details class="state-history">
+      <summary>Earlier values{loaded.data ? ` (${loaded.data.total})` : ''}</summary>
+      <Pending loaded={loaded}>
+        {({ history, total, since_migration, versions }) => (
+          <>
+            <p class="muted small">
+              {since_migration ? <>Since the task’s last migration, {when(since_migration)}. </> : null}
+              {total === 0 ? 'None: the state has not been replaced at a later turn yet.' : 'Newest first; one value per turn, the last written in it.'}
+            </p>
+            <ol class="history">
+              {history.map((h) => (
+                <li key={`${h.agent_id}-${h.sequence_id}`} data-sequence={h.sequence_id}>
+                  <p class="muted small">
+                    written {when(h.written_at)} at sequence {h.sequence_id} by{' '}
+                    {h.written_by_version_id ? (
+                      <Link href={`${BASE}/versions/${h.written_by_version_id}`}>{versions.get(h.written_by_version_id) ?? h.written_by_version_id}</Link>
+                    ) : (
+                      'a version not recorded'
+                    )}
+                  </p>
+                  <pre class="json text">{JSON.stringify(h.state, null, 2)}</pre>
+                </li>
+              ))}
+            </ol>
+            {history.length < total && (
+              <button type="button" class="small" onClick={() => setPages((n) => n + 1)}>
+                Show earlier values
+              </button>
+            )}
+          </>
+        )}
+      </Pending>
+    </details>
   );
 }
 

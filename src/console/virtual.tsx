@@ -17,6 +17,8 @@ export function VirtualList<T>(props: {
   empty?: ComponentChildren;
   /** Attributes of the scrolling box (role, labels). */
   box?: Record<string, string>;
+  /** Told when the view comes near the first row (to load earlier rows; prepended rows keep the view where it was). */
+  onNearTop?: () => void;
 }) {
   const estimate = props.estimate ?? 64;
   const box = useRef<HTMLDivElement>(null);
@@ -28,6 +30,7 @@ export function VirtualList<T>(props: {
   const atBottom = useRef(true);
   const lastTop = useRef(0);
   const frame = useRef(0);
+  const firstKey = useRef<string | undefined>(undefined);
 
   if (!observer.current && typeof ResizeObserver !== 'undefined')
     observer.current = new ResizeObserver((entries) => {
@@ -62,13 +65,27 @@ export function VirtualList<T>(props: {
   };
   // Estimates may make the list shorter than where the view was: never a window past the end.
   const top = Math.max(0, Math.min(view.top, total - view.height));
-  const first = Math.max(0, find(top - OVERSCAN_PX));
-  const last = Math.min(n, find(top + view.height + OVERSCAN_PX) + 1);
+  // Rows put before the first one: the view moves down by their height, so it shows what it showed.
+  let shift = 0;
+  const headKey = n > 0 ? props.keyOf(props.items[0]!) : undefined;
+  if (firstKey.current !== undefined && headKey !== firstKey.current) {
+    const at = props.items.findIndex((item) => props.keyOf(item) === firstKey.current);
+    if (at > 0) shift = starts[at]!;
+  }
+  const first = Math.max(0, find(top + shift - OVERSCAN_PX));
+  const last = Math.min(n, find(top + shift + view.height + OVERSCAN_PX) + 1);
 
   // After each render: keep following the end when the view was there.
   useLayoutEffect(() => {
     const el = box.current;
     if (!el) return;
+    firstKey.current = headKey;
+    if (shift > 0) {
+      el.scrollTop += shift;
+      lastTop.current = el.scrollTop;
+      setView({ top: el.scrollTop, height: el.clientHeight });
+      return;
+    }
     // Rows just rendered are measured now, before the view moves (the observer would tell only
     // after, by when a move could have taken them out of the window again).
     let measured = false;
@@ -100,6 +117,7 @@ export function VirtualList<T>(props: {
       atBottom.current = atEnd || (atBottom.current && el.scrollTop >= lastTop.current - 1);
       lastTop.current = el.scrollTop;
       setView({ top: el.scrollTop, height: el.clientHeight });
+      if (el.scrollTop < OVERSCAN_PX * 2) props.onNearTop?.();
     });
   };
 

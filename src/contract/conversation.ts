@@ -290,3 +290,12 @@ export type StreamRecord =
   | { kind: 'task'; sequence_id: number; data: Task }
   | { kind: 'tracker'; sequence_id: number; data: Tracker };
 export const StreamQuery = z.object({ ...afterSequence });
+
+/**
+ * `GET /tasks/{id}/conversation`: the conversation read backwards a page at a time, for a reader
+ * that shows the end first (the console): the newest `limit` items before `before_sequence_id`.
+ */
+export const ConversationPageQuery = z.object({
+  before_sequence_id: QueryInt(1).optional(),
+  limit: QueryInt(MESSAGE_LIST_LIMIT.min, MESSAGE_LIST_LIMIT.max).default(MESSAGE_LIST_LIMIT.default),
+});

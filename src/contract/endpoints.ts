@@ -30,6 +30,7 @@ import {
 import { REPORTED_VERSION_STATUSES, SETTABLE_TASK_STATUSES } from './lifecycle.js';
 import { parseVersionRef, VERSION_REF_FORMS } from './version-ref.js';
 import {
+  ConversationPageQuery,
   CreateEventRequest,
   CreateMessageRequest,
   Delivery,
@@ -68,6 +69,7 @@ import {
   ResourceRequirements,
   Scope,
   State,
+  StateHistoryEntry,
   Task,
   Version,
   VersionEvent,
@@ -441,6 +443,41 @@ export const ListStatesQuery = z.object({
   order_direction: z.enum(['asc', 'desc']).default('asc'),
 });
 export type ListStatesQuery = z.output<typeof ListStatesQuery>;
+
+/**
+ * A page of a task's conversation, oldest first: its events, its messages as they are now (streamed
+ * text included) and the task's status changes (a `task` record whose status differs from the one
+ * before it), each at its sequence_id. `last_sequence_id` is where the task's stream stood when
+ * the page was read: resume the stream after it (`after_sequence_id` or `Last-Event-ID`) to miss
+ * nothing; `status` is the task's status then. `total` counts every such item up to it.
+ */
+export const ConversationPage = z.object({
+  items: z.array(
+    z.union([
+      z.object({ kind: z.literal('event'), sequence_id: z.number().int(), data: Event }),
+      z.object({ kind: z.literal('message'), sequence_id: z.number().int(), data: Message }),
+      z.object({ kind: z.literal('task'), sequence_id: z.number().int(), data: Task }),
+    ]),
+  ),
+  has_more: z.boolean(),
+  total: z.number().int(),
+  last_sequence_id: z.number().int(),
+  status: TaskStatus.nullable(),
+});
+export type ConversationPage = z.infer<typeof ConversationPage>;
+
+/** `GET /tasks/{id}/states/history`: newest first by default (the sequence it was written at). */
+export const ListStateHistoryQuery = z.object({ agent_id: z.string().optional(), ...PageQuery });
+export type ListStateHistoryQuery = z.output<typeof ListStateHistoryQuery>;
+export const StateHistory = z.object({
+  history: z.array(StateHistoryEntry),
+  total: z.number().int(),
+  /**
+   * When the task last moved to another version (a migration, rollout step, undo, non-sticky deploy
+   * or rollback): the history starts there. Null when it has not moved.
+   */
+  since_migration: Timestamp.nullable(),
+});
 
 /** `DELETE /states/{id}`: the record as it was, and a sentence. */
 export const DeletedState = State.extend({ message: z.string() });
@@ -1084,6 +1121,18 @@ export const endpoints = lazyTable({
       query: StreamQuery,
       response: z.string(),
     }),
+  getConversationPage: () =>
+    ep({
+      method: 'GET',
+      path: '/tasks/:task_id/conversation',
+      status: 200,
+      idempotent: true,
+      summary: 'A page of the task’s conversation read from its end: events, messages as they are now, status changes; then stream after last_sequence_id',
+      tag: 'conversation',
+      params: id('task_id'),
+      query: ConversationPageQuery,
+      response: ConversationPage,
+    }),
   createEvent: () =>
     ep({
       method: 'POST',
@@ -1303,6 +1352,18 @@ export const endpoints = lazyTable({
       tag: 'states',
       query: ListStatesQuery,
       response: z.object({ states: z.array(State), total: z.number().int() }),
+    }),
+  listStateHistory: () =>
+    ep({
+      method: 'GET',
+      path: '/tasks/:task_id/states/history',
+      status: 200,
+      idempotent: true,
+      summary: 'The values a task’s states held before they were replaced, since the task’s last migration (newest first)',
+      tag: 'states',
+      params: id('task_id'),
+      query: ListStateHistoryQuery,
+      response: StateHistory,
     }),
   getState: () =>
     ep({

@@ -174,6 +174,22 @@ export const State = z
   .meta({ id: 'State' });
 export type State = z.infer<typeof State>;
 
+/** A value a (task, agent) state held before it was replaced (`GET /tasks/{id}/states/history`). */
+export const StateHistoryEntry = z
+  .object({
+    task_id: z.string(),
+    agent_id: z.string(),
+    /** The task's last sequence number when this value was written; one entry per sequence at which the state was written. */
+    sequence_id: z.number().int(),
+    state: JsonObject,
+    /** When the value was written (null: kept before this was recorded). */
+    written_at: Timestamp.nullable(),
+    /** The version the task ran on when the value was written (null: not recorded). */
+    written_by_version_id: z.string().nullable(),
+  })
+  .meta({ id: 'StateHistoryEntry' });
+export type StateHistoryEntry = z.infer<typeof StateHistoryEntry>;
+
 export const Environment = z
   .object({
     id: z.string(),

@@ -342,4 +342,39 @@ describe.each(engines)('agentctl deploy, rollback, tasks and states (%s)', (engi
     expect(parse('deleteState', deleted.stdout).id).toBe(state.id);
     expect((await runCli(['states', 'get', state.id], { env })).code).toBe(3);
   });
+
+  test('states history: the values the state held before, newest first, with the version that wrote each', async () => {
+    const { agent_id: agentId, version_id: versionId } = await deployActive(svc, { agent: 'default/bot' });
+    const task = (await svc.api('POST', '/tasks', { body: { agent_name: 'default/bot', name: 'remembers' } })).body.id;
+    // Nothing replaced yet: no rows (a pipe gets no "empty" sentence).
+    expect(await runCli(['states', 'history', 'remembers'], { env })).toMatchObject({ code: 0, stdout: '' });
+    for (const step of [1, 2, 3]) {
+      await runCli(['states', 'put', '--task', task, '--agent', 'default/bot', '--data', JSON.stringify({ step })], { env });
+      // A message moves the task's sequence on: the next write keeps this value in the history.
+      await svc.api('POST', '/messages', { body: { task_id: task, content: `turn ${step}` } });
+    }
+    const listed = await runCli(['states', 'history', 'remembers', '--json'], { env });
+    expect(listed.code).toBe(0);
+    const history = parse('listStateHistory', listed.stdout);
+    expect(history).toMatchObject({ total: 2, since_migration: null });
+    expect(
+      history.history.map((h: { state: unknown; agent_id: string; written_by_version_id: string }) => [h.state, h.agent_id, h.written_by_version_id]),
+    ).toEqual([
+      [{ step: 2 }, agentId, versionId],
+      [{ step: 1 }, agentId, versionId],
+    ]);
+    const table = await runCli(['states', 'history', task, '--agent', 'default/bot'], { env });
+    expect(
+      table.stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.split('\t').filter((_, i) => i !== 2)),
+    ).toEqual([
+      [String(history.history[0].sequence_id), agentId, 'v1', '{"step":2}'],
+      [String(history.history[1].sequence_id), agentId, 'v1', '{"step":1}'],
+    ]);
+    const missing = await runCli(['states', 'history', 'task_nope'], { env });
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain('Task task_nope was not found');
+  });
 });

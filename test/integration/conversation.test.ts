@@ -415,4 +415,38 @@ describe.each(engines)('conversation (%s)', (engine) => {
       expectError(await svc.api('GET', '/tracker?agent_id=agt_x'), 404, 'not_found', 'Agent agt_x was not found');
     });
   });
+
+  describe('GET /tasks/{id}/conversation (read from its end)', () => {
+    const page = async (query: string, key?: string) => svc.api('GET', `/tasks/${task.id}/conversation${query}`, { key });
+    const summary = (items: { kind: string; data: { id: string; status?: string } }[]) =>
+      items.map((i) => (i.kind === 'task' ? `status ${i.data.status}` : `${i.kind} ${i.data.id}`));
+
+    test('pages backwards to the start: events, messages as they are now, status changes; the stream resumes after it', async () => {
+      const first = await sendEvent('one');
+      const answer = await sendMessage({ content: { type: 'text', text: 'Thinking' }, streaming_status: 'IN_PROGRESS' });
+      await svc.client().appendMessageDelta({ params: { message_id: answer.id }, body: { delta: ' aloud' } });
+      await svc.client().updateTask({ params: { task_id: task.id }, body: { status: 'IDLE' } });
+      const second = await sendEvent('two');
+      const last = await svc.api('GET', `/tasks/${task.id}/conversation?limit=2`);
+      expect(last.status).toBe(200);
+      expect(summary(last.body.items)).toEqual(['status IDLE', `event ${second.id}`]);
+      expect(last.body).toMatchObject({ has_more: true, total: 4, status: 'IDLE', last_sequence_id: second.sequence_id });
+      const earlier = (await page(`?before_sequence_id=${last.body.items[0].sequence_id}`)).body;
+      expect(summary(earlier.items)).toEqual([`event ${first.id}`, `message ${answer.id}`]);
+      expect(earlier.items[1].data.content).toEqual({ type: 'text', text: 'Thinking aloud' });
+      expect(earlier).toMatchObject({ has_more: false, total: 4 });
+      // The stream after last_sequence_id carries only what came after the page was read.
+      const later = await sendMessage({ content: 'three' });
+      const read = await stream(task.id, { after: last.body.last_sequence_id, stopAfter: 1 });
+      expect(read.frames.map((f) => [f.event, f.data.id])).toEqual([['message', later.id]]);
+    });
+
+    test('a key that may not run the task gets a 404; bad paging is a 422', async () => {
+      const nothing = await scopedKey(svc, []);
+      expectError(await page('', nothing), 404, 'not_found', `Task ${task.id} was not found`);
+      expectError(await svc.api('GET', '/tasks/task_nope/conversation'), 404, 'not_found', 'Task task_nope was not found');
+      expectInvalid(await page('?limit=0'), ['query', 'limit']);
+      expectInvalid(await page('?before_sequence_id=0'), ['query', 'before_sequence_id']);
+    });
+  });
 });

@@ -492,6 +492,8 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     agent_id: 'text',
     sequence_id: 'integer',
     state: 'jsonb',
+    written_at: 'timestamp with time zone null',
+    written_by_version_id: 'text null',
   },
   task_stream: { task_id: 'text', sequence_id: 'integer', kind: 'text', record: 'jsonb', created_at: 'timestamp with time zone' },
   task_system_folders: { task_id: 'text', type: 'text', filesystem_id: 'text' },
@@ -537,6 +539,7 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     rehearsal_id: 'text null',
     migration_error: 'jsonb null',
     history_from_sequence: 'integer',
+    moved_at: 'timestamp with time zone null',
   },
   trackers: {
     id: 'text',

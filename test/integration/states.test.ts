@@ -376,4 +376,83 @@ describe.each(engines)('states (%s)', (engine) => {
       expectError(await svc.api('GET', `/states?agent_id=${agent.agent_id}`, { key: nothing }), 404, 'not_found');
     });
   });
+
+  describe('GET /tasks/{id}/states/history', () => {
+    const history = (query = '', key?: string) => svc.api('GET', `/tasks/${task.id}/states/history${query}`, { key });
+    /** Moves the task's sequence on (a message), so the next write keeps the value it replaces. */
+    const nextSequence = () => svc.client().createMessage({ body: { task_id: task.id, content: 'a turn' } });
+    const entry = (s: State, sequence_id: number) => ({
+      task_id: task.id,
+      agent_id: agent.agent_id,
+      sequence_id,
+      state: s.state,
+      written_at: s.updated_at,
+      written_by_version_id: agent.version_id,
+    });
+
+    test('each value replaced at a later sequence, newest first, with when and by which version; the last of a sequence only', async () => {
+      const first = await createFor({ step: 1 });
+      const { sequence_id: one } = await nextSequence();
+      await merge(first.id, { step: 2 });
+      const third = (await merge(first.id, { step: 3 })).body as State;
+      const { sequence_id: two } = await nextSequence();
+      await merge(first.id, { step: 4 });
+      const res = await history();
+      expect(res.status).toBe(200);
+      // Step 2 was replaced at its own sequence (by step 3): only the last value of a sequence is kept.
+      // The first value was written at the sequence just before the message's (the task's creation).
+      expect(res.body).toEqual({ history: [entry(third, one), entry(first, one - 1)], total: 2, since_migration: null });
+      expect((await history('?order_direction=asc&limit=1&page_number=2')).body.history).toEqual([entry(third, one)]);
+      expect(two).toBeGreaterThan(one);
+    });
+
+    test('starts at the task’s last migration: values written before it are left out', async () => {
+      const s = await createFor({ shape: 'v1' });
+      const { sequence_id: before } = await nextSequence();
+      const v2 = await deployActive(svc, { are_tasks_sticky: true });
+      await svc.client().migrateTasks({ body: { task_ids: [task.id], to_version_id: v2.version_id } });
+      // The v1 value is replaced after the move: it was written before it, so it is not shown.
+      const upgraded = (await merge(s.id, { shape: 'v2' })).body as State;
+      await nextSequence();
+      await merge(s.id, { shape: 'v2', more: true });
+      const res = await history();
+      // When it moved: the migration's record and the history's start are the same moment.
+      const [migration] = (await svc.client().listMigrations({ query: {} })).migrations;
+      expect(res.body).toEqual({
+        history: [{ ...entry(upgraded, before), written_by_version_id: v2.version_id }],
+        total: 1,
+        since_migration: migration.created_at,
+      });
+    });
+
+    test('a deploy that moves the task (not sticky) starts the history again too', async () => {
+      const s = await createFor({ shape: 'v1' });
+      await nextSequence();
+      await merge(s.id, { shape: 'v1', more: true });
+      expect((await history()).body.total).toBe(1);
+      const v2 = await deployActive(svc);
+      expect((await svc.client().getTask({ params: { task_id: task.id } })).current_version_id).toBe(v2.version_id);
+      const res = await history();
+      expect(res.body).toMatchObject({ history: [], total: 0 });
+      expect(Date.parse(res.body.since_migration)).toBeGreaterThan(Date.parse((await stored(s.id)).updated_at));
+    });
+
+    test('a key sees the history of the agents it may read; a task it may not discover is a 404; bad paging is a 422', async () => {
+      const helper = await deployActive(svc, { agent: 'helper-bot' });
+      const mine = await createFor({ a: 1 });
+      const theirs = await createFor({ b: 1 }, helper.agent_id);
+      await nextSequence();
+      await merge(mine.id, { a: 2 });
+      await merge(theirs.id, { b: 2 });
+      expect((await history()).body.total).toBe(2);
+      expect((await history(`?agent_id=${helper.agent_id}`)).body.history.map((h: { state: unknown }) => h.state)).toEqual([{ b: 1 }]);
+      const viewer = await scopedKey(svc, [{ resource_type: 'agent', resource_id: agent.agent_id, role: 'viewer' }]);
+      expect((await svc.client(viewer).listStateHistory({ params: { task_id: task.id }, query: {} })).history.map((h) => h.state)).toEqual([{ a: 1 }]);
+      const nothing = await scopedKey(svc, []);
+      expectError(await history('', nothing), 404, 'not_found', `Task ${task.id} was not found`);
+      expectError(await svc.api('GET', '/tasks/task_nope/states/history'), 404, 'not_found', 'Task task_nope was not found');
+      expectInvalid(await history('?limit=0'), ['query', 'limit']);
+      expectError(await history('?agent_id=agt_nope'), 404, 'not_found', 'Agent agt_nope was not found');
+    });
+  });
 });

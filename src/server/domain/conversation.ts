@@ -627,6 +627,60 @@ export async function readStream(db: Db, taskId: string, afterSequenceId: number
   return rows.map((r) => ({ kind: r.kind, sequence_id: Number(r.sequence_id), data: r.record }) as StreamRecord);
 }
 
+type PageItem =
+  | { kind: 'event'; sequence_id: number; data: Event }
+  | { kind: 'message'; sequence_id: number; data: Message }
+  | { kind: 'task'; sequence_id: number; data: Task };
+
+/**
+ * `GET /tasks/{id}/conversation`: the newest `limit` items before `before_sequence_id`, oldest first
+ * (ConversationPage in the contract). Everything is bounded by the task's sequence when read, so a
+ * stream resumed after it misses nothing; a message may show text streamed since, which the stream's
+ * deltas then repeat at their offsets (a reader skips what it has).
+ */
+export async function readConversationPage(
+  db: Db,
+  perms: Permissions,
+  taskId: string,
+  q: { before_sequence_id?: number; limit: number },
+): Promise<{ items: PageItem[]; has_more: boolean; total: number; last_sequence_id: number; status: NonNullable<Task['status']> | null }> {
+  const task = await taskById(db, perms, 'run', taskId);
+  const last = Number(task.last_sequence_id);
+  const before = Math.min(q.before_sequence_id ?? last + 1, last + 1);
+  const take = q.limit + 1;
+  // A status change: a task record whose status differs from the task record before it.
+  const changes = sql<{ sequence_id: number; record: Task; changed: boolean }>`
+    SELECT sequence_id, record, prev IS NOT NULL AND prev IS DISTINCT FROM record->>'status' AS changed FROM (
+      SELECT sequence_id, record, lag(record->>'status') OVER (ORDER BY sequence_id) AS prev
+      FROM task_stream WHERE task_id = ${taskId} AND kind = 'task' AND sequence_id <= ${last}
+    ) t ORDER BY sequence_id`;
+  const [events, messages, tasks, counts] = await Promise.all([
+    db.selectFrom('events').selectAll().where('task_id', '=', taskId).where('sequence_id', '<', before).orderBy('sequence_id', 'desc').limit(take).execute(),
+    db.selectFrom('messages').selectAll().where('task_id', '=', taskId).where('sequence_id', '<', before).orderBy('sequence_id', 'desc').limit(take).execute(),
+    changes.execute(db),
+    sql<{ n: number }>`
+      SELECT (SELECT count(*) FROM events WHERE task_id = ${taskId} AND sequence_id <= ${last})
+           + (SELECT count(*) FROM messages WHERE task_id = ${taskId} AND sequence_id <= ${last}) AS n`.execute(db),
+  ]);
+  const statusChanges = tasks.rows.filter((r) => r.changed);
+  const merged: PageItem[] = [
+    ...events.map((r) => ({ kind: 'event' as const, sequence_id: Number(r.sequence_id), data: toEvent(r) })),
+    ...messages.map((r) => ({ kind: 'message' as const, sequence_id: Number(r.sequence_id), data: toMessage(r) })),
+    ...statusChanges.filter((r) => Number(r.sequence_id) < before).map((r) => ({ kind: 'task' as const, sequence_id: Number(r.sequence_id), data: r.record })),
+  ]
+    .sort((a, b) => b.sequence_id - a.sequence_id)
+    .slice(0, take);
+  const page = merged.slice(0, q.limit).reverse();
+  const lastTask = tasks.rows.at(-1)?.record;
+  return {
+    items: page,
+    has_more: merged.length > q.limit,
+    total: Number(counts.rows[0]?.n ?? 0) + statusChanges.length,
+    last_sequence_id: last,
+    status: lastTask?.status ?? null,
+  };
+}
+
 /** Where a stream starts: access (`run`), and whether the task has already ended at a sequence number. */
 export async function openStream(db: Db, perms: Permissions, taskId: string): Promise<{ lastSequenceId: number; terminal: boolean }> {
   const task = await taskById(db, perms, 'run', taskId);

@@ -1,17 +1,17 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { State } from '../../contract/resources.js';
+import type { State, StateHistoryEntry } from '../../contract/resources.js';
 import type { Db, StatesTable } from '../store/db.js';
 import type { Selectable } from 'kysely';
 import type { Permission, Permissions, Visibility } from '../auth/policy.js';
 import { ValidationFailure, conflict, invalid, notFound, stale, tooLarge, named } from './errors.js';
 import { newId } from '../store/ids.js';
-import { toState } from '../store/mappers.js';
+import { iso, toState } from '../store/mappers.js';
 import { isUniqueViolation, statusLit } from '../store/sql.js';
 import { LIVE_AGENT_STATUS } from '../../contract/lifecycle.js';
 import { inCallerOrg, agentById, taskById } from './lookup.js';
 import { pageOffset } from './paging.js';
 import { visibleRows } from './visibility.js';
-import type { ListStatesQuery } from '../../contract/endpoints.js';
+import type { ListStateHistoryQuery, ListStatesQuery } from '../../contract/endpoints.js';
 
 /** README "HTTP conventions": a state object is at most 256 KiB, measured as PostgreSQL stores its JSON text. */
 export const STATE_MAX_BYTES = 256 * 1024;
@@ -105,6 +105,52 @@ export async function listStates(db: Db, perms: Permissions, query: ListStatesQu
     q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
   ]);
   return { states: rows.map(toState), total: count.n };
+}
+
+/**
+ * `GET /tasks/{id}/states/history`: the values the task's states held before they were replaced,
+ * written since its last migration (all of them when it never moved; a value whose time was not
+ * recorded only then), of the agents the key may read; newest first by default, paged.
+ */
+export async function listStateHistory(
+  db: Db,
+  perms: Permissions,
+  taskId: string,
+  query: ListStateHistoryQuery,
+): Promise<{ history: StateHistoryEntry[]; total: number; since_migration: string | null }> {
+  const task = await taskById(db, perms, 'discover', taskId);
+  if (query.agent_id !== undefined) await agentById(db, perms, 'read', query.agent_id);
+  const since = task.moved_at;
+  let q = db
+    .selectFrom('state_history as h')
+    .innerJoin('agents as a', 'a.id', 'h.agent_id')
+    .where('h.task_id', '=', taskId)
+    .where('a.status', '=', 'ACTIVE')
+    .where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'a.namespace_id', 'a.id'));
+  if (query.agent_id !== undefined) q = q.where('h.agent_id', '=', query.agent_id);
+  if (since) q = q.where('h.written_at', '>=', since);
+  const [rows, count] = await Promise.all([
+    q
+      .select(['h.task_id', 'h.agent_id', 'h.sequence_id', 'h.state', 'h.written_at', 'h.written_by_version_id'])
+      .orderBy('h.sequence_id', query.order_direction)
+      .orderBy('h.agent_id', query.order_direction)
+      .limit(query.limit)
+      .offset(pageOffset(query))
+      .execute(),
+    q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return {
+    history: rows.map((r) => ({
+      task_id: r.task_id,
+      agent_id: r.agent_id,
+      sequence_id: Number(r.sequence_id),
+      state: r.state as Record<string, unknown>,
+      written_at: iso(r.written_at),
+      written_by_version_id: r.written_by_version_id ?? null,
+    })),
+    total: count.n,
+    since_migration: iso(since),
+  };
 }
 
 export async function getState(db: Db, perms: Permissions, stateId: string): Promise<State> {

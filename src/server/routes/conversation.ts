@@ -15,6 +15,7 @@ import {
   getTracker,
   listEvents,
   listMessages,
+  readConversationPage,
   listTrackers,
   reportHandlerError,
   updateMessage,
@@ -76,6 +77,7 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
   host.handle('updateMessage', async ({ params, body }, call) => updateMessage(db, await call.access(), params.message_id, body));
   host.handle('appendMessageDelta', async ({ params, body }, call) => appendMessageDelta(db, await call.access(), params.message_id, body.delta));
   host.handle('listMessages', async ({ query }, call) => listMessages(db, await call.access(), query));
+  host.handle('getConversationPage', async ({ params, query }, call) => readConversationPage(db, await call.access(), params.task_id, query));
   host.handle('getMessage', async ({ params }, call) => getMessage(db, await call.access(), params.message_id));
   host.handle('listTrackers', async ({ query }, call) => listTrackers(db, await call.access(), query));
   host.handle('getTracker', async ({ params }, call) => getTracker(db, await call.access(), params.tracker_id));

@@ -2,7 +2,17 @@ import type { FastifyReply } from 'fastify';
 import type { State } from '../../contract/resources.js';
 import type { RouteHost, ServiceContext } from '../route-host.js';
 import { entityTag, entityTags } from '../errors.js';
-import { createState, deleteState, getState, listStates, mergeOrCreateState, mergeState, replaceState, type ExpectedVersions } from '../domain/states.js';
+import {
+  createState,
+  deleteState,
+  getState,
+  listStateHistory,
+  listStates,
+  mergeOrCreateState,
+  mergeState,
+  replaceState,
+  type ExpectedVersions,
+} from '../domain/states.js';
 
 /** Every single-state response carries its version as the ETag. */
 const withEtag = (reply: FastifyReply, state: State): State => {
@@ -26,6 +36,7 @@ export function registerStateRoutes(host: RouteHost, service: ServiceContext): v
   const ifMatch = (headers: Record<string, string | string[] | undefined>) => expectedVersions(headers['if-match']);
   host.handle('createState', async ({ body }, call) => withEtag(call.reply, await createState(db, await call.access(), body)));
   host.handle('listStates', async ({ query }, call) => listStates(db, await call.access(), query));
+  host.handle('listStateHistory', async ({ params, query }, call) => listStateHistory(db, await call.access(), params.task_id, query));
   host.handle('getState', async ({ params }, call) => withEtag(call.reply, await getState(db, await call.access(), params.state_id)));
   host.handle('replaceState', async ({ params, body }, call) =>
     withEtag(call.reply, await replaceState(db, await call.access(), params.state_id, body, ifMatch(call.request.headers))),

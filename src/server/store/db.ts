@@ -242,6 +242,8 @@ export interface TasksTable {
   migration_error: Json | null;
   /** Schema change 033: the first sequence a rehearsal may start from (history below it is pruned). */
   history_from_sequence: Generated<number>;
+  /** Schema change 027: when the task last moved to another version (a trigger notes it); null: never. */
+  moved_at: Generated<Date | null>;
 }
 export interface TaskSystemFoldersTable {
   task_id: string;
@@ -268,6 +270,9 @@ export interface StateHistoryTable {
   agent_id: string;
   sequence_id: number;
   state: Json;
+  /** Schema change 027: when the value was written and by which version (null: kept before 027). */
+  written_at: Timestamptz | null;
+  written_by_version_id: string | null;
 }
 
 /** Schema change 026: a task's filesystem archive as it stood before it was replaced (no blob_key: no files then). */

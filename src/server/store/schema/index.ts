@@ -18,6 +18,7 @@ import * as rehearsals from './017_rehearsals.js';
 import * as deliveryClaimOrder from './019_delivery_claim_order.js';
 import * as stateHistory from './025_state_history.js';
 import * as filesystemHistory from './026_filesystem_history.js';
+import * as stateHistoryWriters from './027_state_history_writers.js';
 import * as deliveryMigrateSource from './032_delivery_migrate_source.js';
 import * as historyRetention from './033_history_retention.js';
 
@@ -48,6 +49,7 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '019_delivery_claim_order': deliveryClaimOrder,
   '025_state_history': stateHistory,
   '026_filesystem_history': filesystemHistory,
+  '027_state_history_writers': stateHistoryWriters,
   '032_delivery_migrate_source': deliveryMigrateSource,
   '033_history_retention': historyRetention,
 };
