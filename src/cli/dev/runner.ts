@@ -63,6 +63,14 @@ interface Entry {
 }
 
 const TAIL_LINES = 20;
+/** Reports of an answer (each with the client's own retries), 2 s apart once backed off: over a minute, a pull claim's length. */
+const ANSWER_ATTEMPTS = 20;
+
+/** A server that is away (unreachable, restarting: 5xx) may take the report later; a 4xx will not. */
+const retriable = (error: unknown) => {
+  const status = (error as { status?: number }).status;
+  return typeof status !== 'number' || status >= 500 || status === 429;
+};
 /** Readiness is polled this often (a loopback GET): a restart in well under a second is the point of dev. */
 const READY_POLL_MS = 5;
 /**
@@ -194,12 +202,21 @@ export class AgentRunner {
       return;
     }
     this.entries.delete(id);
-    try {
-      await this.options.answer(entry.delivery, answer);
-    } catch (error) {
-      // The server will send it again (its claim runs out, or the stream reconnects); the agent
-      // answers a repeat without running it again.
-      this.options.note('error', `could not report delivery ${id} answered: ${(error as Error).message}`);
+    // Reported until the server takes it: one stopped and started again mid-report still holds the
+    // delivery under this claim (nothing released it), and would otherwise wait for the claim to run
+    // out (a minute) before sending it again, the task's next deliveries behind it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.options.answer(entry.delivery, answer);
+        return;
+      } catch (error) {
+        if (this.stopped || !retriable(error) || attempt >= ANSWER_ATTEMPTS) {
+          // The server sends it again once the claim runs out; the agent answers a repeat without running it again.
+          this.options.note('error', `could not report delivery ${id} answered: ${(error as Error).message}`);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** (attempt - 1), 2_000)));
+      }
     }
   }
 
