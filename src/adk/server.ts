@@ -365,7 +365,19 @@ export class AgentServer {
       .catch(() => {})
       .then(async () => {
         clearInterval(renew);
-        return this.adk.completeDelivery(deliveryId, (await this.spansToReport(taken)).spans, taken.turn?.traceparent());
+        const { spans } = await this.spansToReport(taken);
+        // A server away for longer than the client's retries (stopped and started again) still holds
+        // the delivery leased to this process: reported once it is back, not when the lease runs out.
+        const until = Date.now() + leaseMs;
+        for (let attempt = 1; ; attempt++) {
+          try {
+            return await this.adk.completeDelivery(deliveryId, spans, taken.turn?.traceparent());
+          } catch (error) {
+            const transient = error instanceof UnreachableError || (error instanceof AdkError && error.status >= 500);
+            if (!transient || Date.now() >= until) throw error;
+            await new Promise((resolve) => setTimeout(resolve, Math.min(500 * 2 ** (attempt - 1), 2_000)));
+          }
+        }
       })
       .catch((error) => log(`could not report delivery ${deliveryId} finished: ${(error as Error).message}`))
       .finally(() => {

@@ -6,12 +6,17 @@
  * The agent's stdout and stderr are pipes the server reads: once it is gone a write fails (EPIPE),
  * which would crash the agent in the middle of that grace, its running handlers unfinished; the
  * lines have nowhere to go, so the failure is ignored.
+ * It also turns on Node's compile cache (NODE_COMPILE_CACHE, else the system's temporary directory;
+ * NODE_DISABLE_COMPILE_CACHE turns it off): an agent started again (a save under `agentctl dev`, a
+ * replica's restart) skips compiling the ADK and undici it compiled last time.
  */
 export const LIFELINE_FD = 3;
 export const LIFELINE_GRACE_MS = 5_000;
 
 export const LIFELINE_SOURCE = `// agentctl lifeline: exit when the server that started this process is gone.
 import { Socket } from 'node:net';
+import { enableCompileCache } from 'node:module';
+enableCompileCache?.();
 const lifeline = new Socket({ fd: ${LIFELINE_FD}, readable: true, writable: false });
 lifeline.unref();
 lifeline.on('data', () => {});

@@ -180,6 +180,49 @@ describe.each(shapes)('e2e on %s, runtime %s: agentctl dev', (engine, runtime) =
     expect((await json(['tasks', 'get', task.id])).status).toBe('TERMINATED');
   });
 
+  test('the server and dev killed mid-handler (after its message, before its completion): the next dev gets the delivery at once, then the next event', {
+    timeout: 300_000,
+  }, async () => {
+    const original = readFileSync(source, 'utf8');
+    const release = path.join(scratch.dir, 'release-hold');
+    // An event "hold" keeps its handler running after its message until the test releases it.
+    edit(
+      (text) =>
+        `import { existsSync } from 'node:fs';\n${text.replace(
+          'await ctx.messages.send(`echo #${count}: ${text}`);',
+          `$&\n    while (text === 'hold' && !existsSync(${JSON.stringify(release)})) await new Promise((r) => setTimeout(r, 20));`,
+        )}`,
+    );
+    const first = startDev(['--user', 'hopper']);
+    await until('the agent to be ready', () => (count(/agent ready in/) >= 1 ? true : undefined));
+    expect((await agentctl(['tasks', 'create', '--name', 'mid-handler'])).exitCode).toBe(0);
+    const task = await json(['tasks', 'get', 'mid-handler']);
+    await reply(task.id, 'Hello! Send me anything and I will echo it.');
+    const agentPid = servingPid();
+    expect((await agentctl(['tasks', 'send', task.id, 'hold'])).exitCode).toBe(0);
+    await reply(task.id, 'echo #1: hold');
+
+    // Killed, not stopped: nothing gives back the delivery the dead server's stream held (leased to it).
+    process.kill(server.pid, 'SIGKILL');
+    process.kill(first.pid!, 'SIGKILL');
+    await first;
+    await until('the server, dev and its agent to be gone', () => ([server.pid, agentPid].some(alive) ? undefined : true));
+    writeFileSync(release, '');
+    server = await startServer();
+    const second = startDev(['--user', 'hopper']);
+    await until('the agent to be ready', () => (count(/agent ready in/) >= 1 ? true : undefined));
+
+    // The held delivery comes again at once (not when its five-minute lease runs out): the new process
+    // runs it (at least once: its predecessor never finished it), then the event sent after it.
+    expect((await agentctl(['tasks', 'send', task.id, 'next'])).exitCode).toBe(0);
+    await reply(task.id, 'echo #3: next');
+    expect(await agentTexts(task.id)).toEqual(['Hello! Send me anything and I will echo it.', 'echo #1: hold', 'echo #2: hold', 'echo #3: next']);
+
+    process.kill(second.pid!, 'SIGINT');
+    expect((await second).exitCode).toBe(0);
+    writeFileSync(source, original);
+  });
+
   test('--keep leaves the task on the dev branch for the next dev, which serves it; each run revokes its runtime key on exit', {
     timeout: 300_000,
   }, async () => {

@@ -121,6 +121,7 @@ export default defineCommand({
       }),
       output: (pid, stream, line) => print.log(pid, stream, line),
       note: (kind, text) => print.note(kind, text),
+      debug: ctx.globals.debug ? (text) => print.note('info', text) : undefined,
       answer: (delivery, answer) => reportAnswer(session, delivery, answer),
     });
 

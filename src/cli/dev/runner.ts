@@ -36,6 +36,8 @@ export interface RunnerOptions {
   output(pid: number, stream: 'stdout' | 'stderr', line: string): void;
   /** What the runner says about itself. */
   note(kind: 'info' | 'ok' | 'error', text: string): void;
+  /** What it says under --debug (the spare process is loaded). */
+  debug?(text: string): void;
   /** Reports an agent's answer to the server (under the delivery's latest claim). */
   answer(delivery: PulledDelivery, answer: AgentAnswer): Promise<void>;
 }
@@ -61,8 +63,22 @@ interface Entry {
 }
 
 const TAIL_LINES = 20;
+/** Reports of an answer (each with the client's own retries), 2 s apart once backed off: over a minute, a pull claim's length. */
+const ANSWER_ATTEMPTS = 20;
+
+/** A server that is away (unreachable, restarting: 5xx) may take the report later; a 4xx will not. */
+const retriable = (error: unknown) => {
+  const status = (error as { status?: number }).status;
+  return typeof status !== 'number' || status >= 500 || status === 429;
+};
 /** Readiness is polled this often (a loopback GET): a restart in well under a second is the point of dev. */
 const READY_POLL_MS = 5;
+/**
+ * The next spare starts this long after a start, not at once: the new process answers the deliveries
+ * queued during the restart meanwhile, without a Node start beside it for the CPU. A developer's next
+ * save comes seconds later.
+ */
+const SPARE_DELAY_MS = 300;
 
 export class AgentRunner {
   private current: Child | undefined;
@@ -75,6 +91,7 @@ export class AgentRunner {
   private readonly warmPreload: string;
   /** The next process: started, its modules loaded, waiting for a go to load the entry. */
   private spare: Child | undefined;
+  private spareTimer: NodeJS.Timeout | undefined;
   /** Resolves when the process of the moment changes (for the benchmark and tests: `ready()`). */
   private readyWaiters: Array<() => void> = [];
 
@@ -113,12 +130,11 @@ export class AgentRunner {
         this.options.note('ok', `agent ready in ${Date.now() - started} ms (pid ${outcome.child.pid}, port ${outcome.child.port})`);
         if (previous) void this.terminate(previous, this.options.stopGraceMs ?? 10_000);
         for (const wake of this.readyWaiters.splice(0)) wake();
-        this.prepareSpare();
       } else {
         const still = this.current ? `still serving the previous process (pid ${this.current.pid})` : 'no process serves until the next save';
         this.options.note('error', `${outcome.error}; ${still}`);
-        this.prepareSpare();
       }
+      this.prepareSpare();
     } finally {
       this.reloading = false;
     }
@@ -186,12 +202,21 @@ export class AgentRunner {
       return;
     }
     this.entries.delete(id);
-    try {
-      await this.options.answer(entry.delivery, answer);
-    } catch (error) {
-      // The server will send it again (its claim runs out, or the stream reconnects); the agent
-      // answers a repeat without running it again.
-      this.options.note('error', `could not report delivery ${id} answered: ${(error as Error).message}`);
+    // Reported until the server takes it: one stopped and started again mid-report still holds the
+    // delivery under this claim (nothing released it), and would otherwise wait for the claim to run
+    // out (a minute) before sending it again, the task's next deliveries behind it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.options.answer(entry.delivery, answer);
+        return;
+      } catch (error) {
+        if (this.stopped || !retriable(error) || attempt >= ANSWER_ATTEMPTS) {
+          // The server sends it again once the claim runs out; the agent answers a repeat without running it again.
+          this.options.note('error', `could not report delivery ${id} answered: ${(error as Error).message}`);
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** (attempt - 1), 2_000)));
+      }
     }
   }
 
@@ -203,6 +228,8 @@ export class AgentRunner {
     }
     // The spare started after the last start has Node and the ADK loaded already: it only loads the
     // entry (read now, so the newest files). Without one (the first start, a spare that died), a new process.
+    clearTimeout(this.spareTimer);
+    this.spareTimer = undefined;
     const spare = this.spare && !this.spare.gone ? this.spare : undefined;
     this.spare = undefined;
     const child = spare ?? this.spawnChild();
@@ -222,10 +249,14 @@ export class AgentRunner {
     return { error: `the new process (pid ${child.pid}) exited (${child.exit}) before it was ready` };
   }
 
-  /** Starts the process of the next save, which waits (loaded, not listening) for its go. */
+  /** Starts the process of the next save soon (SPARE_DELAY_MS), which waits (loaded, not listening) for its go. */
   private prepareSpare(): void {
-    if (this.stopped || (this.spare && !this.spare.gone)) return;
-    this.spare = this.spawnChild();
+    clearTimeout(this.spareTimer);
+    this.spareTimer = setTimeout(() => {
+      this.spareTimer = undefined;
+      if (this.stopped || this.reloading || (this.spare && !this.spare.gone)) return;
+      this.spare = this.spawnChild();
+    }, SPARE_DELAY_MS);
   }
 
   private spawnChild(): Child {
@@ -238,9 +269,13 @@ export class AgentRunner {
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
     });
     (proc.stdio[LIFELINE_FD] as NodeJS.WritableStream | null)?.on('error', () => {});
-    const go = proc.stdio[GO_FD] as NodeJS.WritableStream | null;
+    const go = proc.stdio[GO_FD] as NodeJS.ReadWriteStream | null;
     go?.on('error', () => {});
     const child: Child = { process: proc, go, pid: proc.pid ?? 0, port: 0, gone: false, exit: '', stderrTail: [], exited: Promise.resolve() };
+    // `warm`: it loaded what every start loads.
+    go?.once('data', () => {
+      if (child === this.spare) options.debug?.(`spare process pid ${child.pid} loaded: the next save starts it`);
+    });
     child.exited = new Promise<void>((done) =>
       proc.once('close', (code, signal) => {
         child.gone = true;
@@ -284,6 +319,7 @@ export class AgentRunner {
   /** Stops the agent (its handlers get `graceMs` to finish); deliveries not answered are left to the server. */
   async stop(graceMs = 5_000): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.spareTimer);
     const child = this.current;
     const spare = this.spare;
     this.current = undefined;

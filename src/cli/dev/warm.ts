@@ -1,4 +1,4 @@
-// The warm start of `agentctl dev`: after each start the runner starts the next process at once. Its
+// The warm start of `agentctl dev`: shortly after each start the runner starts the next process. Its
 // preload loads Node and the modules every start loads the same (the ADK, undici), then waits on a
 // pipe for the save. The go line carries the port; only then does Node load the entry, so the
 // process runs the files as they are at the save, and the time of a restart is the agent's own code.
@@ -7,13 +7,13 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { PROCESS_ENV } from '../../contract/acp.js';
 
-/** The file descriptor of the go pipe (after the lifeline's). */
+/** The file descriptor of the go pipe (after the lifeline's): the process writes `warm` on it once loaded, the runner the go line. */
 export const GO_FD = 4;
 
 /**
  * The preload source: imports `warm` (failures are left to the entry, which imports them again and
- * shows the error), with the ADK's first-use modules (\`adk.warmUp()\`), then waits for the go line `{"port": N}`. End of file without one (the runner
- * dropped the spare, or dev is gone) ends the process.
+ * shows the error), with the ADK's first-use modules (\`adk.warmUp()\`), says `warm`, then waits for the go line `{"port": N}`. End of
+ * file without one (the runner dropped the spare, or dev is gone) ends the process.
  */
 export function warmSource(warm: string[]): string {
   return `// agentctl dev: load what every start loads, then wait for the save.
@@ -26,7 +26,9 @@ for (const url of ${JSON.stringify(warm)}) {
   } catch {}
 }
 const line = await new Promise((resolve) => {
-  const go = new Socket({ fd: ${GO_FD}, readable: true, writable: false });
+  const go = new Socket({ fd: ${GO_FD}, readable: true, writable: true });
+  // Loaded: the runner may count on this process for the next save.
+  go.write('warm\\n', () => {});
   let buffered = '';
   go.setEncoding('utf8');
   go.on('data', (chunk) => {

@@ -5,7 +5,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { IGNORE_FILE, loadIgnoreRules } from '../../sync/index.js';
 
 /** Long enough to gather one save's events (an editor's write, rename and chmod come within milliseconds). */
-export const DEBOUNCE_MS = 25;
+export const DEBOUNCE_MS = 10;
 
 type Rules = Awaited<ReturnType<typeof loadIgnoreRules>>;
 

@@ -5,7 +5,8 @@
  * migrated task's next delivery reaches its new version). Failures retry with exponential backoff;
  * after the retry budget the task becomes FAILED with the reason. At least once: an agent
  * deduplicates by the JSON-RPC id (the delivery id). A claim left by a dispatcher that died (its
- * server was killed mid-call) is taken back as soon as it is seen gone, not when the claim runs out.
+ * server was killed mid-call, or with a dev stream open) is taken back as soon as it is seen gone,
+ * not when the claim runs out.
  *
  * An async agent that answers `deferred: true` takes the offered completion lease: the delivery
  * stays `leased` (the task's next one waits) until the agent reports its handler finished
@@ -38,7 +39,10 @@ import { INHERITED_LEASE_REASON } from '../domain/deliveries.js';
 /** The open statuses as an SQL list, for the claim statement. */
 const OPEN = sql.join(OPEN_DELIVERY_STATUSES.map((status) => sql.lit(status)));
 
-/** Claims held by a pull stream (a dev version's `agentctl dev`) are named with this prefix. */
+/**
+ * Claims held by a pull stream (a dev version's `agentctl dev`) are named with this prefix, then the
+ * id of the dispatcher serving the stream and `/`: a stream lives no longer than its dispatcher.
+ */
 const PULL_CLAIM_PREFIX = 'pull_';
 /**
  * How long a pulled delivery stays claimed by its stream without an answer: `agentctl dev` holds
@@ -235,18 +239,28 @@ export class Dispatcher {
    * In-flight claims of a dispatcher that is gone (its server was killed mid-call) come due now,
    * not when the claim runs out (a minute later, the task's next deliveries waiting behind it). A
    * dispatcher lives as long as its LISTEN session on PostgreSQL (named with its id), in this
-   * process on PGlite. Leased deliveries are not claims: their agent may still be running them.
+   * process on PGlite. Pushed leases are not claims: their agent may still be running them (they
+   * go with its replica). Pulled ones go with their stream's dispatcher too: a dev process still
+   * running the handler answers the repeat on the next stream as a repeat (deferred, not run
+   * again), and one that died with the server has nobody left to complete it for five minutes.
    */
   private async releaseOrphanedClaims(): Promise<void> {
+    // Who holds each open row: its claimer, or a pulled lease's stream (pushed leases are left out).
+    const held = sql`
+      SELECT id, CASE WHEN status = 'leased' THEN leased_to ELSE claimed_by END AS held_by FROM deliveries
+      WHERE claimed_until > now() AND (status = 'in_flight' OR (status = 'leased' AND left(leased_to, ${PULL_CLAIM_PREFIX.length}) = ${PULL_CLAIM_PREFIX}))`;
+    // The dispatcher behind it: a pull stream's id names its dispatcher's (PULL_CLAIM_PREFIX).
+    const owner = sql`CASE WHEN left(h.held_by, ${PULL_CLAIM_PREFIX.length}) = ${PULL_CLAIM_PREFIX}
+      THEN split_part(substr(h.held_by, ${PULL_CLAIM_PREFIX.length + 1}), '/', 1) ELSE h.held_by END`;
     let alive;
-    if (this.store.engine === 'pglite') alive = sql`d.claimed_by IN (${sql.join([...RUNNING_HERE])})`;
+    if (this.store.engine === 'pglite') alive = sql`o.owner IN (${sql.join([...RUNNING_HERE])})`;
     // Without a session of its own (no URL to LISTEN on) it cannot tell a gone dispatcher from a live one.
-    else if (this.listener) alive = sql`EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = d.claimed_by)`;
+    else if (this.listener) alive = sql`EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = o.owner)`;
     else return;
     await sql`
-      UPDATE deliveries d SET claimed_until = now(), updated_at = now()
-      WHERE d.status = 'in_flight' AND d.claimed_until > now() AND d.claimed_by <> ${this.id} AND left(d.claimed_by, ${PULL_CLAIM_PREFIX.length}) <> ${PULL_CLAIM_PREFIX}
-        AND NOT (${alive})`.execute(this.db);
+      UPDATE deliveries SET claimed_until = now(), updated_at = now()
+      FROM (SELECT h.id, ${owner} AS owner FROM (${held}) h) o
+      WHERE deliveries.id = o.id AND o.owner <> ${this.id} AND NOT (${alive})`.execute(this.db);
   }
 
   /** The database's time now when no other dispatcher runs on it (this process's on PGlite, a LISTEN session on PostgreSQL); else null. */
@@ -593,7 +607,7 @@ export class Dispatcher {
    * gives back what it held unanswered, to be sent again on the next one.
    */
   openPull(versionId: string, send: (delivery: PulledDelivery) => boolean, end: () => void): { id: string; close: () => Promise<void> } {
-    const pull: PullStream = { id: `${PULL_CLAIM_PREFIX}${randomUUID()}`, versionId, send, end, pumping: false, again: false, closed: false };
+    const pull: PullStream = { id: `${PULL_CLAIM_PREFIX}${this.id}/${randomUUID()}`, versionId, send, end, pumping: false, again: false, closed: false };
     this.pulls.set(pull.id, pull);
     this.wakePull(pull);
     return {

@@ -51,7 +51,7 @@ const round = (n: number) => Math.round(n * 100) / 100;
 const withMigrationFigures = (f: RolloutFigures | null): RolloutFigures | null =>
   f && { ...f, migration_errors: f.migration_errors ?? 0, migration_failures: f.migration_failures ?? [] };
 
-function toRollout(row: Row, liveFigures?: { target: RolloutFigures; source: RolloutFigures }): Rollout {
+export function toRollout(row: Row, liveFigures?: { target: RolloutFigures; source: RolloutFigures }): Rollout {
   const report = (row.report as RolloutStepReport[])
     .map((entry, i, all) => (liveFigures && i === all.length - 1 && entry.decision === 'watching' ? { ...entry, ...liveFigures } : entry))
     .map((entry) => ({ ...entry, target: withMigrationFigures(entry.target), source: withMigrationFigures(entry.source) }));
@@ -166,14 +166,7 @@ export async function listRollouts(
   perms: Permissions,
   q: { agent_id?: string; branch_id?: string; status?: string | readonly string[]; limit: number; page_number: number },
 ): Promise<{ rollouts: Rollout[]; total: number }> {
-  let query = db
-    .selectFrom('rollouts')
-    .where(inCallerOrg(perms, 'rollouts.namespace_id'))
-    .where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'rollouts.namespace_id', 'rollouts.agent_id'));
-  if (q.agent_id) query = query.where('agent_id', '=', q.agent_id);
-  if (q.branch_id) query = query.where('branch_id', '=', q.branch_id);
-  if (typeof q.status === 'string') query = query.where('status', '=', q.status);
-  else if (q.status) query = query.where('status', 'in', [...q.status]);
+  const query = rolloutsQuery(db, perms, q);
   const [rows, count] = await Promise.all([
     query
       .selectAll()
@@ -184,6 +177,19 @@ export async function listRollouts(
     query.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
   ]);
   return { rollouts: rows.map((r) => toRollout(r)), total: count.n };
+}
+
+/** The rollouts the key may read, of an agent or branch, in these statuses (`GET /rollouts`, `GET /status`). */
+export function rolloutsQuery(db: Db, perms: Permissions, q: { agent_id?: string; branch_id?: string; status?: string | readonly string[] }) {
+  let query = db
+    .selectFrom('rollouts')
+    .where(inCallerOrg(perms, 'rollouts.namespace_id'))
+    .where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'rollouts.namespace_id', 'rollouts.agent_id'));
+  if (q.agent_id) query = query.where('agent_id', '=', q.agent_id);
+  if (q.branch_id) query = query.where('branch_id', '=', q.branch_id);
+  if (typeof q.status === 'string') query = query.where('status', '=', q.status);
+  else if (q.status) query = query.where('status', 'in', [...q.status]);
+  return query;
 }
 
 /** Locks the rollout (its branch first: the lock order of lookup.ts) and reads it as it is now. */

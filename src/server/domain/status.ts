@@ -3,17 +3,18 @@
  * agent: its branches, serving and in-progress versions with their live replicas, and everything
  * else about that agent; without: tasks, deliveries and failures of every agent the key may read.
  */
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type Selectable, type SqlBool } from 'kysely';
+import { jsonArrayFrom } from 'kysely/helpers/postgres';
 import { OPEN_DELIVERY_STATUSES } from '../../contract/conversation.js';
 import { TASK_STATUSES } from '../../contract/lifecycle.js';
 import { STATUS_FAILURES_LIMIT, type StatusReport, type StatusVersion } from '../../contract/status.js';
 import type { Permissions } from '../auth/policy.js';
-import type { Db, Engine } from '../store/db.js';
+import type { Db, Engine, RolloutsTable } from '../store/db.js';
 import { iso } from '../store/mappers.js';
 import { agentById, agentByPath, inCallerOrg } from './lookup.js';
 import { splitAgentName } from './tasks.js';
 import { visibleRows } from './visibility.js';
-import { listRollouts } from './rollouts.js';
+import { rolloutsQuery, toRollout } from './rollouts.js';
 import { ACTIVE_ROLLOUT_STATUSES } from '../../contract/rollout-rules.js';
 
 /** Versions shown as in progress beside the serving one: coming up, or draining their tasks. */
@@ -35,63 +36,92 @@ export async function getStatus(db: Db, perms: Permissions, query: { agent?: str
       return eb.and([inCallerOrg(perms, namespaceColumn)(eb), visibleRows(eb, perms.visible('agent', 'read'), namespaceColumn, `${table}.agent_id`)]);
     };
 
-  const [agentSection, activeRollouts, taskCounts, deliveries, failedVersions, handlerErrors, failedTasks] = await Promise.all([
-    agent ? agentStatus(db, agent) : null,
-    // Only those in progress, filtered by the database (the finished ones of the org are most rows).
-    listRollouts(db, perms, { agent_id: agent?.id, status: ACTIVE_ROLLOUT_STATUSES, limit: 1000, page_number: 1 }),
-    db
-      .selectFrom('tasks')
-      .select(['status', sql<number>`count(*)::int`.as('n')])
-      .where(scope('tasks'))
-      .where('status', '!=', 'DELETED')
-      .groupBy('status')
-      .execute(),
-    db
-      .selectFrom('deliveries')
-      .innerJoin('tasks as t', 't.id', 'deliveries.task_id')
-      .select(['deliveries.status', sql<number>`count(*)::int`.as('n'), sql<Date>`min(deliveries.created_at)`.as('oldest')])
-      .where('deliveries.status', 'in', OPEN_DELIVERY_STATUSES)
-      .where(scope('t'))
-      .groupBy('deliveries.status')
-      .execute(),
-    db
-      .selectFrom('versions')
-      .innerJoin('agents', 'agents.id', 'versions.agent_id')
-      .select([
-        'versions.id',
-        'versions.number',
-        'versions.agent_id',
-        'versions.git_branch',
-        'versions.failure_reason',
-        'versions.failure_diagnostics',
-        'versions.deployed_at',
-      ])
-      .where('versions.status', '=', 'FAILED')
-      .where(scope('versions'))
-      .orderBy('versions.deployed_at', 'desc')
-      .orderBy('versions.id', 'desc')
-      .limit(STATUS_FAILURES_LIMIT)
-      .execute(),
-    db
-      .selectFrom('messages as m')
-      .innerJoin('tasks as t', 't.id', 'm.task_id')
-      .select(['m.id', 'm.task_id', 'm.content', 'm.created_at'])
-      .where(sql<SqlBool>`m.content->'data'->'handler_error' IS NOT NULL`)
-      .where(scope('t'))
-      .orderBy('m.created_at', 'desc')
-      .orderBy('m.id', 'desc')
-      .limit(STATUS_FAILURES_LIMIT)
-      .execute(),
-    db
-      .selectFrom('tasks')
-      .select(['id', 'name', 'status_reason', 'updated_at'])
-      .where('status', '=', 'FAILED')
-      .where(scope('tasks'))
-      .orderBy('updated_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(STATUS_FAILURES_LIMIT)
-      .execute(),
-  ]);
+  // One statement, each section a JSON array of its rows: one round trip (after the agent's lookup).
+  const report = await db
+    .selectNoFrom((eb) => [
+      // The agent's section (none without an agent: no agent has the empty id).
+      eb
+        .selectFrom('namespaces')
+        .select('slug')
+        .where('id', '=', agent?.namespace_id ?? '')
+        .as('namespace_slug'),
+      jsonArrayFrom(agentVersions(db, agent?.id ?? '')).as('versions'),
+      jsonArrayFrom(
+        db
+          .selectFrom('branches')
+          .select(['id', 'git_branch', 'current_version_id'])
+          .where('agent_id', '=', agent?.id ?? '')
+          .where('retired_at', 'is', null)
+          .orderBy('git_branch'),
+      ).as('branches'),
+      // Only those in progress, filtered by the database (the finished ones of the org are most rows).
+      jsonArrayFrom(rolloutsQuery(db, perms, { agent_id: agent?.id, status: ACTIVE_ROLLOUT_STATUSES }).selectAll().orderBy('id', 'desc').limit(1000)).as(
+        'rollouts',
+      ),
+      jsonArrayFrom(
+        db
+          .selectFrom('tasks')
+          .select(['status', sql<number>`count(*)::int`.as('n')])
+          .where(scope('tasks'))
+          .where('status', '!=', 'DELETED')
+          .groupBy('status'),
+      ).as('task_counts'),
+      jsonArrayFrom(
+        db
+          .selectFrom('deliveries')
+          .innerJoin('tasks as t', 't.id', 'deliveries.task_id')
+          .select(['deliveries.status', sql<number>`count(*)::int`.as('n'), sql<Date>`min(deliveries.created_at)`.as('oldest')])
+          .where('deliveries.status', 'in', OPEN_DELIVERY_STATUSES)
+          .where(scope('t'))
+          .groupBy('deliveries.status'),
+      ).as('deliveries'),
+      jsonArrayFrom(
+        db
+          .selectFrom('versions')
+          .innerJoin('agents', 'agents.id', 'versions.agent_id')
+          .select([
+            'versions.id',
+            'versions.number',
+            'versions.agent_id',
+            'versions.git_branch',
+            'versions.failure_reason',
+            'versions.failure_diagnostics',
+            'versions.deployed_at',
+          ])
+          .where('versions.status', '=', 'FAILED')
+          .where(scope('versions'))
+          .orderBy('versions.deployed_at', 'desc')
+          .orderBy('versions.id', 'desc')
+          .limit(STATUS_FAILURES_LIMIT),
+      ).as('failed_versions'),
+      jsonArrayFrom(
+        db
+          .selectFrom('messages as m')
+          .innerJoin('tasks as t', 't.id', 'm.task_id')
+          .select(['m.id', 'm.task_id', 'm.content', 'm.created_at'])
+          .where(sql<SqlBool>`m.content->'data'->'handler_error' IS NOT NULL`)
+          .where(scope('t'))
+          .orderBy('m.created_at', 'desc')
+          .orderBy('m.id', 'desc')
+          .limit(STATUS_FAILURES_LIMIT),
+      ).as('handler_errors'),
+      jsonArrayFrom(
+        db
+          .selectFrom('tasks')
+          .select(['id', 'name', 'status_reason', 'updated_at'])
+          .where('status', '=', 'FAILED')
+          .where(scope('tasks'))
+          .orderBy('updated_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(STATUS_FAILURES_LIMIT),
+      ).as('failed_tasks'),
+    ])
+    .executeTakeFirstOrThrow();
+  const { task_counts: taskCounts, deliveries, failed_versions: failedVersions, handler_errors: handlerErrors, failed_tasks: failedTasks } = report;
+  const agentSection = agent
+    ? agentStatus({ ...agent, namespace_slug: report.namespace_slug ?? '' }, report.branches, report.versions as AgentVersion[])
+    : null;
+  const activeRollouts = { rollouts: report.rollouts.map((r) => toRollout(r as unknown as Selectable<RolloutsTable>)) };
 
   const now = new Date();
   const counted = new Map(taskCounts.map((row) => [row.status as string, Number(row.n)]));
@@ -144,64 +174,68 @@ export async function getStatus(db: Db, perms: Permissions, query: { agent?: str
   };
 }
 
+/** The agent's serving versions and those coming up or draining, with their live replicas and tasks. */
+function agentVersions(db: Db, agentId: string) {
+  return db
+    .selectFrom('versions')
+    .select((eb) => [
+      'versions.id',
+      'versions.branch_id',
+      'versions.number',
+      'versions.status',
+      'versions.git_hash',
+      'versions.deployed_at',
+      'versions.replicas',
+      eb
+        .selectFrom('version_replicas')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .whereRef('version_replicas.version_id', '=', 'versions.id')
+        .where('version_replicas.live', '=', true)
+        .as('live_replicas'),
+      eb
+        .selectFrom('tasks')
+        .select(sql<number>`count(*)::int`.as('n'))
+        .whereRef('tasks.current_version_id', '=', 'versions.id')
+        .where('tasks.status', 'in', ['RUNNING', 'IDLE'])
+        .as('tasks'),
+    ])
+    .where('versions.agent_id', '=', agentId)
+    .where((eb) =>
+      eb.or([
+        eb('versions.status', 'in', IN_PROGRESS_STATUSES),
+        eb(
+          'versions.id',
+          'in',
+          eb.selectFrom('branches').select('current_version_id').where('agent_id', '=', agentId).where('current_version_id', 'is not', null).$castTo<string>(),
+        ),
+      ]),
+    )
+    .orderBy('versions.deployed_at', 'desc')
+    .orderBy('versions.id', 'desc');
+}
+
+interface AgentVersion {
+  id: string;
+  branch_id: string;
+  number: number;
+  status: string;
+  git_hash: string;
+  deployed_at: string;
+  replicas: number;
+  live_replicas: number | null;
+  tasks: number | null;
+}
+
 /** The agent's live branches, each with its serving version and the versions coming up or draining. */
-async function agentStatus(db: Db, agent: { id: string; name: string; namespace_id: string }): Promise<StatusReport['agent']> {
-  const [namespace, branches, versions] = await Promise.all([
-    db.selectFrom('namespaces').select('slug').where('id', '=', agent.namespace_id).executeTakeFirstOrThrow(),
-    db
-      .selectFrom('branches')
-      .select(['id', 'git_branch', 'current_version_id'])
-      .where('agent_id', '=', agent.id)
-      .where('retired_at', 'is', null)
-      .orderBy('git_branch')
-      .execute(),
-    db
-      .selectFrom('versions')
-      .select((eb) => [
-        'versions.id',
-        'versions.branch_id',
-        'versions.number',
-        'versions.status',
-        'versions.git_hash',
-        'versions.deployed_at',
-        'versions.replicas',
-        eb
-          .selectFrom('version_replicas')
-          .select(sql<number>`count(*)::int`.as('n'))
-          .whereRef('version_replicas.version_id', '=', 'versions.id')
-          .where('version_replicas.live', '=', true)
-          .as('live_replicas'),
-        eb
-          .selectFrom('tasks')
-          .select(sql<number>`count(*)::int`.as('n'))
-          .whereRef('tasks.current_version_id', '=', 'versions.id')
-          .where('tasks.status', 'in', ['RUNNING', 'IDLE'])
-          .as('tasks'),
-      ])
-      .where('versions.agent_id', '=', agent.id)
-      .where((eb) =>
-        eb.or([
-          eb('versions.status', 'in', IN_PROGRESS_STATUSES),
-          eb(
-            'versions.id',
-            'in',
-            eb
-              .selectFrom('branches')
-              .select('current_version_id')
-              .where('agent_id', '=', agent.id)
-              .where('current_version_id', 'is not', null)
-              .$castTo<string>(),
-          ),
-        ]),
-      )
-      .orderBy('versions.deployed_at', 'desc')
-      .orderBy('versions.id', 'desc')
-      .execute(),
-  ]);
-  const shown = (v: (typeof versions)[number]): StatusVersion => ({
+function agentStatus(
+  agent: { id: string; name: string; namespace_slug: string },
+  branches: Array<{ id: string; git_branch: string; current_version_id: string | null }>,
+  versions: AgentVersion[],
+): StatusReport['agent'] {
+  const shown = (v: AgentVersion): StatusVersion => ({
     id: v.id,
     number: v.number,
-    status: v.status,
+    status: v.status as StatusVersion['status'],
     git_hash: v.git_hash,
     deployed_at: iso(v.deployed_at)!,
     replicas: v.replicas,
@@ -210,7 +244,7 @@ async function agentStatus(db: Db, agent: { id: string; name: string; namespace_
   return {
     id: agent.id,
     name: agent.name,
-    namespace_slug: namespace.slug,
+    namespace_slug: agent.namespace_slug,
     branches: branches.map((branch) => {
       const serving = versions.find((v) => v.id === branch.current_version_id);
       return {
