@@ -3,7 +3,8 @@
 // issue 20); the same migration to a version whose agent declared onMigrate (each moved task also
 // gets its `task/migrate` delivery, in the move's statement), against the same floor.
 // Then a rollout step (domain/rollouts.ts: the step's move, its migration record and the rollout's
-// advance in one transaction) against the bare `UPDATE` of the same rows (target: >= 0.8).
+// advance in one transaction) against the bare `UPDATE` of the same rows (target: >= 0.8), and the same step to a
+// target that declared onMigrate (its task/migrate deliveries in the step's transaction).
 import { sql } from 'kysely';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../src/server/app.js';
@@ -104,7 +105,24 @@ async function benchEngine(engine: Engine) {
       }
       // A rollout step moving every task (steps [100]) against the bare UPDATE of the same rows.
       const step: number[] = [];
+      const hookedStep: number[] = [];
       const bareStep: number[] = [];
+      const rolloutStep = async (hooks: boolean) => {
+        await reset();
+        await sql`DELETE FROM migrations`.execute(store.db);
+        await sql`DELETE FROM rollouts`.execute(store.db);
+        await draining();
+        if (hooks) await declare(['onEvent', 'onMigrate']);
+        await call('/rollouts', { from_version_id: v1, to_version_id: v2, steps: [100], watch: '1h' });
+        const ms = await timed(() => advanceRollouts(store.db));
+        const moved = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${v2}`.execute(store.db);
+        const hookRows = await sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries WHERE method = 'task/migrate'`.execute(store.db);
+        if (moved.rows[0].n !== size || hookRows.rows[0].n !== (hooks ? size : 0))
+          throw new Error(`rollout step moved ${moved.rows[0].n}, ${hookRows.rows[0].n} hooks`);
+        await declare(null);
+        await sql`DELETE FROM deliveries`.execute(store.db);
+        return ms;
+      };
       for (let run = 0; run < RUNS; run++) {
         await reset();
         bareStep.push(
@@ -116,14 +134,9 @@ async function benchEngine(engine: Engine) {
             if (Number(result.numAffectedRows) !== size) throw new Error(`bare step moved ${result.numAffectedRows}`);
           }),
         );
-        await reset();
-        await sql`DELETE FROM migrations`.execute(store.db);
-        await sql`DELETE FROM rollouts`.execute(store.db);
-        await draining();
-        await call('/rollouts', { from_version_id: v1, to_version_id: v2, steps: [100], watch: '1h' });
-        step.push(await timed(() => advanceRollouts(store.db)));
-        const moved = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${v2}`.execute(store.db);
-        if (moved.rows[0].n !== size) throw new Error(`rollout step moved ${moved.rows[0].n}`);
+        step.push(await rolloutStep(false));
+        // The target declares onMigrate: the step also enqueues a task/migrate delivery per moved task.
+        hookedStep.push(await rolloutStep(true));
       }
       const stepRate = size / (median(step) / 1000);
       const bareStepRate = size / (median(bareStep) / 1000);
@@ -131,6 +144,11 @@ async function benchEngine(engine: Engine) {
         `${engine.padEnd(8)} ${fmt(size).padStart(7)} tasks: rollout step ${fmt(stepRate).padStart(9)} rows/s (${fmt(median(step))} ms)` +
           ` | bare UPDATE ${fmt(bareStepRate).padStart(9)} rows/s (${fmt(median(bareStep))} ms)` +
           ` | ratio ${fmt(stepRate / bareStepRate, 2)} (target >= 0.8)`,
+      );
+      const hookedStepRate = size / (median(hookedStep) / 1000);
+      console.log(
+        `${engine.padEnd(8)} ${fmt(size).padStart(7)} tasks: rollout step, target declares onMigrate ${fmt(hookedStepRate).padStart(9)} rows/s (${fmt(median(hookedStep))} ms)` +
+          ` | ratio to the bare UPDATE ${fmt(hookedStepRate / bareStepRate, 2)} (target >= 0.8)`,
       );
       await sql`DELETE FROM migrations`.execute(store.db);
       await sql`DELETE FROM rollouts`.execute(store.db);

@@ -17,6 +17,8 @@ import { conflict, notFound } from './errors.js';
 import { settleDraining } from './events.js';
 import { inCallerOrg, lockBranch } from './lookup.js';
 import { visibleRows } from './visibility.js';
+import { MIGRATE_HANDLER, migrationHooksSql, versionDeclares } from './migration-hooks.js';
+import { announceDeliveries } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
 
@@ -62,8 +64,10 @@ export function migrationRecordSql(
 /**
  * Moves the tasks of `fromVersionId` that `where` selects (a condition on `tasks`) to `toVersionId`
  * in one statement: the tasks moved, the branch's TASKS_MIGRATED event (naming the record, which
- * lists the tasks) and the migration record written together. Returns how many moved and the
- * record's id (null when none did).
+ * lists the tasks) and the migration record written together. With `hooks` (a rollout's step or
+ * revert), when the target declared onMigrate, the same statement clears the moved tasks' earlier
+ * hook error and enqueues their `task/migrate` deliveries (migration-hooks.ts): no second pass over
+ * the moved ids. Returns how many moved and the record's id (null when none did).
  */
 export async function moveRecorded(
   trx: Trx,
@@ -71,13 +75,16 @@ export async function moveRecorded(
   toVersionId: string,
   where: RawBuilder<unknown>,
   fields: RecordFields,
+  options: { hooks?: boolean } = {},
 ): Promise<{ count: number; migrationId: string | null }> {
   const id = newId('migration');
+  const hooks = options.hooks === true && (await versionDeclares(trx, toVersionId, MIGRATE_HANDLER));
   const eventData = sql`jsonb_build_object('from_version_ids', jsonb_build_array(${fromVersionId}::text), 'to_version_id', ${toVersionId}::text,
     'count', (SELECT count(*) FROM moved), 'mode', ${fields.kind}::text, 'migration_id', ${id}::text)`;
-  const result = await sql<{ n: number; migration_id: string | null }>`
+  const result = await sql<{ n: number; migration_id: string | null; hooks: number }>`
     WITH moved AS (
-      UPDATE tasks SET current_version_id = ${toVersionId}, updated_at = now() WHERE current_version_id = ${fromVersionId} AND ${where}
+      UPDATE tasks SET current_version_id = ${toVersionId}, updated_at = now()${hooks ? sql`, migration_error = NULL` : sql``}
+      WHERE current_version_id = ${fromVersionId} AND ${where}
       RETURNING id
     ), seq AS (
       UPDATE branches SET event_sequence = event_sequence + 1 WHERE id = ${fields.branchId} AND EXISTS (SELECT 1 FROM moved)
@@ -85,9 +92,14 @@ export async function moveRecorded(
     ), event AS (
       INSERT INTO version_events (id, branch_id, version_id, sequence, type, data)
       SELECT ${newId('event')}, ${fields.branchId}, ${toVersionId}, event_sequence, 'TASKS_MIGRATED', ${eventData} FROM seq
-    ), rec AS (${migrationRecordSql(id, toVersionId, fields, sql`${fromVersionId}::text`, fromVersionId)})
-    SELECT (SELECT count(*)::int FROM moved) AS n, (SELECT id FROM rec) AS migration_id`.execute(trx);
+    ), rec AS (${migrationRecordSql(id, toVersionId, fields, sql`${fromVersionId}::text`, fromVersionId)})${
+      hooks ? sql`, hooks AS (${migrationHooksSql(toVersionId, [fromVersionId], sql`${fromVersionId}::text`)})` : sql``
+    }
+    SELECT (SELECT count(*)::int FROM moved) AS n, (SELECT id FROM rec) AS migration_id, ${hooks ? sql`(SELECT count(*)::int FROM hooks)` : sql`0`} AS hooks`.execute(
+    trx,
+  );
   const row = result.rows[0];
+  if (row.hooks > 0) await announceDeliveries(trx);
   return { count: row.n, migrationId: row.migration_id };
 }
 

@@ -113,9 +113,3 @@ export async function revertFailedMigration(trx: Trx, taskId: string, message: s
   await recordTaskChange(trx, [taskId]);
   await settleDraining(trx, [migration.to_version_id]);
 }
-
-/** A move that succeeds clears the error an earlier failed onMigrate left on its tasks (rollout steps and reverts). */
-export async function clearMigrationErrors(trx: Trx, taskIds: readonly string[]): Promise<void> {
-  if (taskIds.length === 0) return;
-  await sql`UPDATE tasks SET migration_error = NULL WHERE id = ANY(${[...taskIds]}::text[]) AND migration_error IS NOT NULL`.execute(trx);
-}

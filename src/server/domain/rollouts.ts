@@ -30,7 +30,7 @@ import { appendEvent, settleDraining } from './events.js';
 import { inCallerOrg, lockBranch, versionById } from './lookup.js';
 import { resolveTarget } from './migrate.js';
 import { moveRecorded, TAKES_TASKS_BACK } from './migration-history.js';
-import { clearMigrationErrors, enqueueMigrationHooks, MIGRATE_HANDLER, versionDeclares } from './migration-hooks.js';
+import { MIGRATE_HANDLER } from './migration-hooks.js';
 import { isRefusal, next } from './version-lifecycle.js';
 import { visibleRows } from './visibility.js';
 
@@ -384,16 +384,22 @@ async function startStep(trx: Trx, row: Row, index: number, now: Date): Promise<
     const share = Math.ceil((remaining * (percent - before)) / (100 - before));
     which = sql`id IN (SELECT id FROM tasks WHERE current_version_id = ${row.from_version_id} AND status IN (${live()}) ORDER BY id LIMIT ${share})`;
   }
-  const { count: moved, migrationId } = await moveRecorded(trx, row.from_version_id, row.to_version_id, which, {
-    branchId: row.branch_id,
-    agentId: row.agent_id,
-    namespaceId: row.namespace_id,
-    kind: 'rollout_step',
-    rolloutId: row.id,
-    step: index + 1,
-    reason: `rollout ${row.id} step ${index + 1} (${percent}%)`,
-  });
-  await runMigrateHooks(trx, migrationId, row.from_version_id, row.to_version_id);
+  const { count: moved, migrationId } = await moveRecorded(
+    trx,
+    row.from_version_id,
+    row.to_version_id,
+    which,
+    {
+      branchId: row.branch_id,
+      agentId: row.agent_id,
+      namespaceId: row.namespace_id,
+      kind: 'rollout_step',
+      rolloutId: row.id,
+      step: index + 1,
+      reason: `rollout ${row.id} step ${index + 1} (${percent}%)`,
+    },
+    { hooks: true },
+  );
   const entry: RolloutStepReport = {
     step: index + 1,
     percent,
@@ -411,19 +417,6 @@ async function startStep(trx: Trx, row: Row, index: number, now: Date): Promise<
 }
 
 /**
- * The state upgrade of the tasks a step or revert moved (migration-hooks.ts): one `task/migrate`
- * delivery each, enqueued in the move's own transaction, so a server killed mid-step leaves either
- * the move with its hooks or neither. Reads the moved ids from the record only when `to` declared onMigrate.
- */
-async function runMigrateHooks(trx: Trx, migrationId: string | null, from: string, to: string): Promise<void> {
-  if (migrationId === null || !(await versionDeclares(trx, to, MIGRATE_HANDLER))) return;
-  const record = await trx.selectFrom('migrations').select('moves').where('id', '=', migrationId).executeTakeFirstOrThrow();
-  const ids = (record.moves as [string, string][]).map(([taskId]) => taskId);
-  await clearMigrationErrors(trx, ids);
-  await enqueueMigrationHooks(trx, ids, from, to);
-}
-
-/**
  * Moves back every task the rollout put on the target (its steps' tasks, and the new tasks its ramp
  * started there) that is still there and live, recorded as a `revert`; the rollout stops with `reason`.
  */
@@ -433,7 +426,7 @@ async function revert(trx: Trx, row: Row, status: 'REVERTED' | 'ABORTED', reason
   const source = await trx.selectFrom('versions').select(['id', 'number', 'status']).where('id', '=', row.from_version_id).executeTakeFirstOrThrow();
   let finalReason = reason;
   if ((TAKES_TASKS_BACK as readonly string[]).includes(source.status)) {
-    const { count, migrationId } = await moveRecorded(
+    const { count } = await moveRecorded(
       trx,
       row.to_version_id,
       row.from_version_id,
@@ -441,9 +434,9 @@ async function revert(trx: Trx, row: Row, status: 'REVERTED' | 'ABORTED', reason
             id IN (SELECT e.value->>0 FROM migrations m, jsonb_array_elements(m.moves) e WHERE m.rollout_id = ${row.id} AND m.kind = 'rollout_step')
             OR (branch_id = ${row.branch_id} AND created_version_id = ${row.to_version_id} AND created_at >= ${row.created_at}))`,
       { branchId: row.branch_id, agentId: row.agent_id, namespaceId: row.namespace_id, kind: 'revert', rolloutId: row.id, reason },
+      // The revert runs the source's onMigrate in reverse direction, like a rollback.
+      { hooks: true },
     );
-    // The revert runs the source's onMigrate in reverse direction, like a rollback.
-    await runMigrateHooks(trx, migrationId, row.to_version_id, row.from_version_id);
     finalReason = `${reason}; ${count} task${count === 1 ? '' : 's'} moved back to ${versionLabel(source.number)}`;
   } else {
     finalReason = `${reason}; ${versionLabel(source.number)} is ${source.status}, so no task could move back`;

@@ -9,6 +9,12 @@
 import { sql, type QueryResult, type RawBuilder } from 'kysely';
 import type { Db } from './db.js';
 
+/** The names statements are prepared under: `${PREPARED_PREFIX}<n>`. */
+const PREPARED_PREFIX = 'agentctl_prepared_';
+
+/** An EXECUTE that `executePrepared` wrote: one statement, its parameters literals (see db.ts, which runs it as a simple query). */
+export const isPreparedExecute = (text: string) => text.startsWith(`EXECUTE ${PREPARED_PREFIX}`);
+
 /** Per database handle that prepares: statement text -> the name it was prepared under. */
 const prepared = new WeakMap<Db, Map<string, Promise<string>>>();
 
@@ -24,7 +30,7 @@ export async function executePrepared<R>(db: Db, query: RawBuilder<R>): Promise<
   const { sql: text, parameters } = query.compile(db);
   let name = statements.get(text);
   if (!name) {
-    const chosen = `agentctl_prepared_${statements.size + 1}`;
+    const chosen = `${PREPARED_PREFIX}${statements.size + 1}`;
     name = sql
       .raw(`PREPARE ${chosen} AS ${text}`)
       .execute(db)
