@@ -103,14 +103,20 @@ class TaskGroup {
    */
   publish(record: StreamRecord): void {
     if (this.cursor === null || record.sequence_id <= this.cursor) return;
-    if (record.sequence_id > this.cursor + 1) return this.refresh();
+    if (record.sequence_id > this.cursor + 1) {
+      this.refresh();
+      return;
+    }
     this.cursor = record.sequence_id;
     this.hand([record]);
   }
 
   /** A NOTIFY: reads, unless the group already has that sequence number. */
   noticed(sequenceId: number | undefined): void {
-    if (sequenceId === undefined) return this.refresh();
+    if (sequenceId === undefined) {
+      this.refresh();
+      return;
+    }
     if (this.cursor === null || sequenceId <= this.cursor) return;
     // The writer may be in this process, its record on the way to `publish` (on PGlite the NOTIFY
     // comes before the statement's result): it gets one turn of the event loop to arrive first.
