@@ -1,12 +1,15 @@
 // Streamed messages, end to end (README "Writing agents: the ADK", streaming):
 // 1. Latency: a delta written by the ADK's writer (`ctx.messages.stream()`, default coalescing) until
-//    a `tasks watch`-like reader (the client's undici SSE stream) sees it, p50/p99, against the floor of
-//    a bare loopback HTTP round trip on the same kind of connection.
+//    a `tasks watch`-like reader (the client's undici SSE stream) sees it, p50/p99, against two floors
+//    measured in the same run: a bare loopback HTTP round trip on the same kind of connection, and a
+//    committed write round trip (the same HTTP round trip whose server INSERTs one row on the same
+//    engine and answers once it committed): what any durable append costs before anyone is told.
 // 2. Coalescing: 20 concurrent streams of 100 tokens/s each; requests per token with the writer's
 //    coalescing against a writer that sends every token as its own request, and the process CPU per
 //    token of each (server and writers share this process). Prints figures and ratios; asserts nothing.
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
 import { Agent, request } from 'undici';
 import { createAdk } from '../src/adk/index.js';
 import { MessageStream } from '../src/adk/stream.js';
@@ -14,7 +17,7 @@ import { createClient } from '../src/client/index.js';
 import { buildApp } from '../src/server/app.js';
 import { ensureBootstrap } from '../src/server/bootstrap.js';
 import { generateSecret } from '../src/server/auth/secrets.js';
-import { openStore, type Engine } from '../src/server/store/db.js';
+import { openStore, type Db, type Engine } from '../src/server/store/db.js';
 import { BENCH_DEPLOY, benchEngines, fmt, throwawayDatabase } from './support.js';
 
 const SAMPLES = Number(process.env.BENCH_STREAMING_SAMPLES ?? 100);
@@ -25,9 +28,16 @@ const SECONDS = Number(process.env.BENCH_STREAMING_SECONDS ?? 2);
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The floor: a bare loopback HTTP round trip (undici, keep-alive), p50 and p99 in ms. */
-async function loopbackFloor(): Promise<{ p50: number; p99: number }> {
-  const server = createServer((_req, res) => res.end('{}'));
+/**
+ * A floor: an HTTP round trip (undici, keep-alive) to a bare node:http server on loopback, p50 and p99
+ * in ms. `handle` is what the server does before it answers (nothing, for the bare floor).
+ */
+async function roundTripFloor(handle: (body: string) => Promise<void> = async () => {}): Promise<{ p50: number; p99: number }> {
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let body = '';
+    req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => void handle(body).then(() => res.end('{}')));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   const http = new Agent({ keepAliveTimeout: 10_000 });
@@ -43,6 +53,12 @@ async function loopbackFloor(): Promise<{ p50: number; p99: number }> {
   return { p50: percentile(times, 50), p99: percentile(times, 99) };
 }
 
+/** The write floor: each request INSERTs one row (committed on its own) before the answer. */
+async function writeFloor(db: Db): Promise<{ p50: number; p99: number }> {
+  await sql`CREATE TABLE bench_write_floor (id bigserial PRIMARY KEY, body text NOT NULL)`.execute(db);
+  return roundTripFloor(async (body) => void (await sql`INSERT INTO bench_write_floor (body) VALUES (${body})`.execute(db)));
+}
+
 async function benchEngine(engine: Engine, floor: { p50: number; p99: number }): Promise<void> {
   const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
   const store = await openStore({ databaseUrl: database?.url });
@@ -54,6 +70,7 @@ async function benchEngine(engine: Engine, floor: { p50: number; p99: number }):
   const adk = createAdk({ baseUrl: url, apiKey: key });
   const client = createClient({ baseUrl: url, apiKey: key });
   try {
+    const written = await writeFloor(store.db);
     const deployed = await adk.call('deploy', { body: BENCH_DEPLOY as never });
     await adk.call('registerVersion', { body: { version_id: deployed.version_id } as never });
     const newTask = async () => (await adk.call('createTask', { body: { agent_name: 'default/bench-bot' } as never })).id;
@@ -96,6 +113,7 @@ async function benchEngine(engine: Engine, floor: { p50: number; p99: number }):
     console.log(
       `[${engine}] delta written by the ADK -> seen on the task stream: p50 ${fmt(p50, 2)} ms, p99 ${fmt(p99, 2)} ms; ` +
         `loopback round trip p50 ${fmt(floor.p50, 2)} ms, p99 ${fmt(floor.p99, 2)} ms; ratio p50 ${fmt(p50 / floor.p50, 1)}x, p99 ${fmt(p99 / floor.p99, 1)}x; ` +
+        `committed write round trip p50 ${fmt(written.p50, 2)} ms, p99 ${fmt(written.p99, 2)} ms; ratio p50 ${fmt(p50 / written.p50, 1)}x, p99 ${fmt(p99 / written.p99, 1)}x; ` +
         `(the delta POST alone: p50 ${fmt(percentile(writes, 50), 2)} ms, p99 ${fmt(percentile(writes, 99), 2)} ms)`,
     );
 
@@ -156,6 +174,6 @@ async function benchEngine(engine: Engine, floor: { p50: number; p99: number }):
   }
 }
 
-const floor = await loopbackFloor();
+const floor = await roundTripFloor();
 for (const engine of await benchEngines()) await benchEngine(engine, floor);
 process.exit(0);
