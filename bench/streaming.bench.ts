@@ -1,20 +1,23 @@
 // Streamed messages, end to end (README "Writing agents: the ADK", streaming):
 // 1. Latency: a delta written by the ADK's writer (`ctx.messages.stream()`, default coalescing) until
-//    a `tasks watch`-like reader (the client's undici SSE stream) sees it, p50/p99, against the floor of
-//    a bare loopback HTTP round trip on the same kind of connection.
+//    a `tasks watch`-like reader (the client's undici SSE stream) sees it, p50/p99, against two floors
+//    measured next to each sample: a bare loopback HTTP round trip on the same kind of connection, and a
+//    committed write round trip (the same HTTP round trip whose server INSERTs one row on the same
+//    engine and answers once it committed): what any durable append costs before anyone is told.
 // 2. Coalescing: 20 concurrent streams of 100 tokens/s each; requests per token with the writer's
 //    coalescing against a writer that sends every token as its own request, and the process CPU per
 //    token of each (server and writers share this process). Prints figures and ratios; asserts nothing.
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
 import { Agent, request } from 'undici';
 import { createAdk } from '../src/adk/index.js';
-import { MessageStream } from '../src/adk/stream.js';
+import { MessageStream, STREAM_FLUSH_INTERVAL_MS } from '../src/adk/stream.js';
 import { createClient } from '../src/client/index.js';
 import { buildApp } from '../src/server/app.js';
 import { ensureBootstrap } from '../src/server/bootstrap.js';
 import { generateSecret } from '../src/server/auth/secrets.js';
-import { openStore, type Engine } from '../src/server/store/db.js';
+import { openStore, type Db, type Engine } from '../src/server/store/db.js';
 import { BENCH_DEPLOY, benchEngines, fmt, throwawayDatabase } from './support.js';
 
 const SAMPLES = Number(process.env.BENCH_STREAMING_SAMPLES ?? 100);
@@ -25,25 +28,40 @@ const SECONDS = Number(process.env.BENCH_STREAMING_SECONDS ?? 2);
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The floor: a bare loopback HTTP round trip (undici, keep-alive), p50 and p99 in ms. */
-async function loopbackFloor(): Promise<{ p50: number; p99: number }> {
-  const server = createServer((_req, res) => res.end('{}'));
+/**
+ * A floor server on loopback: a bare node:http server that answers `{}` once `handle` is done with
+ * the request's body (nothing, for the bare floor); `roundTrip` times one POST to it (undici, keep-alive).
+ */
+async function floorServer(handle: (body: string) => Promise<void> = async () => {}) {
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let body = '';
+    req.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+    req.on('end', () => void handle(body).then(() => res.end('{}')));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   const http = new Agent({ keepAliveTimeout: 10_000 });
-  const times: number[] = [];
-  for (let i = 0; i < SAMPLES + 20; i++) {
-    const start = performance.now();
-    const res = await request(url, { method: 'POST', body: '{"delta":"x"}', dispatcher: http });
-    await res.body.text();
-    if (i >= 20) times.push(performance.now() - start);
-  }
-  await http.close();
-  server.close();
-  return { p50: percentile(times, 50), p99: percentile(times, 99) };
+  return {
+    async roundTrip(): Promise<number> {
+      const start = performance.now();
+      const res = await request(url, { method: 'POST', body: '{"delta":"x"}', dispatcher: http });
+      await res.body.text();
+      return performance.now() - start;
+    },
+    async close(): Promise<void> {
+      await http.close();
+      server.close();
+    },
+  };
 }
 
-async function benchEngine(engine: Engine, floor: { p50: number; p99: number }): Promise<void> {
+/** The write floor's server: each request INSERTs one row (committed on its own) before the answer. */
+async function writeFloorServer(db: Db) {
+  await sql`CREATE TABLE bench_write_floor (id bigserial PRIMARY KEY, body text NOT NULL)`.execute(db);
+  return floorServer(async (body) => void (await sql`INSERT INTO bench_write_floor (body) VALUES (${body})`.execute(db)));
+}
+
+async function benchEngine(engine: Engine): Promise<void> {
   const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
   const store = await openStore({ databaseUrl: database?.url });
   const key = generateSecret();
@@ -54,11 +72,15 @@ async function benchEngine(engine: Engine, floor: { p50: number; p99: number }):
   const adk = createAdk({ baseUrl: url, apiKey: key });
   const client = createClient({ baseUrl: url, apiKey: key });
   try {
+    const bare = await floorServer();
+    const writing = await writeFloorServer(store.db);
     const deployed = await adk.call('deploy', { body: BENCH_DEPLOY as never });
     await adk.call('registerVersion', { body: { version_id: deployed.version_id } as never });
     const newTask = async () => (await adk.call('createTask', { body: { agent_name: 'default/bench-bot' } as never })).id;
 
-    // 1. Latency: one token at a time, after a quiet spell (so it goes at once, as the first token of a burst does).
+    // 1. Latency: one token at a time, after a quiet spell (so it goes at once, as the first token of a
+    // burst does). Each sample is taken next to one round trip to each floor server, so the floors
+    // see the same load as the deltas (the machine is shared).
     const taskId = await newTask();
     const seen = new Map<string, number>();
     const stop = new AbortController();
@@ -73,14 +95,25 @@ async function benchEngine(engine: Engine, floor: { p50: number; p99: number }):
     })().catch(() => {});
     const stream = new MessageStream(adk, taskId);
     const latencies: number[] = [];
+    const loopback: number[] = [];
+    const written: number[] = [];
     for (let i = 0; i < SAMPLES + 10; i++) {
+      const floors = [await bare.roundTrip(), await writing.roundTrip()];
       const token = `t${i} `;
       const start = performance.now();
       stream.write(token);
       while (!seen.has(token)) await sleep(0);
-      if (i >= 10) latencies.push(seen.get(token)! - start);
-      await sleep(110); // past the flush interval: the next write starts a request at once
+      if (i >= 10) {
+        latencies.push(seen.get(token)! - start);
+        loopback.push(floors[0]!);
+        written.push(floors[1]!);
+      }
+      await sleep(STREAM_FLUSH_INTERVAL_MS + 10); // past the flush interval: the next write starts a request at once
     }
+    await bare.close();
+    await writing.close();
+    const floor = { p50: percentile(loopback, 50), p99: percentile(loopback, 99) };
+    const write = { p50: percentile(written, 50), p99: percentile(written, 99) };
     // The write alone: one POST /messages/{id}/deltas round trip, for where the time goes.
     const writes: number[] = [];
     for (let i = 0; i < SAMPLES; i++) {
@@ -96,6 +129,7 @@ async function benchEngine(engine: Engine, floor: { p50: number; p99: number }):
     console.log(
       `[${engine}] delta written by the ADK -> seen on the task stream: p50 ${fmt(p50, 2)} ms, p99 ${fmt(p99, 2)} ms; ` +
         `loopback round trip p50 ${fmt(floor.p50, 2)} ms, p99 ${fmt(floor.p99, 2)} ms; ratio p50 ${fmt(p50 / floor.p50, 1)}x, p99 ${fmt(p99 / floor.p99, 1)}x; ` +
+        `committed write round trip p50 ${fmt(write.p50, 2)} ms, p99 ${fmt(write.p99, 2)} ms; ratio p50 ${fmt(p50 / write.p50, 1)}x, p99 ${fmt(p99 / write.p99, 1)}x; ` +
         `(the delta POST alone: p50 ${fmt(percentile(writes, 50), 2)} ms, p99 ${fmt(percentile(writes, 99), 2)} ms)`,
     );
 
@@ -156,6 +190,5 @@ async function benchEngine(engine: Engine, floor: { p50: number; p99: number }):
   }
 }
 
-const floor = await loopbackFloor();
-for (const engine of await benchEngines()) await benchEngine(engine, floor);
+for (const engine of await benchEngines()) await benchEngine(engine);
 process.exit(0);

@@ -1,9 +1,13 @@
-// One per server. Writers NOTIFY `agentctl_task` with the task id in their transaction (delivered at
-// commit, to every replica's LISTEN). The hub keeps one group per watched task: on a notification
-// (or the periodic safety poll) the group reads the new stream records once and hands them to each
-// of its watchers, so a hundred watchers of one task cost one read per change. A watcher only ever
-// emits the next sequence number: anything it has not seen (it joined late, a read raced) it reads
-// itself from the table, so a missed notification delays and never loses a record.
+// One per server. Writers NOTIFY `agentctl_task` with the task id and sequence number in their
+// transaction (delivered at commit, to every replica's LISTEN). The hub keeps one group per watched
+// task: on a notification (or the periodic safety poll) the group reads the new stream records once
+// and hands them to each of its watchers, so a hundred watchers of one task cost one read per change.
+// A one-statement write in this process (an event, a message, a delta: the streaming hot path) hands
+// the hub the record it committed instead (conversation.ts `onCommitted`): when it is the group's next
+// one it goes to the watchers at once, with no NOTIFY round trip and no read, and its NOTIFY then
+// finds the group already past it. A watcher only ever emits the next sequence number: anything it
+// has not seen (it joined late, a read raced) it reads itself from the table, so a missed
+// notification delays and never loses a record.
 //
 // A watcher whose consumer stops taking records (an SSE reader that does not read: its socket is full
 // and the route waits for 'drain') would otherwise collect every record of the task. Its buffer is
@@ -11,7 +15,7 @@
 // resumes with Last-Event-ID and reads what it missed from the table, so nothing is lost.
 import type { StreamRecord } from '../../contract/conversation.js';
 import type { Store } from '../store/db.js';
-import { readStream, TASK_CHANNEL } from '../domain/conversation.js';
+import { onCommitted, parseTaskNotice, readStream, TASK_CHANNEL } from '../domain/conversation.js';
 
 const PAGE = 500;
 
@@ -93,6 +97,34 @@ class TaskGroup {
 
   constructor(private readonly read: (after: number) => Promise<StreamRecord[]>) {}
 
+  /**
+   * A record committed by a write in this process. The group's next one goes to the watchers as it
+   * is; one past a gap (records committed elsewhere, not read yet) makes the group read them all.
+   */
+  publish(record: StreamRecord): void {
+    if (this.cursor === null || record.sequence_id <= this.cursor) return;
+    if (record.sequence_id > this.cursor + 1) {
+      this.refresh();
+      return;
+    }
+    this.cursor = record.sequence_id;
+    this.hand([record]);
+  }
+
+  /** A NOTIFY: reads, unless the group already has that sequence number. */
+  noticed(sequenceId: number | undefined): void {
+    if (sequenceId === undefined) {
+      this.refresh();
+      return;
+    }
+    if (this.cursor === null || sequenceId <= this.cursor) return;
+    // The writer may be in this process, its record on the way to `publish` (on PGlite the NOTIFY
+    // comes before the statement's result): it gets one turn of the event loop to arrive first.
+    setImmediate(() => {
+      if (this.watchers.size && this.cursor !== null && sequenceId > this.cursor) this.refresh();
+    });
+  }
+
   /** Reads what is new since the group's cursor, once for all watchers; coalesces overlapping calls. */
   refresh(): void {
     if (this.cursor === null) return;
@@ -115,13 +147,21 @@ class TaskGroup {
       } catch {
         return; // the next notification or poll tries again
       }
-      if (records.length) {
-        this.cursor = records[records.length - 1]!.sequence_id;
-        const sized = records.map((record) => ({ record, bytes: JSON.stringify(record.data).length }));
-        for (const watcher of this.watchers) watcher.take(sized);
+      // Records a publish handed over while the read ran are not handed again. The read saw a
+      // prefix of the committed records (writers of a task commit in sequence order), so what is
+      // left is the continuation.
+      const fresh = records.filter((record) => record.sequence_id > this.cursor!);
+      if (fresh.length) {
+        this.cursor = fresh[fresh.length - 1]!.sequence_id;
+        this.hand(fresh);
       }
       if (records.length === PAGE) this.again = true;
     } while (this.again && this.watchers.size);
+  }
+
+  private hand(records: StreamRecord[]): void {
+    const sized = records.map((record) => ({ record, bytes: JSON.stringify(record.data).length }));
+    for (const watcher of this.watchers) watcher.take(sized);
   }
 }
 
@@ -138,12 +178,14 @@ export class StreamHub {
   /** Watches ended because their consumer fell behind past the bound. */
   endedBehind = 0;
   private readonly limits: Limits;
+  private readonly stopPublishing: () => void;
 
   constructor(
     private readonly store: Store,
     private readonly options: StreamHubOptions = {},
   ) {
     this.limits = { records: options.maxBufferedRecords ?? 2 * PAGE, bytes: options.maxBufferedBytes ?? 1024 * 1024 };
+    this.stopPublishing = onCommitted(store.db, (taskId, record) => this.groups.get(taskId)?.publish(record));
   }
 
   /** How many streams follow the task on this server right now. */
@@ -151,14 +193,20 @@ export class StreamHub {
     return this.groups.get(taskId)?.watchers.size ?? 0;
   }
 
-  /** A write to the task committed (called by the LISTEN connection; in-process writers may call it too). */
-  notify(taskId: string): void {
-    this.groups.get(taskId)?.refresh();
+  /**
+   * A write to the task committed (called by the LISTEN connection; in-process writers may call it
+   * too): the group reads, unless it already holds `sequenceId`.
+   */
+  notify(taskId: string, sequenceId?: number): void {
+    this.groups.get(taskId)?.noticed(sequenceId);
   }
 
   private async start(): Promise<void> {
     if (!this.listening) {
-      const listening = this.store.listen(TASK_CHANNEL, (taskId) => this.notify(taskId));
+      const listening = this.store.listen(TASK_CHANNEL, (payload) => {
+        const { taskId, sequenceId } = parseTaskNotice(payload);
+        this.notify(taskId, sequenceId);
+      });
       this.listening = listening;
       // A LISTEN that failed is tried again by the next watch, not remembered as failed for good.
       listening.catch(() => {
@@ -259,6 +307,7 @@ export class StreamHub {
   /** Ends every watch and stops listening. */
   async close(): Promise<void> {
     this.closed = true;
+    this.stopPublishing();
     clearInterval(this.poll);
     for (const group of this.groups.values()) for (const watcher of group.watchers) watcher.wake();
     const unlisten = await this.listening?.catch(() => undefined);

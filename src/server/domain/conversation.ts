@@ -27,8 +27,44 @@ import { admitEvent, deliverEvent } from './turns.js';
 
 type Trx = Kysely<Database>;
 
-/** The channel every writer NOTIFYs (payload: the task id) and every stream hub LISTENs on. */
+/** The channel every writer NOTIFYs (payload: `taskNotice`'s) and every stream hub LISTENs on. */
 export const TASK_CHANNEL = 'agentctl_task';
+
+/**
+ * The NOTIFY of a committed stream record: its task id and sequence number ("task_x 42"), so a hub
+ * that already holds the record (a write in its own process handed it over) reads nothing.
+ */
+const taskNotice = (taskId: RawBuilder<unknown>, sequenceId: RawBuilder<unknown>) => sql`pg_notify(${TASK_CHANNEL}, ${taskId} || ' ' || ${sequenceId})`;
+
+/** A TASK_CHANNEL payload; a bare task id (no sequence number) means "something changed". */
+export function parseTaskNotice(payload: string): { taskId: string; sequenceId?: number } {
+  const [taskId = '', sequence] = payload.split(' ');
+  const sequenceId = Number(sequence);
+  return Number.isSafeInteger(sequenceId) && sequence !== undefined ? { taskId, sequenceId } : { taskId };
+}
+
+type CommittedListener = (taskId: string, record: StreamRecord) => void;
+const committedListeners = new WeakMap<Db, Set<CommittedListener>>();
+
+/**
+ * Calls `listener` with each stream record a one-statement write on `db` committed in this process,
+ * as the statement RETURNed it (the stored record, byte for byte): this process's stream hubs hand it
+ * to their watchers with no NOTIFY round trip and no re-read. Other processes learn from the NOTIFY.
+ * Returns the function that stops it.
+ */
+export function onCommitted(db: Db, listener: CommittedListener): () => void {
+  let listeners = committedListeners.get(db);
+  if (!listeners) committedListeners.set(db, (listeners = new Set()));
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+function committed(db: Db, taskId: string, kind: StreamRecordKind, sequenceId: number, record: unknown): void {
+  const listeners = committedListeners.get(db);
+  if (!listeners?.size) return;
+  const streamRecord = { kind, sequence_id: sequenceId, data: record } as StreamRecord;
+  for (const listener of listeners) listener(taskId, streamRecord);
+}
 
 // ---- mappers ------------------------------------------------------------------------------------
 
@@ -91,7 +127,7 @@ export async function appendToStream(trx: Trx, taskId: string, sequenceId: numbe
     .insertInto('task_stream')
     .values({ task_id: taskId, sequence_id: sequenceId, kind, record: JSON.stringify(record) })
     .execute();
-  await sql`SELECT pg_notify(${TASK_CHANNEL}, ${taskId})`.execute(trx);
+  await sql`SELECT ${taskNotice(sql`${taskId}::text`, sql`${sequenceId}::bigint`)}`.execute(trx);
 }
 
 /**
@@ -171,7 +207,7 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
   const enqueues = sql`EXISTS (SELECT 1 FROM versions v WHERE v.id = tasks.current_version_id AND v.double_texting = 'enqueue')`;
   const result = await executePrepared(
     db,
-    sql<{ agent_id: string; sequence_id: number }>`
+    sql<{ agent_id: string; sequence_id: number; record: unknown }>`
     WITH t AS (${takeSequence(perms, sql`${taskId}`, enqueues)}),
     e AS (
       INSERT INTO events (id, task_id, agent_id, sequence_id, content, created_at)
@@ -181,10 +217,11 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
     ),
     s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'event', record FROM e),
     d AS (${insertEventDeliveries('e', taskId)})
-    SELECT e.agent_id, e.sequence_id, pg_notify(${TASK_CHANNEL}, e.task_id), pg_notify(${DELIVERY_CHANNEL}, '') FROM e`,
+    SELECT e.agent_id, e.sequence_id, e.record, ${taskNotice(sql`e.task_id`, sql`e.sequence_id`)}, pg_notify(${DELIVERY_CHANNEL}, '') FROM e`,
   );
   const row = result.rows[0];
   if (!row) return undefined;
+  committed(db, taskId, 'event', Number(row.sequence_id), row.record);
   wakeDispatchers();
   return { id, task_id: taskId, agent_id: row.agent_id, sequence_id: Number(row.sequence_id), content, created_at: partial.created_at };
 }
@@ -277,24 +314,21 @@ async function insertMessageAlone(db: Db, perms: Permissions, input: NewMessage)
   const partial = { id, task_id: input.task_id, author: input.author, content: input.content, streaming_status: input.streaming_status, streaming_error: null };
   const result = await executePrepared(
     db,
-    sql<{ sequence_id: number }>`
+    sql<{ sequence_id: number; record: unknown }>`
     WITH t AS (${takeSequence(perms, sql`${input.task_id}`)}),
     m AS (
       INSERT INTO messages (id, task_id, author, content, streaming_status, sequence_id, updated_sequence_id, created_at, updated_at)
       SELECT ${id}, t.id, ${input.author}, ${JSON.stringify(input.content)}::jsonb, ${input.streaming_status}, t.last_sequence_id, t.last_sequence_id, ${now}, ${now} FROM t
-      RETURNING task_id, sequence_id
+      RETURNING task_id, sequence_id,
+        ${JSON.stringify({ ...partial, created_at: at, updated_at: at })}::jsonb || jsonb_build_object('sequence_id', sequence_id, 'updated_sequence_id', sequence_id) AS record
     ),
-    s AS (
-      INSERT INTO task_stream (task_id, sequence_id, kind, record)
-      SELECT task_id, sequence_id, 'message',
-        ${JSON.stringify({ ...partial, created_at: at, updated_at: at })}::jsonb || jsonb_build_object('sequence_id', sequence_id, 'updated_sequence_id', sequence_id)
-      FROM m
-    )
-    SELECT m.sequence_id, pg_notify(${TASK_CHANNEL}, m.task_id) FROM m`,
+    s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'message', record FROM m)
+    SELECT m.sequence_id, m.record, ${taskNotice(sql`m.task_id`, sql`m.sequence_id`)} FROM m`,
   );
   const row = result.rows[0];
   if (!row) return undefined;
   const sequenceId = Number(row.sequence_id);
+  committed(db, input.task_id, 'message', sequenceId, row.record);
   return { ...partial, sequence_id: sequenceId, updated_sequence_id: sequenceId, created_at: at, updated_at: at };
 }
 
@@ -422,7 +456,7 @@ async function appendDeltaAlone(db: Db, perms: Permissions, messageId: string, d
   try {
     const result = await executePrepared(
       db,
-      sql<{ task_id: string; sequence_id: number; offset: number }>`
+      sql<{ task_id: string; sequence_id: number; offset: number; record: unknown }>`
       WITH t AS (${takeSequence(
         perms,
         sql`(SELECT task_id FROM messages WHERE id = ${messageId})`,
@@ -433,20 +467,18 @@ async function appendDeltaAlone(db: Db, perms: Permissions, messageId: string, d
         SET content = jsonb_set(content, ARRAY[${streamedField}], to_jsonb(coalesce(content->>${streamedField}, '') || ${delta}::text)),
             updated_sequence_id = t.last_sequence_id, updated_at = now()
         FROM t WHERE messages.id = ${messageId} AND ${takes}
-        RETURNING messages.task_id, t.last_sequence_id AS sequence_id, (char_length(content->>${streamedField}) - ${length}::int)::int AS "offset"
+        RETURNING messages.task_id, t.last_sequence_id AS sequence_id, (char_length(content->>${streamedField}) - ${length}::int)::int AS "offset",
+          jsonb_build_object('message_id', ${messageId}::text, 'task_id', messages.task_id, 'sequence_id', t.last_sequence_id,
+            'offset', char_length(content->>${streamedField}) - ${length}::int, 'delta', ${delta}::text) AS record
       ),
-      s AS (
-        INSERT INTO task_stream (task_id, sequence_id, kind, record)
-        SELECT task_id, sequence_id, 'message_delta',
-          jsonb_build_object('message_id', ${messageId}::text, 'task_id', task_id, 'sequence_id', sequence_id, 'offset', "offset", 'delta', ${delta}::text)
-        FROM u
-      )
-      SELECT u.task_id, u.sequence_id, u."offset", pg_notify(${TASK_CHANNEL}, u.task_id) IS NULL AS notified FROM u
+      s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'message_delta', record FROM u)
+      SELECT u.task_id, u.sequence_id, u."offset", u.record, ${taskNotice(sql`u.task_id`, sql`u.sequence_id`)} IS NULL AS notified FROM u
       UNION ALL
-      SELECT t.id, t.last_sequence_id, 1 / (SELECT count(*) FROM u)::int, false FROM t WHERE NOT EXISTS (SELECT 1 FROM u)`,
+      SELECT t.id, t.last_sequence_id, 1 / (SELECT count(*) FROM u)::int, NULL, false FROM t WHERE NOT EXISTS (SELECT 1 FROM u)`,
     );
     const row = result.rows[0];
     if (!row) return undefined;
+    committed(db, row.task_id, 'message_delta', Number(row.sequence_id), row.record);
     return { message_id: messageId, task_id: row.task_id, sequence_id: Number(row.sequence_id), offset: Number(row.offset), delta };
   } catch (error) {
     if ((error as { code?: string }).code === UNDO) return undefined;
