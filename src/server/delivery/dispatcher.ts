@@ -34,6 +34,7 @@ import { formatTraceparent } from '../../contract/trace-context.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { recordAgentSpans } from '../domain/traces.js';
 import { INHERITED_LEASE_REASON } from '../domain/deliveries.js';
+import { executePrepared } from '../store/prepared.js';
 
 /** The open statuses as an SQL list, for the claim statement. */
 const OPEN = sql.join(OPEN_DELIVERY_STATUSES.map((status) => sql.lit(status)));
@@ -455,7 +456,7 @@ export class Dispatcher {
       FROM deliveries o
       JOIN tasks t ON t.id = o.task_id
       WHERE o.status IN (${OPEN})
-        ${tasks ? sql`AND o.task_id IN (${sql.join(tasks)})` : sql``}
+        ${tasks ? sql`AND o.task_id = ANY(${tasks}::text[])` : sql``}
         AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status IN ('in_flight', 'leased') AND o.claimed_until < now()))
         -- One turn at a time per task, in order; control deliveries (an interrupt) go at once.
         AND (o.kind IN (${OUT_OF_ORDER})
@@ -464,7 +465,7 @@ export class Dispatcher {
       ORDER BY o.priority DESC, o.id
       LIMIT ${limit}
       FOR UPDATE OF o SKIP LOCKED`;
-    const result = await this.claiming(claimer, pull, pick).execute(this.db);
+    const result = await executePrepared(this.db, this.claiming(claimer, pull, pick));
     return result.rows;
   }
 
@@ -819,38 +820,65 @@ export class Dispatcher {
   private async settleBatch(batch: QueuedSettle[]): Promise<Map<string, Claimed>> {
     const done = batch.filter((entry) => entry.op === 'done');
     const leased = batch.filter((entry) => entry.op === 'lease');
-    const chained = done.filter((entry) => entry.chain).map((entry) => entry.id);
+    const chained = done.filter((entry) => entry.chain);
     const leaseMs = this.options.leaseMs;
-    const writes = sql`done AS (
+    // One delivery alone (an idle dispatcher) is named directly: the lighter statement to run. Either
+    // form's text is the same whatever the ids (arrays are one parameter): prepared once on PGlite.
+    const doneRows =
+      done.length === 1
+        ? sql`WHERE d.id = ${done[0].id} AND d.claimed_by = ${done[0].claimer}`
+        : sql`FROM unnest(${done.map((e) => e.id)}::bigint[], ${done.map((e) => e.claimer)}::text[]) AS u(id, claimer) WHERE d.id = u.id AND d.claimed_by = u.claimer`;
+    const leasedRows =
+      leased.length === 1
+        ? sql`FROM (SELECT ${leased[0].target}::text AS target) AS u WHERE d.id = ${leased[0].id} AND d.claimed_by = ${leased[0].claimer}`
+        : sql`FROM unnest(${leased.map((e) => e.id)}::bigint[], ${leased.map((e) => e.claimer)}::text[], ${leased.map((e) => e.target)}::text[]) AS u(id, claimer, target)
+          WHERE d.id = u.id AND d.claimed_by = u.claimer`;
+    const writes = [
+      ...(done.length > 0
+        ? [
+            sql`done AS (
       UPDATE deliveries d SET status = 'done', claimed_by = NULL, claimed_until = NULL, last_error = NULL, updated_at = now()
-      FROM unnest(${done.map((e) => e.id)}::bigint[], ${done.map((e) => e.claimer)}::text[]) AS u(id, claimer)
-      WHERE d.id = u.id AND d.claimed_by = u.claimer AND d.status = 'in_flight'
+      ${doneRows} AND d.status = 'in_flight'
       RETURNING d.id, d.task_id
-    ), leased AS (
+    )`,
+          ]
+        : []),
+      ...(leased.length > 0
+        ? [
+            sql`leased AS (
       UPDATE deliveries d SET status = 'leased', leased_to = u.target, lease_ms = ${leaseMs}, claimed_by = NULL,
         claimed_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
-      FROM unnest(${leased.map((e) => e.id)}::bigint[], ${leased.map((e) => e.claimer)}::text[], ${leased.map((e) => e.target)}::text[]) AS u(id, claimer, target)
-      WHERE d.id = u.id AND d.claimed_by = u.claimer AND d.status = 'in_flight'
-    )`;
+      ${leasedRows} AND d.status = 'in_flight'
+      RETURNING d.id
+    )`,
+          ]
+        : []),
+    ];
     if (chained.length === 0) {
-      await sql`WITH ${writes} SELECT count(*) FROM done`.execute(this.db);
+      await executePrepared(this.db, sql`WITH ${sql.join(writes)} SELECT 1`);
       return new Map();
     }
     // A successor must be its task's first open turn once the completed one is done; the statement's
     // snapshot still sees that one open, so what `done` wrote is left out of the test. At most one row
-    // per task passes it.
+    // per task passes it. The tasks are named as well, for the index on open deliveries by task.
+    const alone = done.length === 1;
+    const tasks = alone ? sql`o.task_id = ${chained[0].taskId}` : sql`o.task_id = ANY(${chained.map((e) => e.taskId)}::text[])`;
+    const wasDone = alone
+      ? sql`EXISTS (SELECT 1 FROM done)`
+      : sql`EXISTS (SELECT 1 FROM done WHERE done.task_id = o.task_id AND done.id = ANY(${chained.map((e) => e.id)}::bigint[]))`;
+    const notDone = alone ? sql`e.id <> ${done[0].id}` : sql`e.id NOT IN (SELECT id FROM done)`;
     const pick = sql`
       SELECT o.id, o.status AS prior_status, t.current_version_id
       FROM deliveries o
       JOIN tasks t ON t.id = o.task_id
-      WHERE o.task_id IN (SELECT task_id FROM done WHERE id = ANY(${chained}::bigint[]))
+      WHERE ${tasks}
+        AND ${wasDone}
         AND o.status = 'pending' AND o.next_attempt_at <= now() AND o.kind NOT IN (${OUT_OF_ORDER}) AND o.priority >= 0
-        AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER})
-          AND e.id NOT IN (SELECT id FROM done))
+        AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER}) AND ${notDone})
         AND ${this.targetOf()}
       ORDER BY o.id
       FOR UPDATE OF o SKIP LOCKED`;
-    const result = await this.claiming(this.id, undefined, pick, writes).execute(this.db);
+    const result = await executePrepared(this.db, this.claiming(this.id, undefined, pick, sql.join(writes)));
     return new Map(result.rows.map((row) => [row.task_id, row]));
   }
 
