@@ -859,25 +859,28 @@ export class Dispatcher {
       return new Map();
     }
     // A successor must be its task's first open turn once the completed one is done; the statement's
-    // snapshot still sees that one open, so what `done` wrote is left out of the test. At most one row
-    // per task passes it. The tasks are named as well, for the index on open deliveries by task.
+    // snapshot still sees that one open, so what `done` wrote is left out of the test. Per task, the
+    // first pending row that passes (LIMIT 1: a long queue is not tested row by row).
     const alone = done.length === 1;
-    const tasks = alone ? sql`o.task_id = ${chained[0].taskId}` : sql`o.task_id = ANY(${chained.map((e) => e.taskId)}::text[])`;
     const wasDone = alone
       ? sql`EXISTS (SELECT 1 FROM done)`
       : sql`EXISTS (SELECT 1 FROM done WHERE done.task_id = o.task_id AND done.id = ANY(${chained.map((e) => e.id)}::bigint[]))`;
     const notDone = alone ? sql`e.id <> ${done[0].id}` : sql`e.id NOT IN (SELECT id FROM done)`;
-    const pick = sql`
+    const next = (task: RawBuilder<unknown>) => sql`
       SELECT o.id, o.status AS prior_status, t.current_version_id
       FROM deliveries o
       JOIN tasks t ON t.id = o.task_id
-      WHERE ${tasks}
+      WHERE o.task_id = ${task}
         AND ${wasDone}
         AND o.status = 'pending' AND o.next_attempt_at <= now() AND o.kind NOT IN (${OUT_OF_ORDER}) AND o.priority >= 0
         AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER}) AND ${notDone})
         AND ${this.targetOf()}
       ORDER BY o.id
+      LIMIT 1
       FOR UPDATE OF o SKIP LOCKED`;
+    const pick = alone
+      ? next(sql`${chained[0].taskId}`)
+      : sql`SELECT n.* FROM unnest(${chained.map((e) => e.taskId)}::text[]) AS x(task_id) CROSS JOIN LATERAL (${next(sql`x.task_id`)}) AS n`;
     const result = await executePrepared(this.db, this.claiming(this.id, undefined, pick, sql.join(writes)));
     return new Map(result.rows.map((row) => [row.task_id, row]));
   }
