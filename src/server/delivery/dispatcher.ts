@@ -29,12 +29,13 @@ import { createMessage, interruptStreams, recordTaskChange } from '../domain/con
 import { DEFAULT_INTERRUPT_GRACE_MS, OUT_OF_ORDER_DELIVERY_KINDS, type DeliveryKind } from '../../contract/enums.js';
 import { unrestricted } from '../auth/policy.js';
 import { DomainError } from '../domain/errors.js';
-import { DELIVERY_CHANNEL, onDeliveryEnqueued, type DeliveryPayload } from '../store/outbox.js';
+import { DELIVERY_CHANNEL, onDeliveryCommitted, onDeliveryEnqueued, type DeliveryPayload } from '../store/outbox.js';
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
 import { formatTraceparent } from '../../contract/trace-context.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { recordAgentSpans } from '../domain/traces.js';
 import { INHERITED_LEASE_REASON } from '../domain/deliveries.js';
+import { executePrepared } from '../store/prepared.js';
 
 /** The open statuses as an SQL list, for the claim statement. */
 const OPEN = sql.join(OPEN_DELIVERY_STATUSES.map((status) => sql.lit(status)));
@@ -78,6 +79,33 @@ interface Settled {
   next?: Claimed;
   unblocked?: string;
 }
+
+/** A completion or lease waiting for the next settling statement, with the caller's promise. */
+interface QueuedSettle {
+  op: 'done' | 'lease';
+  id: string;
+  taskId: string;
+  claimer: string;
+  /** done: the same statement may claim the task's next delivery for this flight. */
+  chain: boolean;
+  /** lease: the replica that took it. */
+  target: string | null;
+  resolve: (settled: Settled) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Settling statements (completions and leases of every flight that finished meanwhile, in one
+ * statement each) running at once: while they run, further answers gather for the next one.
+ */
+const SETTLE_STATEMENTS = 2;
+
+/**
+ * Claims running at once: wake-ups that come while one runs (a completion reported for another task)
+ * are claimed alongside it rather than after it. Safe as claims of several replicas are: each locks
+ * what it takes and skips what another holds.
+ */
+const CLAIM_STATEMENTS = 2;
 
 /**
  * While work waits for room, a flight sends at most this many of its task's deliveries one after
@@ -173,8 +201,14 @@ export class Dispatcher {
   private readonly options: Required<Omit<DispatcherOptions, 'log' | 'tracing'>> & Pick<DispatcherOptions, 'log'>;
   private readonly tracing?: Tracing;
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly secrets = new Map<string, string>();
-  private pumping = false;
+  private readonly secrets = new Map<string, Promise<string>>();
+  /** Answers waiting to be written (see `settleQueued`), and the settling statements running. */
+  private queuedSettles: QueuedSettle[] = [];
+  private settling = 0;
+  private settleScheduled = false;
+  /** Claim loops running (at most CLAIM_STATEMENTS), and the slots their claims running now may fill. */
+  private pumps = 0;
+  private reserved = 0;
   /** A claim over every task is wanted: a delivery was enqueued, the poll came, room freed while work waited. */
   private general = false;
   /** Tasks whose next delivery may have come due (an agent reported a deferred one complete): claimed by looking at them alone. */
@@ -186,6 +220,11 @@ export class Dispatcher {
   private unsubscribe: () => void;
   private listener: { end(): Promise<void> } | undefined;
   private sweep: Promise<void> = Promise.resolve();
+  /**
+   * Tasks handed over in process (`onDeliveryCommitted`) whose NOTIFY has not come back yet, with how
+   * many: that notification would only claim again what the hand-over claimed.
+   */
+  private readonly echoes = new Map<string, number>();
   private readonly pulls = new Map<string, PullStream>();
   /**
    * When this dispatcher started alone (no other one was running on the database): a lease last
@@ -218,8 +257,15 @@ export class Dispatcher {
       log: options.log,
     };
     // On PGlite an in-process wake is the signal (its claim queues behind the enqueuing transaction);
-    // on PostgreSQL it would come before the commit and claim nothing: the LISTEN wakes it after.
-    this.unsubscribe = store.engine === 'pglite' ? onDeliveryEnqueued((taskId) => this.wake(taskId)) : () => {};
+    // on PostgreSQL it would come before the commit and claim nothing: the LISTEN wakes it after, or,
+    // for a statement of this process, the hand-over after its commit (whose NOTIFY echo is then skipped).
+    this.unsubscribe =
+      store.engine === 'pglite'
+        ? onDeliveryEnqueued((taskId) => this.wake(taskId))
+        : onDeliveryCommitted((taskId, notified) => {
+            if (notified && this.listener) this.echoes.set(taskId, (this.echoes.get(taskId) ?? 0) + 1);
+            this.wake(taskId);
+          });
   }
 
   /** Starts polling and, on PostgreSQL, listening for deliveries committed by any replica. */
@@ -281,10 +327,20 @@ export class Dispatcher {
     // A lost LISTEN connection only slows wake-ups to the poll interval; reconnect in the background.
     client.on('error', () => {
       this.listener = undefined;
+      this.echoes.clear();
       if (!this.closed) setTimeout(() => void this.listen(url).catch(() => {}), 1000).unref();
     });
     // A notification naming a task (an agent's completion) wakes a claim of that task alone.
-    client.on('notification', (message) => this.wake(message.payload || undefined));
+    client.on('notification', (message) => {
+      const taskId = message.payload || undefined;
+      const echoes = taskId ? this.echoes.get(taskId) : undefined;
+      if (taskId && echoes) {
+        if (echoes > 1) this.echoes.set(taskId, echoes - 1);
+        else this.echoes.delete(taskId);
+        return;
+      }
+      this.wake(taskId);
+    });
     await client.connect();
     await client.query(`LISTEN ${DELIVERY_CHANNEL}`);
     if (this.closed) await client.end();
@@ -313,8 +369,8 @@ export class Dispatcher {
     for (const pull of this.pulls.values()) this.wakePull(pull);
     if (taskId === undefined) this.general = true;
     else this.hinted.add(taskId);
-    if (this.pumping) return;
-    this.pumping = true;
+    if (this.pumps >= CLAIM_STATEMENTS) return;
+    this.pumps++;
     // Woken from a request: its trace context must not follow the claims into their queries.
     context.with(ROOT_CONTEXT, () => setImmediate(() => void this.pump()));
   }
@@ -322,8 +378,10 @@ export class Dispatcher {
   private async pump(): Promise<void> {
     try {
       while (!this.closed && (this.general || this.hinted.size > 0)) {
-        const room = this.options.maxInFlight - this.inFlight.size;
+        const room = this.options.maxInFlight - this.inFlight.size - this.reserved;
         if (room <= 0) {
+          // The claim running now has the room: it takes these wake-ups when it is done.
+          if (this.reserved > 0) break;
           // The next flight to end offers its slot to every task (it wakes a claim over all of them).
           this.starved = true;
           this.general = false;
@@ -331,17 +389,22 @@ export class Dispatcher {
           break;
         }
         let claimed: Claimed[];
-        // While work waits for room, only the claim over every task takes it: oldest first, live work first.
-        if (this.general || this.starved) {
-          this.general = false;
-          this.hinted.clear();
-          claimed = await this.claim(room);
-          this.starved = claimed.length === room;
-        } else {
-          const tasks = [...this.hinted];
-          this.hinted.clear();
-          claimed = await this.claim(room, undefined, tasks);
-          if (claimed.length === room) this.starved = true;
+        this.reserved += room;
+        try {
+          // While work waits for room, only the claim over every task takes it: oldest first, live work first.
+          if (this.general || this.starved) {
+            this.general = false;
+            this.hinted.clear();
+            claimed = await this.claim(room);
+            this.starved = claimed.length === room;
+          } else {
+            const tasks = [...this.hinted];
+            this.hinted.clear();
+            claimed = await this.claim(room, undefined, tasks);
+            if (claimed.length === room) this.starved = true;
+          }
+        } finally {
+          this.reserved -= room;
         }
         for (const delivery of claimed) this.launch(delivery);
         if (this.starved) this.general = true;
@@ -349,7 +412,7 @@ export class Dispatcher {
     } catch (error) {
       if (!this.closed) this.options.log?.(`dispatcher: ${(error as Error).message}`);
     } finally {
-      this.pumping = false;
+      this.pumps--;
     }
   }
 
@@ -407,7 +470,7 @@ export class Dispatcher {
       FROM deliveries o
       JOIN tasks t ON t.id = o.task_id
       WHERE o.status IN (${OPEN})
-        ${tasks ? sql`AND o.task_id IN (${sql.join(tasks)})` : sql``}
+        ${tasks ? sql`AND o.task_id = ANY(${tasks}::text[])` : sql``}
         AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status IN ('in_flight', 'leased') AND o.claimed_until < now()))
         -- One turn at a time per task, in order; control deliveries (an interrupt) go at once.
         AND (o.kind IN (${OUT_OF_ORDER})
@@ -416,7 +479,7 @@ export class Dispatcher {
       ORDER BY o.priority DESC, o.id
       LIMIT ${limit}
       FOR UPDATE OF o SKIP LOCKED`;
-    const result = await this.claiming(claimer, pull, pick).execute(this.db);
+    const result = await executePrepared(this.db, this.claiming(claimer, pull, pick));
     return result.rows;
   }
 
@@ -463,11 +526,13 @@ export class Dispatcher {
       ORDER BY claimed.id`;
   }
 
-  private async secretFor(versionId: string): Promise<string> {
+  /** The version's signing secret, read once: the flights that start together share that one read. */
+  private secretFor(versionId: string): Promise<string> {
     let secret = this.secrets.get(versionId);
     if (!secret) {
-      secret = await signingSecretFor(this.db, versionId);
+      secret = signingSecretFor(this.db, versionId);
       this.secrets.set(versionId, secret);
+      secret.catch(() => this.secrets.delete(versionId));
     }
     return secret;
   }
@@ -706,38 +771,8 @@ export class Dispatcher {
    * flight sends it on without a claim of its own. Rehearsal deliveries are not chained (they are
    * claimed after live work, by the claim over every task).
    */
-  private async complete(delivery: Settling, claimer = this.id, chain = false): Promise<Settled> {
-    if (!chain || delivery.kind !== 'turn' || claimer !== this.id) {
-      await this.db
-        .updateTable('deliveries')
-        .set({ status: 'done', claimed_by: null, claimed_until: null, last_error: null, updated_at: new Date() })
-        .where('id', '=', delivery.id)
-        .where('claimed_by', '=', claimer)
-        .where('status', '=', 'in_flight')
-        .execute();
-      return { unblocked: delivery.task_id };
-    }
-    // The successor must be the task's first open turn once this one is done; the statement's snapshot
-    // still sees this one open, so it is left out of that test by its id.
-    const done = sql`done AS (
-      UPDATE deliveries SET status = 'done', claimed_by = NULL, claimed_until = NULL, last_error = NULL, updated_at = now()
-      WHERE id = ${delivery.id} AND claimed_by = ${claimer} AND status = 'in_flight'
-      RETURNING id, task_id
-    )`;
-    const pick = sql`
-      SELECT o.id, o.status AS prior_status, t.current_version_id
-      FROM deliveries o
-      JOIN tasks t ON t.id = o.task_id
-      WHERE o.task_id = ${delivery.task_id} AND EXISTS (SELECT 1 FROM done)
-        AND o.status = 'pending' AND o.next_attempt_at <= now() AND o.kind NOT IN (${OUT_OF_ORDER}) AND o.priority >= 0
-        AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER}) AND e.id <> ${delivery.id})
-        AND ${this.targetOf()}
-      ORDER BY o.id
-      LIMIT 1
-      FOR UPDATE OF o SKIP LOCKED`;
-    const result = await this.claiming(claimer, undefined, pick, done).execute(this.db);
-    const next = result.rows[0];
-    return next ? { next } : { unblocked: delivery.task_id };
+  private complete(delivery: Settling, claimer = this.id, chain = false): Promise<Settled> {
+    return this.queueSettle('done', delivery, claimer, chain && delivery.kind === 'turn' && claimer === this.id, null);
   }
 
   /**
@@ -745,10 +780,123 @@ export class Dispatcher {
    * Nothing to do when the agent's completion came first (the row is done already).
    */
   private async lease(delivery: Settling, target: string, claimer = this.id): Promise<void> {
-    await sql`
-      UPDATE deliveries SET status = 'leased', leased_to = ${target}, lease_ms = ${this.options.leaseMs}, claimed_by = NULL,
-        claimed_until = now() + ${this.options.leaseMs} * interval '1 millisecond', updated_at = now()
-      WHERE id = ${delivery.id} AND claimed_by = ${claimer} AND status = 'in_flight'`.execute(this.db);
+    await this.queueSettle('lease', delivery, claimer, false, target);
+  }
+
+  /**
+   * Completions and leases are written together: the answers that arrive while a settling statement
+   * runs go in the next one (one UPDATE for them all, and one claim of their tasks' next deliveries),
+   * so a busy dispatcher spends one round trip on many deliveries instead of one each.
+   */
+  private queueSettle(op: QueuedSettle['op'], delivery: Settling, claimer: string, chain: boolean, target: string | null): Promise<Settled> {
+    return new Promise<Settled>((resolve, reject) => {
+      this.queuedSettles.push({ op, id: delivery.id, taskId: delivery.task_id, claimer, chain, target, resolve, reject });
+      if (this.settling >= SETTLE_STATEMENTS || this.settleScheduled) return;
+      // The answers of this turn of the event loop go together.
+      this.settleScheduled = true;
+      setImmediate(() => {
+        this.settleScheduled = false;
+        this.flushSettles();
+      });
+    });
+  }
+
+  private flushSettles(): void {
+    while (this.settling < SETTLE_STATEMENTS && this.queuedSettles.length > 0) {
+      const batch = this.queuedSettles;
+      this.queuedSettles = [];
+      this.settling++;
+      this.settleBatch(batch)
+        .then(
+          (next) => {
+            for (const entry of batch) {
+              const claimed = entry.chain ? next.get(entry.taskId) : undefined;
+              if (claimed) next.delete(entry.taskId);
+              entry.resolve(claimed ? { next: claimed } : entry.op === 'done' ? { unblocked: entry.taskId } : {});
+            }
+          },
+          (error) => {
+            for (const entry of batch) entry.reject(error);
+          },
+        )
+        .finally(() => {
+          this.settling--;
+          this.flushSettles();
+        });
+    }
+  }
+
+  /**
+   * One statement: the completions and leases of `batch`, each only while the claim named is still
+   * the delivery's, and the next delivery of each task whose chained completion it wrote. Returns
+   * those, by task.
+   */
+  private async settleBatch(batch: QueuedSettle[]): Promise<Map<string, Claimed>> {
+    const done = batch.filter((entry) => entry.op === 'done');
+    const leased = batch.filter((entry) => entry.op === 'lease');
+    const chained = done.filter((entry) => entry.chain);
+    const leaseMs = this.options.leaseMs;
+    // One delivery alone (an idle dispatcher) is named directly: the lighter statement to run. Either
+    // form's text is the same whatever the ids (arrays are one parameter): prepared once on PGlite.
+    const doneRows =
+      done.length === 1
+        ? sql`WHERE d.id = ${done[0].id} AND d.claimed_by = ${done[0].claimer}`
+        : sql`FROM unnest(${done.map((e) => e.id)}::bigint[], ${done.map((e) => e.claimer)}::text[]) AS u(id, claimer) WHERE d.id = u.id AND d.claimed_by = u.claimer`;
+    const leasedRows =
+      leased.length === 1
+        ? sql`FROM (SELECT ${leased[0].target}::text AS target) AS u WHERE d.id = ${leased[0].id} AND d.claimed_by = ${leased[0].claimer}`
+        : sql`FROM unnest(${leased.map((e) => e.id)}::bigint[], ${leased.map((e) => e.claimer)}::text[], ${leased.map((e) => e.target)}::text[]) AS u(id, claimer, target)
+          WHERE d.id = u.id AND d.claimed_by = u.claimer`;
+    const writes = [
+      ...(done.length > 0
+        ? [
+            sql`done AS (
+      UPDATE deliveries d SET status = 'done', claimed_by = NULL, claimed_until = NULL, last_error = NULL, updated_at = now()
+      ${doneRows} AND d.status = 'in_flight'
+      RETURNING d.id, d.task_id
+    )`,
+          ]
+        : []),
+      ...(leased.length > 0
+        ? [
+            sql`leased AS (
+      UPDATE deliveries d SET status = 'leased', leased_to = u.target, lease_ms = ${leaseMs}, claimed_by = NULL,
+        claimed_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
+      ${leasedRows} AND d.status = 'in_flight'
+      RETURNING d.id
+    )`,
+          ]
+        : []),
+    ];
+    if (chained.length === 0) {
+      await executePrepared(this.db, sql`WITH ${sql.join(writes)} SELECT 1`);
+      return new Map();
+    }
+    // A successor must be its task's first open turn once the completed one is done; the statement's
+    // snapshot still sees that one open, so what `done` wrote is left out of the test. Per task, the
+    // first pending row that passes (LIMIT 1: a long queue is not tested row by row).
+    const alone = done.length === 1;
+    const wasDone = alone
+      ? sql`EXISTS (SELECT 1 FROM done)`
+      : sql`EXISTS (SELECT 1 FROM done WHERE done.task_id = o.task_id AND done.id = ANY(${chained.map((e) => e.id)}::bigint[]))`;
+    const notDone = alone ? sql`e.id <> ${done[0].id}` : sql`e.id NOT IN (SELECT id FROM done)`;
+    const next = (task: RawBuilder<unknown>) => sql`
+      SELECT o.id, o.status AS prior_status, t.current_version_id
+      FROM deliveries o
+      JOIN tasks t ON t.id = o.task_id
+      WHERE o.task_id = ${task}
+        AND ${wasDone}
+        AND o.status = 'pending' AND o.next_attempt_at <= now() AND o.kind NOT IN (${OUT_OF_ORDER}) AND o.priority >= 0
+        AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER}) AND ${notDone})
+        AND ${this.targetOf()}
+      ORDER BY o.id
+      LIMIT 1
+      FOR UPDATE OF o SKIP LOCKED`;
+    const pick = alone
+      ? next(sql`${chained[0].taskId}`)
+      : sql`SELECT n.* FROM unnest(${chained.map((e) => e.taskId)}::text[]) AS x(task_id) CROSS JOIN LATERAL (${next(sql`x.task_id`)}) AS n`;
+    const result = await executePrepared(this.db, this.claiming(this.id, undefined, pick, sql.join(writes)));
+    return new Map(result.rows.map((row) => [row.task_id, row]));
   }
 
   /** A sync agent's reply, as agent messages, through the domain with a system principal of the task's org. */

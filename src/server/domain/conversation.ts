@@ -20,7 +20,7 @@ import { revertFailedMigration } from './migration-hooks.js';
 import { type DomainError, conflict, invalid, isNotFound, notFound, named, tooLarge } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { inCallerOrg, taskById } from './lookup.js';
-import { DELIVERY_CHANNEL, insertEventDeliveries, wakeDispatchers } from '../store/outbox.js';
+import { DELIVERY_CHANNEL, deliveryCommitted, insertEventDeliveries, wakeDispatchers } from '../store/outbox.js';
 import { statusList } from '../store/sql.js';
 import { executePrepared } from '../store/prepared.js';
 import { admitEvent, deliverEvent } from './turns.js';
@@ -171,7 +171,7 @@ export async function createTracker(trx: Trx, taskId: string, agentId: string): 
  */
 
 /** `tasks` rows the caller may `run` (taskById's check, as SQL: its org, and an agent it holds `run` on). */
-function runnableTask(perms: Permissions) {
+export function runnableTask(perms: Permissions) {
   const visible = perms.visible('agent', 'run');
   const org = sql`tasks.namespace_id IN (SELECT id FROM namespaces WHERE org_id = ${perms.actor.orgId})`;
   if (visible.all) return org;
@@ -217,12 +217,13 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
     ),
     s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'event', record FROM e),
     d AS (${insertEventDeliveries('e', taskId)})
-    SELECT e.agent_id, e.sequence_id, e.record, ${taskNotice(sql`e.task_id`, sql`e.sequence_id`)}, pg_notify(${DELIVERY_CHANNEL}, '') FROM e`,
+    SELECT e.agent_id, e.sequence_id, e.record, ${taskNotice(sql`e.task_id`, sql`e.sequence_id`)}, pg_notify(${DELIVERY_CHANNEL}, e.task_id) FROM e`,
   );
   const row = result.rows[0];
   if (!row) return undefined;
   committed(db, taskId, 'event', Number(row.sequence_id), row.record);
   wakeDispatchers();
+  deliveryCommitted(taskId, true);
   return { id, task_id: taskId, agent_id: row.agent_id, sequence_id: Number(row.sequence_id), content, created_at: partial.created_at };
 }
 

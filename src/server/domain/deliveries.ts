@@ -15,7 +15,8 @@ import { conflict, namedVersion, notFound } from './errors.js';
 import { inCallerOrg, versionById } from './lookup.js';
 import { DEV_IMAGE_PREFIX } from '../../contract/enums.js';
 import { isRefusal, next } from './version-lifecycle.js';
-import { announceDeliveries, DELIVERY_CHANNEL, wakeDispatchers } from '../store/outbox.js';
+import { announceDeliveries, DELIVERY_CHANNEL, deliveryCommitted, dispatcherHere, wakeDispatchers } from '../store/outbox.js';
+import { runnableTask } from './conversation.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { agentServiceOf, recordAgentSpans } from './traces.js';
 
@@ -78,27 +79,33 @@ export async function completeDelivery(
   deliveryId: string,
   reported?: { spans: readonly unknown[]; tracing?: Tracing },
 ): Promise<Delivery> {
-  const delivery = await deliveryForAgent(db, perms, deliveryId);
   // Claimed but not acknowledged yet counts: a fast handler can finish before the dispatcher records
-  // the acknowledgement (it then finds the row done and leaves it). One statement changes the row
-  // and wakes the dispatchers (the task's next delivery is due), naming the task.
+  // the acknowledgement (it then finds the row done and leaves it). One statement checks that the key
+  // may run the task's agent, changes the row and wakes the dispatchers (the task's next delivery is
+  // due), naming the task: this process's own at once, the other replicas' by NOTIFY only when none
+  // runs here. When it changes nothing, the reads below say why.
+  const notify = !dispatcherHere();
   const done = await sql<Selectable<DeliveriesTable>>`
     WITH done AS (
       UPDATE deliveries SET status = 'done', claimed_by = NULL, claimed_until = NULL, leased_to = NULL, last_error = NULL, updated_at = now()
-      WHERE id = ${deliveryId} AND (status IN ('in_flight', 'leased') OR (status = 'pending' AND attempts > 0))
-      RETURNING *
+      FROM tasks
+      WHERE deliveries.id = ${deliveryId} AND (deliveries.status IN ('in_flight', 'leased') OR (deliveries.status = 'pending' AND deliveries.attempts > 0))
+        AND tasks.id = deliveries.task_id AND ${runnableTask(perms)}
+      RETURNING deliveries.*
     )
-    SELECT done.*, pg_notify(${DELIVERY_CHANNEL}, done.task_id) FROM done`.execute(db);
-  if (done.rows[0]) {
+    SELECT done.* ${notify ? sql`, pg_notify(${DELIVERY_CHANNEL}, done.task_id)` : sql``} FROM done`.execute(db);
+  const delivery = done.rows[0];
+  if (delivery) {
     // Only this task's next delivery came due: the dispatchers claim from it alone.
     wakeDispatchers(delivery.task_id);
+    deliveryCommitted(delivery.task_id, notify);
     // The handler's spans (README "Traces"), with the first completion only (a repeat is not counted
     // twice): kept with the delivery's trace, their tokens added to the task.
     if (reported?.spans.length) {
       const service = await agentServiceOf(db, delivery.task_id);
       await recordAgentSpans(db, reported.tracing, { orgId: perms.actor.orgId, taskId: delivery.task_id, service }, reported.spans);
     }
-    return toDelivery(done.rows[0]);
+    return toDelivery(delivery);
   }
   // Nothing changed: say why, from the row as it is now.
   const row = await deliveryForAgent(db, perms, deliveryId);

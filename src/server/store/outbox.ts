@@ -96,7 +96,8 @@ export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInpu
  * The INSERT of an event/send turn for each row of the statement's CTE `from` (columns `task_id`,
  * `id`: the event's id, `record`: the Event as jsonb), for a statement that writes the event in the
  * same round trip (conversation.ts). The same delivery as `enqueueDelivery` writes; the caller
- * NOTIFYs DELIVERY_CHANNEL in that statement and calls `wakeDispatchers` once it committed.
+ * NOTIFYs DELIVERY_CHANNEL with the task id in that statement and calls `wakeDispatchers` and
+ * `deliveryCommitted` once it committed.
  */
 export function insertEventDeliveries(from: string, taskId: string): RawBuilder<unknown> {
   const traced = currentTraceContext(taskId);
@@ -142,6 +143,35 @@ export async function announceDeliveries(trx: Kysely<Database>): Promise<void> {
   // In this process (PGlite dispatchers): the claim queues behind this transaction on PGlite's one
   // connection, so it sees the row.
   wakeDispatchers();
+}
+
+const committedWakers = new Set<(taskId: string, notified: boolean) => void>();
+
+/**
+ * Registers a dispatcher (PostgreSQL) to be handed, in process, the task whose next delivery a
+ * statement of this process committed; returns the unregister function.
+ */
+export function onDeliveryCommitted(wake: (taskId: string, notified: boolean) => void): () => void {
+  committedWakers.add(wake);
+  return () => committedWakers.delete(wake);
+}
+
+/**
+ * After the commit of a statement that made `taskId`'s next delivery due: this process's dispatchers
+ * claim it at once instead of after a notification's trip through the database. `notified`: the
+ * statement NOTIFYed DELIVERY_CHANNEL with the task id (they then skip that echo of it).
+ */
+export function deliveryCommitted(taskId: string, notified: boolean): void {
+  for (const wake of committedWakers) wake(taskId, notified);
+}
+
+/**
+ * Whether a dispatcher of this process takes the hand-over (`deliveryCommitted`): a completion then
+ * need not NOTIFY the other replicas (on PostgreSQL a NOTIFY serialises every notifying commit of
+ * the cluster behind one lock), since this one claims the task's next delivery at once.
+ */
+export function dispatcherHere(): boolean {
+  return committedWakers.size > 0;
 }
 
 /**
