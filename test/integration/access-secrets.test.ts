@@ -50,7 +50,9 @@ describe.each(engines)('no plaintext secret in the database or the logs (%s)', (
     secrets.push(rotated.body.secret);
     // The rotated-away secret and a mistyped one are refused; the refusal must not log them.
     expect((await api('GET', '/namespaces', created.body.secret)).status).toBe(401);
-    expect((await api('GET', '/namespaces', `${rotated.body.secret.slice(0, -1)}x`)).status).toBe(401);
+    // (its last character changed: to 'y' when it already is 'x', which made this check pass the real secret 1 time in 64)
+    const mistyped = `${rotated.body.secret.slice(0, -1)}${rotated.body.secret.endsWith('x') ? 'y' : 'x'}`;
+    expect((await api('GET', '/namespaces', mistyped)).status).toBe(401);
 
     const other = await api('POST', '/api_keys', admin, { name: 'other', scopes, expires_at: '2099-01-01T00:00:00Z' });
     secrets.push(other.body.secret);
