@@ -19,7 +19,7 @@ test('AGENTCTL_HISTORY_RETENTION is a duration, 30 days when unset', () => {
 });
 
 // State and file history (kept for rehearsals from a sequence) is pruned back to the task's last
-// migration and to the retention window, keeping exactly what a rehearsal from there on reads.
+// move to another version and to the retention window, keeping exactly what a rehearsal from there on reads.
 describe.each(engines)('history retention (%s)', (engine) => {
   beforeAll(async () => {
     process.env.XDG_CACHE_HOME = await tempDir('agentctl-cache-');
@@ -116,5 +116,19 @@ describe.each(engines)('history retention (%s)', (engine) => {
     expect(await firstSequence()).toBe(five);
     expect(await stateHistory()).toEqual([{ n: 5 }]);
     expect(await fileHistory()).toEqual([null]);
+
+    // Every move cuts it (tasks.moved_at, as for the state history): a deploy that moves the task,
+    // which the migration history does not record.
+    await event('six');
+    await writeState(7);
+    const v3 = await deployActive(svc);
+    expect((await svc.client().getTask({ params: { task_id: task.id } })).current_version_id).toBe(v3.version_id);
+    expect((await svc.client().listMigrations({ query: {} })).migrations.map((m) => m.to_version_id)).toEqual([v2.version_id]);
+    const seven = await event('seven');
+    await writeState(8);
+    expect(await stateHistory()).toEqual([{ n: 5 }, { n: 6 }, { n: 7 }]);
+    expect(await pruneHistory(db, 30 * DAY)).toEqual({ tasks: 1, states: 2, archives: 0 });
+    expect(await firstSequence()).toBe(seven);
+    expect(await stateHistory()).toEqual([{ n: 7 }]);
   });
 });

@@ -25,8 +25,8 @@ export interface PrunedHistory {
 
 /**
  * Prunes every task's history below its new first rehearsable sequence K: the first sequence the
- * task recorded after both (now - retention) and its last migration (past its last sequence when it
- * recorded nothing since). What a rehearsal from K or later reads stays: each agent's last state
+ * task recorded after both (now - retention) and its last move to another version (past its last
+ * sequence when it recorded nothing since). What a rehearsal from K or later reads stays: each agent's last state
  * written before K (the value at K), the archives replaced at or after K, and the task's first
  * archive (its files at creation, which a rehearsal from the start copies). The pruned archives'
  * blobs are then referenced by nothing and the blob sweep collects them.
@@ -35,18 +35,15 @@ export async function pruneHistory(db: Kysely<Database>, retentionMs: number, no
   const since = new Date(now.getTime() - retentionMs);
   return db.transaction().execute(async (trx) => {
     // Raising K locks the task rows, so a rehearsal that checked K (FOR SHARE) reads its history whole.
+    // The last migration is tasks.moved_at (schema 027: every move, the fact the state history reads
+    // too); GREATEST skips its null (never moved), leaving the window alone.
     const raised = await sql<{ id: string }>`
-      WITH holders AS (SELECT task_id FROM state_history UNION SELECT task_id FROM filesystem_history),
-      moved AS (
-        SELECT e.value->>0 AS task_id, max(m.created_at) AS at
-        FROM migrations m CROSS JOIN LATERAL jsonb_array_elements(m.moves) e
-        WHERE e.value->>0 IN (SELECT task_id FROM holders) GROUP BY 1
-      ),
-      cut AS (
-        SELECT h.task_id, COALESCE(
-          (SELECT min(s.sequence_id) FROM task_stream s WHERE s.task_id = h.task_id AND s.created_at >= GREATEST(${since}::timestamptz, moved.at)),
+      WITH cut AS (
+        SELECT t.id AS task_id, COALESCE(
+          (SELECT min(s.sequence_id) FROM task_stream s WHERE s.task_id = t.id AND s.created_at >= GREATEST(${since}::timestamptz, t.moved_at)),
           t.last_sequence_id + 1) AS k
-        FROM holders h JOIN tasks t ON t.id = h.task_id LEFT JOIN moved ON moved.task_id = h.task_id
+        FROM tasks t
+        WHERE t.id IN (SELECT task_id FROM state_history UNION SELECT task_id FROM filesystem_history)
       )
       UPDATE tasks t SET history_from_sequence = cut.k FROM cut
       WHERE t.id = cut.task_id AND cut.k > t.history_from_sequence

@@ -6,7 +6,7 @@
  * parameters written as literals (EXECUTE takes no bind parameters). On PostgreSQL they run as they
  * are (a pool of connections, each its own session; the network round trip dominates there).
  */
-import { sql, type QueryResult, type RawBuilder } from 'kysely';
+import { type Compilable, type QueryResult, type RawBuilder, sql } from 'kysely';
 import type { Db } from './db.js';
 
 /** The names statements are prepared under: `${PREPARED_PREFIX}<n>`. */
@@ -23,11 +23,12 @@ export function prepareStatementsOf(db: Db): void {
   prepared.set(db, new Map());
 }
 
-/** Runs `query` on `db`: prepared once and then EXECUTEd where the handle prepares, else as it is. */
-export async function executePrepared<R>(db: Db, query: RawBuilder<R>): Promise<QueryResult<R>> {
+/** Runs `query` (raw SQL or a query builder's) on `db`: prepared once and then EXECUTEd where the handle prepares, else as it is. */
+export async function executePrepared<R>(db: Db, query: RawBuilder<R> | Compilable<R>): Promise<QueryResult<R>> {
+  const compiled = 'isRawBuilder' in query ? query.compile(db) : query.compile();
   const statements = prepared.get(db);
-  if (!statements) return query.execute(db);
-  const { sql: text, parameters } = query.compile(db);
+  if (!statements) return db.executeQuery(compiled);
+  const { sql: text, parameters } = compiled;
   let name = statements.get(text);
   if (!name) {
     const chosen = `${PREPARED_PREFIX}${statements.size + 1}`;
