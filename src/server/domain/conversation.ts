@@ -452,8 +452,8 @@ const UNDO = '22012';
  * it wrote nothing (a retry, a wrong offset, a finished message: the transactional path answers).
  * The task's row is locked by the first CTE; should the message have changed between the
  * statement's snapshot and that lock (a concurrent writer took the offset, a PUT finished it), the
- * append finds nothing, and the statement fails on purpose (a division by zero) rather than commit a sequence
- * number without its record.
+ * append finds nothing, and the statement fails on purpose (a division by zero) rather than commit
+ * a sequence number without its record.
  */
 async function appendDeltaAlone(
   db: Db,
@@ -506,7 +506,7 @@ async function appendDeltaInTransaction(db: Db, perms: Permissions, messageId: s
     await taskById(trx, perms, 'run', found.task_id).catch(hideAs(notFound('Message', messageId)));
     // Locks the task row before reading the message: every write to the task's messages takes it,
     // so the text read here is the text the append extends, and no sequence number is spent on a retry.
-    await sql`SELECT 1 FROM tasks WHERE id = ${found.task_id} FOR UPDATE`.execute(trx);
+    await trx.selectFrom('tasks').select('id').where('id', '=', found.task_id).forNoKeyUpdate().execute();
     const message = toMessage(await trx.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirstOrThrow());
     const field = Object.hasOwn(STREAMED_FIELDS, message.content.type) ? STREAMED_FIELDS[message.content.type as keyof typeof STREAMED_FIELDS] : undefined;
     const text = field === undefined ? undefined : [...(((message.content as Record<string, unknown>)[field] as string | undefined) ?? '')];
