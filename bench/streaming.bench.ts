@@ -116,9 +116,11 @@ async function benchEngine(engine: Engine): Promise<void> {
     const write = { p50: percentile(written, 50), p99: percentile(written, 99) };
     // The write alone: one POST /messages/{id}/deltas round trip, for where the time goes.
     const writes: number[] = [];
+    const sofar = (await adk.call('getMessage', { params: { message_id: stream.id! } })).content;
+    let offset = sofar.type === 'text' ? [...sofar.text].length : 0;
     for (let i = 0; i < SAMPLES; i++) {
       const start = performance.now();
-      await adk.call('appendMessageDelta', { params: { message_id: stream.id! }, body: { delta: 'x' } });
+      await adk.call('appendMessageDelta', { params: { message_id: stream.id! }, body: { delta: 'x', offset: offset++ } });
       writes.push(performance.now() - start);
     }
     await stream.done();
@@ -159,12 +161,14 @@ async function benchEngine(engine: Engine): Promise<void> {
           // Every token its own request, in order, as a writer without coalescing sends them.
           const message = await adk.call('createMessage', { body: { task_id: id, content: { type: 'text', text: '' }, streaming_status: 'IN_PROGRESS' } });
           requests++;
-          for (let sent = 0; sent < tokens; ) {
+          for (let sent = 0, offset = 0; sent < tokens; ) {
             if (sent >= due()) {
               await sleep(1);
               continue;
             }
-            await adk.call('appendMessageDelta', { params: { message_id: message.id }, body: { delta: `tok${sent} ` } });
+            const delta = `tok${sent} `;
+            await adk.call('appendMessageDelta', { params: { message_id: message.id }, body: { delta, offset } });
+            offset += delta.length;
             requests++;
             sent++;
           }

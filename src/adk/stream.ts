@@ -30,11 +30,14 @@ export interface MessageStreamOptions {
  * A message written as it is produced (`ctx.messages.stream()`). The message is created at the first
  * flush (IN_PROGRESS, holding what was written so far); later writes are appended on the server as
  * deltas (`POST /messages/{id}/deltas`), coalesced: one request in flight, at most one started per
- * flush interval. `done()` and `fail()` send what is left and finish it (DONE, FAILED). A request
+ * flush interval, each at the offset it expects (so a retried delta is applied once). `done()` and
+ * `fail()` send what is left and finish it (DONE, FAILED). A request
  * that fails stops the stream: the next `write`, `done` or `fail` throws its error.
  */
 export class MessageStream {
   private message: Message | undefined;
+  /** The streamed field's length on the server (code points): the offset of the next delta. */
+  private sent = 0;
   private buffer = '';
   private sending: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -182,8 +185,10 @@ export class MessageStream {
     if (!this.message) {
       this.message = await this.adk.call('createMessage', { body: { task_id: this.taskId, content: this.content(delta), streaming_status: 'IN_PROGRESS' } });
     } else {
-      await this.adk.call('appendMessageDelta', { params: { message_id: this.message.id }, body: { delta } });
+      // At the offset this writer expects: the client's retry of a lost answer is then applied once.
+      await this.adk.call('appendMessageDelta', { params: { message_id: this.message.id }, body: { delta, offset: this.sent } });
     }
+    this.sent += [...delta].length;
   }
 
   private content(text: string): MessageContent {

@@ -92,6 +92,7 @@ export const CONFLICT_CODES = [
   'branch_retired',
   'branch_rule_conflict',
   'cursor_backwards',
+  'delta_offset_mismatch',
   'delivery_failed',
   'delivery_not_sent',
   'environment_exists',

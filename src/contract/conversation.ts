@@ -139,9 +139,13 @@ export const UpdateMessageRequest = z.object({
 });
 /**
  * One delta appended to an IN_PROGRESS message's streamed field (text, reasoning summary, tool
- * arguments). Size is checked in the domain (413), not here, so a huge delta is not a 400.
+ * arguments) at `offset`, the field's length (in characters: Unicode code points) the writer
+ * expects before it. The offset makes the request idempotent without an Idempotency-Key: it is
+ * appended only at the field's end; the same delta already at that offset is a retry and gets the
+ * first answer again; any other offset is 409 `delta_offset_mismatch`. Size is checked in the
+ * domain (413), not here, so a huge delta is not a 400.
  */
-export const AppendMessageDeltaRequest = z.object({ delta: z.string().min(1) });
+export const AppendMessageDeltaRequest = z.object({ delta: z.string().min(1), offset: z.number().int().min(0) });
 /** What a delta became: its stream item's `sequence_id` and where it starts in the field (`offset`, in characters: Unicode code points). */
 export const MessageDelta = z
   .object({

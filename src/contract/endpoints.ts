@@ -1254,7 +1254,8 @@ export const endpoints = lazyTable({
       method: 'POST',
       path: '/messages/:message_id/deltas',
       status: 201,
-      idempotencyKey: true,
+      // Its offset makes a repeat harmless (AppendMessageDeltaRequest): no Idempotency-Key claim to write.
+      idempotent: true,
       summary: 'Append a delta to a streaming message (text, reasoning or tool arguments)',
       tag: 'conversation',
       params: id('message_id'),

@@ -77,7 +77,7 @@ export const routes = {
   renewDeliveryLease: { method: 'POST', path: '/deliveries/:delivery_id/renew', status: 200, idempotent: true },
   createMessage: { method: 'POST', path: '/messages', status: 201, idempotencyKey: true },
   updateMessage: { method: 'PUT', path: '/messages/:message_id', status: 200 },
-  appendMessageDelta: { method: 'POST', path: '/messages/:message_id/deltas', status: 201, idempotencyKey: true },
+  appendMessageDelta: { method: 'POST', path: '/messages/:message_id/deltas', status: 201, idempotent: true },
   listMessages: { method: 'GET', path: '/messages', status: 200, idempotent: true },
   getMessage: { method: 'GET', path: '/messages/:message_id', status: 200, idempotent: true },
   listTrackers: { method: 'GET', path: '/tracker', status: 200, idempotent: true },

@@ -79,11 +79,11 @@ describe.each(engines)('agentctl tasks send / watch / messages / events (%s)', (
     const thinking = await client().createMessage({
       body: { task_id: taskId, content: { type: 'reasoning', summary: 'Hm' }, streaming_status: 'IN_PROGRESS' },
     });
-    await client().appendMessageDelta({ params: { message_id: thinking.id }, body: { delta: 'm.' } });
+    await client().appendMessageDelta({ params: { message_id: thinking.id }, body: { delta: 'm.', offset: 2 } });
     await client().updateMessage({ params: { message_id: thinking.id }, body: { streaming_status: 'DONE' } });
     const answer = await client().createMessage({ body: { task_id: taskId, content: 'Hel', streaming_status: 'IN_PROGRESS' } });
-    await client().appendMessageDelta({ params: { message_id: answer.id }, body: { delta: 'lo\nwor' } });
-    await client().appendMessageDelta({ params: { message_id: answer.id }, body: { delta: 'ld' } });
+    await client().appendMessageDelta({ params: { message_id: answer.id }, body: { delta: 'lo\nwor', offset: 3 } });
+    await client().appendMessageDelta({ params: { message_id: answer.id }, body: { delta: 'ld', offset: 9 } });
     await client().updateMessage({ params: { message_id: answer.id }, body: { streaming_status: 'FAILED', streaming_error: 'model overloaded' } });
     await client().updateTask({ params: { task_id: taskId }, body: { status: 'COMPLETED' } });
     const watched = await watching;

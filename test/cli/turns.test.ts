@@ -40,7 +40,7 @@ describe.each(engines)('agentctl tasks interrupt / watch on a terminal (%s)', (e
     const call = await client().createMessage({
       body: { task_id: taskId, content: { type: 'tool_request', name: 'lookup', call_id: 'call_1', arguments: '' }, streaming_status: 'IN_PROGRESS' },
     });
-    await client().appendMessageDelta({ params: { message_id: call.id }, body: { delta: '{"q":"sky"}' } });
+    await client().appendMessageDelta({ params: { message_id: call.id }, body: { delta: '{"q":"sky"}', offset: 0 } });
     await client().updateMessage({ params: { message_id: call.id }, body: { streaming_status: 'DONE' } });
     await client().createMessage({ body: { task_id: taskId, content: { type: 'tool_response', call_id: 'call_1', result: { sky: 'clear' } } } });
     await client().createMessage({ body: { task_id: taskId, content: 'It is clear.' } });

@@ -424,7 +424,7 @@ describe.each(engines)('conversation (%s)', (engine) => {
     test('pages backwards to the start: events, messages as they are now, status changes; the stream resumes after it', async () => {
       const first = await sendEvent('one');
       const answer = await sendMessage({ content: { type: 'text', text: 'Thinking' }, streaming_status: 'IN_PROGRESS' });
-      await svc.client().appendMessageDelta({ params: { message_id: answer.id }, body: { delta: ' aloud' } });
+      await svc.client().appendMessageDelta({ params: { message_id: answer.id }, body: { delta: ' aloud', offset: 8 } });
       await svc.client().updateTask({ params: { task_id: task.id }, body: { status: 'IDLE' } });
       const second = await sendEvent('two');
       const last = await svc.api('GET', `/tasks/${task.id}/conversation?limit=2`);

@@ -117,8 +117,10 @@ describe.each(engines)('task stream ordering (%s)', (engine) => {
     // once from where it stopped. From then on a delta goes to it as soon as its statement returns.
     await vi.waitUntil(() => hub.reads === readsAtOpen + 2, { timeout: 20_000 });
     const readsBefore = hub.reads;
-    for (let i = 0; i < deltas; i++) {
-      await client.appendMessageDelta({ params: { message_id: message.id }, body: { delta: `d${i} ` } });
+    for (let i = 0, offset = 0; i < deltas; i++) {
+      const delta = `d${i} `;
+      await client.appendMessageDelta({ params: { message_id: message.id }, body: { delta, offset } });
+      offset += delta.length;
       if (i % 10 === 9) await client.updateTracker({ params: { tracker_id: tracker.id }, body: { status_message: `after d${i}` } });
     }
     const readsForWrites = hub.reads - readsBefore;

@@ -25,6 +25,8 @@ const CONFLICT_HINTS: Record<ConflictCode, string> = {
   branch_retired: 'The branch is retired: a deploy to it brings it back.',
   branch_rule_conflict: 'A rule belongs to one environment: take it out of the other one first (agentctl envs update).',
   cursor_backwards: 'The tracker only moves forward: name a later event.',
+  delta_offset_mismatch:
+    'The message’s text is not what the writer expected (another writer, or a replaced content): read it (GET /messages/{id}) and append at its length.',
   delivery_failed: 'That delivery failed with its task: there is nothing left to complete.',
   delivery_not_sent: 'The delivery has not reached the agent yet: complete it after handling it.',
   environment_exists: 'Pick another name, or change that environment with agentctl envs update.',

@@ -434,11 +434,14 @@ const streamedField = sql.raw(
  * statement (no read-modify-write of the content), records the delta on the task stream with its
  * offset (in code points, as PostgreSQL counts characters) and moves the message's
  * `updated_sequence_id` to it, so the record always holds what the stream has delivered so far.
+ * `offset` is where the writer expects the field to end: the delta is appended only there, so a
+ * retry (the same delta, already at that offset) answers its first record and writes nothing, and
+ * the endpoint needs no Idempotency-Key claim.
  */
-export async function appendMessageDelta(db: Db, perms: Permissions, messageId: string, delta: string): Promise<MessageDelta> {
+export async function appendMessageDelta(db: Db, perms: Permissions, messageId: string, delta: string, offset: number): Promise<MessageDelta> {
   const length = [...delta].length;
   if (length > MESSAGE_DELTA_MAX) throw tooLarge('delta_too_large', `A delta may be at most ${MESSAGE_DELTA_MAX} characters; this one has ${length}`);
-  return (await appendDeltaAlone(db, perms, messageId, delta, length)) ?? appendDeltaInTransaction(db, perms, messageId, delta, length);
+  return (await appendDeltaAlone(db, perms, messageId, delta, offset, length)) ?? appendDeltaInTransaction(db, perms, messageId, delta, offset, length);
 }
 
 /** PostgreSQL's division_by_zero: how the one-statement delta undoes itself (below). */
@@ -446,18 +449,26 @@ const UNDO = '22012';
 
 /**
  * A delta in one statement: sequence number, the append, the stream record, NOTIFY. Undefined when
- * it wrote nothing. The task's row is locked by the first CTE; should the message have stopped
- * taking deltas between the statement's snapshot and that lock (a concurrent PUT finished it), the
- * append finds nothing, and the statement fails on purpose (1 / 0) rather than commit a sequence
- * number without its record; the transactional path then answers.
+ * it wrote nothing (a retry, a wrong offset, a finished message: the transactional path answers).
+ * The task's row is locked by the first CTE; should the message have changed between the
+ * statement's snapshot and that lock (a concurrent writer took the offset, a PUT finished it), the
+ * append finds nothing, and the statement fails on purpose (a division by zero) rather than commit
+ * a sequence number without its record.
  */
-async function appendDeltaAlone(db: Db, perms: Permissions, messageId: string, delta: string, length: number): Promise<MessageDelta | undefined> {
+async function appendDeltaAlone(
+  db: Db,
+  perms: Permissions,
+  messageId: string,
+  delta: string,
+  offset: number,
+  length: number,
+): Promise<MessageDelta | undefined> {
   const takes = sql`streaming_status = 'IN_PROGRESS' AND ${streamedField} IS NOT NULL
-    AND char_length(coalesce(content->>${streamedField}, '')) + ${length}::int <= ${MESSAGE_TEXT_MAX}::int`;
+    AND char_length(coalesce(content->>${streamedField}, '')) = ${offset}::int AND ${offset}::int + ${length}::int <= ${MESSAGE_TEXT_MAX}::int`;
   try {
     const result = await executePrepared(
       db,
-      sql<{ task_id: string; sequence_id: number; offset: number; record: unknown }>`
+      sql<{ task_id: string; sequence_id: number; record: unknown }>`
       WITH t AS (${takeSequence(
         perms,
         sql`(SELECT task_id FROM messages WHERE id = ${messageId})`,
@@ -468,60 +479,81 @@ async function appendDeltaAlone(db: Db, perms: Permissions, messageId: string, d
         SET content = jsonb_set(content, ARRAY[${streamedField}], to_jsonb(coalesce(content->>${streamedField}, '') || ${delta}::text)),
             updated_sequence_id = t.last_sequence_id, updated_at = now()
         FROM t WHERE messages.id = ${messageId} AND ${takes}
-        RETURNING messages.task_id, t.last_sequence_id AS sequence_id, (char_length(content->>${streamedField}) - ${length}::int)::int AS "offset",
+        RETURNING messages.task_id, t.last_sequence_id AS sequence_id,
           jsonb_build_object('message_id', ${messageId}::text, 'task_id', messages.task_id, 'sequence_id', t.last_sequence_id,
-            'offset', char_length(content->>${streamedField}) - ${length}::int, 'delta', ${delta}::text) AS record
+            'offset', ${offset}::int, 'delta', ${delta}::text) AS record
       ),
       s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'message_delta', record FROM u)
-      SELECT u.task_id, u.sequence_id, u."offset", u.record, ${taskNotice(sql`u.task_id`, sql`u.sequence_id`)} IS NULL AS notified FROM u
+      SELECT u.task_id, u.sequence_id, u.record, ${taskNotice(sql`u.task_id`, sql`u.sequence_id`)} IS NULL AS notified FROM u
       UNION ALL
-      SELECT t.id, t.last_sequence_id, 1 / (SELECT count(*) FROM u)::int, NULL, false FROM t WHERE NOT EXISTS (SELECT 1 FROM u)`,
+      SELECT t.id, t.last_sequence_id / (SELECT count(*) FROM u)::int, NULL, false FROM t WHERE NOT EXISTS (SELECT 1 FROM u)`,
     );
     const row = result.rows[0];
     if (!row) return undefined;
     committed(db, row.task_id, 'message_delta', Number(row.sequence_id), row.record);
-    return { message_id: messageId, task_id: row.task_id, sequence_id: Number(row.sequence_id), offset: Number(row.offset), delta };
+    return { message_id: messageId, task_id: row.task_id, sequence_id: Number(row.sequence_id), offset, delta };
   } catch (error) {
     if ((error as { code?: string }).code === UNDO) return undefined;
     throw error;
   }
 }
 
-async function appendDeltaInTransaction(db: Db, perms: Permissions, messageId: string, delta: string, length: number): Promise<MessageDelta> {
+/** Decides what the one statement did not do: a retry answers its first record; anything else appends, or says why not. */
+async function appendDeltaInTransaction(db: Db, perms: Permissions, messageId: string, delta: string, offset: number, length: number): Promise<MessageDelta> {
   return db.transaction().execute(async (trx) => {
     const found = await trx.selectFrom('messages').select('task_id').where('id', '=', messageId).executeTakeFirst();
     if (!found) throw notFound('Message', messageId);
     await taskById(trx, perms, 'run', found.task_id).catch(hideAs(notFound('Message', messageId)));
-    // Locks the task row: appends to the task's messages take sequence numbers and commit in one order.
+    // Locks the task row before reading the message: every write to the task's messages takes it,
+    // so the text read here is the text the append extends, and no sequence number is spent on a retry.
+    await trx.selectFrom('tasks').select('id').where('id', '=', found.task_id).forNoKeyUpdate().execute();
+    const message = toMessage(await trx.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirstOrThrow());
+    const field = Object.hasOwn(STREAMED_FIELDS, message.content.type) ? STREAMED_FIELDS[message.content.type as keyof typeof STREAMED_FIELDS] : undefined;
+    const text = field === undefined ? undefined : [...(((message.content as Record<string, unknown>)[field] as string | undefined) ?? '')];
+    if (text !== undefined && offset < text.length && text.slice(offset, offset + length).join('') === delta) {
+      const first = await deltaRecordAt(trx, found.task_id, messageId, offset);
+      // Built as the first answer was (the stored jsonb has its own key order).
+      if (first?.delta === delta) return { message_id: messageId, task_id: found.task_id, sequence_id: Number(first.sequence_id), offset, delta };
+    }
+    if (message.streaming_status !== 'IN_PROGRESS' || text === undefined) throw notStreaming(message);
+    if (offset !== text.length) {
+      throw conflict(
+        'delta_offset_mismatch',
+        `Message ${messageId} has ${text.length} characters in its ${field}; a delta at offset ${offset} ${offset < text.length ? 'would overwrite what is there' : 'would leave a gap'}`,
+      );
+    }
+    if (offset + length > MESSAGE_TEXT_MAX) throw tooLarge('message_too_large', `Message ${messageId} would grow past ${MESSAGE_TEXT_MAX} characters`);
     const sequenceId = await nextSequence(trx, found.task_id, true);
-    const appended = await sql<{ offset: number }>`
+    await sql`
       UPDATE messages
       SET content = jsonb_set(content, ARRAY[${streamedField}], to_jsonb(coalesce(content->>${streamedField}, '') || ${delta}::text)),
           updated_sequence_id = ${sequenceId}, updated_at = now()
-      WHERE id = ${messageId} AND streaming_status = 'IN_PROGRESS' AND ${streamedField} IS NOT NULL
-        AND char_length(coalesce(content->>${streamedField}, '')) + ${length}::int <= ${MESSAGE_TEXT_MAX}::int
-      RETURNING (char_length(content->>${streamedField}) - ${length}::int)::int AS "offset"`.execute(trx);
-    const row = appended.rows[0];
-    if (!row) throw await whyNoDelta(trx, messageId);
-    const record: MessageDelta = { message_id: messageId, task_id: found.task_id, sequence_id: sequenceId, offset: Number(row.offset), delta };
+      WHERE id = ${messageId}`.execute(trx);
+    const record: MessageDelta = { message_id: messageId, task_id: found.task_id, sequence_id: sequenceId, offset, delta };
     await appendToStream(trx, found.task_id, sequenceId, 'message_delta', record);
     return record;
   });
 }
 
-async function whyNoDelta(trx: Trx, messageId: string): Promise<DomainError> {
-  const message = toMessage(await trx.selectFrom('messages').selectAll().where('id', '=', messageId).executeTakeFirstOrThrow());
+/** The stream record of the message's latest delta at `offset` (a PUT that replaced the content may have made offsets repeat). */
+async function deltaRecordAt(trx: Trx, taskId: string, messageId: string, offset: number): Promise<MessageDelta | undefined> {
+  const row = await sql<{ record: MessageDelta }>`
+    SELECT record FROM task_stream
+    WHERE task_id = ${taskId} AND kind = 'message_delta' AND record->>'message_id' = ${messageId} AND (record->>'offset')::int = ${offset}::int
+    ORDER BY sequence_id DESC LIMIT 1`.execute(trx);
+  return row.rows[0]?.record;
+}
+
+function notStreaming(message: Message): DomainError {
   if (message.streaming_status !== 'IN_PROGRESS') {
     return conflict(
       'message_not_streaming',
       message.streaming_status === null
-        ? `Message ${messageId} was not created streaming (streaming_status IN_PROGRESS); it takes no deltas`
-        : `Message ${messageId} finished streaming (${message.streaming_status}); it takes no more deltas`,
+        ? `Message ${message.id} was not created streaming (streaming_status IN_PROGRESS); it takes no deltas`
+        : `Message ${message.id} finished streaming (${message.streaming_status}); it takes no more deltas`,
     );
   }
-  if (!Object.hasOwn(STREAMED_FIELDS, message.content.type))
-    return conflict('message_not_streamable', `Message ${messageId} is a ${message.content.type} part; deltas extend text, reasoning and tool_request parts`);
-  return tooLarge('message_too_large', `Message ${messageId} would grow past ${MESSAGE_TEXT_MAX} characters`);
+  return conflict('message_not_streamable', `Message ${message.id} is a ${message.content.type} part; deltas extend text, reasoning and tool_request parts`);
 }
 
 export async function listMessages(db: Db, perms: Permissions, q: AfterQuery): Promise<{ messages: Message[]; has_more: boolean }> {

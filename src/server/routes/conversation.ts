@@ -75,7 +75,7 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
   host.handle('renewDeliveryLease', async ({ params }, call) => renewDeliveryLease(db, await call.access(), params.delivery_id));
   host.handle('createMessage', async ({ body }, call) => createMessage(db, await call.access(), body));
   host.handle('updateMessage', async ({ params, body }, call) => updateMessage(db, await call.access(), params.message_id, body));
-  host.handle('appendMessageDelta', async ({ params, body }, call) => appendMessageDelta(db, await call.access(), params.message_id, body.delta));
+  host.handle('appendMessageDelta', async ({ params, body }, call) => appendMessageDelta(db, await call.access(), params.message_id, body.delta, body.offset));
   host.handle('listMessages', async ({ query }, call) => listMessages(db, await call.access(), query));
   host.handle('getConversationPage', async ({ params, query }, call) => readConversationPage(db, await call.access(), params.task_id, query));
   host.handle('getMessage', async ({ params }, call) => getMessage(db, await call.access(), params.message_id));
