@@ -118,6 +118,14 @@ interface QueuedSettle {
 const SETTLE_STATEMENTS = 2;
 
 /**
+ * How long a lease may wait for a statement to go with (at most): an agent whose handler is quick
+ * reports it complete meanwhile, and one statement then writes the completion instead of both (the
+ * lease only when the completion was not written). Nothing is at risk meanwhile: the delivery stays
+ * claimed in flight (a claim runs for minutes), and the task's next one waits behind it all the same.
+ */
+const LEASE_WRITE_WAIT_MS = 25;
+
+/**
  * Claims running at once: wake-ups that come while one runs (a completion reported for another task)
  * are claimed alongside it rather than after it. Safe as claims of several replicas are: each locks
  * what it takes and skips what another holds.
@@ -223,6 +231,11 @@ export class Dispatcher {
   private queuedSettles: QueuedSettle[] = [];
   private settling = 0;
   private settleScheduled = false;
+  /** Leases queued alone wait for a statement to go with until this fires (LEASE_WRITE_WAIT_MS); then they go alone. */
+  private leaseTimer: NodeJS.Timeout | undefined;
+  private leasesDue = false;
+  /** Lease writes not finished yet: closing waits for them. */
+  private readonly leaseWrites = new Set<Promise<unknown>>();
   /** Claim loops running (at most CLAIM_STATEMENTS), and the slots their claims running now may fill. */
   private pumps = 0;
   private reserved = 0;
@@ -679,7 +692,7 @@ export class Dispatcher {
         await recordAgentSpans(this.db, this.tracing, { orgId: delivery.org_id, taskId: delivery.task_id, service }, parsed.result.spans);
       }
       // Leased: the agent's completion wakes the claim of the task's next delivery.
-      if (method !== 'message/send' && parsed.result?.deferred === true) await this.lease(delivery, target, claimer);
+      if (method !== 'message/send' && parsed.result?.deferred === true) this.lease(delivery, target, claimer);
       else return await this.complete(delivery, claimer, chain);
     } catch (error) {
       const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
@@ -805,8 +818,12 @@ export class Dispatcher {
    * Acknowledged with `deferred`: leased to the replica that took it until the agent completes it.
    * Nothing to do when the agent's completion came first (the row is done already).
    */
-  private async lease(delivery: Settling, target: string, claimer = this.id): Promise<void> {
-    await this.queueSettle('lease', delivery, claimer, false, target);
+  private lease(delivery: Settling, target: string, claimer = this.id): void {
+    // Its flight need not wait: the write goes with the next statement (LEASE_WRITE_WAIT_MS).
+    const write: Promise<unknown> = this.queueSettle('lease', delivery, claimer, false, target)
+      .catch((error) => this.options.log?.(`delivery ${delivery.id}: its lease was not written: ${(error as Error).message}`))
+      .finally(() => this.leaseWrites.delete(write));
+    this.leaseWrites.add(write);
   }
 
   /**
@@ -836,6 +853,14 @@ export class Dispatcher {
   }
 
   private scheduleSettle(): void {
+    if (!this.leaseTimer && !this.leasesDue && this.queuedSettles.some((entry) => entry.op === 'lease')) {
+      this.leaseTimer = setTimeout(() => {
+        this.leaseTimer = undefined;
+        this.leasesDue = true;
+        this.flushSettles();
+      }, LEASE_WRITE_WAIT_MS);
+      this.leaseTimer.unref();
+    }
     if (this.settling >= SETTLE_STATEMENTS || this.settleScheduled) return;
     // The answers of this turn of the event loop go together.
     this.settleScheduled = true;
@@ -847,19 +872,27 @@ export class Dispatcher {
 
   private flushSettles(): void {
     while (this.settling < SETTLE_STATEMENTS && this.queuedSettles.length > 0) {
-      // A delivery is written once per statement (two writes of one row in a statement: one is lost);
-      // a second answer for it (an agent's completion right behind the lease) waits for the next one.
+      // Leases alone wait a little for company (LEASE_WRITE_WAIT_MS), unless closing.
+      if (!this.leasesDue && !this.closed && this.queuedSettles.every((entry) => entry.op === 'lease')) return;
+      // A delivery is written once per statement (two writes of one row in a statement: one is lost):
+      // a second answer for it waits for the next one. Except an agent's completion right behind its
+      // lease (the handler was quick): the statement writes the lease only when the completion did not.
       const batch: QueuedSettle[] = [];
       const later: QueuedSettle[] = [];
-      const ids = new Set<string>();
+      const ids = new Map<string, QueuedSettle['op'] | 'leased and completed'>();
       for (const entry of this.queuedSettles) {
-        if (ids.has(entry.id)) later.push(entry);
-        else {
-          ids.add(entry.id);
+        const before = ids.get(entry.id);
+        if (before === undefined || (before === 'lease' && entry.op === 'complete')) {
+          ids.set(entry.id, before ? 'leased and completed' : entry.op);
           batch.push(entry);
-        }
+        } else later.push(entry);
       }
       this.queuedSettles = later;
+      if (!later.some((entry) => entry.op === 'lease')) {
+        clearTimeout(this.leaseTimer);
+        this.leaseTimer = undefined;
+        this.leasesDue = false;
+      }
       // Agents' completions may claim their task's next delivery for a new flight while there is room
       // for one; none while work waits for room (the claim over every task takes it, oldest first).
       let room = this.starved || this.closed ? 0 : this.options.maxInFlight - this.inFlight.size - this.reserved;
@@ -956,7 +989,7 @@ export class Dispatcher {
             sql`leased AS (
       UPDATE deliveries d SET status = 'leased', leased_to = u.target, lease_ms = ${leaseMs}, claimed_by = NULL,
         claimed_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
-      ${leasedRows} AND d.status = 'in_flight'
+      ${leasedRows} AND d.status = 'in_flight' ${reported.length > 0 ? sql`AND d.id NOT IN (SELECT id FROM reported)` : sql``}
       RETURNING d.id
     )`,
           ]
@@ -1106,6 +1139,10 @@ export class Dispatcher {
     for (const pull of this.pulls.values()) pull.end();
     if (this.timer) clearTimeout(this.timer);
     await Promise.allSettled([...this.inFlight, this.sweep]);
+    // Leases waiting for company go now (closed: they wait no more).
+    this.flushSettles();
+    while (this.leaseWrites.size > 0) await Promise.allSettled([...this.leaseWrites]);
+    clearTimeout(this.leaseTimer);
     RUNNING_HERE.delete(this.id);
     await this.listener?.end().catch(() => {});
     await this.http.close().catch(() => {});
