@@ -29,7 +29,16 @@ import { createMessage, interruptStreams, recordTaskChange } from '../domain/con
 import { DEFAULT_INTERRUPT_GRACE_MS, OUT_OF_ORDER_DELIVERY_KINDS, type DeliveryKind } from '../../contract/enums.js';
 import { unrestricted } from '../auth/policy.js';
 import { DomainError } from '../domain/errors.js';
-import { DELIVERY_CHANNEL, onDeliveryCommitted, onDeliveryEnqueued, type DeliveryPayload } from '../store/outbox.js';
+import {
+  DELIVERY_CHANNEL,
+  onCompletionHere,
+  onDeliveryCommitted,
+  onDeliveryEnqueued,
+  type CompletedHere,
+  type DeliveryPayload,
+  type RunGrant,
+} from '../store/outbox.js';
+import { runnableTaskByGrant } from '../domain/conversation.js';
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@opentelemetry/api';
 import { formatTraceparent } from '../../contract/trace-context.js';
 import type { Tracing } from '../tracing/tracing.js';
@@ -78,18 +87,26 @@ type Settling = Pick<Claimed, 'id' | 'task_id' | 'method' | 'kind' | 'attempts' 
 interface Settled {
   next?: Claimed;
   unblocked?: string;
+  /** complete: the row as the statement completed it (none when it changed nothing). */
+  completed?: { id: string; task_id: string; method: string; attempts: number };
 }
 
-/** A completion or lease waiting for the next settling statement, with the caller's promise. */
+/**
+ * A completion or lease waiting for the next settling statement, with the caller's promise. `done`
+ * and `lease` are this dispatcher's answers under its claim; `complete` is an agent's report that a
+ * deferred delivery's handler finished (`POST /deliveries/{id}/complete`), checked against its key.
+ */
 interface QueuedSettle {
-  op: 'done' | 'lease';
+  op: 'done' | 'lease' | 'complete';
   id: string;
   taskId: string;
   claimer: string;
-  /** done: the same statement may claim the task's next delivery for this flight. */
+  /** done: the same statement may claim the task's next delivery for this flight (complete: for a new one). */
   chain: boolean;
   /** lease: the replica that took it. */
   target: string | null;
+  /** complete: who may run the task's agent, as the caller's key allows. */
+  grant?: RunGrant;
   resolve: (settled: Settled) => void;
   reject: (error: unknown) => void;
 }
@@ -99,6 +116,14 @@ interface QueuedSettle {
  * statement each) running at once: while they run, further answers gather for the next one.
  */
 const SETTLE_STATEMENTS = 2;
+
+/**
+ * How long a lease may wait for a statement to go with (at most): an agent whose handler is quick
+ * reports it complete meanwhile, and one statement then writes the completion instead of both (the
+ * lease only when the completion was not written). Nothing is at risk meanwhile: the delivery stays
+ * claimed in flight (a claim runs for minutes), and the task's next one waits behind it all the same.
+ */
+const LEASE_WRITE_WAIT_MS = 25;
 
 /**
  * Claims running at once: wake-ups that come while one runs (a completion reported for another task)
@@ -206,6 +231,11 @@ export class Dispatcher {
   private queuedSettles: QueuedSettle[] = [];
   private settling = 0;
   private settleScheduled = false;
+  /** Leases queued alone wait for a statement to go with until this fires (LEASE_WRITE_WAIT_MS); then they go alone. */
+  private leaseTimer: NodeJS.Timeout | undefined;
+  private leasesDue = false;
+  /** Lease writes not finished yet: closing waits for them. */
+  private readonly leaseWrites = new Set<Promise<unknown>>();
   /** Claim loops running (at most CLAIM_STATEMENTS), and the slots their claims running now may fill. */
   private pumps = 0;
   private reserved = 0;
@@ -218,6 +248,7 @@ export class Dispatcher {
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: () => void;
+  private unsubscribeCompletions: () => void = () => {};
   private listener: { end(): Promise<void> } | undefined;
   private sweep: Promise<void> = Promise.resolve();
   /**
@@ -271,6 +302,7 @@ export class Dispatcher {
   /** Starts polling and, on PostgreSQL, listening for deliveries committed by any replica. */
   async start(): Promise<void> {
     RUNNING_HERE.add(this.id);
+    this.unsubscribeCompletions = onCompletionHere(this.db, (deliveryId, grant) => this.completeReported(deliveryId, grant));
     if (this.store.engine === 'postgres' && this.store.databaseUrl) await this.listen(this.store.databaseUrl);
     await this.releaseOrphanedClaims().catch((error) => this.options.log?.(`dispatcher: ${(error as Error).message}`));
     this.inheritedBefore = await this.startedAlone().catch((error) => {
@@ -369,7 +401,12 @@ export class Dispatcher {
     for (const pull of this.pulls.values()) this.wakePull(pull);
     if (taskId === undefined) this.general = true;
     else this.hinted.add(taskId);
-    if (this.pumps >= CLAIM_STATEMENTS) return;
+    this.kick();
+  }
+
+  /** Starts a claim loop for the wake-ups noted, unless as many run as may. */
+  private kick(): void {
+    if (this.closed || this.pumps >= CLAIM_STATEMENTS) return;
     this.pumps++;
     // Woken from a request: its trace context must not follow the claims into their queries.
     context.with(ROOT_CONTEXT, () => setImmediate(() => void this.pump()));
@@ -494,9 +531,10 @@ export class Dispatcher {
   /**
    * One statement claims the rows `pick` selects (`id`, `prior_status`, `current_version_id`, locked)
    * and reads what their requests need: the task as it is now, its agent, and the live replicas of
-   * its current version. `before` are common table expressions `pick` may use (a completion).
+   * its current version. `before` are common table expressions `pick` may use (a completion). With
+   * `report`, one row at least: its value as column `reported` beside the claimed rows (none, nulls).
    */
-  private claiming(claimer: string, pull: PullStream | undefined, pick: RawBuilder<unknown>, before?: RawBuilder<unknown>) {
+  private claiming(claimer: string, pull: PullStream | undefined, pick: RawBuilder<unknown>, before?: RawBuilder<unknown>, report?: RawBuilder<unknown>) {
     // Long enough for one call; a dispatcher that dies mid-call leaves the row to be claimed again.
     const claimMs = pull ? PULL_CLAIM_MS : this.options.requestTimeoutMs * 2 + 5000;
     const inherited = this.inheritedBefore ? sql`d.updated_at < ${this.inheritedBefore}` : sql`false`;
@@ -514,6 +552,7 @@ export class Dispatcher {
         RETURNING d.id, d.task_id, d.method, d.kind, c.prior_status, d.payload, d.attempts, d.failing_since, d.last_error, c.current_version_id AS version_id,
           d.traceparent, d.tracestate, d.created_at
       )
+      ${report ? sql`, out AS (` : sql``}
       SELECT claimed.id::text AS id, claimed.task_id, claimed.method, claimed.kind, claimed.prior_status, claimed.payload, claimed.attempts, claimed.failing_since,
              claimed.last_error, claimed.version_id, claimed.traceparent, claimed.tracestate, claimed.created_at,
              row_to_json(t) AS task_row, a.name AS agent_name, n.slug AS namespace_slug, n.org_id, v.acp_type,
@@ -523,7 +562,7 @@ export class Dispatcher {
       JOIN agents a ON a.id = t.agent_id
       JOIN namespaces n ON n.id = a.namespace_id
       JOIN versions v ON v.id = claimed.version_id
-      ORDER BY claimed.id`;
+      ${report ? sql`) SELECT out.*, r.reported FROM (SELECT ${report} AS reported) r LEFT JOIN out ON true ORDER BY out.id` : sql`ORDER BY claimed.id`}`;
   }
 
   /** The version's signing secret, read once: the flights that start together share that one read. */
@@ -653,7 +692,7 @@ export class Dispatcher {
         await recordAgentSpans(this.db, this.tracing, { orgId: delivery.org_id, taskId: delivery.task_id, service }, parsed.result.spans);
       }
       // Leased: the agent's completion wakes the claim of the task's next delivery.
-      if (method !== 'message/send' && parsed.result?.deferred === true) await this.lease(delivery, target, claimer);
+      if (method !== 'message/send' && parsed.result?.deferred === true) this.lease(delivery, target, claimer);
       else return await this.complete(delivery, claimer, chain);
     } catch (error) {
       const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
@@ -779,8 +818,26 @@ export class Dispatcher {
    * Acknowledged with `deferred`: leased to the replica that took it until the agent completes it.
    * Nothing to do when the agent's completion came first (the row is done already).
    */
-  private async lease(delivery: Settling, target: string, claimer = this.id): Promise<void> {
-    await this.queueSettle('lease', delivery, claimer, false, target);
+  private lease(delivery: Settling, target: string, claimer = this.id): void {
+    // Its flight need not wait: the write goes with the next statement (LEASE_WRITE_WAIT_MS).
+    const write: Promise<unknown> = this.queueSettle('lease', delivery, claimer, false, target)
+      .catch((error) => this.options.log?.(`delivery ${delivery.id}: its lease was not written: ${(error as Error).message}`))
+      .finally(() => this.leaseWrites.delete(write));
+    this.leaseWrites.add(write);
+  }
+
+  /**
+   * An agent reports a deferred delivery's handler finished: completed in the next settling statement,
+   * which claims the task's next delivery too when this dispatcher has room for another flight (sent
+   * at once, `handed_over`). Undefined when it changed nothing (not the key's to run, or not open).
+   */
+  private async completeReported(deliveryId: string, grant: RunGrant): Promise<CompletedHere | undefined> {
+    const settled = await new Promise<Settled>((resolve, reject) => {
+      this.queuedSettles.push({ op: 'complete', id: deliveryId, taskId: '', claimer: '', chain: false, target: null, grant, resolve, reject });
+      this.scheduleSettle();
+    });
+    if (!settled.completed) return undefined;
+    return { ...settled.completed, handed_over: settled.next !== undefined };
   }
 
   /**
@@ -791,36 +848,87 @@ export class Dispatcher {
   private queueSettle(op: QueuedSettle['op'], delivery: Settling, claimer: string, chain: boolean, target: string | null): Promise<Settled> {
     return new Promise<Settled>((resolve, reject) => {
       this.queuedSettles.push({ op, id: delivery.id, taskId: delivery.task_id, claimer, chain, target, resolve, reject });
-      if (this.settling >= SETTLE_STATEMENTS || this.settleScheduled) return;
-      // The answers of this turn of the event loop go together.
-      this.settleScheduled = true;
-      setImmediate(() => {
-        this.settleScheduled = false;
+      this.scheduleSettle();
+    });
+  }
+
+  private scheduleSettle(): void {
+    if (!this.leaseTimer && !this.leasesDue && this.queuedSettles.some((entry) => entry.op === 'lease')) {
+      this.leaseTimer = setTimeout(() => {
+        this.leaseTimer = undefined;
+        this.leasesDue = true;
         this.flushSettles();
-      });
+      }, LEASE_WRITE_WAIT_MS);
+      this.leaseTimer.unref();
+    }
+    if (this.settling >= SETTLE_STATEMENTS || this.settleScheduled) return;
+    // The answers of this turn of the event loop go together.
+    this.settleScheduled = true;
+    setImmediate(() => {
+      this.settleScheduled = false;
+      this.flushSettles();
     });
   }
 
   private flushSettles(): void {
     while (this.settling < SETTLE_STATEMENTS && this.queuedSettles.length > 0) {
-      const batch = this.queuedSettles;
-      this.queuedSettles = [];
+      // Leases alone wait a little for company (LEASE_WRITE_WAIT_MS), unless closing.
+      if (!this.leasesDue && !this.closed && this.queuedSettles.every((entry) => entry.op === 'lease')) return;
+      // A delivery is written once per statement (two writes of one row in a statement: one is lost):
+      // a second answer for it waits for the next one. Except an agent's completion right behind its
+      // lease (the handler was quick): the statement writes the lease only when the completion did not.
+      const batch: QueuedSettle[] = [];
+      const later: QueuedSettle[] = [];
+      const ids = new Map<string, QueuedSettle['op'] | 'leased and completed'>();
+      for (const entry of this.queuedSettles) {
+        const before = ids.get(entry.id);
+        if (before === undefined || (before === 'lease' && entry.op === 'complete')) {
+          ids.set(entry.id, before ? 'leased and completed' : entry.op);
+          batch.push(entry);
+        } else later.push(entry);
+      }
+      this.queuedSettles = later;
+      if (!later.some((entry) => entry.op === 'lease')) {
+        clearTimeout(this.leaseTimer);
+        this.leaseTimer = undefined;
+        this.leasesDue = false;
+      }
+      // Agents' completions may claim their task's next delivery for a new flight while there is room
+      // for one; none while work waits for room (the claim over every task takes it, oldest first).
+      let room = this.starved || this.closed ? 0 : this.options.maxInFlight - this.inFlight.size - this.reserved;
+      for (const entry of batch) if (entry.op === 'complete') entry.chain = room-- > 0;
+      const reserved = batch.filter((entry) => entry.op === 'complete' && entry.chain).length;
+      this.reserved += reserved;
       this.settling++;
       this.settleBatch(batch)
         .then(
-          (next) => {
+          ({ next, completed }) => {
+            this.reserved -= reserved;
             for (const entry of batch) {
+              if (entry.op === 'complete') {
+                const row = completed.get(entry.id);
+                const claimed = row && entry.chain ? next.get(row.task_id) : undefined;
+                if (claimed) {
+                  next.delete(row!.task_id);
+                  this.launch(claimed);
+                }
+                entry.resolve({ completed: row, next: claimed });
+                continue;
+              }
               const claimed = entry.chain ? next.get(entry.taskId) : undefined;
               if (claimed) next.delete(entry.taskId);
               entry.resolve(claimed ? { next: claimed } : entry.op === 'done' ? { unblocked: entry.taskId } : {});
             }
           },
           (error) => {
+            this.reserved -= reserved;
             for (const entry of batch) entry.reject(error);
           },
         )
         .finally(() => {
           this.settling--;
+          // A claim that found no room while this statement held some takes the wake-ups it left.
+          if (reserved > 0 && (this.general || this.hinted.size > 0)) this.kick();
           this.flushSettles();
         });
     }
@@ -831,10 +939,12 @@ export class Dispatcher {
    * the delivery's, and the next delivery of each task whose chained completion it wrote. Returns
    * those, by task.
    */
-  private async settleBatch(batch: QueuedSettle[]): Promise<Map<string, Claimed>> {
+  private async settleBatch(batch: QueuedSettle[]): Promise<{ next: Map<string, Claimed>; completed: Map<string, NonNullable<Settled['completed']>> }> {
     const done = batch.filter((entry) => entry.op === 'done');
     const leased = batch.filter((entry) => entry.op === 'lease');
+    const reported = batch.filter((entry) => entry.op === 'complete');
     const chained = done.filter((entry) => entry.chain);
+    const reportedChained = reported.filter((entry) => entry.chain);
     const leaseMs = this.options.leaseMs;
     // One delivery alone (an idle dispatcher) is named directly: the lighter statement to run. Either
     // form's text is the same whatever the ids (arrays are one parameter): prepared once on PGlite.
@@ -857,46 +967,86 @@ export class Dispatcher {
     )`,
           ]
         : []),
+      // An agent's report: while the delivery is open (claimed but not acknowledged yet counts: a fast
+      // handler can finish before the lease is written, which then finds the row done and leaves it),
+      // and its key may run the task's agent (domain/conversation.ts runnableTask).
+      ...(reported.length > 0
+        ? [
+            sql`reported AS (
+      UPDATE deliveries d SET status = 'done', claimed_by = NULL, claimed_until = NULL, leased_to = NULL, last_error = NULL, updated_at = now()
+      FROM unnest(${reported.map((e) => e.id)}::bigint[], ${reported.map((e) => e.grant!.orgId)}::text[], ${reported.map((e) => e.grant!.all)}::boolean[],
+          ${reported.map((e) => JSON.stringify(e.grant!.agentIds))}::jsonb[], ${reported.map((e) => JSON.stringify(e.grant!.namespaceIds))}::jsonb[])
+          AS g(id, org_id, every, agent_ids, namespace_ids),
+        tasks
+      WHERE d.id = g.id AND (d.status IN ('in_flight', 'leased') OR (d.status = 'pending' AND d.attempts > 0))
+        AND tasks.id = d.task_id AND ${runnableTaskByGrant('g')}
+      RETURNING d.id, d.task_id, d.method, d.attempts
+    )`,
+          ]
+        : []),
       ...(leased.length > 0
         ? [
             sql`leased AS (
       UPDATE deliveries d SET status = 'leased', leased_to = u.target, lease_ms = ${leaseMs}, claimed_by = NULL,
         claimed_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
-      ${leasedRows} AND d.status = 'in_flight'
+      ${leasedRows} AND d.status = 'in_flight' ${reported.length > 0 ? sql`AND d.id NOT IN (SELECT id FROM reported)` : sql``}
       RETURNING d.id
     )`,
           ]
         : []),
     ];
-    if (chained.length === 0) {
-      await executePrepared(this.db, sql`WITH ${sql.join(writes)} SELECT 1`);
-      return new Map();
+    // The agents' completions, read back from the statement's one row (a row with or without a claim).
+    const report =
+      reported.length > 0
+        ? sql`(SELECT json_agg(json_build_object('id', r.id::text, 'task_id', r.task_id, 'method', r.method, 'attempts', r.attempts)) FROM reported r)`
+        : sql`NULL::json`;
+    const completedOf = (rows: { reported?: NonNullable<Settled['completed']>[] | null }[]) =>
+      new Map((rows[0]?.reported ?? []).map((row) => [row.id, row] as const));
+    if (chained.length === 0 && reportedChained.length === 0) {
+      const result = await executePrepared(
+        this.db,
+        sql<{ reported: NonNullable<Settled['completed']>[] | null }>`WITH ${sql.join(writes)} SELECT ${report} AS reported`,
+      );
+      return { next: new Map(), completed: completedOf(result.rows) };
     }
     // A successor must be its task's first open turn once the completed one is done; the statement's
-    // snapshot still sees that one open, so what `done` wrote is left out of the test. Per task, the
-    // first pending row that passes (LIMIT 1: a long queue is not tested row by row).
-    const alone = done.length === 1;
+    // snapshot still sees that one open, so what `done` (or `reported`) wrote is left out of the test.
+    // Per task, the first pending row that passes (LIMIT 1: a long queue is not tested row by row).
+    const alone = done.length === 1 && reported.length === 0;
+    const finished = [...(done.length > 0 ? [sql`SELECT id, task_id FROM done`] : []), ...(reported.length > 0 ? [sql`SELECT id, task_id FROM reported`] : [])];
+    const all = sql`(${sql.join(finished, sql` UNION ALL `)})`;
     const wasDone = alone
       ? sql`EXISTS (SELECT 1 FROM done)`
-      : sql`EXISTS (SELECT 1 FROM done WHERE done.task_id = o.task_id AND done.id = ANY(${chained.map((e) => e.id)}::bigint[]))`;
-    const notDone = alone ? sql`e.id <> ${done[0].id}` : sql`e.id NOT IN (SELECT id FROM done)`;
+      : sql`EXISTS (SELECT 1 FROM ${all} f WHERE f.task_id = o.task_id AND f.id = ANY(${[...chained, ...reportedChained].map((e) => e.id)}::bigint[]))`;
+    const notDone = alone ? sql`e.id <> ${done[0].id}` : sql`e.id NOT IN (SELECT id FROM ${all} f)`;
     const next = (task: RawBuilder<unknown>) => sql`
       SELECT o.id, o.status AS prior_status, t.current_version_id
       FROM deliveries o
       JOIN tasks t ON t.id = o.task_id
       WHERE o.task_id = ${task}
-        AND ${wasDone}
+        AND ${wasDone} ${alone ? sql`` : sql`AND o.id NOT IN (SELECT id FROM ${all} f)`}
         AND o.status = 'pending' AND o.next_attempt_at <= now() AND o.kind NOT IN (${OUT_OF_ORDER}) AND o.priority >= 0
         AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER}) AND ${notDone})
         AND ${this.targetOf()}
       ORDER BY o.id
       LIMIT 1
       FOR UPDATE OF o SKIP LOCKED`;
-    const pick = alone
-      ? next(sql`${chained[0].taskId}`)
-      : sql`SELECT n.* FROM unnest(${chained.map((e) => e.taskId)}::text[]) AS x(task_id) CROSS JOIN LATERAL (${next(sql`x.task_id`)}) AS n`;
-    const result = await executePrepared(this.db, this.claiming(this.id, undefined, pick, sql.join(writes)));
-    return new Map(result.rows.map((row) => [row.task_id, row]));
+    // The tasks of reported completions are known once `reported` wrote them.
+    const tasks =
+      reportedChained.length === 0
+        ? sql`unnest(${chained.map((e) => e.taskId)}::text[])`
+        : sql`(SELECT unnest(${chained.map((e) => e.taskId)}::text[]) UNION SELECT r.task_id FROM reported r WHERE r.id = ANY(${reportedChained.map((e) => e.id)}::bigint[]))`;
+    const pick = alone ? next(sql`${chained[0].taskId}`) : sql`SELECT n.* FROM ${tasks} AS x(task_id) CROSS JOIN LATERAL (${next(sql`x.task_id`)}) AS n`;
+    if (reported.length === 0) {
+      const result = await executePrepared(this.db, this.claiming(this.id, undefined, pick, sql.join(writes)));
+      return { next: new Map(result.rows.map((row) => [row.task_id, row])), completed: new Map() };
+    }
+    // One row at least, whatever was claimed: it carries the completions.
+    const result = await executePrepared(
+      this.db,
+      this.claiming(this.id, undefined, pick, sql.join(writes), report) as RawBuilder<Claimed & { reported: NonNullable<Settled['completed']>[] | null }>,
+    );
+    return { next: new Map(result.rows.filter((row) => row.id !== null).map((row) => [row.task_id, row])), completed: completedOf(result.rows) };
   }
 
   /** A sync agent's reply, as agent messages, through the domain with a system principal of the task's org. */
@@ -984,10 +1134,15 @@ export class Dispatcher {
   async close(): Promise<void> {
     this.closed = true;
     this.unsubscribe();
+    this.unsubscribeCompletions();
     // Their routes end the streams; `agentctl dev` reconnects (to this server restarted, or another replica).
     for (const pull of this.pulls.values()) pull.end();
     if (this.timer) clearTimeout(this.timer);
     await Promise.allSettled([...this.inFlight, this.sweep]);
+    // Leases waiting for company go now (closed: they wait no more).
+    this.flushSettles();
+    while (this.leaseWrites.size > 0) await Promise.allSettled([...this.leaseWrites]);
+    clearTimeout(this.leaseTimer);
     RUNNING_HERE.delete(this.id);
     await this.listener?.end().catch(() => {});
     await this.http.close().catch(() => {});

@@ -20,7 +20,7 @@ import { revertFailedMigration } from './migration-hooks.js';
 import { type DomainError, conflict, invalid, isNotFound, notFound, named, tooLarge } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { inCallerOrg, taskById } from './lookup.js';
-import { DELIVERY_CHANNEL, deliveryCommitted, insertEventDeliveries, wakeDispatchers } from '../store/outbox.js';
+import { DELIVERY_CHANNEL, deliveryCommitted, insertEventDeliveries, wakeDispatchers, type RunGrant } from '../store/outbox.js';
 import { statusList } from '../store/sql.js';
 import { executePrepared } from '../store/prepared.js';
 import { admitEvent, deliverEvent } from './turns.js';
@@ -176,6 +176,19 @@ export function runnableTask(perms: Permissions) {
   const org = sql`tasks.namespace_id IN (SELECT id FROM namespaces WHERE org_id = ${perms.actor.orgId})`;
   if (visible.all) return org;
   return sql`${org} AND (tasks.agent_id = ANY(${visible.ids}) OR tasks.namespace_id = ANY(${visible.namespaceIds}))`;
+}
+
+/** The rule of `runnableTask` as data, for a statement that checks several callers' rows (the dispatcher's settle batch). */
+export function runGrant(perms: Permissions): RunGrant {
+  const visible = perms.visible('agent', 'run');
+  return { orgId: perms.actor.orgId, all: visible.all, agentIds: visible.all ? [] : visible.ids, namespaceIds: visible.all ? [] : visible.namespaceIds };
+}
+
+/** `runnableTask` over grants in columns: `org_id` text, `every` boolean, `agent_ids` and `namespace_ids` jsonb arrays. */
+export function runnableTaskByGrant(grant: string) {
+  const g = sql.ref(grant);
+  return sql`tasks.namespace_id IN (SELECT id FROM namespaces WHERE org_id = ${g}.org_id)
+    AND (${g}.every OR tasks.agent_id IN (SELECT jsonb_array_elements_text(${g}.agent_ids)) OR tasks.namespace_id IN (SELECT jsonb_array_elements_text(${g}.namespace_ids)))`;
 }
 
 /** The first CTE of a one-statement write: the next sequence number of a live task the caller may run. */

@@ -15,8 +15,8 @@ import { conflict, namedVersion, notFound } from './errors.js';
 import { inCallerOrg, versionById } from './lookup.js';
 import { DEV_IMAGE_PREFIX } from '../../contract/enums.js';
 import { isRefusal, next } from './version-lifecycle.js';
-import { announceDeliveries, DELIVERY_CHANNEL, deliveryCommitted, dispatcherHere, wakeDispatchers } from '../store/outbox.js';
-import { runnableTask } from './conversation.js';
+import { announceDeliveries, completeHere, DELIVERY_CHANNEL, deliveryCommitted, dispatcherHere, wakeDispatchers } from '../store/outbox.js';
+import { runGrant, runnableTask } from './conversation.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { agentServiceOf, recordAgentSpans } from './traces.js';
 
@@ -83,7 +83,28 @@ export async function completeDelivery(
   // the acknowledgement (it then finds the row done and leaves it). One statement checks that the key
   // may run the task's agent, changes the row and wakes the dispatchers (the task's next delivery is
   // due), naming the task: this process's own at once, the other replicas' by NOTIFY only when none
-  // runs here. When it changes nothing, the reads below say why.
+  // runs here. When it changes nothing, the reads below say why. A dispatcher here writes it in its
+  // next settling statement instead, with the claim of the task's next delivery (one round trip).
+  const here = completeHere(db, deliveryId, runGrant(perms));
+  if (here) {
+    const completed = await here;
+    if (completed) {
+      if (!completed.handed_over) {
+        wakeDispatchers(completed.task_id);
+        deliveryCommitted(completed.task_id, false);
+      }
+      await recordReported(db, perms, completed.task_id, reported);
+      return {
+        id: completed.id,
+        task_id: completed.task_id,
+        method: completed.method as AcpMethod,
+        status: 'done',
+        attempts: completed.attempts,
+        lease_expires_at: null,
+      };
+    }
+    return explainUnchanged(db, perms, deliveryId);
+  }
   const notify = !dispatcherHere();
   const done = await sql<Selectable<DeliveriesTable>>`
     WITH done AS (
@@ -99,15 +120,24 @@ export async function completeDelivery(
     // Only this task's next delivery came due: the dispatchers claim from it alone.
     wakeDispatchers(delivery.task_id);
     deliveryCommitted(delivery.task_id, notify);
-    // The handler's spans (README "Traces"), with the first completion only (a repeat is not counted
-    // twice): kept with the delivery's trace, their tokens added to the task.
-    if (reported?.spans.length) {
-      const service = await agentServiceOf(db, delivery.task_id);
-      await recordAgentSpans(db, reported.tracing, { orgId: perms.actor.orgId, taskId: delivery.task_id, service }, reported.spans);
-    }
+    await recordReported(db, perms, delivery.task_id, reported);
     return toDelivery(delivery);
   }
-  // Nothing changed: say why, from the row as it is now.
+  return explainUnchanged(db, perms, deliveryId);
+}
+
+/**
+ * The handler's spans (README "Traces"), with the first completion only (a repeat is not counted
+ * twice): kept with the delivery's trace, their tokens added to the task.
+ */
+async function recordReported(db: Db, perms: Permissions, taskId: string, reported?: { spans: readonly unknown[]; tracing?: Tracing }) {
+  if (!reported?.spans.length) return;
+  const service = await agentServiceOf(db, taskId);
+  await recordAgentSpans(db, reported.tracing, { orgId: perms.actor.orgId, taskId, service }, reported.spans);
+}
+
+/** A completion that changed nothing: the delivery as it is when done already, else why not. */
+async function explainUnchanged(db: Db, perms: Permissions, deliveryId: string): Promise<Delivery> {
   const row = await deliveryForAgent(db, perms, deliveryId);
   if (row.status === 'done') return toDelivery(row);
   if (row.status === 'failed')

@@ -6,7 +6,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { AcpMethod, AcpMigration } from '../../contract/acp.js';
 import type { Event } from '../../contract/conversation.js';
-import type { Database } from './db.js';
+import type { Database, Db } from './db.js';
 import { currentTraceContext } from '../tracing/context.js';
 
 /** The NOTIFY channel that wakes every replica's dispatcher when a delivery commits (PostgreSQL). */
@@ -172,6 +172,46 @@ export function deliveryCommitted(taskId: string, notified: boolean): void {
  */
 export function dispatcherHere(): boolean {
   return committedWakers.size > 0;
+}
+
+/** Who may run a task's agent, as data (domain/conversation.ts `runGrant`): checked in a statement that serves several callers. */
+export interface RunGrant {
+  orgId: string;
+  all: boolean;
+  agentIds: string[];
+  namespaceIds: string[];
+}
+
+/** What a completion written by this process's dispatcher changed, for the agent's answer. */
+export interface CompletedHere {
+  id: string;
+  task_id: string;
+  method: string;
+  attempts: number;
+  /** The dispatcher claimed the task's next delivery in the same statement and sends it on: nobody else need be woken. */
+  handed_over: boolean;
+}
+
+type Completer = (deliveryId: string, grant: RunGrant) => Promise<CompletedHere | undefined>;
+/** By database handle: a process may serve several databases (tests), each with its own dispatcher. */
+const completers = new Map<Db, Completer>();
+
+/** Registers a dispatcher on `db` to write agents' completions in its settling statements; returns the unregister function. */
+export function onCompletionHere(db: Db, complete: Completer): () => void {
+  completers.set(db, complete);
+  return () => {
+    if (completers.get(db) === complete) completers.delete(db);
+  };
+}
+
+/**
+ * `POST /deliveries/{id}/complete` through this process's dispatcher when one runs: the completion
+ * goes in its next settling statement, with the claim of the task's next delivery (one round trip
+ * for both, shared with the other answers that came meanwhile). Null when none runs here; undefined
+ * when the statement changed nothing (not allowed, or not open).
+ */
+export function completeHere(db: Db, deliveryId: string, grant: RunGrant): Promise<CompletedHere | undefined> | null {
+  return completers.get(db)?.(deliveryId, grant) ?? null;
 }
 
 /**
