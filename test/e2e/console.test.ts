@@ -427,6 +427,8 @@ describe.skipIf(!existsSync(CHROMIUM)).each(engines)('the web console in chromiu
       el.scrollTop = 0;
     });
     await page.getByText('the first message', { exact: true }).waitFor();
+    // The page back at its top (showing the earlier turns scrolled it to the traces).
+    await page.evaluate(() => window.scrollTo(0, 0));
     await shot(page, 'long-task');
     await page.getByRole('button', { name: '↓ Latest' }).click();
     await page.getByText('the last message', { exact: true }).waitFor();
