@@ -127,6 +127,9 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
   const [, redraw] = useReducer((n: number) => n + 1, 0);
   const [link, setLink] = useState<'connecting' | 'live' | 'reconnecting' | 'ended'>('connecting');
   const [streamError, setStreamError] = useState<unknown>();
+  // The state, files and traces sections are read once the conversation's first page shows: on a
+  // long task their reads (10,000 turns' traces) had come first and held the conversation back.
+  const [opened, setOpened] = useState(false);
   // The stream's task records carry no relationships: the agent stays as first loaded.
   const task = { ...initial, ...model.current.task, agents: initial.agents };
 
@@ -148,6 +151,7 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
         model.current.prepend(page);
         model.current.lastStatus = page.status;
         redraw(0);
+        setOpened(true);
         for await (const record of api.streamTask(initial.id, {
           afterSequenceId: page.last_sequence_id,
           signal: controller.signal,
@@ -165,6 +169,7 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
         if (!controller.signal.aborted) {
           setStreamError(error);
           setLink('ended');
+          setOpened(true);
         }
       }
     })();
@@ -247,9 +252,9 @@ function TaskView({ initial, canRun }: { initial: Task; canRun: boolean }) {
       {canRun && !terminal && <InterruptTurn taskId={task.id} />}
       {canRun && !terminal && <CancelTask taskId={task.id} />}
       {!canRun && <p class="muted small">Your API key may read this task but not run it: sending events, interrupting and cancelling are not offered.</p>}
-      <TaskState taskId={task.id} />
-      <TaskFiles filesystemId={task.filesystem_id} />
-      <TaskTraces taskId={task.id} />
+      {opened && <TaskState taskId={task.id} />}
+      {opened && <TaskFiles filesystemId={task.filesystem_id} />}
+      {opened && <TaskTraces taskId={task.id} />}
     </section>
   );
 }

@@ -26,8 +26,12 @@ export function nest(spans: TraceSpan[]): { span: TraceSpan; depth: number }[] {
 
 const ms = (v: number) => (v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFixed(v < 10 ? 2 : 0)} ms`);
 
+/** The recent turns first: a long task keeps thousands of traces, drawn a page at a time. */
+const TRACE_PAGE = 10;
+
 export function TaskTraces({ taskId }: { taskId: string }) {
-  const loaded = useLoad(() => api.getTaskTraces({ params: { task_id: taskId } }), [taskId]);
+  const [pages, setPages] = useState(1);
+  const loaded = useLoad(() => api.getTaskTraces({ params: { task_id: taskId }, query: { limit: TRACE_PAGE * pages } }), [taskId, pages]);
   return (
     <section aria-labelledby="traces-title">
       <h2 id="traces-title">
@@ -41,7 +45,21 @@ export function TaskTraces({ taskId }: { taskId: string }) {
           data.traces.length === 0 ? (
             <p class="empty">No spans kept for this task.</p>
           ) : (
-            [...data.traces].reverse().map((t, i) => <Waterfall key={t.trace_id} trace={t} turn={data.traces.length - i} open={i === 0} />)
+            <>
+              {data.traces.length < data.total && (
+                <p class="muted small">
+                  The last {data.traces.length} of {data.total} turns kept, newest first.
+                </p>
+              )}
+              {[...data.traces].reverse().map((t, i) => (
+                <Waterfall key={t.trace_id} trace={t} turn={data.total - i} open={i === 0} />
+              ))}
+              {data.traces.length < data.total && (
+                <button type="button" class="small" onClick={() => setPages((n) => n + 1)}>
+                  Show earlier turns ({data.total - data.traces.length} more)
+                </button>
+              )}
+            </>
           )
         }
       </Pending>

@@ -68,10 +68,18 @@ export const Trace = z
 export type Trace = z.infer<typeof Trace>;
 
 /** The traces of a task the server still keeps, oldest first: one per turn (a command, a delivery). */
-export const TaskTraces = z.object({ traces: z.array(Trace) }).meta({ id: 'TaskTraces' });
+export const TaskTraces = z
+  .object({
+    traces: z.array(Trace),
+    /** How many traces of the task the server keeps (more than `traces` holds when `limit` or `turn` picked some). */
+    total: z.number().int(),
+  })
+  .meta({ id: 'TaskTraces' });
 export type TaskTraces = z.infer<typeof TaskTraces>;
 
 export const TraceQuery = z.object({
   /** Only the Nth trace of the task (1 = the first kept; -1 = the last). */
   turn: z.coerce.number().int().optional(),
+  /** Only the last N traces (a long task's page: the console shows its recent turns first). */
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
 });

@@ -346,6 +346,12 @@ describe.skipIf(!existsSync(CHROMIUM)).each(engines)('the web console in chromiu
       console.log(`console e2e: ${count}: conversation read after ${await read} ms, last items shown after ${shown} ms`);
       return shown;
     };
+    // What the long task's pages read, in order: each its conversation, then (if not left first) its traces.
+    const reads: string[] = [];
+    page.on('request', (r) => {
+      const at = new URL(r.url()).pathname;
+      if (at === `/tasks/${task.id}/conversation` || at === `/tasks/${task.id}/traces`) reads.push(at.split('/').pop()!);
+    });
     const long: number[] = [];
     const floor: number[] = [];
     for (let round = 0; round < 3; round++) {
@@ -361,6 +367,25 @@ describe.skipIf(!existsSync(CHROMIUM)).each(engines)('the web console in chromiu
     expect(rendered).toBeGreaterThan(0);
     expect(rendered).toBeLessThan(100);
     expect(await page.locator('.conversation > li').count()).toBe(rendered);
+    // The task's traces (its creation's, then one a message written) are read after the conversation shows, the last ten first.
+    const traces = page.locator('section[aria-labelledby="traces-title"]');
+    const tracesSay = traces.locator('p.muted.small').first();
+    await until(
+      'the last ten turns',
+      () => tracesSay.textContent(),
+      (t) => t === 'The last 10 of 10001 turns kept, newest first.',
+    );
+    expect(reads.join(' ')).toMatch(/^(conversation( traces)? ){2}conversation traces$/);
+    expect(await traces.locator('details.trace').count()).toBe(10);
+    expect(await traces.locator('details.trace summary').first().textContent()).toMatch(/^Turn 10001 · /);
+    await traces.getByRole('button', { name: 'Show earlier turns (9991 more)' }).click();
+    await until(
+      'the last twenty turns',
+      () => tracesSay.textContent(),
+      (t) => t === 'The last 20 of 10001 turns kept, newest first.',
+    );
+    expect(await traces.locator('details.trace').count()).toBe(20);
+    expect(await traces.locator('details.trace summary').last().textContent()).toMatch(/^Turn 9982 · /);
     // Scrolling up reads the earlier pages, each kept in view where the reader was, to the first message.
     const first = page.getByText('the first message', { exact: true });
     await until(
@@ -402,6 +427,8 @@ describe.skipIf(!existsSync(CHROMIUM)).each(engines)('the web console in chromiu
       el.scrollTop = 0;
     });
     await page.getByText('the first message', { exact: true }).waitFor();
+    // The page back at its top (showing the earlier turns scrolled it to the traces).
+    await page.evaluate(() => window.scrollTo(0, 0));
     await shot(page, 'long-task');
     await page.getByRole('button', { name: '↓ Latest' }).click();
     await page.getByText('the last message', { exact: true }).waitFor();

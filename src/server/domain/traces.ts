@@ -81,20 +81,44 @@ interface SpanRow {
   attributes: unknown;
 }
 
-/** `GET /tasks/{id}/traces`: the kept traces of the task, oldest first; `turn` picks one (1 = first, -1 = last). */
-export async function taskTraces(db: Db, perms: Permissions, taskId: string, turn?: number): Promise<{ traces: Trace[] }> {
+/**
+ * `GET /tasks/{id}/traces`: the kept traces of the task, oldest first; `turn` picks one (1 = first,
+ * -1 = last), `limit` the last N. The task's traces are listed first (ids and starts only), then the
+ * spans of those picked: a task of 10,000 turns is not read whole for its last ten.
+ */
+export async function taskTraces(
+  db: Db,
+  perms: Permissions,
+  taskId: string,
+  pick: { turn?: number; limit?: number } = {},
+): Promise<{ traces: Trace[]; total: number }> {
   await taskById(db, perms, 'read', taskId);
+  const orgId = perms.actor.orgId;
+  // A trace's place is its first span's start (any span of it, the CLI's too), as groupTraces orders them.
+  const listed = await sql<{ trace_id: string }>`
+    SELECT trace_id FROM trace_spans
+    WHERE org_id = ${orgId} AND trace_id IN (SELECT DISTINCT trace_id FROM trace_spans WHERE task_id = ${taskId} AND org_id = ${orgId})
+    GROUP BY trace_id
+    ORDER BY min(start_us), trace_id`.execute(db);
+  const ids = listed.rows.map((r) => r.trace_id);
+  const total = ids.length;
+  let picked = ids;
+  const { turn, limit } = pick;
+  if (turn !== undefined && turn !== 0) {
+    const one = turn > 0 ? ids[turn - 1] : ids[total + turn];
+    if (!one) throw missing(`Task ${taskId} has no turn ${turn}: the server keeps ${total} of its traces`);
+    picked = [one];
+  }
+  if (limit !== undefined) picked = picked.slice(-limit);
+  if (picked.length === 0) return { traces: [], total };
   const rows = await sql<SpanRow>`
     SELECT trace_id, span_id, parent_span_id, task_id, name, kind, service, start_us, end_us, status, status_message, attributes
     FROM trace_spans
-    WHERE org_id = ${perms.actor.orgId}
-      AND trace_id IN (SELECT DISTINCT trace_id FROM trace_spans WHERE task_id = ${taskId} AND org_id = ${perms.actor.orgId})
+    WHERE org_id = ${orgId} AND trace_id IN (${sql.join(picked)})
     ORDER BY start_us, id`.execute(db);
-  const traces = groupTraces(rows.rows, taskId);
-  if (turn === undefined || turn === 0) return { traces };
-  const picked = turn > 0 ? traces[turn - 1] : traces[traces.length + turn];
-  if (!picked) throw missing(`Task ${taskId} has no turn ${turn}: the server keeps ${traces.length} of its traces`);
-  return { traces: [picked] };
+  const byId = new Map(groupTraces(rows.rows, taskId).map((t) => [t.trace_id, t]));
+  // Spans pruned between the two reads: that trace is gone.
+  return { traces: picked.flatMap((id) => byId.get(id) ?? []), total };
 }
 
 /** `GET /traces/{id}`: one trace of the caller's org; one that concerns a task the caller may not read is not found. */

@@ -3,6 +3,6 @@ import type { RouteHost, ServiceContext } from '../route-host.js';
 
 export function registerTraceRoutes(host: RouteHost, service: ServiceContext): void {
   const db = service.store.db;
-  host.handle('getTaskTraces', async ({ params, query }, call) => taskTraces(db, await call.access(), params.task_id, query.turn));
+  host.handle('getTaskTraces', async ({ params, query }, call) => taskTraces(db, await call.access(), params.task_id, query));
   host.handle('getTrace', async ({ params }, call) => traceById(db, await call.access(), params.trace_id));
 }
