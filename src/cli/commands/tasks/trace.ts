@@ -16,14 +16,16 @@ export default defineCommand({
   notFoundNext: 'agentctl tasks list',
   handler: async (ctx, [ref], options) => {
     const taskId = await resolveTaskId(ctx, ref!);
-    const { data, raw } = await ctx.call('getTaskTraces', { params: { task_id: taskId }, query: { turn: options.turn } });
+    // The text view shows one turn: without --turn it asks for the last one only (a long task keeps thousands).
+    const lastOnly = !ctx.globals.json && options.turn === undefined;
+    const { data, raw } = await ctx.call('getTaskTraces', { params: { task_id: taskId }, query: { turn: options.turn, limit: lastOnly ? 1 : undefined } });
     if (data.traces.length === 0) {
       ctx.info(`The server keeps no trace of ${taskId} (tracing off, or its turns are older than the span store keeps).`);
       return { json: raw };
     }
     const { renderWaterfall } = await import('../../output/waterfall.js');
     const shown = data.traces.at(-1)!;
-    if (options.turn === undefined && data.traces.length > 1) ctx.info(`Turn ${data.traces.length} of ${data.traces.length} kept; --turn N shows another.`);
+    if (options.turn === undefined && data.total > 1) ctx.info(`Turn ${data.total} of ${data.total} kept; --turn N shows another.`);
     return { json: raw, view: text(renderWaterfall(shown, { chalk: ctx.chalk, columns: ctx.io.stdout.columns, db: Boolean(options.db) })) };
   },
 });
