@@ -1,6 +1,7 @@
-import type { Expression, ExpressionBuilder, Kysely, SqlBool } from 'kysely';
+import type { Compilable, Expression, ExpressionBuilder, InferResult, Kysely, SqlBool } from 'kysely';
 import type { Database, Db } from '../store/db.js';
 import { notFound } from './errors.js';
+import { executePrepared } from '../store/prepared.js';
 import type { Permission, Permissions } from '../auth/policy.js';
 
 type Executor = Db | Kysely<Database>;
@@ -39,24 +40,33 @@ export function inCallerOrg(perms: Permissions, namespaceColumn: string) {
 
 /**
  * Lookups shared by the domain modules. Each one checks the caller's permission on what it finds,
- * so an unknown id and an undiscoverable one answer the same 404.
+ * so an unknown id and an undiscoverable one answer the same 404. Nearly every route runs one: on
+ * PGlite they run prepared (store/prepared.ts; planned once, not parsed and planned per request),
+ * on PostgreSQL and inside a transaction as they are.
  */
+// biome-ignore lint/suspicious/noExplicitAny: any query builder's result type
+async function first<Q extends Compilable<any>>(db: Executor, query: Q): Promise<InferResult<Q>[number] | undefined> {
+  return (await executePrepared(db, query)).rows[0] as InferResult<Q>[number] | undefined;
+}
+
 export async function namespaceBySlug(db: Executor, perms: Permissions, slug: string) {
-  const ns = await db.selectFrom('namespaces').selectAll().where('slug', '=', slug).where('org_id', '=', perms.actor.orgId).executeTakeFirst();
+  const ns = await first(db, db.selectFrom('namespaces').selectAll().where('slug', '=', slug).where('org_id', '=', perms.actor.orgId));
   if (!ns) throw notFound(`Namespace ${slug}`);
   return ns;
 }
 
 export async function agentByPath(db: Executor, perms: Permissions, permission: Permission, namespaceSlug: string, agentName: string) {
-  const agent = await db
-    .selectFrom('agents')
-    .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
-    .selectAll('agents')
-    .where('namespaces.slug', '=', namespaceSlug)
-    .where(inCallerOrg(perms, 'agents.namespace_id'))
-    .where('agents.name', '=', agentName)
-    .where('agents.status', '=', 'ACTIVE')
-    .executeTakeFirst();
+  const agent = await first(
+    db,
+    db
+      .selectFrom('agents')
+      .innerJoin('namespaces', 'namespaces.id', 'agents.namespace_id')
+      .selectAll('agents')
+      .where('namespaces.slug', '=', namespaceSlug)
+      .where(inCallerOrg(perms, 'agents.namespace_id'))
+      .where('agents.name', '=', agentName)
+      .where('agents.status', '=', 'ACTIVE'),
+  );
   const describe = `Agent ${namespaceSlug}/${agentName}`;
   if (!agent) throw notFound(`${describe}`);
   perms.require(permission, { type: 'agent', id: agent.id, namespaceId: agent.namespace_id }, describe);
@@ -64,13 +74,15 @@ export async function agentByPath(db: Executor, perms: Permissions, permission: 
 }
 
 export async function agentById(db: Executor, perms: Permissions, permission: Permission, agentId: string) {
-  const agent = await db
-    .selectFrom('agents')
-    .selectAll('agents')
-    .where('agents.id', '=', agentId)
-    .where(inCallerOrg(perms, 'agents.namespace_id'))
-    .where('agents.status', '=', 'ACTIVE')
-    .executeTakeFirst();
+  const agent = await first(
+    db,
+    db
+      .selectFrom('agents')
+      .selectAll('agents')
+      .where('agents.id', '=', agentId)
+      .where(inCallerOrg(perms, 'agents.namespace_id'))
+      .where('agents.status', '=', 'ACTIVE'),
+  );
   if (!agent) throw notFound(`Agent ${agentId}`);
   perms.require(permission, { type: 'agent', id: agent.id, namespaceId: agent.namespace_id }, `Agent ${agentId}`);
   return agent;
@@ -78,40 +90,39 @@ export async function agentById(db: Executor, perms: Permissions, permission: Pe
 
 /** A branch with its agent's namespace, checked against `permission` on the agent. */
 export async function branchById(db: Executor, perms: Permissions, permission: Permission, branchId: string) {
-  const branch = await db
-    .selectFrom('branches')
-    .innerJoin('agents', 'agents.id', 'branches.agent_id')
-    .selectAll('branches')
-    .select(['agents.namespace_id', 'agents.status as agent_status'])
-    .where('branches.id', '=', branchId)
-    .where(inCallerOrg(perms, 'agents.namespace_id'))
-    .executeTakeFirst();
+  const branch = await first(
+    db,
+    db
+      .selectFrom('branches')
+      .innerJoin('agents', 'agents.id', 'branches.agent_id')
+      .selectAll('branches')
+      .select(['agents.namespace_id', 'agents.status as agent_status'])
+      .where('branches.id', '=', branchId)
+      .where(inCallerOrg(perms, 'agents.namespace_id')),
+  );
   if (branch?.agent_status !== 'ACTIVE') throw notFound(`Branch ${branchId}`);
   perms.require(permission, { type: 'agent', id: branch.agent_id, namespaceId: branch.namespace_id }, `Branch ${branchId}`);
   return branch;
 }
 
 export async function versionById(db: Executor, perms: Permissions, permission: Permission, versionId: string) {
-  const version = await db
-    .selectFrom('versions')
-    .innerJoin('agents', 'agents.id', 'versions.agent_id')
-    .selectAll('versions')
-    .select(['agents.namespace_id', 'agents.status as agent_status'])
-    .where('versions.id', '=', versionId)
-    .where(inCallerOrg(perms, 'agents.namespace_id'))
-    .executeTakeFirst();
+  const version = await first(
+    db,
+    db
+      .selectFrom('versions')
+      .innerJoin('agents', 'agents.id', 'versions.agent_id')
+      .selectAll('versions')
+      .select(['agents.namespace_id', 'agents.status as agent_status'])
+      .where('versions.id', '=', versionId)
+      .where(inCallerOrg(perms, 'agents.namespace_id')),
+  );
   if (version?.agent_status !== 'ACTIVE') throw notFound(`Version ${versionId}`);
   perms.require(permission, { type: 'agent', id: version.agent_id, namespaceId: version.namespace_id }, `Version ${versionId}`);
   return version;
 }
 
 export async function taskById(db: Executor, perms: Permissions, permission: Permission, taskId: string) {
-  const task = await db
-    .selectFrom('tasks')
-    .selectAll('tasks')
-    .where('tasks.id', '=', taskId)
-    .where(inCallerOrg(perms, 'tasks.namespace_id'))
-    .executeTakeFirst();
+  const task = await first(db, db.selectFrom('tasks').selectAll('tasks').where('tasks.id', '=', taskId).where(inCallerOrg(perms, 'tasks.namespace_id')));
   if (!task) throw notFound(`Task ${taskId}`);
   perms.require(permission, { type: 'agent', id: task.agent_id, namespaceId: task.namespace_id }, `Task ${taskId}`);
   return task;

@@ -6,6 +6,7 @@ import {
   PostgresDialect,
   sql,
   type ColumnType,
+  type CompiledQuery,
   type DatabaseConnection,
   type Dialect,
   type Driver,
@@ -802,9 +803,6 @@ const pgIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
  * (Query, Sync). Same rows; CPU (0.4.6): the event statement 0.60 -> 0.43 ms, BEGIN + COMMIT 89 -> 48 µs.
  */
 class ScriptAwareDriver implements Driver {
-  readonly #connections = new WeakMap<DatabaseConnection, DatabaseConnection>();
-  readonly #inner = new WeakMap<DatabaseConnection, DatabaseConnection>();
-
   constructor(
     private readonly driver: Driver,
     private readonly pglite: PGlite,
@@ -814,30 +812,14 @@ class ScriptAwareDriver implements Driver {
     return this.driver.init();
   }
 
+  // kysely-pglite-dialect hands out a new connection object on every acquire: a cache keyed by it
+  // never hits, so the wrapper is a small object of its own made each time, holding what it wraps.
   async acquireConnection(): Promise<DatabaseConnection> {
-    const connection = await this.driver.acquireConnection();
-    let wrapped = this.#connections.get(connection);
-    if (!wrapped) {
-      const pglite = this.pglite;
-      wrapped = {
-        async executeQuery(query) {
-          if (query.parameters.length === 0 && query.sql.startsWith(SCRIPT_MARK)) {
-            await pglite.exec(query.sql);
-            return { rows: [] };
-          }
-          if (query.parameters.length === 0 && isPreparedExecute(query.sql)) return simpleQuery(pglite, query.sql);
-          return connection.executeQuery(query);
-        },
-        streamQuery: (query, chunkSize) => connection.streamQuery(query, chunkSize),
-      };
-      this.#connections.set(connection, wrapped);
-      this.#inner.set(wrapped, connection);
-    }
-    return wrapped;
+    return new ScriptAwareConnection(await this.driver.acquireConnection(), this.pglite);
   }
 
   #unwrap(connection: DatabaseConnection): DatabaseConnection {
-    return this.#inner.get(connection) ?? connection;
+    return connection instanceof ScriptAwareConnection ? connection.inner : connection;
   }
 
   // As kysely-pglite-dialect's own, through exec(). Called on the connection the driver handed out, so in turn.
@@ -859,6 +841,29 @@ class ScriptAwareDriver implements Driver {
 
   destroy() {
     return this.driver.destroy();
+  }
+}
+
+/** A connection of ScriptAwareDriver: scripts and EXECUTEs through exec(), the rest as the dialect runs them. */
+class ScriptAwareConnection implements DatabaseConnection {
+  constructor(
+    readonly inner: DatabaseConnection,
+    private readonly pglite: PGlite,
+  ) {}
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    if (query.parameters.length === 0) {
+      if (query.sql.startsWith(SCRIPT_MARK)) {
+        await this.pglite.exec(query.sql);
+        return { rows: [] };
+      }
+      if (isPreparedExecute(query.sql)) return simpleQuery(this.pglite, query.sql);
+    }
+    return this.inner.executeQuery(query);
+  }
+
+  streamQuery<R>(query: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
+    return this.inner.streamQuery(query, chunkSize);
   }
 }
 
