@@ -16,7 +16,7 @@ import { statusList } from '../store/sql.js';
 import { conflict, notFound } from './errors.js';
 import { settleDraining } from './events.js';
 import { inCallerOrg, lockBranch, readableAgentRows } from './lookup.js';
-import { MIGRATE_HANDLER, migrationHooksSql, versionDeclares } from './migration-hooks.js';
+import { MIGRATE_HANDLER, migrationHooksSql, moveSetSql, versionDeclares } from './migration-hooks.js';
 import { announceDeliveries } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
@@ -82,7 +82,7 @@ export async function moveRecorded(
     'count', (SELECT count(*) FROM moved), 'mode', ${fields.kind}::text, 'migration_id', ${id}::text)`;
   const result = await sql<{ n: number; migration_id: string | null; hooks: number }>`
     WITH moved AS (
-      UPDATE tasks SET current_version_id = ${toVersionId}, updated_at = now()${hooks ? sql`, migration_error = NULL` : sql``}
+      UPDATE tasks SET ${moveSetSql(toVersionId, hooks)}
       WHERE current_version_id = ${fromVersionId} AND ${where}
       RETURNING id
     ), seq AS (
