@@ -8,16 +8,12 @@
 // reports the delivery complete.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Agent, request } from 'undici';
 import { verifySignature, SIGNATURE_HEADER } from '../src/contract/acp.js';
-import { buildApp } from '../src/server/app.js';
-import { ensureBootstrap } from '../src/server/bootstrap.js';
-import { openStore, type Engine } from '../src/server/store/db.js';
-import { generateSecret } from '../src/server/auth/secrets.js';
+import type { Engine } from '../src/server/store/db.js';
 import { startDispatcher } from '../src/server/delivery/dispatcher.js';
 import { startRehearsalDriver } from '../src/server/delivery/rehearsal-driver.js';
 import { signingSecretFor } from '../src/server/domain/registration.js';
-import { benchEngines, fmt, throwawayDatabase, BENCH_DEPLOY } from './support.js';
+import { benchEngines, benchService, fmt, BENCH_DEPLOY } from './support.js';
 
 const TASKS = Number(process.env.BENCH_TASKS ?? 100);
 const EVENTS_PER_TASK = Number(process.env.BENCH_EVENTS_PER_TASK ?? 10);
@@ -28,25 +24,8 @@ const listen = (server: Server) =>
   new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 
 async function benchEngine(engine: Engine): Promise<number> {
-  const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
-  const store = await openStore({ databaseUrl: database?.url });
-  const adminKey = generateSecret();
-  await ensureBootstrap(store.db, adminKey);
-  const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const serviceUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const http = new Agent({ connections: 64 });
-  const call = async (method: 'POST' | 'GET', path: string, body?: unknown) => {
-    const res = await request(serviceUrl + path, {
-      method,
-      dispatcher: http,
-      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.body.text();
-    if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 300)}`);
-    return JSON.parse(text);
-  };
+  const service = await benchService(engine, { connections: 64 });
+  const { store, call } = service;
 
   // The agent (both versions, one server): verify, take the lease, write the answer, complete.
   const secrets: string[] = [];
@@ -129,11 +108,8 @@ async function benchEngine(engine: Engine): Promise<number> {
   } finally {
     await driver.close();
     await dispatcher.close();
-    await app.close();
-    await http.close();
     agent.close();
-    await store.close();
-    await database?.drop();
+    await service.close();
   }
 }
 

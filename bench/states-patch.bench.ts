@@ -6,13 +6,10 @@ import Fastify from 'fastify';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import { buildApp } from '../src/server/app.js';
-import { ensureBootstrap } from '../src/server/bootstrap.js';
-import { openStore, type Engine } from '../src/server/store/db.js';
-import { generateSecret } from '../src/server/auth/secrets.js';
+import type { Engine } from '../src/server/store/db.js';
 import { mergeStatement, writeScopeOf, type WriteScope } from '../src/server/domain/states.js';
 import { loadPermissions } from '../src/server/auth/policy.js';
-import { benchEngines, fmt, throwawayDatabase, BENCH_DEPLOY } from './support.js';
+import { benchEngines, benchService, fmt, BENCH_DEPLOY } from './support.js';
 
 /** Seconds of load per side, run as one-second slices that alternate between the sides, so drift in the machine's other load (and the updated rows' growing dead-tuple chains) weighs on both alike. */
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 5);
@@ -47,13 +44,8 @@ function load(url: string, body: string, headers: Record<string, string>, second
 }
 
 async function benchEngine(engine: Engine) {
-  const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
-  const store = await openStore({ databaseUrl: database?.url });
-  const adminKey = generateSecret();
-  const { orgId } = await ensureBootstrap(store.db, adminKey);
-  const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const serviceUrl = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const service = await benchService(engine);
+  const { store, orgId, serviceUrl, call } = service;
 
   // The floor: the same statement on the same pool, behind nothing but Fastify's routing and JSON.
   let scope: WriteScope | undefined;
@@ -65,16 +57,6 @@ async function benchEngine(engine: Engine) {
   await bare.listen({ host: '127.0.0.1', port: 0 });
   const bareUrl = `http://127.0.0.1:${(bare.server.address() as AddressInfo).port}`;
 
-  const call = async (method: string, path: string, body: unknown) => {
-    const res = await fetch(serviceUrl + path, {
-      method,
-      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
-    return JSON.parse(text);
-  };
   try {
     const deployed = await call('POST', '/agents/deploy', BENCH_DEPLOY);
     await call('POST', '/versions/register', { version_id: deployed.version_id });
@@ -122,9 +104,7 @@ async function benchEngine(engine: Engine) {
     );
   } finally {
     await bare.close();
-    await app.close();
-    await store.close();
-    await database?.drop();
+    await service.close();
   }
 }
 

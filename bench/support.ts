@@ -51,9 +51,9 @@ export const BENCH_DEPLOY = {
 /**
  * The whole service on one engine for a benchmark: a store (a throwaway database on PostgreSQL), the
  * bootstrap admin key, the app listening on loopback with rate limiting off, and `call` for its API
- * over a keep-alive pool. `close` stops it all and drops the database.
+ * over a keep-alive pool of `connections` sockets (16 unless told). `close` stops it all and drops the database.
  */
-export async function benchService(engine: Engine) {
+export async function benchService(engine: Engine, { connections = 16 }: { connections?: number } = {}) {
   const [{ buildApp }, { ensureBootstrap }, { openStore }, { generateSecret }, { Agent, request }] = await Promise.all([
     import('../src/server/app.js'),
     import('../src/server/bootstrap.js'),
@@ -68,8 +68,8 @@ export async function benchService(engine: Engine) {
   const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const serviceUrl = `http://127.0.0.1:${(app.server.address() as import('node:net').AddressInfo).port}`;
-  const http = new Agent({ connections: 16 });
-  const call = async (method: 'POST' | 'GET', path: string, body?: unknown) => {
+  const http = new Agent({ connections });
+  const call = async (method: 'POST' | 'GET' | 'PATCH', path: string, body?: unknown) => {
     const res = await request(serviceUrl + path, {
       method,
       dispatcher: http,

@@ -3,14 +3,13 @@
 import { useState } from 'preact/hooks';
 import { SECRET_NAME_PATTERN } from '../contract/enums.js';
 import { api } from './api.js';
-import { Confirm, ErrorBox, Pending, useLoad, when } from './ui.js';
+import { Confirm, ErrorBox, Pending, Section, useLoad, when } from './ui.js';
 
 export function AgentSecrets({ slug, name }: { slug: string; name: string }) {
   const path = { namespace_slug: slug, agent_name: name };
   const loaded = useLoad(() => api.listSecrets({ params: path }), [slug, name]);
   return (
-    <section aria-labelledby="secrets-title">
-      <h2 id="secrets-title">Secrets</h2>
+    <Section id="secrets" title="Secrets">
       <p class="muted small">Given to the agent’s processes as environment variables. Values are never shown: set one again to change it.</p>
       <Pending loaded={loaded}>
         {(data) =>
@@ -57,7 +56,7 @@ export function AgentSecrets({ slug, name }: { slug: string; name: string }) {
         }
       </Pending>
       <SetSecret path={path} onSet={loaded.reload} />
-    </section>
+    </Section>
   );
 }
 

@@ -10,7 +10,7 @@ import type { Task } from '../contract/resources.js';
 import { api } from './api.js';
 import { BASE } from './session.js';
 import { TaskTraces } from './traces.js';
-import { agentNames, ErrorBox, Link, Pending, Status, useLoad, useTitle, versionNumbers, when } from './ui.js';
+import { agentNames, ErrorBox, Link, Pending, Section, ShowEarlier, Status, useLoad, usePages, useTitle, versionNumbers, when } from './ui.js';
 import { VirtualList } from './virtual.js';
 
 type Item =
@@ -451,13 +451,7 @@ function TaskState({ taskId }: { taskId: string }) {
     return { states, agents, versions };
   }, [taskId]);
   return (
-    <section aria-labelledby="state-title">
-      <h2 id="state-title">
-        State{' '}
-        <button type="button" class="small" onClick={loaded.reload}>
-          Reload
-        </button>
-      </h2>
+    <Section id="state" title="State" onReload={loaded.reload}>
       <Pending loaded={loaded}>
         {({ states, agents, versions }) =>
           states.length === 0 ? (
@@ -481,7 +475,7 @@ function TaskState({ taskId }: { taskId: string }) {
           )
         }
       </Pending>
-    </section>
+    </Section>
   );
 }
 
@@ -493,12 +487,12 @@ const HISTORY_PAGE = 20;
  */
 /** `written`: the state's record version; a newer one (the state reloaded) reads the history again. */
 function StateHistory({ taskId, agentId, written }: { taskId: string; agentId: string; written: number }) {
-  const [pages, setPages] = useState(1);
+  const pages = usePages(HISTORY_PAGE);
   const loaded = useLoad(async () => {
-    const found = await api.listStateHistory({ params: { task_id: taskId }, query: { agent_id: agentId, limit: HISTORY_PAGE * pages } });
+    const found = await api.listStateHistory({ params: { task_id: taskId }, query: { agent_id: agentId, limit: pages.limit } });
     const versions = await versionNumbers(found.history.flatMap((h) => (h.written_by_version_id ? [h.written_by_version_id] : [])));
     return { ...found, versions };
-  }, [taskId, agentId, written, pages]);
+  }, [taskId, agentId, written, pages.limit]);
   return (
     <details class="state-history">
       <summary>Earlier values{loaded.data ? ` (${loaded.data.total})` : ''}</summary>
@@ -524,11 +518,9 @@ function StateHistory({ taskId, agentId, written }: { taskId: string; agentId: s
                 </li>
               ))}
             </ol>
-            {history.length < total && (
-              <button type="button" class="small" onClick={() => setPages((n) => n + 1)}>
-                Show earlier values
-              </button>
-            )}
+            <ShowEarlier shown={history.length} total={total} onMore={pages.more}>
+              Show earlier values
+            </ShowEarlier>
           </>
         )}
       </Pending>
@@ -557,13 +549,7 @@ function TaskFiles({ filesystemId }: { filesystemId: string }) {
     return { filesystem, files: manifest.files.filter((f) => f.type !== 'dir') };
   }, [filesystemId]);
   return (
-    <section aria-labelledby="files-title">
-      <h2 id="files-title">
-        Files{' '}
-        <button type="button" class="small" onClick={loaded.reload}>
-          Reload
-        </button>
-      </h2>
+    <Section id="files" title="Files" onReload={loaded.reload}>
       <Pending loaded={loaded}>
         {({ filesystem, files }) =>
           files.length === 0 ? (
@@ -610,6 +596,6 @@ function TaskFiles({ filesystemId }: { filesystemId: string }) {
           )
         }
       </Pending>
-    </section>
+    </Section>
   );
 }

@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import type { Trace, TraceSpan } from '../contract/traces.js';
 import { api } from './api.js';
-import { Pending, useLoad, when } from './ui.js';
+import { Pending, Section, ShowEarlier, useLoad, usePages, when } from './ui.js';
 
 /** Spans in depth-first order (children by start), each with its depth; orphans start at the top. */
 export function nest(spans: TraceSpan[]): { span: TraceSpan; depth: number }[] {
@@ -30,16 +30,10 @@ const ms = (v: number) => (v >= 1000 ? `${(v / 1000).toFixed(2)} s` : `${v.toFix
 const TRACE_PAGE = 10;
 
 export function TaskTraces({ taskId }: { taskId: string }) {
-  const [pages, setPages] = useState(1);
-  const loaded = useLoad(() => api.getTaskTraces({ params: { task_id: taskId }, query: { limit: TRACE_PAGE * pages } }), [taskId, pages]);
+  const pages = usePages(TRACE_PAGE);
+  const loaded = useLoad(() => api.getTaskTraces({ params: { task_id: taskId }, query: { limit: pages.limit } }), [taskId, pages.limit]);
   return (
-    <section aria-labelledby="traces-title">
-      <h2 id="traces-title">
-        Trace{' '}
-        <button type="button" class="small" onClick={loaded.reload}>
-          Reload
-        </button>
-      </h2>
+    <Section id="traces" title="Trace" onReload={loaded.reload}>
       <Pending loaded={loaded}>
         {(data) =>
           data.traces.length === 0 ? (
@@ -54,16 +48,14 @@ export function TaskTraces({ taskId }: { taskId: string }) {
               {[...data.traces].reverse().map((t, i) => (
                 <Waterfall key={t.trace_id} trace={t} turn={data.total - i} open={i === 0} />
               ))}
-              {data.traces.length < data.total && (
-                <button type="button" class="small" onClick={() => setPages((n) => n + 1)}>
-                  Show earlier turns ({data.total - data.traces.length} more)
-                </button>
-              )}
+              <ShowEarlier shown={data.traces.length} total={data.total} onMore={pages.more}>
+                Show earlier turns ({data.total - data.traces.length} more)
+              </ShowEarlier>
             </>
           )
         }
       </Pending>
-    </section>
+    </Section>
   );
 }
 

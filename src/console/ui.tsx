@@ -114,6 +114,47 @@ const TONES: Record<string, string> = {
 
 export const Status = ({ value }: { value: string | null | undefined }) => <span class={`badge ${TONES[value ?? ''] ?? 'muted'}`}>{value ?? 'unknown'}</span>;
 
+/**
+ * A titled section of a page: its heading (`{id}-title`), with a Reload button when given one, and
+ * its content. The task page's state, files and traces and an agent's secrets are each one.
+ */
+export function Section(props: { id: string; title: ComponentChildren; onReload?: () => void; children: ComponentChildren }) {
+  return (
+    <section aria-labelledby={`${props.id}-title`}>
+      <h2 id={`${props.id}-title`}>
+        {props.title}
+        {props.onReload && (
+          <>
+            {' '}
+            <button type="button" class="small" onClick={props.onReload}>
+              Reload
+            </button>
+          </>
+        )}
+      </h2>
+      {props.children}
+    </section>
+  );
+}
+
+/**
+ * A list read newest first, a page at a time (traces, state history): `limit` is what to read now,
+ * `more` raises it by a page. `ShowEarlier` is its button, shown while fewer than the total are read.
+ */
+export function usePages(size: number): { limit: number; more: () => void } {
+  const [pages, setPages] = useState(1);
+  return { limit: size * pages, more: () => setPages((n) => n + 1) };
+}
+
+export function ShowEarlier(props: { shown: number; total: number; onMore: () => void; children: ComponentChildren }) {
+  if (props.shown >= props.total) return null;
+  return (
+    <button type="button" class="small" onClick={props.onMore}>
+      {props.children}
+    </button>
+  );
+}
+
 /** Page n of a list whose total is known (or not: then "next" shows while a page comes back full). */
 export function Pager(props: { page: number; limit: number; total?: number; shown: number; onPage: (page: number) => void; label: string }) {
   const pages = props.total === undefined ? undefined : Math.max(1, Math.ceil(props.total / props.limit));

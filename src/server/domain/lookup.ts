@@ -2,6 +2,7 @@ import type { Compilable, Expression, ExpressionBuilder, InferResult, Kysely, Sq
 import type { Database, Db } from '../store/db.js';
 import { notFound } from './errors.js';
 import { executePrepared } from '../store/prepared.js';
+import { visibleRows } from './visibility.js';
 import type { Permission, Permissions } from '../auth/policy.js';
 
 type Executor = Db | Kysely<Database>;
@@ -36,6 +37,22 @@ export function inCallerOrg(perms: Permissions, namespaceColumn: string) {
   // biome-ignore lint/suspicious/noExplicitAny: the helper fits every table of the Kysely schema
   return (eb: ExpressionBuilder<any, any>): Expression<SqlBool> =>
     eb(eb.ref(namespaceColumn), 'in', eb.selectFrom('namespaces').select('namespaces.id').where('namespaces.org_id', '=', perms.actor.orgId));
+}
+
+/**
+ * Rows of an agent or branch the key may read (`GET /rollouts`, `GET /migrations`): of the caller's
+ * org, of agents it may read, and of the agent or branch asked for, by the table's `namespace_id`,
+ * `agent_id` and `branch_id`.
+ */
+export function readableAgentRows(perms: Permissions, table: 'rollouts' | 'migrations', q: { agent_id?: string; branch_id?: string }) {
+  // biome-ignore lint/suspicious/noExplicitAny: the helper fits every table with these columns
+  return (eb: ExpressionBuilder<any, any>): Expression<SqlBool> =>
+    eb.and([
+      inCallerOrg(perms, `${table}.namespace_id`)(eb),
+      visibleRows(eb, perms.visible('agent', 'read'), `${table}.namespace_id`, `${table}.agent_id`),
+      ...(q.agent_id ? [eb(eb.ref(`${table}.agent_id`), '=', q.agent_id)] : []),
+      ...(q.branch_id ? [eb(eb.ref(`${table}.branch_id`), '=', q.branch_id)] : []),
+    ]);
 }
 
 /**

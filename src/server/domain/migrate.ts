@@ -13,7 +13,7 @@ import { statusLit } from '../store/sql.js';
 import { settleDraining } from './events.js';
 import { inCallerOrg, lockBranch, versionById } from './lookup.js';
 import { migrationRecordSql } from './migration-history.js';
-import { MIGRATE_HANDLER, migrationHooksSql, versionDeclares } from './migration-hooks.js';
+import { MIGRATE_HANDLER, migrationHooksSql, moveSetSql, versionDeclares } from './migration-hooks.js';
 import { announceDeliveries } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
@@ -168,7 +168,7 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
       const eventData = sql`jsonb_build_object('from_version_ids', ${JSON.stringify(sourceIds)}::jsonb, 'to_version_id', ${target.id}::text, 'count', (SELECT count(*) FROM moved), 'task_ids', (SELECT jsonb_agg(id ORDER BY id) FROM moved), 'mode', ${taskIds ? 'tasks' : 'bulk'}::text)`;
       const rows = await sql<{ n: number; tasks: string; hooks: number }>`
         WITH moved AS (
-          UPDATE tasks SET current_version_id = ${target.id}, updated_at = now()${hooks ? sql`, migration_error = NULL` : sql``} WHERE ${where}
+          UPDATE tasks SET ${moveSetSql(target.id, hooks)} WHERE ${where}
           RETURNING id, filesystem_id, namespace_id, name, status, status_reason, params, task_metadata,
                     created_version_id, current_version_id, created_at, updated_at
         ), seq AS (
@@ -188,9 +188,10 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
                ${hooks ? sql`(SELECT count(*)::int FROM hooks)` : sql`0`} AS hooks
         FROM moved m`.execute(trx);
       result = rows.rows[0];
+      // After the hooks: a source they may send tasks back to does not retire yet. Every source but
+      // the target itself left a task, so each has an open hook now: none can retire (no query).
       if (rows.rows[0].hooks > 0) await announceDeliveries(trx);
-      // After the hooks: a source they may send tasks back to does not retire yet.
-      await settleDraining(trx, sourceIds);
+      else await settleDraining(trx, sourceIds);
     }
     return {
       branch_id: branchId,

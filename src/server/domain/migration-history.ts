@@ -15,9 +15,8 @@ import { newId } from '../store/ids.js';
 import { statusList } from '../store/sql.js';
 import { conflict, notFound } from './errors.js';
 import { settleDraining } from './events.js';
-import { inCallerOrg, lockBranch } from './lookup.js';
-import { visibleRows } from './visibility.js';
-import { MIGRATE_HANDLER, migrationHooksSql, versionDeclares } from './migration-hooks.js';
+import { inCallerOrg, lockBranch, readableAgentRows } from './lookup.js';
+import { MIGRATE_HANDLER, migrationHooksSql, moveSetSql, versionDeclares } from './migration-hooks.js';
 import { announceDeliveries } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
@@ -83,7 +82,7 @@ export async function moveRecorded(
     'count', (SELECT count(*) FROM moved), 'mode', ${fields.kind}::text, 'migration_id', ${id}::text)`;
   const result = await sql<{ n: number; migration_id: string | null; hooks: number }>`
     WITH moved AS (
-      UPDATE tasks SET current_version_id = ${toVersionId}, updated_at = now()${hooks ? sql`, migration_error = NULL` : sql``}
+      UPDATE tasks SET ${moveSetSql(toVersionId, hooks)}
       WHERE current_version_id = ${fromVersionId} AND ${where}
       RETURNING id
     ), seq AS (
@@ -135,12 +134,7 @@ export async function listMigrations(
   perms: Permissions,
   q: { agent_id?: string; branch_id?: string; rollout_id?: string; limit: number; page_number: number },
 ): Promise<{ migrations: MigrationRecord[]; total: number }> {
-  let query = db
-    .selectFrom('migrations')
-    .where(inCallerOrg(perms, 'migrations.namespace_id'))
-    .where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'migrations.namespace_id', 'migrations.agent_id'));
-  if (q.agent_id) query = query.where('agent_id', '=', q.agent_id);
-  if (q.branch_id) query = query.where('branch_id', '=', q.branch_id);
+  let query = db.selectFrom('migrations').where(readableAgentRows(perms, 'migrations', q));
   if (q.rollout_id) query = query.where('rollout_id', '=', q.rollout_id);
   const [rows, count] = await Promise.all([
     query

@@ -76,6 +76,16 @@ export function migrationHooksSql(toVersionId: string, fromIds: readonly string[
 }
 
 /**
+ * The SET list of a statement that moves tasks to `toVersionId` (migrate.ts, moveRecorded): the
+ * version, when the task moved (`moved_at`, which schema 039's trigger fills only for a move that
+ * does not set it: one function call a row saved) and, when the target declared onMigrate, the
+ * clearing of an earlier failed hook's error.
+ */
+export function moveSetSql(toVersionId: string, hooks: boolean): RawBuilder<unknown> {
+  return sql`current_version_id = ${toVersionId}, moved_at = now(), updated_at = now()${hooks ? sql`, migration_error = NULL` : sql``}`;
+}
+
+/**
  * The agent reported that onMigrate threw: the task goes back to the version its last `task/migrate`
  * delivery moved it from (when it is still on the version it moved to), with the error on the task
  * (`migration_error`, shown by `tasks get`). Called in the report's transaction.

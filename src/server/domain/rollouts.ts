@@ -27,12 +27,11 @@ import { newId } from '../store/ids.js';
 import { isUniqueViolation, statusList } from '../store/sql.js';
 import { conflict, invalid, notFound } from './errors.js';
 import { appendEvent, settleDraining } from './events.js';
-import { inCallerOrg, lockBranch, versionById } from './lookup.js';
+import { inCallerOrg, lockBranch, readableAgentRows, versionById } from './lookup.js';
 import { resolveTarget } from './migrate.js';
 import { moveRecorded, TAKES_TASKS_BACK } from './migration-history.js';
 import { MIGRATE_HANDLER } from './migration-hooks.js';
 import { isRefusal, next } from './version-lifecycle.js';
-import { visibleRows } from './visibility.js';
 
 type Trx = Kysely<Database>;
 type Row = Selectable<RolloutsTable>;
@@ -181,12 +180,7 @@ export async function listRollouts(
 
 /** The rollouts the key may read, of an agent or branch, in these statuses (`GET /rollouts`, `GET /status`). */
 export function rolloutsQuery(db: Db, perms: Permissions, q: { agent_id?: string; branch_id?: string; status?: string | readonly string[] }) {
-  let query = db
-    .selectFrom('rollouts')
-    .where(inCallerOrg(perms, 'rollouts.namespace_id'))
-    .where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'rollouts.namespace_id', 'rollouts.agent_id'));
-  if (q.agent_id) query = query.where('agent_id', '=', q.agent_id);
-  if (q.branch_id) query = query.where('branch_id', '=', q.branch_id);
+  let query = db.selectFrom('rollouts').where(readableAgentRows(perms, 'rollouts', q));
   if (typeof q.status === 'string') query = query.where('status', '=', q.status);
   else if (q.status) query = query.where('status', 'in', [...q.status]);
   return query;

@@ -21,6 +21,7 @@ import * as filesystemHistory from './026_filesystem_history.js';
 import * as stateHistoryWriters from './027_state_history_writers.js';
 import * as deliveryMigrateSource from './032_delivery_migrate_source.js';
 import * as historyRetention from './033_history_retention.js';
+import * as moveSetsMovedAt from './039_move_sets_moved_at.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -52,4 +53,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '027_state_history_writers': stateHistoryWriters,
   '032_delivery_migrate_source': deliveryMigrateSource,
   '033_history_retention': historyRetention,
+  '039_move_sets_moved_at': moveSetsMovedAt,
 };
