@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import path from 'node:path';
 import { Header, Pax } from 'tar';
 import { TarWalker, type MemberHeader } from './tar-walk.js';
+import { ZstdCodec } from './zstd.js';
 import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type StatStamp, type TreeEntry } from './tree.js';
 
 /** Fixed member mtime: equal trees give equal archive bytes. */
@@ -55,40 +56,29 @@ export class TreeChangedError extends Error {}
  * sha256 (computed on the way when missing: one read per file) are those of the archived bytes.
  */
 export function packTree(root: string, entries: PackEntry[], level = DEFAULT_LEVEL): Readable {
-  // Two pieces may wait while one is compressed: reading and compressing overlap.
-  const zstd = zlib.createZstdCompress({
-    chunkSize: 128 * 1024,
-    writableHighWaterMark: 2 * BATCH_SIZE,
-    params: { [zlib.constants.ZSTD_c_compressionLevel]: level },
-  } as zlib.ZstdOptions);
+  // Compressed on this thread, piece by piece, as it is pulled: one copy of the output per piece and
+  // no hop to the thread pool (see zstd.ts). A piece's buffer goes back to its pool once compressed.
   const pools = { batch: new BufferPool(BATCH_SIZE, 4), small: new BufferPool(SMALL_FILE, READ_AHEAD + 1) };
-  void (async () => {
+  async function* compressed(): AsyncGenerator<Buffer> {
+    const codec = new ZstdCodec('compress', level);
     try {
+      const out: Buffer[] = [];
       for await (const piece of tarStream(root, entries, pools)) {
-        if (zstd.destroyed) return;
-        // zlib calls back once it has consumed the bytes: only then may the buffer be read into again.
-        const room = zstd.write(piece.data, () => piece.pooled && pools.batch.put(piece.pooled));
-        if (!room && !(await drainedOrClosed(zstd))) return;
+        for (const view of codec.push(piece.data)) out.push(Buffer.from(view));
+        if (piece.pooled) pools.batch.put(piece.pooled);
+        if (out.length) {
+          yield out.length === 1 ? out[0]! : Buffer.concat(out);
+          out.length = 0;
+        }
       }
-      zstd.end();
-    } catch (error) {
-      zstd.destroy(error as Error);
+      for (const view of codec.end()) out.push(Buffer.from(view));
+      if (out.length) yield Buffer.concat(out);
+    } finally {
+      codec.close();
     }
-  })();
-  return zstd;
+  }
+  return Readable.from(compressed(), { objectMode: false, highWaterMark: 2 * BATCH_SIZE });
 }
-
-/** Resolves true when `stream` wants more, false when it closed instead (its reader went away). */
-const drainedOrClosed = (stream: Writable) =>
-  new Promise<boolean>((resolve) => {
-    const settle = () => {
-      stream.off('drain', settle);
-      stream.off('close', settle);
-      resolve(!stream.destroyed);
-    };
-    stream.on('drain', settle);
-    stream.on('close', settle);
-  });
 
 /**
  * Buffers of one size, reused: the packer reads a whole tree through a handful of them, so its
@@ -299,10 +289,22 @@ export interface ArchiveSummary {
   filesCount: number;
 }
 
+/**
+ * A member's writer that is done with each piece of content when `write` returns (a file written
+ * through its descriptor): the reader hands it views of the buffer it decompresses into, no copies.
+ * A Writable is given copies instead, since it may keep a piece past its write call.
+ */
+export interface MemberWriter {
+  write(data: Buffer): void;
+  end(): void;
+  /** The reading failed part-way: the member is abandoned. */
+  destroy(): void;
+}
+
 /** Where readArchive puts a member's content (syncDown); without one, content is only hashed. */
 export interface ArchiveSink {
   dir(entry: TreeEntry): Promise<void>;
-  file(entry: TreeEntry): Promise<Writable>;
+  file(entry: TreeEntry): Promise<Writable | MemberWriter>;
   symlink(entry: TreeEntry): Promise<void>;
 }
 
@@ -408,7 +410,9 @@ export async function readArchive(
   );
 
   /** The member whose content is passing: its hash, and its writer when there is a sink. */
-  let current: { entry: TreeEntry; hash: Hash; out?: Writable } | undefined;
+  let current: { entry: TreeEntry; hash: Hash; out?: Writable | MemberWriter } | undefined;
+  /** Whether content lies in a buffer that is reused once the chunk is handled (decompressed output). */
+  let reusedBuffer = false;
   /** Waits for `out` to take more; fails if it closes or fails instead (its reader went away). */
   const drained = (out: Writable) =>
     new Promise<void>((resolve, reject) => {
@@ -440,16 +444,19 @@ export async function readArchive(
     // Only files have content (check refuses any other member that claims some).
     const member = current;
     if (!member) return undefined;
+    const out = member.out;
     if (event.kind === 'content') {
       member.hash.update(event.data);
-      if (member.out && !member.out.write(event.data)) return drained(member.out);
+      if (!out) return undefined;
+      if (!(out instanceof Writable)) return void out.write(event.data);
+      if (!out.write(reusedBuffer ? Buffer.from(event.data) : event.data)) return drained(out);
       return undefined;
     }
     member.entry.sha256 = member.hash.digest('hex');
     current = undefined;
-    const out = member.out;
     if (!out) return undefined;
     out.end();
+    if (!(out instanceof Writable)) return undefined;
     return out.writableFinished ? undefined : once(out, 'finish').then(() => undefined);
   };
   const handleAll = async (): Promise<void> => {
@@ -463,33 +470,33 @@ export async function readArchive(
   // A backstop behind the walker's own bounds (content, headers, extended headers, padding).
   const decompressedLimit = limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
   let decompressed = 0;
+  /** Walks one piece of tar and handles what it held; with zstd the piece is the codec's buffer, reused after. */
+  const walkTar = async (tar: Buffer): Promise<void> => {
+    decompressed += tar.length;
+    if (decompressed > decompressedLimit) throw new ArchiveRejected(413, 'archive_too_large', `The archive expands past ${decompressedLimit} bytes`);
+    try {
+      walker.push(tar);
+      await handleAll();
+    } finally {
+      events.length = 0;
+    }
+  };
+  /** Decompresses on this thread (see zstd.ts), 1 MiB of output at a time; undefined for a plain tar. */
+  let codec: ZstdCodec | undefined;
   const walk = new Writable({
-    // One decompressed chunk at a time: the sink's pace is the reading's.
+    // One chunk at a time: the sink's pace is the reading's.
     highWaterMark: 1,
     write(chunk: Buffer, _enc, done) {
-      decompressed += chunk.length;
-      if (decompressed > decompressedLimit) return done(new ArchiveRejected(413, 'archive_too_large', `The archive expands past ${decompressedLimit} bytes`));
-      try {
-        walker.push(chunk);
-      } catch (error) {
-        events.length = 0;
-        return done(error as Error);
-      }
-      handleAll().then(
-        () => done(),
-        (error: unknown) => {
-          events.length = 0;
-          done(error as Error);
-        },
-      );
+      (async () => {
+        if (!codec) return walkTar(chunk);
+        for (const tar of codec.push(chunk)) await walkTar(tar);
+      })().then(() => done(), done);
     },
     final(done) {
-      try {
+      (async () => {
+        if (codec) for (const tar of codec.end()) await walkTar(tar);
         walker.finish();
-        done();
-      } catch (error) {
-        done(error as Error);
-      }
+      })().then(() => done(), done);
     },
   });
   /** Why the caller stopped the reading, if it did: that, not how the streams broke off, is the failure. */
@@ -520,14 +527,16 @@ export async function readArchive(
       })(),
       { objectMode: false },
     );
-    const isZstd = head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC);
-    // Output in 1 MiB chunks: a quarter of the calls (and of the walker's and hash's per-chunk work) of 256 KiB.
-    const stages: NodeJS.ReadWriteStream[] = isZstd ? [zlib.createZstdDecompress({ chunkSize: 1024 * 1024 })] : [];
-    await pipeline([body, ...stages, walk]);
+    if (head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC)) {
+      codec = new ZstdCodec('decompress');
+      reusedBuffer = true;
+    }
+    await pipeline([body, walk]);
   } catch (error) {
     fail(error);
   } finally {
     options.signal?.removeEventListener('abort', stop);
+    codec?.close();
   }
   if (failure) {
     // A member's writer that was open when the reading failed is not finished: it is closed, not ended.
