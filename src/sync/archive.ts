@@ -3,7 +3,7 @@
 // the server (before an upload becomes current) and for syncDown (before anything is written).
 import { once } from 'node:events';
 import { Readable, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { createHash, type Hash } from 'node:crypto';
 import zlib from 'node:zlib';
 import fs from 'node:fs';
@@ -17,6 +17,8 @@ import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeCh
 /** Fixed member mtime: equal trees give equal archive bytes. */
 const ARCHIVE_MTIME = new Date(0);
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
+/** readArchive gives the event loop a turn after this many decompressed bytes. */
+const YIELD_EVERY = 8 * 1024 * 1024;
 export const ARCHIVE_CONTENT_TYPE = 'application/zstd';
 
 /** Files up to this size are read whole, ahead of their turn; larger ones are streamed in reads of BATCH_SIZE. */
@@ -471,6 +473,7 @@ export async function readArchive(
   const decompressedLimit = limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
   let decompressed = 0;
   /** Walks one piece of tar and handles what it held; with zstd the piece is the codec's buffer, reused after. */
+  let sinceYield = 0;
   const walkTar = async (tar: Buffer): Promise<void> => {
     decompressed += tar.length;
     if (decompressed > decompressedLimit) throw new ArchiveRejected(413, 'archive_too_large', `The archive expands past ${decompressedLimit} bytes`);
@@ -480,60 +483,54 @@ export async function readArchive(
     } finally {
       events.length = 0;
     }
+    // Decompressing and hashing run on this thread: let the event loop (other requests, the deadline) in now and then.
+    sinceYield += tar.length;
+    if (sinceYield >= YIELD_EVERY) {
+      sinceYield = 0;
+      await yieldToLoop();
+    }
+    if (stopped) throw stopped;
   };
-  /** Decompresses on this thread (see zstd.ts), 1 MiB of output at a time; undefined for a plain tar. */
-  let codec: ZstdCodec | undefined;
-  const walk = new Writable({
-    // One chunk at a time: the sink's pace is the reading's.
-    highWaterMark: 1,
-    write(chunk: Buffer, _enc, done) {
-      (async () => {
-        if (!codec) return walkTar(chunk);
-        for (const tar of codec.push(chunk)) await walkTar(tar);
-      })().then(() => done(), done);
-    },
-    final(done) {
-      (async () => {
-        if (codec) for (const tar of codec.end()) await walkTar(tar);
-        walker.finish();
-      })().then(() => done(), done);
-    },
-  });
   /** Why the caller stopped the reading, if it did: that, not how the streams broke off, is the failure. */
   let stopped: Error | undefined;
-  const fail = (error: unknown) => {
-    failure ??= stopped ?? asRefusal(error);
-  };
+  /** Ends a wait for the source's next chunk when the reading is stopped. */
+  let interruptWait: ((error: Error) => void) | undefined;
   const stop = () => {
     const reason = options.signal!.reason;
     stopped = reason instanceof Error ? reason : new ArchiveRejected(413, 'archive_too_large', 'The archive took too long to read');
-    walk.destroy(stopped);
+    interruptWait?.(stopped);
   };
+  const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const nextChunk = () =>
+    new Promise<IteratorResult<Buffer>>((resolve, reject) => {
+      interruptWait = reject;
+      chunks.next().then(resolve, reject);
+    });
+  /** Decompresses on this thread (see zstd.ts), 1 MiB of output at a time; undefined for a plain tar. */
+  let codec: ZstdCodec | undefined;
   options.signal?.addEventListener('abort', stop, { once: true });
   try {
     if (options.signal?.aborted) throw options.signal.reason;
-    const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    // The first chunk tells zstd from plain tar; a stop meanwhile ends the wait.
-    const first = await new Promise<IteratorResult<Buffer>>((resolve, reject) => {
-      chunks.next().then(resolve, reject);
-      walk.once('error', reject);
-    });
-    if (first.done) refuse(422, 'The archive is empty');
-    const head = first.value as Buffer;
-    const body = Readable.from(
-      (async function* () {
-        yield head;
-        for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
-      })(),
-      { objectMode: false },
-    );
+    // One chunk at a time, straight from the source: the sink's pace is the reading's.
+    let next = await nextChunk();
+    if (next.done) refuse(422, 'The archive is empty');
+    // The first chunk tells zstd from plain tar.
+    const head = next.value as Buffer;
     if (head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC)) {
       codec = new ZstdCodec('decompress');
       reusedBuffer = true;
     }
-    await pipeline([body, walk]);
+    for (; !next.done; next = await nextChunk()) {
+      const chunk = next.value as Buffer;
+      if (!codec) await walkTar(chunk);
+      else for (const tar of codec.push(chunk)) await walkTar(tar);
+    }
+    if (codec) for (const tar of codec.end()) await walkTar(tar);
+    walker.finish();
   } catch (error) {
-    fail(error);
+    failure ??= stopped ?? asRefusal(error);
+    // Stopped early: the source is not read further.
+    if (!source.readableEnded) source.destroy();
   } finally {
     options.signal?.removeEventListener('abort', stop);
     codec?.close();
