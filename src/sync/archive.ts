@@ -3,7 +3,7 @@
 // the server (before an upload becomes current) and for syncDown (before anything is written).
 import { once } from 'node:events';
 import { Readable, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { createHash, type Hash } from 'node:crypto';
 import zlib from 'node:zlib';
 import fs from 'node:fs';
@@ -11,11 +11,14 @@ import { promisify } from 'node:util';
 import path from 'node:path';
 import { Header, Pax } from 'tar';
 import { TarWalker, type MemberHeader } from './tar-walk.js';
+import { ZstdCodec } from './zstd.js';
 import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type StatStamp, type TreeEntry } from './tree.js';
 
 /** Fixed member mtime: equal trees give equal archive bytes. */
 const ARCHIVE_MTIME = new Date(0);
 const ZSTD_MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
+/** readArchive gives the event loop a turn after this many decompressed bytes. */
+const YIELD_EVERY = 8 * 1024 * 1024;
 export const ARCHIVE_CONTENT_TYPE = 'application/zstd';
 
 /** Files up to this size are read whole, ahead of their turn; larger ones are streamed in reads of BATCH_SIZE. */
@@ -55,40 +58,29 @@ export class TreeChangedError extends Error {}
  * sha256 (computed on the way when missing: one read per file) are those of the archived bytes.
  */
 export function packTree(root: string, entries: PackEntry[], level = DEFAULT_LEVEL): Readable {
-  // Two pieces may wait while one is compressed: reading and compressing overlap.
-  const zstd = zlib.createZstdCompress({
-    chunkSize: 128 * 1024,
-    writableHighWaterMark: 2 * BATCH_SIZE,
-    params: { [zlib.constants.ZSTD_c_compressionLevel]: level },
-  } as zlib.ZstdOptions);
+  // Compressed on this thread, piece by piece, as it is pulled: one copy of the output per piece and
+  // no hop to the thread pool (see zstd.ts). A piece's buffer goes back to its pool once compressed.
   const pools = { batch: new BufferPool(BATCH_SIZE, 4), small: new BufferPool(SMALL_FILE, READ_AHEAD + 1) };
-  void (async () => {
+  async function* compressed(): AsyncGenerator<Buffer> {
+    const codec = new ZstdCodec('compress', level);
     try {
+      const out: Buffer[] = [];
       for await (const piece of tarStream(root, entries, pools)) {
-        if (zstd.destroyed) return;
-        // zlib calls back once it has consumed the bytes: only then may the buffer be read into again.
-        const room = zstd.write(piece.data, () => piece.pooled && pools.batch.put(piece.pooled));
-        if (!room && !(await drainedOrClosed(zstd))) return;
+        for (const view of codec.push(piece.data)) out.push(Buffer.from(view));
+        if (piece.pooled) pools.batch.put(piece.pooled);
+        if (out.length) {
+          yield out.length === 1 ? out[0]! : Buffer.concat(out);
+          out.length = 0;
+        }
       }
-      zstd.end();
-    } catch (error) {
-      zstd.destroy(error as Error);
+      for (const view of codec.end()) out.push(Buffer.from(view));
+      if (out.length) yield Buffer.concat(out);
+    } finally {
+      codec.close();
     }
-  })();
-  return zstd;
+  }
+  return Readable.from(compressed(), { objectMode: false, highWaterMark: 2 * BATCH_SIZE });
 }
-
-/** Resolves true when `stream` wants more, false when it closed instead (its reader went away). */
-const drainedOrClosed = (stream: Writable) =>
-  new Promise<boolean>((resolve) => {
-    const settle = () => {
-      stream.off('drain', settle);
-      stream.off('close', settle);
-      resolve(!stream.destroyed);
-    };
-    stream.on('drain', settle);
-    stream.on('close', settle);
-  });
 
 /**
  * Buffers of one size, reused: the packer reads a whole tree through a handful of them, so its
@@ -299,10 +291,22 @@ export interface ArchiveSummary {
   filesCount: number;
 }
 
+/**
+ * A member's writer that is done with each piece of content when `write` returns (a file written
+ * through its descriptor): the reader hands it views of the buffer it decompresses into, no copies.
+ * A Writable is given copies instead, since it may keep a piece past its write call.
+ */
+export interface MemberWriter {
+  write(data: Buffer): void;
+  end(): void;
+  /** The reading failed part-way: the member is abandoned. */
+  destroy(): void;
+}
+
 /** Where readArchive puts a member's content (syncDown); without one, content is only hashed. */
 export interface ArchiveSink {
   dir(entry: TreeEntry): Promise<void>;
-  file(entry: TreeEntry): Promise<Writable>;
+  file(entry: TreeEntry): Promise<Writable | MemberWriter>;
   symlink(entry: TreeEntry): Promise<void>;
 }
 
@@ -408,7 +412,9 @@ export async function readArchive(
   );
 
   /** The member whose content is passing: its hash, and its writer when there is a sink. */
-  let current: { entry: TreeEntry; hash: Hash; out?: Writable } | undefined;
+  let current: { entry: TreeEntry; hash: Hash; out?: Writable | MemberWriter } | undefined;
+  /** Whether content lies in a buffer that is reused once the chunk is handled (decompressed output). */
+  let reusedBuffer = false;
   /** Waits for `out` to take more; fails if it closes or fails instead (its reader went away). */
   const drained = (out: Writable) =>
     new Promise<void>((resolve, reject) => {
@@ -440,16 +446,19 @@ export async function readArchive(
     // Only files have content (check refuses any other member that claims some).
     const member = current;
     if (!member) return undefined;
+    const out = member.out;
     if (event.kind === 'content') {
       member.hash.update(event.data);
-      if (member.out && !member.out.write(event.data)) return drained(member.out);
+      if (!out) return undefined;
+      if (!(out instanceof Writable)) return void out.write(event.data);
+      if (!out.write(reusedBuffer ? Buffer.from(event.data) : event.data)) return drained(out);
       return undefined;
     }
     member.entry.sha256 = member.hash.digest('hex');
     current = undefined;
-    const out = member.out;
     if (!out) return undefined;
     out.end();
+    if (!(out instanceof Writable)) return undefined;
     return out.writableFinished ? undefined : once(out, 'finish').then(() => undefined);
   };
   const handleAll = async (): Promise<void> => {
@@ -463,71 +472,68 @@ export async function readArchive(
   // A backstop behind the walker's own bounds (content, headers, extended headers, padding).
   const decompressedLimit = limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
   let decompressed = 0;
-  const walk = new Writable({
-    // One decompressed chunk at a time: the sink's pace is the reading's.
-    highWaterMark: 1,
-    write(chunk: Buffer, _enc, done) {
-      decompressed += chunk.length;
-      if (decompressed > decompressedLimit) return done(new ArchiveRejected(413, 'archive_too_large', `The archive expands past ${decompressedLimit} bytes`));
-      try {
-        walker.push(chunk);
-      } catch (error) {
-        events.length = 0;
-        return done(error as Error);
-      }
-      handleAll().then(
-        () => done(),
-        (error: unknown) => {
-          events.length = 0;
-          done(error as Error);
-        },
-      );
-    },
-    final(done) {
-      try {
-        walker.finish();
-        done();
-      } catch (error) {
-        done(error as Error);
-      }
-    },
-  });
+  /** Walks one piece of tar and handles what it held; with zstd the piece is the codec's buffer, reused after. */
+  let sinceYield = 0;
+  const walkTar = async (tar: Buffer): Promise<void> => {
+    decompressed += tar.length;
+    if (decompressed > decompressedLimit) throw new ArchiveRejected(413, 'archive_too_large', `The archive expands past ${decompressedLimit} bytes`);
+    try {
+      walker.push(tar);
+      await handleAll();
+    } finally {
+      events.length = 0;
+    }
+    // Decompressing and hashing run on this thread: let the event loop (other requests, the deadline) in now and then.
+    sinceYield += tar.length;
+    if (sinceYield >= YIELD_EVERY) {
+      sinceYield = 0;
+      await yieldToLoop();
+    }
+    if (stopped) throw stopped;
+  };
   /** Why the caller stopped the reading, if it did: that, not how the streams broke off, is the failure. */
   let stopped: Error | undefined;
-  const fail = (error: unknown) => {
-    failure ??= stopped ?? asRefusal(error);
-  };
+  /** Ends a wait for the source's next chunk when the reading is stopped. */
+  let interruptWait: ((error: Error) => void) | undefined;
   const stop = () => {
     const reason = options.signal!.reason;
     stopped = reason instanceof Error ? reason : new ArchiveRejected(413, 'archive_too_large', 'The archive took too long to read');
-    walk.destroy(stopped);
+    interruptWait?.(stopped);
   };
+  const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const nextChunk = () =>
+    new Promise<IteratorResult<Buffer>>((resolve, reject) => {
+      interruptWait = reject;
+      chunks.next().then(resolve, reject);
+    });
+  /** Decompresses on this thread (see zstd.ts), 1 MiB of output at a time; undefined for a plain tar. */
+  let codec: ZstdCodec | undefined;
   options.signal?.addEventListener('abort', stop, { once: true });
   try {
     if (options.signal?.aborted) throw options.signal.reason;
-    const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-    // The first chunk tells zstd from plain tar; a stop meanwhile ends the wait.
-    const first = await new Promise<IteratorResult<Buffer>>((resolve, reject) => {
-      chunks.next().then(resolve, reject);
-      walk.once('error', reject);
-    });
-    if (first.done) refuse(422, 'The archive is empty');
-    const head = first.value as Buffer;
-    const body = Readable.from(
-      (async function* () {
-        yield head;
-        for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
-      })(),
-      { objectMode: false },
-    );
-    const isZstd = head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC);
-    // Output in 1 MiB chunks: a quarter of the calls (and of the walker's and hash's per-chunk work) of 256 KiB.
-    const stages: NodeJS.ReadWriteStream[] = isZstd ? [zlib.createZstdDecompress({ chunkSize: 1024 * 1024 })] : [];
-    await pipeline([body, ...stages, walk]);
+    // One chunk at a time, straight from the source: the sink's pace is the reading's.
+    let next = await nextChunk();
+    if (next.done) refuse(422, 'The archive is empty');
+    // The first chunk tells zstd from plain tar.
+    const head = next.value as Buffer;
+    if (head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC)) {
+      codec = new ZstdCodec('decompress');
+      reusedBuffer = true;
+    }
+    for (; !next.done; next = await nextChunk()) {
+      const chunk = next.value as Buffer;
+      if (!codec) await walkTar(chunk);
+      else for (const tar of codec.push(chunk)) await walkTar(tar);
+    }
+    if (codec) for (const tar of codec.end()) await walkTar(tar);
+    walker.finish();
   } catch (error) {
-    fail(error);
+    failure ??= stopped ?? asRefusal(error);
+    // Stopped early: the source is not read further.
+    if (!source.readableEnded) source.destroy();
   } finally {
     options.signal?.removeEventListener('abort', stop);
+    codec?.close();
   }
   if (failure) {
     // A member's writer that was open when the reading failed is not finished: it is closed, not ended.

@@ -21,6 +21,7 @@ export {
   ARCHIVE_CONTENT_TYPE,
   type ArchiveLimits,
   type ArchiveSink,
+  type MemberWriter,
   type ArchiveSummary,
 } from './archive.js';
 export { treeChecksum, walkTree, loadIgnoreRules, EMPTY_TREE_CHECKSUM, DEFAULT_IGNORED_NAMES, IGNORE_FILE, type TreeEntry, type EntryKind } from './tree.js';

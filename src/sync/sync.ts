@@ -1,17 +1,24 @@
 // syncUp / syncDown of README "Filesystems and sync", over a small transport (base URL and key) so the CLI,
 // the ADK and tests share them. Archive bodies stream through undici both ways.
 import { randomBytes } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import fs from 'node:fs';
 import { chmod, lstat, mkdir, rename, rm, rmdir, symlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import path from 'node:path';
-import { Transform, Writable, type Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { request } from 'undici';
 import { routes } from '../contract/routes.js';
 import type { SystemFolderType } from '../contract/filesystems.js';
-import { ARCHIVE_CONTENT_TYPE, DEFAULT_ARCHIVE_LIMITS, packTree, readArchive, type ArchiveLimits, type ArchiveSink, type PackEntry } from './archive.js';
+import {
+  ARCHIVE_CONTENT_TYPE,
+  DEFAULT_ARCHIVE_LIMITS,
+  packTree,
+  readArchive,
+  type ArchiveLimits,
+  type ArchiveSink,
+  type MemberWriter,
+  type PackEntry,
+} from './archive.js';
 import { cachedHash, defaultStateFile, loadState, saveState, toCachedEntry, walkDigest, type SyncState } from './state.js';
 import { eachLimit, hashFile, loadIgnoreRules, treeChecksum, walkTree, type StatStamp, type TreeEntry } from './tree.js';
 
@@ -294,9 +301,7 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
     });
     response.body.on('error', (error) => meter.destroy(error));
     response.body.pipe(meter);
-    const sink = stagingSink(staging);
-    const summary = await readArchive(meter, options.limits ?? DEFAULT_ARCHIVE_LIMITS, sink).finally(() => sink.settled().catch(() => undefined));
-    await sink.settled();
+    const summary = await readArchive(meter, options.limits ?? DEFAULT_ARCHIVE_LIMITS, stagingSink(staging));
     if (remoteChecksum && summary.checksum !== remoteChecksum) {
       throw new SyncHttpError(502, 'checksum_mismatch', `The downloaded archive's checksum ${summary.checksum} is not the server's ${remoteChecksum}`);
     }
@@ -324,18 +329,13 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
   }
 }
 
-/** The callback form: a FileHandle per small file costs more than its write. */
-const writeSmallFile = promisify(fs.writeFile);
-/** Files up to this size are gathered in memory and written in one call, several at a time. */
-const SMALL_FILE = 256 * 1024;
-const WRITES_IN_FLIGHT = 16;
-
 /**
  * Where syncDown's readArchive puts members: under `staging`, with their final modes, so a staged
- * directory can be moved into place whole. Small files are written in the background (a few at a
- * time); `settled` waits for them and reports the first failure.
+ * directory can be moved into place whole. A file is written through its descriptor on this thread
+ * (open, a write per piece, close: no stream or promise per member), so each piece of content is
+ * written before the reader reuses its buffer.
  */
-function stagingSink(staging: string): ArchiveSink & { settled(): Promise<void> } {
+function stagingSink(staging: string): ArchiveSink {
   // Directories made so far: most members share their parent with the one before.
   const made = new Set<string>([staging]);
   const parentOf = async (p: string) => {
@@ -349,12 +349,6 @@ function stagingSink(staging: string): ArchiveSink & { settled(): Promise<void> 
   const exactMode = async (p: string, mode: number) => {
     if ((mode & umask()) !== 0) await chmod(p, mode);
   };
-  const pending = new Set<Promise<void>>();
-  let writeError: unknown;
-  const track = (write: Promise<void>) => {
-    const p = write.catch((error) => void (writeError ??= error)).finally(() => pending.delete(p));
-    pending.add(p);
-  };
   return {
     async dir(entry) {
       const p = await parentOf(path.join(staging, entry.path));
@@ -365,35 +359,36 @@ function stagingSink(staging: string): ArchiveSink & { settled(): Promise<void> 
       await exactMode(p, entry.mode);
       made.add(p);
     },
-    async file(entry) {
-      if (writeError) throw writeError;
-      const p = await parentOf(path.join(staging, entry.path));
-      if (entry.size > SMALL_FILE) {
-        const out = createWriteStream(p, { mode: entry.mode, flags: 'wx' });
-        out.once('finish', () => track(exactMode(p, entry.mode)));
-        return out;
-      }
-      while (pending.size >= WRITES_IN_FLIGHT) await Promise.race(pending);
-      const chunks: Buffer[] = [];
-      return new Writable({
-        write(chunk: Buffer, _enc, done) {
-          chunks.push(chunk);
-          done();
+    async file(entry): Promise<MemberWriter> {
+      const fd = fs.openSync(await parentOf(path.join(staging, entry.path)), 'wx', entry.mode);
+      let open = true;
+      const close = () => {
+        if (!open) return;
+        open = false;
+        fs.closeSync(fd);
+      };
+      return {
+        write(data) {
+          for (let at = 0; at < data.length; ) at += fs.writeSync(fd, data, at, data.length - at);
         },
-        final(done) {
-          track(
-            writeSmallFile(p, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), { mode: entry.mode, flag: 'wx' }).then(() => exactMode(p, entry.mode)),
-          );
-          done();
+        end() {
+          try {
+            if ((entry.mode & umask()) !== 0) fs.fchmodSync(fd, entry.mode);
+          } finally {
+            close();
+          }
         },
-      });
+        destroy() {
+          try {
+            close();
+          } catch {
+            /* the reading already failed: that is the error */
+          }
+        },
+      };
     },
     async symlink(entry) {
       await symlink(entry.linkpath!, await parentOf(path.join(staging, entry.path)));
-    },
-    async settled() {
-      await Promise.all(pending);
-      if (writeError) throw writeError;
     },
   };
 }

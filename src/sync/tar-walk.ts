@@ -5,7 +5,8 @@
 // GNU long names), knows where the archive ends (the two zero blocks) and how much may follow it.
 // Headers are decoded with the tar package's own Header, Pax and ReadEntry, as its parser decodes them.
 // It is the archive reader's only parser: it also hands over each member's content as slices of the
-// chunks it is given (no copy, no stream per member).
+// chunks it is given (no copy, no stream per member). A chunk is not kept past its push: its buffer
+// may be reused (the reader decompresses into one buffer).
 import { Header, Pax, ReadEntry } from 'tar';
 
 /** A member header as the walker decoded it (pax and GNU long names applied). */
@@ -137,7 +138,11 @@ export class TarWalker {
       this.pending.push(chunk.subarray(at, at + n));
       this.pendingBytes += n;
       at += n;
-      if (this.pendingBytes < this.need) continue;
+      if (this.pendingBytes < this.need) {
+        // The chunk ends inside a header or meta entry: keep a copy, the caller may reuse the chunk's buffer.
+        this.pending[this.pending.length - 1] = Buffer.from(this.pending[this.pending.length - 1]!);
+        continue;
+      }
       const gathered = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending);
       this.pending = [];
       this.pendingBytes = 0;

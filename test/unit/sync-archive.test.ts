@@ -5,9 +5,10 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
 import { spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import zlib from 'node:zlib';
 import { loadIgnoreRules, packTree, readArchive, syncDown, treeChecksum, walkTree, EMPTY_TREE_CHECKSUM } from '../../src/sync/index.js';
-import { describeTree, rawTar, tempDir, writeTree, zstd } from '../support/trees.js';
+import { describeTree, paxRecord, rawTar, tempDir, writeTree, zstd } from '../support/trees.js';
 
 describe('packTree', () => {
   test('writes a tar that GNU tar extracts to the same tree, and hashes what it read', async () => {
@@ -58,6 +59,39 @@ describe('readArchive on the receiving side', () => {
     expect(a.checksum).toBe(treeChecksum(a.entries));
     const empty = await readArchive(Readable.from([zstd(Buffer.alloc(1024))]));
     expect(empty).toMatchObject({ checksum: EMPTY_TREE_CHECKSUM, filesCount: 0, sizeBytes: 0 });
+  });
+
+  test('a zstd archive of many small frames, arriving in 97-byte chunks, reads as the whole: headers split between pieces are kept', async () => {
+    const members = [
+      { path: 'a.bin', body: randomBytes(1000) },
+      { path: `${'p'.repeat(150)}/long.bin`, body: randomBytes(3001) },
+      { path: 'c.bin', body: randomBytes(513) },
+    ];
+    // The last member's name comes in a pax record: an extended header split between pieces too.
+    const paxPath = `pax/${'x'.repeat(300)}.bin`;
+    const paxBody = randomBytes(777);
+    const tar = rawTar([...members, { path: 'PaxHeader', type: 'ExtendedHeader', body: paxRecord('path', paxPath) }, { path: 'short.bin', body: paxBody }]);
+    // One zstd frame per 301 bytes: the decompressed pieces end at odd offsets, inside headers and the pax data.
+    const frames: Buffer[] = [];
+    for (let at = 0; at < tar.length; at += 301) frames.push(zstd(tar.subarray(at, at + 301)));
+    const archive = Buffer.concat(frames);
+    members.push({ path: paxPath, body: paxBody });
+    const chunks: Buffer[] = [];
+    for (let at = 0; at < archive.length; at += 97) chunks.push(archive.subarray(at, at + 97));
+    const written = new Map<string, Buffer[]>();
+    const read = await readArchive(Readable.from(chunks), undefined, {
+      dir: async () => undefined,
+      symlink: async () => undefined,
+      file: async (entry) => {
+        const pieces: Buffer[] = [];
+        written.set(entry.path, pieces);
+        // A MemberWriter: handed views of the reader's reused buffer, copied here.
+        return { write: (data: Buffer) => void pieces.push(Buffer.from(data)), end: () => undefined, destroy: () => undefined };
+      },
+    });
+    expect(read.entries.map((e) => [e.path, e.sha256])).toEqual(members.map((m) => [m.path, createHash('sha256').update(m.body).digest('hex')]));
+    expect([...written].map(([p, pieces]) => [p, Buffer.concat(pieces)])).toEqual(members.map((m) => [m.path, m.body]));
+    expect(read.checksum).toBe((await readArchive(Readable.from([archive]))).checksum);
   });
 });
 
