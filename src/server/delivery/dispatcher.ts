@@ -34,7 +34,9 @@ import {
   onCompletionHere,
   onDeliveryCommitted,
   onDeliveryEnqueued,
+  onInsertClaim,
   type CompletedHere,
+  type InsertClaim,
   type DeliveryPayload,
   type RunGrant,
 } from '../store/outbox.js';
@@ -210,6 +212,23 @@ interface Claimed {
   created_at: Date;
 }
 
+/**
+ * What a claim reads of each row it claimed (`from`: the claimed deliveries with `prior_status` and
+ * `version_id`, the version claimed for): the request's fields, the task as it is now, its agent,
+ * and the live replicas of the version. Shared by the claim statements and the claim at insert.
+ */
+function claimedRows(from: RawBuilder<unknown>) {
+  return sql`SELECT claimed.id::text AS id, claimed.task_id, claimed.method, claimed.kind, claimed.prior_status, claimed.payload, claimed.attempts, claimed.failing_since,
+             claimed.last_error, claimed.version_id, claimed.traceparent, claimed.tracestate, claimed.created_at,
+             row_to_json(t) AS task_row, a.name AS agent_name, n.slug AS namespace_slug, n.org_id, v.acp_type,
+             ARRAY(SELECT r.acp_url FROM version_replicas r WHERE r.version_id = claimed.version_id AND r.live ORDER BY r.replica_key) AS acp_urls
+      FROM ${from} AS claimed
+      JOIN tasks t ON t.id = claimed.task_id
+      JOIN agents a ON a.id = t.agent_id
+      JOIN namespaces n ON n.id = a.namespace_id
+      JOIN versions v ON v.id = claimed.version_id`;
+}
+
 /** A stable choice among a version's replicas: the same task goes to the same replica. */
 function replicaIndex(taskId: string, count: number): number {
   let hash = 0x811c9dc5;
@@ -249,6 +268,7 @@ export class Dispatcher {
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: () => void;
   private unsubscribeCompletions: () => void = () => {};
+  private unsubscribeInsertClaims: () => void = () => {};
   private listener: { end(): Promise<void> } | undefined;
   private sweep: Promise<void> = Promise.resolve();
   /**
@@ -303,6 +323,7 @@ export class Dispatcher {
   async start(): Promise<void> {
     RUNNING_HERE.add(this.id);
     this.unsubscribeCompletions = onCompletionHere(this.db, (deliveryId, grant) => this.completeReported(deliveryId, grant));
+    this.unsubscribeInsertClaims = onInsertClaim(this.db, () => this.insertClaim());
     if (this.store.engine === 'postgres' && this.store.databaseUrl) await this.listen(this.store.databaseUrl);
     await this.releaseOrphanedClaims().catch((error) => this.options.log?.(`dispatcher: ${(error as Error).message}`));
     this.inheritedBefore = await this.startedAlone().catch((error) => {
@@ -520,6 +541,39 @@ export class Dispatcher {
     return result.rows;
   }
 
+  /** How long a pushed claim runs: long enough for one call; a dispatcher that dies mid-call leaves the row to be claimed again. */
+  private claimMs(): number {
+    return this.options.requestTimeoutMs * 2 + 5000;
+  }
+
+  /**
+   * A claim at insert (outbox.ts InsertClaim) for a statement writing a task's turn, while this
+   * dispatcher has a free slot and no work waits for room (then the claim over every task takes the
+   * slots, oldest first). The row is claimed as the claim statement would claim it: nothing of its
+   * task open before it (an interrupt aside), its version with a live replica and pushed to. A
+   * dispatcher that dies before sending leaves an in-flight claim, released as any orphaned claim is.
+   */
+  private insertClaim(): InsertClaim | undefined {
+    if (this.closed || this.starved || this.options.maxInFlight - this.inFlight.size - this.reserved <= 0) return undefined;
+    this.reserved++;
+    let settled = false;
+    return {
+      claimer: this.id,
+      claimMs: this.claimMs(),
+      claimable: sql`NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = t.id AND e.status IN (${OPEN}) AND e.kind NOT IN (${OUT_OF_ORDER}))
+        AND ${this.targetOf()}`,
+      read: claimedRows,
+      settle: (claimed) => {
+        if (settled) return;
+        settled = true;
+        this.reserved--;
+        if (claimed) this.launch(claimed as Claimed);
+        // A claim that found no room while this slot was held takes the wake-ups it left.
+        else if (this.general || this.hinted.size > 0) this.kick();
+      },
+    };
+  }
+
   /** Pushed: to a live replica, never to a dev version. Pulled: the stream's own dev version. */
   private targetOf(pull?: PullStream) {
     return pull
@@ -535,8 +589,7 @@ export class Dispatcher {
    * `report`, one row at least: its value as column `reported` beside the claimed rows (none, nulls).
    */
   private claiming(claimer: string, pull: PullStream | undefined, pick: RawBuilder<unknown>, before?: RawBuilder<unknown>, report?: RawBuilder<unknown>) {
-    // Long enough for one call; a dispatcher that dies mid-call leaves the row to be claimed again.
-    const claimMs = pull ? PULL_CLAIM_MS : this.options.requestTimeoutMs * 2 + 5000;
+    const claimMs = pull ? PULL_CLAIM_MS : this.claimMs();
     const inherited = this.inheritedBefore ? sql`d.updated_at < ${this.inheritedBefore}` : sql`false`;
     return sql<Claimed>`
       WITH ${before ? sql`${before},` : sql``} claimed AS (
@@ -553,15 +606,7 @@ export class Dispatcher {
           d.traceparent, d.tracestate, d.created_at
       )
       ${report ? sql`, out AS (` : sql``}
-      SELECT claimed.id::text AS id, claimed.task_id, claimed.method, claimed.kind, claimed.prior_status, claimed.payload, claimed.attempts, claimed.failing_since,
-             claimed.last_error, claimed.version_id, claimed.traceparent, claimed.tracestate, claimed.created_at,
-             row_to_json(t) AS task_row, a.name AS agent_name, n.slug AS namespace_slug, n.org_id, v.acp_type,
-             ARRAY(SELECT r.acp_url FROM version_replicas r WHERE r.version_id = claimed.version_id AND r.live ORDER BY r.replica_key) AS acp_urls
-      FROM claimed
-      JOIN tasks t ON t.id = claimed.task_id
-      JOIN agents a ON a.id = t.agent_id
-      JOIN namespaces n ON n.id = a.namespace_id
-      JOIN versions v ON v.id = claimed.version_id
+      ${claimedRows(sql`claimed`)}
       ${report ? sql`) SELECT out.*, r.reported FROM (SELECT ${report} AS reported) r LEFT JOIN out ON true ORDER BY out.id` : sql`ORDER BY claimed.id`}`;
   }
 
@@ -1135,6 +1180,7 @@ export class Dispatcher {
     this.closed = true;
     this.unsubscribe();
     this.unsubscribeCompletions();
+    this.unsubscribeInsertClaims();
     // Their routes end the streams; `agentctl dev` reconnects (to this server restarted, or another replica).
     for (const pull of this.pulls.values()) pull.end();
     if (this.timer) clearTimeout(this.timer);
