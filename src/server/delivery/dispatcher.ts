@@ -107,6 +107,8 @@ interface QueuedSettle {
   chain: boolean;
   /** lease: the replica that took it. */
   target: string | null;
+  /** complete: the lease of the same delivery in the same batch, whose flight takes the task's next delivery. */
+  flight?: QueuedSettle;
   /** complete: who may run the task's agent, as the caller's key allows. */
   grant?: RunGrant;
   resolve: (settled: Settled) => void;
@@ -737,8 +739,8 @@ export class Dispatcher {
         await recordAgentSpans(this.db, this.tracing, { orgId: delivery.org_id, taskId: delivery.task_id, service }, parsed.result.spans);
       }
       // Leased: the agent's completion wakes the claim of the task's next delivery.
-      if (method !== 'message/send' && parsed.result?.deferred === true) this.lease(delivery, target, claimer);
-      else return await this.complete(delivery, claimer, chain);
+      if (method !== 'message/send' && parsed.result?.deferred === true) return await this.lease(delivery, target, claimer, chain);
+      return await this.complete(delivery, claimer, chain);
     } catch (error) {
       const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
       span?.setStatus({ code: SpanStatusCode.ERROR, message: reason.slice(0, 500) });
@@ -861,14 +863,21 @@ export class Dispatcher {
 
   /**
    * Acknowledged with `deferred`: leased to the replica that took it until the agent completes it.
-   * Nothing to do when the agent's completion came first (the row is done already).
+   * Nothing to do when the agent's completion came first (the row is done already). The write goes
+   * with the next statement, at most LEASE_WRITE_WAIT_MS later; meanwhile the flight keeps its slot:
+   * a quick handler's completion, written in that same statement, claims the task's next delivery
+   * for this flight (with `chain`), which sends it on as after a plain acknowledgement.
    */
-  private lease(delivery: Settling, target: string, claimer = this.id): void {
-    // Its flight need not wait: the write goes with the next statement (LEASE_WRITE_WAIT_MS).
-    const write: Promise<unknown> = this.queueSettle('lease', delivery, claimer, false, target)
-      .catch((error) => this.options.log?.(`delivery ${delivery.id}: its lease was not written: ${(error as Error).message}`))
-      .finally(() => this.leaseWrites.delete(write));
-    this.leaseWrites.add(write);
+  private async lease(delivery: Settling, target: string, claimer = this.id, chain = false): Promise<Settled> {
+    const chained = chain && delivery.kind === 'turn' && claimer === this.id;
+    const write = this.queueSettle('lease', delivery, claimer, chained, target).catch((error) => {
+      this.options.log?.(`delivery ${delivery.id}: its lease was not written: ${(error as Error).message}`);
+      return {} as Settled;
+    });
+    const tracked: Promise<unknown> = write.finally(() => this.leaseWrites.delete(tracked));
+    this.leaseWrites.add(tracked);
+    // A flight that may not chain (a pulled delivery's answer among them) need not wait for the write.
+    return chained ? write : {};
   }
 
   /**
@@ -941,23 +950,39 @@ export class Dispatcher {
       // Agents' completions may claim their task's next delivery for a new flight while there is room
       // for one; none while work waits for room (the claim over every task takes it, oldest first).
       let room = this.starved || this.closed ? 0 : this.options.maxInFlight - this.inFlight.size - this.reserved;
-      for (const entry of batch) if (entry.op === 'complete') entry.chain = room-- > 0;
-      const reserved = batch.filter((entry) => entry.op === 'complete' && entry.chain).length;
+      // A completion right behind its lease (in this batch) hands the task's next delivery to the
+      // lease's flight when that one may chain: its slot, no room needed.
+      const leasing = new Map(batch.filter((entry) => entry.op === 'lease').map((entry) => [entry.id, entry] as const));
+      for (const entry of batch) {
+        if (entry.op !== 'complete') continue;
+        const flight = leasing.get(entry.id);
+        entry.chain = flight?.chain ? true : room-- > 0;
+        if (flight?.chain) entry.flight = flight;
+      }
+      const reserved = batch.filter((entry) => entry.op === 'complete' && entry.chain && !entry.flight).length;
       this.reserved += reserved;
       this.settling++;
       this.settleBatch(batch)
         .then(
           ({ next, completed }) => {
             this.reserved -= reserved;
-            for (const entry of batch) {
+            const handed = new Map<QueuedSettle, Claimed>();
+            // Completions first: what they claimed for a lease's flight is handed to it below.
+            for (const entry of [...batch.filter((e) => e.op === 'complete'), ...batch.filter((e) => e.op !== 'complete')]) {
               if (entry.op === 'complete') {
                 const row = completed.get(entry.id);
                 const claimed = row && entry.chain ? next.get(row.task_id) : undefined;
                 if (claimed) {
                   next.delete(row!.task_id);
-                  this.launch(claimed);
+                  // The lease's flight sends it on (resolved below); else a new flight.
+                  if (entry.flight) handed.set(entry.flight, claimed);
+                  else this.launch(claimed);
                 }
                 entry.resolve({ completed: row, next: claimed });
+                continue;
+              }
+              if (entry.op === 'lease') {
+                entry.resolve({ next: handed.get(entry) });
                 continue;
               }
               const claimed = entry.chain ? next.get(entry.taskId) : undefined;
