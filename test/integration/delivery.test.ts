@@ -87,6 +87,32 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect((await settledDeliveries(svc, task.id)).map((d) => d.status)).toEqual(['done', 'done', 'done']);
   });
 
+  test('an event to a task with nothing open is written claimed by the dispatcher here and sent; one behind an open turn waits pending', async () => {
+    const v1 = await deploy(svc);
+    const agent = await startAgent(svc, v1.version_id, { AGENT_HANG_ON: 'event/send' });
+    dispatcher = await startDispatcher(svc.store, FAST);
+    const task = await createTask(svc);
+    await settledDeliveries(svc, task.id);
+    await sendEvent(task.id, 'one');
+    await sendEvent(task.id, 'two');
+    await agent.waitFor(() => methods(agent).includes('event/send:one'));
+
+    const rows = await svc.store.db
+      .selectFrom('deliveries')
+      .select(['method', 'status', 'attempts', 'claimed_by', sql<boolean>`updated_at = created_at`.as('same_statement')])
+      .where('task_id', '=', task.id)
+      .orderBy('id')
+      .execute();
+    // The first event's delivery went in claimed (claimed in the statement that wrote it: no later
+    // claim touched it); the second waits behind it, one in flight per task.
+    expect(rows.slice(1)).toEqual([
+      { method: 'event/send', status: 'in_flight', attempts: 1, claimed_by: dispatcher.id, same_statement: true },
+      { method: 'event/send', status: 'pending', attempts: 0, claimed_by: null, same_statement: true },
+    ]);
+    expect(methods(agent)).toEqual(['task/create', 'event/send:one']);
+    await agent.kill('SIGKILL');
+  });
+
   test('a token registration makes the DEPLOYING version ACTIVE and the agent gets its runtime key', async () => {
     const v1 = await deploy(svc);
     const agent = await startAgent(svc, v1.version_id);

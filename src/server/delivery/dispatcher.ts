@@ -34,7 +34,9 @@ import {
   onCompletionHere,
   onDeliveryCommitted,
   onDeliveryEnqueued,
+  onInsertClaim,
   type CompletedHere,
+  type InsertClaim,
   type DeliveryPayload,
   type RunGrant,
 } from '../store/outbox.js';
@@ -105,6 +107,8 @@ interface QueuedSettle {
   chain: boolean;
   /** lease: the replica that took it. */
   target: string | null;
+  /** complete: the lease of the same delivery in the same batch, whose flight takes the task's next delivery. */
+  flight?: QueuedSettle;
   /** complete: who may run the task's agent, as the caller's key allows. */
   grant?: RunGrant;
   resolve: (settled: Settled) => void;
@@ -210,6 +214,23 @@ interface Claimed {
   created_at: Date;
 }
 
+/**
+ * What a claim reads of each row it claimed (`from`: the claimed deliveries with `prior_status` and
+ * `version_id`, the version claimed for): the request's fields, the task as it is now, its agent,
+ * and the live replicas of the version. Shared by the claim statements and the claim at insert.
+ */
+function claimedRows(from: RawBuilder<unknown>) {
+  return sql`SELECT claimed.id::text AS id, claimed.task_id, claimed.method, claimed.kind, claimed.prior_status, claimed.payload, claimed.attempts, claimed.failing_since,
+             claimed.last_error, claimed.version_id, claimed.traceparent, claimed.tracestate, claimed.created_at,
+             row_to_json(t) AS task_row, a.name AS agent_name, n.slug AS namespace_slug, n.org_id, v.acp_type,
+             ARRAY(SELECT r.acp_url FROM version_replicas r WHERE r.version_id = claimed.version_id AND r.live ORDER BY r.replica_key) AS acp_urls
+      FROM ${from} AS claimed
+      JOIN tasks t ON t.id = claimed.task_id
+      JOIN agents a ON a.id = t.agent_id
+      JOIN namespaces n ON n.id = a.namespace_id
+      JOIN versions v ON v.id = claimed.version_id`;
+}
+
 /** A stable choice among a version's replicas: the same task goes to the same replica. */
 function replicaIndex(taskId: string, count: number): number {
   let hash = 0x811c9dc5;
@@ -249,6 +270,7 @@ export class Dispatcher {
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: () => void;
   private unsubscribeCompletions: () => void = () => {};
+  private unsubscribeInsertClaims: () => void = () => {};
   private listener: { end(): Promise<void> } | undefined;
   private sweep: Promise<void> = Promise.resolve();
   /**
@@ -303,6 +325,7 @@ export class Dispatcher {
   async start(): Promise<void> {
     RUNNING_HERE.add(this.id);
     this.unsubscribeCompletions = onCompletionHere(this.db, (deliveryId, grant) => this.completeReported(deliveryId, grant));
+    this.unsubscribeInsertClaims = onInsertClaim(this.db, () => this.insertClaim());
     if (this.store.engine === 'postgres' && this.store.databaseUrl) await this.listen(this.store.databaseUrl);
     await this.releaseOrphanedClaims().catch((error) => this.options.log?.(`dispatcher: ${(error as Error).message}`));
     this.inheritedBefore = await this.startedAlone().catch((error) => {
@@ -520,6 +543,39 @@ export class Dispatcher {
     return result.rows;
   }
 
+  /** How long a pushed claim runs: long enough for one call; a dispatcher that dies mid-call leaves the row to be claimed again. */
+  private claimMs(): number {
+    return this.options.requestTimeoutMs * 2 + 5000;
+  }
+
+  /**
+   * A claim at insert (outbox.ts InsertClaim) for a statement writing a task's turn, while this
+   * dispatcher has a free slot and no work waits for room (then the claim over every task takes the
+   * slots, oldest first). The row is claimed as the claim statement would claim it: nothing of its
+   * task open before it (an interrupt aside), its version with a live replica and pushed to. A
+   * dispatcher that dies before sending leaves an in-flight claim, released as any orphaned claim is.
+   */
+  private insertClaim(): InsertClaim | undefined {
+    if (this.closed || this.starved || this.options.maxInFlight - this.inFlight.size - this.reserved <= 0) return undefined;
+    this.reserved++;
+    let settled = false;
+    return {
+      claimer: this.id,
+      claimMs: this.claimMs(),
+      claimable: sql`NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = t.id AND e.status IN (${OPEN}) AND e.kind NOT IN (${OUT_OF_ORDER}))
+        AND ${this.targetOf()}`,
+      read: claimedRows,
+      settle: (claimed) => {
+        if (settled) return;
+        settled = true;
+        this.reserved--;
+        if (claimed) this.launch(claimed as Claimed);
+        // A claim that found no room while this slot was held takes the wake-ups it left.
+        else if (this.general || this.hinted.size > 0) this.kick();
+      },
+    };
+  }
+
   /** Pushed: to a live replica, never to a dev version. Pulled: the stream's own dev version. */
   private targetOf(pull?: PullStream) {
     return pull
@@ -535,8 +591,7 @@ export class Dispatcher {
    * `report`, one row at least: its value as column `reported` beside the claimed rows (none, nulls).
    */
   private claiming(claimer: string, pull: PullStream | undefined, pick: RawBuilder<unknown>, before?: RawBuilder<unknown>, report?: RawBuilder<unknown>) {
-    // Long enough for one call; a dispatcher that dies mid-call leaves the row to be claimed again.
-    const claimMs = pull ? PULL_CLAIM_MS : this.options.requestTimeoutMs * 2 + 5000;
+    const claimMs = pull ? PULL_CLAIM_MS : this.claimMs();
     const inherited = this.inheritedBefore ? sql`d.updated_at < ${this.inheritedBefore}` : sql`false`;
     return sql<Claimed>`
       WITH ${before ? sql`${before},` : sql``} claimed AS (
@@ -553,15 +608,7 @@ export class Dispatcher {
           d.traceparent, d.tracestate, d.created_at
       )
       ${report ? sql`, out AS (` : sql``}
-      SELECT claimed.id::text AS id, claimed.task_id, claimed.method, claimed.kind, claimed.prior_status, claimed.payload, claimed.attempts, claimed.failing_since,
-             claimed.last_error, claimed.version_id, claimed.traceparent, claimed.tracestate, claimed.created_at,
-             row_to_json(t) AS task_row, a.name AS agent_name, n.slug AS namespace_slug, n.org_id, v.acp_type,
-             ARRAY(SELECT r.acp_url FROM version_replicas r WHERE r.version_id = claimed.version_id AND r.live ORDER BY r.replica_key) AS acp_urls
-      FROM claimed
-      JOIN tasks t ON t.id = claimed.task_id
-      JOIN agents a ON a.id = t.agent_id
-      JOIN namespaces n ON n.id = a.namespace_id
-      JOIN versions v ON v.id = claimed.version_id
+      ${claimedRows(sql`claimed`)}
       ${report ? sql`) SELECT out.*, r.reported FROM (SELECT ${report} AS reported) r LEFT JOIN out ON true ORDER BY out.id` : sql`ORDER BY claimed.id`}`;
   }
 
@@ -692,8 +739,8 @@ export class Dispatcher {
         await recordAgentSpans(this.db, this.tracing, { orgId: delivery.org_id, taskId: delivery.task_id, service }, parsed.result.spans);
       }
       // Leased: the agent's completion wakes the claim of the task's next delivery.
-      if (method !== 'message/send' && parsed.result?.deferred === true) this.lease(delivery, target, claimer);
-      else return await this.complete(delivery, claimer, chain);
+      if (method !== 'message/send' && parsed.result?.deferred === true) return await this.lease(delivery, target, claimer, chain);
+      return await this.complete(delivery, claimer, chain);
     } catch (error) {
       const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
       span?.setStatus({ code: SpanStatusCode.ERROR, message: reason.slice(0, 500) });
@@ -816,14 +863,21 @@ export class Dispatcher {
 
   /**
    * Acknowledged with `deferred`: leased to the replica that took it until the agent completes it.
-   * Nothing to do when the agent's completion came first (the row is done already).
+   * Nothing to do when the agent's completion came first (the row is done already). The write goes
+   * with the next statement, at most LEASE_WRITE_WAIT_MS later; meanwhile the flight keeps its slot:
+   * a quick handler's completion, written in that same statement, claims the task's next delivery
+   * for this flight (with `chain`), which sends it on as after a plain acknowledgement.
    */
-  private lease(delivery: Settling, target: string, claimer = this.id): void {
-    // Its flight need not wait: the write goes with the next statement (LEASE_WRITE_WAIT_MS).
-    const write: Promise<unknown> = this.queueSettle('lease', delivery, claimer, false, target)
-      .catch((error) => this.options.log?.(`delivery ${delivery.id}: its lease was not written: ${(error as Error).message}`))
-      .finally(() => this.leaseWrites.delete(write));
-    this.leaseWrites.add(write);
+  private async lease(delivery: Settling, target: string, claimer = this.id, chain = false): Promise<Settled> {
+    const chained = chain && delivery.kind === 'turn' && claimer === this.id;
+    const write = this.queueSettle('lease', delivery, claimer, chained, target).catch((error) => {
+      this.options.log?.(`delivery ${delivery.id}: its lease was not written: ${(error as Error).message}`);
+      return {} as Settled;
+    });
+    const tracked: Promise<unknown> = write.finally(() => this.leaseWrites.delete(tracked));
+    this.leaseWrites.add(tracked);
+    // A flight that may not chain (a pulled delivery's answer among them) need not wait for the write.
+    return chained ? write : {};
   }
 
   /**
@@ -896,23 +950,39 @@ export class Dispatcher {
       // Agents' completions may claim their task's next delivery for a new flight while there is room
       // for one; none while work waits for room (the claim over every task takes it, oldest first).
       let room = this.starved || this.closed ? 0 : this.options.maxInFlight - this.inFlight.size - this.reserved;
-      for (const entry of batch) if (entry.op === 'complete') entry.chain = room-- > 0;
-      const reserved = batch.filter((entry) => entry.op === 'complete' && entry.chain).length;
+      // A completion right behind its lease (in this batch) hands the task's next delivery to the
+      // lease's flight when that one may chain: its slot, no room needed.
+      const leasing = new Map(batch.filter((entry) => entry.op === 'lease').map((entry) => [entry.id, entry] as const));
+      for (const entry of batch) {
+        if (entry.op !== 'complete') continue;
+        const flight = leasing.get(entry.id);
+        entry.chain = flight?.chain ? true : room-- > 0;
+        if (flight?.chain) entry.flight = flight;
+      }
+      const reserved = batch.filter((entry) => entry.op === 'complete' && entry.chain && !entry.flight).length;
       this.reserved += reserved;
       this.settling++;
       this.settleBatch(batch)
         .then(
           ({ next, completed }) => {
             this.reserved -= reserved;
-            for (const entry of batch) {
+            const handed = new Map<QueuedSettle, Claimed>();
+            // Completions first: what they claimed for a lease's flight is handed to it below.
+            for (const entry of [...batch.filter((e) => e.op === 'complete'), ...batch.filter((e) => e.op !== 'complete')]) {
               if (entry.op === 'complete') {
                 const row = completed.get(entry.id);
                 const claimed = row && entry.chain ? next.get(row.task_id) : undefined;
                 if (claimed) {
                   next.delete(row!.task_id);
-                  this.launch(claimed);
+                  // The lease's flight sends it on (resolved below); else a new flight.
+                  if (entry.flight) handed.set(entry.flight, claimed);
+                  else this.launch(claimed);
                 }
                 entry.resolve({ completed: row, next: claimed });
+                continue;
+              }
+              if (entry.op === 'lease') {
+                entry.resolve({ next: handed.get(entry) });
                 continue;
               }
               const claimed = entry.chain ? next.get(entry.taskId) : undefined;
@@ -1135,6 +1205,7 @@ export class Dispatcher {
     this.closed = true;
     this.unsubscribe();
     this.unsubscribeCompletions();
+    this.unsubscribeInsertClaims();
     // Their routes end the streams; `agentctl dev` reconnects (to this server restarted, or another replica).
     for (const pull of this.pulls.values()) pull.end();
     if (this.timer) clearTimeout(this.timer);

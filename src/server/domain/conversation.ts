@@ -20,7 +20,7 @@ import { revertFailedMigration } from './migration-hooks.js';
 import { type DomainError, conflict, invalid, isNotFound, notFound, named, tooLarge } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { inCallerOrg, taskById } from './lookup.js';
-import { DELIVERY_CHANNEL, deliveryCommitted, insertEventDeliveries, wakeDispatchers, type RunGrant } from '../store/outbox.js';
+import { DELIVERY_CHANNEL, deliveryCommitted, insertClaim, insertEventDeliveries, wakeDispatchers, type RunGrant } from '../store/outbox.js';
 import { statusList } from '../store/sql.js';
 import { executePrepared } from '../store/prepared.js';
 import { admitEvent, deliverEvent } from './turns.js';
@@ -192,10 +192,10 @@ export function runnableTaskByGrant(grant: string) {
 }
 
 /** The first CTE of a one-statement write: the next sequence number of a live task the caller may run. */
-function takeSequence(perms: Permissions, taskId: RawBuilder<unknown>, also: RawBuilder<unknown> = sql`true`) {
+function takeSequence(perms: Permissions, taskId: RawBuilder<unknown>, also: RawBuilder<unknown> = sql`true`, returning: RawBuilder<unknown> = sql``) {
   return sql`UPDATE tasks SET last_sequence_id = tasks.last_sequence_id + 1
     WHERE tasks.id = ${taskId} AND ${runnableTask(perms)} AND tasks.status NOT IN (${statusList(TERMINAL_TASK_STATUSES)}) AND ${also}
-    RETURNING tasks.id, tasks.agent_id, tasks.last_sequence_id`;
+    RETURNING tasks.id, tasks.agent_id, tasks.last_sequence_id${returning}`;
 }
 
 // ---- events -------------------------------------------------------------------------------------
@@ -218,10 +218,15 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
   const createdAt = new Date();
   const partial = { id, task_id: taskId, content, created_at: createdAt.toISOString() };
   const enqueues = sql`EXISTS (SELECT 1 FROM versions v WHERE v.id = tasks.current_version_id AND v.double_texting = 'enqueue')`;
-  const result = await executePrepared(
-    db,
-    sql<{ agent_id: string; sequence_id: number; record: unknown }>`
-    WITH t AS (${takeSequence(perms, sql`${taskId}`, enqueues)}),
+  // A dispatcher here with room claims the delivery in this statement when nothing of the task is
+  // open before it (outbox.ts InsertClaim): sent right after the commit, no claim round trip.
+  const claim = insertClaim(db);
+  let claimed: unknown;
+  try {
+    const result = await executePrepared(
+      db,
+      sql<{ agent_id: string; sequence_id: number; record: unknown; claimed: unknown }>`
+    WITH t AS (${takeSequence(perms, sql`${taskId}`, enqueues, claim ? sql`, tasks.current_version_id, tasks.status, tasks.updated_at` : sql``)}),
     e AS (
       INSERT INTO events (id, task_id, agent_id, sequence_id, content, created_at)
       SELECT ${id}, t.id, t.agent_id, t.last_sequence_id, ${JSON.stringify(content)}::jsonb, ${createdAt} FROM t
@@ -229,15 +234,37 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
         ${JSON.stringify(partial)}::jsonb || jsonb_build_object('agent_id', agent_id, 'sequence_id', sequence_id) AS record
     ),
     s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'event', record FROM e),
-    d AS (${insertEventDeliveries('e', taskId)})
-    SELECT e.agent_id, e.sequence_id, e.record, ${taskNotice(sql`e.task_id`, sql`e.sequence_id`)}, pg_notify(${DELIVERY_CHANNEL}, e.task_id) FROM e`,
-  );
-  const row = result.rows[0];
-  if (!row) return undefined;
-  committed(db, taskId, 'event', Number(row.sequence_id), row.record);
-  wakeDispatchers();
-  deliveryCommitted(taskId, true);
-  return { id, task_id: taskId, agent_id: row.agent_id, sequence_id: Number(row.sequence_id), content, created_at: partial.created_at };
+    ${
+      claim
+        ? // The snapshot's view of the task must be the row this statement locked (on PostgreSQL a
+          // statement that waited for the lock sees the deliveries as they were before it waited):
+          // the task unchanged but for this sequence number, else the delivery goes in pending.
+          sql`k AS (
+      SELECT (seq.last_sequence_id = t.last_sequence_id + 1 AND seq.current_version_id = t.current_version_id AND seq.status = t.status
+        AND seq.updated_at IS NOT DISTINCT FROM t.updated_at AND ${claim.claimable}) AS ok, t.current_version_id AS version_id
+      FROM t AS seq JOIN tasks t ON t.id = seq.id
+    ),
+    d AS (${insertEventDeliveries('e', taskId, { claim, cte: 'k' })})
+    SELECT e.agent_id, e.sequence_id, e.record, ${taskNotice(sql`e.task_id`, sql`e.sequence_id`)},
+      (SELECT pg_notify(${DELIVERY_CHANNEL}, e.task_id) WHERE NOT EXISTS (SELECT 1 FROM d WHERE d.status = 'in_flight')),
+      (SELECT row_to_json(c) FROM (${claim.read(sql`(SELECT * FROM d WHERE d.status = 'in_flight')`)}) c) AS claimed
+    FROM e`
+        : sql`d AS (${insertEventDeliveries('e', taskId)})
+    SELECT e.agent_id, e.sequence_id, e.record, ${taskNotice(sql`e.task_id`, sql`e.sequence_id`)}, pg_notify(${DELIVERY_CHANNEL}, e.task_id), NULL::json AS claimed FROM e`
+    }`,
+    );
+    const row = result.rows[0];
+    if (!row) return undefined;
+    claimed = row.claimed ?? undefined;
+    committed(db, taskId, 'event', Number(row.sequence_id), row.record);
+    if (!claimed) {
+      wakeDispatchers();
+      deliveryCommitted(taskId, true);
+    }
+    return { id, task_id: taskId, agent_id: row.agent_id, sequence_id: Number(row.sequence_id), content, created_at: partial.created_at };
+  } finally {
+    claim?.settle(claimed);
+  }
 }
 
 /** Sends an event in the caller's transaction (`POST /tasks/{id}/events`, a schedule's tick). */

@@ -97,14 +97,59 @@ export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInpu
  * `id`: the event's id, `record`: the Event as jsonb), for a statement that writes the event in the
  * same round trip (conversation.ts). The same delivery as `enqueueDelivery` writes; the caller
  * NOTIFYs DELIVERY_CHANNEL with the task id in that statement and calls `wakeDispatchers` and
- * `deliveryCommitted` once it committed.
+ * `deliveryCommitted` once it committed. With `claimed`, a claim at insert (`InsertClaim`): the row
+ * goes in claimed by the dispatcher where the CTE `claimed.cte` (one row: `ok` boolean,
+ * `version_id`) says it may be, and the INSERT returns what `InsertClaim.read` reads.
  */
-export function insertEventDeliveries(from: string, taskId: string): RawBuilder<unknown> {
+export function insertEventDeliveries(from: string, taskId: string, claimed?: { claim: InsertClaim; cte: string }): RawBuilder<unknown> {
   const traced = currentTraceContext(taskId);
   const method: AcpMethod = 'event/send';
-  return sql`INSERT INTO deliveries (kind, task_id, version_id, method, event_id, payload, next_attempt_at, created_at, updated_at, traceparent, tracestate)
+  if (!claimed)
+    return sql`INSERT INTO deliveries (kind, task_id, version_id, method, event_id, payload, next_attempt_at, created_at, updated_at, traceparent, tracestate)
     SELECT 'turn', task_id, NULL, ${method}, id, jsonb_build_object('event', record), now(), now(), now(), ${traced?.traceparent ?? null}, ${traced?.tracestate ?? null}
     FROM ${sql.table(from)}`;
+  const { claim, cte } = claimed;
+  const ok = sql.ref(`${cte}.ok`);
+  return sql`INSERT INTO deliveries (kind, task_id, version_id, method, event_id, payload, next_attempt_at, created_at, updated_at, traceparent, tracestate,
+      status, claimed_by, claimed_until, attempts)
+    SELECT 'turn', f.task_id, CASE WHEN ${ok} THEN ${sql.ref(`${cte}.version_id`)} END, ${method}, f.id, jsonb_build_object('event', f.record), now(), now(), now(),
+      ${traced?.traceparent ?? null}, ${traced?.tracestate ?? null},
+      CASE WHEN ${ok} THEN 'in_flight' ELSE 'pending' END, CASE WHEN ${ok} THEN ${claim.claimer} END,
+      CASE WHEN ${ok} THEN now() + ${claim.claimMs} * interval '1 millisecond' END, CASE WHEN ${ok} THEN 1 ELSE 0 END
+    FROM ${sql.table(from)} AS f CROSS JOIN ${sql.table(cte)}
+    RETURNING id, task_id, method, kind, 'pending'::text AS prior_status, payload, attempts, failing_since, last_error, version_id, traceparent, tracestate, created_at, status`;
+}
+
+/**
+ * A claim at insert, offered by this process's dispatcher (`insertClaim`): a statement that writes a
+ * task's turn delivery writes it already claimed by the dispatcher (in flight, the attempt counted)
+ * when nothing of the task is open before it, and hands the row over after its commit, to be sent
+ * with no claim statement of its own. A slot of the dispatcher is held for it until `settle`.
+ */
+export interface InsertClaim {
+  claimer: string;
+  claimMs: number;
+  /** SQL over the task row `t` as the statement's snapshot sees it: nothing of the task is open, and its version takes pushed deliveries. */
+  claimable: RawBuilder<unknown>;
+  /** SQL: what the dispatcher reads of each claimed delivery of `from` (a row source with the INSERT's RETURNING columns). */
+  read: (from: RawBuilder<unknown>) => RawBuilder<unknown>;
+  /** Once, after the statement (committed or failed): the row it claimed, as `read` read it, to be sent now; undefined gives the slot back. */
+  settle: (claimed: unknown) => void;
+}
+
+const insertClaimers = new Map<Db, () => InsertClaim | undefined>();
+
+/** Registers the dispatcher on `db` that claims deliveries as they are inserted; returns the unregister function. */
+export function onInsertClaim(db: Db, take: () => InsertClaim | undefined): () => void {
+  insertClaimers.set(db, take);
+  return () => {
+    if (insertClaimers.get(db) === take) insertClaimers.delete(db);
+  };
+}
+
+/** A claim at insert when a dispatcher on `db` runs in this process and has room for another flight; else undefined. */
+export function insertClaim(db: Db): InsertClaim | undefined {
+  return insertClaimers.get(db)?.();
 }
 
 /**
