@@ -7,9 +7,11 @@
 // 2. Coalescing: 20 concurrent streams of 100 tokens/s each; requests per token with the writer's
 //    coalescing against a writer that sends every token as its own request, and the process CPU per
 //    token of each (server and writers share this process). Prints figures and ratios; asserts nothing.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import diagnostics from 'node:diagnostics_channel';
+import { createServer, type IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { Agent, request } from 'undici';
 import { createAdk } from '../src/adk/index.js';
 import { MessageStream, STREAM_FLUSH_INTERVAL_MS } from '../src/adk/stream.js';
@@ -17,7 +19,8 @@ import { createClient } from '../src/client/index.js';
 import { buildApp } from '../src/server/app.js';
 import { ensureBootstrap } from '../src/server/bootstrap.js';
 import { generateSecret } from '../src/server/auth/secrets.js';
-import { openStore, type Db, type Engine } from '../src/server/store/db.js';
+import { onCommitted } from '../src/server/domain/conversation.js';
+import { openStore, type Db, type Engine, type Store } from '../src/server/store/db.js';
 import { BENCH_DEPLOY, benchEngines, fmt, throwawayDatabase } from './support.js';
 
 const SAMPLES = Number(process.env.BENCH_STREAMING_SAMPLES ?? 100);
@@ -55,6 +58,119 @@ async function floorServer(handle: (body: string) => Promise<void> = async () =>
   };
 }
 
+/**
+ * Where a delta's time goes, hop by hop: the first moment each hop is seen for the sample's token,
+ * after `write()` (t0). Hooks only outside the code measured: undici's and Node's diagnostics
+ * channels, Fastify's handler tracing channel, the service's authenticator (wrapped on the instance),
+ * the database driver (pg's Client.query, PGlite's exec: the statement whose text or parameters hold
+ * the token), the committed-record listener (registered after the hub's, so it fires once the hub
+ * has handed the record over), the SSE response's write, and the reader's body chunk.
+ */
+const HOPS = [
+  ['request sent', 'ADK write() -> request on the socket (undici bodySent)'],
+  ['server got it', '-> the server parsed the request head (http.server.request.start)'],
+  ['auth done', '-> authentication hook done (key lookup, cached)'],
+  ['handler entered', '-> body parsed, hooks run, route handler called (Fastify)'],
+  ['statement sent', '-> validation, permissions, the statement handed to the driver'],
+  ['committed', '-> the driver returned the committed statement (the database round trip)'],
+  ['hub handed', '-> the record handed to the stream hub and its watchers (onCommitted)'],
+  ['SSE written', "-> the SSE frame written to the reader's response"],
+  ['reader got bytes', "-> the reader received the frame's bytes (undici body chunk)"],
+  ['reader parsed', '-> the reader parsed the record (what the latency counts)'],
+] as const;
+type Hop = (typeof HOPS)[number][0];
+
+function hopProbe(store: Store, app: { service: { auth: { authenticate: (header: string | undefined) => Promise<unknown> } } }) {
+  let current: { token: string; at: Partial<Record<Hop, number>> } | undefined;
+  const stamp = (hop: Hop) => {
+    if (current && current.at[hop] === undefined) current.at[hop] = performance.now();
+  };
+  const holds = (x: unknown) => current !== undefined && (typeof x === 'string' ? x : Buffer.isBuffer(x) ? x.toString('latin1') : '').includes(current.token);
+  const undo: Array<() => void> = [];
+  const on = (channel: string, fn: (message: any) => void) => {
+    diagnostics.subscribe(channel, fn);
+    undo.push(() => diagnostics.unsubscribe(channel, fn));
+  };
+  const isDelta = (method: string, path: string) => method === 'POST' && /\/messages\/[^/]+\/deltas$/.test(path);
+  on('undici:request:bodySent', ({ request }) => isDelta(request.method, request.path) && stamp('request sent'));
+  on('http.server.request.start', ({ request }) => isDelta(request.method, request.url) && stamp('server got it'));
+  on('tracing:fastify.request.handler:start', ({ request }) => isDelta(request.method, request.url) && stamp('handler entered'));
+  on('undici:request:bodyChunkReceived', ({ chunk }) => holds(chunk) && stamp('reader got bytes'));
+  const auth = app.service.auth;
+  const authenticate = auth.authenticate;
+  auth.authenticate = async (header) => {
+    const actor = await authenticate.call(auth, header);
+    if (current?.at['server got it'] !== undefined) stamp('auth done');
+    return actor;
+  };
+  undo.push(() => (auth.authenticate = authenticate));
+  const write = ServerResponse.prototype.write;
+  ServerResponse.prototype.write = function (this: ServerResponse, chunk: any, ...rest: any[]) {
+    if (typeof chunk === 'string' && chunk.startsWith('id: ') && holds(chunk)) stamp('SSE written');
+    return (write as any).call(this, chunk, ...rest);
+  } as typeof write;
+  undo.push(() => (ServerResponse.prototype.write = write));
+  undo.push(onCommitted(store.db, (_taskId, record) => record.kind === 'message_delta' && holds(record.data.delta) && stamp('hub handed')));
+  // The database: the statement whose text (PGlite's EXECUTE, parameters as literals) or parameters hold the token.
+  const wrapQuery = <T extends object>(target: T, name: keyof T & string) => {
+    const original = (target as any)[name];
+    (target as any)[name] = function (this: unknown, text: unknown, params?: unknown, ...rest: unknown[]) {
+      const mine = holds(typeof text === 'string' ? text : '') || (Array.isArray(params) && params.some(holds));
+      if (mine) stamp('statement sent');
+      const result = original.call(this, text, params, ...rest);
+      if (mine && result && typeof result.then === 'function')
+        result.then(
+          () => stamp('committed'),
+          () => {},
+        );
+      return result;
+    };
+    undo.push(() => ((target as any)[name] = original));
+  };
+  if (store.pglite) wrapQuery(store.pglite, 'exec');
+  else wrapQuery(pg.Client.prototype, 'query');
+  return {
+    begin(token: string, at: number) {
+      current = { token, at: {} };
+      return (seenAt: number) => {
+        const at0 = at;
+        const stamps = current!.at;
+        stamps['reader parsed'] = seenAt;
+        current = undefined;
+        return { start: at0, stamps };
+      };
+    },
+    close: () => {
+      for (const u of undo) u();
+    },
+  };
+}
+
+/** Per hop, the median time since the previous hop that was seen, over the samples where both were. */
+function hopTable(samples: Array<{ start: number; stamps: Partial<Record<Hop, number>> }>, floor: number): string {
+  const lines: string[] = [];
+  let total = 0;
+  for (const [hop, what] of HOPS) {
+    const gaps: number[] = [];
+    for (const { start, stamps } of samples) {
+      const at = stamps[hop];
+      if (at === undefined) continue;
+      let previous = start;
+      for (const [earlier] of HOPS) {
+        if (earlier === hop) break;
+        if (stamps[earlier] !== undefined) previous = stamps[earlier]!;
+      }
+      gaps.push(at - previous);
+    }
+    if (!gaps.length) continue;
+    const p50 = percentile(gaps, 50);
+    total += p50;
+    lines.push(`    ${hop.padEnd(17)} +${fmt(p50, 3).padStart(6)} ms  ${what} (${gaps.length} samples)`);
+  }
+  lines.push(`    ${'sum of medians'.padEnd(17)}  ${fmt(total, 3).padStart(6)} ms  (${fmt(total / floor, 1)}x the loopback round trip)`);
+  return lines.join('\n');
+}
+
 /** The write floor's server: each request INSERTs one row (committed on its own) before the answer. */
 async function writeFloorServer(db: Db) {
   await sql`CREATE TABLE bench_write_floor (id bigserial PRIMARY KEY, body text NOT NULL)`.execute(db);
@@ -83,13 +199,19 @@ async function benchEngine(engine: Engine): Promise<void> {
     // see the same load as the deltas (the machine is shared).
     const taskId = await newTask();
     const seen = new Map<string, number>();
+    // Told when the reader saw a record (no polling timer to wake the event loop meanwhile).
+    let onSeen = () => {};
+    const see = (text: string) => {
+      seen.set(text, performance.now());
+      onSeen();
+    };
     const stop = new AbortController();
     const reading = (async () => {
       for await (const record of client.streamTask(taskId, { signal: stop.signal })) {
-        if (record.kind === 'message_delta') seen.set(record.data.delta, performance.now());
+        if (record.kind === 'message_delta') see(record.data.delta);
         if (record.kind === 'message') {
           const content = record.data.content;
-          if (content.type === 'text') seen.set(content.text, performance.now());
+          if (content.type === 'text') see(content.text);
         }
       }
     })().catch(() => {});
@@ -97,19 +219,25 @@ async function benchEngine(engine: Engine): Promise<void> {
     const latencies: number[] = [];
     const loopback: number[] = [];
     const written: number[] = [];
+    const probe = hopProbe(store, app);
+    const hops: Array<ReturnType<ReturnType<typeof probe.begin>>> = [];
     for (let i = 0; i < SAMPLES + 10; i++) {
       const floors = [await bare.roundTrip(), await writing.roundTrip()];
       const token = `t${i} `;
       const start = performance.now();
+      const finish = probe.begin(token, start);
       stream.write(token);
-      while (!seen.has(token)) await sleep(0);
+      while (!seen.has(token)) await new Promise<void>((resolve) => (onSeen = resolve));
+      const sample = finish(seen.get(token)!);
       if (i >= 10) {
+        hops.push(sample);
         latencies.push(seen.get(token)! - start);
         loopback.push(floors[0]!);
         written.push(floors[1]!);
       }
       await sleep(STREAM_FLUSH_INTERVAL_MS + 10); // past the flush interval: the next write starts a request at once
     }
+    probe.close();
     await bare.close();
     await writing.close();
     const floor = { p50: percentile(loopback, 50), p99: percentile(loopback, 99) };
@@ -134,6 +262,7 @@ async function benchEngine(engine: Engine): Promise<void> {
         `committed write round trip p50 ${fmt(write.p50, 2)} ms, p99 ${fmt(write.p99, 2)} ms; ratio p50 ${fmt(p50 / write.p50, 1)}x, p99 ${fmt(p99 / write.p99, 1)}x; ` +
         `(the delta POST alone: p50 ${fmt(percentile(writes, 50), 2)} ms, p99 ${fmt(percentile(writes, 99), 2)} ms)`,
     );
+    console.log(`[${engine}] where a delta's time goes (median per hop):\n${hopTable(hops, floor.p50)}`);
 
     // 2. Coalescing: STREAMS streams of TOKENS_PER_SECOND tokens/s for SECONDS.
     const tokens = TOKENS_PER_SECOND * SECONDS;

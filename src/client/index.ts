@@ -245,7 +245,10 @@ export class AgentctlClient {
   }
 
   private signalFor(call: CallOptions): AbortSignal {
-    const signals = [AbortSignal.timeout(this.options.timeoutMs ?? 30_000)];
+    const timeout = AbortSignal.timeout(this.options.timeoutMs ?? 30_000);
+    // The timeout alone (the ADK's every call, a streamed delta's too) needs no combined signal.
+    if (!this.options.signal && !call.signal) return timeout;
+    const signals = [timeout];
     if (this.options.signal) signals.push(this.options.signal);
     if (call.signal) signals.push(call.signal);
     return AbortSignal.any(signals);

@@ -8,15 +8,18 @@ import { TransportError, type Transport } from './transport.js';
 export function createUndiciTransport(
   options: { connections?: number; keepAliveTimeoutMs?: number } = {},
 ): Transport & { close(): Promise<void>; warm(): Promise<void> } {
-  let loaded: Promise<{ undici: typeof import('undici'); dispatcher: import('undici').Dispatcher }> | undefined;
+  type Loaded = { undici: typeof import('undici'); dispatcher: import('undici').Dispatcher };
+  let loaded: Promise<Loaded> | undefined;
+  /** Once loaded: so a request goes out in the caller's turn, not a microtask later. */
+  let ready: Loaded | undefined;
   const load = () =>
-    (loaded ??= import('undici').then((undici) => ({
-      undici,
+    (loaded ??= import('undici').then((undici) => {
       // Honours HTTP_PROXY, HTTPS_PROXY and NO_PROXY as other HTTP clients do.
-      dispatcher: new undici.EnvHttpProxyAgent({ connections: options.connections ?? 32, keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000 }),
-    })));
+      const dispatcher = new undici.EnvHttpProxyAgent({ connections: options.connections ?? 32, keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000 });
+      return (ready = { undici, dispatcher });
+    }));
   const transport: Transport = async (url, req) => {
-    const { undici, dispatcher } = await load();
+    const { undici, dispatcher } = ready ?? (await load());
     try {
       const res = await undici.request(url, { method: req.method as 'GET', headers: req.headers, body: req.body, signal: req.signal, dispatcher });
       req.onSent?.();

@@ -36,6 +36,13 @@ export interface WatchOptions {
    * drain) listens here to stop waiting.
    */
   onBehind?: () => void;
+  /**
+   * Called when the watch has handed over every record it holds and waits for the next: the moment
+   * for an SSE route to flush what it wrote (Node holds a response's writes until the next tick,
+   * which comes only after the writer's request has finished in this process). Records that come
+   * together still go out together.
+   */
+  onIdle?: () => void;
 }
 
 /** A record as the group read it, with its size counted once for all watchers. */
@@ -273,6 +280,7 @@ export class StreamHub {
       while (!stopped()) {
         const sized = watcher.next();
         if (!sized) {
+          options.onIdle?.();
           await new Promise<void>((resolve) => {
             watcher.wake = resolve;
             if (watcher.buffer.length || stopped()) resolve();

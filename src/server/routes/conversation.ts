@@ -112,7 +112,10 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
     try {
       // Resumed past the terminal record: nothing more will come.
       if (!(start.terminal && after >= start.lastSequenceId)) {
-        for await (const record of service.streamHub.watch(taskId, after, { signal: stop.signal, onBehind: () => behind.abort() })) {
+        // Flushed as soon as the hub has nothing more to hand over: a delta's frame leaves before the
+        // writer's request has finished (its answer, hooks and span), not at the next tick after it.
+        const flush = () => raw.socket?.uncork();
+        for await (const record of service.streamHub.watch(taskId, after, { signal: stop.signal, onBehind: () => behind.abort(), onIdle: flush })) {
           if (!raw.write(sseFrame(record))) await drained(raw, behind.signal);
           if (endsStream(record) || behind.signal.aborted) break;
         }
