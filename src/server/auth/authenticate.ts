@@ -3,6 +3,7 @@ import type { Db } from '../store/db.js';
 import { ApiError } from '../errors.js';
 import { hashSecret, isWellFormedSecret } from './secrets.js';
 import { generationOf } from './invalidation.js';
+import { executePrepared } from '../store/prepared.js';
 
 /** Who is calling: an API key acting as a service user of its org. */
 export interface Actor {
@@ -139,11 +140,13 @@ export class Authenticator {
   }
 
   private async lookup(hash: string, now: number, generation: number): Promise<CachedKey> {
-    const row = await this.db
-      .selectFrom('api_keys')
-      .select(['id', 'org_id', 'name', 'expires_at', 'revoked_at', 'runtime_agent_id'])
-      .where('key_hash', '=', hash)
-      .executeTakeFirst();
+    // Prepared on PGlite (store/prepared.ts): each key is looked up again every second it is used.
+    const [row] = (
+      await executePrepared(
+        this.db,
+        this.db.selectFrom('api_keys').select(['id', 'org_id', 'name', 'expires_at', 'revoked_at', 'runtime_agent_id']).where('key_hash', '=', hash),
+      )
+    ).rows;
     if (!row) return { actor: null, expiresAt: null, cachedAt: now, generation, reason: 'Invalid API key' };
     if (row.revoked_at) return { actor: null, expiresAt: null, cachedAt: now, generation, reason: 'API key has been revoked' };
     return {

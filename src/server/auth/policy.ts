@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
 import { forbidden, notFound } from '../domain/errors.js';
 import { statusLit } from '../store/sql.js';
+import { executePrepared } from '../store/prepared.js';
 import { LIVE_AGENT_STATUS } from '../../contract/lifecycle.js';
 import type { Actor } from './authenticate.js';
 import { generationOf, hasUnsettledGrants, settleGrants } from './invalidation.js';
@@ -166,20 +167,24 @@ export async function loadGrants(db: Db, actor: Actor): Promise<Grant[]> {
   return (await loadGrantRows(db, actor.keyId)).map(({ id: _id, ...grant }) => grant);
 }
 
+// Both run prepared on PGlite (store/prepared.ts): every key's grants are read again each second it is used.
 async function loadGrantRows(db: Db, keyId: string): Promise<GrantRow[]> {
-  const result = await sql<GrantRow>`
+  const result = await executePrepared(
+    db,
+    sql<GrantRow>`
     SELECT g.id, g.resource_type, g.resource_id, g.role, g.legacy_role,
            COALESCE(a.namespace_id, p.namespace_id) AS namespace_id
     FROM grants g
     LEFT JOIN agents a ON g.resource_type = 'agent' AND a.id = g.resource_id AND a.status = ${statusLit(LIVE_AGENT_STATUS)}
     LEFT JOIN projects p ON g.resource_type = 'project' AND p.id = g.resource_id
     WHERE (g.principal_type = 'key' AND g.principal_id = ${keyId})
-       OR (g.principal_type = 'group' AND g.principal_id IN (SELECT group_id FROM group_members WHERE key_id = ${keyId}))`.execute(db);
+       OR (g.principal_type = 'group' AND g.principal_id IN (SELECT group_id FROM group_members WHERE key_id = ${keyId}))`,
+  );
   return result.rows;
 }
 
 async function loadGroupIds(db: Db, keyId: string): Promise<string[]> {
-  const rows = await db.selectFrom('group_members').select('group_id').where('key_id', '=', keyId).orderBy('group_id').execute();
+  const { rows } = await executePrepared(db, db.selectFrom('group_members').select('group_id').where('key_id', '=', keyId).orderBy('group_id'));
   return rows.map((r) => r.group_id);
 }
 
