@@ -132,9 +132,10 @@ describe.each(engines)('task stream ordering (%s)', (engine) => {
     expect((await watch(`/tasks/${task.id}/stream`)).frames).toEqual(liveRead.frames);
     // Only the tracker updates were read. PGlite tells a NOTIFY before the statement's answer, in the
     // same turn, so none of the deltas is; on PostgreSQL the NOTIFY comes on another connection and may
-    // beat the answer, and then that delta is read too.
+    // beat the answer (more often on a loaded machine: 20 of 40 in one CI run), and then that delta is
+    // read too. Without the hand-off every delta would be read (4 + 40).
     if (engine === 'pglite') expect(readsForWrites).toBe(4);
-    else expect(readsForWrites).toBeLessThan(4 + deltas / 2);
+    else expect(readsForWrites).toBeLessThanOrEqual(4 + (3 * deltas) / 4);
   });
 });
 
