@@ -24,7 +24,7 @@ function runSpare(preload: string, entry: string, env: NodeJS.ProcessEnv): Promi
     });
     let out = '';
     proc.stdout!.on('data', (chunk) => (out += chunk));
-    const go = proc.stdio[GO_FD] as NodeJS.ReadWriteStream;
+    const go = proc.stdio[GO_FD] as unknown as NodeJS.ReadWriteStream;
     go.once('data', () => go.end(`${JSON.stringify({ port: 1 })}\n`));
     proc.once('error', reject);
     proc.once('close', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`exit ${code}`))));
