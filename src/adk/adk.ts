@@ -9,7 +9,7 @@ import { readProcessConfig } from './config.js';
 import { httpError, NotFoundError, toAdkError } from './errors.js';
 import path from 'node:path';
 import { activeTraceHeaders } from './trace.js';
-import { TRACEPARENT_HEADER } from '../contract/trace-context.js';
+import { newSpanId, TRACEPARENT_HEADER } from '../contract/trace-context.js';
 import type { SpanInput } from '../contract/traces.js';
 
 export type {
@@ -28,6 +28,9 @@ export type {
   SystemFolderType,
 };
 export type JsonObject = Record<string, unknown>;
+
+/** How long `warmUp` waits for the server's answers. */
+const WARM_REQUEST_MS = 1_000;
 export type MessageList = EndpointOutput<'listMessages'>;
 export type EventList = EndpointOutput<'listEvents'>;
 export type TrackerList = EndpointOutput<'listTrackers'>;
@@ -251,7 +254,19 @@ export class Adk {
    * work (`agentctl dev` starts the next process before the save that needs it); never needed otherwise.
    */
   async warmUp(): Promise<void> {
-    await Promise.all([import('../contract/endpoints.js'), import('../contract/filesystems.js'), import('../sync/index.js'), sharedTransport().warm()]);
+    const [, , sync] = await Promise.all([
+      import('../contract/endpoints.js'),
+      import('../contract/filesystems.js'),
+      import('../sync/index.js'),
+      sharedTransport().warm(),
+    ]);
+    // A turn's first requests go out on two HTTP stacks (this toolkit's pool, the sync library's
+    // archives): one GET /healthz on each compiles their parsers and runs their first-request code
+    // now. Trace ids come from Web Crypto, which Node loads on first use. Bounded: a server that is
+    // away leaves the first turn to connect as it would have.
+    newSpanId();
+    const signal = AbortSignal.timeout(WARM_REQUEST_MS);
+    await Promise.allSettled([this.call('healthz', {}, { signal }), sync.warmUp(this.syncTransport(), signal)]);
   }
 
   private syncTransport() {

@@ -5,6 +5,7 @@ export {
   syncDown,
   syncUpSystemFolder,
   syncDownSystemFolder,
+  warmUp,
   SyncHttpError,
   SyncConflictError,
   type SyncTransport,

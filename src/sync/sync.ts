@@ -207,6 +207,21 @@ async function getWithRetries(url: string, requestHeaders: Record<string, string
   }
 }
 
+/**
+ * One GET of the server's /healthz on the HTTP stack the archives take (undici's global
+ * dispatcher): its parser (WebAssembly) compiles, its first-request code runs and a connection
+ * opens now, for a process started ahead of its work (`Adk.warmUp`). Any failure is ignored:
+ * the first sync connects as it would have.
+ */
+export async function warmUp(transport: SyncTransport, signal?: AbortSignal): Promise<void> {
+  try {
+    const response = await request(new URL('/healthz', transport.baseUrl), { method: 'GET', headers: headers(transport, {}), signal });
+    await response.body.dump();
+  } catch {
+    /* the server is away: nothing to warm */
+  }
+}
+
 const unquote = (etag: string | string[] | undefined) => (Array.isArray(etag) ? etag[0] : etag)?.replace(/^W\//, '').replace(/^"|"$/g, '');
 
 const cacheOf = (entries: LocalEntry[]) => Object.fromEntries(entries.map((e) => [e.path, toCachedEntry(e)]));

@@ -17,9 +17,16 @@ export const GO_FD = 4;
  */
 export function warmSource(warm: string[]): string {
   return `// agentctl dev: load what every start loads, then wait for the save.
+import { writeFileSync } from 'node:fs';
 import { Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
 for (const url of ${JSON.stringify(warm)}) {
   try {
+    // A TypeScript file is there to load Node's type stripper (a WebAssembly module). Node's compile
+    // cache keeps stripped TypeScript by file and content: the same file a second time (once a process
+    // that stripped it has exited) is a hit, the stripper would stay unloaded, and the entry would load
+    // it after the save. A line of its own per process makes it a miss.
+    if (/\\.[mc]?ts$/.test(url)) writeFileSync(fileURLToPath(url), \`export const warm: boolean = true; // \${process.pid} \${Date.now()}\\n\`);
     const loaded = await import(url);
     // The ADK: what it loads on its first request too.
     await loaded.adk?.warmUp?.();
