@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, test } from 'vitest';
 import { State } from '../../src/contract/resources.js';
 import type { EndpointInput } from '../../src/contract/endpoints.js';
+import { pruneHistory } from '../../src/server/domain/history.js';
 import { engines, useService } from '../support/service.js';
 import { createTask, deployActive, type Deployed } from '../support/fixtures.js';
 import { scopedKey } from '../support/scoped-key.js';
@@ -436,13 +437,15 @@ describe.each(engines)('states (%s)', (engine) => {
       const { sequence_id: next } = await nextSequence();
       await merge(s.id, { shape: 'v2', n: 3 });
       expect(next).toBe(at + 1);
-      const kept = await svc.store.db
-        .selectFrom('state_history')
-        .select(['sequence_id', 'state', 'written_by_version_id'])
-        .where('task_id', '=', task.id)
-        .orderBy('sequence_id')
-        .orderBy('written_at')
-        .execute();
+      const keptHistory = () =>
+        svc.store.db
+          .selectFrom('state_history')
+          .select(['sequence_id', 'state', 'written_by_version_id'])
+          .where('task_id', '=', task.id)
+          .orderBy('sequence_id')
+          .orderBy('written_at')
+          .execute();
+      const kept = await keptHistory();
       expect(kept).toEqual([
         { sequence_id: at - 1, state: { shape: 'v1', n: 1 }, written_by_version_id: agent.version_id },
         { sequence_id: at, state: beforeMove.state, written_by_version_id: agent.version_id },
@@ -459,6 +462,9 @@ describe.each(engines)('states (%s)', (engine) => {
       };
       expect(await shadowState(next)).toEqual([upgraded.state]);
       expect(await shadowState(at)).toEqual([{ shape: 'v1', n: 1 }]);
+      // Retention cuts at the first sequence after the move and keeps the sequence before it whole.
+      await pruneHistory(svc.store.db, 30 * 86_400_000);
+      expect(await keptHistory()).toEqual(kept.slice(1));
     });
 
     test('a deploy that moves the task (not sticky) starts the history again too', async () => {
