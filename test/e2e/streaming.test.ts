@@ -1,15 +1,10 @@
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { tempDir } from '../cli/support.js';
-import { freePort } from '../support/ports.js';
-import { createTestDatabase } from '../support/service.js';
+import { describe, expect, test } from 'vitest';
+import { until, useE2e } from '../support/e2e.js';
+import { engines } from '../support/service.js';
 
-const BIN = path.resolve('bin/agentctl.js');
 const EXAMPLE = path.resolve('examples/streaming');
-const GIT_ENV = { GIT_AUTHOR_NAME: 'Ada', GIT_AUTHOR_EMAIL: 'ada@example.com', GIT_COMMITTER_NAME: 'Ada', GIT_COMMITTER_EMAIL: 'ada@example.com' };
-const engines = ['pglite', ...(process.env.TEST_DATABASE_URL ? ['postgres'] : [])] as const;
 
 interface Msg {
   id: string;
@@ -23,41 +18,29 @@ interface Msg {
 // deployed from git by the built CLI, run by the local runtime, watched and steered through the CLI:
 // interrupt mid-stream, a watch that reconnects mid-message, and every double-texting policy.
 describe.each(engines)('e2e on %s: streaming and turn control through the CLI', (engine) => {
-  const scratch = tempDir('agentctl-e2e-turns-');
-  const agentDir = path.join(scratch.dir, 'streaming');
-  let databaseUrl: string | undefined;
-  let dropDatabase: (() => Promise<void>) | undefined;
-  const env = () => ({
-    AGENTCTL_CONFIG_DIR: path.join(scratch.dir, 'config'),
-    AGENTCTL_DATA_DIR: path.join(scratch.dir, 'data'),
-    AGENTCTL_POLL_INTERVAL_MS: '100',
+  const e2e = useE2e(engine, {
+    scratch: 'agentctl-e2e-turns',
+    project: 'streaming',
+    databasePrefix: 'agentctl_e2e_turns',
+    // The example, not `agentctl init`'s agent, fast except for the slow answer.
+    init: false,
+    async prepare() {
+      cpSync(EXAMPLE, e2e.projectDir, { recursive: true, filter: (src) => !src.includes('node_modules') });
+      const file = path.join(e2e.projectDir, 'agentctl.json');
+      const project = JSON.parse(readFileSync(file, 'utf8'));
+      writeFileSync(file, JSON.stringify({ ...project, env: { TOKEN_DELAY_MS: '5', SLOW_TOKEN_DELAY_MS: '150' } }, null, 2));
+      await e2e.git(['init', '-q', '-b', 'main']);
+      await e2e.git(['add', '.']);
+      await e2e.git(['commit', '-q', '-m', 'the streaming agent']);
+    },
     // An interrupted handler that ignores its signal is cut off this soon.
-    AGENTCTL_INTERRUPT_GRACE_MS: '500',
-    CI: 'true',
-    ...GIT_ENV,
-    AGENTCTL_API_KEY: undefined,
-    AGENTCTL_BASE_URL: undefined,
-    AGENTCTL_PROFILE: undefined,
-    DATABASE_URL: databaseUrl,
+    env: () => ({ AGENTCTL_INTERRUPT_GRACE_MS: '500' }),
+    // The answers are checked to end with their newline.
+    stripFinalNewline: false,
   });
-  const agentctl = (args: string[]) =>
-    execa(process.execPath, [BIN, ...args], { env: env(), extendEnv: true, cwd: agentDir, reject: false, stripFinalNewline: false });
-  const json = async (args: string[]) => {
-    const result = await agentctl([...args, '--json']);
-    if (result.exitCode !== 0) throw new Error(`agentctl ${args.join(' ')} exited ${result.exitCode}: ${result.stderr}`);
-    return JSON.parse(result.stdout);
-  };
+  const { agentctl, json } = e2e;
   const messages = async (taskId: string): Promise<Msg[]> => (await json(['tasks', 'messages', taskId, '--limit', '500'])).messages;
   const texts = async (taskId: string) => (await messages(taskId)).filter((m) => m.content.type === 'text').map((m) => [m.content.text, m.streaming_status]);
-  async function until<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await read();
-      if (done(value)) return value;
-      if (Date.now() > deadline) throw new Error(`${what}: not reached in ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
   /** The slow answer (60 words, 150 ms apart) once it streams. */
   const slowAnswerStreaming = (taskId: string, after = 0) =>
     until(
@@ -73,30 +56,8 @@ describe.each(engines)('e2e on %s: streaming and turn control through the CLI', 
     expect(version).toMatchObject({ status: 'ACTIVE', double_texting: policy });
   };
 
-  beforeAll(async () => {
-    if (engine === 'postgres') {
-      const db = await createTestDatabase(process.env.TEST_DATABASE_URL, 'agentctl_e2e_turns');
-      databaseUrl = db.url;
-      dropDatabase = db.drop;
-    }
-    cpSync(EXAMPLE, agentDir, { recursive: true, filter: (src) => !src.includes('node_modules') });
-    const project = JSON.parse(readFileSync(path.join(agentDir, 'agentctl.json'), 'utf8'));
-    writeFileSync(path.join(agentDir, 'agentctl.json'), JSON.stringify({ ...project, env: { TOKEN_DELAY_MS: '5', SLOW_TOKEN_DELAY_MS: '150' } }, null, 2));
-    await execa('git', ['init', '-q', '-b', 'main'], { cwd: agentDir, env: GIT_ENV });
-    await execa('git', ['add', '.'], { cwd: agentDir, env: GIT_ENV });
-    await execa('git', ['commit', '-q', '-m', 'the streaming agent'], { cwd: agentDir, env: GIT_ENV });
-    const started = await agentctl(['server', 'start', '--detach', '--port', String(await freePort()), '--json']);
-    expect(started.exitCode, started.stderr).toBe(0);
-  });
-
-  afterAll(async () => {
-    await agentctl(['server', 'stop']);
-    await dropDatabase?.();
-    scratch.remove();
-  });
-
   test('an invalid double_texting in agentctl.json is refused at deploy, naming the choices', async () => {
-    const file = path.join(agentDir, 'agentctl.json');
+    const file = path.join(e2e.projectDir, 'agentctl.json');
     const good = readFileSync(file, 'utf8');
     writeFileSync(file, JSON.stringify({ ...JSON.parse(good), double_texting: 'sometimes' }));
     try {
@@ -124,12 +85,7 @@ describe.each(engines)('e2e on %s: streaming and turn control through the CLI', 
 
     // A watch that drops in the middle of a message and resumes after what it saw gets the rest exactly once.
     const before = await lastSequence(task.id);
-    const watch1 = execa(process.execPath, [BIN, 'tasks', 'watch', task.id, '--json', '--after', String(before)], {
-      env: env(),
-      extendEnv: true,
-      cwd: agentDir,
-      reject: false,
-    });
+    const watch1 = agentctl(['tasks', 'watch', task.id, '--json', '--after', String(before)]);
     let seen = '';
     watch1.stdout!.on('data', (chunk: Buffer) => (seen += chunk.toString('utf8')));
     expect(await agentctl(['tasks', 'send', task.id, 'slow please'])).toMatchObject({ exitCode: 0 });
@@ -154,12 +110,7 @@ describe.each(engines)('e2e on %s: streaming and turn control through the CLI', 
     let rebuilt = answer.content.text as string;
     for (const r of part1) if (r.kind === 'message_delta' && r.data.message_id === answer.id) rebuilt += r.data.delta;
     const resumeAfter = part1.at(-1).sequence_id;
-    const watch2 = execa(process.execPath, [BIN, 'tasks', 'watch', task.id, '--json', '--after', String(resumeAfter), '--until-idle'], {
-      env: env(),
-      extendEnv: true,
-      cwd: agentDir,
-      reject: false,
-    });
+    const watch2 = agentctl(['tasks', 'watch', task.id, '--json', '--after', String(resumeAfter), '--until-idle']);
 
     // Interrupt mid-stream: the answer ends INTERRUPTED, the task stays RUNNING.
     const interrupted = await agentctl(['tasks', 'interrupt', task.id]);

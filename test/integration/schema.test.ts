@@ -494,6 +494,7 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     state: 'jsonb',
     written_at: 'timestamp with time zone null',
     written_by_version_id: 'text null',
+    before_move: 'boolean',
   },
   task_stream: { task_id: 'text', sequence_id: 'integer', kind: 'text', record: 'jsonb', created_at: 'timestamp with time zone' },
   task_system_folders: { task_id: 'text', type: 'text', filesystem_id: 'text' },

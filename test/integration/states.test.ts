@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, test } from 'vitest';
 import { State } from '../../src/contract/resources.js';
 import type { EndpointInput } from '../../src/contract/endpoints.js';
+import { pruneHistory } from '../../src/server/domain/history.js';
 import { engines, useService } from '../support/service.js';
 import { createTask, deployActive, type Deployed } from '../support/fixtures.js';
 import { scopedKey } from '../support/scoped-key.js';
@@ -423,6 +424,47 @@ describe.each(engines)('states (%s)', (engine) => {
         total: 1,
         since_migration: migration.created_at,
       });
+    });
+
+    test('a write after a move at the same sequence (an onMigrate) keeps the value as it stood before the move; a rehearsal reads the newest', async () => {
+      const s = await createFor({ shape: 'v1', n: 1 });
+      const { sequence_id: at } = await nextSequence();
+      const beforeMove = (await merge(s.id, { shape: 'v1', n: 2 })).body as State;
+      const v2 = await deployActive(svc, { are_tasks_sticky: true });
+      await svc.client().migrateTasks({ body: { task_ids: [task.id], to_version_id: v2.version_id } });
+      // The move took no sequence number: the new version's first write is at the same one as v1's last.
+      const upgraded = (await merge(s.id, { shape: 'v2', n: 2 })).body as State;
+      const { sequence_id: next } = await nextSequence();
+      await merge(s.id, { shape: 'v2', n: 3 });
+      expect(next).toBe(at + 1);
+      const keptHistory = () =>
+        svc.store.db
+          .selectFrom('state_history')
+          .select(['sequence_id', 'state', 'written_by_version_id'])
+          .where('task_id', '=', task.id)
+          .orderBy('sequence_id')
+          .orderBy('written_at')
+          .execute();
+      const kept = await keptHistory();
+      expect(kept).toEqual([
+        { sequence_id: at - 1, state: { shape: 'v1', n: 1 }, written_by_version_id: agent.version_id },
+        { sequence_id: at, state: beforeMove.state, written_by_version_id: agent.version_id },
+        { sequence_id: at, state: upgraded.state, written_by_version_id: v2.version_id },
+      ]);
+      // The history since the move is as before: the pre-move value was written before it.
+      expect((await history()).body.history.map((h: { state: unknown }) => h.state)).toEqual([upgraded.state]);
+      // A rehearsal from the next sequence starts from the last value written at this one (the upgraded one).
+      const shadowState = async (from_sequence: number) => {
+        const started = await svc.api('POST', '/rehearsals', { body: { task_ids: [task.id], to_version_id: v2.version_id, from_sequence } });
+        expect(started.status).toBe(201);
+        const shadow = started.body.tasks[0].shadow_task_id as string;
+        return (await svc.client().listStates({ query: { task_id: shadow } })).states.map((x) => x.state);
+      };
+      expect(await shadowState(next)).toEqual([upgraded.state]);
+      expect(await shadowState(at)).toEqual([{ shape: 'v1', n: 1 }]);
+      // Retention cuts at the first sequence after the move and keeps the sequence before it whole.
+      await pruneHistory(svc.store.db, 30 * 86_400_000);
+      expect(await keptHistory()).toEqual(kept.slice(1));
     });
 
     test('a deploy that moves the task (not sticky) starts the history again too', async () => {

@@ -28,11 +28,13 @@ export interface E2eOptions {
   databasePrefix?: string;
   /** More arguments for `agentctl server start`. */
   serverArgs?: string[];
+  /** `false` keeps the final newline of what each CLI call prints (for a test of how its output ends). */
+  stripFinalNewline?: boolean;
 }
 
 /** The built CLI in a process of its own; never rejects (read its exit code). */
-const runCli = (args: string[], env: Record<string, string | undefined>, cwd: string, input?: string) =>
-  execa(process.execPath, [BIN, ...args], { env, extendEnv: true, cwd, reject: false, input });
+const runCli = (args: string[], env: Record<string, string | undefined>, cwd: string, input?: string, stripFinalNewline = true) =>
+  execa(process.execPath, [BIN, ...args], { env, extendEnv: true, cwd, reject: false, input, stripFinalNewline });
 export type CliRun = ReturnType<typeof runCli>;
 export type CliResult = Awaited<CliRun>;
 
@@ -134,7 +136,7 @@ export function useE2e(engine: Engine, options: E2eOptions): E2e {
     DATABASE_URL: databaseUrl,
     ...options.env?.(),
   });
-  const agentctl = (args: string[], run: RunOptions = {}) => runCli(args, env(), run.cwd ?? projectDir, run.input);
+  const agentctl = (args: string[], run: RunOptions = {}) => runCli(args, env(), run.cwd ?? projectDir, run.input, options.stripFinalNewline);
   const e2e: E2e = {
     engine,
     dir: scratch.dir,

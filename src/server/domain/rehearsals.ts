@@ -255,14 +255,16 @@ async function createShadow(
   } else {
     // From a sequence: the task's state as it was when its event S was recorded, per agent (none
     // when it had none then): the last value written before S, kept in states or state_history.
+    // A sequence may hold up to three values (schema 041): the one before a move, the last one
+    // kept, the current one; `newest` orders them.
     const atStart = await sql<{ agent_id: string; state: unknown }>`
       SELECT DISTINCT ON (agent_id) agent_id, state FROM (
-        SELECT agent_id, state, COALESCE(written_at_sequence, 0) AS sequence_id FROM states WHERE task_id = ${task.id}
+        SELECT agent_id, state, COALESCE(written_at_sequence, 0) AS sequence_id, 2 AS newest FROM states WHERE task_id = ${task.id}
         UNION ALL
-        SELECT agent_id, state, sequence_id FROM state_history WHERE task_id = ${task.id}
+        SELECT agent_id, state, sequence_id, CASE WHEN before_move THEN 0 ELSE 1 END FROM state_history WHERE task_id = ${task.id}
       ) AS written
       WHERE sequence_id < ${fromSequence}
-      ORDER BY agent_id, sequence_id DESC`.execute(trx);
+      ORDER BY agent_id, sequence_id DESC, newest DESC`.execute(trx);
     for (const s of atStart.rows)
       await trx
         .insertInto('states')

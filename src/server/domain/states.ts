@@ -125,6 +125,8 @@ export async function listStateHistory(
     .selectFrom('state_history as h')
     .innerJoin('agents as a', 'a.id', 'h.agent_id')
     .where('h.task_id', '=', taskId)
+    // One value a sequence, the last written at it: a value a move replaced (schema 041) was written before the move.
+    .where('h.before_move', '=', false)
     .where('a.status', '=', 'ACTIVE')
     .where((eb) => visibleRows(eb, perms.visible('agent', 'read'), 'a.namespace_id', 'a.id'));
   if (query.agent_id !== undefined) q = q.where('h.agent_id', '=', query.agent_id);

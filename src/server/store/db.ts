@@ -275,6 +275,8 @@ export interface StateHistoryTable {
   /** Schema change 027: when the value was written and by which version (null: kept before 027). */
   written_at: Timestamptz | null;
   written_by_version_id: string | null;
+  /** Schema change 041: the value a write after a move replaced at the same sequence (false: the last value written at it). */
+  before_move: Generated<boolean>;
 }
 
 /** Schema change 026: a task's filesystem archive as it stood before it was replaced (no blob_key: no files then). */
