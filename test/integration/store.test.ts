@@ -28,11 +28,13 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('store on PostgreSQL: replicas s
 describe.skipIf(!process.env.TEST_DATABASE_URL)('store on PostgreSQL: prepared statements', () => {
   // One connection, so the statements this session prepared are the ones pg_prepared_statements lists.
   const openOneConnection = async (url: string) => {
-    vi.stubEnv('AGENTCTL_DB_POOL', '1');
+    const pool = process.env.AGENTCTL_DB_POOL;
+    process.env.AGENTCTL_DB_POOL = '1';
     try {
       return await openStore({ databaseUrl: url });
     } finally {
-      vi.unstubAllEnvs();
+      if (pool === undefined) delete process.env.AGENTCTL_DB_POOL;
+      else process.env.AGENTCTL_DB_POOL = pool;
     }
   };
   const preparedOn = async (db: Awaited<ReturnType<typeof openStore>>['db']) =>
