@@ -115,7 +115,9 @@ function hopProbe(store: Store, app: { service: { auth: { authenticate: (header:
   const wrapQuery = <T extends object>(target: T, name: keyof T & string) => {
     const original = (target as any)[name];
     (target as any)[name] = function (this: unknown, text: unknown, params?: unknown, ...rest: unknown[]) {
-      const mine = holds(typeof text === 'string' ? text : '') || (Array.isArray(params) && params.some(holds));
+      // A named statement (store/db.ts) comes as pg's config object.
+      const config = typeof text === 'object' && text !== null ? (text as { text?: unknown; values?: unknown }) : { text, values: params };
+      const mine = holds(typeof config.text === 'string' ? config.text : '') || (Array.isArray(config.values) && config.values.some(holds));
       if (mine) stamp('statement sent');
       const result = original.call(this, text, params, ...rest);
       if (mine && result && typeof result.then === 'function')

@@ -1,6 +1,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import { sql } from 'kysely';
 import { openStore } from '../../src/server/store/db.js';
+import { executePrepared } from '../../src/server/store/prepared.js';
 import { schemaChanges } from '../../src/server/store/schema/index.js';
 import { ensureBootstrap } from '../../src/server/bootstrap.js';
 import { createTestDatabase } from '../support/service.js';
@@ -19,6 +20,58 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('store on PostgreSQL: replicas s
       expect([ra.secret, rb.secret].filter(Boolean)).toHaveLength(1);
       await Promise.all([a.close(), b.close()]);
     } finally {
+      await database.drop();
+    }
+  });
+});
+
+describe.skipIf(!process.env.TEST_DATABASE_URL)('store on PostgreSQL: prepared statements', () => {
+  // One connection, so the statements this session prepared are the ones pg_prepared_statements lists.
+  const openOneConnection = async (url: string) => {
+    const pool = process.env.AGENTCTL_DB_POOL;
+    process.env.AGENTCTL_DB_POOL = '1';
+    try {
+      return await openStore({ databaseUrl: url });
+    } finally {
+      if (pool === undefined) delete process.env.AGENTCTL_DB_POOL;
+      else process.env.AGENTCTL_DB_POOL = pool;
+    }
+  };
+  const preparedOn = async (db: Awaited<ReturnType<typeof openStore>>['db']) =>
+    (await sql<{ name: string; statement: string }>`SELECT name, statement FROM pg_prepared_statements ORDER BY name`.execute(db)).rows;
+
+  test("a statement run through executePrepared is parsed once per connection under a name, with each call's parameters; others stay unnamed", async () => {
+    const database = await createTestDatabase();
+    const store = await openOneConnection(database.url);
+    try {
+      const plusOne = (n: number) => executePrepared(store.db, sql<{ n: number }>`SELECT ${n}::int + 1 AS n`);
+      expect((await plusOne(1)).rows).toEqual([{ n: 2 }]);
+      expect((await plusOne(41)).rows).toEqual([{ n: 42 }]);
+      await sql`SELECT ${1}::int AS unnamed`.execute(store.db);
+      expect(await preparedOn(store.db)).toEqual([{ name: expect.stringMatching(/^agentctl_prepared_\d+$/), statement: 'SELECT $1::int + 1 AS n' }]);
+    } finally {
+      await store.close();
+      await database.drop();
+    }
+  });
+
+  test('a named statement whose table another session changed under it runs again under a new name', async () => {
+    const database = await createTestDatabase();
+    const store = await openOneConnection(database.url);
+    const other = await openStore({ databaseUrl: database.url });
+    try {
+      await sql`CREATE TABLE prepared_probe (a int)`.execute(store.db);
+      await sql`INSERT INTO prepared_probe VALUES (1)`.execute(store.db);
+      const all = () => executePrepared(store.db, sql<Record<string, number>>`SELECT * FROM prepared_probe WHERE a = ${1}`);
+      expect((await all()).rows).toEqual([{ a: 1 }]);
+      // Another replica's schema change: the prepared plan's columns no longer fit ("cached plan must not change result type").
+      await sql`ALTER TABLE prepared_probe ADD COLUMN b int DEFAULT 2`.execute(other.db);
+      expect((await all()).rows).toEqual([{ a: 1, b: 2 }]);
+      expect((await all()).rows).toEqual([{ a: 1, b: 2 }]);
+      const names = (await preparedOn(store.db)).filter((p) => p.statement.includes('prepared_probe')).map((p) => p.name);
+      expect(names).toHaveLength(2);
+    } finally {
+      await Promise.all([store.close(), other.close()]);
       await database.drop();
     }
   });

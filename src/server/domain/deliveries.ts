@@ -10,6 +10,7 @@ import type { Delivery } from '../../contract/conversation.js';
 import type { AcpMethod } from '../../contract/acp.js';
 import type { Database, DeliveriesTable, Db } from '../store/db.js';
 import { iso } from '../store/mappers.js';
+import { executePrepared } from '../store/prepared.js';
 import type { Permissions } from '../auth/policy.js';
 import { conflict, namedVersion, notFound } from './errors.js';
 import { inCallerOrg, versionById } from './lookup.js';
@@ -106,7 +107,9 @@ export async function completeDelivery(
     return explainUnchanged(db, perms, deliveryId);
   }
   const notify = !dispatcherHere();
-  const done = await sql<Selectable<DeliveriesTable>>`
+  const done = await executePrepared(
+    db,
+    sql<Selectable<DeliveriesTable>>`
     WITH done AS (
       UPDATE deliveries SET status = 'done', claimed_by = NULL, claimed_until = NULL, leased_to = NULL, last_error = NULL, updated_at = now()
       FROM tasks
@@ -114,7 +117,8 @@ export async function completeDelivery(
         AND tasks.id = deliveries.task_id AND ${runnableTask(perms)}
       RETURNING deliveries.*
     )
-    SELECT done.* ${notify ? sql`, pg_notify(${DELIVERY_CHANNEL}, done.task_id)` : sql``} FROM done`.execute(db);
+    SELECT done.* ${notify ? sql`, pg_notify(${DELIVERY_CHANNEL}, done.task_id)` : sql``} FROM done`,
+  );
   const delivery = done.rows[0];
   if (delivery) {
     // Only this task's next delivery came due: the dispatchers claim from it alone.

@@ -57,9 +57,9 @@ export function readableAgentRows(perms: Permissions, table: 'rollouts' | 'migra
 
 /**
  * Lookups shared by the domain modules. Each one checks the caller's permission on what it finds,
- * so an unknown id and an undiscoverable one answer the same 404. Nearly every route runs one: on
- * PGlite they run prepared (store/prepared.ts; planned once, not parsed and planned per request),
- * on PostgreSQL and inside a transaction as they are.
+ * so an unknown id and an undiscoverable one answer the same 404. Nearly every route runs one: they
+ * run prepared (store/prepared.ts; planned once, not parsed and planned per request): PREPAREd on
+ * PGlite, named statements on PostgreSQL (there inside a transaction too, once seen outside one).
  */
 // biome-ignore lint/suspicious/noExplicitAny: any query builder's result type
 async function first<Q extends Compilable<any>>(db: Executor, query: Q): Promise<InferResult<Q>[number] | undefined> {

@@ -23,7 +23,8 @@ import { SCRIPT_MARK } from './schema/script.js';
 import type { DeliveryStatus } from '../../contract/conversation.js';
 import type { DeliveryKind, DoubleTextingPolicy } from '../../contract/enums.js';
 import { discardTemplate, readTemplate, saveTemplate, templateFile } from './pglite-template.js';
-import { isPreparedExecute, prepareStatementsOf } from './prepared.js';
+import type { Client as PgClient } from 'pg';
+import { isPreparedExecute, nameStatementsOf, prepareStatementsOf, StatementNames } from './prepared.js';
 
 type Timestamptz = ColumnType<Date, Date | string | undefined, Date | string>;
 type Json = ColumnType<unknown, string, string>;
@@ -631,10 +632,13 @@ export async function openDatabase(options: StoreOptions): Promise<Store> {
 async function openPostgres(databaseUrl: string): Promise<Store> {
   const pg = await import('pg');
   const Pool = pg.default.Pool;
-  const pool = new Pool({ connectionString: databaseUrl, max: Number(process.env.AGENTCTL_DB_POOL ?? 10) });
+  // The hot statements go out named: parsed and planned once per connection (prepared.ts).
+  const names = new StatementNames();
+  const pool = new Pool({ connectionString: databaseUrl, max: Number(process.env.AGENTCTL_DB_POOL ?? 10), Client: namingClient(pg.default.Client, names) });
   // Without a listener an idle client's network error would crash the process.
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: withTracing(withSchemaLock(new PostgresDialect({ pool }))) });
+  nameStatementsOf(db, names);
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
     let client: InstanceType<typeof pg.default.Client> | undefined;
     let stopped = false;
@@ -790,6 +794,29 @@ async function simpleQuery<R>(pglite: PGlite, text: string): Promise<QueryResult
   const last = results[results.length - 1];
   if (!last) return { rows: [] };
   return last.affectedRows ? { rows: last.rows as R[], numAffectedRows: BigInt(last.affectedRows) } : { rows: last.rows as R[] };
+}
+
+/**
+ * pg's Client, except that a statement text `names` holds (what executePrepared ran) goes out as a
+ * named statement: pg parses it once per connection and then only binds and executes it, and the
+ * server keeps its plan. Kysely's PostgreSQL driver calls `query(text, parameters)`; anything else
+ * passes through. A statement the schema outgrew (another replica's change to a table it reads
+ * with `*`) fails once per connection: it gets a new name, and outside a transaction runs again.
+ */
+function namingClient(Client: typeof PgClient, names: StatementNames): typeof PgClient {
+  return class NamingClient extends Client {
+    // biome-ignore lint/suspicious/noExplicitAny: pg's query() has many overloads; only one form is changed
+    override query(config: any, values?: any, callback?: any): any {
+      const name = typeof config === 'string' && Array.isArray(values) && callback === undefined ? names.nameOf(config) : undefined;
+      if (!name) return super.query(config, values, callback);
+      return super.query({ name, text: config, values }).catch((error: { code?: string; message?: string }) => {
+        if (error?.code !== '0A000' || !error.message?.includes('cached plan must not change result type')) throw error;
+        names.renew(config);
+        if (this.getTransactionStatus() !== 'I') throw error;
+        return super.query(config, values);
+      });
+    }
+  };
 }
 
 const pgIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
