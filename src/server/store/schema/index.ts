@@ -22,6 +22,7 @@ import * as stateHistoryWriters from './027_state_history_writers.js';
 import * as deliveryMigrateSource from './032_delivery_migrate_source.js';
 import * as historyRetention from './033_history_retention.js';
 import * as moveSetsMovedAt from './039_move_sets_moved_at.js';
+import * as deliveryTaskCascade from './040_delivery_task_cascade.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -54,4 +55,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '032_delivery_migrate_source': deliveryMigrateSource,
   '033_history_retention': historyRetention,
   '039_move_sets_moved_at': moveSetsMovedAt,
+  '040_delivery_task_cascade': deliveryTaskCascade,
 };
