@@ -6,51 +6,22 @@
 // advance in one transaction) against the bare `UPDATE` of the same rows (target: >= 0.8), and the same step to a
 // target that declared onMigrate (its task/migrate deliveries in the step's transaction).
 import { sql } from 'kysely';
-import type { AddressInfo } from 'node:net';
-import { buildApp } from '../src/server/app.js';
-import { ensureBootstrap } from '../src/server/bootstrap.js';
-import { openStore, type Engine } from '../src/server/store/db.js';
-import { generateSecret } from '../src/server/auth/secrets.js';
+import type { Engine } from '../src/server/store/db.js';
 import { advanceRollouts } from '../src/server/domain/rollouts.js';
-import { benchEngines, fmt, median, throwawayDatabase, timed } from './support.js';
+import { BENCH_DEPLOY, benchEngines, benchService, fmt, median, timed } from './support.js';
 
 // 10,000 is the most one request moves (MIGRATION_MAX_TASKS).
 const SIZES = (process.env.BENCH_MIGRATE_SIZES ?? '1000,10000').split(',').map(Number);
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 
 async function benchEngine(engine: Engine) {
-  const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
-  const store = await openStore({ databaseUrl: database?.url });
-  const key = generateSecret();
-  await ensureBootstrap(store.db, key);
-  const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  const call = async (path: string, body: unknown) => {
-    const res = await fetch(url + path, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${path}: ${res.status} ${text.slice(0, 300)}`);
-    return text;
-  };
-  const deployBody = (hash: string) => ({
-    agent_name: 'bench-bot',
-    branch: 'main',
-    git_hash: hash,
-    author_name: 'Bench',
-    author_email: 'bench@example.com',
-    image_url: 'img',
-    sdk_type: 'alpha_agent_sdk',
-    acp_type: 'async',
-    are_tasks_sticky: true,
-  });
-  const v1 = JSON.parse(await call('/agents/deploy', deployBody('a1a1a1a1'))).version_id as string;
-  await call('/versions/register', { version_id: v1 });
-  const v2 = JSON.parse(await call('/agents/deploy', deployBody('b2b2b2b2'))).version_id as string;
-  await call('/versions/register', { version_id: v2 });
+  // One request at a time: one socket.
+  const { store, call, callText, close } = await benchService(engine, { connections: 1 });
+  const deployBody = (hash: string) => ({ ...BENCH_DEPLOY, git_hash: hash, are_tasks_sticky: true });
+  const v1 = (await call('POST', '/agents/deploy', deployBody('a1a1a1a1'))).version_id as string;
+  await call('POST', '/versions/register', { version_id: v1 });
+  const v2 = (await call('POST', '/agents/deploy', deployBody('b2b2b2b2'))).version_id as string;
+  await call('POST', '/versions/register', { version_id: v2 });
 
   try {
     for (const size of SIZES) {
@@ -89,14 +60,14 @@ async function benchEngine(engine: Engine) {
         await draining();
         let text = '';
         // Timed: the request until its whole body has arrived (parsing it is the client's business).
-        service.push(await timed(async () => (text = await call('/tasks/migrate', { from_version_id: v1, to_version_id: v2 }))));
+        service.push(await timed(async () => (text = await callText('POST', '/tasks/migrate', { from_version_id: v1, to_version_id: v2 }))));
         const moved = JSON.parse(text).tasks.length;
         if (moved !== size) throw new Error(`service moved ${moved}`);
         // The target declares onMigrate: a task/migrate delivery per moved task.
         await reset();
         await draining();
         await declare(['onEvent', 'onMigrate']);
-        hooked.push(await timed(async () => (text = await call('/tasks/migrate', { from_version_id: v1, to_version_id: v2 }))));
+        hooked.push(await timed(async () => (text = await callText('POST', '/tasks/migrate', { from_version_id: v1, to_version_id: v2 }))));
         const hooks = await sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries WHERE method = 'task/migrate'`.execute(store.db);
         if (JSON.parse(text).tasks.length !== size || hooks.rows[0].n !== size)
           throw new Error(`hooked moved ${JSON.parse(text).tasks.length}, ${hooks.rows[0].n} hooks`);
@@ -113,7 +84,7 @@ async function benchEngine(engine: Engine) {
         await sql`DELETE FROM rollouts`.execute(store.db);
         await draining();
         if (hooks) await declare(['onEvent', 'onMigrate']);
-        await call('/rollouts', { from_version_id: v1, to_version_id: v2, steps: [100], watch: '1h' });
+        await call('POST', '/rollouts', { from_version_id: v1, to_version_id: v2, steps: [100], watch: '1h' });
         const ms = await timed(() => advanceRollouts(store.db));
         const moved = await sql<{ n: number }>`SELECT count(*)::int AS n FROM tasks WHERE current_version_id = ${v2}`.execute(store.db);
         const hookRows = await sql<{ n: number }>`SELECT count(*)::int AS n FROM deliveries WHERE method = 'task/migrate'`.execute(store.db);
@@ -167,9 +138,7 @@ async function benchEngine(engine: Engine) {
       );
     }
   } finally {
-    await app.close();
-    await store.close();
-    await database?.drop();
+    await close();
   }
 }
 

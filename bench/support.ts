@@ -51,7 +51,9 @@ export const BENCH_DEPLOY = {
 /**
  * The whole service on one engine for a benchmark: a store (a throwaway database on PostgreSQL), the
  * bootstrap admin key, the app listening on loopback with rate limiting off, and `call` for its API
- * over a keep-alive pool of `connections` sockets (16 unless told). `close` stops it all and drops the database.
+ * over a keep-alive pool of `connections` sockets (16 unless told): the answer parsed, or with
+ * `callText` as it arrived (for a timing that ends when the body is in). `close` stops it all and
+ * drops the database.
  */
 export async function benchService(engine: Engine, { connections = 16 }: { connections?: number } = {}) {
   const [{ buildApp }, { ensureBootstrap }, { openStore }, { generateSecret }, { Agent, request }] = await Promise.all([
@@ -69,7 +71,7 @@ export async function benchService(engine: Engine, { connections = 16 }: { conne
   await app.listen({ host: '127.0.0.1', port: 0 });
   const serviceUrl = `http://127.0.0.1:${(app.server.address() as import('node:net').AddressInfo).port}`;
   const http = new Agent({ connections });
-  const call = async (method: 'POST' | 'GET' | 'PATCH', path: string, body?: unknown) => {
+  const callText = async (method: 'POST' | 'GET' | 'PATCH', path: string, body?: unknown) => {
     const res = await request(serviceUrl + path, {
       method,
       dispatcher: http,
@@ -78,13 +80,14 @@ export async function benchService(engine: Engine, { connections = 16 }: { conne
     });
     const text = await res.body.text();
     if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode} ${text.slice(0, 300)}`);
-    return JSON.parse(text);
+    return text;
   };
+  const call = async (method: 'POST' | 'GET' | 'PATCH', path: string, body?: unknown) => JSON.parse(await callText(method, path, body));
   const close = async () => {
     await http.close();
     await app.close();
     await store.close();
     await database?.drop();
   };
-  return { database, store, adminKey, orgId, app, serviceUrl, http, call, close };
+  return { database, store, adminKey, orgId, app, serviceUrl, http, call, callText, close };
 }

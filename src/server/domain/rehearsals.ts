@@ -528,7 +528,7 @@ export async function sweepRehearsals(db: Db): Promise<number> {
     if (ids.length === 0) return 0;
     const list = sql`ANY(${ids}::text[])`;
     await sql`UPDATE rehearsal_tasks SET shadow_task_id = NULL WHERE shadow_task_id = ${list}`.execute(trx);
-    await sql`DELETE FROM deliveries WHERE task_id = ${list}`.execute(trx);
+    // Their deliveries go with them (schema 040's trigger on the DELETE below).
     await sql`DELETE FROM task_stream WHERE task_id = ${list}`.execute(trx);
     await sql`DELETE FROM messages WHERE task_id = ${list}`.execute(trx);
     await sql`DELETE FROM trackers WHERE task_id = ${list}`.execute(trx);

@@ -22,6 +22,7 @@ import * as stateHistoryWriters from './027_state_history_writers.js';
 import * as deliveryMigrateSource from './032_delivery_migrate_source.js';
 import * as historyRetention from './033_history_retention.js';
 import * as moveSetsMovedAt from './039_move_sets_moved_at.js';
+import * as deliveryTaskCascade from './040_delivery_task_cascade.js';
 import * as stateHistoryBeforeMove from './041_state_history_before_move.js';
 
 /**
@@ -55,5 +56,6 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '032_delivery_migrate_source': deliveryMigrateSource,
   '033_history_retention': historyRetention,
   '039_move_sets_moved_at': moveSetsMovedAt,
+  '040_delivery_task_cascade': deliveryTaskCascade,
   '041_state_history_before_move': stateHistoryBeforeMove,
 };
