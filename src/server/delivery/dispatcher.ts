@@ -231,6 +231,16 @@ function claimedRows(from: RawBuilder<unknown>) {
       JOIN versions v ON v.id = claimed.version_id`;
 }
 
+/**
+ * One turn at a time per task, in order: nothing of `task` open before the delivery (control
+ * deliveries aside). `before`: the delivery's id (none: a row being inserted, after every other).
+ * `finished`: ids a completion in the same statement wrote done, which its snapshot still sees open.
+ */
+function nothingOpenBefore(task: RawBuilder<unknown>, before?: RawBuilder<unknown>, finished?: RawBuilder<unknown>) {
+  return sql`NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = ${task} AND e.status IN (${OPEN}) AND e.kind NOT IN (${OUT_OF_ORDER})
+    ${before ? sql`AND e.id < ${before}` : sql``} ${finished ? sql`AND e.id NOT IN (${finished})` : sql``})`;
+}
+
 /** A stable choice among a version's replicas: the same task goes to the same replica. */
 function replicaIndex(taskId: string, count: number): number {
   let hash = 0x811c9dc5;
@@ -534,7 +544,7 @@ export class Dispatcher {
         AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status IN ('in_flight', 'leased') AND o.claimed_until < now()))
         -- One turn at a time per task, in order; control deliveries (an interrupt) go at once.
         AND (o.kind IN (${OUT_OF_ORDER})
-          OR NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER})))
+          OR ${nothingOpenBefore(sql`o.task_id`, sql`o.id`)})
         AND ${this.targetOf(pull)}
       ORDER BY o.priority DESC, o.id
       LIMIT ${limit}
@@ -562,8 +572,7 @@ export class Dispatcher {
     return {
       claimer: this.id,
       claimMs: this.claimMs(),
-      claimable: sql`NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = t.id AND e.status IN (${OPEN}) AND e.kind NOT IN (${OUT_OF_ORDER}))
-        AND ${this.targetOf()}`,
+      claimable: sql`${nothingOpenBefore(sql`t.id`)} AND ${this.targetOf()}`,
       read: claimedRows,
       settle: (claimed) => {
         if (settled) return;
@@ -1088,7 +1097,7 @@ export class Dispatcher {
     const wasDone = alone
       ? sql`EXISTS (SELECT 1 FROM done)`
       : sql`EXISTS (SELECT 1 FROM ${all} f WHERE f.task_id = o.task_id AND f.id = ANY(${[...chained, ...reportedChained].map((e) => e.id)}::bigint[]))`;
-    const notDone = alone ? sql`e.id <> ${done[0].id}` : sql`e.id NOT IN (SELECT id FROM ${all} f)`;
+    const finishedIds = alone ? sql`${done[0].id}` : sql`SELECT id FROM ${all} f`;
     const next = (task: RawBuilder<unknown>) => sql`
       SELECT o.id, o.status AS prior_status, t.current_version_id
       FROM deliveries o
@@ -1096,7 +1105,7 @@ export class Dispatcher {
       WHERE o.task_id = ${task}
         AND ${wasDone} ${alone ? sql`` : sql`AND o.id NOT IN (SELECT id FROM ${all} f)`}
         AND o.status = 'pending' AND o.next_attempt_at <= now() AND o.kind NOT IN (${OUT_OF_ORDER}) AND o.priority >= 0
-        AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER}) AND ${notDone})
+        AND ${nothingOpenBefore(sql`o.task_id`, sql`o.id`, finishedIds)}
         AND ${this.targetOf()}
       ORDER BY o.id
       LIMIT 1
