@@ -274,6 +274,14 @@ export class Dispatcher {
   private general = false;
   /** Tasks whose next delivery may have come due (an agent reported a deferred one complete): claimed by looking at them alone. */
   private readonly hinted = new Set<string>();
+  /**
+   * Tasks with a turn's flight here (how many), and those hinted meanwhile: a hinted task's next turn
+   * cannot go before the flight's turn is done, whose statement claims it (chained) or wakes the task
+   * after it committed; claimed sooner it would find the turn still open (an event posted as the agent
+   * answers comes before the completion commits) and cost a statement for nothing.
+   */
+  private readonly flying = new Map<string, number>();
+  private readonly hintedAfterFlight = new Set<string>();
   /** The last claim filled every free slot: work may be waiting for room, so freed room is offered to every task. */
   private starved = false;
   private closed = false;
@@ -433,6 +441,7 @@ export class Dispatcher {
     if (this.closed) return;
     for (const pull of this.pulls.values()) this.wakePull(pull);
     if (taskId === undefined) this.general = true;
+    else if (this.flying.has(taskId)) return void this.hintedAfterFlight.add(taskId);
     else this.hinted.add(taskId);
     this.kick();
   }
@@ -492,6 +501,7 @@ export class Dispatcher {
    * may have left due: its task's next delivery, or anything at all when work was waiting for room.
    */
   private launch(first: Claimed): void {
+    const turn = first.kind === 'turn';
     const fly = async (): Promise<string | undefined> => {
       let delivery: Claimed | undefined = first;
       let sent = 0;
@@ -514,6 +524,7 @@ export class Dispatcher {
       }
       return unblocked;
     };
+    if (turn) this.flying.set(first.task_id, (this.flying.get(first.task_id) ?? 0) + 1);
     const flight: Promise<void> = fly()
       .catch((error) => {
         this.options.log?.(`delivery ${first.id}: ${(error as Error).message}`);
@@ -521,10 +532,22 @@ export class Dispatcher {
       })
       .then((unblocked) => {
         this.inFlight.delete(flight);
+        const hinted = turn && this.landed(first.task_id);
         if (this.starved) this.wake();
-        else if (unblocked) this.wake(unblocked);
+        else if (unblocked || hinted) this.wake(unblocked ?? first.task_id);
       });
     this.inFlight.add(flight);
+  }
+
+  /** A turn's flight of the task ended: whether the task was hinted meanwhile (its hint waited for this). */
+  private landed(taskId: string): boolean {
+    const count = this.flying.get(taskId) ?? 0;
+    if (count > 1) {
+      this.flying.set(taskId, count - 1);
+      return false;
+    }
+    this.flying.delete(taskId);
+    return this.hintedAfterFlight.delete(taskId);
   }
 
   /**
