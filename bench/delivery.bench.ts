@@ -13,7 +13,12 @@
 //  5. sustained ingest: 8 posters (a second process, one task each) post events for a few seconds,
 //     POST/s, p50 and the server's CPU per POST, against the same posters calling GET /healthz
 //     (median of interleaved rounds). The dispatcher is stopped: this is the write path alone.
-// The agent is a node:http server in this process, so both sides read one clock.
+// The agent of (1) is a node:http server in this process, so both sides read one clock. The agent of
+// (2)-(4) is its own process (forked, as a real agent is): it verifies signatures, counts, checks order
+// and one-at-a-time, reports each lease complete over its own HTTP pool, and tells this process over IPC
+// when it has them all. In this process it cost the server's CPU (its HTTP server, HMAC checks and the
+// completion requests' client), which made (2)-(4) measure the bench as much as the dispatcher. The
+// floors are unchanged: the same pool's INSERTs in the same run.
 import { fork } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -43,19 +48,11 @@ async function benchEngine(engine: Engine) {
   const service = await benchService(engine);
   const { store, adminKey, orgId, serviceUrl, http, call } = service;
 
-  // The agent: verifies each delivery, notes when its handler would start, acknowledges.
+  // The agent of (1): verifies each delivery, notes when its handler would start, acknowledges.
   let secret = '';
   const handlerStarted = new Map<string, number>();
   let received = 0;
   let onReceived: (() => void) | undefined;
-  // (3): take the lease and complete each delivery after acknowledging it; the next of its task waits for that.
-  let deferring = false;
-  let completed = 0;
-  let onCompleted: (() => void) | undefined;
-  // (4): the tasks whose order is checked, with the number of the event each expects next.
-  const checked = new Map<string, number>();
-  const busy = new Set<string>();
-  const violations: string[] = [];
   const agent = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
@@ -67,30 +64,10 @@ async function benchEngine(engine: Engine) {
       }
       const rpc = JSON.parse(body);
       if (rpc.method === 'event/send') handlerStarted.set(rpc.params.event.id, now());
-      // (4): one at a time, in order.
-      const taskId: string = rpc.params.task.id;
-      if (checked.has(taskId)) {
-        if (busy.has(taskId)) violations.push(`two deliveries of task ${taskId} at once`);
-        const n = rpc.method === 'event/send' ? Number(String(rpc.params.event.content.text).slice(1)) : -1;
-        if (n !== checked.get(taskId)) violations.push(`task ${taskId} got event ${n}, expected ${checked.get(taskId)}`);
-        checked.set(taskId, n + 1);
-        busy.add(taskId);
-      }
       received++;
       onReceived?.();
       res.setHeader('content-type', 'application/json');
-      const defer = deferring && rpc.params.lease_ms > 0;
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: defer ? { accepted: true, deferred: true } : { accepted: true } }), () => {
-        if (!defer) busy.delete(taskId);
-      });
-      if (defer) {
-        // The handler finished: the task's next delivery may come once this is reported.
-        busy.delete(taskId);
-        void call('POST', `/deliveries/${rpc.id}/complete`).then(() => {
-          completed++;
-          onCompleted?.();
-        });
-      }
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: { accepted: true } }));
     });
   });
   const agentUrl = await listen(agent);
@@ -101,11 +78,17 @@ async function benchEngine(engine: Engine) {
   });
   const bareUrl = await listen(bare);
   const dispatchers: { close(): Promise<void> }[] = [];
+  // The agent of (2)-(4), in its own process.
+  const forked = await forkAgent();
 
   try {
     const deployed = await call('POST', '/agents/deploy', BENCH_DEPLOY);
     await call('POST', '/versions/register', { version_id: deployed.version_id, acp_url: agentUrl });
     secret = await signingSecretFor(store.db, deployed.version_id);
+    // (2)-(4) go to another agent, whose one replica is the forked process.
+    const throughputAgent = await call('POST', '/agents/deploy', { ...BENCH_DEPLOY, agent_name: 'bench-bot-forked' });
+    await call('POST', '/versions/register', { version_id: throughputAgent.version_id, acp_url: forked.url });
+    await forked.ask({ type: 'config', secret: await signingSecretFor(store.db, throughputAgent.version_id), serviceUrl, adminKey });
 
     // ---- (1) latency -------------------------------------------------------------------------
     const dispatcher = await startDispatcher(store);
@@ -155,21 +138,14 @@ async function benchEngine(engine: Engine) {
 
     // ---- (2) throughput across 100 tasks ----------------------------------------------------------
     const perms = unrestricted({ keyId: '', orgId, name: 'bench' });
-    const waitForCompleted = (count: number) =>
-      new Promise<void>((resolve) => {
-        if (completed >= count) return resolve();
-        onCompleted = () => {
-          if (completed >= count) {
-            onCompleted = undefined;
-            resolve();
-          }
-        };
-      });
-    /** Fills the outbox (100 tasks, EVENTS_PER_TASK events each), then times one dispatcher through it. */
-    const throughput = async (taskCount = TASKS, eventsPerTask = EVENTS_PER_TASK) => {
+    const violations: string[] = [];
+    /**
+     * Fills the outbox (100 tasks, EVENTS_PER_TASK events each), then times one dispatcher through it
+     * until the forked agent has them all (and, `deferring`, has reported each complete).
+     */
+    const throughput = async (deferring: boolean, taskCount = TASKS, eventsPerTask = EVENTS_PER_TASK) => {
       const tasks: { id: string }[] = [];
-      for (let i = 0; i < taskCount; i++) tasks.push(await call('POST', '/tasks', { agent_id: deployed.agent_id }));
-      if (taskCount === 1) checked.set(tasks[0].id, -1);
+      for (let i = 0; i < taskCount; i++) tasks.push(await call('POST', '/tasks', { agent_id: throughputAgent.agent_id }));
       for (let n = 0; n < eventsPerTask; n++) {
         await Promise.all(tasks.map((t) => createEvent(store.db, perms, t.id, { type: 'text', text: `e${n}` })));
       }
@@ -179,19 +155,19 @@ async function benchEngine(engine: Engine) {
         .where('status', '=', 'pending')
         .executeTakeFirstOrThrow();
       const total = pending.n;
-      const before = received;
-      const completedBefore = completed;
+      // Armed before the clock starts: the agent counts from here and answers once it has `total`.
+      await forked.ask({ type: 'arm', deferring, expect: total, checked: taskCount === 1 ? tasks[0].id : null });
       const start = now();
       const throughputDispatcher = await startDispatcher(store);
       dispatchers.push(throughputDispatcher);
-      await waitFor(before + total);
-      if (deferring) await waitForCompleted(completedBefore + total);
+      const result = (await forked.ask({ type: 'wait' })) as { violations: string[] };
       const seconds = (now() - start) / 1000;
+      violations.push(...result.violations);
       await throughputDispatcher.close();
       dispatchers.pop();
       return { tasks, total, seconds };
     };
-    const { tasks, total, seconds: dispatchSeconds } = await throughput();
+    const { tasks, total, seconds: dispatchSeconds } = await throughput(false);
 
     // The floor of (2): the same number of single-row inserts, INSERT_CONCURRENCY at a time.
     await sql`CREATE TABLE bench_floor (id bigserial PRIMARY KEY, task_id text NOT NULL, payload jsonb NOT NULL)`.execute(store.db);
@@ -212,18 +188,14 @@ async function benchEngine(engine: Engine) {
     console.log(`  ${fmt(dispatchRate)} events/s; bare single-row INSERT ${fmt(insertRate)} rows/s; ratio ${fmt(dispatchRate / insertRate, 2)}`);
 
     // ---- (3) the same through the completion lease ---------------------------------------------------
-    deferring = true;
-    const leased = await throughput();
-    deferring = false;
+    const leased = await throughput(true);
     const leasedRate = leased.total / leased.seconds;
     console.log(`[${engine}] ${leased.total} deliveries across ${TASKS} tasks to an agent that takes the completion lease and reports each complete`);
     console.log(`  ${fmt(leasedRate)} events/s; ratio ${fmt(leasedRate / dispatchRate, 2)} of (2), ${fmt(leasedRate / insertRate, 2)} of the bare INSERT rate`);
 
     // ---- (4) one task, back to back -------------------------------------------------------------------
-    const single = await throughput(1, SINGLE_TASK_EVENTS);
-    deferring = true;
-    const singleLeased = await throughput(1, SINGLE_TASK_EVENTS);
-    deferring = false;
+    const single = await throughput(false, 1, SINGLE_TASK_EVENTS);
+    const singleLeased = await throughput(true, 1, SINGLE_TASK_EVENTS);
     if (violations.length) throw new Error(`(4) broke the order: ${violations.slice(0, 5).join('; ')}`);
     console.log(`[${engine}] one task, ${SINGLE_TASK_EVENTS} events back to back (in order, one at a time; goal 300 events/s)`);
     console.log(
@@ -234,10 +206,147 @@ async function benchEngine(engine: Engine) {
     await sustainedIngest(engine, serviceUrl, adminKey, async () => (await call('POST', '/tasks', { agent_id: deployed.agent_id })).id);
   } finally {
     for (const d of dispatchers) await d.close();
+    await forked.close();
     await new Promise((r) => agent.close(r));
     await new Promise((r) => bare.close(r));
     await service.close();
   }
+}
+
+// ---- the agent of (2)-(4), in its own process --------------------------------------------------------
+
+type AgentCommand =
+  | { type: 'config'; secret: string; serviceUrl: string; adminKey: string }
+  /** Counts from zero; `checked`: the task whose deliveries must come in order, one at a time. */
+  | { type: 'arm'; deferring: boolean; expect: number; checked: string | null }
+  /** Answered once every delivery armed for came (and, deferring, was reported complete). */
+  | { type: 'wait' }
+  | { type: 'exit' };
+
+/** Forks the agent process; `ask` sends a command and resolves with its one answer. */
+async function forkAgent() {
+  const child = fork(fileURLToPath(import.meta.url), ['agent'], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  let exited: Error | undefined;
+  const waiting = new Set<(error: Error) => void>();
+  child.on('exit', (code) => {
+    exited = new Error(`agent process exited with ${code}`);
+    for (const fail of waiting) fail(exited);
+  });
+  const answer = () =>
+    new Promise<any>((resolve, reject) => {
+      if (exited) return reject(exited);
+      waiting.add(reject);
+      child.once('message', (message) => {
+        waiting.delete(reject);
+        resolve(message);
+      });
+    });
+  const { url } = (await answer()) as { url: string };
+  const ask = (command: AgentCommand) => {
+    const answered = answer();
+    child.send(command);
+    return answered;
+  };
+  return {
+    url,
+    ask,
+    close: async () => {
+      if (exited) return;
+      const gone = new Promise((resolve) => child.once('exit', resolve));
+      child.send({ type: 'exit' } satisfies AgentCommand);
+      await gone;
+    },
+  };
+}
+
+/** The agent process: verifies, counts, checks order; with `deferring`, takes the lease and reports each delivery complete. */
+async function agentRole(): Promise<void> {
+  let config: Extract<AgentCommand, { type: 'config' }> | undefined;
+  let http: Agent | undefined;
+  let run = { deferring: false, expect: 0, checked: null as string | null, received: 0, completed: 0, next: -1 };
+  const busy = new Set<string>();
+  let violations: string[] = [];
+  let onProgress: (() => void) | undefined;
+  const finished = () => run.received >= run.expect && (!run.deferring || run.completed >= run.expect);
+  const complete = async (id: string) => {
+    const res = await request(`${config!.serviceUrl}/deliveries/${id}/complete`, {
+      method: 'POST',
+      dispatcher: http,
+      headers: { authorization: `Bearer ${config!.adminKey}`, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    await res.body.text();
+    if (res.statusCode >= 300) throw new Error(`POST /deliveries/${id}/complete: ${res.statusCode}`);
+  };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      if (!config || !verifySignature(config.secret, body, req.headers[SIGNATURE_HEADER] as string).ok) {
+        res.statusCode = 401;
+        return res.end('{}');
+      }
+      const rpc = JSON.parse(body);
+      const taskId: string = rpc.params.task.id;
+      const checked = taskId === run.checked;
+      if (checked) {
+        if (busy.has(taskId)) violations.push(`two deliveries of task ${taskId} at once`);
+        const n = rpc.method === 'event/send' ? Number(String(rpc.params.event.content.text).slice(1)) : -1;
+        if (n !== run.next) violations.push(`task ${taskId} got event ${n}, expected ${run.next}`);
+        run.next = n + 1;
+        busy.add(taskId);
+      }
+      run.received++;
+      const defer = run.deferring && rpc.params.lease_ms > 0;
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: defer ? { accepted: true, deferred: true } : { accepted: true } }), () => {
+        if (!defer) busy.delete(taskId);
+        onProgress?.();
+      });
+      if (defer) {
+        // The handler finished: the task's next delivery may come once this is reported.
+        busy.delete(taskId);
+        complete(rpc.id).then(
+          () => {
+            run.completed++;
+            onProgress?.();
+          },
+          (error) => {
+            violations.push((error as Error).message);
+            run.completed++;
+            onProgress?.();
+          },
+        );
+      }
+    });
+  });
+  const url = await listen(server);
+  process.on('message', async (command: AgentCommand) => {
+    switch (command.type) {
+      case 'config':
+        config = command;
+        http = new Agent({ connections: 16 });
+        return process.send!({});
+      case 'arm':
+        run = { ...command, received: 0, completed: 0, next: -1 };
+        violations = [];
+        busy.clear();
+        return process.send!({});
+      case 'wait':
+        onProgress = () => {
+          if (!finished()) return;
+          onProgress = undefined;
+          process.send!({ violations });
+        };
+        return onProgress();
+      case 'exit':
+        await http?.close();
+        server.close();
+        process.exit(0);
+    }
+  });
+  process.send!({ url });
 }
 
 // ---- (5) sustained ingest ---------------------------------------------------------------------------
@@ -332,4 +441,5 @@ async function sustainedIngest(engine: Engine, url: string, key: string, newTask
 }
 
 if (process.argv[2] === 'poster') await posterRole();
+else if (process.argv[2] === 'agent') await agentRole();
 else for (const engine of await benchEngines()) await benchEngine(engine);

@@ -231,6 +231,16 @@ function claimedRows(from: RawBuilder<unknown>) {
       JOIN versions v ON v.id = claimed.version_id`;
 }
 
+/**
+ * One turn at a time per task, in order: nothing of `task` open before the delivery (control
+ * deliveries aside). `before`: the delivery's id (none: a row being inserted, after every other).
+ * `finished`: ids a completion in the same statement wrote done, which its snapshot still sees open.
+ */
+function nothingOpenBefore(task: RawBuilder<unknown>, before?: RawBuilder<unknown>, finished?: RawBuilder<unknown>) {
+  return sql`NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = ${task} AND e.status IN (${OPEN}) AND e.kind NOT IN (${OUT_OF_ORDER})
+    ${before ? sql`AND e.id < ${before}` : sql``} ${finished ? sql`AND e.id NOT IN (${finished})` : sql``})`;
+}
+
 /** A stable choice among a version's replicas: the same task goes to the same replica. */
 function replicaIndex(taskId: string, count: number): number {
   let hash = 0x811c9dc5;
@@ -264,6 +274,14 @@ export class Dispatcher {
   private general = false;
   /** Tasks whose next delivery may have come due (an agent reported a deferred one complete): claimed by looking at them alone. */
   private readonly hinted = new Set<string>();
+  /**
+   * Tasks with a turn's flight here (how many), and those hinted meanwhile: a hinted task's next turn
+   * cannot go before the flight's turn is done, whose statement claims it (chained) or wakes the task
+   * after it committed; claimed sooner it would find the turn still open (an event posted as the agent
+   * answers comes before the completion commits) and cost a statement for nothing.
+   */
+  private readonly flying = new Map<string, number>();
+  private readonly hintedAfterFlight = new Set<string>();
   /** The last claim filled every free slot: work may be waiting for room, so freed room is offered to every task. */
   private starved = false;
   private closed = false;
@@ -423,6 +441,7 @@ export class Dispatcher {
     if (this.closed) return;
     for (const pull of this.pulls.values()) this.wakePull(pull);
     if (taskId === undefined) this.general = true;
+    else if (this.flying.has(taskId)) return void this.hintedAfterFlight.add(taskId);
     else this.hinted.add(taskId);
     this.kick();
   }
@@ -482,6 +501,7 @@ export class Dispatcher {
    * may have left due: its task's next delivery, or anything at all when work was waiting for room.
    */
   private launch(first: Claimed): void {
+    const turn = first.kind === 'turn';
     const fly = async (): Promise<string | undefined> => {
       let delivery: Claimed | undefined = first;
       let sent = 0;
@@ -504,6 +524,7 @@ export class Dispatcher {
       }
       return unblocked;
     };
+    if (turn) this.flying.set(first.task_id, (this.flying.get(first.task_id) ?? 0) + 1);
     const flight: Promise<void> = fly()
       .catch((error) => {
         this.options.log?.(`delivery ${first.id}: ${(error as Error).message}`);
@@ -511,10 +532,22 @@ export class Dispatcher {
       })
       .then((unblocked) => {
         this.inFlight.delete(flight);
+        const hinted = turn && this.landed(first.task_id);
         if (this.starved) this.wake();
-        else if (unblocked) this.wake(unblocked);
+        else if (unblocked || hinted) this.wake(unblocked ?? first.task_id);
       });
     this.inFlight.add(flight);
+  }
+
+  /** A turn's flight of the task ended: whether the task was hinted meanwhile (its hint waited for this). */
+  private landed(taskId: string): boolean {
+    const count = this.flying.get(taskId) ?? 0;
+    if (count > 1) {
+      this.flying.set(taskId, count - 1);
+      return false;
+    }
+    this.flying.delete(taskId);
+    return this.hintedAfterFlight.delete(taskId);
   }
 
   /**
@@ -534,7 +567,7 @@ export class Dispatcher {
         AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status IN ('in_flight', 'leased') AND o.claimed_until < now()))
         -- One turn at a time per task, in order; control deliveries (an interrupt) go at once.
         AND (o.kind IN (${OUT_OF_ORDER})
-          OR NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER})))
+          OR ${nothingOpenBefore(sql`o.task_id`, sql`o.id`)})
         AND ${this.targetOf(pull)}
       ORDER BY o.priority DESC, o.id
       LIMIT ${limit}
@@ -562,8 +595,7 @@ export class Dispatcher {
     return {
       claimer: this.id,
       claimMs: this.claimMs(),
-      claimable: sql`NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = t.id AND e.status IN (${OPEN}) AND e.kind NOT IN (${OUT_OF_ORDER}))
-        AND ${this.targetOf()}`,
+      claimable: sql`${nothingOpenBefore(sql`t.id`)} AND ${this.targetOf()}`,
       read: claimedRows,
       settle: (claimed) => {
         if (settled) return;
@@ -1088,7 +1120,7 @@ export class Dispatcher {
     const wasDone = alone
       ? sql`EXISTS (SELECT 1 FROM done)`
       : sql`EXISTS (SELECT 1 FROM ${all} f WHERE f.task_id = o.task_id AND f.id = ANY(${[...chained, ...reportedChained].map((e) => e.id)}::bigint[]))`;
-    const notDone = alone ? sql`e.id <> ${done[0].id}` : sql`e.id NOT IN (SELECT id FROM ${all} f)`;
+    const finishedIds = alone ? sql`${done[0].id}` : sql`SELECT id FROM ${all} f`;
     const next = (task: RawBuilder<unknown>) => sql`
       SELECT o.id, o.status AS prior_status, t.current_version_id
       FROM deliveries o
@@ -1096,7 +1128,7 @@ export class Dispatcher {
       WHERE o.task_id = ${task}
         AND ${wasDone} ${alone ? sql`` : sql`AND o.id NOT IN (SELECT id FROM ${all} f)`}
         AND o.status = 'pending' AND o.next_attempt_at <= now() AND o.kind NOT IN (${OUT_OF_ORDER}) AND o.priority >= 0
-        AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = o.task_id AND e.status IN (${OPEN}) AND e.id < o.id AND e.kind NOT IN (${OUT_OF_ORDER}) AND ${notDone})
+        AND ${nothingOpenBefore(sql`o.task_id`, sql`o.id`, finishedIds)}
         AND ${this.targetOf()}
       ORDER BY o.id
       LIMIT 1

@@ -104,20 +104,17 @@ export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInpu
 export function insertEventDeliveries(from: string, taskId: string, claimed?: { claim: InsertClaim; cte: string }): RawBuilder<unknown> {
   const traced = currentTraceContext(taskId);
   const method: AcpMethod = 'event/send';
-  if (!claimed)
-    return sql`INSERT INTO deliveries (kind, task_id, version_id, method, event_id, payload, next_attempt_at, created_at, updated_at, traceparent, tracestate)
-    SELECT 'turn', task_id, NULL, ${method}, id, jsonb_build_object('event', record), now(), now(), now(), ${traced?.traceparent ?? null}, ${traced?.tracestate ?? null}
-    FROM ${sql.table(from)}`;
-  const { claim, cte } = claimed;
-  const ok = sql.ref(`${cte}.ok`);
+  // Claimed or not, one row: each claimed column is its claimed value where the CTE says ok.
+  const ok = claimed && sql.ref(`${claimed.cte}.ok`);
+  const either = (yes: () => RawBuilder<unknown>, no: RawBuilder<unknown>) => (ok ? sql`CASE WHEN ${ok} THEN ${yes()} ELSE ${no} END` : no);
   return sql`INSERT INTO deliveries (kind, task_id, version_id, method, event_id, payload, next_attempt_at, created_at, updated_at, traceparent, tracestate,
       status, claimed_by, claimed_until, attempts)
-    SELECT 'turn', f.task_id, CASE WHEN ${ok} THEN ${sql.ref(`${cte}.version_id`)} END, ${method}, f.id, jsonb_build_object('event', f.record), now(), now(), now(),
+    SELECT 'turn', f.task_id, ${either(() => sql.ref(`${claimed!.cte}.version_id`), sql`NULL`)}, ${method}, f.id, jsonb_build_object('event', f.record), now(), now(), now(),
       ${traced?.traceparent ?? null}, ${traced?.tracestate ?? null},
-      CASE WHEN ${ok} THEN 'in_flight' ELSE 'pending' END, CASE WHEN ${ok} THEN ${claim.claimer} END,
-      CASE WHEN ${ok} THEN now() + ${claim.claimMs} * interval '1 millisecond' END, CASE WHEN ${ok} THEN 1 ELSE 0 END
-    FROM ${sql.table(from)} AS f CROSS JOIN ${sql.table(cte)}
-    RETURNING id, task_id, method, kind, 'pending'::text AS prior_status, payload, attempts, failing_since, last_error, version_id, traceparent, tracestate, created_at, status`;
+      ${either(() => sql`'in_flight'`, sql`'pending'`)}, ${either(() => sql`${claimed!.claim.claimer}`, sql`NULL`)},
+      ${either(() => sql`now() + ${claimed!.claim.claimMs} * interval '1 millisecond'`, sql`NULL`)}, ${either(() => sql`1`, sql`0`)}
+    FROM ${sql.table(from)} AS f ${claimed ? sql`CROSS JOIN ${sql.table(claimed.cte)}` : sql``}
+    ${claimed ? sql`RETURNING id, task_id, method, kind, 'pending'::text AS prior_status, payload, attempts, failing_since, last_error, version_id, traceparent, tracestate, created_at, status` : sql``}`;
 }
 
 /**
