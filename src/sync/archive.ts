@@ -309,13 +309,12 @@ export interface ArchiveSummary {
 }
 
 /**
- * A member's writer that is done with each piece of content when `write` returns, or when the promise
- * it returns settles (a file written through its descriptor): the reader hands it views of the buffer
- * it decompresses into, no copies, and keeps that buffer as it is until then. `end` comes after every
- * write has settled. A Writable is given copies instead, since it may keep a piece past its write call.
+ * A member's writer that is done with each piece of content when `write` returns (a file written
+ * through its descriptor): the reader hands it views of the buffer it decompresses into, no copies.
+ * A Writable is given copies instead, since it may keep a piece past its write call.
  */
 export interface MemberWriter {
-  write(data: Buffer): void | Promise<void>;
+  write(data: Buffer): void;
   end(): void;
   /** The reading failed part-way: the member is abandoned. */
   destroy(): void;
@@ -433,15 +432,6 @@ export async function readArchive(
   let current: { entry: TreeEntry; hash: Hash; out?: Writable | MemberWriter } | undefined;
   /** Whether content lies in a buffer that is reused once the chunk is handled (decompressed output). */
   let reusedBuffer = false;
-  /** MemberWriter writes under way: the chunk's buffer is not reused, nor a member ended, before they settle. */
-  const writing: Promise<void>[] = [];
-  const settleWrites = async () => {
-    if (!writing.length) return;
-    // Every one settles before any failure is raised: a failed reading closes their descriptor.
-    const results = await Promise.allSettled(writing);
-    writing.length = 0;
-    for (const r of results) if (r.status === 'rejected') throw r.reason;
-  };
   /** Waits for `out` to take more; fails if it closes or fails instead (its reader went away). */
   const drained = (out: Writable) =>
     new Promise<void>((resolve, reject) => {
@@ -475,24 +465,17 @@ export async function readArchive(
     if (!member) return undefined;
     const out = member.out;
     if (event.kind === 'content') {
-      if (out && !(out instanceof Writable)) {
-        // Started before the hashing, so the write (on the thread pool) and the hash overlap.
-        const write = out.write(event.data);
-        if (write) {
-          write.catch(() => undefined); // observed when settled
-          writing.push(write);
-        }
-      }
       member.hash.update(event.data);
-      if (!out || !(out instanceof Writable)) return undefined;
+      if (!out) return undefined;
+      if (!(out instanceof Writable)) return void out.write(event.data);
       if (!out.write(reusedBuffer ? Buffer.from(event.data) : event.data)) return drained(out);
       return undefined;
     }
     member.entry.sha256 = member.hash.digest('hex');
     current = undefined;
     if (!out) return undefined;
-    if (!(out instanceof Writable)) return writing.length ? settleWrites().then(() => out.end()) : void out.end();
     out.end();
+    if (!(out instanceof Writable)) return undefined;
     return out.writableFinished ? undefined : once(out, 'finish').then(() => undefined);
   };
   const handleAll = async (): Promise<void> => {
@@ -501,7 +484,6 @@ export async function readArchive(
       if (pending) await pending;
     }
     events.length = 0;
-    await settleWrites();
   };
 
   // A backstop behind the walker's own bounds (content, headers, extended headers, padding).
@@ -571,9 +553,7 @@ export async function readArchive(
     codec?.close();
   }
   if (failure) {
-    // A member's writer that was open when the reading failed is not finished: it is closed, not ended
-    // (once its writes have settled: they use its descriptor).
-    await Promise.allSettled(writing);
+    // A member's writer that was open when the reading failed is not finished: it is closed, not ended.
     current?.out?.destroy();
     throw failure;
   }

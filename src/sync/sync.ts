@@ -5,7 +5,6 @@ import fs from 'node:fs';
 import { chmod, lstat, mkdir, rename, rm, rmdir, symlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { Transform, type Readable } from 'node:stream';
 import { request } from 'undici';
 import { routes } from '../contract/routes.js';
@@ -330,18 +329,11 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
   }
 }
 
-const writeFd = promisify(fs.write);
-/**
- * Pieces at least this large are written on the thread pool while the reader hashes them; smaller
- * ones on this thread, where a write costs less than the hop (a tree of small files is mostly these).
- */
-const THREAD_POOL_WRITE = 64 * 1024;
-
 /**
  * Where syncDown's readArchive puts members: under `staging`, with their final modes, so a staged
- * directory can be moved into place whole. A file is written through its descriptor at explicit
- * positions (open, a write per piece, close: no stream per member); the reader keeps each piece's
- * buffer until its write is done.
+ * directory can be moved into place whole. A file is written through its descriptor on this thread
+ * (open, a write per piece, close: no stream or promise per member), so each piece of content is
+ * written before the reader reuses its buffer.
  */
 function stagingSink(staging: string): ArchiveSink {
   // Directories made so far: most members share their parent with the one before.
@@ -375,18 +367,9 @@ function stagingSink(staging: string): ArchiveSink {
         open = false;
         fs.closeSync(fd);
       };
-      /** Where the next piece goes in the file. */
-      let position = 0;
-      const writeAll = async (data: Buffer, start: number) => {
-        for (let at = 0; at < data.length; ) at += (await writeFd(fd, data, at, data.length - at, start + at)).bytesWritten;
-      };
       return {
         write(data) {
-          const start = position;
-          position += data.length;
-          if (data.length >= THREAD_POOL_WRITE) return writeAll(data, start);
-          for (let at = 0; at < data.length; ) at += fs.writeSync(fd, data, at, data.length - at, start + at);
-          return undefined;
+          for (let at = 0; at < data.length; ) at += fs.writeSync(fd, data, at, data.length - at);
         },
         end() {
           try {

@@ -243,7 +243,7 @@ export interface UploadLimits extends ArchiveLimits {
 }
 
 /** How much of an upload may wait in memory for its write to the staging file. */
-const STAGING_BUFFER = 4 * 1024 * 1024;
+const STAGING_BUFFER = 1024 * 1024;
 
 /** Compressed bytes an upload may have: the content limit plus tar's per-member overhead. */
 const maxCompressedBytes = (limits: ArchiveLimits) => limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
