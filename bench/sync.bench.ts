@@ -65,6 +65,8 @@ if (process.argv[2] === '--client') {
   };
   const sampler = process.env.BENCH_SYNC_SAMPLE ? setInterval(sample, 2) : undefined;
   let result: { bytes: number } | undefined;
+  // Tells the server side the operation starts: its CPU is counted from here, not over this process's start-up.
+  process.stdout.write('start\n');
   const cpuBefore = process.cpuUsage();
   const ms = await timed(async () => {
     result = await (job.op === 'up' ? syncUp : syncDown)(job.transport, job.fsId, job.dir, { stateFile: job.stateFile });
@@ -137,8 +139,8 @@ async function clientRun(job: Omit<ClientJob, 'transport' | 'cacheHome'>): Promi
   gc();
   resetPeak();
   const serverBase = status('VmRSS');
-  // The server's CPU while the client runs (the client process's start-up is idle time here).
-  const serverCpu = process.cpuUsage();
+  // The server's CPU while the client's operation runs (from its `start` line to its exit).
+  let serverCpu = process.cpuUsage();
   const child = spawn(
     process.execPath,
     [
@@ -155,12 +157,15 @@ async function clientRun(job: Omit<ClientJob, 'transport' | 'cacheHome'>): Promi
     },
   );
   let out = '';
-  child.stdout.on('data', (d) => (out += d));
+  child.stdout.on('data', (d) => {
+    if (!out.includes('start\n') && (out + d).includes('start\n')) serverCpu = process.cpuUsage();
+    out += d;
+  });
   const [code] = (await once(child, 'exit')) as [number];
   const serverGrowthMiB = status('VmHWM') - serverBase;
   const cpu = process.cpuUsage(serverCpu);
   if (code !== 0) throw new Error(`the client exited ${code}`);
-  return { ...(JSON.parse(out) as ClientReport), serverGrowthMiB, serverCpuS: (cpu.user + cpu.system) / 1e6 };
+  return { ...(JSON.parse(out.slice(out.indexOf('start\n') + 6)) as ClientReport), serverGrowthMiB, serverCpuS: (cpu.user + cpu.system) / 1e6 };
 }
 
 /** Files of 4 MiB (or `fileMiB`), half incompressible, half repetitive: a tree of sources and binaries. */

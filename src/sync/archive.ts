@@ -66,20 +66,27 @@ export function packTree(root: string, entries: PackEntry[], level = DEFAULT_LEV
     try {
       const out: Buffer[] = [];
       for await (const piece of tarStream(root, entries, pools)) {
-        for (const view of codec.push(piece.data)) out.push(Buffer.from(view));
+        for (const view of codec.push(piece.data)) out.push(copyOf(view));
         if (piece.pooled) pools.batch.put(piece.pooled);
         if (out.length) {
           yield out.length === 1 ? out[0]! : Buffer.concat(out);
           out.length = 0;
         }
       }
-      for (const view of codec.end()) out.push(Buffer.from(view));
+      for (const view of codec.end()) out.push(copyOf(view));
       if (out.length) yield Buffer.concat(out);
     } finally {
       codec.close();
     }
   }
   return Readable.from(compressed(), { objectMode: false, highWaterMark: 2 * BATCH_SIZE });
+}
+
+/** A copy of `view` in memory that is not zeroed first (Buffer.from zeroes it, then copies). */
+function copyOf(view: Buffer): Buffer {
+  const copy = Buffer.allocUnsafeSlow(view.length);
+  view.copy(copy);
+  return copy;
 }
 
 /**
@@ -174,7 +181,6 @@ function memberHeader(path_: string, type: 'File' | 'Directory' | 'SymbolicLink'
 }
 
 /** The tar bytes of `entries`, in pieces of about BATCH_SIZE. */
-/** The tar bytes of `entries`, in pieces of about BATCH_SIZE. */
 async function* tarStream(root: string, entries: PackEntry[], pools: { batch: BufferPool; small: BufferPool }): AsyncGenerator<Piece> {
   const files = entries.filter((e) => e.kind === 'file');
   // Files opened ahead, in archive order; a failure surfaces when its turn comes.
@@ -231,18 +237,29 @@ async function* tarStream(root: string, entries: PackEntry[], pools: { batch: Bu
           pools.small.put(opened.pooled!);
         } else {
           const fd = opened.fd!;
+          // The next read is under way on the thread pool while this one is hashed and compressed.
+          const readAt = (pos: number) => {
+            const buffer = pools.batch.get();
+            const read = readFd(fd, buffer, 0, Math.min(buffer.length, opened.size - pos), pos).then(({ bytesRead }) => ({ buffer, bytesRead }));
+            read.catch(() => undefined); // observed when taken
+            return read;
+          };
+          let next = opened.size > 0 ? readAt(0) : undefined;
           try {
             if (batched) yield flush();
             for (let pos = 0; pos < opened.size; ) {
-              const buffer = pools.batch.get();
-              const { bytesRead } = await readFd(fd, buffer, 0, Math.min(buffer.length, opened.size - pos), pos);
+              const { buffer, bytesRead } = await next!;
+              next = undefined;
               if (bytesRead === 0) throw new TreeChangedError(`${path.join(root, e.path)} shrank while it was being archived: sync again`);
               const chunk = buffer.subarray(0, bytesRead);
-              hash?.update(chunk);
               pos += bytesRead;
+              if (pos < opened.size) next = readAt(pos);
+              hash?.update(chunk);
               yield { data: chunk, pooled: buffer };
             }
           } finally {
+            // A read still under way uses the descriptor: it is closed after.
+            if (next) await next.catch(() => undefined);
             await closeFd(fd);
           }
         }

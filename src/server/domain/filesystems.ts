@@ -242,6 +242,9 @@ export interface UploadLimits extends ArchiveLimits {
   maxMs: number;
 }
 
+/** How much of an upload may wait in memory for its write to the staging file. */
+const STAGING_BUFFER = 1024 * 1024;
+
 /** Compressed bytes an upload may have: the content limit plus tar's per-member overhead. */
 const maxCompressedBytes = (limits: ArchiveLimits) => limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
 
@@ -263,13 +266,15 @@ export async function uploadArchive(
   checkBase(before, base);
   const staged = path.join(blobs.stagingDir, `upload-${randomBytes(8).toString('hex')}`);
   const manifestFile = `${staged}.manifest`;
-  const file = createWriteStream(staged);
+  // Chunks queue here while earlier ones are written (up to STAGING_BUFFER): waiting for each write
+  // would put a thread-pool round trip between every socket read and its validation.
+  const file = createWriteStream(staged, { highWaterMark: STAGING_BUFFER });
   try {
     const hash = createHash('sha256');
     let received = 0;
     const cap = maxCompressedBytes(limits);
-    // Each chunk is counted, hashed and written to the staged file before the validator sees it;
-    // the validator's pace (and the file's) paces the upload.
+    // Each chunk is counted, hashed and handed to the staged file before the validator sees it;
+    // the validator's pace (and the file's, once STAGING_BUFFER is queued) paces the upload.
     const tee = new Transform({
       transform(chunk: Buffer, _enc, done) {
         received += chunk.length;
