@@ -4,6 +4,10 @@
 //    measured next to each sample: a bare loopback HTTP round trip on the same kind of connection, and a
 //    committed write round trip (the same HTTP round trip whose server INSERTs one row on the same
 //    engine and answers once it committed): what any durable append costs before anyone is told.
+//    On PostgreSQL also the database alone, right after each sample: a committed one-row INSERT
+//    straight through the driver, and (every other sample) the same INSERT on a session whose commits
+//    do not wait for the WAL flush (synchronous_commit off). Their difference is the flush wait of a commit,
+//    which no client of a durable write avoids; the line says how much of the delta's time it is.
 // 2. Coalescing: 20 concurrent streams of 100 tokens/s each; requests per token with the writer's
 //    coalescing against a writer that sends every token as its own request, and the process CPU per
 //    token of each (server and writers share this process). Prints figures and ratios; asserts nothing.
@@ -173,6 +177,30 @@ function hopTable(samples: Array<{ start: number; stamps: Partial<Record<Hop, nu
   return lines.join('\n');
 }
 
+/**
+ * The database alone (PostgreSQL): one committed one-row INSERT through the driver, no HTTP, on a
+ * session that waits for the commit's WAL flush (the default) and on one that does not.
+ */
+async function commitFloor(url: string) {
+  const connect = async (options?: string) => {
+    const client = new pg.Client({ connectionString: url, options });
+    await client.connect();
+    return client;
+  };
+  const [flushed, unflushed] = [await connect(), await connect('-c synchronous_commit=off')];
+  await flushed.query('CREATE TABLE bench_commit_floor (id bigserial PRIMARY KEY, body text NOT NULL)');
+  const insert = async (client: pg.Client) => {
+    const start = performance.now();
+    await client.query('INSERT INTO bench_commit_floor (body) VALUES ($1)', ['{"delta":"x"}']);
+    return performance.now() - start;
+  };
+  return {
+    flushed: () => insert(flushed),
+    unflushed: () => insert(unflushed),
+    close: async () => void (await Promise.all([flushed.end(), unflushed.end()])),
+  };
+}
+
 /** The write floor's server: each request INSERTs one row (committed on its own) before the answer. */
 async function writeFloorServer(db: Db) {
   await sql`CREATE TABLE bench_write_floor (id bigserial PRIMARY KEY, body text NOT NULL)`.execute(db);
@@ -192,6 +220,7 @@ async function benchEngine(engine: Engine): Promise<void> {
   try {
     const bare = await floorServer();
     const writing = await writeFloorServer(store.db);
+    const commits = database ? await commitFloor(database.url) : undefined;
     const deployed = await adk.call('deploy', { body: BENCH_DEPLOY as never });
     await adk.call('registerVersion', { body: { version_id: deployed.version_id } as never });
     const newTask = async () => (await adk.call('createTask', { body: { agent_name: 'default/bench-bot' } as never })).id;
@@ -221,6 +250,8 @@ async function benchEngine(engine: Engine): Promise<void> {
     const latencies: number[] = [];
     const loopback: number[] = [];
     const written: number[] = [];
+    const flushedCommits: number[] = [];
+    const unflushedCommits: number[] = [];
     const probe = hopProbe(store, app);
     const hops: Array<ReturnType<ReturnType<typeof probe.begin>>> = [];
     for (let i = 0; i < SAMPLES + 10; i++) {
@@ -237,11 +268,14 @@ async function benchEngine(engine: Engine): Promise<void> {
         loopback.push(floors[0]!);
         written.push(floors[1]!);
       }
+      // Right after the delta, as the delta came right after the write floor's commit: one kind per sample, in turn.
+      if (commits && i >= 10) (i % 2 ? flushedCommits : unflushedCommits).push(await (i % 2 ? commits.flushed() : commits.unflushed()));
       await sleep(STREAM_FLUSH_INTERVAL_MS + 10); // past the flush interval: the next write starts a request at once
     }
     probe.close();
     await bare.close();
     await writing.close();
+    await commits?.close();
     const floor = { p50: percentile(loopback, 50), p99: percentile(loopback, 99) };
     const write = { p50: percentile(written, 50), p99: percentile(written, 99) };
     // The write alone: one POST /messages/{id}/deltas round trip, for where the time goes.
@@ -264,6 +298,17 @@ async function benchEngine(engine: Engine): Promise<void> {
         `committed write round trip p50 ${fmt(write.p50, 2)} ms, p99 ${fmt(write.p99, 2)} ms; ratio p50 ${fmt(p50 / write.p50, 1)}x, p99 ${fmt(p99 / write.p99, 1)}x; ` +
         `(the delta POST alone: p50 ${fmt(percentile(writes, 50), 2)} ms, p99 ${fmt(percentile(writes, 99), 2)} ms)`,
     );
+    if (commits) {
+      const flushedP50 = percentile(flushedCommits, 50);
+      const unflushedP50 = percentile(unflushedCommits, 50);
+      const flushWait = Math.max(0, flushedP50 - unflushedP50);
+      console.log(
+        `[${engine}] the database alone (pg driver, no HTTP, right after each delta): a committed one-row INSERT p50 ${fmt(flushedP50, 2)} ms, ` +
+          `${fmt(unflushedP50, 2)} ms when its commit does not wait for the WAL flush; that flush wait, ${fmt(flushWait, 2)} ms ` +
+          `(${fmt(flushWait / floor.p50, 1)}x the loopback round trip), is ${fmt((100 * flushWait) / p50, 0)}% of the delta's p50; ` +
+          `the delta without it: ${fmt((p50 - flushWait) / floor.p50, 1)}x the loopback round trip`,
+      );
+    }
     console.log(`[${engine}] where a delta's time goes (median per hop):\n${hopTable(hops, floor.p50)}`);
 
     // 2. Coalescing: STREAMS streams of TOKENS_PER_SECOND tokens/s for SECONDS.

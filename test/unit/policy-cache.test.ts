@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
 import { openStore, truncateAll, type Db, type Store } from '../../src/server/store/db.js';
 import { ensureBootstrap } from '../../src/server/bootstrap.js';
 import { Authenticator } from '../../src/server/auth/authenticate.js';
@@ -85,6 +85,38 @@ const grant = (keyId: string, agentId: string, role: string, id?: string) =>
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** `db`, counting the statements sent through it; while `hold()`'s gate is shut their results wait. */
+function heldDb() {
+  const counter = { queries: 0 };
+  let gate: Promise<void> = Promise.resolve();
+  const held = db.withPlugin({
+    transformQuery: (args) => {
+      counter.queries++;
+      return args.node;
+    },
+    transformResult: async (args) => {
+      await gate;
+      return args.result;
+    },
+  });
+  const hold = () => {
+    let release!: () => void;
+    gate = new Promise((resolve) => (release = resolve));
+    return release;
+  };
+  return { held, counter, hold };
+}
+
+/** Runs `body` with Date.now standing still unless `body` moves it (vi.setSystemTime). */
+async function withStillClock(body: (start: number) => Promise<void>): Promise<void> {
+  vi.useFakeTimers({ toFake: ['Date'] });
+  try {
+    await body(Date.now());
+  } finally {
+    vi.useRealTimers();
+  }
+}
+
 describe('grant cache', () => {
   test('a grant written by another replica applies within the one-second bound', async () => {
     const { keyId } = await insertKey();
@@ -106,6 +138,29 @@ describe('grant cache', () => {
     await grant(keyId, agentId, 'viewer');
     accessChanged(db);
     expect((await loadPermissions(db, actor)).can('read', ref)).toBe(true);
+  });
+
+  test('a key in use has its grants loaded again before they expire, while its requests go on with the cached ones', async () => {
+    const { keyId } = await insertKey();
+    const agentId = await insertAgent();
+    const actor = { keyId, orgId, name: 'cached' };
+    const ref = { type: 'agent', id: agentId, namespaceId } as const;
+    const { held, counter, hold } = heldDb();
+    await withStillClock(async (start) => {
+      expect((await loadPermissions(held, actor)).can('read', ref)).toBe(false);
+      const perLoad = counter.queries;
+      await grant(keyId, agentId, 'viewer');
+      // Past half the bound: the cached grants answer at once, and a load starts behind them.
+      const release = hold();
+      vi.setSystemTime(start + GRANTS_CACHE_TTL_MS * 0.6);
+      expect((await loadPermissions(held, actor)).can('read', ref)).toBe(false);
+      expect(counter.queries).toBe(2 * perLoad);
+      release();
+      // Past the first load's bound: the second load's grants answer, with no load of their own.
+      vi.setSystemTime(start + GRANTS_CACHE_TTL_MS * 1.1);
+      expect((await loadPermissions(held, actor)).can('read', ref)).toBe(true);
+      expect(counter.queries).toBe(2 * perLoad);
+    });
   });
 
   test('a key with owner grants awaiting commit is read from the database until a load sees them', async () => {
@@ -143,6 +198,29 @@ describe('Authenticator', () => {
     expect(error).toBeInstanceOf(ApiError);
     expect([error.status, error.detail, error.headers]).toEqual([401, 'Invalid API key', { 'WWW-Authenticate': 'Bearer' }]);
     expect(touched).toEqual([]);
+    await auth.close();
+  });
+
+  test('a key in use is looked up again before its entry expires, while its requests go on with the entry', async () => {
+    const { keyId, secret } = await insertKey();
+    const { held, counter, hold } = heldDb();
+    const auth = new Authenticator(held);
+    const header = `Bearer ${secret}`;
+    await withStillClock(async (start) => {
+      expect((await auth.authenticate(header)).keyId).toBe(keyId);
+      expect(counter.queries).toBe(1);
+      // Past half the bound: the entry answers at once, and one lookup starts behind it.
+      const release = hold();
+      vi.setSystemTime(start + 600);
+      expect((await auth.authenticate(header)).keyId).toBe(keyId);
+      expect((await auth.authenticate(header)).keyId).toBe(keyId);
+      expect(counter.queries).toBe(2);
+      release();
+      // Past the first lookup's bound: the second lookup's entry answers, with no lookup of its own.
+      vi.setSystemTime(start + 1100);
+      expect((await auth.authenticate(header)).keyId).toBe(keyId);
+      expect(counter.queries).toBe(2);
+    });
     await auth.close();
   });
 

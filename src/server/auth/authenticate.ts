@@ -21,6 +21,8 @@ const unauthorized = (detail: string) => new ApiError(401, 'unauthorized', detai
 
 /** How long a key lookup is trusted: revocation reaches every replica within this window. */
 const CACHE_TTL_MS = 1000;
+/** A key used when its entry is older than this is looked up again in the background. */
+const REFRESH_AHEAD_MS = CACHE_TTL_MS / 2;
 const LAST_USED_FLUSH_MS = 5000;
 
 type CachedKey = { actor: Actor | null; expiresAt: number | null; cachedAt: number; generation: number; reason: string };
@@ -63,22 +65,11 @@ export class Authenticator {
     const generation = generationOf(this.db);
     let entry = this.cache.get(hash) ?? this.negative.get(hash);
     if (!entry || now - entry.cachedAt > CACHE_TTL_MS || entry.generation !== generation) {
-      // Concurrent misses for one key share one lookup.
-      let flight = this.flights.get(hash);
-      if (!flight || flight.generation !== generation) {
-        const promise = this.lookup(hash, now, generation);
-        flight = { promise, generation };
-        this.flights.set(hash, flight);
-        const done = () => {
-          if (this.flights.get(hash)?.promise === promise) this.flights.delete(hash);
-        };
-        promise.then(done, done);
-      }
-      entry = await flight.promise;
-      const cache = entry.actor ? this.cache : this.negative;
-      if (cache.size >= this.maxEntries) cache.clear();
-      (entry.actor ? this.negative : this.cache).delete(hash);
-      cache.set(hash, entry);
+      entry = await this.refresh(hash, now, generation);
+    } else if (entry.actor && now - entry.cachedAt > REFRESH_AHEAD_MS && !this.flights.has(hash)) {
+      // A key in use is looked up again before its entry expires, off the request's path: a writer
+      // streaming deltas never waits for its key. The entry still counts from its lookup's start.
+      this.refresh(hash, now, generation).catch(() => {});
     }
     if (!entry.actor) throw unauthorized(entry.reason);
     if (entry.expiresAt !== null && entry.expiresAt <= now) throw unauthorized('API key has expired');
@@ -137,6 +128,27 @@ export class Authenticator {
   invalidate(): void {
     this.cache.clear();
     this.negative.clear();
+  }
+
+  /** Looks the key up and caches the answer; concurrent lookups of one key share one. */
+  private refresh(hash: string, now: number, generation: number): Promise<CachedKey> {
+    let flight = this.flights.get(hash);
+    if (!flight || flight.generation !== generation) {
+      const promise = this.lookup(hash, now, generation).then((entry) => {
+        const cache = entry.actor ? this.cache : this.negative;
+        if (cache.size >= this.maxEntries) cache.clear();
+        (entry.actor ? this.negative : this.cache).delete(hash);
+        cache.set(hash, entry);
+        return entry;
+      });
+      flight = { promise, generation };
+      this.flights.set(hash, flight);
+      const done = () => {
+        if (this.flights.get(hash)?.promise === promise) this.flights.delete(hash);
+      };
+      promise.then(done, done);
+    }
+    return flight.promise;
   }
 
   private async lookup(hash: string, now: number, generation: number): Promise<CachedKey> {

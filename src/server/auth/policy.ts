@@ -190,6 +190,8 @@ async function loadGroupIds(db: Db, keyId: string): Promise<string[]> {
 
 /** How long a key's loaded grants are trusted: a change made on another replica applies within this. */
 export const GRANTS_CACHE_TTL_MS = 1000;
+/** A key used when its grants are older than this has them loaded again in the background. */
+const GRANTS_REFRESH_AHEAD_MS = GRANTS_CACHE_TTL_MS / 2;
 const GRANTS_CACHE_MAX_ENTRIES = 10_000;
 
 type CachedPermissions = { permissions: Permissions; loadedAt: number; generation: number };
@@ -211,12 +213,27 @@ export async function loadPermissions(db: Db, actor: Actor): Promise<Permissions
   const unsettled = hasUnsettledGrants(actor.keyId);
   if (!unsettled) {
     const hit = cache.entries.get(actor.keyId);
+    const flight = cache.flights.get(actor.keyId);
     if (hit && hit.generation === generation && now - hit.loadedAt <= GRANTS_CACHE_TTL_MS && hit.permissions.actor.orgId === actor.orgId) {
+      // A key in use is loaded again before its entry expires, off the request's path (as its key
+      // lookup is, authenticate.ts); the entry still counts from its load's start.
+      if (now - hit.loadedAt > GRANTS_REFRESH_AHEAD_MS && !flight) load(db, actor, cache, now, generation, false).catch(() => {});
       return hit.permissions;
     }
-    const flight = cache.flights.get(actor.keyId);
     if (flight && flight.generation === generation) return flight.promise;
   }
+  return load(db, actor, cache, now, generation, unsettled);
+}
+
+/** Loads the key's permissions and caches them when nothing overtook the load; concurrent settled loads share one. */
+function load(
+  db: Db,
+  actor: Actor,
+  cache: { entries: Map<string, CachedPermissions>; flights: Map<string, Flight> },
+  now: number,
+  generation: number,
+  unsettled: boolean,
+): Promise<Permissions> {
   const { entries, flights } = cache;
   const promise = (async () => {
     const [rows, groupIds] = await Promise.all([loadGrantRows(db, actor.keyId), loadGroupIds(db, actor.keyId)]);
