@@ -1,7 +1,8 @@
 // Delivery to agents (README "Delivery to agents, in short"), on each engine, as ratios against floors measured in the
 // same run:
 //  1. latency from `POST /tasks/{id}/events` to the agent's handler start (signature verified), p50
-//     and p99, against a bare loopback HTTP round trip (POST to a server that answers at once);
+//     and p99, against a bare loopback HTTP round trip (POST to a server that answers at once), and
+//     beside it a one-row INSERT committed on its own (the durable commit an accepted event needs);
 //  2. events per second through the dispatcher across 100 tasks (deliveries already in the outbox,
 //     the dispatcher started and timed until the agent has them all), against the bare rate of
 //     single-row INSERTs with the same pool;
@@ -107,6 +108,8 @@ async function benchEngine(engine: Engine) {
     await waitFor(1);
     const eventLatencies: number[] = [];
     const bareLatencies: number[] = [];
+    const commitLatencies: number[] = [];
+    await sql`CREATE TABLE bench_commit (id bigserial PRIMARY KEY, payload jsonb NOT NULL)`.execute(store.db);
     for (let i = 0; i < LATENCY_SAMPLES; i++) {
       const target = received + 1;
       const start = now();
@@ -126,6 +129,12 @@ async function benchEngine(engine: Engine) {
     }
     await dispatcher.close();
     dispatchers.pop();
+    // Right after, not between the events: a gap there would let each event's turn finish before the next.
+    for (let i = 0; i < LATENCY_SAMPLES; i++) {
+      const commitStart = now();
+      await sql`INSERT INTO bench_commit (payload) VALUES (${JSON.stringify({ n: i })})`.execute(store.db);
+      commitLatencies.push(now() - commitStart);
+    }
 
     const p = (xs: number[], q: number) => fmt(percentile(xs, q), 2);
     console.log(`[${engine}] event POST -> agent handler start, ${LATENCY_SAMPLES} sequential events on one task`);
@@ -134,6 +143,10 @@ async function benchEngine(engine: Engine) {
     );
     console.log(
       `  ratio p50 ${fmt(percentile(eventLatencies, 50) / percentile(bareLatencies, 50), 1)}x, p99 ${fmt(percentile(eventLatencies, 99) / percentile(bareLatencies, 99), 1)}x the bare round trip`,
+    );
+    console.log(
+      `  a one-row INSERT's commit p50 ${p(commitLatencies, 50)} ms: the event p50 is ${fmt(percentile(eventLatencies, 50) / percentile(commitLatencies, 50), 1)}x it, ` +
+        `${fmt((percentile(eventLatencies, 50) - percentile(commitLatencies, 50)) / percentile(bareLatencies, 50), 1)}x the bare round trip besides it`,
     );
 
     // ---- (2) throughput across 100 tasks ----------------------------------------------------------

@@ -282,6 +282,10 @@ export class Dispatcher {
    */
   private readonly flying = new Map<string, number>();
   private readonly hintedAfterFlight = new Set<string>();
+  /** Tasks whose turn was answered and is being written done, until it is (see `complete`). */
+  private readonly completing = new Map<string, Promise<void>>();
+  /** Claim statements running, each settled when it ends (a claim at insert may wait for them). */
+  private readonly claimsRunning = new Set<Promise<void>>();
   /** The last claim filled every free slot: work may be waiting for room, so freed room is offered to every task. */
   private starved = false;
   private closed = false;
@@ -343,7 +347,7 @@ export class Dispatcher {
   async start(): Promise<void> {
     RUNNING_HERE.add(this.id);
     this.unsubscribeCompletions = onCompletionHere(this.db, (deliveryId, grant) => this.completeReported(deliveryId, grant));
-    this.unsubscribeInsertClaims = onInsertClaim(this.db, () => this.insertClaim());
+    this.unsubscribeInsertClaims = onInsertClaim(this.db, (taskId) => this.insertClaim(taskId));
     if (this.store.engine === 'postgres' && this.store.databaseUrl) await this.listen(this.store.databaseUrl);
     await this.releaseOrphanedClaims().catch((error) => this.options.log?.(`dispatcher: ${(error as Error).message}`));
     this.inheritedBefore = await this.startedAlone().catch((error) => {
@@ -468,23 +472,30 @@ export class Dispatcher {
           break;
         }
         let claimed: Claimed[];
-        this.reserved += room;
+        // While work waits for room, only the claim over every task takes it: oldest first, live work first.
+        const general = this.general || this.starved;
+        const tasks = general ? [] : [...this.hinted];
+        // The slots the claim may fill are held while it runs (a claim at insert finds the rest free).
+        // Of hinted tasks it takes a turn per task, and interrupts: one slot more tells it to look again.
+        const limit = general ? room : Math.min(room, tasks.length + 1);
+        this.general = false;
+        this.hinted.clear();
+        this.reserved += limit;
+        const running = general ? this.claim(limit) : this.claim(limit, undefined, tasks);
+        const ended = running.then(
+          () => {},
+          () => {},
+        );
+        this.claimsRunning.add(ended);
         try {
-          // While work waits for room, only the claim over every task takes it: oldest first, live work first.
-          if (this.general || this.starved) {
-            this.general = false;
-            this.hinted.clear();
-            claimed = await this.claim(room);
-            this.starved = claimed.length === room;
-          } else {
-            const tasks = [...this.hinted];
-            this.hinted.clear();
-            claimed = await this.claim(room, undefined, tasks);
-            if (claimed.length === room) this.starved = true;
-          }
+          claimed = await running;
         } finally {
-          this.reserved -= room;
+          this.reserved -= limit;
+          this.claimsRunning.delete(ended);
         }
+        if (general) this.starved = claimed.length === room;
+        else if (claimed.length === room) this.starved = true;
+        else if (claimed.length === limit) for (const task of tasks) this.hinted.add(task);
         for (const delivery of claimed) this.launch(delivery);
         if (this.starved) this.general = true;
       }
@@ -588,8 +599,15 @@ export class Dispatcher {
    * task open before it (an interrupt aside), its version with a live replica and pushed to. A
    * dispatcher that dies before sending leaves an in-flight claim, released as any orphaned claim is.
    */
-  private insertClaim(): InsertClaim | undefined {
-    if (this.closed || this.starved || this.options.maxInFlight - this.inFlight.size - this.reserved <= 0) return undefined;
+  private async insertClaim(taskId: string): Promise<InsertClaim | undefined> {
+    // The task's last turn was answered and is being written done: after that write the event finds
+    // nothing of the task open and is claimed as it goes in (written concurrently, it would find the
+    // turn open and wait for a claim statement of its own).
+    const completing = this.completing.get(taskId);
+    if (completing) await completing;
+    // A claim statement holds the free slots while it runs; it seldom fills them all.
+    while (!this.closed && !this.starved && this.freeSlots() <= 0 && this.claimsRunning.size > 0) await Promise.race(this.claimsRunning);
+    if (this.closed || this.starved || this.freeSlots() <= 0) return undefined;
     this.reserved++;
     let settled = false;
     return {
@@ -606,6 +624,11 @@ export class Dispatcher {
         else if (this.general || this.hinted.size > 0) this.kick();
       },
     };
+  }
+
+  /** Slots for another flight: neither in flight nor held by a statement that may claim. */
+  private freeSlots(): number {
+    return this.options.maxInFlight - this.inFlight.size - this.reserved;
   }
 
   /** Pushed: to a live replica, never to a dev version. Pulled: the stream's own dev version. */
@@ -890,7 +913,18 @@ export class Dispatcher {
    * claimed after live work, by the claim over every task).
    */
   private complete(delivery: Settling, claimer = this.id, chain = false): Promise<Settled> {
-    return this.queueSettle('done', delivery, claimer, chain && delivery.kind === 'turn' && claimer === this.id, null);
+    const written = this.queueSettle('done', delivery, claimer, chain && delivery.kind === 'turn' && claimer === this.id, null);
+    if (delivery.kind !== 'turn') return written;
+    // An event to the task meanwhile waits for this write (insertClaim): then it is claimed as it goes in.
+    const ready = written.then(
+      () => {},
+      () => {},
+    );
+    this.completing.set(delivery.task_id, ready);
+    void ready.then(() => {
+      if (this.completing.get(delivery.task_id) === ready) this.completing.delete(delivery.task_id);
+    });
+    return written;
   }
 
   /**

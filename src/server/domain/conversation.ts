@@ -220,7 +220,7 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
   const enqueues = sql`EXISTS (SELECT 1 FROM versions v WHERE v.id = tasks.current_version_id AND v.double_texting = 'enqueue')`;
   // A dispatcher here with room claims the delivery in this statement when nothing of the task is
   // open before it (outbox.ts InsertClaim): sent right after the commit, no claim round trip.
-  const claim = insertClaim(db);
+  const claim = await insertClaim(db, taskId);
   let claimed: unknown;
   try {
     const result = await executePrepared(

@@ -134,19 +134,24 @@ export interface InsertClaim {
   settle: (claimed: unknown) => void;
 }
 
-const insertClaimers = new Map<Db, () => InsertClaim | undefined>();
+type InsertClaimer = (taskId: string) => Promise<InsertClaim | undefined>;
+const insertClaimers = new Map<Db, InsertClaimer>();
 
 /** Registers the dispatcher on `db` that claims deliveries as they are inserted; returns the unregister function. */
-export function onInsertClaim(db: Db, take: () => InsertClaim | undefined): () => void {
+export function onInsertClaim(db: Db, take: InsertClaimer): () => void {
   insertClaimers.set(db, take);
   return () => {
     if (insertClaimers.get(db) === take) insertClaimers.delete(db);
   };
 }
 
-/** A claim at insert when a dispatcher on `db` runs in this process and has room for another flight; else undefined. */
-export function insertClaim(db: Db): InsertClaim | undefined {
-  return insertClaimers.get(db)?.();
+/**
+ * A claim at insert of `taskId`'s turn when a dispatcher on `db` runs in this process and has room for
+ * another flight; else undefined. It may first wait a statement of that dispatcher's (see `insertClaim`
+ * in dispatcher.ts): the write that frees the task, or the claim that holds the free slots.
+ */
+export async function insertClaim(db: Db, taskId: string): Promise<InsertClaim | undefined> {
+  return insertClaimers.get(db)?.(taskId);
 }
 
 /**
