@@ -253,7 +253,7 @@ class DeliveryFailure extends Error {}
 export class Dispatcher {
   readonly id = `dsp_${randomUUID()}`;
   private readonly db: Db;
-  private readonly http = new Agent({ keepAliveTimeout: 10_000, connections: 128 });
+  private readonly http: Agent;
   private readonly options: Required<Omit<DispatcherOptions, 'log' | 'tracing'>> & Pick<DispatcherOptions, 'log'>;
   private readonly tracing?: Tracing;
   private readonly inFlight = new Set<Promise<void>>();
@@ -327,6 +327,8 @@ export class Dispatcher {
       interruptGraceMs: options.interruptGraceMs ?? DEFAULT_INTERRUPT_GRACE_MS,
       log: options.log,
     };
+    // A flight has one call open at a time: a connection per flight to a replica holding them all.
+    this.http = new Agent({ keepAliveTimeout: 10_000, connections: this.options.maxInFlight });
     // On PGlite an in-process wake is the signal (its claim queues behind the enqueuing transaction);
     // on PostgreSQL it would come before the commit and claim nothing: the LISTEN wakes it after, or,
     // for a statement of this process, the hand-over after its commit (whose NOTIFY echo is then skipped).
