@@ -153,7 +153,10 @@ export interface DispatcherOptions {
   requestTimeoutMs?: number;
   /** Safety-net poll (retries come due, missed wake-ups). */
   pollMs?: number;
-  /** Deliveries in flight at once from this replica (each to a different task). */
+  /**
+   * Deliveries in flight at once from this replica (each to a different task; default 128). A flight
+   * mostly waits (the agent's answer, the settling statement), so more of them carry more at once.
+   */
   maxInFlight?: number;
   /**
    * How long a deferred (acknowledged, handler running) delivery stays leased without a renewal or
@@ -322,7 +325,7 @@ export class Dispatcher {
       backoffMaxMs: options.backoffMaxMs ?? 30_000,
       requestTimeoutMs,
       pollMs: options.pollMs ?? 1000,
-      maxInFlight: options.maxInFlight ?? 64,
+      maxInFlight: options.maxInFlight ?? 128,
       leaseMs,
       interruptGraceMs: options.interruptGraceMs ?? DEFAULT_INTERRUPT_GRACE_MS,
       log: options.log,
