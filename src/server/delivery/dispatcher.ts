@@ -153,7 +153,10 @@ export interface DispatcherOptions {
   requestTimeoutMs?: number;
   /** Safety-net poll (retries come due, missed wake-ups). */
   pollMs?: number;
-  /** Deliveries in flight at once from this replica (each to a different task). */
+  /**
+   * Deliveries in flight at once from this replica (each to a different task; default 128). A flight
+   * mostly waits (the agent's answer, the settling statement), so more of them carry more at once.
+   */
   maxInFlight?: number;
   /**
    * How long a deferred (acknowledged, handler running) delivery stays leased without a renewal or
@@ -253,7 +256,7 @@ class DeliveryFailure extends Error {}
 export class Dispatcher {
   readonly id = `dsp_${randomUUID()}`;
   private readonly db: Db;
-  private readonly http = new Agent({ keepAliveTimeout: 10_000, connections: 128 });
+  private readonly http: Agent;
   private readonly options: Required<Omit<DispatcherOptions, 'log' | 'tracing'>> & Pick<DispatcherOptions, 'log'>;
   private readonly tracing?: Tracing;
   private readonly inFlight = new Set<Promise<void>>();
@@ -326,11 +329,13 @@ export class Dispatcher {
       backoffMaxMs: options.backoffMaxMs ?? 30_000,
       requestTimeoutMs,
       pollMs: options.pollMs ?? 1000,
-      maxInFlight: options.maxInFlight ?? 64,
+      maxInFlight: options.maxInFlight ?? 128,
       leaseMs,
       interruptGraceMs: options.interruptGraceMs ?? DEFAULT_INTERRUPT_GRACE_MS,
       log: options.log,
     };
+    // A flight has one call open at a time: a connection per flight to a replica holding them all.
+    this.http = new Agent({ keepAliveTimeout: 10_000, connections: this.options.maxInFlight });
     // On PGlite an in-process wake is the signal (its claim queues behind the enqueuing transaction);
     // on PostgreSQL it would come before the commit and claim nothing: the LISTEN wakes it after, or,
     // for a statement of this process, the hand-over after its commit (whose NOTIFY echo is then skipped).

@@ -258,7 +258,8 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
     claimed = row.claimed ?? undefined;
     committed(db, taskId, 'event', Number(row.sequence_id), row.record);
     if (!claimed) {
-      wakeDispatchers();
+      // Only this task's turn came due: a claim over every task would be a heavier statement for it.
+      wakeDispatchers(taskId);
       deliveryCommitted(taskId, true);
     }
     return { id, task_id: taskId, agent_id: row.agent_id, sequence_id: Number(row.sequence_id), content, created_at: partial.created_at };

@@ -89,7 +89,9 @@ export async function enqueueDelivery(trx: Kysely<Database>, input: DeliveryInpu
       ...(input.priority ? { priority: input.priority } : {}),
     })
     .execute();
-  await announceDeliveries(trx);
+  // A turn can only be due once its task's earlier ones are done: only that task need be looked at.
+  // An interrupt goes while its task's turn is in flight, which a wake naming the task waits behind.
+  await announceDeliveries(trx, input.method === 'task/interrupt' ? undefined : input.taskId);
 }
 
 /**
@@ -182,14 +184,15 @@ export async function mergeIntoQueuedTurn(trx: Kysely<Database>, taskId: string,
 
 /**
  * Wakes the dispatchers when the caller's transaction made a delivery due (a new one, a completed
- * one that unblocks the task's next, a released lease).
+ * one that unblocks the task's next, a released lease). `taskId`: only that task's next turn may
+ * have come due (see `wakeDispatchers`).
  */
-export async function announceDeliveries(trx: Kysely<Database>): Promise<void> {
+export async function announceDeliveries(trx: Kysely<Database>, taskId?: string): Promise<void> {
   // Delivered at commit, to every replica's LISTEN (PostgreSQL).
-  await sql`SELECT pg_notify(${DELIVERY_CHANNEL}, '')`.execute(trx);
+  await sql`SELECT pg_notify(${DELIVERY_CHANNEL}, ${taskId ?? ''})`.execute(trx);
   // In this process (PGlite dispatchers): the claim queues behind this transaction on PGlite's one
   // connection, so it sees the row.
-  wakeDispatchers();
+  wakeDispatchers(taskId);
 }
 
 const committedWakers = new Set<(taskId: string, notified: boolean) => void>();
