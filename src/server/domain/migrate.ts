@@ -4,7 +4,7 @@ import type { Version } from '../../contract/resources.js';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toVersion } from '../store/mappers.js';
-import { taskJsonSql } from '../store/sql.js';
+import { taskRowSql } from '../store/sql.js';
 import { ValidationFailure, conflict, invalid, notFound, named, namedVersion, type ValidationItem } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { LIVE_TASK_STATUSES, ROUTABLE_VERSION_STATUSES, isIn } from '../../contract/lifecycle.js';
@@ -22,7 +22,7 @@ export interface MigrationResult {
   branch_id: string;
   from_version_id?: string | null;
   to_version: Version;
-  /** The moved tasks as a JSON array, built by the database (see taskJsonSql). */
+  /** The moved tasks as a JSON array, built by the database (see taskRowSql). */
   tasksJson: string;
   count: number;
   dry_run: boolean;
@@ -155,10 +155,11 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
     if (req.dry_run) {
       // The same selection, unchanged, shown as it would be after the move.
       const rows = await sql<{ n: number; tasks: string }>`
-        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks
-        FROM (SELECT id, filesystem_id, namespace_id, name, status, status_reason, params, task_metadata,
-                     created_version_id, ${target.id}::text AS current_version_id, created_at, now() AS updated_at
-              FROM tasks WHERE ${where}) m`.execute(trx);
+        SELECT count(*)::int AS n, coalesce(json_agg(r ORDER BY r.id), '[]')::text AS tasks
+        FROM (SELECT ${taskRowSql('m')}
+              FROM (SELECT id, filesystem_id, namespace_id, name, status, status_reason, params, task_metadata,
+                           created_version_id, ${target.id}::text AS current_version_id, created_at, now() AS updated_at
+                    FROM tasks WHERE ${where}) m) r`.execute(trx);
       result = rows.rows[0];
     } else {
       // The target's onMigrate runs before any later event: its deliveries are enqueued by the move's
@@ -184,9 +185,9 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
           fromOf,
           taskIds ? undefined : req.from_version_id!,
         )})${hooks ? sql`, hooks AS (${migrationHooksSql(target.id, sourceIds, fromOf)})` : sql``}
-        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks,
+        SELECT count(*)::int AS n, coalesce(json_agg(r ORDER BY r.id), '[]')::text AS tasks,
                ${hooks ? sql`(SELECT count(*)::int FROM hooks)` : sql`0`} AS hooks
-        FROM moved m`.execute(trx);
+        FROM (SELECT ${taskRowSql('m')} FROM moved m) r`.execute(trx);
       result = rows.rows[0];
       // After the hooks: a source they may send tasks back to does not retire yet. Every source but
       // the target itself left a task, so each has an open hook now: none can retire (no query).
