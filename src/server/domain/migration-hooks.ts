@@ -26,6 +26,12 @@ export async function versionDeclares(trx: Trx, versionId: string, handler: stri
   return Array.isArray(row?.handlers) && (row.handlers as unknown[]).includes(handler);
 }
 
+/** The `task/migrate` payload of a move from version row `f` to version row `t` (SQL aliases). */
+const hookPayload = (f: string, t: string) =>
+  sql.raw(
+    `jsonb_build_object('migration', jsonb_build_object('from_version_id', ${f}.id, 'from_version_number', ${f}.number, 'to_version_id', ${t}.id, 'to_version_number', ${t}.number))`,
+  );
+
 /**
  * Enqueues one `task/migrate` delivery per moved task, when the target's agent declared onMigrate
  * (an agent without it has nothing to run: no delivery, no cost to a large migration). `from` is
@@ -45,8 +51,7 @@ export async function enqueueMigrationHooks(
     ins AS (
       INSERT INTO deliveries (task_id, method, payload, next_attempt_at, created_at, updated_at)
       SELECT m.task_id, 'task/migrate',
-             jsonb_build_object('migration', jsonb_build_object('from_version_id', f.id, 'from_version_number', f.number, 'to_version_id', t.id, 'to_version_number', t.number)),
-             now(), now(), now()
+             ${hookPayload('f', 't')}, now(), now(), now()
       FROM moved m JOIN versions f ON f.id = m.from_version_id JOIN versions t ON t.id = ${toVersionId}
       WHERE f.id <> t.id
       ORDER BY m.task_id
@@ -57,12 +62,6 @@ export async function enqueueMigrationHooks(
   if (n > 0) await announceDeliveries(trx);
   return n;
 }
-
-/** The `task/migrate` payload of a move from version row `f` to version row `t` (SQL aliases). */
-const hookPayload = (f: string, t: string) =>
-  sql.raw(
-    `jsonb_build_object('migration', jsonb_build_object('from_version_id', ${f}.id, 'from_version_number', ${f}.number, 'to_version_id', ${t}.id, 'to_version_number', ${t}.number))`,
-  );
 
 /**
  * The hooks of a move to a target that declared onMigrate, as CTE bodies of the move's own statement
