@@ -307,8 +307,9 @@ describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
     await declare(v2.version_id);
 
     expect((await migrate({ task_ids: [taskId], to_version_id: v2.version_id })).status).toBe(200);
-    // Noted on the task's row, not written yet (no dispatcher runs here).
+    // Noted on the task's row, not written yet (no dispatcher runs here), and queued all the same.
     expect(await queue()).toEqual(['task/create']);
+    expect((await svc.api('GET', `/tasks/${taskId}/turn`)).body).toMatchObject({ busy: true, running_delivery_id: null, queued: 2 });
     await svc.client().createEvent({ params: { task_id: taskId }, body: { content: 'after the move' } });
 
     const v3 = await deployActive(svc, { are_tasks_sticky: true });
