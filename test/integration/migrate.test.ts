@@ -2,6 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { sql } from 'kysely';
 import { MigrateTasksResponse } from '../../src/contract/endpoints.js';
 import { engines, useService } from '../support/service.js';
+import { writePendingHooks } from '../../src/server/domain/migration-hooks.js';
 import { createTask, createTasks, deploy, deployActive, register, type Deployed } from '../support/fixtures.js';
 
 describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
@@ -292,5 +293,40 @@ describe.each(engines)('POST /tasks/migrate (%s)', (engine) => {
       expect([t.current_version_id, d.version_id]).toContain(byId.get(t.id));
     }
     expect(new Set(rows.rows.map((r) => r.current_version_id)).size).toBeLessThanOrEqual(2);
+  });
+
+  test("a move to a version with onMigrate notes each hook in its task's queue: a later event waits behind it; a second move writes the first in its place, the dispatcher the second", async () => {
+    const { v1, v2, tasks } = await twoVersions(1);
+    const taskId = tasks[0].id;
+    const declare = (versionId: string) => sql`UPDATE versions SET handlers = '["onEvent", "onMigrate"]'::jsonb WHERE id = ${versionId}`.execute(svc.store.db);
+    const queue = async () =>
+      (
+        await sql<{ method: string; migration: { from_version_id: string; to_version_id: string } | null }>`
+          SELECT method, payload->'migration' AS migration FROM deliveries WHERE task_id = ${taskId} ORDER BY id`.execute(svc.store.db)
+      ).rows.map((d) => (d.migration ? `${d.method} ${d.migration.from_version_id} -> ${d.migration.to_version_id}` : d.method));
+    await declare(v2.version_id);
+
+    expect((await migrate({ task_ids: [taskId], to_version_id: v2.version_id })).status).toBe(200);
+    // Noted on the task's row, not written yet (no dispatcher runs here), and queued all the same.
+    expect(await queue()).toEqual(['task/create']);
+    expect((await svc.api('GET', `/tasks/${taskId}/turn`)).body).toMatchObject({ busy: true, running_delivery_id: null, queued: 2 });
+    await svc.client().createEvent({ params: { task_id: taskId }, body: { content: 'after the move' } });
+
+    const v3 = await deployActive(svc, { are_tasks_sticky: true });
+    await declare(v3.version_id);
+    expect((await migrate({ task_ids: [taskId], to_version_id: v3.version_id })).status).toBe(200);
+    // The second move wrote the first hook, still pending, in its place: before the event sent after it.
+    expect(await queue()).toEqual(['task/create', `task/migrate ${v1.version_id} -> ${v2.version_id}`, 'event/send']);
+
+    // The dispatcher writes the second in its place; each move's hooks once.
+    expect(await writePendingHooks(svc.store.db)).toBe(1);
+    expect(await writePendingHooks(svc.store.db)).toBe(1);
+    expect(await writePendingHooks(svc.store.db)).toBe(0);
+    expect(await queue()).toEqual([
+      'task/create',
+      `task/migrate ${v1.version_id} -> ${v2.version_id}`,
+      'event/send',
+      `task/migrate ${v2.version_id} -> ${v3.version_id}`,
+    ]);
   });
 });

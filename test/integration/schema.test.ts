@@ -210,6 +210,7 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     updated_at: 'timestamp with time zone',
     finished_at: 'timestamp with time zone null',
   },
+  migrate_hook_batches: { id: 'text', to_version_id: 'text', from_version_ids: 'jsonb', created_at: 'timestamp with time zone' },
   migrations: {
     id: 'text',
     branch_id: 'text',
@@ -541,6 +542,9 @@ const TABLE_COLUMNS: { [T in keyof Database]: ColumnFacts<Database[T]> } = {
     migration_error: 'jsonb null',
     history_from_sequence: 'integer',
     moved_at: 'timestamp with time zone null',
+    migrate_hook_id: 'bigint null',
+    migrate_hook_from: 'text null',
+    migrate_hook_batch: 'text null',
   },
   trackers: {
     id: 'text',

@@ -25,12 +25,14 @@ import type { Db, Store, TasksTable } from '../store/db.js';
 import { toTask } from '../store/mappers.js';
 import { signingSecretFor } from '../domain/registration.js';
 import { settleDraining } from '../domain/events.js';
+import { noHookPendingBefore, writePendingHooks } from '../domain/migration-hooks.js';
 import { createMessage, interruptStreams, recordTaskChange } from '../domain/conversation.js';
 import { DEFAULT_INTERRUPT_GRACE_MS, OUT_OF_ORDER_DELIVERY_KINDS, type DeliveryKind } from '../../contract/enums.js';
 import { unrestricted } from '../auth/policy.js';
 import { DomainError } from '../domain/errors.js';
 import {
   DELIVERY_CHANNEL,
+  HOOKS_NOTICE,
   onCompletionHere,
   onDeliveryCommitted,
   onDeliveryEnqueued,
@@ -236,12 +238,13 @@ function claimedRows(from: RawBuilder<unknown>) {
 
 /**
  * One turn at a time per task, in order: nothing of `task` open before the delivery (control
- * deliveries aside). `before`: the delivery's id (none: a row being inserted, after every other).
+ * deliveries aside), an onMigrate hook still pending on the task's row (`t`, in the caller's
+ * statement) included. `before`: the delivery's id (none: a row being inserted, after every other).
  * `finished`: ids a completion in the same statement wrote done, which its snapshot still sees open.
  */
 function nothingOpenBefore(task: RawBuilder<unknown>, before?: RawBuilder<unknown>, finished?: RawBuilder<unknown>) {
   return sql`NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = ${task} AND e.status IN (${OPEN}) AND e.kind NOT IN (${OUT_OF_ORDER})
-    ${before ? sql`AND e.id < ${before}` : sql``} ${finished ? sql`AND e.id NOT IN (${finished})` : sql``})`;
+    ${before ? sql`AND e.id < ${before}` : sql``} ${finished ? sql`AND e.id NOT IN (${finished})` : sql``}) AND ${noHookPendingBefore('t', before)}`;
 }
 
 /** A stable choice among a version's replicas: the same task goes to the same replica. */
@@ -275,6 +278,8 @@ export class Dispatcher {
   private reserved = 0;
   /** A claim over every task is wanted: a delivery was enqueued, the poll came, room freed while work waited. */
   private general = false;
+  /** A move may have noted onMigrate hooks on task rows (its HOOKS_NOTICE, the start, the poll): written as deliveries before the next claim over every task. */
+  private hooksDue = true;
   /** Tasks whose next delivery may have come due (an agent reported a deferred one complete): claimed by looking at them alone. */
   private readonly hinted = new Set<string>();
   /**
@@ -435,7 +440,8 @@ export class Dispatcher {
       this.sweep = this.releaseOrphanedClaims()
         .catch((error) => this.options.log?.(`dispatcher: ${(error as Error).message}`))
         .finally(() => {
-          this.wake();
+          // The safety net for hooks too: a move on another replica whose NOTIFY this one missed.
+          this.wake(HOOKS_NOTICE);
           this.schedulePoll();
         });
     }, this.options.pollMs);
@@ -449,10 +455,22 @@ export class Dispatcher {
   wake(taskId?: string): void {
     if (this.closed) return;
     for (const pull of this.pulls.values()) this.wakePull(pull);
-    if (taskId === undefined) this.general = true;
-    else if (this.flying.has(taskId)) return void this.hintedAfterFlight.add(taskId);
+    if (taskId === undefined || taskId === HOOKS_NOTICE) {
+      this.general = true;
+      if (taskId === HOOKS_NOTICE) this.hooksDue = true;
+    } else if (this.flying.has(taskId)) return void this.hintedAfterFlight.add(taskId);
     else this.hinted.add(taskId);
     this.kick();
+  }
+
+  /** The claim over every task; a move's hooks, pending on its tasks' rows, first become deliveries in their places. */
+  private async claimEverywhere(limit: number): Promise<Claimed[]> {
+    if (this.hooksDue) {
+      this.hooksDue = false;
+      // One move a statement.
+      while ((await writePendingHooks(this.db)) > 0);
+    }
+    return this.claim(limit);
   }
 
   /** Starts a claim loop for the wake-ups noted, unless as many run as may. */
@@ -486,7 +504,7 @@ export class Dispatcher {
         this.general = false;
         this.hinted.clear();
         this.reserved += limit;
-        const running = general ? this.claim(limit) : this.claim(limit, undefined, tasks);
+        const running = general ? this.claimEverywhere(limit) : this.claim(limit, undefined, tasks);
         const ended = running.then(
           () => {},
           () => {},

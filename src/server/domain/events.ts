@@ -53,6 +53,8 @@ export async function settleDraining(trx: Trx, versionIds: Iterable<string>): Pr
       -- (domain/migration-hooks.ts): the source retires once no such hook is open (the sweep retires it).
       AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.method = 'task/migrate' AND d.status IN ('pending', 'in_flight', 'leased')
                       AND d.payload->'migration'->>'from_version_id' = v.id)
+      -- Nor while a move's hooks from it are still pending on its tasks' rows (schema 046).
+      AND NOT EXISTS (SELECT 1 FROM migrate_hook_batches b WHERE b.from_version_ids ? v.id)
     RETURNING v.id, v.branch_id`.execute(trx);
   for (const v of retired.rows) await appendEvent(trx, v.branch_id, v.id, 'VERSION_RETIRED', { reason: 'drained' });
   return retired.rows.map((r) => r.id);

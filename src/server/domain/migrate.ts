@@ -4,7 +4,7 @@ import type { Version } from '../../contract/resources.js';
 import type { Database, Db } from '../store/db.js';
 import { newId } from '../store/ids.js';
 import { toVersion } from '../store/mappers.js';
-import { taskJsonSql } from '../store/sql.js';
+import { taskRowSql } from '../store/sql.js';
 import { ValidationFailure, conflict, invalid, notFound, named, namedVersion, type ValidationItem } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { LIVE_TASK_STATUSES, ROUTABLE_VERSION_STATUSES, isIn } from '../../contract/lifecycle.js';
@@ -14,7 +14,7 @@ import { settleDraining } from './events.js';
 import { inCallerOrg, lockBranch, versionById } from './lookup.js';
 import { migrationRecordSql } from './migration-history.js';
 import { MIGRATE_HANDLER, migrationHooksSql, moveSetSql, versionDeclares } from './migration-hooks.js';
-import { announceDeliveries } from '../store/outbox.js';
+import { announceDeliveries, HOOKS_NOTICE } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
 
@@ -22,7 +22,7 @@ export interface MigrationResult {
   branch_id: string;
   from_version_id?: string | null;
   to_version: Version;
-  /** The moved tasks as a JSON array, built by the database (see taskJsonSql). */
+  /** The moved tasks as a JSON array, built by the database (see taskRowSql). */
   tasksJson: string;
   count: number;
   dry_run: boolean;
@@ -155,20 +155,23 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
     if (req.dry_run) {
       // The same selection, unchanged, shown as it would be after the move.
       const rows = await sql<{ n: number; tasks: string }>`
-        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks
-        FROM (SELECT id, filesystem_id, namespace_id, name, status, status_reason, params, task_metadata,
-                     created_version_id, ${target.id}::text AS current_version_id, created_at, now() AS updated_at
-              FROM tasks WHERE ${where}) m`.execute(trx);
+        SELECT count(*)::int AS n, coalesce(json_agg(r ORDER BY r.id), '[]')::text AS tasks
+        FROM (SELECT ${taskRowSql('m')}
+              FROM (SELECT id, filesystem_id, namespace_id, name, status, status_reason, params, task_metadata,
+                           created_version_id, ${target.id}::text AS current_version_id, created_at, now() AS updated_at
+                    FROM tasks WHERE ${where}) m) r`.execute(trx);
       result = rows.rows[0];
     } else {
-      // The target's onMigrate runs before any later event: its deliveries are enqueued by the move's
-      // own statement, and a task that moves to it is cleared of an earlier failed hook's error.
+      // The target's onMigrate runs before any later event: the move's statement notes each task's
+      // hook on its row, in the task's queue (migration-hooks.ts), and clears an earlier failed hook's error.
       const hooks = await versionDeclares(trx, target.id, MIGRATE_HANDLER);
+      const migrationId = newId('migration');
       const fromOf = taskIds ? sql`(${JSON.stringify(leaving)}::jsonb ->> moved.id)` : sql`${req.from_version_id}::text`;
+      const hookSql = hooks ? migrationHooksSql(target.id, sourceIds, where) : undefined;
       const eventData = sql`jsonb_build_object('from_version_ids', ${JSON.stringify(sourceIds)}::jsonb, 'to_version_id', ${target.id}::text, 'count', (SELECT count(*) FROM moved), 'task_ids', (SELECT jsonb_agg(id ORDER BY id) FROM moved), 'mode', ${taskIds ? 'tasks' : 'bulk'}::text)`;
-      const rows = await sql<{ n: number; tasks: string; hooks: number }>`
-        WITH moved AS (
-          UPDATE tasks SET ${moveSetSql(target.id, hooks)} WHERE ${where}
+      const rows = await sql<{ n: number; tasks: string }>`
+        WITH ${hookSql ? sql`prior AS (${hookSql.prior}), ` : sql``}moved AS (
+          UPDATE tasks SET ${moveSetSql(target.id, hooks ? migrationId : null)} WHERE ${where}
           RETURNING id, filesystem_id, namespace_id, name, status, status_reason, params, task_metadata,
                     created_version_id, current_version_id, created_at, updated_at
         ), seq AS (
@@ -178,19 +181,18 @@ export async function migrateTasks(db: Db, perms: Permissions, req: MigrateTasks
           INSERT INTO version_events (id, branch_id, version_id, sequence, type, data)
           SELECT ${newId('event')}, ${branchId}, ${target.id}, event_sequence, 'TASKS_MIGRATED', ${eventData} FROM seq
         ), rec AS (${migrationRecordSql(
-          newId('migration'),
+          migrationId,
           target.id,
           { branchId, agentId: owner.agentId, namespaceId: owner.namespaceId, kind: 'migrate', keyId: perms.actor.keyId || null },
           fromOf,
           taskIds ? undefined : req.from_version_id!,
-        )})${hooks ? sql`, hooks AS (${migrationHooksSql(target.id, sourceIds, fromOf)})` : sql``}
-        SELECT count(*)::int AS n, coalesce(json_agg(${taskJsonSql('m')} ORDER BY m.id), '[]')::text AS tasks,
-               ${hooks ? sql`(SELECT count(*)::int FROM hooks)` : sql`0`} AS hooks
-        FROM moved m`.execute(trx);
+        )})${hookSql ? sql`, batch AS (${hookSql.batch})` : sql``}
+        SELECT count(*)::int AS n, coalesce(json_agg(r ORDER BY r.id), '[]')::text AS tasks
+        FROM (SELECT ${taskRowSql('m')} FROM moved m) r`.execute(trx);
       result = rows.rows[0];
       // After the hooks: a source they may send tasks back to does not retire yet. Every source but
       // the target itself left a task, so each has an open hook now: none can retire (no query).
-      if (rows.rows[0].hooks > 0) await announceDeliveries(trx);
+      if (hooks && result.n > 0) await announceDeliveries(trx, HOOKS_NOTICE);
       else await settleDraining(trx, sourceIds);
     }
     return {

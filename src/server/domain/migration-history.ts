@@ -17,7 +17,7 @@ import { conflict, notFound } from './errors.js';
 import { settleDraining } from './events.js';
 import { inCallerOrg, lockBranch, readableAgentRows } from './lookup.js';
 import { MIGRATE_HANDLER, migrationHooksSql, moveSetSql, versionDeclares } from './migration-hooks.js';
-import { announceDeliveries } from '../store/outbox.js';
+import { announceDeliveries, HOOKS_NOTICE } from '../store/outbox.js';
 
 type Trx = Kysely<Database>;
 
@@ -65,8 +65,8 @@ export function migrationRecordSql(
  * in one statement: the tasks moved, the branch's TASKS_MIGRATED event (naming the record, which
  * lists the tasks) and the migration record written together. With `hooks` (a rollout's step or
  * revert), when the target declared onMigrate, the same statement clears the moved tasks' earlier
- * hook error and enqueues their `task/migrate` deliveries (migration-hooks.ts): no second pass over
- * the moved ids. Returns how many moved and the record's id (null when none did).
+ * hook error and notes their onMigrate hooks on their rows, for the dispatcher to write as
+ * `task/migrate` deliveries (migration-hooks.ts): no second pass over the moved ids. Returns how many moved and the record's id (null when none did).
  */
 export async function moveRecorded(
   trx: Trx,
@@ -78,12 +78,14 @@ export async function moveRecorded(
 ): Promise<{ count: number; migrationId: string | null }> {
   const id = newId('migration');
   const hooks = options.hooks === true && (await versionDeclares(trx, toVersionId, MIGRATE_HANDLER));
+  const moving = sql`current_version_id = ${fromVersionId} AND ${where}`;
+  const hookSql = hooks ? migrationHooksSql(toVersionId, [fromVersionId], moving) : undefined;
   const eventData = sql`jsonb_build_object('from_version_ids', jsonb_build_array(${fromVersionId}::text), 'to_version_id', ${toVersionId}::text,
     'count', (SELECT count(*) FROM moved), 'mode', ${fields.kind}::text, 'migration_id', ${id}::text)`;
-  const result = await sql<{ n: number; migration_id: string | null; hooks: number }>`
-    WITH moved AS (
-      UPDATE tasks SET ${moveSetSql(toVersionId, hooks)}
-      WHERE current_version_id = ${fromVersionId} AND ${where}
+  const result = await sql<{ n: number; migration_id: string | null }>`
+    WITH ${hookSql ? sql`prior AS (${hookSql.prior}), ` : sql``}moved AS (
+      UPDATE tasks SET ${moveSetSql(toVersionId, hooks ? id : null)}
+      WHERE ${moving}
       RETURNING id
     ), seq AS (
       UPDATE branches SET event_sequence = event_sequence + 1 WHERE id = ${fields.branchId} AND EXISTS (SELECT 1 FROM moved)
@@ -92,13 +94,11 @@ export async function moveRecorded(
       INSERT INTO version_events (id, branch_id, version_id, sequence, type, data)
       SELECT ${newId('event')}, ${fields.branchId}, ${toVersionId}, event_sequence, 'TASKS_MIGRATED', ${eventData} FROM seq
     ), rec AS (${migrationRecordSql(id, toVersionId, fields, sql`${fromVersionId}::text`, fromVersionId)})${
-      hooks ? sql`, hooks AS (${migrationHooksSql(toVersionId, [fromVersionId], sql`${fromVersionId}::text`)})` : sql``
+      hookSql ? sql`, batch AS (${hookSql.batch})` : sql``
     }
-    SELECT (SELECT count(*)::int FROM moved) AS n, (SELECT id FROM rec) AS migration_id, ${hooks ? sql`(SELECT count(*)::int FROM hooks)` : sql`0`} AS hooks`.execute(
-    trx,
-  );
+    SELECT (SELECT count(*)::int FROM moved) AS n, (SELECT id FROM rec) AS migration_id`.execute(trx);
   const row = result.rows[0];
-  if (row.hooks > 0) await announceDeliveries(trx);
+  if (hooks && row.n > 0) await announceDeliveries(trx, HOOKS_NOTICE);
   return { count: row.n, migrationId: row.migration_id };
 }
 

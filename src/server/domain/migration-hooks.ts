@@ -1,7 +1,9 @@
 /**
  * The state upgrade (issue 22, README "Versions and migration"): a task that moves between
- * versions (a migration, a rollback) gets a `task/migrate` control delivery, enqueued in the move's
- * own transaction, so it is in the task's queue ahead of every later event. The target version's
+ * versions (a migration, a rollback) gets a `task/migrate` control delivery, placed in the task's
+ * queue by the move's own transaction, so it is ahead of every later event: a deploy or rollback
+ * writes the delivery; a migration or rollout step (thousands of tasks in one statement) notes it on
+ * the task row with the delivery id it will have, and the dispatcher writes it. The target version's
  * agent runs `onMigrate(ctx, { from, to })` before it handles anything that follows; when that
  * throws, the task goes back to the version it came from and the error is kept on the task.
  */
@@ -24,6 +26,12 @@ export async function versionDeclares(trx: Trx, versionId: string, handler: stri
   return Array.isArray(row?.handlers) && (row.handlers as unknown[]).includes(handler);
 }
 
+/** The `task/migrate` payload of a move from version row `f` to version row `t` (SQL aliases). */
+const hookPayload = (f: string, t: string) =>
+  sql.raw(
+    `jsonb_build_object('migration', jsonb_build_object('from_version_id', ${f}.id, 'from_version_number', ${f}.number, 'to_version_id', ${t}.id, 'to_version_number', ${t}.number))`,
+  );
+
 /**
  * Enqueues one `task/migrate` delivery per moved task, when the target's agent declared onMigrate
  * (an agent without it has nothing to run: no delivery, no cost to a large migration). `from` is
@@ -43,8 +51,7 @@ export async function enqueueMigrationHooks(
     ins AS (
       INSERT INTO deliveries (task_id, method, payload, next_attempt_at, created_at, updated_at)
       SELECT m.task_id, 'task/migrate',
-             jsonb_build_object('migration', jsonb_build_object('from_version_id', f.id, 'from_version_number', f.number, 'to_version_id', t.id, 'to_version_number', t.number)),
-             now(), now(), now()
+             ${hookPayload('f', 't')}, now(), now(), now()
       FROM moved m JOIN versions f ON f.id = m.from_version_id JOIN versions t ON t.id = ${toVersionId}
       WHERE f.id <> t.id
       ORDER BY m.task_id
@@ -57,33 +64,82 @@ export async function enqueueMigrationHooks(
 }
 
 /**
- * The same `task/migrate` deliveries as a CTE body of the move's own statement (migrate.ts), reading
- * the CTE `moved` (its `id` column): `fromOf` is the version each moved task left (an expression
- * over `moved`), `fromIds` every such version. A large migration enqueues its hooks without sending
- * the moved ids back and forth; each version pair's payload is built once. The rows go in as the
- * move returns them, unsorted: each task gets one, so its own order (by id) holds whatever the order
- * across tasks, and sorting 10,000 ids was a tenth of the hooks' cost. Only for a target that
- * declared onMigrate (versionDeclares); announce the deliveries after (announceDeliveries).
+ * The hooks of a move to a target that declared onMigrate, as CTE bodies of the move's own statement
+ * (migrate.ts, moveRecorded), which sets them on the task rows (`moveSetSql` with the batch) and
+ * writes no delivery (schema 046): `batch` lists the move's hooks for the dispatcher, reading the
+ * CTE `rec` (the move's migration record, written when anything moved); `prior`, for a moved task
+ * whose hook of an earlier move is still pending on its row, writes that one's delivery first (under
+ * its own id, so in its place; one the dispatcher wrote meanwhile is left alone). `where`: the move's
+ * condition on `tasks`. Announce the deliveries after (announceDeliveries): the dispatcher writes them.
  */
-export function migrationHooksSql(toVersionId: string, fromIds: readonly string[], fromOf: RawBuilder<unknown>): RawBuilder<unknown> {
-  return sql`
-    INSERT INTO deliveries (task_id, method, payload, next_attempt_at, created_at, updated_at)
-    SELECT moved.id, 'task/migrate', p.payload, now(), now(), now()
-    FROM moved JOIN (
-      SELECT f.id, jsonb_build_object('migration', jsonb_build_object('from_version_id', f.id, 'from_version_number', f.number, 'to_version_id', t.id, 'to_version_number', t.number)) AS payload
-      FROM versions f, versions t WHERE f.id = ANY(${[...fromIds]}::text[]) AND t.id = ${toVersionId} AND f.id <> t.id
-    ) p ON p.id = ${fromOf}
-    RETURNING 1`;
+export function migrationHooksSql(
+  toVersionId: string,
+  fromIds: readonly string[],
+  where: RawBuilder<unknown>,
+): { batch: RawBuilder<unknown>; prior: RawBuilder<unknown> } {
+  return {
+    batch: sql`INSERT INTO migrate_hook_batches (id, to_version_id, from_version_ids) SELECT rec.id, ${toVersionId}, ${JSON.stringify(fromIds)}::jsonb FROM rec RETURNING id`,
+    prior: sql`INSERT INTO deliveries (id, task_id, method, payload, next_attempt_at, created_at, updated_at)
+      SELECT p.migrate_hook_id, p.id, 'task/migrate', ${hookPayload('f', 'tv')}, now(), now(), now()
+      FROM (SELECT id, migrate_hook_id, migrate_hook_from, migrate_hook_batch FROM tasks
+            -- Checked once, first: with no batch pending (the dispatcher keeps up) the tasks are not read.
+            WHERE EXISTS (SELECT 1 FROM migrate_hook_batches) AND migrate_hook_batch IS NOT NULL AND ${where}) p
+      JOIN migrate_hook_batches b ON b.id = p.migrate_hook_batch JOIN versions f ON f.id = p.migrate_hook_from JOIN versions tv ON tv.id = b.to_version_id
+      ON CONFLICT (id) DO NOTHING`,
+  };
 }
 
 /**
  * The SET list of a statement that moves tasks to `toVersionId` (migrate.ts, moveRecorded): the
  * version, when the task moved (`moved_at`, which schema 039's trigger fills only for a move that
- * does not set it: one function call a row saved) and, when the target declared onMigrate, the
- * clearing of an earlier failed hook's error.
+ * does not set it: one function call a row saved) and, when the target declared onMigrate (`batch`:
+ * the move's migration record id), the clearing of an earlier failed hook's error and the hook on
+ * the row: its delivery id, taken from the deliveries' sequence now (its place in the task's queue),
+ * and the version the task leaves (the SET reads the row as it was).
  */
-export function moveSetSql(toVersionId: string, hooks: boolean): RawBuilder<unknown> {
-  return sql`current_version_id = ${toVersionId}, moved_at = now(), updated_at = now()${hooks ? sql`, migration_error = NULL` : sql``}`;
+export function moveSetSql(toVersionId: string, batch: string | null): RawBuilder<unknown> {
+  return sql`current_version_id = ${toVersionId}, moved_at = now(), updated_at = now()${
+    batch
+      ? // A task already on the target (named in a migration by id) gets no hook.
+        sql`, migration_error = NULL,
+          migrate_hook_id = CASE WHEN current_version_id <> ${toVersionId} THEN nextval('deliveries_id_seq') ELSE migrate_hook_id END,
+          migrate_hook_from = CASE WHEN current_version_id <> ${toVersionId} THEN current_version_id ELSE migrate_hook_from END,
+          migrate_hook_batch = CASE WHEN current_version_id <> ${toVersionId} THEN ${batch} ELSE migrate_hook_batch END`
+      : sql``
+  }`;
+}
+
+/**
+ * Writes the deliveries of the oldest move whose hooks are pending on its tasks' rows (the dispatcher,
+ * before it claims): each under the id its move took, so in the task's queue exactly where the move
+ * put it; a task moved on by a later hooked move is skipped (that move wrote this hook already). The
+ * batch goes in the same statement: from then on the hooks are deliveries like any other. Returns
+ * how many batches it took (0: none was pending, or another dispatcher holds it).
+ */
+export async function writePendingHooks(db: Kysely<Database>): Promise<number> {
+  const result = await sql<{ batches: number }>`
+    WITH b AS (SELECT id, to_version_id FROM migrate_hook_batches ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED),
+    ins AS (
+      INSERT INTO deliveries (id, task_id, method, payload, next_attempt_at, created_at, updated_at)
+      SELECT t.migrate_hook_id, t.id, 'task/migrate', ${hookPayload('f', 'tv')}, now(), now(), now()
+      FROM b JOIN migrations m ON m.id = b.id CROSS JOIN LATERAL jsonb_array_elements(m.moves) mv
+      JOIN tasks t ON t.id = mv->>0 AND t.migrate_hook_batch = b.id
+      JOIN versions f ON f.id = t.migrate_hook_from JOIN versions tv ON tv.id = b.to_version_id
+      ON CONFLICT (id) DO NOTHING
+    ), gone AS (DELETE FROM migrate_hook_batches x USING b WHERE x.id = b.id)
+    SELECT count(*)::int AS batches FROM b`.execute(db);
+  return result.rows[0]?.batches ?? 0;
+}
+
+/**
+ * SQL: nothing of the task row `t` (an alias) is pending on the row before delivery id `before`
+ * (none: a delivery being inserted, after every other): a hook noted by a move whose batch the
+ * dispatcher has not written yet holds the task's later deliveries as its delivery row would.
+ */
+export function noHookPendingBefore(t: string, before?: RawBuilder<unknown>): RawBuilder<unknown> {
+  const row = sql.ref(t);
+  return sql`(${row}.migrate_hook_batch IS NULL${before ? sql` OR ${row}.migrate_hook_id > ${before}` : sql``}
+    OR NOT EXISTS (SELECT 1 FROM migrate_hook_batches hb WHERE hb.id = ${row}.migrate_hook_batch))`;
 }
 
 /**

@@ -19,14 +19,14 @@ type Executor = Kysely<Database>;
 
 /** The task's open turns, oldest first (the head runs, the rest wait). */
 async function openTurns(db: Executor, taskId: string) {
-  return db
-    .selectFrom('deliveries')
-    .select(['id', 'status', 'method'])
-    .where('task_id', '=', taskId)
-    .where('kind', '=', 'turn')
-    .where('status', 'in', OPEN_DELIVERY_STATUSES)
-    .orderBy('id')
-    .execute();
+  const open = sql.join(OPEN_DELIVERY_STATUSES.map((status) => sql.lit(status)));
+  const turns = await sql<{ id: string; status: string; method: string }>`
+    SELECT id, status, method FROM deliveries WHERE task_id = ${taskId} AND kind = 'turn' AND status IN (${open})
+    UNION ALL
+    -- An onMigrate hook a move noted on the task's row, not written as a delivery yet (schema 046): queued in its place.
+    SELECT t.migrate_hook_id, 'pending', 'task/migrate' FROM tasks t JOIN migrate_hook_batches b ON b.id = t.migrate_hook_batch WHERE t.id = ${taskId}
+    ORDER BY id`.execute(db);
+  return turns.rows;
 }
 
 /** The head turn when its handler runs (sent, or being sent); undefined when none does. */

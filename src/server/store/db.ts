@@ -247,6 +247,10 @@ export interface TasksTable {
   history_from_sequence: Generated<number>;
   /** Schema change 027: when the task last moved to another version (a trigger notes it); null: never. */
   moved_at: Generated<Date | null>;
+  /** Schema change 046: the task's onMigrate hook not written as a delivery yet (pending while its batch is listed). */
+  migrate_hook_id: Generated<string | null>;
+  migrate_hook_from: Generated<string | null>;
+  migrate_hook_batch: Generated<string | null>;
 }
 export interface TaskSystemFoldersTable {
   task_id: string;
@@ -493,6 +497,16 @@ export interface MigrationsTable {
   created_at: Generated<Date>;
 }
 
+/** 046: a move's onMigrate hooks noted on its tasks' rows, until the dispatcher writes their deliveries. */
+export interface MigrateHookBatchesTable {
+  /** The move's migration record. */
+  id: string;
+  to_version_id: string;
+  /** The versions its tasks left, a JSON array of ids. */
+  from_version_ids: Json;
+  created_at: Generated<Date>;
+}
+
 export interface RehearsalsTable {
   id: string;
   org_id: string;
@@ -566,6 +580,7 @@ export interface Database {
   agent_secrets: AgentSecretsTable;
   rollouts: RolloutsTable;
   migrations: MigrationsTable;
+  migrate_hook_batches: MigrateHookBatchesTable;
   trace_spans: TraceSpansTable;
   rehearsals: RehearsalsTable;
   rehearsal_tasks: RehearsalTasksTable;

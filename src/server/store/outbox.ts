@@ -165,13 +165,19 @@ export async function mergeIntoQueuedTurn(trx: Kysely<Database>, taskId: string,
   const last = await trx
     .selectFrom('deliveries')
     .select(['id', 'method', 'status', 'attempts', 'payload'])
+    // An onMigrate hook pending on the task's row after it (schema 046) is the last queued turn.
+    .select(
+      sql<boolean>`EXISTS (SELECT 1 FROM tasks t JOIN migrate_hook_batches b ON b.id = t.migrate_hook_batch WHERE t.id = deliveries.task_id AND t.migrate_hook_id > deliveries.id)`.as(
+        'hook_after',
+      ),
+    )
     .where('task_id', '=', taskId)
     .where('kind', '=', 'turn')
     .orderBy('id', 'desc')
     .limit(1)
     .forUpdate()
     .executeTakeFirst();
-  if (last?.method !== 'event/send' || last.status !== 'pending' || last.attempts !== 0) return false;
+  if (last?.method !== 'event/send' || last.status !== 'pending' || last.attempts !== 0 || last.hook_after) return false;
   const payload = last.payload as DeliveryPayload;
   const events = [...(payload.events ?? (payload.event ? [payload.event] : [])), event];
   await trx
@@ -183,16 +189,22 @@ export async function mergeIntoQueuedTurn(trx: Kysely<Database>, taskId: string,
 }
 
 /**
- * Wakes the dispatchers when the caller's transaction made a delivery due (a new one, a completed
- * one that unblocks the task's next, a released lease). `taskId`: only that task's next turn may
- * have come due (see `wakeDispatchers`).
+ * The wake-up a move sends when it noted onMigrate hooks on task rows (domain/migration-hooks.ts),
+ * in place of a task id: the dispatcher writes them as deliveries before its claim.
  */
-export async function announceDeliveries(trx: Kysely<Database>, taskId?: string): Promise<void> {
+export const HOOKS_NOTICE = 'migrate_hooks';
+
+/**
+ * Wakes the dispatchers when the caller's transaction made a delivery due (a new one, a completed
+ * one that unblocks the task's next, a released lease). `notice`: a task id when only that task's
+ * next turn may have come due (see `wakeDispatchers`), HOOKS_NOTICE for a move's hooks.
+ */
+export async function announceDeliveries(trx: Kysely<Database>, notice?: string): Promise<void> {
   // Delivered at commit, to every replica's LISTEN (PostgreSQL).
-  await sql`SELECT pg_notify(${DELIVERY_CHANNEL}, ${taskId ?? ''})`.execute(trx);
+  await sql`SELECT pg_notify(${DELIVERY_CHANNEL}, ${notice ?? ''})`.execute(trx);
   // In this process (PGlite dispatchers): the claim queues behind this transaction on PGlite's one
   // connection, so it sees the row.
-  wakeDispatchers(taskId);
+  wakeDispatchers(notice);
 }
 
 const committedWakers = new Set<(taskId: string, notified: boolean) => void>();
@@ -267,7 +279,7 @@ export function completeHere(db: Db, deliveryId: string, grant: RunGrant): Promi
 /**
  * Wakes this process's PGlite dispatchers (on PostgreSQL they listen for the NOTIFY instead, whose
  * payload is the task id when the wake is for one task). With `taskId`, only that task's next
- * delivery may have come due: the dispatcher claims from it alone.
+ * delivery may have come due: the dispatcher claims from it alone (HOOKS_NOTICE: a move's hooks).
  */
 export function wakeDispatchers(taskId?: string): void {
   for (const wake of wakers) wake(taskId);

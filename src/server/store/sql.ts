@@ -25,15 +25,15 @@ export function isSerializationFailure(error: unknown): boolean {
 export const isoSql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
- * A task row as the contract's Task JSON, built by the database: bulk responses (migrations of
- * 100,000 tasks) then cost one text column instead of a parsed row and a re-serialization per task.
+ * A task row as the contract's Task, as a select list over `alias` (the contract's fields, in its
+ * order): `json_agg(r ORDER BY r.id)` over `(SELECT <this> FROM ...) r` builds the JSON array in the
+ * database, so bulk responses (migrations of 10,000 tasks) cost one text column instead of a parsed
+ * row and a re-serialization per task. Aggregating the row itself (row_to_json) takes half the time
+ * of a json_build_object per row.
  */
-export function taskJsonSql(alias: string): RawBuilder<unknown> {
+export function taskRowSql(alias: string): RawBuilder<unknown> {
   const c = (name: string) => `${alias}.${name}`;
-  return sql.raw(`json_build_object(
-    'id', ${c('id')}, 'filesystem_id', ${c('filesystem_id')}, 'namespace_id', ${c('namespace_id')},
-    'name', ${c('name')}, 'status', ${c('status')}, 'status_reason', ${c('status_reason')},
-    'params', ${c('params')}, 'task_metadata', ${c('task_metadata')},
-    'created_version_id', ${c('created_version_id')}, 'current_version_id', ${c('current_version_id')},
-    'created_at', ${isoSql(c('created_at'))}, 'updated_at', ${isoSql(c('updated_at'))})`);
+  return sql.raw(`${c('id')}, ${c('filesystem_id')}, ${c('namespace_id')}, ${c('name')}, ${c('status')}, ${c('status_reason')},
+    ${c('params')}, ${c('task_metadata')}, ${c('created_version_id')}, ${c('current_version_id')},
+    ${isoSql(c('created_at'))} AS created_at, ${isoSql(c('updated_at'))} AS updated_at`);
 }

@@ -24,6 +24,7 @@ import * as historyRetention from './033_history_retention.js';
 import * as moveSetsMovedAt from './039_move_sets_moved_at.js';
 import * as deliveryTaskCascade from './040_delivery_task_cascade.js';
 import * as stateHistoryBeforeMove from './041_state_history_before_move.js';
+import * as migrateHooksOnTask from './046_migrate_hooks_on_task.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -58,4 +59,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '039_move_sets_moved_at': moveSetsMovedAt,
   '040_delivery_task_cascade': deliveryTaskCascade,
   '041_state_history_before_move': stateHistoryBeforeMove,
+  '046_migrate_hooks_on_task': migrateHooksOnTask,
 };
