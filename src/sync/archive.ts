@@ -58,28 +58,65 @@ export class TreeChangedError extends Error {}
  * sha256 (computed on the way when missing: one read per file) are those of the archived bytes.
  */
 export function packTree(root: string, entries: PackEntry[], level = DEFAULT_LEVEL): Readable {
-  // Compressed on this thread, piece by piece, as it is pulled: one copy of the output per piece and
-  // no hop to the thread pool (see zstd.ts). A piece's buffer goes back to its pool once compressed.
+  return Readable.from(packedArchive(root, entries, level), { objectMode: false, highWaterMark: 2 * BATCH_SIZE });
+}
+
+/** Buffers the compressed output of `packedArchive(..., reuseOutput)` circulates through. */
+const OUTPUT_BUFFERS = 3;
+
+/**
+ * packTree's compressed pieces, pulled one by one. Each piece is a copy of the codec's output the
+ * consumer may keep; with `reuseOutput` the pieces are instead full BATCH_SIZE buffers (the last one
+ * shorter) taken in turn from OUTPUT_BUFFERS of them, so a piece is overwritten two pieces later:
+ * only for a consumer that is done with a piece before it asks for the next one but one. syncUp's
+ * HTTP client is one (undici writes a piece to the socket, and a BATCH_SIZE write is above the
+ * socket's high-water mark, so it waits for the socket to drain before it asks for more); a fresh
+ * 1 MiB copy per piece made the garbage collector run full collections for the external memory.
+ */
+export async function* packedArchive(root: string, entries: PackEntry[], level = DEFAULT_LEVEL, reuseOutput = false): AsyncGenerator<Buffer> {
+  // Compressed on this thread, piece by piece, as it is pulled: no hop to the thread pool (see
+  // zstd.ts). A piece's buffer goes back to its pool once compressed.
   const pools = { batch: new BufferPool(BATCH_SIZE, 4), small: new BufferPool(SMALL_FILE, READ_AHEAD + 1) };
-  async function* compressed(): AsyncGenerator<Buffer> {
-    const codec = new ZstdCodec('compress', level);
-    try {
-      const out: Buffer[] = [];
-      for await (const piece of tarStream(root, entries, pools)) {
-        for (const view of codec.push(piece.data)) out.push(copyOf(view));
-        if (piece.pooled) pools.batch.put(piece.pooled);
-        if (out.length) {
-          yield out.length === 1 ? out[0]! : Buffer.concat(out);
-          out.length = 0;
+  const codec = new ZstdCodec('compress', level);
+  const outputs = reuseOutput ? Array.from({ length: OUTPUT_BUFFERS }, () => Buffer.allocUnsafeSlow(BATCH_SIZE)) : [];
+  let turn = 0;
+  let filled = 0;
+  try {
+    const out: Buffer[] = [];
+    /** Takes the codec's output views: copied whole (out), or into the turn's output buffer, full ones to `out`. */
+    const take = (views: Iterable<Buffer>) => {
+      for (const view of views) {
+        if (!reuseOutput) {
+          out.push(copyOf(view));
+          continue;
+        }
+        for (let at = 0; at < view.length; ) {
+          const n = view.copy(outputs[turn]!, filled, at);
+          at += n;
+          filled += n;
+          if (filled === BATCH_SIZE) {
+            out.push(outputs[turn]!);
+            turn = (turn + 1) % OUTPUT_BUFFERS;
+            filled = 0;
+          }
         }
       }
-      for (const view of codec.end()) out.push(copyOf(view));
-      if (out.length) yield Buffer.concat(out);
-    } finally {
-      codec.close();
+    };
+    for await (const piece of tarStream(root, entries, pools)) {
+      take(codec.push(piece.data));
+      if (piece.pooled) pools.batch.put(piece.pooled);
+      // Reused buffers go out one by one: a piece is overwritten two pieces after its own.
+      if (reuseOutput) for (const full of out.splice(0)) yield full;
+      else if (out.length) yield out.length === 1 ? out.pop()! : Buffer.concat(out.splice(0));
     }
+    take(codec.end());
+    if (reuseOutput) {
+      for (const full of out.splice(0)) yield full;
+      if (filled) yield outputs[turn]!.subarray(0, filled);
+    } else if (out.length) yield Buffer.concat(out);
+  } finally {
+    codec.close();
   }
-  return Readable.from(compressed(), { objectMode: false, highWaterMark: 2 * BATCH_SIZE });
 }
 
 /** A copy of `view` in memory that is not zeroed first (Buffer.from zeroes it, then copies). */
