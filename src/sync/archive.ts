@@ -365,6 +365,8 @@ export interface ArchiveSink {
 }
 
 export interface ReadArchiveOptions {
+  /** Sees each chunk of the source as it is taken, before it is read (a download's progress). */
+  onChunk?: (chunk: Buffer) => void;
   /** Aborting it stops the reading and refuses the archive with its reason (an ArchiveRejected). */
   signal?: AbortSignal;
 }
@@ -568,6 +570,7 @@ export async function readArchive(
     // One chunk at a time, straight from the source: the sink's pace is the reading's.
     let next = await nextChunk();
     if (next.done) refuse(422, 'The archive is empty');
+    const onChunk = options.onChunk;
     // The first chunk tells zstd from plain tar.
     const head = next.value as Buffer;
     if (head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC)) {
@@ -576,6 +579,7 @@ export async function readArchive(
     }
     for (; !next.done; next = await nextChunk()) {
       const chunk = next.value as Buffer;
+      onChunk?.(chunk);
       if (!codec) await walkTar(chunk);
       else for (const tar of codec.push(chunk)) await walkTar(tar);
     }

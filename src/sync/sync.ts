@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import { chmod, lstat, mkdir, rename, rm, rmdir, symlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { request } from 'undici';
 import { routes } from '../contract/routes.js';
 import type { SystemFolderType } from '../contract/filesystems.js';
@@ -308,16 +308,12 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
   await mkdir(staging, { mode: 0o700 });
   try {
     let received = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        received += chunk.length;
-        options.onProgress?.({ phase: 'download', bytes: received, total });
-        done(null, chunk);
-      },
-    });
-    response.body.on('error', (error) => meter.destroy(error));
-    response.body.pipe(meter);
-    const summary = await readArchive(meter, options.limits ?? DEFAULT_ARCHIVE_LIMITS, stagingSink(staging));
+    const onChunk = (chunk: Buffer) => {
+      received += chunk.length;
+      options.onProgress?.({ phase: 'download', bytes: received, total });
+    };
+    // Read straight from the response: its chunks need no other stream on their way.
+    const summary = await readArchive(response.body, options.limits ?? DEFAULT_ARCHIVE_LIMITS, stagingSink(staging), { onChunk });
     if (remoteChecksum && summary.checksum !== remoteChecksum) {
       throw new SyncHttpError(502, 'checksum_mismatch', `The downloaded archive's checksum ${summary.checksum} is not the server's ${remoteChecksum}`);
     }
