@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { ServerResponse } from 'node:http';
 import path from 'node:path';
-import { Readable, type Writable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { BlobNotFound, isBlobKey, type BlobInfo, type BlobStore } from './store.js';
 
 /** Blobs as files `<dir>/<first two hex digits>/<key>`; staging in `<dir>/.staging` (same file system, so renames are atomic). */
@@ -113,7 +113,7 @@ class BlobReadStream extends Readable {
   /** Moves the buffers the response is done with to the free list. */
   private release(): void {
     const response = this.response;
-    if (!response || response.writableLength !== 0 || (response as Writable).writableCorked) return;
+    if (response?.writableLength !== 0 || response.writableCorked) return;
     // The newest chunks may still wait in this stream's own buffer.
     let waiting = this.readableLength;
     let keep = 0;
