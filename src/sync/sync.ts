@@ -5,14 +5,14 @@ import fs from 'node:fs';
 import { chmod, lstat, mkdir, rename, rm, rmdir, symlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { request } from 'undici';
 import { routes } from '../contract/routes.js';
 import type { SystemFolderType } from '../contract/filesystems.js';
 import {
   ARCHIVE_CONTENT_TYPE,
   DEFAULT_ARCHIVE_LIMITS,
-  packTree,
+  packedArchive,
   readArchive,
   type ArchiveLimits,
   type ArchiveSink,
@@ -246,27 +246,28 @@ async function syncUpTo(transport: SyncTransport, archivePath: string, dir: stri
   }
 
   let sent = 0;
-  const meter = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      sent += chunk.length;
-      options.onProgress?.({ phase: 'upload', bytes: sent });
-      done(null, chunk);
-    },
-  });
-  const archive = packTree(dir, entries, options.level);
   let archiveError: Error | undefined;
-  archive.on('error', (error) => {
-    archiveError = error;
-    meter.destroy(error);
-  });
-  archive.pipe(meter);
-  // The request may end before the archive does (an early 412, a dropped connection): stop packing.
-  meter.once('close', () => archive.destroy());
+  // The archive goes to undici as an async iterable, the consumer packedArchive's reused output
+  // buffers need (see there). undici ends the iteration (and so the packing, its files closed) when
+  // the request ends first: an early 412, a dropped connection.
+  async function* body(): AsyncGenerator<Buffer> {
+    try {
+      for await (const piece of packedArchive(dir, entries, options.level, true)) {
+        sent += piece.length;
+        options.onProgress?.({ phase: 'upload', bytes: sent });
+        yield piece;
+      }
+    } catch (error) {
+      archiveError = error as Error;
+      throw error;
+    }
+  }
   const ifMatch = options.force ? '*' : state.base ? `"${state.base}"` : undefined;
   const response = await request(url, {
     method: 'PUT',
     headers: headers(transport, { 'content-type': ARCHIVE_CONTENT_TYPE, ...(ifMatch ? { 'if-match': ifMatch } : {}) }),
-    body: meter,
+    // undici's request takes an async iterable (writeIterable); its types name only Readable.
+    body: body() as AsyncIterable<Buffer> as unknown as Readable,
     signal: options.signal,
   }).catch((error: unknown) => {
     throw archiveError ?? error;
@@ -307,16 +308,12 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
   await mkdir(staging, { mode: 0o700 });
   try {
     let received = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        received += chunk.length;
-        options.onProgress?.({ phase: 'download', bytes: received, total });
-        done(null, chunk);
-      },
-    });
-    response.body.on('error', (error) => meter.destroy(error));
-    response.body.pipe(meter);
-    const summary = await readArchive(meter, options.limits ?? DEFAULT_ARCHIVE_LIMITS, stagingSink(staging));
+    const onChunk = (chunk: Buffer) => {
+      received += chunk.length;
+      options.onProgress?.({ phase: 'download', bytes: received, total });
+    };
+    // Read straight from the response: its chunks need no other stream on their way.
+    const summary = await readArchive(response.body, options.limits ?? DEFAULT_ARCHIVE_LIMITS, stagingSink(staging), { onChunk });
     if (remoteChecksum && summary.checksum !== remoteChecksum) {
       throw new SyncHttpError(502, 'checksum_mismatch', `The downloaded archive's checksum ${summary.checksum} is not the server's ${remoteChecksum}`);
     }

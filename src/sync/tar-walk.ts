@@ -58,7 +58,8 @@ function badName(bytes: Buffer): string | undefined {
 function badField(block: Buffer, offset: number, size: number): string | undefined {
   const field = block.subarray(offset, offset + size);
   const end = field.indexOf(0);
-  if (end >= 0 && field.subarray(end).some((b) => b !== 0)) return 'a NUL byte';
+  // Compared natively: a callback per byte of every header's name fields cost more than the rest of the header's checks.
+  if (end >= 0 && !allZero(field.subarray(end))) return 'a NUL byte';
   return badName(end >= 0 ? field.subarray(0, end) : field);
 }
 
