@@ -156,15 +156,34 @@ export async function revertFailedMigration(trx: Trx, taskId: string, message: s
     .orderBy('id', 'desc')
     .limit(1)
     .executeTakeFirst();
-  const migration = (hook?.payload as { migration?: AcpMigration } | undefined)?.migration;
-  if (!migration) return;
-  const task = await trx.selectFrom('tasks').select(['branch_id', 'current_version_id']).where('id', '=', taskId).executeTakeFirst();
-  if (!task || task.current_version_id !== migration.to_version_id) return;
+  const task = await trx
+    .selectFrom('tasks')
+    .select(['branch_id', 'current_version_id', 'migrate_hook_id', 'migrate_hook_from', 'migrate_hook_batch'])
+    .where('id', '=', taskId)
+    .executeTakeFirst();
+  if (!task) return;
+  let migration: Pick<AcpMigration, 'from_version_id' | 'to_version_id'> | undefined = (hook?.payload as { migration?: AcpMigration } | undefined)?.migration;
+  let onRow = false;
+  // A later hook still noted on the task's row (its batch not yet written as deliveries) is the last move.
+  if (
+    task.migrate_hook_id !== null &&
+    task.migrate_hook_from !== null &&
+    task.migrate_hook_batch !== null &&
+    (!hook || BigInt(task.migrate_hook_id) > BigInt(hook.id))
+  ) {
+    const batch = await trx.selectFrom('migrate_hook_batches').select('to_version_id').where('id', '=', task.migrate_hook_batch).executeTakeFirst();
+    if (batch) {
+      migration = { from_version_id: task.migrate_hook_from, to_version_id: batch.to_version_id };
+      onRow = true;
+    }
+  }
+  if (!migration || task.current_version_id !== migration.to_version_id) return;
   // Branch before task (the lock order of migrations, lookup.ts).
   await lockBranch(trx, task.branch_id);
   const error = { message, from_version_id: migration.from_version_id, to_version_id: migration.to_version_id, at: new Date().toISOString() };
   const moved = await sql<{ branch_id: string }>`
     UPDATE tasks SET current_version_id = ${migration.from_version_id}, migration_error = ${JSON.stringify(error)}::jsonb, updated_at = now()
+      ${onRow ? sql`, migrate_hook_batch = NULL` : sql``} -- a hook still on the row goes with the move it belonged to
     WHERE id = ${taskId} AND current_version_id = ${migration.to_version_id}
     RETURNING branch_id`.execute(trx);
   const branchId = moved.rows[0]?.branch_id;
