@@ -237,21 +237,29 @@ function claimedRows(from: RawBuilder<unknown>) {
 }
 
 /**
+ * The id of `task`'s first open turn (control deliveries aside), leaving out `finished`: ids a
+ * completion in the same statement wrote done, which its snapshot still sees open. The index on
+ * (task_id, id) answers it at the first row.
+ */
+function firstOpenTurn(task: RawBuilder<unknown>, finished?: RawBuilder<unknown>) {
+  return sql`(SELECT e.id FROM deliveries e WHERE e.task_id = ${task} AND e.status IN (${OPEN}) AND e.kind NOT IN (${OUT_OF_ORDER})
+    ${finished ? sql`AND e.id NOT IN (${finished})` : sql``} ORDER BY e.id LIMIT 1)`;
+}
+
+/**
  * One turn at a time per task, in order: nothing of `task` open before the delivery (control
  * deliveries aside), an onMigrate hook still pending on the task's row (`t`, in the caller's
  * statement) included. `before`: the delivery's id, a turn that is open itself (none: a row being
- * inserted, after every other). `finished`: ids a completion in the same statement wrote done, which
- * its snapshot still sees open.
+ * inserted, after every other).
  */
-function nothingOpenBefore(task: RawBuilder<unknown>, before?: RawBuilder<unknown>, finished?: RawBuilder<unknown>) {
-  const open = sql`FROM deliveries e WHERE e.task_id = ${task} AND e.status IN (${OPEN}) AND e.kind NOT IN (${OUT_OF_ORDER})
-    ${finished ? sql`AND e.id NOT IN (${finished})` : sql``}`;
+function nothingOpenBefore(task: RawBuilder<unknown>, before?: RawBuilder<unknown>) {
   const noHook = noHookPendingBefore('t', before);
-  if (!before) return sql`NOT EXISTS (SELECT 1 ${open}) AND ${noHook}`;
+  if (!before)
+    return sql`NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.task_id = ${task} AND e.status IN (${OPEN}) AND e.kind NOT IN (${OUT_OF_ORDER})) AND ${noHook}`;
   // Being open itself, the delivery is the first open turn of its task. Asked so, the index on
   // (task_id, id) stops at that first row; as NOT EXISTS (... e.id < delivery) the planners (PGlite's
   // always) tested every open row of the task, a long queue costing its length on every claim.
-  return sql`${before} = (SELECT e.id ${open} ORDER BY e.id LIMIT 1) AND ${noHook}`;
+  return sql`${before} = ${firstOpenTurn(task)} AND ${noHook}`;
 }
 
 /** A stable choice among a version's replicas: the same task goes to the same replica. */
@@ -260,6 +268,13 @@ function replicaIndex(taskId: string, count: number): number {
   for (let i = 0; i < taskId.length; i++) hash = Math.imul(hash ^ taskId.charCodeAt(i), 0x01000193) >>> 0;
   return hash % count;
 }
+
+/** Resolves when `promise` settles, either way: something to wait for that never rejects. */
+const settledOf = (promise: Promise<unknown>): Promise<void> =>
+  promise.then(
+    () => {},
+    () => {},
+  );
 
 class DeliveryFailure extends Error {}
 
@@ -512,10 +527,7 @@ export class Dispatcher {
         this.hinted.clear();
         this.reserved += limit;
         const running = general ? this.claimEverywhere(limit) : this.claim(limit, undefined, tasks);
-        const ended = running.then(
-          () => {},
-          () => {},
-        );
+        const ended = settledOf(running);
         this.claimsRunning.add(ended);
         try {
           claimed = await running;
@@ -946,10 +958,7 @@ export class Dispatcher {
     const written = this.queueSettle('done', delivery, claimer, chain && delivery.kind === 'turn' && claimer === this.id, null);
     if (delivery.kind !== 'turn') return written;
     // An event to the task meanwhile waits for this write (insertClaim): then it is claimed as it goes in.
-    const ready = written.then(
-      () => {},
-      () => {},
-    );
+    const ready = settledOf(written);
     this.completing.set(delivery.task_id, ready);
     void ready.then(() => {
       if (this.completing.get(delivery.task_id) === ready) this.completing.delete(delivery.task_id);
@@ -1198,17 +1207,18 @@ export class Dispatcher {
       ? sql`EXISTS (SELECT 1 FROM ${sql.table(only.op === 'done' ? 'done' : 'reported')})`
       : sql`EXISTS (SELECT 1 FROM ${all} f WHERE f.task_id = o.task_id AND f.id = ANY(${[...chained, ...reportedChained].map((e) => e.id)}::bigint[]))`;
     const finishedIds = only ? sql`${only.id}` : sql`SELECT id FROM ${all} f`;
+    // The task's first open turn once the finished ones are left out, found through the task (not
+    // correlated with `o`: a scan of every open row of the task, testing each, cost a long queue its
+    // length on every completion), claimed when it is due.
     const next = (task: RawBuilder<unknown>) => sql`
       SELECT o.id, o.status AS prior_status, t.current_version_id
       FROM deliveries o
       JOIN tasks t ON t.id = o.task_id
-      WHERE o.task_id = ${task}
-        AND ${wasDone} ${only ? sql`` : sql`AND o.id NOT IN (SELECT id FROM ${all} f)`}
-        AND o.status = 'pending' AND o.next_attempt_at <= now() AND o.kind NOT IN (${OUT_OF_ORDER}) AND o.priority >= 0
-        AND ${nothingOpenBefore(sql`o.task_id`, sql`o.id`, finishedIds)}
+      WHERE o.id = ${firstOpenTurn(task, finishedIds)}
+        AND ${wasDone}
+        AND o.status = 'pending' AND o.next_attempt_at <= now() AND o.priority >= 0
+        AND ${noHookPendingBefore('t', sql`o.id`)}
         AND ${this.targetOf()}
-      ORDER BY o.id
-      LIMIT 1
       FOR UPDATE OF o SKIP LOCKED`;
     // The tasks of reported completions are known once `reported` wrote them.
     const reportedTasks = sql`SELECT DISTINCT r.task_id FROM reported r WHERE r.id = ANY(${reportedChained.map((e) => e.id)}::bigint[])`;

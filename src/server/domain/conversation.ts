@@ -217,7 +217,9 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
   const id = newId('event');
   const createdAt = new Date();
   const partial = { id, task_id: taskId, content, created_at: createdAt.toISOString() };
-  const enqueues = sql`EXISTS (SELECT 1 FROM versions v WHERE v.id = tasks.current_version_id AND v.double_texting = 'enqueue')`;
+  // A scalar lookup by id, not EXISTS: as a semi-join the cached plan (PGlite keeps no table
+  // statistics) read every version on every event.
+  const enqueues = sql`(SELECT v.double_texting FROM versions v WHERE v.id = tasks.current_version_id) = 'enqueue'`;
   // A dispatcher here with room claims the delivery in this statement when nothing of the task is
   // open before it (outbox.ts InsertClaim): sent right after the commit, no claim round trip.
   const claim = await insertClaim(db, taskId);

@@ -10,7 +10,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../store/db.js';
 import type { AcpMigration } from '../../contract/acp.js';
-import { announceDeliveries } from '../store/outbox.js';
+import { announceDeliveries, hookPending } from '../store/outbox.js';
 import { appendEvent, settleDraining } from './events.js';
 import { recordTaskChange } from './conversation.js';
 import { lockBranch } from './lookup.js';
@@ -132,14 +132,12 @@ export async function writePendingHooks(db: Kysely<Database>): Promise<number> {
 }
 
 /**
- * SQL: nothing of the task row `t` (an alias) is pending on the row before delivery id `before`
- * (none: a delivery being inserted, after every other): a hook noted by a move whose batch the
- * dispatcher has not written yet holds the task's later deliveries as its delivery row would.
+ * SQL: no onMigrate hook is pending on task row `t` (an alias) ahead of delivery id `before` (none: a
+ * delivery being inserted, after every other): a hook noted by a move whose batch the dispatcher has
+ * not written yet holds the task's later deliveries as its delivery row would.
  */
 export function noHookPendingBefore(t: string, before?: RawBuilder<unknown>): RawBuilder<unknown> {
-  const row = sql.ref(t);
-  return sql`(${row}.migrate_hook_batch IS NULL${before ? sql` OR ${row}.migrate_hook_id > ${before}` : sql``}
-    OR NOT EXISTS (SELECT 1 FROM migrate_hook_batches hb WHERE hb.id = ${row}.migrate_hook_batch))`;
+  return sql`NOT (${hookPending(t)}${before ? sql` AND ${sql.ref(t)}.migrate_hook_id < ${before}` : sql``})`;
 }
 
 /**
@@ -148,35 +146,27 @@ export function noHookPendingBefore(t: string, before?: RawBuilder<unknown>): Ra
  * (`migration_error`, shown by `tasks get`). Called in the report's transaction.
  */
 export async function revertFailedMigration(trx: Trx, taskId: string, message: string): Promise<void> {
-  const hook = await trx
-    .selectFrom('deliveries')
-    .select(['id', 'payload'])
-    .where('task_id', '=', taskId)
-    .where('method', '=', 'task/migrate')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
-  const task = await trx
-    .selectFrom('tasks')
-    .select(['branch_id', 'current_version_id', 'migrate_hook_id', 'migrate_hook_from', 'migrate_hook_batch'])
-    .where('id', '=', taskId)
-    .executeTakeFirst();
+  // The task, the hook pending on its row (if any) and its last `task/migrate` delivery, in one read.
+  const found = await sql<{
+    branch_id: string;
+    current_version_id: string;
+    pending_id: string | null;
+    pending_from: string | null;
+    pending_to: string | null;
+    written: { id: string; migration?: AcpMigration } | null;
+  }>`
+    SELECT t.branch_id, t.current_version_id, t.migrate_hook_id::text AS pending_id, t.migrate_hook_from AS pending_from, hb.to_version_id AS pending_to,
+      (SELECT json_build_object('id', d.id::text, 'migration', d.payload->'migration') FROM deliveries d
+       WHERE d.task_id = t.id AND d.method = 'task/migrate' ORDER BY d.id DESC LIMIT 1) AS written
+    FROM tasks t LEFT JOIN migrate_hook_batches hb ON hb.id = t.migrate_hook_batch
+    WHERE t.id = ${taskId}`.execute(trx);
+  const task = found.rows[0];
   if (!task) return;
-  let migration: Pick<AcpMigration, 'from_version_id' | 'to_version_id'> | undefined = (hook?.payload as { migration?: AcpMigration } | undefined)?.migration;
-  let onRow = false;
+  const hook = task.written;
+  let migration: Pick<AcpMigration, 'from_version_id' | 'to_version_id'> | undefined = hook?.migration ?? undefined;
   // A later hook still noted on the task's row (its batch not yet written as deliveries) is the last move.
-  if (
-    task.migrate_hook_id !== null &&
-    task.migrate_hook_from !== null &&
-    task.migrate_hook_batch !== null &&
-    (!hook || BigInt(task.migrate_hook_id) > BigInt(hook.id))
-  ) {
-    const batch = await trx.selectFrom('migrate_hook_batches').select('to_version_id').where('id', '=', task.migrate_hook_batch).executeTakeFirst();
-    if (batch) {
-      migration = { from_version_id: task.migrate_hook_from, to_version_id: batch.to_version_id };
-      onRow = true;
-    }
-  }
+  const onRow = task.pending_id !== null && task.pending_from !== null && task.pending_to !== null && (!hook || BigInt(task.pending_id) > BigInt(hook.id));
+  if (onRow) migration = { from_version_id: task.pending_from!, to_version_id: task.pending_to! };
   if (!migration || task.current_version_id !== migration.to_version_id) return;
   // Branch before task (the lock order of migrations, lookup.ts).
   await lockBranch(trx, task.branch_id);

@@ -10,7 +10,7 @@ import type { Event, InterruptResult, TaskTurn } from '../../contract/conversati
 import { OPEN_DELIVERY_STATUSES } from '../../contract/conversation.js';
 import type { DoubleTextingPolicy } from '../../contract/enums.js';
 import type { Database, Db } from '../store/db.js';
-import { enqueueDelivery, mergeIntoQueuedTurn } from '../store/outbox.js';
+import { enqueueDelivery, hookPending, mergeIntoQueuedTurn } from '../store/outbox.js';
 import type { Permissions } from '../auth/policy.js';
 import { conflict, named } from './errors.js';
 import { taskById } from './lookup.js';
@@ -24,7 +24,7 @@ async function openTurns(db: Executor, taskId: string) {
     SELECT id, status, method FROM deliveries WHERE task_id = ${taskId} AND kind = 'turn' AND status IN (${open})
     UNION ALL
     -- An onMigrate hook a move noted on the task's row, not written as a delivery yet (schema 046): queued in its place.
-    SELECT t.migrate_hook_id, 'pending', 'task/migrate' FROM tasks t JOIN migrate_hook_batches b ON b.id = t.migrate_hook_batch WHERE t.id = ${taskId}
+    SELECT t.migrate_hook_id, 'pending', 'task/migrate' FROM tasks t WHERE t.id = ${taskId} AND ${hookPending('t')}
     ORDER BY id`.execute(db);
   return turns.rows;
 }

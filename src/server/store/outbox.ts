@@ -167,7 +167,7 @@ export async function mergeIntoQueuedTurn(trx: Kysely<Database>, taskId: string,
     .select(['id', 'method', 'status', 'attempts', 'payload'])
     // An onMigrate hook pending on the task's row after it (schema 046) is the last queued turn.
     .select(
-      sql<boolean>`EXISTS (SELECT 1 FROM tasks t JOIN migrate_hook_batches b ON b.id = t.migrate_hook_batch WHERE t.id = deliveries.task_id AND t.migrate_hook_id > deliveries.id)`.as(
+      sql<boolean>`EXISTS (SELECT 1 FROM tasks t WHERE t.id = deliveries.task_id AND ${hookPending('t')} AND t.migrate_hook_id > deliveries.id)`.as(
         'hook_after',
       ),
     )
@@ -186,6 +186,17 @@ export async function mergeIntoQueuedTurn(trx: Kysely<Database>, taskId: string,
     .where('id', '=', last.id)
     .execute();
   return true;
+}
+
+/**
+ * SQL: task row `t` (an alias) has an onMigrate hook pending: a move noted it on the row (schema 046)
+ * and the dispatcher has not written it as a delivery yet (its batch is still listed). The hook's
+ * place in the task's queue is `t.migrate_hook_id`. The column is asked first: a row with no hook
+ * (nearly every row) does not read the batches.
+ */
+export function hookPending(t: string): RawBuilder<boolean> {
+  const row = sql.ref(t);
+  return sql<boolean>`(${row}.migrate_hook_batch IS NOT NULL AND EXISTS (SELECT 1 FROM migrate_hook_batches hb WHERE hb.id = ${row}.migrate_hook_batch))`;
 }
 
 /**

@@ -25,6 +25,7 @@ import * as moveSetsMovedAt from './039_move_sets_moved_at.js';
 import * as deliveryTaskCascade from './040_delivery_task_cascade.js';
 import * as stateHistoryBeforeMove from './041_state_history_before_move.js';
 import * as migrateHooksOnTask from './046_migrate_hooks_on_task.js';
+import * as deliveryVersionKey from './047_delivery_version_key.js';
 
 /**
  * Every schema change, by name; applied in name order by Kysely's Migrator (store/db.ts), once
@@ -60,4 +61,5 @@ export const schemaChanges: Record<string, Migration & { script: string }> = {
   '040_delivery_task_cascade': deliveryTaskCascade,
   '041_state_history_before_move': stateHistoryBeforeMove,
   '046_migrate_hooks_on_task': migrateHooksOnTask,
+  '047_delivery_version_key': deliveryVersionKey,
 };
