@@ -15,16 +15,20 @@
 //
 // Knobs: BENCH_RUNS (3), BENCH_SYNC_TREES (mixed-48,mixed-200,one-100; also mixed-400),
 // BENCH_SYNC_SCALE (1000,10000,50000: file counts of the scaling table),
-// BENCH_SYNC_SAMPLE=1 (the client's heap and Buffer peaks), BENCH_SYNC_PROF=DIR (a --cpu-prof of each client run).
+// BENCH_SYNC_SAMPLE=1 (the client's heap and Buffer peaks), BENCH_SYNC_PROF=DIR (CPU profiles of each run's
+// operation alone, one per side: DIR/{client,server}-{up,down}-N.cpuprofile, start-up and tree making left out).
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { createWriteStream, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { lstat, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Session } from 'node:inspector/promises';
+import { routes } from '../src/contract/routes.js';
 import { syncDown, syncUp, type SyncTransport } from '../src/sync/index.js';
 import { fmt, median, timed } from './support.js';
 
@@ -33,9 +37,71 @@ const status = (key: 'VmRSS' | 'VmHWM') => Number(new RegExp(`${key}:\\s+(\\d+) 
 /** Forgets this process's peak so far: Linux then counts VmHWM from the current RSS. */
 const resetPeak = () => writeFileSync('/proc/self/clear_refs', '5');
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
+const PROF_DIR = process.env.BENCH_SYNC_PROF;
+
+/**
+ * CPU seconds (user + system) of this process's threads, by role: the main thread (JavaScript, zstd,
+ * hashing, system calls), V8's workers (the garbage collector's concurrent marking and sweeping) and
+ * libuv's thread pool (file reads and writes); other threads are counted in `other`.
+ */
+interface ThreadCpu {
+  main: number;
+  gc: number;
+  pool: number;
+  other: number;
+}
+function threadCpu(): ThreadCpu {
+  const cpu: ThreadCpu = { main: 0, gc: 0, pool: 0, other: 0 };
+  for (const tid of readdirSync('/proc/self/task')) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const seconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+    const role: keyof ThreadCpu = tid === String(process.pid) ? 'main' : name.startsWith('V8') ? 'gc' : name.startsWith('libuv') ? 'pool' : 'other';
+    cpu[role] += seconds;
+  }
+  return cpu;
+}
+/** Linux's USER_HZ: /proc's CPU times are in these ticks. */
+const CLOCK_TICKS = 100;
+const threadCpuSince = (before: ThreadCpu): ThreadCpu => {
+  const now = threadCpu();
+  return { main: now.main - before.main, gc: now.gc - before.gc, pool: now.pool - before.pool, other: now.other - before.other };
+};
+
+/** BENCH_SYNC_PROF: a CPU profile of this thread from now until the returned function writes it to `name`. */
+async function profile(name: string): Promise<() => Promise<void>> {
+  if (!PROF_DIR) return async () => undefined;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile: taken } = await session.post('Profiler.stop');
+    writeFileSync(path.join(PROF_DIR, `${name}.cpuprofile`), JSON.stringify(taken));
+    session.disconnect();
+  };
+}
+
+/** GETs the filesystem's archive over undici (the client's HTTP stack) and drops it: the bytes received. */
+async function drainArchive(transport: SyncTransport, fsId: string): Promise<number> {
+  const { request } = await import('undici');
+  const archivePath = routes.downloadFilesystemArchive.path.replace(':filesystem_id', encodeURIComponent(fsId));
+  const response = await request(new URL(archivePath, transport.baseUrl), { headers: { authorization: `Bearer ${transport.apiKey}` } });
+  let bytes = 0;
+  for await (const chunk of response.body) bytes += (chunk as Buffer).length;
+  return bytes;
+}
 
 interface ClientJob {
-  op: 'up' | 'down';
+  /** `drain`: only GET the archive with undici and drop its bytes (the download's floor in a client process). */
+  op: 'up' | 'down' | 'drain';
   transport: SyncTransport;
   fsId: string;
   dir: string;
@@ -46,6 +112,8 @@ interface ClientReport {
   seconds: number;
   /** CPU seconds (user + system, every thread) of the operation. */
   cpuS: number;
+  /** The same by thread role. */
+  threads: ThreadCpu;
   growthMiB: number;
   bytes: number;
 }
@@ -65,19 +133,24 @@ if (process.argv[2] === '--client') {
   };
   const sampler = process.env.BENCH_SYNC_SAMPLE ? setInterval(sample, 2) : undefined;
   let result: { bytes: number } | undefined;
+  const stopProfile = await profile(`client-${job.op}-${process.pid}`);
   // Tells the server side the operation starts: its CPU is counted from here, not over this process's start-up.
   process.stdout.write('start\n');
   const cpuBefore = process.cpuUsage();
+  const threadsBefore = threadCpu();
   const ms = await timed(async () => {
-    result = await (job.op === 'up' ? syncUp : syncDown)(job.transport, job.fsId, job.dir, { stateFile: job.stateFile });
+    if (job.op === 'drain') result = { bytes: await drainArchive(job.transport, job.fsId) };
+    else result = await (job.op === 'up' ? syncUp : syncDown)(job.transport, job.fsId, job.dir, { stateFile: job.stateFile });
   });
+  const cpu = process.cpuUsage(cpuBefore);
+  const threads = threadCpuSince(threadsBefore);
+  await stopProfile();
   if (sampler) {
     clearInterval(sampler);
     const rounded = Object.fromEntries(Object.entries(peaks).map(([k, v]) => [k, Math.round(v)]));
     process.stderr.write(`  (${job.op} client: RSS ${base.toFixed(0)} MiB before; peaks in MiB ${JSON.stringify(rounded)})\n`);
   }
-  const cpu = process.cpuUsage(cpuBefore);
-  const report: ClientReport = { seconds: ms / 1000, cpuS: (cpu.user + cpu.system) / 1e6, growthMiB: status('VmHWM') - base, bytes: result!.bytes };
+  const report: ClientReport = { seconds: ms / 1000, cpuS: (cpu.user + cpu.system) / 1e6, threads, growthMiB: status('VmHWM') - base, bytes: result!.bytes };
   process.stdout.write(JSON.stringify(report));
   process.exit(0);
 }
@@ -135,7 +208,9 @@ const createFs = async () => {
 };
 
 /** Runs one sync in a child process; returns its report and the server's peak growth meanwhile. */
-async function clientRun(job: Omit<ClientJob, 'transport' | 'cacheHome'>): Promise<ClientReport & { serverGrowthMiB: number; serverCpuS: number }> {
+async function clientRun(
+  job: Omit<ClientJob, 'transport' | 'cacheHome'>,
+): Promise<ClientReport & { serverGrowthMiB: number; serverCpuS: number; serverThreads: ThreadCpu }> {
   gc();
   resetPeak();
   const serverBase = status('VmRSS');
@@ -143,29 +218,29 @@ async function clientRun(job: Omit<ClientJob, 'transport' | 'cacheHome'>): Promi
   let serverCpu = process.cpuUsage();
   const child = spawn(
     process.execPath,
-    [
-      '--expose-gc',
-      ...(process.env.BENCH_SYNC_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_SYNC_PROF}`] : []),
-      '--import',
-      'tsx',
-      self,
-      '--client',
-      JSON.stringify({ ...job, transport, cacheHome: path.join(work, 'cache') }),
-    ],
+    ['--expose-gc', '--import', 'tsx', self, '--client', JSON.stringify({ ...job, transport, cacheHome: path.join(work, 'cache') })],
     {
       stdio: ['ignore', 'pipe', 'inherit'],
     },
   );
   let out = '';
+  let threadsBefore = threadCpu();
+  let stopProfile: Promise<() => Promise<void>> | undefined;
   child.stdout.on('data', (d) => {
-    if (!out.includes('start\n') && (out + d).includes('start\n')) serverCpu = process.cpuUsage();
+    if (!out.includes('start\n') && (out + d).includes('start\n')) {
+      serverCpu = process.cpuUsage();
+      threadsBefore = threadCpu();
+      stopProfile = profile(`server-${job.op}-${child.pid}`);
+    }
     out += d;
   });
   const [code] = (await once(child, 'exit')) as [number];
   const serverGrowthMiB = status('VmHWM') - serverBase;
   const cpu = process.cpuUsage(serverCpu);
+  const serverThreads = threadCpuSince(threadsBefore);
+  await (await stopProfile)?.();
   if (code !== 0) throw new Error(`the client exited ${code}`);
-  return { ...(JSON.parse(out.slice(out.indexOf('start\n') + 6)) as ClientReport), serverGrowthMiB, serverCpuS: (cpu.user + cpu.system) / 1e6 };
+  return { ...(JSON.parse(out.slice(out.indexOf('start\n') + 6)) as ClientReport), serverGrowthMiB, serverCpuS: (cpu.user + cpu.system) / 1e6, serverThreads };
 }
 
 /** Files of 4 MiB (or `fileMiB`), half incompressible, half repetitive: a tree of sources and binaries. */
@@ -193,6 +268,32 @@ async function smallFiles(dir: string, count: number, size: number): Promise<voi
 
 const max = (xs: number[]) => Math.max(...xs);
 const hasZstd = spawnSync('zstd', ['--version']).status === 0;
+const hasCurl = spawnSync('curl', ['--version']).status === 0;
+
+/**
+ * A bare node:http server in this process (the agentctl server's), whose handler only drains the
+ * request body: what receiving an upload costs before any code of ours runs (Node's HTTP parser
+ * copies every body chunk into a fresh buffer).
+ */
+const bareServer = http.createServer((req, res) => {
+  req.on('end', () => res.end());
+  req.resume();
+});
+await new Promise<void>((resolve) => bareServer.listen(0, '127.0.0.1', resolve));
+/** The server's CPU (this process) while curl PUTs `file` to the bare server. */
+async function bareReceive(file: string): Promise<ThreadCpu> {
+  const before = threadCpu();
+  const curl = spawn(
+    'curl',
+    ['-sS', '-o', '/dev/null', '-X', 'PUT', '--data-binary', `@${file}`, `http://127.0.0.1:${(bareServer.address() as AddressInfo).port}/`],
+    {
+      stdio: 'ignore',
+    },
+  );
+  const [code] = (await once(curl, 'exit')) as [number];
+  if (code !== 0) throw new Error(`curl exited ${code}`);
+  return threadCpuSince(before);
+}
 
 interface FullSyncFigures {
   upS: number;
@@ -211,6 +312,8 @@ async function fullSyncs(name: string, dir: string, t: string, print: boolean): 
   const down: Awaited<ReturnType<typeof clientRun>>[] = [];
   const packRuns: { seconds: number; cpuS: number; peakMiB: number }[] = [];
   const unpackRuns: { seconds: number; cpuS: number; peakMiB: number }[] = [];
+  const receiveRuns: ThreadCpu[] = [];
+  const drains: Awaited<ReturnType<typeof clientRun>>[] = [];
   const archive = path.join(work, 'tree.tar.zst');
   let fsId = '';
   let stateFile = '';
@@ -218,9 +321,11 @@ async function fullSyncs(name: string, dir: string, t: string, print: boolean): 
     fsId = await createFs();
     stateFile = path.join(work, `up-${t}-${i}.json`);
     if (hasZstd) packRuns.push(shell(`tar -cf - -C '${dir}' . | zstd -1 -q -f -o '${archive}'`));
+    if (print && hasZstd && hasCurl) receiveRuns.push(await bareReceive(archive));
     up.push(await clientRun({ op: 'up', fsId, dir, stateFile }));
     const dest = path.join(work, `down-${i}`);
     down.push(await clientRun({ op: 'down', fsId, dir: dest, stateFile: path.join(work, `down-${t}-${i}.json`) }));
+    if (print) drains.push(await clientRun({ op: 'drain', fsId, dir: dest, stateFile: '' }));
     await rm(dest, { recursive: true, force: true });
     if (hasZstd) {
       const untar = path.join(work, `untar-${i}`);
@@ -250,6 +355,23 @@ async function fullSyncs(name: string, dir: string, t: string, print: boolean): 
     const downCpu = cpu(down);
     console.log(`  syncUp   CPU ${fmt(upCpu.client, 2)} s client + ${fmt(upCpu.server, 2)} s server`);
     console.log(`  syncDown CPU ${fmt(downCpu.client, 2)} s client + ${fmt(downCpu.server, 2)} s server`);
+    // Where each side's CPU went by thread (medians per role): GC workers are the collector's, the pool libuv's file I/O.
+    const roles = (threads: ThreadCpu[]) =>
+      (['main', 'gc', 'pool'] as const).map((k) => `${k === 'gc' ? 'GC workers' : k} ${fmt(median(threads.map((t) => t[k])), 2)}`).join(', ');
+    console.log(`  syncUp   threads: client ${roles(up.map((r) => r.threads))} | server ${roles(up.map((r) => r.serverThreads))}`);
+    console.log(`  syncDown threads: client ${roles(down.map((r) => r.threads))} | server ${roles(down.map((r) => r.serverThreads))}`);
+    if (receiveRuns.length) {
+      // The part of the server's upload no code of ours runs: node:http receiving the same bytes, in this process.
+      const bare = median(receiveRuns.map((t) => t.main + t.gc + t.pool + t.other));
+      console.log(
+        `  server receive floor: a bare node:http handler draining the same archive (curl sends it) ${fmt(bare, 2)} s CPU (${roles(receiveRuns)}) -> syncUp's server side ${fmt(upCpu.server / bare, 2)}x of it`,
+      );
+    }
+    // The same for a download: undici in a client process fetching the archive and dropping it.
+    const drainCpu = median(drains.map((r) => r.cpuS));
+    console.log(
+      `  client receive floor: undici GETting the archive and dropping it ${fmt(drainCpu, 2)} s CPU (${roles(drains.map((r) => r.threads))}) -> syncDown's client side ${fmt(downCpu.client / drainCpu, 2)}x of it`,
+    );
     if (packS !== undefined && unpackS !== undefined) {
       const packCpu = median(packRuns.map((r) => r.cpuS));
       const unpackCpu = median(unpackRuns.map((r) => r.cpuS));
@@ -376,6 +498,7 @@ try {
     '\n(syncUp: hashing, packing, the HTTP upload, the server-side validation and blob store write; syncDown: the download, validation, staging and apply)',
   );
 } finally {
+  bareServer.close();
   await app.close();
   await blobs.close();
   await store.close();
