@@ -13,7 +13,11 @@
 //     they arrive in order and one at a time.
 //  5. sustained ingest: 8 posters (a second process, one task each) post events for a few seconds,
 //     POST/s, p50 and the server's CPU per POST, against the same posters calling GET /healthz
-//     (median of interleaved rounds). The dispatcher is stopped: this is the write path alone.
+//     (median of interleaved rounds). The dispatcher is stopped: this is the write path alone. On
+//     PGlite, the POST's CPU split: the event statement the last POST ran, EXECUTEd again directly on
+//     the same PGlite instance (new ids), and exec('SELECT 1') (PGlite's cost of any call), interleaved;
+//     the request's spans (the same POSTs to a second app on the same store with tracing off,
+//     interleaved; both engines); what is left is the server's own (HTTP, auth, validation, the driver, JSON).
 // The agent of (1) is a node:http server in this process, so both sides read one clock. The agent of
 // (2)-(4) is its own process (forked, as a real agent is): it verifies signatures, counts, checks order
 // and one-at-a-time, reports each lease complete over its own HTTP pool, and tells this process over IPC
@@ -27,11 +31,14 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { Agent, request } from 'undici';
 import { verifySignature, SIGNATURE_HEADER } from '../src/contract/acp.js';
+import type { PGlite } from '@electric-sql/pglite';
 import type { Engine } from '../src/server/store/db.js';
 import { startDispatcher } from '../src/server/delivery/dispatcher.js';
 import { signingSecretFor } from '../src/server/domain/registration.js';
 import { createEvent } from '../src/server/domain/conversation.js';
+import { buildApp } from '../src/server/app.js';
 import { unrestricted } from '../src/server/auth/policy.js';
+import { newId } from '../src/server/store/ids.js';
 import { benchEngines, benchService, fmt, median, BENCH_DEPLOY } from './support.js';
 
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
@@ -230,7 +237,19 @@ async function benchEngine(engine: Engine) {
     );
 
     // ---- (5) sustained ingest, last: its deliveries stay in the outbox -----------------------------------------
-    await sustainedIngest(engine, serviceUrl, adminKey, async () => (await call('POST', '/tasks', { agent_id: deployed.agent_id })).id);
+    const ingestTask = async () => (await call('POST', '/tasks', { agent_id: deployed.agent_id })).id as string;
+    // The same store served by a second app with tracing off: what the request's spans cost, measured alongside.
+    const untraced = await buildApp({ store, config: { rateLimitPerSecond: 0, tracing: false } });
+    let ingest: Awaited<ReturnType<typeof sustainedIngest>>;
+    try {
+      ingest = await sustainedIngest(engine, serviceUrl, adminKey, ingestTask, await untraced.listen({ host: '127.0.0.1', port: 0 }));
+    } finally {
+      await untraced.close();
+    }
+    if (store.pglite) {
+      const task = await ingestTask();
+      await pgliteShare(store.pglite, ingest, async () => (await call('POST', `/tasks/${task}/events`, { content: 'split' })).id);
+    }
   } finally {
     for (const d of dispatchers) await d.close();
     await forked.close();
@@ -424,17 +443,22 @@ async function posterRole(): Promise<void> {
 }
 
 /** (5): events posted by 8 posters against GET /healthz by the same posters, interleaved rounds, the server's CPU measured here. */
-async function sustainedIngest(engine: Engine, url: string, key: string, newTask: () => Promise<string>) {
+async function sustainedIngest(engine: Engine, url: string, key: string, newTask: () => Promise<string>, untracedUrl: string) {
   const tasks: string[] = [];
   for (let i = 0; i < POSTERS; i++) tasks.push(await newTask());
   const child = fork(fileURLToPath(import.meta.url), ['poster'], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  // Each round's exit listener goes with its answer: a dozen rounds would pass the emitter's listener limit.
   const reply = () =>
     new Promise<any>((resolve, reject) => {
-      child.once('message', resolve);
-      child.once('exit', (code) => reject(new Error(`poster process exited with ${code}`)));
+      const exited = (code: number | null) => reject(new Error(`poster process exited with ${code}`));
+      child.once('exit', exited);
+      child.once('message', (message) => {
+        child.off('exit', exited);
+        resolve(message);
+      });
     });
   await reply();
-  const round = async (run: Omit<PosterRun, 'url' | 'key' | 'seconds'>) => {
+  const round = async (run: Omit<PosterRun, 'key' | 'seconds' | 'url'> & { url?: string }) => {
     const cpu = process.cpuUsage();
     child.send({ url, key, seconds: INGEST_SECONDS, ...run } satisfies PosterRun);
     const result = (await reply()) as { count: number; seconds: number; p50: number };
@@ -443,12 +467,15 @@ async function sustainedIngest(engine: Engine, url: string, key: string, newTask
   };
   const health: Awaited<ReturnType<typeof round>>[] = [];
   const events: Awaited<ReturnType<typeof round>>[] = [];
+  const untraced: Awaited<ReturnType<typeof round>>[] = [];
   try {
     await round({ paths: tasks.map(() => '/healthz') }); // warm-up
     await round({ paths: tasks.map((t) => `/tasks/${t}/events`), body: { content: 'warm' } });
+    await round({ url: untracedUrl, paths: tasks.map((t) => `/tasks/${t}/events`), body: { content: 'warm' } });
     for (let r = 0; r < INGEST_ROUNDS; r++) {
       health.push(await round({ paths: tasks.map(() => '/healthz') }));
       events.push(await round({ paths: tasks.map((t) => `/tasks/${t}/events`), body: { content: `ingest ${r}` } }));
+      untraced.push(await round({ url: untracedUrl, paths: tasks.map((t) => `/tasks/${t}/events`), body: { content: `untraced ${r}` } }));
     }
   } finally {
     child.send('exit');
@@ -464,6 +491,61 @@ async function sustainedIngest(engine: Engine, url: string, key: string, newTask
   );
   console.log(
     `  server CPU per event POST ${fmt(m(events, 'cpuMs'), 3)} ms, per GET /healthz ${fmt(m(health, 'cpuMs'), 3)} ms: ${fmt(m(events, 'cpuMs') / m(health, 'cpuMs'), 1)}x`,
+  );
+  const spansMs = m(events, 'cpuMs') - m(untraced, 'cpuMs');
+  console.log(
+    `  the same POSTs to a second app on the same store with tracing off (interleaved): ${fmt(m(untraced, 'cpuMs'), 3)} ms; ` +
+      `the request's spans and their rows cost ${fmt(spansMs, 3)} ms, ${fmt(spansMs / m(health, 'cpuMs'), 1)}x GET /healthz`,
+  );
+  return { postCpuMs: m(events, 'cpuMs'), healthCpuMs: m(health, 'cpuMs'), spansMs };
+}
+
+const SPLIT_CALLS = 300;
+
+/**
+ * (5) on PGlite: how much of the POST's CPU is PGlite running its statement. The statement the
+ * last POST ran (an EXECUTE of the prepared event statement, its parameters literals) is run again
+ * directly on the same instance with a new event id, against exec('SELECT 1'), in interleaved
+ * rounds; process CPU per call. The dispatcher is stopped, so each run only writes (a pending
+ * delivery, as the POSTs did).
+ */
+async function pgliteShare(pglite: PGlite, ingest: { postCpuMs: number; healthCpuMs: number; spansMs: number }, post: () => Promise<string>) {
+  const ran: string[] = [];
+  const exec = pglite.exec.bind(pglite);
+  pglite.exec = (query, options) => {
+    ran.push(query);
+    return exec(query, options);
+  };
+  let eventId: string;
+  try {
+    eventId = await post();
+  } finally {
+    pglite.exec = exec;
+  }
+  const statement = ran.find((text) => text.startsWith('EXECUTE ') && text.includes(eventId));
+  if (!statement) return console.log('  (the event statement did not go through exec(): no split)');
+  const calls: Record<'statement' | 'select1', () => Promise<unknown>> = {
+    statement: () => exec(statement.replaceAll(eventId, newId('event'))),
+    select1: () => exec('SELECT 1'),
+  };
+  const cpu: Record<keyof typeof calls, number[]> = { statement: [], select1: [] };
+  for (let r = 0; r < INGEST_ROUNDS; r++) {
+    for (const name of ['statement', 'select1'] as const) {
+      for (let i = 0; i < 20; i++) await calls[name]();
+      const start = process.cpuUsage();
+      for (let i = 0; i < SPLIT_CALLS; i++) await calls[name]();
+      const used = process.cpuUsage(start);
+      cpu[name].push((used.user + used.system) / 1000 / SPLIT_CALLS);
+    }
+  }
+  const statementMs = median(cpu.statement);
+  const rest = ingest.postCpuMs - statementMs - ingest.spansMs;
+  console.log(
+    `  of it, PGlite running the event statement (the same EXECUTE again, ${SPLIT_CALLS} calls x ${INGEST_ROUNDS} rounds): ${fmt(statementMs, 3)} ms, ` +
+      `${fmt((100 * statementMs) / ingest.postCpuMs)}% (${fmt(statementMs / ingest.healthCpuMs, 1)}x GET /healthz); PGlite's floor, exec('SELECT 1'), ${fmt(median(cpu.select1), 3)} ms`,
+  );
+  console.log(
+    `  the rest, besides the spans (HTTP, auth, validation, the driver, JSON): ${fmt(rest, 3)} ms, ${fmt(rest / ingest.healthCpuMs, 1)}x GET /healthz`,
   );
 }
 
