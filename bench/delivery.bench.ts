@@ -32,6 +32,7 @@ import { startDispatcher } from '../src/server/delivery/dispatcher.js';
 import { signingSecretFor } from '../src/server/domain/registration.js';
 import { createEvent } from '../src/server/domain/conversation.js';
 import { unrestricted } from '../src/server/auth/policy.js';
+import { createAdk, type Adk } from '../src/adk/adk.js';
 import { benchEngines, benchService, fmt, median, BENCH_DEPLOY } from './support.js';
 
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
@@ -289,22 +290,15 @@ async function forkAgent() {
 /** The agent process: verifies, counts, checks order; with `deferring`, takes the lease and reports each delivery complete. */
 async function agentRole(): Promise<void> {
   let config: Extract<AgentCommand, { type: 'config' }> | undefined;
-  let http: Agent | undefined;
   let run = { deferring: false, expect: 0, checked: null as string | null, received: 0, completed: 0, next: -1 };
   const busy = new Set<string>();
   let violations: string[] = [];
   let onProgress: (() => void) | undefined;
   const finished = () => run.received >= run.expect && (!run.deferring || run.completed >= run.expect);
-  const complete = async (id: string) => {
-    const res = await request(`${config!.serviceUrl}/deliveries/${id}/complete`, {
-      method: 'POST',
-      dispatcher: http,
-      headers: { authorization: `Bearer ${config!.adminKey}`, 'content-type': 'application/json' },
-      body: '{}',
-    });
-    await res.body.text();
-    if (res.statusCode >= 300) throw new Error(`POST /deliveries/${id}/complete: ${res.statusCode}`);
-  };
+  // Reported through the ADK's own call (Adk.completeDelivery, as AgentServer reports): at once when
+  // no report is on its way, else with the others that finished meanwhile, in one request.
+  let toolkit: Adk | undefined;
+  const complete = (id: string) => toolkit!.completeDelivery(id);
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
@@ -353,7 +347,7 @@ async function agentRole(): Promise<void> {
     switch (command.type) {
       case 'config':
         config = command;
-        http = new Agent({ connections: 16 });
+        toolkit = createAdk({ baseUrl: command.serviceUrl, apiKey: command.adminKey });
         return process.send!({});
       case 'arm':
         run = { ...command, received: 0, completed: 0, next: -1 };
@@ -368,7 +362,6 @@ async function agentRole(): Promise<void> {
         };
         return onProgress();
       case 'exit':
-        await http?.close();
         server.close();
         process.exit(0);
     }
