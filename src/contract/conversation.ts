@@ -2,7 +2,15 @@ import { z } from 'zod';
 import { ErrorBody, JsonObject, QueryInt, Timestamp } from './common.js';
 import { MAX_REPORTED_SPANS, SpanInput } from './traces.js';
 import type { Task } from './resources.js';
-import { ACP_METHODS, EVENT_LIST_LIMIT, MAX_COMPLETIONS_PER_REQUEST, MESSAGE_LIST_LIMIT, MESSAGE_TEXT_MAX, STREAM_RECORD_KINDS, STREAMED_FIELDS } from './enums.js';
+import {
+  ACP_METHODS,
+  EVENT_LIST_LIMIT,
+  MAX_COMPLETIONS_PER_REQUEST,
+  MESSAGE_LIST_LIMIT,
+  MESSAGE_TEXT_MAX,
+  STREAM_RECORD_KINDS,
+  STREAMED_FIELDS,
+} from './enums.js';
 
 // ---- content ------------------------------------------------------------------------------------
 

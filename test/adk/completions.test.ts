@@ -156,7 +156,13 @@ describe('Adk.completeDelivery', () => {
     const { adk, requests, release } = await service(false);
     const outcome = await reportAll(adk, release, requests);
     expect(outcome).toEqual(['completed', 'completed', 'completed']);
-    expect(requests.map((r) => r.path)).toEqual(['/deliveries/1/complete', '/deliveries/complete', '/deliveries/2/complete', '/deliveries/3/complete', '/deliveries/4/complete']);
+    expect(requests.map((r) => r.path)).toEqual([
+      '/deliveries/1/complete',
+      '/deliveries/complete',
+      '/deliveries/2/complete',
+      '/deliveries/3/complete',
+      '/deliveries/4/complete',
+    ]);
   });
 
   it('a per-delivery refusal is the error class of its status', async () => {

@@ -339,9 +339,7 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect(await asAgent(stranger, 'POST', '/deliveries/complete', { deliveries: [{ id: createOf(a.id) }] })).toEqual({
       status: 200,
       body: {
-        results: [
-          { id: createOf(a.id), status: 404, delivery: null, error: { detail: `Delivery ${createOf(a.id)} was not found`, code: 'not_found' } },
-        ],
+        results: [{ id: createOf(a.id), status: 404, delivery: null, error: { detail: `Delivery ${createOf(a.id)} was not found`, code: 'not_found' } }],
       },
     });
     expect(await statusesOf(svc, a.id)).toEqual(['leased', 'pending']);
@@ -353,21 +351,26 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
       delivery: { id, task_id: taskId, method: 'task/create', status: 'done', attempts: 1, lease_expires_at: null },
       error: null,
     });
-    expect(
-      await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [{ id: createOf(a.id) }, { id: unsent.id }, { id: createOf(b.id) }] }),
-    ).toEqual({
+    expect(await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [{ id: createOf(a.id) }, { id: unsent.id }, { id: createOf(b.id) }] })).toEqual({
       status: 200,
       body: {
         results: [
           done(createOf(a.id), a.id),
-          { id: unsent.id, status: 409, delivery: null, error: { detail: `Delivery ${unsent.id} has not been sent to the agent yet`, code: 'delivery_not_sent' } },
+          {
+            id: unsent.id,
+            status: 409,
+            delivery: null,
+            error: { detail: `Delivery ${unsent.id} has not been sent to the agent yet`, code: 'delivery_not_sent' },
+          },
           done(createOf(b.id), b.id),
         ],
       },
     });
     await agent.waitFor(() => methods(agent).includes('event/send:one'));
     // Reported again, a done delivery is answered as it is; a malformed request is refused whole.
-    expect((await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [{ id: createOf(b.id) }] })).body.results[0]).toEqual(done(createOf(b.id), b.id));
+    expect((await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [{ id: createOf(b.id) }] })).body.results[0]).toEqual(
+      done(createOf(b.id), b.id),
+    );
     expect((await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [{ id: 'not-a-number' }] })).status).toBe(422);
     expect((await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [] })).status).toBe(422);
   });
