@@ -7,7 +7,8 @@
 //     the dispatcher started and timed until the agent has them all), against the bare rate of
 //     single-row INSERTs with the same pool (median of interleaved rounds);
 //  3. the same with an agent that takes the completion lease (answers `deferred`, then reports each
-//     delivery complete with `POST /deliveries/{id}/complete`, as the ADK does), against (2);
+//     delivery complete through the ADK's own call, Adk.completeDelivery: at once when no report is
+//     on its way, else together with the others in one `POST /deliveries/complete`), against (2);
 //  4. one task, SINGLE_TASK_EVENTS events back to back (in the outbox first), in events per second
 //     (goal: 300), to a plain agent and to one that takes the completion lease; the agent checks
 //     they arrive in order and one at a time.
@@ -20,10 +21,12 @@
 //     interleaved; both engines); what is left is the server's own (HTTP, auth, validation, the driver, JSON).
 // The agent of (1) is a node:http server in this process, so both sides read one clock. The agent of
 // (2)-(4) is its own process (forked, as a real agent is): it verifies signatures, counts, checks order
-// and one-at-a-time, reports each lease complete over its own HTTP pool, and tells this process over IPC
+// and one-at-a-time, reports each lease complete through the ADK, and tells this process over IPC
 // when it has them all. In this process it cost the server's CPU (its HTTP server, HMAC checks and the
 // completion requests' client), which made (2)-(4) measure the bench as much as the dispatcher. The
-// floors are unchanged: the same pool's INSERTs in the same run.
+// floors are unchanged: the same pool's INSERTs in the same run. Rows (2)-(4) also print this process's
+// CPU per delivery (server and dispatcher; on PGlite the database too), which a loaded machine
+// distorts far less than the rates.
 import { fork } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -39,6 +42,7 @@ import { createEvent } from '../src/server/domain/conversation.js';
 import { buildApp } from '../src/server/app.js';
 import { unrestricted } from '../src/server/auth/policy.js';
 import { newId } from '../src/server/store/ids.js';
+import { createAdk, type Adk } from '../src/adk/adk.js';
 import { benchEngines, benchService, fmt, median, BENCH_DEPLOY } from './support.js';
 
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
@@ -178,15 +182,17 @@ async function benchEngine(engine: Engine) {
       const total = pending.n;
       // Armed before the clock starts: the agent counts from here and answers once it has `total`.
       await forked.ask({ type: 'arm', deferring, expect: total, checked: taskCount === 1 ? tasks[0].id : null });
+      const cpu = process.cpuUsage();
       const start = now();
       const throughputDispatcher = await startDispatcher(store);
       dispatchers.push(throughputDispatcher);
       const result = (await forked.ask({ type: 'wait' })) as { violations: string[] };
       const seconds = (now() - start) / 1000;
+      const used = process.cpuUsage(cpu);
       violations.push(...result.violations);
       await throughputDispatcher.close();
       dispatchers.pop();
-      return { tasks, total, seconds };
+      return { tasks, total, seconds, cpuMs: (used.user + used.system) / 1000 / total };
     };
     // The floor of (2): the same number of single-row inserts, INSERT_CONCURRENCY at a time.
     await sql`CREATE TABLE bench_floor (id bigserial PRIMARY KEY, task_id text NOT NULL, payload jsonb NOT NULL)`.execute(store.db);
@@ -205,27 +211,30 @@ async function benchEngine(engine: Engine) {
     };
     // Rounds of (2), each followed by its floor: a single round measured mostly the first round's
     // warm-up (both processes cold), which ran at about two thirds of the rate of the rounds after it.
-    const rounds: { dispatchRate: number; insertRate: number }[] = [];
+    const rounds: { dispatchRate: number; insertRate: number; cpuMs: number }[] = [];
     let total = 0;
     for (let r = 0; r < THROUGHPUT_ROUNDS; r++) {
       const round = await throughput(false);
       total = round.total;
       const dispatchRate = round.total / round.seconds;
-      rounds.push({ dispatchRate, insertRate: await insertRateOf(round.tasks, round.total) });
+      rounds.push({ dispatchRate, insertRate: await insertRateOf(round.tasks, round.total), cpuMs: round.cpuMs });
     }
     const dispatchRate = median(rounds.map((r) => r.dispatchRate));
     const insertRate = median(rounds.map((r) => r.insertRate));
+    const dispatchCpuMs = median(rounds.map((r) => r.cpuMs));
     const ratios = rounds.map((r) => r.dispatchRate / r.insertRate);
     console.log(`[${engine}] ${total} deliveries across ${TASKS} tasks through the dispatcher (median of ${THROUGHPUT_ROUNDS} rounds, each against its floor)`);
     console.log(
       `  ${fmt(dispatchRate)} events/s; bare single-row INSERT ${fmt(insertRate)} rows/s; ratio ${fmt(median(ratios), 2)} (rounds ${ratios.map((x) => fmt(x, 2)).join(', ')})`,
     );
+    console.log(`  server CPU ${fmt(dispatchCpuMs, 3)} ms per delivery`);
 
     // ---- (3) the same through the completion lease ---------------------------------------------------
     const leased = await throughput(true);
     const leasedRate = leased.total / leased.seconds;
     console.log(`[${engine}] ${leased.total} deliveries across ${TASKS} tasks to an agent that takes the completion lease and reports each complete`);
     console.log(`  ${fmt(leasedRate)} events/s; ratio ${fmt(leasedRate / dispatchRate, 2)} of (2), ${fmt(leasedRate / insertRate, 2)} of the bare INSERT rate`);
+    console.log(`  server CPU ${fmt(leased.cpuMs, 3)} ms per delivery, ${fmt(leased.cpuMs / dispatchCpuMs, 2)}x (2)'s`);
 
     // ---- (4) one task, back to back -------------------------------------------------------------------
     const single = await throughput(false, 1, SINGLE_TASK_EVENTS);
@@ -235,6 +244,7 @@ async function benchEngine(engine: Engine) {
     console.log(
       `  ${fmt(single.total / single.seconds)} events/s to a plain agent; ${fmt(singleLeased.total / singleLeased.seconds)} events/s to one that takes the completion lease`,
     );
+    console.log(`  server CPU ${fmt(single.cpuMs, 3)} and ${fmt(singleLeased.cpuMs, 3)} ms per delivery`);
 
     // ---- (5) sustained ingest, last: its deliveries stay in the outbox -----------------------------------------
     const ingestTask = async () => (await call('POST', '/tasks', { agent_id: deployed.agent_id })).id as string;
@@ -308,22 +318,15 @@ async function forkAgent() {
 /** The agent process: verifies, counts, checks order; with `deferring`, takes the lease and reports each delivery complete. */
 async function agentRole(): Promise<void> {
   let config: Extract<AgentCommand, { type: 'config' }> | undefined;
-  let http: Agent | undefined;
   let run = { deferring: false, expect: 0, checked: null as string | null, received: 0, completed: 0, next: -1 };
   const busy = new Set<string>();
   let violations: string[] = [];
   let onProgress: (() => void) | undefined;
   const finished = () => run.received >= run.expect && (!run.deferring || run.completed >= run.expect);
-  const complete = async (id: string) => {
-    const res = await request(`${config!.serviceUrl}/deliveries/${id}/complete`, {
-      method: 'POST',
-      dispatcher: http,
-      headers: { authorization: `Bearer ${config!.adminKey}`, 'content-type': 'application/json' },
-      body: '{}',
-    });
-    await res.body.text();
-    if (res.statusCode >= 300) throw new Error(`POST /deliveries/${id}/complete: ${res.statusCode}`);
-  };
+  // Reported through the ADK's own call (Adk.completeDelivery, as AgentServer reports): at once when
+  // no report is on its way, else with the others that finished meanwhile, in one request.
+  let toolkit: Adk | undefined;
+  const complete = (id: string) => toolkit!.completeDelivery(id);
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
@@ -372,7 +375,7 @@ async function agentRole(): Promise<void> {
     switch (command.type) {
       case 'config':
         config = command;
-        http = new Agent({ connections: 16 });
+        toolkit = createAdk({ baseUrl: command.serviceUrl, apiKey: command.adminKey });
         return process.send!({});
       case 'arm':
         run = { ...command, received: 0, completed: 0, next: -1 };
@@ -387,7 +390,6 @@ async function agentRole(): Promise<void> {
         };
         return onProgress();
       case 'exit':
-        await http?.close();
         server.close();
         process.exit(0);
     }

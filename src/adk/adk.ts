@@ -11,6 +11,7 @@ import path from 'node:path';
 import { activeTraceHeaders } from './trace.js';
 import { newSpanId, TRACEPARENT_HEADER } from '../contract/trace-context.js';
 import type { SpanInput } from '../contract/traces.js';
+import { CompletionReporter, type CompletionReport } from './completions.js';
 
 export type {
   Agent,
@@ -190,12 +191,52 @@ export class Adk {
     return this.call('reportHandlerError', { params: { task_id: taskId }, body: { handler, message: message.slice(0, 10_000) || 'Error', event_id: eventId } });
   }
 
-  /** @internal for AgentServer: the handler of a deferred delivery finished (a failure was reported first). */
-  async completeDelivery(deliveryId: string, spans?: SpanInput[], traceparent?: string): Promise<void> {
+  /**
+   * @internal for AgentServer: the handler of a deferred delivery finished (a failure was reported
+   * first). Sent at once unless another report is on its way; then with the others that came
+   * meanwhile, in one request when that one is answered (CompletionReporter).
+   */
+  completeDelivery(deliveryId: string, spans?: SpanInput[], traceparent?: string): Promise<void> {
+    return this.completions.report({ deliveryId, ...(spans?.length ? { spans } : {}), ...(traceparent ? { traceparent } : {}) });
+  }
+
+  private readonly completions = new CompletionReporter({
+    one: (report) => this.completeOne(report),
+    many: async (reports) => {
+      if (!this.batchCompletions) return this.completeOneByOne(reports);
+      let answer: EndpointOutput<'completeDeliveries'>;
+      try {
+        answer = await this.call('completeDeliveries', {
+          body: { deliveries: reports.map((r) => ({ id: r.deliveryId, ...(r.spans ? { spans: r.spans } : {}) })) },
+        });
+      } catch (error) {
+        // A server from before the batch endpoint: each on its own, from now on.
+        if (!(error instanceof NotFoundError)) throw error;
+        this.batchCompletions = false;
+        return this.completeOneByOne(reports);
+      }
+      return answer.results.map((r) => (r.error ? httpError(r.status, r.error.code, r.error.detail) : undefined));
+    },
+  });
+  /** False once the server answered that it has no `POST /deliveries/complete`. */
+  private batchCompletions = true;
+
+  private async completeOne({ deliveryId, spans, traceparent }: CompletionReport): Promise<void> {
     await this.call(
       'completeDelivery',
-      { params: { delivery_id: deliveryId }, body: spans?.length ? { spans } : undefined },
+      { params: { delivery_id: deliveryId }, body: spans ? { spans } : undefined },
       traceparent ? { headers: { [TRACEPARENT_HEADER]: traceparent } } : undefined,
+    );
+  }
+
+  private completeOneByOne(reports: CompletionReport[]): Promise<(Error | undefined)[]> {
+    return Promise.all(
+      reports.map((r) =>
+        this.completeOne(r).then(
+          () => undefined,
+          (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+        ),
+      ),
     );
   }
 

@@ -1,7 +1,16 @@
 import { z } from 'zod';
-import { JsonObject, QueryInt, Timestamp } from './common.js';
+import { ErrorBody, JsonObject, QueryInt, Timestamp } from './common.js';
+import { MAX_REPORTED_SPANS, SpanInput } from './traces.js';
 import type { Task } from './resources.js';
-import { ACP_METHODS, EVENT_LIST_LIMIT, MESSAGE_LIST_LIMIT, MESSAGE_TEXT_MAX, STREAM_RECORD_KINDS, STREAMED_FIELDS } from './enums.js';
+import {
+  ACP_METHODS,
+  EVENT_LIST_LIMIT,
+  MAX_COMPLETIONS_PER_REQUEST,
+  MESSAGE_LIST_LIMIT,
+  MESSAGE_TEXT_MAX,
+  STREAM_RECORD_KINDS,
+  STREAMED_FIELDS,
+} from './enums.js';
 
 // ---- content ------------------------------------------------------------------------------------
 
@@ -211,6 +220,36 @@ export const Delivery = z.object({
   lease_expires_at: Timestamp.nullable(),
 });
 export type Delivery = z.infer<typeof Delivery>;
+
+/**
+ * `POST /deliveries/complete`: several deferred deliveries whose handlers finished, each as
+ * `POST /deliveries/{id}/complete` would report it (its id, and its handler's spans if any). The ADK
+ * sends those that finished while its previous report was on its way, in one request.
+ */
+export const CompleteDeliveriesRequest = z.object({
+  deliveries: z
+    .array(z.object({ id: DeliveryId, spans: z.array(SpanInput).max(MAX_REPORTED_SPANS).optional() }))
+    .min(1)
+    .max(MAX_COMPLETIONS_PER_REQUEST),
+});
+export type CompleteDeliveriesRequest = z.input<typeof CompleteDeliveriesRequest>;
+
+/**
+ * Each reported delivery answered on its own, in the request's order: `status` is what
+ * `POST /deliveries/{id}/complete` would have answered (200 with `delivery`, or an error status with
+ * `error`, the usual `{detail, code}`). One delivery refused does not refuse the others.
+ */
+export const CompleteDeliveriesResponse = z.object({
+  results: z.array(
+    z.object({
+      id: z.string(),
+      status: z.number().int(),
+      delivery: Delivery.nullable(),
+      error: ErrorBody.nullable(),
+    }),
+  ),
+});
+export type CompleteDeliveriesResponse = z.infer<typeof CompleteDeliveriesResponse>;
 
 /**
  * One delivery of a dev version, as `GET /versions/{id}/deliveries/stream` sends it (`event:

@@ -35,6 +35,8 @@ import {
   CreateMessageRequest,
   Delivery,
   DeliveryAnswerRequest,
+  CompleteDeliveriesRequest,
+  CompleteDeliveriesResponse,
   InterruptResult,
   TaskTurn,
   DeliveryId,
@@ -1190,6 +1192,18 @@ export const endpoints = lazyTable({
       params: z.object({ delivery_id: DeliveryId }),
       body: CompleteDeliveryRequest,
       response: Delivery,
+    }),
+  completeDeliveries: () =>
+    ep({
+      method: 'POST',
+      path: '/deliveries/complete',
+      status: 200,
+      idempotent: true,
+      summary:
+        'Several async agents’ handlers finished (run on each task’s agent): each delivery answered on its own, as POST /deliveries/{id}/complete would answer it',
+      tag: 'conversation',
+      body: CompleteDeliveriesRequest,
+      response: CompleteDeliveriesResponse,
     }),
   streamVersionDeliveries: () =>
     ep({

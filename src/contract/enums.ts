@@ -132,3 +132,6 @@ export const SECRET_NAME_MAX = 255;
 export const SECRET_VALUE_MAX_BYTES = 65_536;
 /** Where a secret applies: every version of the agent, or the versions whose branch falls in one environment. */
 export const SECRET_SCOPES = ['agent', 'environment'] as const;
+
+/** The most deliveries one `POST /deliveries/complete` may report (the ADK sends no more in one). */
+export const MAX_COMPLETIONS_PER_REQUEST = 500;

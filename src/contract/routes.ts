@@ -72,6 +72,7 @@ export const routes = {
   getEvent: { method: 'GET', path: '/events/:event_id', status: 200, idempotent: true },
   reportHandlerError: { method: 'POST', path: '/tasks/:task_id/handler-errors', status: 201, idempotencyKey: true },
   completeDelivery: { method: 'POST', path: '/deliveries/:delivery_id/complete', status: 200, idempotent: true },
+  completeDeliveries: { method: 'POST', path: '/deliveries/complete', status: 200, idempotent: true },
   streamVersionDeliveries: { method: 'GET', path: '/versions/:version_id/deliveries/stream', status: 200, sse: true, idempotent: true },
   answerDelivery: { method: 'POST', path: '/deliveries/:delivery_id/answer', status: 200, idempotent: true },
   renewDeliveryLease: { method: 'POST', path: '/deliveries/:delivery_id/renew', status: 200, idempotent: true },

@@ -24,8 +24,8 @@ const deliveriesOf = async (svc: TestService, taskId: string) =>
   svc.store.db.selectFrom('deliveries').select(['method', 'status', 'attempts']).where('task_id', '=', taskId).orderBy('id').execute();
 
 /** The agent calls the service with its own runtime key (test/fixtures/delivery/agent.mjs `/test/call`). */
-async function asAgent(agent: TestAgent, method: string, path: string): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${agent.acpUrl}/test/call`, { method: 'POST', body: JSON.stringify({ method, path }) });
+async function asAgent(agent: TestAgent, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${agent.acpUrl}/test/call`, { method: 'POST', body: JSON.stringify({ method, path, body }) });
   return (await res.json()) as { status: number; body: any };
 }
 
@@ -315,6 +315,64 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
       body: { detail: `Delivery ${unsent.id} has not been sent to the agent yet`, code: 'delivery_not_sent' },
     });
     expect((await asAgent(agent, 'POST', '/deliveries/not-a-number/complete')).status).toBe(422);
+  });
+
+  test('several deliveries reported complete in one request are each answered on their own, checked as a single completion is', async () => {
+    const v1 = await deploy(svc);
+    const agent = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    dispatcher = await startDispatcher(svc.store, { ...FAST, leaseMs: 60_000 });
+    const [a, b] = [await createTask(svc), await createTask(svc)];
+    await sendEvent(a.id, 'one');
+    await agent.waitFor(() => agent.received().length === 2);
+    await until('both task/creates leased', async () => (await statusesOf(svc, a.id))[0] === 'leased' && (await statusesOf(svc, b.id))[0] === 'leased');
+    const createOf = (taskId: string) => agent.received().find((r) => r.params.task.id === taskId)!.id as string;
+    const unsent = await svc.store.db
+      .selectFrom('deliveries')
+      .select(sql<string>`id::text`.as('id'))
+      .where('task_id', '=', a.id)
+      .where('method', '=', 'event/send')
+      .executeTakeFirstOrThrow();
+
+    // Another agent's runtime key may not see them: each is a 404, as alone; nothing changes.
+    const other = await deploy(svc, { agent: 'other-bot' });
+    const stranger = await startAgent(svc, other.version_id);
+    expect(await asAgent(stranger, 'POST', '/deliveries/complete', { deliveries: [{ id: createOf(a.id) }] })).toEqual({
+      status: 200,
+      body: {
+        results: [{ id: createOf(a.id), status: 404, delivery: null, error: { detail: `Delivery ${createOf(a.id)} was not found`, code: 'not_found' } }],
+      },
+    });
+    expect(await statusesOf(svc, a.id)).toEqual(['leased', 'pending']);
+
+    // One refused (not sent yet) leaves the others completed; each task's next delivery goes.
+    const done = (id: string, taskId: string) => ({
+      id,
+      status: 200,
+      delivery: { id, task_id: taskId, method: 'task/create', status: 'done', attempts: 1, lease_expires_at: null },
+      error: null,
+    });
+    expect(await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [{ id: createOf(a.id) }, { id: unsent.id }, { id: createOf(b.id) }] })).toEqual({
+      status: 200,
+      body: {
+        results: [
+          done(createOf(a.id), a.id),
+          {
+            id: unsent.id,
+            status: 409,
+            delivery: null,
+            error: { detail: `Delivery ${unsent.id} has not been sent to the agent yet`, code: 'delivery_not_sent' },
+          },
+          done(createOf(b.id), b.id),
+        ],
+      },
+    });
+    await agent.waitFor(() => methods(agent).includes('event/send:one'));
+    // Reported again, a done delivery is answered as it is; a malformed request is refused whole.
+    expect((await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [{ id: createOf(b.id) }] })).body.results[0]).toEqual(
+      done(createOf(b.id), b.id),
+    );
+    expect((await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [{ id: 'not-a-number' }] })).status).toBe(422);
+    expect((await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [] })).status).toBe(422);
   });
 
   test('a delivery left in flight by a dispatcher that is gone (its server was killed) goes out at once, not when its claim runs out; a live one keeps its claim', async () => {

@@ -12,7 +12,7 @@ import type { Database, DeliveriesTable, Db } from '../store/db.js';
 import { iso } from '../store/mappers.js';
 import { executePrepared } from '../store/prepared.js';
 import type { Permissions } from '../auth/policy.js';
-import { conflict, namedVersion, notFound } from './errors.js';
+import { conflict, DomainError, namedVersion, notFound } from './errors.js';
 import { inCallerOrg, versionById } from './lookup.js';
 import { DEV_IMAGE_PREFIX } from '../../contract/enums.js';
 import { isRefusal, next } from './version-lifecycle.js';
@@ -128,6 +128,33 @@ export async function completeDelivery(
     return toDelivery(delivery);
   }
   return explainUnchanged(db, perms, deliveryId);
+}
+
+/** One delivery of `POST /deliveries/complete`: as its own completion would answer, or why it was refused. */
+export type ReportedCompletion = { id: string; delivery: Delivery } | { id: string; refused: DomainError };
+
+/**
+ * `POST /deliveries/complete`: each delivery completed as `completeDelivery` completes it (the same
+ * checks of the key, the same answers), all at once: with a dispatcher here they go in its same
+ * settling statement. A refusal answers its own delivery and leaves the others be.
+ */
+export function completeDeliveries(
+  db: Db,
+  perms: Permissions,
+  reports: readonly { id: string; spans?: readonly unknown[] }[],
+  tracing?: Tracing,
+): Promise<ReportedCompletion[]> {
+  return Promise.all(
+    reports.map((report) =>
+      completeDelivery(db, perms, report.id, report.spans ? { spans: report.spans, tracing } : undefined).then(
+        (delivery): ReportedCompletion => ({ id: report.id, delivery }),
+        (error: unknown): ReportedCompletion => {
+          if (error instanceof DomainError) return { id: report.id, refused: error };
+          throw error;
+        },
+      ),
+    ),
+  );
 }
 
 /**

@@ -2,7 +2,8 @@ import type { ServerResponse } from 'node:http';
 import type { StreamRecord } from '../../contract/conversation.js';
 import { STREAM_HEARTBEAT_MS, type RouteHost, type ServiceContext } from '../route-host.js';
 import { conflict, invalid } from '../domain/errors.js';
-import { completeDelivery, deliveryForAnswer, deliveryNow, devVersionForPull, renewDeliveryLease } from '../domain/deliveries.js';
+import { httpErrorOf } from '../errors.js';
+import { completeDeliveries, completeDelivery, deliveryForAnswer, deliveryNow, devVersionForPull, renewDeliveryLease } from '../domain/deliveries.js';
 import { PULL_DELIVERY_SSE_EVENT, PULL_OPEN_SSE_EVENT } from '../../contract/enums.js';
 import {
   endsStream,
@@ -31,6 +32,16 @@ export function registerConversationRoutes(host: RouteHost, service: ServiceCont
   host.handle('completeDelivery', async ({ params, body }, call) =>
     completeDelivery(db, await call.access(), params.delivery_id, body?.spans ? { spans: body.spans, tracing: service.tracing } : undefined),
   );
+  host.handle('completeDeliveries', async ({ body }, call) => {
+    const completed = await completeDeliveries(db, await call.access(), body.deliveries, service.tracing);
+    // Each refusal as its own request would have been answered: the status and `{detail, code}`.
+    const results = completed.map((c) => {
+      if ('delivery' in c) return { id: c.id, status: 200, delivery: c.delivery, error: null };
+      const error = httpErrorOf(c.refused);
+      return { id: c.id, status: error.status, delivery: null, error: { detail: error.detail, code: error.code } };
+    });
+    return { results };
+  });
   host.handle('streamVersionDeliveries', async ({ params }, call) => {
     // Ids are delivery ids; what the stream held unanswered comes again anyway, so the value is only checked.
     parseLastEventId(call.request.headers['last-event-id']);
