@@ -75,7 +75,12 @@ const HOPS = [
 type Hop = (typeof HOPS)[number][0];
 type HopSample = { start: number; stamps: Partial<Record<Hop, number>>; waitedForCompletion: boolean; declined: boolean };
 
-function eventHopProbe(store: Store, app: { service: { auth: { authenticate: (header: string | undefined) => Promise<unknown> } } }, dispatcher: Dispatcher, agent: Server) {
+function eventHopProbe(
+  store: Store,
+  app: { service: { auth: { authenticate: (header: string | undefined) => Promise<unknown> } } },
+  dispatcher: Dispatcher,
+  agent: Server,
+) {
   let current: (HopSample & { token: string }) | undefined;
   const stamp = (hop: Hop) => {
     if (current && current.stamps[hop] === undefined) current.stamps[hop] = performance.now();

@@ -286,6 +286,8 @@ export class Dispatcher {
   private readonly tracing?: Tracing;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly secrets = new Map<string, Promise<string>>();
+  /** The secrets `secrets` read, by version: a flight signs with them at once. */
+  private readonly secretsRead = new Map<string, string>();
   /** Answers waiting to be written (see `settleQueued`), and the settling statements running. */
   private queuedSettles: QueuedSettle[] = [];
   private settling = 0;
@@ -731,7 +733,10 @@ export class Dispatcher {
     if (!secret) {
       secret = signingSecretFor(this.db, versionId);
       this.secrets.set(versionId, secret);
-      secret.catch(() => this.secrets.delete(versionId));
+      secret.then(
+        (read) => this.secretsRead.set(versionId, read),
+        () => this.secrets.delete(versionId),
+      );
     }
     return secret;
   }
@@ -757,13 +762,17 @@ export class Dispatcher {
       await this.release(delivery, null);
       return {};
     }
-    if (await this.settledBeforeSending(delivery, this.id)) return {};
+    // Nothing to decide and the secret read (the common case): the request leaves in this turn of the
+    // event loop, before the rest of it (the answer to the POST that wrote the event, say).
+    const decided = this.settledBeforeSending(delivery, this.id);
+    if (decided !== false && (await decided)) return {};
     const target = delivery.acp_urls[replicaIndex(delivery.task_id, delivery.acp_urls.length)];
     span?.setAttribute('server.address', target);
     let method: AcpMethod = delivery.method;
     let answer: AgentAnswer;
     try {
-      const { rpc, body, signature } = await this.signed(delivery, span);
+      const secret = this.secretsRead.get(delivery.version_id) ?? (await this.secretFor(delivery.version_id));
+      const { rpc, body, signature } = this.signedWith(secret, delivery, span);
       method = rpc.method;
       const response = await request(target.replace(/\/+$/, '') + ACP_PATH, {
         method: 'POST',
@@ -783,33 +792,42 @@ export class Dispatcher {
   /**
    * What is decided before a claimed delivery is sent: a turn whose lease ran out ends what its agent
    * left streaming; an interrupt whose turn finished meanwhile is done with nothing to stop; one past
-   * its retry budget fails. True when the delivery was settled here and is not to be sent.
+   * its retry budget fails. True when the delivery was settled here and is not to be sent; false at
+   * once (no promise) when there was nothing to decide.
    */
-  private async settledBeforeSending(delivery: Claimed, claimer: string): Promise<boolean> {
-    // Its agent is gone or stuck, so what it left streaming ends now.
-    if (delivery.prior_status === 'leased' && delivery.kind === 'turn')
-      await interruptStreams(this.db, [delivery.task_id], LEASE_EXPIRED_STREAM_REASON).catch((error) =>
-        this.options.log?.(`task ${delivery.task_id}: could not end its interrupted message streams: ${(error as Error).message}`),
-      );
-    if (delivery.method === 'task/interrupt' && !(await this.turnStillRuns(delivery))) {
-      await this.complete(delivery, claimer);
+  private settledBeforeSending(delivery: Claimed, claimer: string): boolean | Promise<boolean> {
+    const leaseRanOut = delivery.prior_status === 'leased' && delivery.kind === 'turn';
+    if (!leaseRanOut && delivery.method !== 'task/interrupt' && !this.overBudget(delivery)) return false;
+    return (async () => {
+      // Its agent is gone or stuck, so what it left streaming ends now.
+      if (leaseRanOut)
+        await interruptStreams(this.db, [delivery.task_id], LEASE_EXPIRED_STREAM_REASON).catch((error) =>
+          this.options.log?.(`task ${delivery.task_id}: could not end its interrupted message streams: ${(error as Error).message}`),
+        );
+      if (delivery.method === 'task/interrupt' && !(await this.turnStillRuns(delivery))) {
+        await this.complete(delivery, claimer);
+        return true;
+      }
+      if (!this.overBudget(delivery)) return false;
+      await this.failTask(delivery, delivery.last_error ?? 'it kept failing');
       return true;
-    }
-    return this.overBudget(delivery);
+    })();
   }
 
   /**
    * Lost leases (an agent process dying in the handler, again and again) count like failed calls:
    * past the budget the task fails instead of the delivery going round for ever.
    */
-  private async overBudget(delivery: Claimed): Promise<boolean> {
-    if (!delivery.failing_since || Date.now() - new Date(delivery.failing_since).getTime() < this.options.retryBudgetMs) return false;
-    await this.failTask(delivery, delivery.last_error ?? 'it kept failing');
-    return true;
+  private overBudget(delivery: Claimed): boolean {
+    return !!delivery.failing_since && Date.now() - new Date(delivery.failing_since).getTime() >= this.options.retryBudgetMs;
   }
 
   /** The delivery as signed JSON-RPC, the task described as it is now. */
-  private async signed(delivery: Claimed, span: Span | null = null): Promise<{ rpc: AcpRequest; body: string; signature: string }> {
+  private async signed(delivery: Claimed): Promise<{ rpc: AcpRequest; body: string; signature: string }> {
+    return this.signedWith(await this.secretFor(delivery.version_id), delivery);
+  }
+
+  private signedWith(secret: string, delivery: Claimed, span: Span | null = null): { rpc: AcpRequest; body: string; signature: string } {
     const agent: AcpAgentRef = { id: delivery.task_row.agent_id, name: `${delivery.namespace_slug}/${delivery.agent_name}` };
     const rpc = toRequest(delivery, agent, toTask(delivery.task_row), delivery.acp_type, this.options);
     // The agent's handler continues the trace from this call (W3C trace context, as the headers
@@ -817,7 +835,7 @@ export class Dispatcher {
     const traceparent = span ? formatTraceparent({ ...span.spanContext(), sampled: true }) : delivery.traceparent;
     if (traceparent) Object.assign(rpc.params, { traceparent, ...(delivery.tracestate ? { tracestate: delivery.tracestate } : {}) });
     const body = JSON.stringify(rpc);
-    return { rpc, body, signature: signBody(await this.secretFor(delivery.version_id), body) };
+    return { rpc, body, signature: signBody(secret, body) };
   }
 
   /**
