@@ -28,15 +28,17 @@
 // CPU per delivery (server and dispatcher; on PGlite the database too), which a loaded machine
 // distorts far less than the rates.
 import { fork } from 'node:child_process';
+import diagnostics from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { Agent, request } from 'undici';
 import { verifySignature, SIGNATURE_HEADER } from '../src/contract/acp.js';
 import type { PGlite } from '@electric-sql/pglite';
-import type { Engine } from '../src/server/store/db.js';
-import { startDispatcher } from '../src/server/delivery/dispatcher.js';
+import type { Engine, Store } from '../src/server/store/db.js';
+import { startDispatcher, type Dispatcher } from '../src/server/delivery/dispatcher.js';
 import { signingSecretFor } from '../src/server/domain/registration.js';
 import { createEvent } from '../src/server/domain/conversation.js';
 import { buildApp } from '../src/server/app.js';
@@ -51,11 +53,164 @@ const EVENTS_PER_TASK = Number(process.env.BENCH_EVENTS_PER_TASK ?? 10);
 const INSERT_CONCURRENCY = 10;
 const THROUGHPUT_ROUNDS = Number(process.env.BENCH_THROUGHPUT_ROUNDS ?? 3);
 const SINGLE_TASK_EVENTS = Number(process.env.BENCH_SINGLE_TASK_EVENTS ?? 500);
+/** BENCH_DELIVERY_LATENCY_ONLY=1: row (1) alone (the latency and where its time goes). */
+const LATENCY_ONLY = process.env.BENCH_DELIVERY_LATENCY_ONLY === '1';
 
 const now = () => performance.now();
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
 const listen = (server: Server) =>
   new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+
+/**
+ * Where an event's time goes in (1), hop by hop: the first moment each hop is seen for the sample's
+ * event, after the POST was started. Hooks only outside the code measured: undici's and Node's
+ * diagnostics channels (the POST and the agent's request), Fastify's handler tracing channel, the
+ * service's authenticator, the dispatcher's claim at insert and flight start (wrapped on the
+ * instance), and the database driver (the statement whose text or parameters hold the event's token).
+ */
+const HOPS = [
+  ['request sent', 'POST /tasks/{id}/events on the socket (undici bodySent)'],
+  ['server got it', '-> the server parsed the request head (http.server.request.start)'],
+  ['auth done', '-> authentication hook done (key lookup, cached)'],
+  ['handler entered', '-> body parsed, hooks run, route handler called (Fastify)'],
+  ['claim asked', '-> the domain asks the dispatcher for a claim at insert'],
+  ['claim offered', '-> the dispatcher offered one (or declined)'],
+  ['statement sent', '-> the event statement handed to the driver'],
+  ['committed', '-> the driver returned it committed (the database round trip)'],
+  ['launched', '-> the delivery handed to a flight (claimed at insert; else by a claim statement)'],
+  ['agent request made', "-> the flight signed the delivery and made its request (undici request:create), after the task's last turn was written done"],
+  ['agent request sent', "-> on the agent's socket (undici bodySent)"],
+  ['agent got it', "-> the agent's server parsed the request head"],
+  ['handler start', '-> the agent read the body and verified the signature (what the latency counts)'],
+] as const;
+type Hop = (typeof HOPS)[number][0];
+type HopSample = { start: number; stamps: Partial<Record<Hop, number>>; waitedForCompletion: boolean; declined: boolean };
+
+function eventHopProbe(
+  store: Store,
+  app: { service: { auth: { authenticate: (header: string | undefined) => Promise<unknown> } } },
+  dispatcher: Dispatcher,
+  agent: Server,
+) {
+  let current: (HopSample & { token: string }) | undefined;
+  const stamp = (hop: Hop) => {
+    if (current && current.stamps[hop] === undefined) current.stamps[hop] = performance.now();
+  };
+  const holds = (x: unknown) => current !== undefined && typeof x === 'string' && x.includes(current.token);
+  const undo: Array<() => void> = [];
+  const on = (channel: string, fn: (message: any) => void) => {
+    diagnostics.subscribe(channel, fn);
+    undo.push(() => diagnostics.unsubscribe(channel, fn));
+  };
+  const isEvent = (method: string, path: string) => method === 'POST' && /\/tasks\/[^/]+\/events$/.test(path);
+  const agentPort = (agent.address() as AddressInfo).port;
+  on('undici:request:bodySent', ({ request }) => {
+    if (isEvent(request.method, request.path)) stamp('request sent');
+    else if (current?.stamps.launched !== undefined && request.origin?.endsWith?.(`:${agentPort}`)) stamp('agent request sent');
+  });
+  on('undici:request:create', ({ request }) => {
+    if (current?.stamps.launched !== undefined && request.origin?.endsWith?.(`:${agentPort}`)) stamp('agent request made');
+  });
+  on('http.server.request.start', ({ request, server }) => {
+    if (server === agent) current?.stamps.launched !== undefined && stamp('agent got it');
+    else if (isEvent(request.method, request.url)) stamp('server got it');
+  });
+  on('tracing:fastify.request.handler:start', ({ request }) => isEvent(request.method, request.url) && stamp('handler entered'));
+  const auth = app.service.auth;
+  const authenticate = auth.authenticate;
+  auth.authenticate = async (header) => {
+    const actor = await authenticate.call(auth, header);
+    if (current?.stamps['server got it'] !== undefined) stamp('auth done');
+    return actor;
+  };
+  undo.push(() => (auth.authenticate = authenticate));
+  // The dispatcher's private steps, wrapped on the instance (the claim at insert is registered as a closure calling the method).
+  const inside = dispatcher as unknown as {
+    insertClaim: (taskId: string) => Promise<unknown>;
+    launch: (delivery: { payload: unknown }, ...rest: unknown[]) => void;
+    completing: Map<string, unknown>;
+  };
+  const insertClaim = inside.insertClaim;
+  inside.insertClaim = async function (this: typeof inside, taskId: string) {
+    stamp('claim asked');
+    if (current && this.completing.has(taskId)) current.waitedForCompletion = true;
+    const offered = await insertClaim.call(this, taskId);
+    stamp('claim offered');
+    if (current && !offered) current.declined = true;
+    return offered;
+  };
+  const launch = inside.launch;
+  inside.launch = function (this: typeof inside, delivery, ...rest) {
+    if (holds(JSON.stringify(delivery.payload))) stamp('launched');
+    return launch.call(this, delivery, ...rest);
+  };
+  undo.push(() => {
+    inside.insertClaim = insertClaim;
+    inside.launch = launch;
+  });
+  // The database: the statement whose text (PGlite's EXECUTE, parameters as literals) or parameters hold the token.
+  const wrapQuery = <T extends object>(target: T, name: keyof T & string) => {
+    const original = (target as any)[name];
+    (target as any)[name] = function (this: unknown, text: unknown, params?: unknown, ...rest: unknown[]) {
+      const config = typeof text === 'object' && text !== null ? (text as { text?: unknown; values?: unknown }) : { text, values: params };
+      const mine = holds(config.text) || (Array.isArray(config.values) && config.values.some(holds));
+      if (mine) stamp('statement sent');
+      const result = original.call(this, text, params, ...rest);
+      if (mine && result && typeof result.then === 'function')
+        result.then(
+          () => stamp('committed'),
+          () => {},
+        );
+      return result;
+    };
+    undo.push(() => ((target as any)[name] = original));
+  };
+  if (store.pglite) wrapQuery(store.pglite, 'exec');
+  else wrapQuery(pg.Client.prototype, 'query');
+  return {
+    /** Starts a sample: the event's content holds `token`; `finish` with the handler's start. */
+    begin(token: string, start: number) {
+      current = { token, start, stamps: {}, waitedForCompletion: false, declined: false };
+      const sample = current;
+      return (handlerStart: number): HopSample => {
+        sample.stamps['handler start'] = handlerStart;
+        if (current === sample) current = undefined;
+        return sample;
+      };
+    },
+    close: () => {
+      for (const u of undo.reverse()) u();
+    },
+  };
+}
+
+/** Per hop, the median time since the previous hop that was seen, over the samples where both were. */
+function hopTable(samples: HopSample[], floor: number): string {
+  const lines: string[] = [];
+  let total = 0;
+  for (const [hop, what] of HOPS) {
+    const gaps: number[] = [];
+    for (const { start, stamps } of samples) {
+      const at = stamps[hop];
+      if (at === undefined) continue;
+      let previous = start;
+      for (const [earlier] of HOPS) {
+        if (earlier === hop) break;
+        if (stamps[earlier] !== undefined) previous = stamps[earlier]!;
+      }
+      gaps.push(at - previous);
+    }
+    if (!gaps.length) continue;
+    const p50 = percentile(gaps, 50);
+    total += p50;
+    lines.push(`    ${hop.padEnd(18)} +${fmt(p50, 3).padStart(6)} ms (p90 ${fmt(percentile(gaps, 90), 3).padStart(6)})  ${what} (${gaps.length} samples)`);
+  }
+  lines.push(`    ${'sum of medians'.padEnd(18)}  ${fmt(total, 3).padStart(6)} ms  (${fmt(total / floor, 1)}x the loopback round trip)`);
+  const waited = samples.filter((s) => s.waitedForCompletion).length;
+  const declined = samples.filter((s) => s.declined).length;
+  lines.push(`    ${waited} of ${samples.length} events came while their task's last turn was being written done; ${declined} were not claimed at insert`);
+  return lines.join('\n');
+}
 
 async function benchEngine(engine: Engine) {
   const service = await benchService(engine);
@@ -122,12 +277,17 @@ async function benchEngine(engine: Engine) {
     const bareLatencies: number[] = [];
     const commitLatencies: number[] = [];
     await sql`CREATE TABLE bench_commit (id bigserial PRIMARY KEY, payload jsonb NOT NULL)`.execute(store.db);
+    const probe = eventHopProbe(store, service.app, dispatcher, agent);
+    const hops: HopSample[] = [];
     for (let i = 0; i < LATENCY_SAMPLES; i++) {
       const target = received + 1;
+      const token = `hello ${i}.`;
       const start = now();
-      const event = await call('POST', `/tasks/${task.id}/events`, { content: `hello ${i}` });
+      const finish = probe.begin(token, start);
+      const event = await call('POST', `/tasks/${task.id}/events`, { content: token });
       await waitFor(target);
       eventLatencies.push(handlerStarted.get(event.id)! - start);
+      hops.push(finish(handlerStarted.get(event.id)!));
 
       const bareStart = now();
       const res = await request(`${bareUrl}/api`, {
@@ -139,6 +299,7 @@ async function benchEngine(engine: Engine) {
       await res.body.text();
       bareLatencies.push(now() - bareStart);
     }
+    probe.close();
     await dispatcher.close();
     dispatchers.pop();
     // Right after, not between the events: a gap there would let each event's turn finish before the next.
@@ -160,6 +321,8 @@ async function benchEngine(engine: Engine) {
       `  a one-row INSERT's commit p50 ${p(commitLatencies, 50)} ms: the event p50 is ${fmt(percentile(eventLatencies, 50) / percentile(commitLatencies, 50), 1)}x it, ` +
         `${fmt((percentile(eventLatencies, 50) - percentile(commitLatencies, 50)) / percentile(bareLatencies, 50), 1)}x the bare round trip besides it`,
     );
+    console.log(`[${engine}] where an event's time goes (median per hop, p90 beside it):\n${hopTable(hops, percentile(bareLatencies, 50))}`);
+    if (LATENCY_ONLY) return;
 
     // ---- (2) throughput across 100 tasks ----------------------------------------------------------
     const perms = unrestricted({ keyId: '', orgId, name: 'bench' });

@@ -115,6 +115,88 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     await agent.kill('SIGKILL');
   });
 
+  // The event's statement need not wait for the write of the task's last turn (two commits one after
+  // the other): it counts that turn as done, and the event is sent once the write ran. Held here by a
+  // lock on the turn's row, which only PostgreSQL can hold while other statements run.
+  test.runIf(engine === 'postgres')(
+    'an event posted while the task’s last turn is being written done is claimed as it goes in, and sent once that write ran',
+    async () => {
+      const v1 = await deploy(svc);
+      const received: string[] = [];
+      let answerOne: (() => void) | undefined;
+      const agent = createServer((req, res) => {
+        let body = '';
+        req.on('data', (c) => (body += c));
+        req.on('end', () => {
+          const rpc = JSON.parse(body);
+          const text = rpc.method === 'event/send' ? rpc.params.event.content.text : rpc.method;
+          received.push(text);
+          const answer = () => {
+            res.setHeader('content-type', 'application/json');
+            res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: { accepted: true } }));
+          };
+          if (text === 'one') answerOne = answer;
+          else answer();
+        });
+      });
+      await new Promise<void>((resolve) => agent.listen(0, '127.0.0.1', resolve));
+      let release = () => {};
+      let holder: Promise<unknown> = Promise.resolve();
+      try {
+        const acpUrl = `http://127.0.0.1:${(agent.address() as AddressInfo).port}`;
+        expect((await svc.api('POST', '/versions/register', { body: { version_id: v1.version_id, acp_url: acpUrl } })).status).toBe(200);
+        dispatcher = await startDispatcher(svc.store, FAST);
+        const task = await createTask(svc);
+        await settledDeliveries(svc, task.id);
+        await sendEvent(task.id, 'one');
+        await until('the agent has "one"', async () => answerOne !== undefined);
+        const one = await svc.store.db
+          .selectFrom('deliveries')
+          .select('id')
+          .where('task_id', '=', task.id)
+          .where('status', '=', 'in_flight')
+          .executeTakeFirstOrThrow();
+        // Another session holds the row of "one": the dispatcher's write of it done waits for it.
+        const held = new Promise<void>((resolve) => (release = resolve));
+        let locked = () => {};
+        const isLocked = new Promise<void>((resolve) => (locked = resolve));
+        holder = svc.store.db.transaction().execute(async (trx) => {
+          await sql`SELECT id FROM deliveries WHERE id = ${one.id} FOR UPDATE`.execute(trx);
+          locked();
+          await held;
+        });
+        await isLocked;
+        answerOne!();
+        await until('the write of "one" done waits for its row', async () => {
+          const waiting = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`.execute(svc.store.db);
+          return waiting.rows[0].n > 0;
+        });
+
+        const posted = sendEvent(task.id, 'two');
+        await until('"two" is written while that write waits', async () => (await deliveriesOf(svc, task.id)).length === 3);
+        await posted;
+        // Claimed by the dispatcher as it went in; not sent while "one" is not written done.
+        expect(await deliveriesOf(svc, task.id)).toEqual([
+          { method: 'task/create', status: 'done', attempts: 1 },
+          { method: 'event/send', status: 'in_flight', attempts: 1 },
+          { method: 'event/send', status: 'in_flight', attempts: 1 },
+        ]);
+        expect(received).toEqual(['task/create', 'one']);
+
+        release();
+        await holder;
+        await until('"two" reaches the agent', async () => received.length === 3);
+        expect(received).toEqual(['task/create', 'one', 'two']);
+        expect((await settledDeliveries(svc, task.id)).map((d) => d.status)).toEqual(['done', 'done', 'done']);
+      } finally {
+        release();
+        await holder.catch(() => {});
+        await new Promise((r) => agent.close(r));
+      }
+    },
+  );
+
   test('a token registration makes the DEPLOYING version ACTIVE and the agent gets its runtime key', async () => {
     const v1 = await deploy(svc);
     const agent = await startAgent(svc, v1.version_id);
