@@ -1,5 +1,8 @@
 import { TransportError, type Transport } from './transport.js';
 
+/** The variables EnvHttpProxyAgent takes its proxies from (NO_PROXY only ever exempts hosts from one). */
+const PROXY_VARIABLES = ['http_proxy', 'HTTP_PROXY', 'https_proxy', 'HTTPS_PROXY'];
+
 /**
  * A keep-alive transport for long-lived callers (the ADK, streams, the dispatcher): one connection
  * pool per origin, reused across requests. undici loads on the first request, not on import, so an
@@ -14,8 +17,12 @@ export function createUndiciTransport(
   let ready: Loaded | undefined;
   const load = () =>
     (loaded ??= import('undici').then((undici) => {
-      // Honours HTTP_PROXY, HTTPS_PROXY and NO_PROXY as other HTTP clients do.
-      const dispatcher = new undici.EnvHttpProxyAgent({ connections: options.connections ?? 32, keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000 });
+      // Honours HTTP_PROXY, HTTPS_PROXY and NO_PROXY as other HTTP clients do. With no proxy set
+      // (read once, as EnvHttpProxyAgent reads them) a plain pool: EnvHttpProxyAgent would hand every
+      // request to one too, after parsing its origin and NO_PROXY each time (a streamed delta's path).
+      const pool = { connections: options.connections ?? 32, keepAliveTimeout: options.keepAliveTimeoutMs ?? 10_000 };
+      const proxied = PROXY_VARIABLES.some((name) => process.env[name]);
+      const dispatcher = proxied ? new undici.EnvHttpProxyAgent(pool) : new undici.Agent(pool);
       return (ready = { undici, dispatcher });
     }));
   const transport: Transport = async (url, req) => {

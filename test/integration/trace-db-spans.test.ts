@@ -95,6 +95,31 @@ describe.each(engines)('database spans on %s', (engine) => {
     ]);
   });
 
+  test("a statement's span is made once its caller went on with the result, with the statement's own times", async () => {
+    const made = vi.spyOn(tracing.tracer, 'startSpan');
+    const statementSpans = () => made.mock.calls.filter(([name]) => name === 'db SELECT');
+    try {
+      let madeWhenAnswered = -1;
+      let sent = 0;
+      let answered = 0;
+      const { spans } = await traced(async () => {
+        sent = Date.now();
+        await sql`SELECT 1`.execute(store.db);
+        answered = Date.now();
+        // What waited on the statement (a streamed delta on its way to its readers) runs before its span is made.
+        madeWhenAnswered = statementSpans().length;
+      });
+      expect(madeWhenAnswered).toBe(0);
+      expect(statementSpans()).toHaveLength(1);
+      expect(spans.map((s) => s.name)).toEqual(['db SELECT']);
+      const [, options] = statementSpans()[0]!;
+      expect(Number(options?.startTime)).toBeGreaterThanOrEqual(sent - 1);
+      expect(Number(options?.startTime)).toBeLessThanOrEqual(answered + 1);
+    } finally {
+      made.mockRestore();
+    }
+  });
+
   test('a transaction that fails is marked failed with the statement’s error', async () => {
     const { spans } = await traced(() =>
       store.db.transaction().execute(async (trx) => {

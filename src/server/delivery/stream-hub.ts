@@ -5,7 +5,9 @@
 // A one-statement write in this process (an event, a message, a delta: the streaming hot path) hands
 // the hub the record it committed instead (conversation.ts `onCommitted`): when it is the group's next
 // one it goes to the watchers at once, with no NOTIFY round trip and no read, and its NOTIFY then
-// finds the group already past it. A watcher only ever emits the next sequence number: anything it
+// finds the group already past it. A NOTIFY that comes while such a write is still in flight (on
+// PostgreSQL it comes on another connection and may beat the statement's answer) waits for it to
+// settle before the group reads. A watcher only ever emits the next sequence number: anything it
 // has not seen (it joined late, a read raced) it reads itself from the table, so a missed
 // notification delays and never loses a record.
 //
@@ -15,7 +17,7 @@
 // resumes with Last-Event-ID and reads what it missed from the table, so nothing is lost.
 import type { StreamRecord } from '../../contract/conversation.js';
 import type { Store } from '../store/db.js';
-import { onCommitted, parseTaskNotice, readStream, TASK_CHANNEL } from '../domain/conversation.js';
+import { onCommitted, parseTaskNotice, readStream, TASK_CHANNEL, writesSettled } from '../domain/conversation.js';
 
 const PAGE = 500;
 
@@ -100,7 +102,10 @@ class TaskGroup {
   cursor: number | null = null;
   readonly watchers = new Set<Watcher>();
   private reading = false;
+  /** Read once more after the read under way: it may have missed something (a poll, a notice without a number). */
   private again = false;
+  /** The highest sequence number a notice or a publish asked to be read while a read was under way. */
+  private wanted = 0;
 
   constructor(private readonly read: (after: number) => Promise<StreamRecord[]>) {}
 
@@ -111,59 +116,72 @@ class TaskGroup {
   publish(record: StreamRecord): void {
     if (this.cursor === null || record.sequence_id <= this.cursor) return;
     if (record.sequence_id > this.cursor + 1) {
-      this.refresh();
+      this.refresh(record.sequence_id);
       return;
     }
     this.cursor = record.sequence_id;
     this.hand([record]);
   }
 
-  /** A NOTIFY: reads, unless the group already has that sequence number. */
-  noticed(sequenceId: number | undefined): void {
+  /**
+   * A NOTIFY: reads, unless the group already has that sequence number. `settled` (the one-statement
+   * writes in flight in this process, conversation.ts `writesSettled`): the record may be one of
+   * theirs, on its way to `publish` (on PGlite the NOTIFY comes before the statement's result, on
+   * PostgreSQL it may), so the group reads only once they settled and it still lacks the record.
+   */
+  noticed(sequenceId: number | undefined, settled: Promise<unknown> | undefined): void {
     if (sequenceId === undefined) {
       this.refresh();
       return;
     }
     if (this.cursor === null || sequenceId <= this.cursor) return;
-    // The writer may be in this process, its record on the way to `publish` (on PGlite the NOTIFY
-    // comes before the statement's result): it gets one turn of the event loop to arrive first.
-    setImmediate(() => {
-      if (this.watchers.size && this.cursor !== null && sequenceId > this.cursor) this.refresh();
-    });
+    const lacking = () => {
+      if (this.watchers.size && this.cursor !== null && sequenceId > this.cursor) this.refresh(sequenceId);
+    };
+    if (settled) void settled.then(lacking);
+    else lacking();
   }
 
-  /** Reads what is new since the group's cursor, once for all watchers; coalesces overlapping calls. */
-  refresh(): void {
+  /**
+   * Reads what is new since the group's cursor, once for all watchers; coalesces overlapping calls.
+   * `upTo`: the sequence number wanted (a read under way that already brings it is enough).
+   */
+  refresh(upTo?: number): void {
     if (this.cursor === null) return;
     if (this.reading) {
-      this.again = true;
+      if (upTo === undefined) this.again = true;
+      else this.wanted = Math.max(this.wanted, upTo);
       return;
     }
     this.reading = true;
-    void this.readLoop().finally(() => {
-      this.reading = false;
-    });
+    void this.readLoop();
   }
 
   private async readLoop(): Promise<void> {
-    do {
-      this.again = false;
-      let records: StreamRecord[];
-      try {
-        records = await this.read(this.cursor!);
-      } catch {
-        return; // the next notification or poll tries again
-      }
-      // Records a publish handed over while the read ran are not handed again. The read saw a
-      // prefix of the committed records (writers of a task commit in sequence order), so what is
-      // left is the continuation.
-      const fresh = records.filter((record) => record.sequence_id > this.cursor!);
-      if (fresh.length) {
-        this.cursor = fresh[fresh.length - 1]!.sequence_id;
-        this.hand(fresh);
-      }
-      if (records.length === PAGE) this.again = true;
-    } while (this.again && this.watchers.size);
+    try {
+      do {
+        this.again = false;
+        this.wanted = 0;
+        let records: StreamRecord[];
+        try {
+          records = await this.read(this.cursor!);
+        } catch {
+          return; // the next notification or poll tries again
+        }
+        // Records a publish handed over while the read ran are not handed again. The read saw a
+        // prefix of the committed records (writers of a task commit in sequence order), so what is
+        // left is the continuation.
+        const fresh = records.filter((record) => record.sequence_id > this.cursor!);
+        if (fresh.length) {
+          this.cursor = fresh[fresh.length - 1]!.sequence_id;
+          this.hand(fresh);
+        }
+        if (records.length === PAGE || this.wanted > this.cursor!) this.again = true;
+      } while (this.again && this.watchers.size);
+    } finally {
+      // In the turn the loop decided to stop: a refresh after it starts a read of its own.
+      this.reading = false;
+    }
   }
 
   private hand(records: StreamRecord[]): void {
@@ -205,7 +223,7 @@ export class StreamHub {
    * too): the group reads, unless it already holds `sequenceId`.
    */
   notify(taskId: string, sequenceId?: number): void {
-    this.groups.get(taskId)?.noticed(sequenceId);
+    this.groups.get(taskId)?.noticed(sequenceId, sequenceId === undefined ? undefined : writesSettled(this.store.db));
   }
 
   private async start(): Promise<void> {

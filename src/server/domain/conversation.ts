@@ -59,6 +59,35 @@ export function onCommitted(db: Db, listener: CommittedListener): () => void {
   return () => listeners.delete(listener);
 }
 
+const writesInFlight = new WeakMap<Db, Set<Promise<unknown>>>();
+
+/**
+ * Runs a one-statement write on `db`, counted in flight until it settled: until it handed its
+ * committed record to the `onCommitted` listeners, or wrote nothing, or failed.
+ */
+async function inFlight<T>(db: Db, write: () => Promise<T>): Promise<T> {
+  let writes = writesInFlight.get(db);
+  if (!writes) writesInFlight.set(db, (writes = new Set()));
+  const writing = write();
+  writes.add(writing);
+  try {
+    return await writing;
+  } finally {
+    writes.delete(writing);
+  }
+}
+
+/**
+ * Settles once every one-statement write on `db` in flight now has settled; undefined when none is.
+ * A stream hub told of a record (NOTIFY) while one is in flight waits for it: when the record is
+ * that write's, it arrives through `onCommitted`, and reading it from the table would be a second
+ * round trip for nothing.
+ */
+export function writesSettled(db: Db): Promise<unknown> | undefined {
+  const writes = writesInFlight.get(db);
+  return writes?.size ? Promise.allSettled(writes) : undefined;
+}
+
 function committed(db: Db, taskId: string, kind: StreamRecordKind, sequenceId: number, record: unknown): void {
   const listeners = committedListeners.get(db);
   if (!listeners?.size) return;
@@ -205,7 +234,9 @@ function takeSequence(perms: Permissions, taskId: RawBuilder<unknown>, also: Raw
  * does a busy one whose version's double-texting policy is `reject` (409 task_busy).
  */
 export async function createEvent(db: Db, perms: Permissions, taskId: string, content: Content): Promise<Event> {
-  return (await appendEventAlone(db, perms, taskId, content)) ?? db.transaction().execute((trx) => insertEvent(trx, perms, taskId, content));
+  return (
+    (await inFlight(db, () => appendEventAlone(db, perms, taskId, content))) ?? db.transaction().execute((trx) => insertEvent(trx, perms, taskId, content))
+  );
 }
 
 /**
@@ -342,7 +373,7 @@ export interface NewMessage {
 /** `POST /messages`: needs `run` on the task's agent; a terminal task refuses (409). */
 export async function createMessage(db: Db, perms: Permissions, input: NewMessage): Promise<Message> {
   return (
-    (await insertMessageAlone(db, perms, input)) ??
+    (await inFlight(db, () => insertMessageAlone(db, perms, input))) ??
     db.transaction().execute(async (trx) => {
       await taskById(trx, perms, 'run', input.task_id).catch(hideAs(notFound('Task', input.task_id)));
       return insertMessage(trx, input);
@@ -484,7 +515,10 @@ const streamedField = sql.raw(
 export async function appendMessageDelta(db: Db, perms: Permissions, messageId: string, delta: string, offset: number): Promise<MessageDelta> {
   const length = [...delta].length;
   if (length > MESSAGE_DELTA_MAX) throw tooLarge('delta_too_large', `A delta may be at most ${MESSAGE_DELTA_MAX} characters; this one has ${length}`);
-  return (await appendDeltaAlone(db, perms, messageId, delta, offset, length)) ?? appendDeltaInTransaction(db, perms, messageId, delta, offset, length);
+  return (
+    (await inFlight(db, () => appendDeltaAlone(db, perms, messageId, delta, offset, length))) ??
+    appendDeltaInTransaction(db, perms, messageId, delta, offset, length)
+  );
 }
 
 /** PostgreSQL's division_by_zero: how the one-statement delta undoes itself (below). */

@@ -47,12 +47,20 @@ function tracedContext(): Context | undefined {
   return ctx;
 }
 
+/**
+ * Records the span of what ended now, after the caller has its result: a statement's span is made
+ * in the event loop's next check phase, so the code waiting on the statement (a streamed delta on
+ * its way to the task's readers) runs first. Same span: its times are taken here.
+ */
 function endSpan(parent: Context, name: string, start: number, attributes: Record<string, string | number>, error: string | undefined): void {
   const tracing = activeTracing(parent);
   if (!tracing) return;
-  const span = tracing.tracer.startSpan(name, { kind: SpanKind.CLIENT, startTime: start, attributes }, parent);
-  if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error.slice(0, 500) });
-  span.end(nowMs());
+  const end = nowMs();
+  setImmediate(() => {
+    const span = tracing.tracer.startSpan(name, { kind: SpanKind.CLIENT, startTime: start, attributes }, parent);
+    if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error.slice(0, 500) });
+    span.end(end);
+  });
 }
 
 const messageOf = (error: unknown) => (error as Error)?.message ?? String(error);

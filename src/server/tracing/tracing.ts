@@ -215,17 +215,22 @@ export class Tracing {
 
   /** Writes what is buffered (the store, the OTLP exporter). */
   async flush(): Promise<void> {
+    await spansEnded();
     await this.provider.forceFlush();
     await this.store.flush();
   }
 
   async close(): Promise<void> {
+    await spansEnded();
     await this.provider.forceFlush().catch(() => {});
     this.closed = true;
     await this.store.close();
     await this.provider.shutdown().catch(() => {});
   }
 }
+
+/** The database spans of statements that already ended are made in the next check phase (db-spans.ts `endSpan`): after it. */
+const spansEnded = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export type { SpanRecord };
 
