@@ -33,7 +33,6 @@ import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { Agent, request } from 'undici';
 import { verifySignature, SIGNATURE_HEADER } from '../src/contract/acp.js';
 import type { PGlite } from '@electric-sql/pglite';
@@ -45,7 +44,7 @@ import { buildApp } from '../src/server/app.js';
 import { unrestricted } from '../src/server/auth/policy.js';
 import { newId } from '../src/server/store/ids.js';
 import { createAdk, type Adk } from '../src/adk/adk.js';
-import { benchEngines, benchService, fmt, median, BENCH_DEPLOY } from './support.js';
+import { benchEngines, benchService, fmt, hopTable, stampStatements, median, percentile, BENCH_DEPLOY } from './support.js';
 
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
 const TASKS = 100;
@@ -57,7 +56,6 @@ const SINGLE_TASK_EVENTS = Number(process.env.BENCH_SINGLE_TASK_EVENTS ?? 500);
 const LATENCY_ONLY = process.env.BENCH_DELIVERY_LATENCY_ONLY === '1';
 
 const now = () => performance.now();
-const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
 const listen = (server: Server) =>
   new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 
@@ -148,25 +146,8 @@ function eventHopProbe(
     inside.insertClaim = insertClaim;
     inside.launch = launch;
   });
-  // The database: the statement whose text (PGlite's EXECUTE, parameters as literals) or parameters hold the token.
-  const wrapQuery = <T extends object>(target: T, name: keyof T & string) => {
-    const original = (target as any)[name];
-    (target as any)[name] = function (this: unknown, text: unknown, params?: unknown, ...rest: unknown[]) {
-      const config = typeof text === 'object' && text !== null ? (text as { text?: unknown; values?: unknown }) : { text, values: params };
-      const mine = holds(config.text) || (Array.isArray(config.values) && config.values.some(holds));
-      if (mine) stamp('statement sent');
-      const result = original.call(this, text, params, ...rest);
-      if (mine && result && typeof result.then === 'function')
-        result.then(
-          () => stamp('committed'),
-          () => {},
-        );
-      return result;
-    };
-    undo.push(() => ((target as any)[name] = original));
-  };
-  if (store.pglite) wrapQuery(store.pglite, 'exec');
-  else wrapQuery(pg.Client.prototype, 'query');
+  // The database: the statement that carries the token.
+  undo.push(stampStatements(store.pglite, holds, stamp));
   return {
     /** Starts a sample: the event's content holds `token`; `finish` with the handler's start. */
     begin(token: string, start: number) {
@@ -184,28 +165,9 @@ function eventHopProbe(
   };
 }
 
-/** Per hop, the median time since the previous hop that was seen, over the samples where both were. */
-function hopTable(samples: HopSample[], floor: number): string {
-  const lines: string[] = [];
-  let total = 0;
-  for (const [hop, what] of HOPS) {
-    const gaps: number[] = [];
-    for (const { start, stamps } of samples) {
-      const at = stamps[hop];
-      if (at === undefined) continue;
-      let previous = start;
-      for (const [earlier] of HOPS) {
-        if (earlier === hop) break;
-        if (stamps[earlier] !== undefined) previous = stamps[earlier]!;
-      }
-      gaps.push(at - previous);
-    }
-    if (!gaps.length) continue;
-    const p50 = percentile(gaps, 50);
-    total += p50;
-    lines.push(`    ${hop.padEnd(18)} +${fmt(p50, 3).padStart(6)} ms (p90 ${fmt(percentile(gaps, 90), 3).padStart(6)})  ${what} (${gaps.length} samples)`);
-  }
-  lines.push(`    ${'sum of medians'.padEnd(18)}  ${fmt(total, 3).padStart(6)} ms  (${fmt(total / floor, 1)}x the loopback round trip)`);
+/** The hop table, and how many events came behind a turn being written done or were not claimed at insert. */
+function hopReport(samples: HopSample[], floor: number): string {
+  const lines = [hopTable(HOPS, samples, floor)];
   const waited = samples.filter((s) => s.waitedForCompletion).length;
   const declined = samples.filter((s) => s.declined).length;
   lines.push(`    ${waited} of ${samples.length} events came while their task's last turn was being written done; ${declined} were not claimed at insert`);
@@ -321,7 +283,7 @@ async function benchEngine(engine: Engine) {
       `  a one-row INSERT's commit p50 ${p(commitLatencies, 50)} ms: the event p50 is ${fmt(percentile(eventLatencies, 50) / percentile(commitLatencies, 50), 1)}x it, ` +
         `${fmt((percentile(eventLatencies, 50) - percentile(commitLatencies, 50)) / percentile(bareLatencies, 50), 1)}x the bare round trip besides it`,
     );
-    console.log(`[${engine}] where an event's time goes (median per hop, p90 beside it):\n${hopTable(hops, percentile(bareLatencies, 50))}`);
+    console.log(`[${engine}] where an event's time goes (median per hop, p90 beside it):\n${hopReport(hops, percentile(bareLatencies, 50))}`);
     if (LATENCY_ONLY) return;
 
     // ---- (2) throughput across 100 tasks ----------------------------------------------------------

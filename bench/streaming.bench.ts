@@ -25,14 +25,13 @@ import { ensureBootstrap } from '../src/server/bootstrap.js';
 import { generateSecret } from '../src/server/auth/secrets.js';
 import { onCommitted } from '../src/server/domain/conversation.js';
 import { openStore, type Db, type Engine, type Store } from '../src/server/store/db.js';
-import { BENCH_DEPLOY, benchEngines, fmt, throwawayDatabase } from './support.js';
+import { BENCH_DEPLOY, benchEngines, fmt, hopTable, stampStatements, percentile, throwawayDatabase } from './support.js';
 
 const SAMPLES = Number(process.env.BENCH_STREAMING_SAMPLES ?? 100);
 const STREAMS = Number(process.env.BENCH_STREAMING_STREAMS ?? 20);
 const TOKENS_PER_SECOND = Number(process.env.BENCH_STREAMING_RATE ?? 100);
 const SECONDS = Number(process.env.BENCH_STREAMING_SECONDS ?? 2);
 
-const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -115,26 +114,8 @@ function hopProbe(store: Store, app: { service: { auth: { authenticate: (header:
   } as typeof write;
   undo.push(() => (ServerResponse.prototype.write = write));
   undo.push(onCommitted(store.db, (_taskId, record) => record.kind === 'message_delta' && holds(record.data.delta) && stamp('hub handed')));
-  // The database: the statement whose text (PGlite's EXECUTE, parameters as literals) or parameters hold the token.
-  const wrapQuery = <T extends object>(target: T, name: keyof T & string) => {
-    const original = (target as any)[name];
-    (target as any)[name] = function (this: unknown, text: unknown, params?: unknown, ...rest: unknown[]) {
-      // A named statement (store/db.ts) comes as pg's config object.
-      const config = typeof text === 'object' && text !== null ? (text as { text?: unknown; values?: unknown }) : { text, values: params };
-      const mine = holds(typeof config.text === 'string' ? config.text : '') || (Array.isArray(config.values) && config.values.some(holds));
-      if (mine) stamp('statement sent');
-      const result = original.call(this, text, params, ...rest);
-      if (mine && result && typeof result.then === 'function')
-        result.then(
-          () => stamp('committed'),
-          () => {},
-        );
-      return result;
-    };
-    undo.push(() => ((target as any)[name] = original));
-  };
-  if (store.pglite) wrapQuery(store.pglite, 'exec');
-  else wrapQuery(pg.Client.prototype, 'query');
+  // The database: the statement that carries the token.
+  undo.push(stampStatements(store.pglite, holds, stamp));
   return {
     begin(token: string, at: number) {
       current = { token, at: {} };
@@ -150,31 +131,6 @@ function hopProbe(store: Store, app: { service: { auth: { authenticate: (header:
       for (const u of undo) u();
     },
   };
-}
-
-/** Per hop, the median time since the previous hop that was seen, over the samples where both were. */
-function hopTable(samples: Array<{ start: number; stamps: Partial<Record<Hop, number>> }>, floor: number): string {
-  const lines: string[] = [];
-  let total = 0;
-  for (const [hop, what] of HOPS) {
-    const gaps: number[] = [];
-    for (const { start, stamps } of samples) {
-      const at = stamps[hop];
-      if (at === undefined) continue;
-      let previous = start;
-      for (const [earlier] of HOPS) {
-        if (earlier === hop) break;
-        if (stamps[earlier] !== undefined) previous = stamps[earlier]!;
-      }
-      gaps.push(at - previous);
-    }
-    if (!gaps.length) continue;
-    const p50 = percentile(gaps, 50);
-    total += p50;
-    lines.push(`    ${hop.padEnd(17)} +${fmt(p50, 3).padStart(6)} ms  ${what} (${gaps.length} samples)`);
-  }
-  lines.push(`    ${'sum of medians'.padEnd(17)}  ${fmt(total, 3).padStart(6)} ms  (${fmt(total / floor, 1)}x the loopback round trip)`);
-  return lines.join('\n');
 }
 
 /**
@@ -309,7 +265,7 @@ async function benchEngine(engine: Engine): Promise<void> {
           `the delta without it: ${fmt((p50 - flushWait) / floor.p50, 1)}x the loopback round trip`,
       );
     }
-    console.log(`[${engine}] where a delta's time goes (median per hop):\n${hopTable(hops, floor.p50)}`);
+    console.log(`[${engine}] where a delta's time goes (median per hop):\n${hopTable(HOPS, hops, floor.p50)}`);
 
     // 2. Coalescing: STREAMS streams of TOKENS_PER_SECOND tokens/s for SECONDS.
     const tokens = TOKENS_PER_SECOND * SECONDS;

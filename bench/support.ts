@@ -1,5 +1,6 @@
 // Shared by the benchmarks: a throwaway database per engine, and honest timing helpers.
 import pg from 'pg';
+import type { PGlite } from '@electric-sql/pglite';
 import type { Engine } from '../src/server/store/db.js';
 import { createTestDatabase } from '../test/support/service.js';
 
@@ -32,6 +33,69 @@ export async function timed(fn: () => Promise<unknown>): Promise<number> {
   const start = process.hrtime.bigint();
   await fn();
   return Number(process.hrtime.bigint() - start) / 1e6;
+}
+
+/** The p-th percentile (nearest rank, 0-100) of `xs`. */
+export const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
+
+/**
+ * Where the time goes: per hop (in path order, with what it is), the median time since the previous
+ * hop that was seen in the same sample (p90 beside it), their sum, and that against the floor.
+ */
+export function hopTable<H extends string>(
+  hops: readonly (readonly [H, string])[],
+  samples: { start: number; stamps: Partial<Record<H, number>> }[],
+  floor: number,
+): string {
+  const lines: string[] = [];
+  let total = 0;
+  const width = Math.max(...hops.map(([hop]) => hop.length), 'sum of medians'.length);
+  for (const [hop, what] of hops) {
+    const gaps: number[] = [];
+    for (const { start, stamps } of samples) {
+      const at = stamps[hop];
+      if (at === undefined) continue;
+      let previous = start;
+      for (const [earlier] of hops) {
+        if (earlier === hop) break;
+        if (stamps[earlier] !== undefined) previous = stamps[earlier]!;
+      }
+      gaps.push(at - previous);
+    }
+    if (!gaps.length) continue;
+    const p50 = percentile(gaps, 50);
+    total += p50;
+    lines.push(`    ${hop.padEnd(width)} +${fmt(p50, 3).padStart(6)} ms (p90 ${fmt(percentile(gaps, 90), 3).padStart(6)})  ${what} (${gaps.length} samples)`);
+  }
+  lines.push(`    ${'sum of medians'.padEnd(width)}  ${fmt(total, 3).padStart(6)} ms  (${fmt(total / floor, 1)}x the loopback round trip)`);
+  return lines.join('\n');
+}
+
+/**
+ * Stamps the statements that carry a sample's token: 'statement sent' when one whose text (PGlite's EXECUTE,
+ * parameters as literals) or parameters `holds` goes to the database, 'committed' when it answered.
+ * Wraps PGlite's `exec` when given one, else pg's `Client.prototype.query`; returns the undo.
+ */
+export function stampStatements(pglite: PGlite | undefined, holds: (x: unknown) => boolean, stamp: (hop: 'statement sent' | 'committed') => void): () => void {
+  const target: any = pglite ?? pg.Client.prototype;
+  const name = pglite ? 'exec' : 'query';
+  const original = target[name];
+  target[name] = function (this: unknown, text: unknown, params?: unknown, ...rest: unknown[]) {
+    // A named statement (store/db.ts) comes as pg's config object.
+    const config = typeof text === 'object' && text !== null ? (text as { text?: unknown; values?: unknown }) : { text, values: params };
+    const mine = holds(typeof config.text === 'string' ? config.text : '') || (Array.isArray(config.values) && config.values.some(holds));
+    if (mine) stamp('statement sent');
+    const result = original.call(this, text, params, ...rest);
+    if (mine && result && typeof result.then === 'function')
+      result.then(
+        () => stamp('committed'),
+        () => {},
+      );
+    return result;
+  };
+  return () => {
+    target[name] = original;
+  };
 }
 
 export const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
