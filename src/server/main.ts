@@ -122,15 +122,26 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const blobDir = options.blobDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.join(path.dirname(options.dataDir), 'blobs') : undefined);
     blobs = await openBlobStore({ url: process.env.AGENTCTL_BLOB_URL, dir: blobDir });
     app = await buildApp({ store, logger: options.logger, config: options.config, blobs, secretsKey });
+    const budget = process.env.AGENTCTL_DELIVERY_RETRY_BUDGET_MS;
+    const lease = process.env.AGENTCTL_DELIVERY_LEASE_MS;
+    const grace = process.env.AGENTCTL_INTERRUPT_GRACE_MS;
+    // Delivery runs before the port opens: a request that reaches this server (a dev agent's pull
+    // after a restart) always finds the dispatcher, never a start-up window that answers no_runtime.
+    dispatcher = await startDispatcher(store, {
+      ...(budget ? { retryBudgetMs: Number(budget) } : {}),
+      ...(lease ? { leaseMs: Number(lease) } : {}),
+      ...(grace ? { interruptGraceMs: Number(grace) } : {}),
+      log: (message) => app!.log.warn(message),
+      tracing: app.service.tracing,
+      ...options.delivery,
+    });
+    app.service.delivery = dispatcher;
     const address = await app.listen({ host: options.host ?? DEFAULT_HOST, port: options.port ?? DEFAULT_PORT });
     const url = address.replace('[::1]', 'localhost');
     // Only once the port is ours: a start that cannot listen must not create a key nobody will see.
     bootstrap = await ensureBootstrap(store.db);
     const sweep = setInterval(() => void sweepDraining(store.db).catch(() => {}), SWEEP_INTERVAL_MS);
     sweep.unref();
-    const budget = process.env.AGENTCTL_DELIVERY_RETRY_BUDGET_MS;
-    const lease = process.env.AGENTCTL_DELIVERY_LEASE_MS;
-    const grace = process.env.AGENTCTL_INTERRUPT_GRACE_MS;
     // Hourly housekeeping: history past its retention (so its archives become unreferenced first),
     // unreferenced blobs, and idempotency records past their TTL.
     const blobSweep = setInterval(() => {
@@ -141,15 +152,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       void sweepIdempotencyRecords(store.db).catch(() => {});
     }, BLOB_SWEEP_INTERVAL_MS);
     blobSweep.unref();
-    dispatcher = await startDispatcher(store, {
-      ...(budget ? { retryBudgetMs: Number(budget) } : {}),
-      ...(lease ? { leaseMs: Number(lease) } : {}),
-      ...(grace ? { interruptGraceMs: Number(grace) } : {}),
-      log: (message) => app!.log.warn(message),
-      tracing: app.service.tracing,
-      ...options.delivery,
-    });
-    app.service.delivery = dispatcher;
     // Schedules' ticks: every replica runs a ticker; the tick rows make each tick run once.
     ticker = new ScheduleTicker(store.db, { log: (message) => app!.log.warn(message) });
     ticker.start();

@@ -124,6 +124,9 @@ describe.each(engines)('task stream ordering (%s)', (engine) => {
       offset += delta.length;
       if (i % 10 === 9) await client.updateTracker({ params: { tracker_id: tracker.id }, body: { status_message: `after d${i}` } });
     }
+    // The last tracker update's NOTIFY may reach the hub after its statement returned (PostgreSQL
+    // sends them on another connection, in commit order): once that one is read, every delta's was handled.
+    await vi.waitUntil(() => hub.reads - readsBefore >= 4, { timeout: 20_000 });
     const readsForWrites = hub.reads - readsBefore;
     await client.updateTask({ params: { task_id: task.id }, body: { status: 'COMPLETED' } });
     const liveRead = await live;

@@ -905,6 +905,9 @@ export class Dispatcher {
   openPull(versionId: string, send: (delivery: PulledDelivery) => boolean, end: () => void): { id: string; close: () => Promise<void> } {
     const pull: PullStream = { id: `${PULL_CLAIM_PREFIX}${this.id}/${randomUUID()}`, versionId, send, end, pumping: false, again: false, closed: false };
     this.pulls.set(pull.id, pull);
+    // Opened while this server shuts down: ended at once, so the puller reconnects (to its successor)
+    // rather than waiting on a stream that will never carry anything.
+    if (this.closed) setImmediate(end);
     this.wakePull(pull);
     return {
       id: pull.id,
