@@ -84,6 +84,19 @@ describe.skipIf(!existsSync(CHROMIUM)).each(engines)('the web console in chromiu
   const shot = async (page: Page, name: string) => {
     if (UPDATE_SCREENSHOTS && engine === 'pglite') await page.screenshot({ path: path.join(SHOTS, `console-${name}.png`), mask: [page.locator('#secret')] });
   };
+  /** Waits for `text` on the page; on a timeout, says what the page showed instead. */
+  const shows = async (page: Page, text: string) => {
+    await page
+      .getByText(text)
+      .waitFor()
+      .catch(async (error: Error) => {
+        const body = await page
+          .locator('body')
+          .textContent()
+          .catch(() => '(unreadable)');
+        throw new Error(`${error.message}\nThe page at ${page.url()} showed:\n${(body ?? '').slice(0, 2000)}`);
+      });
+  };
   /** A one-time sign-in link from `agentctl open`, at a resource. */
   const openLink = async (resource?: string) => (await json(['open', ...(resource ? [resource] : []), '--print'])).url as string;
   /** A browser of its own, signed in with the admin's key, at a console path. */
@@ -282,7 +295,7 @@ describe.skipIf(!existsSync(CHROMIUM)).each(engines)('the web console in chromiu
     await page.getByRole('button', { name: 'Revoke console-made now' }).click();
     await page.getByRole('button', { name: 'Revoke console-made', exact: true }).waitFor({ state: 'detached' });
     await reader.page.getByRole('link', { name: 'Overview' }).click();
-    await reader.page.getByText('The API key of this console session has been revoked: the session has ended').waitFor();
+    await shows(reader.page, 'The API key of this console session has been revoked: the session has ended');
     await reader.page.getByLabel('API key').waitFor();
 
     // ---- sign-out ends the admin's session
