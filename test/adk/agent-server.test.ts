@@ -338,8 +338,9 @@ describe('AgentServer delivery', () => {
     const a = start();
     const port = await listening(a);
     await deliver(port, 'task/create', { agent: agentRef, task: task('task_w'), params: { write: 'notes.txt' } });
-    await deliver(port, 'event/send', { agent: agentRef, task: task('task_w'), event: event('evt_w', 'task_w') });
-    await a.waitFor((l) => l.phase === 'end' && l.event === 'evt_w');
+    // Leased, so that its completion tells when the workspace was synced up: the handler's 'end' line comes before the upload.
+    await deliver(port, 'event/send', { agent: agentRef, task: task('task_w'), event: event('evt_w', 'task_w'), lease_ms: 60_000 }, { id: '77' });
+    while (!fake.requests.some((r) => r.path === '/deliveries/77/complete')) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(a.lines.filter((l) => l.phase === 'start').map((l) => l.files)).toEqual([[], ['notes.txt']]);
     expect(fake.archives.get('fs_task_w')?.paths).toEqual(['notes.txt']);
     // A second replica (empty data root) starts the next handler from the uploaded files.
