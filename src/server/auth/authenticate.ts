@@ -4,6 +4,7 @@ import { ApiError } from '../errors.js';
 import { hashSecret, isWellFormedSecret } from './secrets.js';
 import { generationOf } from './invalidation.js';
 import { executePrepared } from '../store/prepared.js';
+import { RefreshAhead } from './refresh-ahead.js';
 
 /** Who is calling: an API key acting as a service user of its org. */
 export interface Actor {
@@ -40,6 +41,7 @@ export class Authenticator {
    */
   private negative = new Map<string, CachedKey>();
   private flights = new Map<string, { promise: Promise<CachedKey>; generation: number }>();
+  private ahead = new RefreshAhead();
   /** Key id -> when it was last used (ms), written to the database in batches. */
   private used = new Map<string, number>();
   private timer: NodeJS.Timeout;
@@ -69,7 +71,7 @@ export class Authenticator {
     } else if (entry.actor && now - entry.cachedAt > REFRESH_AHEAD_MS && !this.flights.has(hash)) {
       // A key in use is looked up again before its entry expires, off the request's path: a writer
       // streaming deltas never waits for its key. The entry still counts from its lookup's start.
-      this.refresh(hash, now, generation).catch(() => {});
+      this.ahead.schedule(hash, () => this.refresh(hash, now, generation));
     }
     if (!entry.actor) throw unauthorized(entry.reason);
     if (entry.expiresAt !== null && entry.expiresAt <= now) throw unauthorized('API key has expired');

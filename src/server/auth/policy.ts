@@ -6,6 +6,7 @@ import { executePrepared } from '../store/prepared.js';
 import { LIVE_AGENT_STATUS } from '../../contract/lifecycle.js';
 import type { Actor } from './authenticate.js';
 import { generationOf, hasUnsettledGrants, settleGrants } from './invalidation.js';
+import { RefreshAhead } from './refresh-ahead.js';
 
 export type Permission = 'discover' | 'read' | 'run' | 'write' | 'admin' | 'write_task_data';
 /** The role ladder; `write_task_data` is not on it (see below). */
@@ -196,7 +197,8 @@ const GRANTS_CACHE_MAX_ENTRIES = 10_000;
 
 type CachedPermissions = { permissions: Permissions; loadedAt: number; generation: number };
 type Flight = { promise: Promise<Permissions>; generation: number };
-const caches = new WeakMap<Db, { entries: Map<string, CachedPermissions>; flights: Map<string, Flight> }>();
+type GrantCache = { entries: Map<string, CachedPermissions>; flights: Map<string, Flight>; ahead: RefreshAhead };
+const caches = new WeakMap<Db, GrantCache>();
 
 /**
  * A key's permissions, cached per database handle for at most one second. Changes made through this
@@ -207,7 +209,7 @@ const caches = new WeakMap<Db, { entries: Map<string, CachedPermissions>; flight
  */
 export async function loadPermissions(db: Db, actor: Actor): Promise<Permissions> {
   let cache = caches.get(db);
-  if (!cache) caches.set(db, (cache = { entries: new Map(), flights: new Map() }));
+  if (!cache) caches.set(db, (cache = { entries: new Map(), flights: new Map(), ahead: new RefreshAhead() }));
   const now = Date.now();
   const generation = generationOf(db);
   const unsettled = hasUnsettledGrants(actor.keyId);
@@ -217,7 +219,7 @@ export async function loadPermissions(db: Db, actor: Actor): Promise<Permissions
     if (hit && hit.generation === generation && now - hit.loadedAt <= GRANTS_CACHE_TTL_MS && hit.permissions.actor.orgId === actor.orgId) {
       // A key in use is loaded again before its entry expires, off the request's path (as its key
       // lookup is, authenticate.ts); the entry still counts from its load's start.
-      if (now - hit.loadedAt > GRANTS_REFRESH_AHEAD_MS && !flight) load(db, actor, cache, now, generation, false).catch(() => {});
+      if (now - hit.loadedAt > GRANTS_REFRESH_AHEAD_MS && !flight) cache.ahead.schedule(actor.keyId, () => load(db, actor, cache, now, generation, false));
       return hit.permissions;
     }
     if (flight && flight.generation === generation) return flight.promise;
@@ -226,14 +228,7 @@ export async function loadPermissions(db: Db, actor: Actor): Promise<Permissions
 }
 
 /** Loads the key's permissions and caches them when nothing overtook the load; concurrent settled loads share one. */
-function load(
-  db: Db,
-  actor: Actor,
-  cache: { entries: Map<string, CachedPermissions>; flights: Map<string, Flight> },
-  now: number,
-  generation: number,
-  unsettled: boolean,
-): Promise<Permissions> {
+function load(db: Db, actor: Actor, cache: GrantCache, now: number, generation: number, unsettled: boolean): Promise<Permissions> {
   const { entries, flights } = cache;
   const promise = (async () => {
     const [rows, groupIds] = await Promise.all([loadGrantRows(db, actor.keyId), loadGroupIds(db, actor.keyId)]);
