@@ -606,6 +606,89 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect(methods(next)).toEqual(['event/send:after']);
   });
 
+  test('one statement settling several tasks’ acknowledgements claims each task’s next turn once; one whose claim was lost claims nothing', async () => {
+    const v1 = await deploy(svc);
+    // A live replica (nothing listens: no dispatcher runs to send to it).
+    expect((await svc.api('POST', '/versions/register', { body: { version_id: v1.version_id, acp_url: 'http://127.0.0.1:9' } })).status).toBe(200);
+    const [a, b, c] = [await createTask(svc), await createTask(svc), await createTask(svc)];
+    for (const task of [a, b, c]) for (const text of ['one', 'two']) await sendEvent(task.id, text);
+    const db = svc.store.db;
+    const idsOf = async (taskId: string) =>
+      (await sql<{ id: string }>`SELECT id::text FROM deliveries WHERE task_id = ${taskId} ORDER BY deliveries.id`.execute(db)).rows.map((r) => r.id);
+    // Each task/create in flight under one claim; task a also has an interrupt in flight under it.
+    await sql`UPDATE deliveries SET status = 'in_flight', claimed_by = 'flight', attempts = 1 WHERE method = 'task/create'`.execute(db);
+    const interrupt = await sql<{ id: string }>`
+      INSERT INTO deliveries (task_id, method, kind, payload, status, claimed_by, attempts)
+      VALUES (${a.id}, 'task/interrupt', 'interrupt', '{}', 'in_flight', 'flight', 1) RETURNING id::text`.execute(db);
+    const [aCreate, aOne, aTwo] = await idsOf(a.id);
+    const [bCreate, bOne, bTwo] = await idsOf(b.id);
+    const [cCreate, cOne] = await idsOf(c.id);
+
+    // The settling statement, driven directly: which answers share one is the event loop's choice.
+    // Not started, the dispatcher claims nothing on its own.
+    const settler = new Dispatcher(svc.store, FAST) as unknown as {
+      id: string;
+      settleBatch(batch: object[]): Promise<{ next: Map<string, { id: string }> }>;
+    };
+    const done = (id: string, taskId: string, claimer = 'flight') => ({
+      op: 'done',
+      id,
+      taskId,
+      claimer,
+      chain: true,
+      target: null,
+      resolve: () => {},
+      reject: () => {},
+    });
+    const { next } = await settler.settleBatch([
+      done(aCreate, a.id),
+      done(interrupt.rows[0].id, a.id),
+      done(bCreate, b.id),
+      // Its claim went to another dispatcher meanwhile: not written, and c's next turn stays put.
+      done(cCreate, c.id, 'someone else'),
+    ]);
+    expect(new Map([...next].map(([taskId, row]) => [taskId, row.id]))).toEqual(
+      new Map([
+        [a.id, aOne],
+        [b.id, bOne],
+      ]),
+    );
+    const rows = async () =>
+      (
+        await sql<{ id: string; status: string; claimed_by: string | null; attempts: number }>`
+          SELECT id::text, status, claimed_by, attempts FROM deliveries WHERE task_id IN (${a.id}, ${b.id}, ${c.id}) ORDER BY deliveries.id`.execute(db)
+      ).rows;
+    const expected = (id: string, status: string, claimed_by: string | null, attempts: number) => ({ id, status, claimed_by, attempts });
+    const byId = (list: ReturnType<typeof expected>[]) => [...list].sort((x, y) => Number(x.id) - Number(y.id));
+    expect(await rows()).toEqual(
+      byId([
+        expected(aCreate, 'done', null, 1),
+        expected(aOne, 'in_flight', settler.id, 1),
+        expected(aTwo, 'pending', null, 0),
+        expected(interrupt.rows[0].id, 'done', null, 1),
+        expected(bCreate, 'done', null, 1),
+        expected(bOne, 'in_flight', settler.id, 1),
+        expected(bTwo, 'pending', null, 0),
+        expected(cCreate, 'in_flight', 'flight', 1),
+        expected(cOne, 'pending', null, 0),
+        expected((await idsOf(c.id))[2], 'pending', null, 0),
+      ]),
+    );
+
+    // Alone (the single-completion form), a lost claim claims nothing either; its own claim, the next.
+    expect((await settler.settleBatch([done(cCreate, c.id, 'someone else')])).next.size).toBe(0);
+    expect((await rows()).filter((row) => row.id === cCreate || row.id === cOne)).toEqual([
+      expected(cCreate, 'in_flight', 'flight', 1),
+      expected(cOne, 'pending', null, 0),
+    ]);
+    const alone = await settler.settleBatch([done(cCreate, c.id)]);
+    expect([...alone.next].map(([taskId, row]) => [taskId, row.id])).toEqual([[c.id, cOne]]);
+    expect((await rows()).filter((row) => row.id === cCreate || row.id === cOne)).toEqual([
+      expected(cCreate, 'done', null, 1),
+      expected(cOne, 'in_flight', settler.id, 1),
+    ]);
+  });
+
   test.runIf(engine === 'postgres')('two server instances on one database: each delivery is made by exactly one of them', async () => {
     const v1 = await deploy(svc);
     const agent = await startAgent(svc, v1.version_id);
