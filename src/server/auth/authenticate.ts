@@ -3,7 +3,7 @@ import type { Db } from '../store/db.js';
 import { ApiError } from '../errors.js';
 import { hashSecret, isWellFormedSecret } from './secrets.js';
 import { generationOf } from './invalidation.js';
-import { executePrepared } from '../store/prepared.js';
+import { statementShapes } from '../store/prepared.js';
 import { RefreshAhead } from './refresh-ahead.js';
 
 /** Who is calling: an API key acting as a service user of its org. */
@@ -154,10 +154,9 @@ export class Authenticator {
   }
 
   private async lookup(hash: string, now: number, generation: number): Promise<CachedKey> {
-    // Prepared on PGlite (store/prepared.ts): each key is looked up again every second it is used.
+    // Prepared on PGlite, compiled once (store/prepared.ts): each key is looked up again every second it is used.
     const [row] = (
-      await executePrepared(
-        this.db,
+      await statementShapes.execute(this.db, 'key', [hash], () =>
         this.db.selectFrom('api_keys').select(['id', 'org_id', 'name', 'expires_at', 'revoked_at', 'runtime_agent_id']).where('key_hash', '=', hash),
       )
     ).rows;

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from '../store/db.js';
 import { forbidden, notFound } from '../domain/errors.js';
 import { statusLit } from '../store/sql.js';
-import { executePrepared } from '../store/prepared.js';
+import { statementShapes } from '../store/prepared.js';
 import { LIVE_AGENT_STATUS } from '../../contract/lifecycle.js';
 import type { Actor } from './authenticate.js';
 import { generationOf, hasUnsettledGrants, settleGrants } from './invalidation.js';
@@ -168,11 +168,14 @@ export async function loadGrants(db: Db, actor: Actor): Promise<Grant[]> {
   return (await loadGrantRows(db, actor.keyId)).map(({ id: _id, ...grant }) => grant);
 }
 
-// Both run prepared on PGlite (store/prepared.ts): every key's grants are read again each second it is used.
+// Both run prepared on PGlite, compiled once (store/prepared.ts): every key's grants are read again each second it is used.
 async function loadGrantRows(db: Db, keyId: string): Promise<GrantRow[]> {
-  const result = await executePrepared(
+  const result = await statementShapes.execute(
     db,
-    sql<GrantRow>`
+    'grants',
+    [keyId, keyId],
+    () =>
+      sql<GrantRow>`
     SELECT g.id, g.resource_type, g.resource_id, g.role, g.legacy_role,
            COALESCE(a.namespace_id, p.namespace_id) AS namespace_id
     FROM grants g
@@ -185,7 +188,9 @@ async function loadGrantRows(db: Db, keyId: string): Promise<GrantRow[]> {
 }
 
 async function loadGroupIds(db: Db, keyId: string): Promise<string[]> {
-  const { rows } = await executePrepared(db, db.selectFrom('group_members').select('group_id').where('key_id', '=', keyId).orderBy('group_id'));
+  const { rows } = await statementShapes.execute(db, 'groups', [keyId], () =>
+    db.selectFrom('group_members').select('group_id').where('key_id', '=', keyId).orderBy('group_id'),
+  );
   return rows.map((r) => r.group_id);
 }
 

@@ -678,7 +678,7 @@ export class Dispatcher {
     if (this.closed || this.starved || this.freeSlots() <= 0) return undefined;
     this.reserved++;
     let settled = false;
-    const finishing =
+    const finishing = () =>
       completing &&
       sql`SELECT x.id FROM deliveries x WHERE x.id = ${completing.id} AND x.status = 'in_flight' AND x.claimed_by = ${completing.claimer}
         AND x.claimed_until > now() + ${COMPLETING_CLAIM_MARGIN_MS} * interval '1 millisecond'`;
@@ -687,7 +687,9 @@ export class Dispatcher {
     return {
       claimer: this.id,
       claimMs: this.claimMs(),
-      claimable: sql`${nothingOpenBefore(sql`t.id`, undefined, finishing)} AND ${this.targetOf()}`,
+      claimable: () => sql`${nothingOpenBefore(sql`t.id`, undefined, finishing())} AND ${this.targetOf()}`,
+      shape: completing ? 'finishing' : 'free',
+      values: [...(completing ? [completing.id, completing.claimer, COMPLETING_CLAIM_MARGIN_MS] : []), DEV_IMAGE_PREFIX.length, DEV_IMAGE_PREFIX],
       read: claimedRows,
       settle: (claimed) => {
         if (settled) return;

@@ -20,9 +20,17 @@ import { revertFailedMigration } from './migration-hooks.js';
 import { type DomainError, conflict, invalid, isNotFound, notFound, named, tooLarge } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { inCallerOrg, taskById } from './lookup.js';
-import { DELIVERY_CHANNEL, deliveryCommitted, insertClaim, insertEventDeliveries, wakeDispatchers, type RunGrant } from '../store/outbox.js';
+import {
+  DELIVERY_CHANNEL,
+  deliveryCommitted,
+  insertClaim,
+  insertEventDeliveries,
+  insertEventDeliveryValues,
+  wakeDispatchers,
+  type RunGrant,
+} from '../store/outbox.js';
 import { statusList } from '../store/sql.js';
-import { executePrepared } from '../store/prepared.js';
+import { statementShapes } from '../store/prepared.js';
 import { admitEvent, deliverEvent } from './turns.js';
 
 type Trx = Kysely<Database>;
@@ -207,6 +215,15 @@ export function runnableTask(perms: Permissions) {
   return sql`${org} AND (tasks.agent_id = ANY(${visible.ids}) OR tasks.namespace_id = ANY(${visible.namespaceIds}))`;
 }
 
+/**
+ * `runnableTask`'s form for a statement shape (store/prepared.ts StatementShapes): which of its two
+ * texts the caller gets, and its parameters in order.
+ */
+export function runnableTaskShape(perms: Permissions): { shape: string; values: unknown[] } {
+  const visible = perms.visible('agent', 'run');
+  return visible.all ? { shape: 'all', values: [perms.actor.orgId] } : { shape: 'some', values: [perms.actor.orgId, visible.ids, visible.namespaceIds] };
+}
+
 /** The rule of `runnableTask` as data, for a statement that checks several callers' rows (the dispatcher's settle batch). */
 export function runGrant(perms: Permissions): RunGrant {
   const visible = perms.visible('agent', 'run');
@@ -254,17 +271,36 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
   // A dispatcher here with room claims the delivery in this statement when nothing of the task is
   // open before it (outbox.ts InsertClaim): sent right after the commit, no claim round trip.
   const claim = await insertClaim(db, taskId);
+  const grant = runnableTaskShape(perms);
+  const contentJson = JSON.stringify(content);
+  const partialJson = JSON.stringify(partial);
+  // In the order of the text below.
+  const values = [
+    taskId,
+    ...grant.values,
+    id,
+    contentJson,
+    createdAt,
+    partialJson,
+    ...(claim ? claim.values : []),
+    ...insertEventDeliveryValues(taskId, claim),
+    TASK_CHANNEL,
+    DELIVERY_CHANNEL,
+  ];
   let claimed: unknown;
   try {
-    const result = await executePrepared(
+    const result = await statementShapes.execute(
       db,
-      sql<{ agent_id: string; sequence_id: number; record: unknown; claimed: unknown }>`
+      `event ${grant.shape} ${claim ? `claim ${claim.shape}` : 'unclaimed'}`,
+      values,
+      () =>
+        sql<{ agent_id: string; sequence_id: number; record: unknown; claimed: unknown }>`
     WITH t AS (${takeSequence(perms, sql`${taskId}`, enqueues, claim ? sql`, tasks.current_version_id, tasks.status, tasks.updated_at` : sql``)}),
     e AS (
       INSERT INTO events (id, task_id, agent_id, sequence_id, content, created_at)
-      SELECT ${id}, t.id, t.agent_id, t.last_sequence_id, ${JSON.stringify(content)}::jsonb, ${createdAt} FROM t
+      SELECT ${id}, t.id, t.agent_id, t.last_sequence_id, ${contentJson}::jsonb, ${createdAt} FROM t
       RETURNING id, task_id, agent_id, sequence_id,
-        ${JSON.stringify(partial)}::jsonb || jsonb_build_object('agent_id', agent_id, 'sequence_id', sequence_id) AS record
+        ${partialJson}::jsonb || jsonb_build_object('agent_id', agent_id, 'sequence_id', sequence_id) AS record
     ),
     s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'event', record FROM e),
     ${
@@ -274,7 +310,7 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
           // the task unchanged but for this sequence number, else the delivery goes in pending.
           sql`k AS (
       SELECT (seq.last_sequence_id = t.last_sequence_id + 1 AND seq.current_version_id = t.current_version_id AND seq.status = t.status
-        AND seq.updated_at IS NOT DISTINCT FROM t.updated_at AND ${claim.claimable}) AS ok, t.current_version_id AS version_id
+        AND seq.updated_at IS NOT DISTINCT FROM t.updated_at AND ${claim.claimable()}) AS ok, t.current_version_id AS version_id
       FROM t AS seq JOIN tasks t ON t.id = seq.id
     ),
     d AS (${insertEventDeliveries('e', taskId, { claim, cte: 'k' })})
@@ -387,15 +423,23 @@ async function insertMessageAlone(db: Db, perms: Permissions, input: NewMessage)
   const now = new Date();
   const at = now.toISOString();
   const partial = { id, task_id: input.task_id, author: input.author, content: input.content, streaming_status: input.streaming_status, streaming_error: null };
-  const result = await executePrepared(
+  const grant = runnableTaskShape(perms);
+  const contentJson = JSON.stringify(input.content);
+  const recordJson = JSON.stringify({ ...partial, created_at: at, updated_at: at });
+  // In the order of the text below.
+  const values = [input.task_id, ...grant.values, id, input.author, contentJson, input.streaming_status, now, now, recordJson, TASK_CHANNEL];
+  const result = await statementShapes.execute(
     db,
-    sql<{ sequence_id: number; record: unknown }>`
+    `message ${grant.shape}`,
+    values,
+    () =>
+      sql<{ sequence_id: number; record: unknown }>`
     WITH t AS (${takeSequence(perms, sql`${input.task_id}`)}),
     m AS (
       INSERT INTO messages (id, task_id, author, content, streaming_status, sequence_id, updated_sequence_id, created_at, updated_at)
-      SELECT ${id}, t.id, ${input.author}, ${JSON.stringify(input.content)}::jsonb, ${input.streaming_status}, t.last_sequence_id, t.last_sequence_id, ${now}, ${now} FROM t
+      SELECT ${id}, t.id, ${input.author}, ${contentJson}::jsonb, ${input.streaming_status}, t.last_sequence_id, t.last_sequence_id, ${now}, ${now} FROM t
       RETURNING task_id, sequence_id,
-        ${JSON.stringify({ ...partial, created_at: at, updated_at: at })}::jsonb || jsonb_build_object('sequence_id', sequence_id, 'updated_sequence_id', sequence_id) AS record
+        ${recordJson}::jsonb || jsonb_build_object('sequence_id', sequence_id, 'updated_sequence_id', sequence_id) AS record
     ),
     s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'message', record FROM m)
     SELECT m.sequence_id, m.record, ${taskNotice(sql`m.task_id`, sql`m.sequence_id`)} FROM m`,
@@ -542,10 +586,17 @@ async function appendDeltaAlone(
 ): Promise<MessageDelta | undefined> {
   const takes = sql`streaming_status = 'IN_PROGRESS' AND ${streamedField} IS NOT NULL
     AND char_length(coalesce(content->>${streamedField}, '')) = ${offset}::int AND ${offset}::int + ${length}::int <= ${MESSAGE_TEXT_MAX}::int`;
+  const grant = runnableTaskShape(perms);
+  const takesValues = [offset, offset, length, MESSAGE_TEXT_MAX];
+  // In the order of the text below.
+  const values = [messageId, ...grant.values, messageId, ...takesValues, delta, messageId, ...takesValues, messageId, offset, delta, TASK_CHANNEL];
   try {
-    const result = await executePrepared(
+    const result = await statementShapes.execute(
       db,
-      sql<{ task_id: string; sequence_id: number; record: unknown }>`
+      `delta ${grant.shape}`,
+      values,
+      () =>
+        sql<{ task_id: string; sequence_id: number; record: unknown }>`
       WITH t AS (${takeSequence(
         perms,
         sql`(SELECT task_id FROM messages WHERE id = ${messageId})`,

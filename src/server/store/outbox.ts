@@ -119,6 +119,13 @@ export function insertEventDeliveries(from: string, taskId: string, claimed?: { 
     ${claimed ? sql`RETURNING id, task_id, method, kind, 'pending'::text AS prior_status, payload, attempts, failing_since, last_error, version_id, traceparent, tracestate, created_at, status` : sql``}`;
 }
 
+/** `insertEventDeliveries`' parameters in order, for a statement shape (store/prepared.ts StatementShapes). */
+export function insertEventDeliveryValues(taskId: string, claim?: InsertClaim): unknown[] {
+  const traced = currentTraceContext(taskId);
+  const method: AcpMethod = 'event/send';
+  return [method, traced?.traceparent ?? null, traced?.tracestate ?? null, ...(claim ? [claim.claimer, claim.claimMs] : [])];
+}
+
 /**
  * A claim at insert, offered by this process's dispatcher (`insertClaim`): a statement that writes a
  * task's turn delivery writes it already claimed by the dispatcher (in flight, the attempt counted)
@@ -129,7 +136,10 @@ export interface InsertClaim {
   claimer: string;
   claimMs: number;
   /** SQL over the task row `t` as the statement's snapshot sees it: nothing of the task is open, and its version takes pushed deliveries. */
-  claimable: RawBuilder<unknown>;
+  claimable: () => RawBuilder<unknown>;
+  /** `claimable`'s form and its parameters in order, for a statement shape (store/prepared.ts StatementShapes). */
+  shape: string;
+  values: readonly unknown[];
   /** SQL: what the dispatcher reads of each claimed delivery of `from` (a row source with the INSERT's RETURNING columns). */
   read: (from: RawBuilder<unknown>) => RawBuilder<unknown>;
   /** Once, after the statement (committed or failed): the row it claimed, as `read` read it, to be sent now; undefined gives the slot back. */

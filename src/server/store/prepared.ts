@@ -13,7 +13,7 @@
  * 0.25 ms once the server settled on its generic plan. There the text is recorded here and the
  * pool's clients (db.ts) send it as a named statement, which pg parses once per connection.
  */
-import { type Compilable, type QueryResult, type RawBuilder, sql } from 'kysely';
+import { type Compilable, type CompiledQuery, type QueryResult, type RawBuilder, sql } from 'kysely';
 import type { Db } from './db.js';
 
 /** The names statements are prepared under: `${PREPARED_PREFIX}<n>`. */
@@ -74,7 +74,12 @@ export function prepareStatementsOf(db: Db): void {
  * handle prepares (PGlite), as a named statement where it names them (PostgreSQL), else as it is.
  */
 export async function executePrepared<R>(db: Db, query: RawBuilder<R> | Compilable<R>): Promise<QueryResult<R>> {
-  const compiled = 'isRawBuilder' in query ? query.compile(db) : query.compile();
+  return runCompiled(db, compile(db, query));
+}
+
+const compile = <R>(db: Db, query: RawBuilder<R> | Compilable<R>): CompiledQuery<R> => ('isRawBuilder' in query ? query.compile(db) : query.compile());
+
+async function runCompiled<R>(db: Db, compiled: CompiledQuery<R>): Promise<QueryResult<R>> {
   const names = named.get(db);
   if (names) {
     names.add(compiled.sql);
@@ -96,6 +101,69 @@ export async function executePrepared<R>(db: Db, query: RawBuilder<R> | Compilab
   }
   const args = parameters.map(literal).join(', ');
   return sql.raw<R>(`EXECUTE ${await name}${args ? `(${args})` : ''}`).execute(db);
+}
+
+/**
+ * The hot statements' texts by shape, so a call builds and compiles nothing: building the Kysely
+ * template and compiling it to text cost as much CPU as the rest of an event's write in the server.
+ *
+ * A shape names a statement's form: the statement, and each choice that changes its text (a claim
+ * at insert or none, a caller who may run every agent or some). Its values are the statement's
+ * parameters in the order the text numbers them. The first call of a shape builds and compiles it,
+ * and its parameters must be `values`; later calls send the recorded text with theirs. Checked
+ * (under vitest, or AGENTCTL_CHECK_SHAPES=1), every call builds and compiles too, and a text or
+ * parameters other than the recorded text and `values` throw: a text that depends on a value not in
+ * the shape's key is caught there.
+ */
+export class StatementShapes {
+  /** Shapes are made by code, a few per statement; the bound only keeps a wrong key from growing without end. */
+  static readonly MAX = 64;
+  readonly #texts = new Map<string, CompiledQuery<unknown>>();
+  readonly #check: boolean;
+
+  constructor(check = process.env.VITEST !== undefined || process.env.AGENTCTL_CHECK_SHAPES === '1') {
+    this.#check = check;
+  }
+
+  get size(): number {
+    return this.#texts.size;
+  }
+
+  /** Runs the statement of `shape` with `values` on `db` as `executePrepared` does; `build` makes it from them when it must be compiled. */
+  async execute<R>(
+    db: Db,
+    shape: string,
+    values: readonly unknown[],
+    build: (values: readonly unknown[]) => RawBuilder<R> | Compilable<R>,
+  ): Promise<QueryResult<R>> {
+    const recorded = this.#texts.get(shape) as CompiledQuery<R> | undefined;
+    if (recorded && !this.#check) return runCompiled(db, { ...recorded, parameters: values });
+    const compiled = compile(db, build(values));
+    if (recorded && compiled.sql !== recorded.sql)
+      throw new Error(`Statement shape ${shape}: its text changed with its values (a choice missing from its key)`);
+    if (!sameValues(compiled.parameters, values))
+      throw new Error(`Statement shape ${shape}: its ${compiled.parameters.length} parameters are not the ${values.length} values given, in order`);
+    if (!recorded) {
+      // Oldest first: the hot shapes are made again at once.
+      if (this.#texts.size >= StatementShapes.MAX) this.#texts.delete(this.#texts.keys().next().value!);
+      this.#texts.set(shape, compiled);
+    }
+    return runCompiled(db, compiled);
+  }
+}
+
+/** The process's statement shapes (one text per shape serves every database handle). */
+export const statementShapes = new StatementShapes();
+
+function sameValues(a: readonly unknown[], b: readonly unknown[]): boolean {
+  return a.length === b.length && a.every((value, i) => sameValue(value, b[i]));
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true;
+  if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime();
+  if (Array.isArray(a) && Array.isArray(b)) return sameValues(a, b);
+  return false;
 }
 
 /** A parameter as a SQL literal (standard_conforming_strings, PostgreSQL's default: only ' is escaped). */

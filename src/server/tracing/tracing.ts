@@ -36,6 +36,7 @@ interface TraceInfo {
 }
 
 const KINDS = ['internal', 'server', 'client', 'producer', 'consumer'] as const;
+/** Traces noted per generation (`Tracing.note`): the newest this many at least are remembered, twice this at most. */
 const REMEMBERED_TRACES = 20_000;
 
 export interface TracingOptions {
@@ -51,7 +52,13 @@ let contextManagerSet = false;
 
 export class Tracing {
   readonly tracer: Tracer;
-  private readonly traces = new Map<string, TraceInfo>();
+  /**
+   * Noted traces in two generations: `current` fills, then replaces `previous`, which goes whole.
+   * Evicting the oldest trace one by one cost each new trace a walk over the map's deleted entries
+   * (a Map's first key is found by iterating past them).
+   */
+  private current = new Map<string, TraceInfo>();
+  private previous = new Map<string, TraceInfo>();
   private closed = false;
 
   private constructor(
@@ -143,21 +150,28 @@ export class Tracing {
 
   /** What the trace concerns: its spans are kept under the org and found by the task. */
   note(traceId: string, info: TraceInfo): void {
-    const known = this.traces.get(traceId);
+    const known = this.infoOf(traceId);
     if (known) {
       known.orgId ??= info.orgId;
       known.taskId ??= info.taskId;
       return;
     }
-    this.traces.set(traceId, { ...info });
-    if (this.traces.size > REMEMBERED_TRACES) this.traces.delete(this.traces.keys().next().value!);
+    if (this.current.size >= REMEMBERED_TRACES) {
+      this.previous = this.current;
+      this.current = new Map();
+    }
+    this.current.set(traceId, { ...info });
+  }
+
+  private infoOf(traceId: string): TraceInfo | undefined {
+    return this.current.get(traceId) ?? this.previous.get(traceId);
   }
 
   /** A span the SDK ended: to the store when its trace is known to concern an org. */
   private keep(span: ReadableSpan): void {
     if (this.closed) return;
     const spanContext = span.spanContext();
-    const info = this.traces.get(spanContext.traceId);
+    const info = this.infoOf(spanContext.traceId);
     const attributes = span.attributes as SpanRecord['attributes'];
     const orgId = info?.orgId ?? (attributes['agentctl.org_id'] as string | undefined);
     if (!orgId) return;
@@ -185,7 +199,7 @@ export class Tracing {
   record(records: SpanRecord[]): void {
     if (this.closed || records.length === 0) return;
     for (const record of records) {
-      const info = this.traces.get(record.trace_id);
+      const info = this.infoOf(record.trace_id);
       this.store.add({ ...record, task_id: record.task_id ?? info?.taskId ?? null });
     }
     if (this.exporter) for (const record of records) this.exporter.onEnd(this.toReadable(record));
