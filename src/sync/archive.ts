@@ -405,7 +405,29 @@ export interface ReadArchiveOptions {
   onChunk?: (chunk: Buffer) => void;
   /** Aborting it stops the reading and refuses the archive with its reason (an ArchiveRejected). */
   signal?: AbortSignal;
+  /**
+   * For a caller that only checks and hashes (no sink; ignored with one) and gives the reader its
+   * source's chunks, held by nothing else (the server's upload): each chunk's memory is freed as soon
+   * as it is read, and each header and piece of content is handled as the walker reaches it (content
+   * hashed and let go) instead of gathered per decompressed piece first. A freed chunk is empty after.
+   * Node.js's HTTP parser gives each body chunk a buffer of its own; left to the garbage collector,
+   * an upload's chunks piled up as external memory and set off a full collection every 16-20 MB.
+   */
+  releaseChunks?: boolean;
 }
+
+/**
+ * Frees the memory of a chunk that has its ArrayBuffer to itself, now rather than at the next full
+ * collection (see ReadArchiveOptions.releaseChunks). A view of part of a buffer is left alone.
+ */
+function releaseChunk(chunk: Buffer): void {
+  // ES2024's resizable-buffer API, in Node.js since 21; the project's TypeScript lib is older.
+  const buffer = chunk.buffer as ArrayBuffer & { detached?: boolean; transfer?: (length: number) => ArrayBuffer };
+  if (chunk.byteOffset !== 0 || chunk.byteLength !== buffer.byteLength || !(buffer instanceof ArrayBuffer) || buffer.detached) return;
+  buffer.transfer?.(0);
+}
+
+const isZstd = (head: Buffer) => head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC);
 
 /** A failure of a stage as the refusal it is: zstd's and the tar package's errors are the archive's fault. */
 function asRefusal(error: unknown): unknown {
@@ -430,7 +452,7 @@ function asRefusal(error: unknown): unknown {
  * zero padding: decompressed bytes are bounded by what the headers declare.
  */
 export async function readArchive(
-  source: Readable,
+  source: Readable | AsyncIterable<Buffer>,
   limits: ArchiveLimits = DEFAULT_ARCHIVE_LIMITS,
   sink?: ArchiveSink,
   options: ReadArchiveOptions = {},
@@ -491,16 +513,25 @@ export async function readArchive(
   };
   // What the walker saw in one chunk, handled in order once the chunk is walked: the sink's calls are
   // asynchronous, the walker is not. Content is slices of the chunk, which is held until then.
+  // With releaseChunks and no sink every handling is synchronous, so nothing is gathered: see handle.
   type Event = { kind: 'member'; entry: TreeEntry } | { kind: 'content'; data: Buffer } | { kind: 'end' };
   const events: Event[] = [];
+  const direct = options.releaseChunks === true && !sink;
   const walker = new TarWalker(
     (header) => {
       const entry = check(header);
-      events.push({ kind: 'member', entry });
+      if (direct) startMember(entry);
+      else events.push({ kind: 'member', entry });
     },
     refuse,
-    (data) => events.push({ kind: 'content', data }),
-    () => events.push({ kind: 'end' }),
+    (data) => {
+      if (direct) current?.hash.update(data);
+      else events.push({ kind: 'content', data });
+    },
+    () => {
+      if (direct) endMember();
+      else events.push({ kind: 'end' });
+    },
   );
 
   /** The member whose content is passing: its hash, and its writer when there is a sink. */
@@ -522,37 +553,41 @@ export async function readArchive(
       out.on('close', settle);
       out.on('error', settle);
     });
-  /** Handles one event; a promise only where the sink makes one (without a sink, all is synchronous). */
-  const handle = (event: Event): Promise<void> | undefined => {
-    if (event.kind === 'member') {
-      const entry = event.entry;
-      entries.push(entry);
-      if (entry.kind !== 'file') {
-        current = undefined;
-        return sink && (entry.kind === 'dir' ? sink.dir(entry) : sink.symlink(entry));
-      }
-      current = { entry, hash: createHash('sha256') };
-      if (sink) return sink.file(entry).then((out) => void (current!.out = out));
-      return undefined;
+  // Each handler returns a promise only where the sink makes one (without a sink, all is synchronous).
+  function startMember(entry: TreeEntry): Promise<void> | undefined {
+    entries.push(entry);
+    if (entry.kind !== 'file') {
+      current = undefined;
+      return sink && (entry.kind === 'dir' ? sink.dir(entry) : sink.symlink(entry));
     }
-    // Only files have content (check refuses any other member that claims some).
+    current = { entry, hash: createHash('sha256') };
+    if (sink) return sink.file(entry).then((out) => void (current!.out = out));
+    return undefined;
+  }
+  // Only files have content (check refuses any other member that claims some).
+  const passContent = (data: Buffer): Promise<void> | undefined => {
+    const member = current;
+    if (!member) return undefined;
+    member.hash.update(data);
+    const out = member.out;
+    if (!out) return undefined;
+    if (!(out instanceof Writable)) return void out.write(data);
+    if (!out.write(reusedBuffer ? Buffer.from(data) : data)) return drained(out);
+    return undefined;
+  };
+  function endMember(): Promise<void> | undefined {
     const member = current;
     if (!member) return undefined;
     const out = member.out;
-    if (event.kind === 'content') {
-      member.hash.update(event.data);
-      if (!out) return undefined;
-      if (!(out instanceof Writable)) return void out.write(event.data);
-      if (!out.write(reusedBuffer ? Buffer.from(event.data) : event.data)) return drained(out);
-      return undefined;
-    }
     member.entry.sha256 = member.hash.digest('hex');
     current = undefined;
     if (!out) return undefined;
     out.end();
     if (!(out instanceof Writable)) return undefined;
     return out.writableFinished ? undefined : once(out, 'finish').then(() => undefined);
-  };
+  }
+  const handle = (event: Event): Promise<void> | undefined =>
+    event.kind === 'member' ? startMember(event.entry) : event.kind === 'content' ? passContent(event.data) : endMember();
   const handleAll = async (): Promise<void> => {
     for (let i = 0; i < events.length; i++) {
       const pending = handle(events[i]!);
@@ -571,7 +606,7 @@ export async function readArchive(
     if (decompressed > decompressedLimit) throw new ArchiveRejected(413, 'archive_too_large', `The archive expands past ${decompressedLimit} bytes`);
     try {
       walker.push(tar);
-      await handleAll();
+      if (events.length) await handleAll();
     } finally {
       events.length = 0;
     }
@@ -608,8 +643,7 @@ export async function readArchive(
     if (next.done) refuse(422, 'The archive is empty');
     const onChunk = options.onChunk;
     // The first chunk tells zstd from plain tar.
-    const head = next.value as Buffer;
-    if (head.length >= 4 && head.subarray(0, 4).equals(ZSTD_MAGIC)) {
+    if (isZstd(next.value as Buffer)) {
       codec = new ZstdCodec('decompress');
       reusedBuffer = true;
     }
@@ -618,13 +652,16 @@ export async function readArchive(
       onChunk?.(chunk);
       if (!codec) await walkTar(chunk);
       else for (const tar of codec.push(chunk)) await walkTar(tar);
+      // Decompressed (or walked) and handled: nothing refers to the chunk any more.
+      if (direct) releaseChunk(chunk);
     }
     if (codec) for (const tar of codec.end()) await walkTar(tar);
     walker.finish();
   } catch (error) {
     failure ??= stopped ?? asRefusal(error);
     // Stopped early: the source is not read further.
-    if (!source.readableEnded) source.destroy();
+    if (!(source instanceof Readable)) chunks.return?.()?.catch(() => undefined);
+    else if (!source.readableEnded) source.destroy();
   } finally {
     options.signal?.removeEventListener('abort', stop);
     codec?.close();

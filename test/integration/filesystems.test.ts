@@ -1,7 +1,11 @@
 import { mkdir, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { PassThrough, Readable } from 'node:stream';
+import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
 import { openBlobStore, type BlobStore } from '../../src/server/blobs/index.js';
+import { uploadArchive } from '../../src/server/domain/filesystems.js';
 import {
   syncDown,
   syncDownSystemFolder,
@@ -283,6 +287,66 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     await syncDown(transport, fs.id, dest);
     expect(await describeTree(dest)).toEqual({ 'v1.txt': expect.stringMatching(/^file 644 /) });
     await stagingEmpty();
+  });
+
+  describe('an upload that does not finish (the domain, with its limits given)', () => {
+    const limits = { maxBytes: 8 * MiB, maxFiles: 200, maxMs: 60_000 };
+    const archive = () => zstd(rawTar([{ path: 'big.bin', body: randomBytes(3 * MiB) }]));
+    const staged = () => readdir(path.join(blobDir, '.staging'));
+
+    test('stalled past its deadline: 413, nothing staged, the rest of the body read and dropped', async () => {
+      const fs = await createFs();
+      const bytes = archive();
+      const body = new PassThrough();
+      body.write(bytes.subarray(0, bytes.length >> 1));
+      const error = await uploadArchive(svc.store.db, blobs, fs.id, body, ['*'], { ...limits, maxMs: 300 }).catch((e) => e);
+      expect(error).toMatchObject({ kind: 'too_large', code: 'archive_too_large', detail: expect.stringMatching(/within 300 ms/) });
+      expect(await staged()).toEqual([]);
+      // What the client sends after the refusal is taken, so the answer can reach it.
+      body.end(bytes.subarray(bytes.length >> 1));
+      await once(body, 'end');
+      expect((await getFs(fs.id)).archive_checksum).toBeNull();
+    });
+
+    test('the body fails part-way (the client went away): upload_aborted, nothing staged', async () => {
+      const fs = await createFs();
+      const bytes = archive();
+      const body = new PassThrough();
+      const upload = uploadArchive(svc.store.db, blobs, fs.id, body, ['*'], limits).catch((e) => e);
+      body.write(bytes.subarray(0, bytes.length >> 1));
+      await vi.waitFor(async () => expect(await staged()).toHaveLength(1));
+      body.destroy(new Error('aborted'));
+      expect(await upload).toMatchObject({ kind: 'bad_request', code: 'upload_aborted' });
+      expect(await staged()).toEqual([]);
+      expect((await getFs(fs.id)).archive_checksum).toBeNull();
+    });
+
+    test('more bytes than any archive within the limits takes (zstd skippable frames): 413 before they are all read', async () => {
+      const fs = await createFs();
+      const small = { maxBytes: 1024, maxFiles: 1, maxMs: 60_000 };
+      // A valid archive, then a skippable frame: no output, but 2 MiB past the upload cap (1 MiB and some).
+      const skippable = Buffer.alloc(8 + 2 * MiB);
+      skippable.writeUInt32LE(0x184d2a50, 0);
+      skippable.writeUInt32LE(2 * MiB, 4);
+      const body = Readable.from([zstd(rawTar([{ path: 'a.txt', body: Buffer.from('a') }])), skippable.subarray(0, MiB), skippable.subarray(MiB)]);
+      const error = await uploadArchive(svc.store.db, blobs, fs.id, body, ['*'], small).catch((e) => e);
+      expect(error).toMatchObject({ kind: 'too_large', code: 'archive_too_large', detail: expect.stringMatching(/The upload is larger than \d+ bytes/) });
+      expect(await staged()).toEqual([]);
+      expect((await getFs(fs.id)).archive_checksum).toBeNull();
+    });
+
+    test('many small chunks: the stored archive is the bytes sent, its key their sha256', async () => {
+      const fs = await createFs();
+      const bytes = archive();
+      const pieces = Array.from({ length: Math.ceil(bytes.length / 1000) }, (_, i) => bytes.subarray(i * 1000, (i + 1) * 1000));
+      const updated = await uploadArchive(svc.store.db, blobs, fs.id, Readable.from(pieces), ['*'], limits);
+      const row = await svc.store.db.selectFrom('filesystems').select(['blob_key', 'archive_bytes']).where('id', '=', fs.id).executeTakeFirstOrThrow();
+      expect(row.blob_key).toBe(createHash('sha256').update(bytes).digest('hex'));
+      expect(Number(row.archive_bytes)).toBe(bytes.length);
+      expect(Buffer.concat(await (await blobs.get(row.blob_key!)).toArray())).toEqual(bytes);
+      expect(updated.files_count).toBe(1);
+      expect(await staged()).toEqual([]);
+    });
   });
 
   // Hostile archives have their own table: test/integration/hostile-archives.test.ts.

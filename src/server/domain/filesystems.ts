@@ -1,11 +1,10 @@
 // Filesystems and system folders (README "Filesystems and sync"): rows, access, archive upload and download.
 // Archives live in the blob store; a row names its current archive and manifest blobs.
 import { createHash, randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, type Readable, Transform, Writable } from 'node:stream';
+import { PassThrough, type Readable, Writable } from 'node:stream';
 import type { Kysely, Selectable } from 'kysely';
 import type { CreateFilesystemRequest, FileManifest, Filesystem, ManifestEntry, SystemFolderType } from '../../contract/filesystems.js';
 import { ArchiveRejected, emptyArchive, readArchive, type ArchiveLimits, type ArchiveSummary } from '../../sync/archive.js';
@@ -30,6 +29,7 @@ import {
 } from './errors.js';
 import type { Permissions } from '../auth/policy.js';
 import { BlobNotFound, type BlobStore } from '../blobs/index.js';
+import { StagingFile, type StagedDigest } from '../blobs/staging.js';
 import { inCallerOrg, namespaceBySlug, taskById } from './lookup.js';
 import { pageOffset } from './paging.js';
 
@@ -242,11 +242,136 @@ export interface UploadLimits extends ArchiveLimits {
   maxMs: number;
 }
 
-/** How much of an upload may wait in memory for its write to the staging file. */
-const STAGING_BUFFER = 1024 * 1024;
-
 /** Compressed bytes an upload may have: the content limit plus tar's per-member overhead. */
 const maxCompressedBytes = (limits: ArchiveLimits) => limits.maxBytes + (limits.maxFiles + 4) * 1536 + 1024 * 1024;
+
+/**
+ * The request body as readArchive's source, read once: each chunk is counted against `cap` and
+ * copied into the staging file before the reader is given it, and nothing is kept past that (see
+ * StagingFile). The body flows while the reader waits for a chunk; it is paused while a chunk waits
+ * for the reader or the staging file waits for the disk.
+ */
+class StagedBody implements AsyncIterableIterator<Buffer> {
+  received = 0;
+  /** Chunks staged but not yet taken: rarely more than one, since the body is paused once one waits. */
+  private readonly queue: Buffer[] = [];
+  private ended = false;
+  private failure: unknown;
+  private staging: Promise<void> | undefined;
+  private waiter: { resolve: (result: IteratorResult<Buffer>) => void; reject: (error: unknown) => void } | undefined;
+  private detached = false;
+
+  constructor(
+    private readonly body: Readable,
+    private readonly file: StagingFile,
+    private readonly cap: number,
+    /** The body failed (the client went away): this, not the stream's error, is the failure. */
+    private readonly onAborted: () => unknown,
+  ) {
+    body.on('data', this.onData);
+    body.once('end', this.onEnd);
+    body.once('aborted', this.onError);
+    body.once('error', this.onError);
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<Buffer>> {
+    if (this.queue.length) {
+      const value = this.queue.shift()!;
+      this.flow();
+      return Promise.resolve({ value, done: false });
+    }
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.ended && !this.staging) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+      this.flow();
+    });
+  }
+
+  /** The reader is done (it refused the archive): the body is no longer taken. */
+  async return(): Promise<IteratorResult<Buffer>> {
+    this.detach();
+    return { value: undefined, done: true };
+  }
+
+  /** Stops taking the body; what is left of it is read and dropped, so an answer reaches the client. */
+  detach(): void {
+    if (this.detached) return;
+    this.detached = true;
+    this.queue.length = 0;
+    this.body.off('data', this.onData);
+    this.body.off('end', this.onEnd);
+    this.body.off('aborted', this.onError);
+    this.body.off('error', this.onError);
+    if (!this.body.readableEnded) this.body.resume();
+  }
+
+  private readonly onData = (chunk: Buffer) => {
+    if (this.failure || this.detached) return;
+    this.received += chunk.length;
+    if (this.received > this.cap) return this.fail(new ArchiveRejected(413, 'archive_too_large', `The upload is larger than ${this.cap} bytes`));
+    let staging: Promise<void> | undefined;
+    try {
+      staging = this.file.write(chunk);
+    } catch (error) {
+      return this.fail(error);
+    }
+    if (staging) {
+      // The disk is behind: nothing more is taken until this chunk is in the file.
+      this.body.pause();
+      this.staging = staging.then(
+        () => {
+          this.staging = undefined;
+          this.deliver(chunk);
+        },
+        (error: unknown) => {
+          this.staging = undefined;
+          this.fail(error);
+        },
+      );
+      return;
+    }
+    this.deliver(chunk);
+  };
+
+  private readonly onEnd = () => {
+    this.ended = true;
+    if (!this.staging && this.waiter && !this.queue.length) this.settle((w) => w.resolve({ value: undefined, done: true }));
+  };
+
+  private readonly onError = () => this.fail(this.onAborted());
+
+  private deliver(chunk: Buffer): void {
+    if (this.failure || this.detached) return;
+    if (this.waiter) this.settle((w) => w.resolve({ value: chunk, done: false }));
+    else {
+      this.queue.push(chunk);
+      this.body.pause();
+    }
+    if (this.ended) this.onEnd();
+  }
+
+  private fail(error: unknown): void {
+    this.failure ??= error;
+    this.queue.length = 0;
+    if (this.waiter) this.settle((w) => w.reject(this.failure));
+  }
+
+  private settle(how: (waiter: NonNullable<StagedBody['waiter']>) => void): void {
+    const waiter = this.waiter!;
+    this.waiter = undefined;
+    how(waiter);
+  }
+
+  /** Lets the body flow when the reader waits and nothing is staged or queued. */
+  private flow(): void {
+    if (!this.detached && !this.failure && !this.staging && !this.queue.length && this.waiter && this.body.isPaused()) this.body.resume();
+  }
+}
 
 /**
  * Receives an archive into the blob store's staging area (never whole in memory) while validating
@@ -266,37 +391,16 @@ export async function uploadArchive(
   checkBase(before, base);
   const staged = path.join(blobs.stagingDir, `upload-${randomBytes(8).toString('hex')}`);
   const manifestFile = `${staged}.manifest`;
-  // Chunks queue here while earlier ones are written (up to STAGING_BUFFER): waiting for each write
-  // would put a thread-pool round trip between every socket read and its validation.
-  const file = createWriteStream(staged, { highWaterMark: STAGING_BUFFER });
+  const file = await StagingFile.create(staged);
   try {
-    const hash = createHash('sha256');
-    let received = 0;
-    const cap = maxCompressedBytes(limits);
-    // Each chunk is counted, hashed and handed to the staged file before the validator sees it;
-    // the validator's pace (and the file's, once STAGING_BUFFER is queued) paces the upload.
-    const tee = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        received += chunk.length;
-        if (received > cap) return done(new ArchiveRejected(413, 'archive_too_large', `The upload is larger than ${cap} bytes`));
-        hash.update(chunk);
-        if (file.write(chunk)) return done(null, chunk);
-        file.once('drain', () => done(null, chunk));
-      },
-      flush(done) {
-        file.end(() => done());
-      },
-    });
-    file.on('error', (error) => tee.destroy(error));
     let aborted: DomainError | undefined;
-    const onAborted = () => {
-      // The client went away mid-upload: nothing to answer, nothing changed.
-      aborted = badRequest('upload_aborted', 'The upload ended before its last byte');
-      tee.destroy(aborted);
-    };
-    body.once('aborted', onAborted);
-    body.once('error', onAborted);
-    body.pipe(tee);
+    // The client went away mid-upload: nothing to answer, nothing changed.
+    const source = new StagedBody(
+      body,
+      file,
+      maxCompressedBytes(limits),
+      () => (aborted ??= badRequest('upload_aborted', 'The upload ended before its last byte')),
+    );
     // Whatever the archive makes the reader do, one upload's reading ends within the request timeout.
     const deadline = new AbortController();
     const timer = setTimeout(
@@ -307,20 +411,19 @@ export async function uploadArchive(
       limits.maxMs,
     );
     let summary: ArchiveSummary;
+    let staging: StagedDigest;
     try {
-      summary = await readArchive(tee, limits, undefined, { signal: deadline.signal });
+      // The reader only checks and hashes: its decompressed pieces need not be kept.
+      summary = await readArchive(source, limits, undefined, { signal: deadline.signal, releaseChunks: true });
+      staging = await file.finish();
     } catch (error) {
       throw refusalOf(aborted ?? error);
     } finally {
       clearTimeout(timer);
-      body.off('aborted', onAborted);
-      body.off('error', onAborted);
-      body.unpipe(tee);
       // Refused part-way: the rest of the body is read and dropped, so the answer reaches the client.
-      if (!body.readableEnded) body.resume();
+      source.detach();
     }
-    if (!file.writableFinished) await once(file, 'finish');
-    const archiveKey = hash.digest('hex');
+    const archiveKey = staging.sha256;
     const manifest = JSON.stringify(summary.entries.map(toManifestEntry));
     const manifestKey = createHash('sha256').update(manifest).digest('hex');
     await writeFile(manifestFile, manifest);
@@ -338,7 +441,7 @@ export async function uploadArchive(
           archive_checksum: summary.checksum,
           size_bytes: summary.sizeBytes,
           files_count: summary.filesCount,
-          archive_bytes: received,
+          archive_bytes: staging.size,
           blob_key: archiveKey,
           manifest_key: manifestKey,
           updated_at: new Date(),
@@ -351,11 +454,8 @@ export async function uploadArchive(
   } catch (error) {
     throw refusalOf(error);
   } finally {
-    if (!file.closed) {
-      file.destroy();
-      await once(file, 'close').catch(() => undefined);
-    }
-    await rm(staged, { force: true });
+    // Closed (after any write under way) and removed; once putFile has moved it, only closed.
+    await file.remove();
     await rm(manifestFile, { force: true });
   }
 }
