@@ -257,6 +257,12 @@ export async function createEvent(db: Db, perms: Permissions, taskId: string, co
 }
 
 /**
+ * The task's version's policy is `enqueue`. A scalar lookup by id, not EXISTS: as a semi-join the
+ * cached plan (PGlite keeps no table statistics) read every version on every event.
+ */
+const enqueues = sql`(SELECT v.double_texting FROM versions v WHERE v.id = tasks.current_version_id) = 'enqueue'`;
+
+/**
  * An event to a task whose version's policy is `enqueue` (the default), in one statement: sequence
  * number, event, stream record, its turn delivery, and both NOTIFYs. Undefined when it wrote nothing
  * (not the common case: see above).
@@ -265,9 +271,6 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
   const id = newId('event');
   const createdAt = new Date();
   const partial = { id, task_id: taskId, content, created_at: createdAt.toISOString() };
-  // A scalar lookup by id, not EXISTS: as a semi-join the cached plan (PGlite keeps no table
-  // statistics) read every version on every event.
-  const enqueues = sql`(SELECT v.double_texting FROM versions v WHERE v.id = tasks.current_version_id) = 'enqueue'`;
   // A dispatcher here with room claims the delivery in this statement when nothing of the task is
   // open before it (outbox.ts InsertClaim): sent right after the commit, no claim round trip.
   const claim = await insertClaim(db, taskId);
@@ -584,19 +587,15 @@ async function appendDeltaAlone(
   offset: number,
   length: number,
 ): Promise<MessageDelta | undefined> {
-  const takes = sql`streaming_status = 'IN_PROGRESS' AND ${streamedField} IS NOT NULL
-    AND char_length(coalesce(content->>${streamedField}, '')) = ${offset}::int AND ${offset}::int + ${length}::int <= ${MESSAGE_TEXT_MAX}::int`;
   const grant = runnableTaskShape(perms);
   const takesValues = [offset, offset, length, MESSAGE_TEXT_MAX];
   // In the order of the text below.
   const values = [messageId, ...grant.values, messageId, ...takesValues, delta, messageId, ...takesValues, messageId, offset, delta, TASK_CHANNEL];
   try {
-    const result = await statementShapes.execute(
-      db,
-      `delta ${grant.shape}`,
-      values,
-      () =>
-        sql<{ task_id: string; sequence_id: number; record: unknown }>`
+    const result = await statementShapes.execute(db, `delta ${grant.shape}`, values, () => {
+      const takes = sql`streaming_status = 'IN_PROGRESS' AND ${streamedField} IS NOT NULL
+          AND char_length(coalesce(content->>${streamedField}, '')) = ${offset}::int AND ${offset}::int + ${length}::int <= ${MESSAGE_TEXT_MAX}::int`;
+      return sql<{ task_id: string; sequence_id: number; record: unknown }>`
       WITH t AS (${takeSequence(
         perms,
         sql`(SELECT task_id FROM messages WHERE id = ${messageId})`,
@@ -614,8 +613,8 @@ async function appendDeltaAlone(
       s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'message_delta', record FROM u)
       SELECT u.task_id, u.sequence_id, u.record, ${taskNotice(sql`u.task_id`, sql`u.sequence_id`)} IS NULL AS notified FROM u
       UNION ALL
-      SELECT t.id, t.last_sequence_id / (SELECT count(*) FROM u)::int, NULL, false FROM t WHERE NOT EXISTS (SELECT 1 FROM u)`,
-    );
+      SELECT t.id, t.last_sequence_id / (SELECT count(*) FROM u)::int, NULL, false FROM t WHERE NOT EXISTS (SELECT 1 FROM u)`;
+    });
     const row = result.rows[0];
     if (!row) return undefined;
     committed(db, row.task_id, 'message_delta', Number(row.sequence_id), row.record);
