@@ -281,7 +281,8 @@ describe.each(engines)('filesystems (%s)', (engine) => {
         signal: controller.signal,
       }),
     ).rejects.toThrow();
-    await new Promise((r) => setTimeout(r, 200));
+    // The server takes the client's going as the upload's end: its staged file goes.
+    await vi.waitFor(stagingEmpty, { timeout: 10_000 });
     expect((await getFs(fs.id)).archive_checksum).toBe(v1.checksum);
     const dest = await tempDir();
     await syncDown(transport, fs.id, dest);
@@ -317,6 +318,17 @@ describe.each(engines)('filesystems (%s)', (engine) => {
       await vi.waitFor(async () => expect(await staged()).toHaveLength(1));
       body.destroy(new Error('aborted'));
       expect(await upload).toMatchObject({ kind: 'bad_request', code: 'upload_aborted' });
+      expect(await staged()).toEqual([]);
+      expect((await getFs(fs.id)).archive_checksum).toBeNull();
+    });
+
+    test('the body gone before the upload starts (the client left while it was authorized): upload_aborted, nothing staged', async () => {
+      const fs = await createFs();
+      const body = new PassThrough();
+      body.write(archive().subarray(0, 1024));
+      body.destroy();
+      const error = await uploadArchive(svc.store.db, blobs, fs.id, body, ['*'], limits).catch((e) => e);
+      expect(error).toMatchObject({ kind: 'bad_request', code: 'upload_aborted' });
       expect(await staged()).toEqual([]);
       expect((await getFs(fs.id)).archive_checksum).toBeNull();
     });

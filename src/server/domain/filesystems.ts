@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, type Readable, Writable } from 'node:stream';
+import { finished, PassThrough, type Readable, Writable } from 'node:stream';
 import type { Kysely, Selectable } from 'kysely';
 import type { CreateFilesystemRequest, FileManifest, Filesystem, ManifestEntry, SystemFolderType } from '../../contract/filesystems.js';
 import { ArchiveRejected, emptyArchive, readArchive, type ArchiveLimits, type ArchiveSummary } from '../../sync/archive.js';
@@ -260,6 +260,8 @@ class StagedBody implements AsyncIterableIterator<Buffer> {
   private staging: Promise<void> | undefined;
   private waiter: { resolve: (result: IteratorResult<Buffer>) => void; reject: (error: unknown) => void } | undefined;
   private detached = false;
+  /** Stops watching the body for its failure (node:stream finished). */
+  private readonly unwatch: () => void;
 
   constructor(
     private readonly body: Readable,
@@ -270,8 +272,10 @@ class StagedBody implements AsyncIterableIterator<Buffer> {
   ) {
     body.on('data', this.onData);
     body.once('end', this.onEnd);
-    body.once('aborted', this.onError);
-    body.once('error', this.onError);
+    // finished(), not 'error'/'aborted' listeners: a client that went away while the request was
+    // authorized and its file staged (before these listeners) left a destroyed body that emits nothing
+    // more, and the upload waited for its deadline with its staging file on disk.
+    this.unwatch = finished(body, { writable: false }, (error) => error && this.onError());
   }
 
   [Symbol.asyncIterator](): this {
@@ -305,8 +309,7 @@ class StagedBody implements AsyncIterableIterator<Buffer> {
     this.queue.length = 0;
     this.body.off('data', this.onData);
     this.body.off('end', this.onEnd);
-    this.body.off('aborted', this.onError);
-    this.body.off('error', this.onError);
+    this.unwatch();
     if (!this.body.readableEnded) this.body.resume();
   }
 
