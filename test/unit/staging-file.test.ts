@@ -12,6 +12,16 @@ async function fileHandlePrototype(dir: string): Promise<{ write: (...args: unkn
   return Object.getPrototypeOf(handle);
 }
 
+/** Holds each write to a file until its release (the returned list's functions, in order). */
+function holdWrites(proto: Awaited<ReturnType<typeof fileHandlePrototype>>): (() => void)[] {
+  const realWrite = proto.write;
+  const held: (() => void)[] = [];
+  vi.spyOn(proto, 'write').mockImplementation(function (this: unknown, ...args: unknown[]) {
+    return new Promise<void>((resolve) => held.push(resolve)).then(() => realWrite.apply(this, args));
+  });
+  return held;
+}
+
 const exists = (file: string) =>
   access(file).then(
     () => true,
@@ -117,13 +127,7 @@ describe('StagingFile', () => {
 
   test('backpressure: with both buffers taken, a write waits for the disk, and no other write is taken meanwhile', async () => {
     const dir = await tempDir();
-    const proto = await fileHandlePrototype(dir);
-    const realWrite = proto.write;
-    // Each write to the file is held until released.
-    const held: (() => void)[] = [];
-    vi.spyOn(proto, 'write').mockImplementation(function (this: unknown, ...args: unknown[]) {
-      return new Promise<void>((resolve) => held.push(resolve)).then(() => realWrite.apply(this, args));
-    });
+    const held = holdWrites(await fileHandlePrototype(dir));
     const target = path.join(dir, 'upload');
     const file = await StagingFile.create(target, 64);
     const chunks = [randomBytes(64), randomBytes(30), randomBytes(34), randomBytes(20)];
@@ -152,12 +156,7 @@ describe('StagingFile', () => {
 
   test('remove while a write waits for the disk: the waiting write fails and the file is gone', async () => {
     const dir = await tempDir();
-    const proto = await fileHandlePrototype(dir);
-    const realWrite = proto.write;
-    const held: (() => void)[] = [];
-    vi.spyOn(proto, 'write').mockImplementation(function (this: unknown, ...args: unknown[]) {
-      return new Promise<void>((resolve) => held.push(resolve)).then(() => realWrite.apply(this, args));
-    });
+    const held = holdWrites(await fileHandlePrototype(dir));
     const target = path.join(dir, 'upload');
     const file = await StagingFile.create(target, 64);
     expect(file.write(randomBytes(64))).toBeUndefined();
