@@ -130,7 +130,8 @@ describe.each(shapes)('e2e on %s, runtime %s: agentctl dev', (engine, runtime) =
     const good = readFileSync(source, 'utf8');
     edit((text) => `${text}\nconst broken = (;\n`);
     await until('the failed start', () => (count(/exited \(code 1\) before it was ready; still serving/) >= 1 ? true : undefined));
-    expect(devOutput).toContain('SyntaxError');
+    // The agent's lines go to dev's stdout and its notes to stderr: two pipes, read here in either order.
+    await until('the syntax error shown', () => (devOutput.includes('SyntaxError') ? true : undefined));
     expect((await agentctl(['tasks', 'send', task.id, 'third'])).exitCode).toBe(0);
     await reply(task.id, 'v2 echo #3: third');
 
