@@ -30,6 +30,7 @@ import {
   type RunGrant,
 } from '../store/outbox.js';
 import { statusList } from '../store/sql.js';
+import { notifyAfterCommit } from '../store/notifier.js';
 import { statementShapes } from '../store/prepared.js';
 import { admitEvent, deliverEvent } from './turns.js';
 
@@ -264,7 +265,7 @@ const enqueues = sql`(SELECT v.double_texting FROM versions v WHERE v.id = tasks
 
 /**
  * An event to a task whose version's policy is `enqueue` (the default), in one statement: sequence
- * number, event, stream record, its turn delivery, and both NOTIFYs. Undefined when it wrote nothing
+ * number, event, stream record and its turn delivery; both NOTIFYs after it (store/notifier.ts). Undefined when it wrote nothing
  * (not the common case: see above).
  */
 async function appendEventAlone(db: Db, perms: Permissions, taskId: string, content: Content): Promise<Event | undefined> {
@@ -287,8 +288,6 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
     partialJson,
     ...(claim ? claim.values : []),
     ...insertEventDeliveryValues(taskId, claim),
-    TASK_CHANNEL,
-    DELIVERY_CHANNEL,
   ];
   let claimed: unknown;
   try {
@@ -317,19 +316,20 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
       FROM t AS seq JOIN tasks t ON t.id = seq.id
     ),
     d AS (${insertEventDeliveries('e', taskId, { claim, cte: 'k' })})
-    SELECT e.agent_id, e.sequence_id, e.record, ${taskNotice(sql`e.task_id`, sql`e.sequence_id`)},
-      (SELECT pg_notify(${DELIVERY_CHANNEL}, e.task_id) WHERE NOT EXISTS (SELECT 1 FROM d WHERE d.status = 'in_flight')),
+    SELECT e.agent_id, e.sequence_id, e.record,
       (SELECT row_to_json(c) FROM (${claim.read(sql`(SELECT * FROM d WHERE d.status = 'in_flight')`)}) c) AS claimed
     FROM e`
         : sql`d AS (${insertEventDeliveries('e', taskId)})
-    SELECT e.agent_id, e.sequence_id, e.record, ${taskNotice(sql`e.task_id`, sql`e.sequence_id`)}, pg_notify(${DELIVERY_CHANNEL}, e.task_id), NULL::json AS claimed FROM e`
+    SELECT e.agent_id, e.sequence_id, e.record, NULL::json AS claimed FROM e`
     }`,
     );
     const row = result.rows[0];
     if (!row) return undefined;
     claimed = row.claimed ?? undefined;
     committed(db, taskId, 'event', Number(row.sequence_id), row.record);
+    notifyAfterCommit(db, TASK_CHANNEL, `${taskId} ${row.sequence_id}`);
     if (!claimed) {
+      notifyAfterCommit(db, DELIVERY_CHANNEL, taskId);
       // Only this task's turn came due: a claim over every task would be a heavier statement for it.
       wakeDispatchers(taskId);
       deliveryCommitted(taskId, true);
@@ -420,7 +420,7 @@ export async function createMessage(db: Db, perms: Permissions, input: NewMessag
   );
 }
 
-/** A message in one statement (sequence number, message, stream record, NOTIFY); undefined when it wrote nothing. */
+/** A message in one statement (sequence number, message, stream record; the NOTIFY after it); undefined when it wrote nothing. */
 async function insertMessageAlone(db: Db, perms: Permissions, input: NewMessage): Promise<Message | undefined> {
   const id = newId('message');
   const now = new Date();
@@ -430,7 +430,7 @@ async function insertMessageAlone(db: Db, perms: Permissions, input: NewMessage)
   const contentJson = JSON.stringify(input.content);
   const recordJson = JSON.stringify({ ...partial, created_at: at, updated_at: at });
   // In the order of the text below.
-  const values = [input.task_id, ...grant.values, id, input.author, contentJson, input.streaming_status, now, now, recordJson, TASK_CHANNEL];
+  const values = [input.task_id, ...grant.values, id, input.author, contentJson, input.streaming_status, now, now, recordJson];
   const result = await statementShapes.execute(
     db,
     `message ${grant.shape}`,
@@ -445,12 +445,13 @@ async function insertMessageAlone(db: Db, perms: Permissions, input: NewMessage)
         ${recordJson}::jsonb || jsonb_build_object('sequence_id', sequence_id, 'updated_sequence_id', sequence_id) AS record
     ),
     s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'message', record FROM m)
-    SELECT m.sequence_id, m.record, ${taskNotice(sql`m.task_id`, sql`m.sequence_id`)} FROM m`,
+    SELECT m.sequence_id, m.record FROM m`,
   );
   const row = result.rows[0];
   if (!row) return undefined;
   const sequenceId = Number(row.sequence_id);
   committed(db, input.task_id, 'message', sequenceId, row.record);
+  notifyAfterCommit(db, TASK_CHANNEL, `${input.task_id} ${sequenceId}`);
   return { ...partial, sequence_id: sequenceId, updated_sequence_id: sequenceId, created_at: at, updated_at: at };
 }
 
@@ -572,7 +573,7 @@ export async function appendMessageDelta(db: Db, perms: Permissions, messageId: 
 const UNDO = '22012';
 
 /**
- * A delta in one statement: sequence number, the append, the stream record, NOTIFY. Undefined when
+ * A delta in one statement: sequence number, the append, the stream record (the NOTIFY after it). Undefined when
  * it wrote nothing (a retry, a wrong offset, a finished message: the transactional path answers).
  * The task's row is locked by the first CTE; should the message have changed between the
  * statement's snapshot and that lock (a concurrent writer took the offset, a PUT finished it), the
@@ -590,7 +591,7 @@ async function appendDeltaAlone(
   const grant = runnableTaskShape(perms);
   const takesValues = [offset, offset, length, MESSAGE_TEXT_MAX];
   // In the order of the text below.
-  const values = [messageId, ...grant.values, messageId, ...takesValues, delta, messageId, ...takesValues, messageId, offset, delta, TASK_CHANNEL];
+  const values = [messageId, ...grant.values, messageId, ...takesValues, delta, messageId, ...takesValues, messageId, offset, delta];
   try {
     const result = await statementShapes.execute(db, `delta ${grant.shape}`, values, () => {
       const takes = sql`streaming_status = 'IN_PROGRESS' AND ${streamedField} IS NOT NULL
@@ -611,13 +612,14 @@ async function appendDeltaAlone(
             'offset', ${offset}::int, 'delta', ${delta}::text) AS record
       ),
       s AS (INSERT INTO task_stream (task_id, sequence_id, kind, record) SELECT task_id, sequence_id, 'message_delta', record FROM u)
-      SELECT u.task_id, u.sequence_id, u.record, ${taskNotice(sql`u.task_id`, sql`u.sequence_id`)} IS NULL AS notified FROM u
+      SELECT u.task_id, u.sequence_id, u.record FROM u
       UNION ALL
-      SELECT t.id, t.last_sequence_id / (SELECT count(*) FROM u)::int, NULL, false FROM t WHERE NOT EXISTS (SELECT 1 FROM u)`;
+      SELECT t.id, t.last_sequence_id / (SELECT count(*) FROM u)::int, NULL FROM t WHERE NOT EXISTS (SELECT 1 FROM u)`;
     });
     const row = result.rows[0];
     if (!row) return undefined;
     committed(db, row.task_id, 'message_delta', Number(row.sequence_id), row.record);
+    notifyAfterCommit(db, TASK_CHANNEL, `${row.task_id} ${row.sequence_id}`);
     return { message_id: messageId, task_id: row.task_id, sequence_id: Number(row.sequence_id), offset, delta };
   } catch (error) {
     if ((error as { code?: string }).code === UNDO) return undefined;

@@ -24,6 +24,7 @@ import type { DeliveryStatus } from '../../contract/conversation.js';
 import type { DeliveryKind, DoubleTextingPolicy } from '../../contract/enums.js';
 import { discardTemplate, readTemplate, saveTemplate, templateFile } from './pglite-template.js';
 import type { Client as PgClient } from 'pg';
+import { notifyThrough, PostCommitNotifier } from './notifier.js';
 import { isPreparedExecute, nameStatementsOf, prepareStatementsOf, StatementNames } from './prepared.js';
 
 type Timestamptz = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -654,6 +655,8 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: withTracing(withSchemaLock(new PostgresDialect({ pool }))) });
   nameStatementsOf(db, names);
+  const notifier = new PostCommitNotifier(db);
+  notifyThrough(db, notifier);
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
     let client: InstanceType<typeof pg.default.Client> | undefined;
     let stopped = false;
@@ -688,7 +691,11 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
       await client?.end().catch(() => {});
     };
   };
-  return { db, engine: 'postgres', databaseUrl, pool, listen, close: () => db.destroy() };
+  const close = async () => {
+    await notifier.flushed();
+    await db.destroy();
+  };
+  return { db, engine: 'postgres', databaseUrl, pool, listen, close };
 }
 
 /**
