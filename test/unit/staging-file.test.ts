@@ -22,6 +22,15 @@ function holdWrites(proto: Awaited<ReturnType<typeof fileHandlePrototype>>): (()
   return held;
 }
 
+/** A staging file (64-byte buffers) in a new directory whose next write to disk fails with ENOSPC. */
+async function stagingOnAFullDisk() {
+  const dir = await tempDir();
+  const diskFull = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+  vi.spyOn(await fileHandlePrototype(dir), 'write').mockRejectedValueOnce(diskFull);
+  const target = path.join(dir, 'upload');
+  return { diskFull, target, file: await StagingFile.create(target, 64) };
+}
+
 const exists = (file: string) =>
   access(file).then(
     () => true,
@@ -95,12 +104,7 @@ describe('StagingFile', () => {
   });
 
   test('a failed write fails the next write or the finish, and remove deletes the file', async () => {
-    const dir = await tempDir();
-    const proto = await fileHandlePrototype(dir);
-    const diskFull = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-    vi.spyOn(proto, 'write').mockRejectedValueOnce(diskFull);
-    const target = path.join(dir, 'upload');
-    const file = await StagingFile.create(target, 64);
+    const { diskFull, target, file } = await stagingOnAFullDisk();
     // The first full buffer goes to the (failing) write; the one after waits for it, then reports it.
     expect(file.write(randomBytes(64))).toBeUndefined();
     const waited = file.write(randomBytes(64));
@@ -113,12 +117,7 @@ describe('StagingFile', () => {
   });
 
   test('a failed last write fails the finish', async () => {
-    const dir = await tempDir();
-    const proto = await fileHandlePrototype(dir);
-    const diskFull = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
-    vi.spyOn(proto, 'write').mockRejectedValueOnce(diskFull);
-    const target = path.join(dir, 'upload');
-    const file = await StagingFile.create(target, 64);
+    const { diskFull, target, file } = await stagingOnAFullDisk();
     expect(file.write(randomBytes(10))).toBeUndefined();
     await expect(file.finish()).rejects.toBe(diskFull);
     await file.remove();
