@@ -339,7 +339,7 @@ export class Dispatcher {
   private starved = false;
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
-  private unsubscribe: () => void;
+  private unsubscribe: () => void = () => {};
   private unsubscribeCompletions: () => void = () => {};
   private unsubscribeInsertClaims: () => void = () => {};
   private listener: { end(): Promise<void> } | undefined;
@@ -382,24 +382,27 @@ export class Dispatcher {
     };
     // A flight has one call open at a time: a connection per flight to a replica holding them all.
     this.http = new Agent({ keepAliveTimeout: 10_000, connections: this.options.maxInFlight });
-    // On PGlite an in-process wake is the signal (its claim queues behind the enqueuing transaction);
-    // on PostgreSQL it would come before the commit and claim nothing: the LISTEN wakes it after, or,
-    // for a statement of this process, the hand-over after its commit (whose NOTIFY echo is then skipped).
-    this.unsubscribe =
-      store.engine === 'pglite'
-        ? onDeliveryEnqueued((taskId) => this.wake(taskId))
-        : onDeliveryCommitted((taskId, notified) => {
-            if (notified && this.listener) this.echoes.set(taskId, (this.echoes.get(taskId) ?? 0) + 1);
-            this.wake(taskId);
-          });
   }
 
   /** Starts polling and, on PostgreSQL, listening for deliveries committed by any replica. */
   async start(): Promise<void> {
     RUNNING_HERE.add(this.id);
+    if (this.store.engine === 'postgres' && this.store.databaseUrl) await this.listen(this.store.databaseUrl);
+    // Told of this process's writes (and claiming at insert) once its LISTEN session shows it alive
+    // to the other replicas: a dispatcher made and never started (a test driving its settling
+    // statement) claimed and sent unseen, and the others took its claims for orphaned and sent them again.
     this.unsubscribeCompletions = onCompletionHere(this.db, (deliveryId, grant) => this.completeReported(deliveryId, grant));
     this.unsubscribeInsertClaims = onInsertClaim(this.db, (taskId) => this.insertClaim(taskId));
-    if (this.store.engine === 'postgres' && this.store.databaseUrl) await this.listen(this.store.databaseUrl);
+    // On PGlite an in-process wake is the signal (its claim queues behind the enqueuing transaction);
+    // on PostgreSQL it would come before the commit and claim nothing: the LISTEN wakes it after, or,
+    // for a statement of this process, the hand-over after its commit (whose NOTIFY echo is then skipped).
+    this.unsubscribe =
+      this.store.engine === 'pglite'
+        ? onDeliveryEnqueued((taskId) => this.wake(taskId))
+        : onDeliveryCommitted((taskId, notified) => {
+            if (notified && this.listener) this.echoes.set(taskId, (this.echoes.get(taskId) ?? 0) + 1);
+            this.wake(taskId);
+          });
     await this.releaseOrphanedClaims().catch((error) => this.options.log?.(`dispatcher: ${(error as Error).message}`));
     this.inheritedBefore = await this.startedAlone().catch((error) => {
       this.options.log?.(`dispatcher: ${(error as Error).message}`);
