@@ -1,8 +1,8 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import type { Database } from '../../src/server/store/db.js';
-import { PostCommitNotifier } from '../../src/server/store/notifier.js';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { type Database, openStore } from '../../src/server/store/db.js';
+import { notifyOnCommit, PostCommitNotifier } from '../../src/server/store/notifier.js';
 import { createTestDatabase } from '../support/service.js';
 
 const CHANNEL = 'agentctl_notifier_test';
@@ -63,5 +63,31 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the NOTIFYs sent after a write 
     await notifier.flushed();
     await until('the next notification', () => received.length >= 1);
     expect(received).toEqual(['task_b 1']);
+  });
+
+  test("a transaction's NOTIFY goes once it committed, none when it rolled back, and the store's close waits for it", async () => {
+    received.length = 0;
+    const store = await openStore({ databaseUrl: database.url });
+    const sent = vi.spyOn(PostCommitNotifier.prototype, 'notify');
+    let handedInside = -1;
+    await store.db.transaction().execute(async (trx) => {
+      await notifyOnCommit(trx, CHANNEL, 'committed 1');
+      handedInside = sent.mock.calls.length;
+    });
+    expect(handedInside).toBe(0);
+    expect(sent.mock.calls).toEqual([[CHANNEL, 'committed 1']]);
+    await expect(
+      store.db.transaction().execute(async (trx) => {
+        await notifyOnCommit(trx, CHANNEL, 'rolled back 1');
+        throw new Error('undone');
+      }),
+    ).rejects.toThrow('undone');
+    await notifyOnCommit(store.db, CHANNEL, 'alone 1'); // outside a transaction: a statement of its own
+    await store.close();
+    expect(sent.mock.calls).toEqual([[CHANNEL, 'committed 1']]);
+    sent.mockRestore();
+    await until('the notifications', () => received.length >= 2);
+    // The notifier's and the statement's, in either order.
+    expect([...received].sort()).toEqual(['alone 1', 'committed 1']);
   });
 });

@@ -30,7 +30,7 @@ import {
   type RunGrant,
 } from '../store/outbox.js';
 import { statusList } from '../store/sql.js';
-import { notifyAfterCommit } from '../store/notifier.js';
+import { notifyAfterCommit, notifyOnCommit } from '../store/notifier.js';
 import { statementShapes } from '../store/prepared.js';
 import { admitEvent, deliverEvent } from './turns.js';
 
@@ -43,7 +43,7 @@ export const TASK_CHANNEL = 'agentctl_task';
  * The NOTIFY of a committed stream record: its task id and sequence number ("task_x 42"), so a hub
  * that already holds the record (a write in its own process handed it over) reads nothing.
  */
-const taskNotice = (taskId: RawBuilder<unknown>, sequenceId: RawBuilder<unknown>) => sql`pg_notify(${TASK_CHANNEL}, ${taskId} || ' ' || ${sequenceId})`;
+const taskNotice = (taskId: string, sequenceId: number | string) => `${taskId} ${sequenceId}`;
 
 /** A TASK_CHANNEL payload; a bare task id (no sequence number) means "something changed". */
 export function parseTaskNotice(payload: string): { taskId: string; sequenceId?: number } {
@@ -159,13 +159,13 @@ export async function nextSequence(trx: Trx, taskId: string, refuseTerminal: boo
   return Number(row.last_sequence_id);
 }
 
-/** Appends one record to the task's stream and tells the stream hubs (NOTIFY is delivered at commit). */
+/** Appends one record to the task's stream and tells the stream hubs (a NOTIFY at commit). */
 export async function appendToStream(trx: Trx, taskId: string, sequenceId: number, kind: StreamRecordKind, record: unknown): Promise<void> {
   await trx
     .insertInto('task_stream')
     .values({ task_id: taskId, sequence_id: sequenceId, kind, record: JSON.stringify(record) })
     .execute();
-  await sql`SELECT ${taskNotice(sql`${taskId}::text`, sql`${sequenceId}::bigint`)}`.execute(trx);
+  await notifyOnCommit(trx, TASK_CHANNEL, taskNotice(taskId, sequenceId));
 }
 
 /**
@@ -327,7 +327,7 @@ async function appendEventAlone(db: Db, perms: Permissions, taskId: string, cont
     if (!row) return undefined;
     claimed = row.claimed ?? undefined;
     committed(db, taskId, 'event', Number(row.sequence_id), row.record);
-    notifyAfterCommit(db, TASK_CHANNEL, `${taskId} ${row.sequence_id}`);
+    notifyAfterCommit(db, TASK_CHANNEL, taskNotice(taskId, row.sequence_id));
     if (!claimed) {
       notifyAfterCommit(db, DELIVERY_CHANNEL, taskId);
       // Only this task's turn came due: a claim over every task would be a heavier statement for it.
@@ -451,7 +451,7 @@ async function insertMessageAlone(db: Db, perms: Permissions, input: NewMessage)
   if (!row) return undefined;
   const sequenceId = Number(row.sequence_id);
   committed(db, input.task_id, 'message', sequenceId, row.record);
-  notifyAfterCommit(db, TASK_CHANNEL, `${input.task_id} ${sequenceId}`);
+  notifyAfterCommit(db, TASK_CHANNEL, taskNotice(input.task_id, sequenceId));
   return { ...partial, sequence_id: sequenceId, updated_sequence_id: sequenceId, created_at: at, updated_at: at };
 }
 
@@ -619,7 +619,7 @@ async function appendDeltaAlone(
     const row = result.rows[0];
     if (!row) return undefined;
     committed(db, row.task_id, 'message_delta', Number(row.sequence_id), row.record);
-    notifyAfterCommit(db, TASK_CHANNEL, `${row.task_id} ${row.sequence_id}`);
+    notifyAfterCommit(db, TASK_CHANNEL, taskNotice(row.task_id, row.sequence_id));
     return { message_id: messageId, task_id: row.task_id, sequence_id: Number(row.sequence_id), offset, delta };
   } catch (error) {
     if ((error as { code?: string }).code === UNDO) return undefined;

@@ -24,7 +24,7 @@ import type { DeliveryStatus } from '../../contract/conversation.js';
 import type { DeliveryKind, DoubleTextingPolicy } from '../../contract/enums.js';
 import { discardTemplate, readTemplate, saveTemplate, templateFile } from './pglite-template.js';
 import type { Client as PgClient } from 'pg';
-import { notifyThrough, PostCommitNotifier } from './notifier.js';
+import { NotifyOnCommitDriver, notifyThrough, PostCommitNotifier } from './notifier.js';
 import { isPreparedExecute, nameStatementsOf, prepareStatementsOf, StatementNames } from './prepared.js';
 
 type Timestamptz = ColumnType<Date, Date | string | undefined, Date | string>;
@@ -653,9 +653,14 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
   const pool = new Pool({ connectionString: databaseUrl, max: Number(process.env.AGENTCTL_DB_POOL ?? 10), Client: namingClient(pg.default.Client, names) });
   // Without a listener an idle client's network error would crash the process.
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: withTracing(withSchemaLock(new PostgresDialect({ pool }))) });
+  // Made once the handle is: its transactions' NOTIFYs go out through it after their commit.
+  let notifier: PostCommitNotifier | undefined;
+  const dialect = withTracing(withSchemaLock(new PostgresDialect({ pool })));
+  const createDriver = dialect.createDriver.bind(dialect);
+  dialect.createDriver = () => new NotifyOnCommitDriver(createDriver(), () => notifier!);
+  const db = new Kysely<Database>({ dialect });
   nameStatementsOf(db, names);
-  const notifier = new PostCommitNotifier(db);
+  notifier = new PostCommitNotifier(db);
   notifyThrough(db, notifier);
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
     let client: InstanceType<typeof pg.default.Client> | undefined;

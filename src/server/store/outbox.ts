@@ -7,6 +7,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { AcpMethod, AcpMigration } from '../../contract/acp.js';
 import type { Event } from '../../contract/conversation.js';
 import type { Database, Db } from './db.js';
+import { notifyOnCommit } from './notifier.js';
 import { currentTraceContext } from '../tracing/context.js';
 
 /** The NOTIFY channel that wakes every replica's dispatcher when a delivery commits (PostgreSQL). */
@@ -221,8 +222,8 @@ export const HOOKS_NOTICE = 'migrate_hooks';
  * next turn may have come due (see `wakeDispatchers`), HOOKS_NOTICE for a move's hooks.
  */
 export async function announceDeliveries(trx: Kysely<Database>, notice?: string): Promise<void> {
-  // Delivered at commit, to every replica's LISTEN (PostgreSQL).
-  await sql`SELECT pg_notify(${DELIVERY_CHANNEL}, ${notice ?? ''})`.execute(trx);
+  // At commit, to every replica's LISTEN (PostgreSQL).
+  await notifyOnCommit(trx, DELIVERY_CHANNEL, notice ?? '');
   // In this process (PGlite dispatchers): the claim queues behind this transaction on PGlite's one
   // connection, so it sees the row.
   wakeDispatchers(notice);
