@@ -1189,15 +1189,19 @@ export class Dispatcher {
     const doneRows =
       done.length === 1
         ? sql`WHERE d.id = ${done[0].id} AND d.claimed_by = ${done[0].claimer}`
-        : // The ids again as an array, as in `reported` below: joined to the unnest alone, the planners
-          // read every open delivery.
-          sql`FROM unnest(${done.map((e) => e.id)}::bigint[], ${done.map((e) => e.claimer)}::text[]) AS u(id, claimer)
-          WHERE d.id = u.id AND d.id = ANY(${done.map((e) => e.id)}::bigint[]) AND d.claimed_by = u.claimer`;
+        : // By the ids alone (each row's claimer taken from its place in the array), no unnest to join:
+          // joined to one, the planners read every open delivery (fresh statistics: a bitmap scan of
+          // the open index, 1,211 rows for 98 completions) or rescanned the unnest for every row (a
+          // nested loop, 9,506 rows removed by its filter for 98), 3 ms of the statement.
+          sql`WHERE d.id = ANY(${done.map((e) => e.id)}::bigint[])
+          AND d.claimed_by = (${done.map((e) => e.claimer)}::text[])[array_position(${done.map((e) => e.id)}::bigint[], d.id)]`;
     const leasedRows =
       leased.length === 1
         ? sql`FROM (SELECT ${leased[0].target}::text AS target) AS u WHERE d.id = ${leased[0].id} AND d.claimed_by = ${leased[0].claimer}`
-        : sql`FROM unnest(${leased.map((e) => e.id)}::bigint[], ${leased.map((e) => e.claimer)}::text[], ${leased.map((e) => e.target)}::text[]) AS u(id, claimer, target)
-          WHERE d.id = u.id AND d.claimed_by = u.claimer`;
+        : // As `done`'s: by the ids alone, each row's claimer and target from its place in the arrays.
+          sql`FROM (SELECT ${leased.map((e) => e.id)}::bigint[] AS ids, ${leased.map((e) => e.claimer)}::text[] AS claimers, ${leased.map((e) => e.target)}::text[] AS targets) AS u
+          WHERE d.id = ANY(${leased.map((e) => e.id)}::bigint[]) AND d.claimed_by = u.claimers[array_position(u.ids, d.id)]`;
+    const leasedTarget = leased.length === 1 ? sql`u.target` : sql`u.targets[array_position(u.ids, d.id)]`;
     const reportedRows =
       reported.length === 1
         ? sql`(SELECT ${reported[0].id}::bigint AS id, ${reported[0].grant!.orgId}::text AS org_id, ${reported[0].grant!.all}::boolean AS every,
@@ -1236,7 +1240,7 @@ export class Dispatcher {
       ...(leased.length > 0
         ? [
             sql`leased AS (
-      UPDATE deliveries d SET status = 'leased', leased_to = u.target, lease_ms = ${leaseMs}, claimed_by = NULL,
+      UPDATE deliveries d SET status = 'leased', leased_to = ${leasedTarget}, lease_ms = ${leaseMs}, claimed_by = NULL,
         claimed_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
       ${leasedRows} AND d.status = 'in_flight' ${reported.length > 0 ? sql`AND d.id NOT IN (SELECT id FROM reported)` : sql``}
       RETURNING d.id
