@@ -109,6 +109,13 @@ interface QueuedSettle {
   chain: boolean;
   /** lease: the replica that took it. */
   target: string | null;
+  /**
+   * done, chained, of a live task: the statement looks for the task's next turn itself, so claiming
+   * none it leaves nothing that a claim of the task right after would find (a delivery enqueued
+   * after its snapshot wakes the task, which waits for this flight to land: `hintedAfterFlight`).
+   * A rehearsal's next turn is never chained (priority): its flight wakes a claim of the task.
+   */
+  looked?: boolean;
   /** complete: the lease of the same delivery in the same batch, whose flight takes the task's next delivery. */
   flight?: QueuedSettle;
   /** complete: who may run the task's agent, as the caller's key allows. */
@@ -1008,7 +1015,9 @@ export class Dispatcher {
    * claimed after live work, by the claim over every task).
    */
   private complete(delivery: Settling, claimer = this.id, chain = false): Promise<Settled> {
-    const written = this.queueSettle('done', delivery, claimer, chain && delivery.kind === 'turn' && claimer === this.id, null);
+    const chained = chain && delivery.kind === 'turn' && claimer === this.id;
+    const rehearsal = 'task_row' in delivery && (delivery as Claimed).task_row.shadow_of !== null;
+    const written = this.queueSettle('done', delivery, claimer, chained, null, chained && !rehearsal);
     if (delivery.kind !== 'turn') return written;
     // An event to the task meanwhile counts this turn as done, and is sent once this write ran (insertClaim).
     const entry: Completing = {
@@ -1064,9 +1073,9 @@ export class Dispatcher {
    * runs go in the next one (one UPDATE for them all, and one claim of their tasks' next deliveries),
    * so a busy dispatcher spends one round trip on many deliveries instead of one each.
    */
-  private queueSettle(op: QueuedSettle['op'], delivery: Settling, claimer: string, chain: boolean, target: string | null): Promise<Settled> {
+  private queueSettle(op: QueuedSettle['op'], delivery: Settling, claimer: string, chain: boolean, target: string | null, looked = false): Promise<Settled> {
     return new Promise<Settled>((resolve, reject) => {
-      this.queuedSettles.push({ op, id: delivery.id, taskId: delivery.task_id, claimer, chain, target, resolve, reject });
+      this.queuedSettles.push({ op, id: delivery.id, taskId: delivery.task_id, claimer, chain, target, looked, resolve, reject });
       this.scheduleSettle();
     });
   }
@@ -1152,7 +1161,8 @@ export class Dispatcher {
               }
               const claimed = entry.chain ? next.get(entry.taskId) : undefined;
               if (claimed) next.delete(entry.taskId);
-              entry.resolve(claimed ? { next: claimed } : entry.op === 'done' ? { unblocked: entry.taskId } : {});
+              // Claiming nothing, a chained completion of a live task leaves no claim to make (`looked`).
+              entry.resolve(claimed ? { next: claimed } : entry.op === 'done' && !entry.looked ? { unblocked: entry.taskId } : {});
             }
           },
           (error) => {
