@@ -109,6 +109,13 @@ interface QueuedSettle {
   chain: boolean;
   /** lease: the replica that took it. */
   target: string | null;
+  /**
+   * done, chained, of a live task: the statement looks for the task's next turn itself, so claiming
+   * none it leaves nothing that a claim of the task right after would find (a delivery enqueued
+   * after its snapshot wakes the task, which waits for this flight to land: `hintedAfterFlight`).
+   * A rehearsal's next turn is never chained (priority): its flight wakes a claim of the task.
+   */
+  looked?: boolean;
   /** complete: the lease of the same delivery in the same batch, whose flight takes the task's next delivery. */
   flight?: QueuedSettle;
   /** complete: who may run the task's agent, as the caller's key allows. */
@@ -1011,7 +1018,9 @@ export class Dispatcher {
    * claimed after live work, by the claim over every task).
    */
   private complete(delivery: Settling, claimer = this.id, chain = false): Promise<Settled> {
-    const written = this.queueSettle('done', delivery, claimer, chain && delivery.kind === 'turn' && claimer === this.id, null);
+    const chained = chain && delivery.kind === 'turn' && claimer === this.id;
+    const rehearsal = 'task_row' in delivery && (delivery as Claimed).task_row.shadow_of !== null;
+    const written = this.queueSettle('done', delivery, claimer, chained, null, chained && !rehearsal);
     if (delivery.kind !== 'turn') return written;
     // An event to the task meanwhile counts this turn as done, and is sent once this write ran (insertClaim).
     const entry: Completing = {
@@ -1067,9 +1076,9 @@ export class Dispatcher {
    * runs go in the next one (one UPDATE for them all, and one claim of their tasks' next deliveries),
    * so a busy dispatcher spends one round trip on many deliveries instead of one each.
    */
-  private queueSettle(op: QueuedSettle['op'], delivery: Settling, claimer: string, chain: boolean, target: string | null): Promise<Settled> {
+  private queueSettle(op: QueuedSettle['op'], delivery: Settling, claimer: string, chain: boolean, target: string | null, looked = false): Promise<Settled> {
     return new Promise<Settled>((resolve, reject) => {
-      this.queuedSettles.push({ op, id: delivery.id, taskId: delivery.task_id, claimer, chain, target, resolve, reject });
+      this.queuedSettles.push({ op, id: delivery.id, taskId: delivery.task_id, claimer, chain, target, looked, resolve, reject });
       this.scheduleSettle();
     });
   }
@@ -1155,7 +1164,8 @@ export class Dispatcher {
               }
               const claimed = entry.chain ? next.get(entry.taskId) : undefined;
               if (claimed) next.delete(entry.taskId);
-              entry.resolve(claimed ? { next: claimed } : entry.op === 'done' ? { unblocked: entry.taskId } : {});
+              // Claiming nothing, a chained completion of a live task leaves no claim to make (`looked`).
+              entry.resolve(claimed ? { next: claimed } : entry.op === 'done' && !entry.looked ? { unblocked: entry.taskId } : {});
             }
           },
           (error) => {
@@ -1192,15 +1202,19 @@ export class Dispatcher {
     const doneRows =
       done.length === 1
         ? sql`WHERE d.id = ${done[0].id} AND d.claimed_by = ${done[0].claimer}`
-        : // The ids again as an array, as in `reported` below: joined to the unnest alone, the planners
-          // read every open delivery.
-          sql`FROM unnest(${done.map((e) => e.id)}::bigint[], ${done.map((e) => e.claimer)}::text[]) AS u(id, claimer)
-          WHERE d.id = u.id AND d.id = ANY(${done.map((e) => e.id)}::bigint[]) AND d.claimed_by = u.claimer`;
+        : // By the ids alone (each row's claimer taken from its place in the array), no unnest to join:
+          // joined to one, the planners read every open delivery (fresh statistics: a bitmap scan of
+          // the open index, 1,211 rows for 98 completions) or rescanned the unnest for every row (a
+          // nested loop, 9,506 rows removed by its filter for 98), 3 ms of the statement.
+          sql`WHERE d.id = ANY(${done.map((e) => e.id)}::bigint[])
+          AND d.claimed_by = (${done.map((e) => e.claimer)}::text[])[array_position(${done.map((e) => e.id)}::bigint[], d.id)]`;
     const leasedRows =
       leased.length === 1
         ? sql`FROM (SELECT ${leased[0].target}::text AS target) AS u WHERE d.id = ${leased[0].id} AND d.claimed_by = ${leased[0].claimer}`
-        : sql`FROM unnest(${leased.map((e) => e.id)}::bigint[], ${leased.map((e) => e.claimer)}::text[], ${leased.map((e) => e.target)}::text[]) AS u(id, claimer, target)
-          WHERE d.id = u.id AND d.claimed_by = u.claimer`;
+        : // As `done`'s: by the ids alone, each row's claimer and target from its place in the arrays.
+          sql`FROM (SELECT ${leased.map((e) => e.id)}::bigint[] AS ids, ${leased.map((e) => e.claimer)}::text[] AS claimers, ${leased.map((e) => e.target)}::text[] AS targets) AS u
+          WHERE d.id = ANY(${leased.map((e) => e.id)}::bigint[]) AND d.claimed_by = u.claimers[array_position(u.ids, d.id)]`;
+    const leasedTarget = leased.length === 1 ? sql`u.target` : sql`u.targets[array_position(u.ids, d.id)]`;
     const reportedRows =
       reported.length === 1
         ? sql`(SELECT ${reported[0].id}::bigint AS id, ${reported[0].grant!.orgId}::text AS org_id, ${reported[0].grant!.all}::boolean AS every,
@@ -1239,7 +1253,7 @@ export class Dispatcher {
       ...(leased.length > 0
         ? [
             sql`leased AS (
-      UPDATE deliveries d SET status = 'leased', leased_to = u.target, lease_ms = ${leaseMs}, claimed_by = NULL,
+      UPDATE deliveries d SET status = 'leased', leased_to = ${leasedTarget}, lease_ms = ${leaseMs}, claimed_by = NULL,
         claimed_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
       ${leasedRows} AND d.status = 'in_flight' ${reported.length > 0 ? sql`AND d.id NOT IN (SELECT id FROM reported)` : sql``}
       RETURNING d.id
