@@ -73,7 +73,14 @@ const OUTPUT_BUFFERS = 3;
  * socket's high-water mark, so it waits for the socket to drain before it asks for more); a fresh
  * 1 MiB copy per piece made the garbage collector run full collections for the external memory.
  */
-export async function* packedArchive(root: string, entries: PackEntry[], level = DEFAULT_LEVEL, reuseOutput = false): AsyncGenerator<Buffer> {
+export async function* packedArchive(
+  root: string,
+  entries: PackEntry[],
+  level = DEFAULT_LEVEL,
+  reuseOutput = false,
+  /** false: a file without a sha256 is left without one (the caller takes it from the server's manifest). */
+  hashMissing = true,
+): AsyncGenerator<Buffer> {
   // Compressed on this thread, piece by piece, as it is pulled: no hop to the thread pool (see
   // zstd.ts). A piece's buffer goes back to its pool once compressed.
   const pools = { batch: new BufferPool(BATCH_SIZE, 4), small: new BufferPool(SMALL_FILE, READ_AHEAD + 1) };
@@ -102,7 +109,7 @@ export async function* packedArchive(root: string, entries: PackEntry[], level =
         }
       }
     };
-    for await (const piece of tarStream(root, entries, pools)) {
+    for await (const piece of tarStream(root, entries, pools, hashMissing)) {
       take(codec.push(piece.data));
       if (piece.pooled) pools.batch.put(piece.pooled);
       // Reused buffers go out one by one: a piece is overwritten two pieces after its own.
@@ -237,7 +244,7 @@ async function openMember(file: string, walked: PackEntry, small: BufferPool): P
 const ZERO_BLOCKS = Buffer.alloc(1024);
 
 /** The tar bytes of `entries`, in pieces of about BATCH_SIZE. */
-async function* tarStream(root: string, entries: PackEntry[], pools: { batch: BufferPool; small: BufferPool }): AsyncGenerator<Piece> {
+async function* tarStream(root: string, entries: PackEntry[], pools: { batch: BufferPool; small: BufferPool }, hashMissing = true): AsyncGenerator<Piece> {
   const files = entries.filter((e) => e.kind === 'file');
   // Files opened ahead, in archive order; a failure surfaces when its turn comes.
   const ahead: Promise<OpenedFile | undefined>[] = [];
@@ -302,7 +309,7 @@ async function* tarStream(root: string, entries: PackEntry[], pools: { batch: Bu
         e.size = opened.size;
         e.mode = canonicalMode(opened.mode, 'file');
         e.stamp = opened.stamp;
-        const hash = e.sha256 ? undefined : createHash('sha256');
+        const hash = e.sha256 || !hashMissing ? undefined : createHash('sha256');
         yield* addHeader(e.path, 'File', e.mode, e.size);
         if (opened.content) {
           hash?.update(opened.content);

@@ -1,6 +1,6 @@
 import { mkdir, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
@@ -20,6 +20,8 @@ import type { Scope } from '../../src/contract/resources.js';
 import { engines, useService } from '../support/service.js';
 import { createTask, deployActive } from '../support/fixtures.js';
 import { describeTree, rawTar, tempDir, writeTree, zstd } from '../support/trees.js';
+import { loadState } from '../../src/sync/state.js';
+import { treeChecksum } from '../../src/sync/tree.js';
 
 const MiB = 1024 * 1024;
 
@@ -145,6 +147,32 @@ describe.each(engines)('filesystems (%s)', (engine) => {
       'lib/cache',
       'lib/cache/kept.txt',
     ]);
+  });
+
+  test("a first syncUp records the server's hash of each file it packed (it does not hash them itself); a system folder's are hashed while packing", async () => {
+    const fs = await createFs();
+    const src = await tempDir();
+    const big = randomBytes(300 * 1024);
+    await writeTree(src, { 'a.txt': 'aaaa', 'dir/big.bin': big, 'dir/link': { link: '../a.txt' }, 'empty/': { dir: true } });
+    const stateFile = path.join(await tempDir(), 'state.json');
+    const up = await syncUp(transport, fs.id, src, { stateFile });
+    const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
+    const state = await loadState(stateFile);
+    expect(state.base).toBe(up.checksum);
+    expect(state.entries['a.txt']?.sha256).toBe(sha256('aaaa'));
+    expect(state.entries['dir/big.bin']?.sha256).toBe(sha256(big));
+    // Recorded hashes make the base: the next syncUp of the same tree (its stamps aside) uploads nothing.
+    expect(treeChecksum(Object.entries(state.entries).map(([p, e]) => ({ path: p, ...e })))).toBe(up.checksum);
+    expect((await syncUp(transport, fs.id, src, { stateFile, force: false })).bytes).toBe(0);
+
+    await deployActive(svc);
+    const task = await createTask(svc);
+    const folderState = path.join(await tempDir(), 'folder.json');
+    const folderUp = await syncUpSystemFolder(transport, task.id, 'dot_alpha', src, { stateFile: folderState });
+    const folder = await loadState(folderState);
+    expect(folder.base).toBe(folderUp.checksum);
+    expect(folderUp.checksum).toBe(up.checksum);
+    expect(folder.entries['dir/big.bin']?.sha256).toBe(sha256(big));
   });
 
   test('an unchanged second syncUp uploads nothing; a same-size rewrite in the same second is detected', async () => {
