@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import path from 'node:path';
 import { Header, Pax } from 'tar';
 import { TarWalker, type MemberHeader } from './tar-walk.js';
-import { ZstdCodec } from './zstd.js';
+import { ChecksummedFrames, ZstdCodec } from './zstd.js';
 import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type StatStamp, type TreeEntry } from './tree.js';
 
 /** Fixed member mtime: equal trees give equal archive bytes. */
@@ -358,7 +358,7 @@ async function* tarStream(root: string, entries: PackEntry[], pools: { batch: Bu
 
 /** A tar of nothing, compressed: what a filesystem without content serves. */
 export function emptyArchive(): Buffer {
-  return zlib.zstdCompressSync(Buffer.alloc(1024));
+  return zlib.zstdCompressSync(Buffer.alloc(1024), { params: { [zlib.constants.ZSTD_c_checksumFlag]: 1 } });
 }
 
 export interface ArchiveLimits {
@@ -382,8 +382,13 @@ export class ArchiveRejected extends Error {
 }
 
 export interface ArchiveSummary {
+  /** With `hashed` false, files' sha256 are '' (and `checksum` is not the tree's). */
   entries: TreeEntry[];
   checksum: string;
+  /** Whether file contents were hashed (see ReadArchiveOptions.trustFrameChecksums). */
+  hashed: boolean;
+  /** Whether the archive is zstd whose every frame has a content checksum zstd checked. */
+  framesChecksummed: boolean;
   sizeBytes: number;
   filesCount: number;
 }
@@ -421,6 +426,12 @@ export interface ReadArchiveOptions {
    * an upload's chunks piled up as external memory and set off a full collection every 16-20 MB.
    */
   releaseChunks?: boolean;
+  /**
+   * For a caller that has each file's sha256 from elsewhere (syncDown: the server's manifest): when
+   * the archive's first zstd frame has a content checksum, contents are not hashed, and the summary
+   * says whether every frame had one (then zstd checked that the content is what was compressed).
+   */
+  trustFrameChecksums?: boolean;
 }
 
 /**
@@ -532,7 +543,7 @@ export async function readArchive(
     },
     refuse,
     (data) => {
-      if (direct) current?.hash.update(data);
+      if (direct) current?.hash?.update(data);
       else events.push({ kind: 'content', data });
     },
     () => {
@@ -541,8 +552,12 @@ export async function readArchive(
     },
   );
 
-  /** The member whose content is passing: its hash, and its writer when there is a sink. */
-  let current: { entry: TreeEntry; hash: Hash; out?: Writable | MemberWriter } | undefined;
+  /** The member whose content is passing: its hash (unless contents are not hashed), and its writer when there is a sink. */
+  let current: { entry: TreeEntry; hash?: Hash; out?: Writable | MemberWriter } | undefined;
+  /** Contents are hashed unless trustFrameChecksums and the first frame has a checksum (decided on the first chunk). */
+  let hashing = true;
+  /** Walks the compressed stream's frame and block headers (trustFrameChecksums). */
+  let frames: ChecksummedFrames | undefined;
   /** Whether content lies in a buffer that is reused once the chunk is handled (decompressed output). */
   let reusedBuffer = false;
   /** Waits for `out` to take more; fails if it closes or fails instead (its reader went away). */
@@ -567,7 +582,7 @@ export async function readArchive(
       current = undefined;
       return sink && (entry.kind === 'dir' ? sink.dir(entry) : sink.symlink(entry));
     }
-    current = { entry, hash: createHash('sha256') };
+    current = { entry, hash: hashing ? createHash('sha256') : undefined };
     if (sink) return sink.file(entry).then((out) => void (current!.out = out));
     return undefined;
   }
@@ -575,7 +590,7 @@ export async function readArchive(
   const passContent = (data: Buffer): Promise<void> | undefined => {
     const member = current;
     if (!member) return undefined;
-    member.hash.update(data);
+    member.hash?.update(data);
     const out = member.out;
     if (!out) return undefined;
     if (!(out instanceof Writable)) return void out.write(data);
@@ -586,7 +601,7 @@ export async function readArchive(
     const member = current;
     if (!member) return undefined;
     const out = member.out;
-    member.entry.sha256 = member.hash.digest('hex');
+    member.entry.sha256 = member.hash ? member.hash.digest('hex') : '';
     current = undefined;
     if (!out) return undefined;
     out.end();
@@ -653,10 +668,17 @@ export async function readArchive(
     if (isZstd(next.value as Buffer)) {
       codec = new ZstdCodec('decompress');
       reusedBuffer = true;
+      // Byte 4 is the first frame's descriptor; its bit 2 the content checksum flag.
+      const first = next.value as Buffer;
+      if (options.trustFrameChecksums && first.length > 4 && (first[4]! & 0x04) !== 0) {
+        hashing = false;
+        frames = new ChecksummedFrames();
+      }
     }
     for (; !next.done; next = await nextChunk()) {
       const chunk = next.value as Buffer;
       onChunk?.(chunk);
+      frames?.push(chunk);
       if (!codec) await walkTar(chunk);
       else for (const tar of codec.push(chunk)) await walkTar(tar);
       // Decompressed (or walked) and handled: nothing refers to the chunk any more.
@@ -678,5 +700,12 @@ export async function readArchive(
     current?.out?.destroy();
     throw failure;
   }
-  return { entries, checksum: treeChecksum(entries), sizeBytes, filesCount: entries.filter((e) => e.kind === 'file').length };
+  return {
+    entries,
+    checksum: hashing ? treeChecksum(entries) : '',
+    hashed: hashing,
+    framesChecksummed: frames?.end() ?? false,
+    sizeBytes,
+    filesCount: entries.filter((e) => e.kind === 'file').length,
+  };
 }

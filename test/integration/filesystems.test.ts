@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
 import { openBlobStore, type BlobStore } from '../../src/server/blobs/index.js';
 import { archiveBlobKey, uploadArchive } from '../../src/server/domain/filesystems.js';
@@ -152,7 +153,8 @@ describe.each(engines)('filesystems (%s)', (engine) => {
   test("a first syncUp records the server's hash of each file it packed (it does not hash them itself); a system folder's are hashed while packing", async () => {
     const fs = await createFs();
     const src = await tempDir();
-    const big = randomBytes(300 * 1024);
+    // Past SERVER_HASHES_MIN.uploadContentBytes (4 MiB): smaller uploads hash while packing.
+    const big = randomBytes(4.5 * MiB);
     await writeTree(src, { 'a.txt': 'aaaa', 'dir/big.bin': big, 'dir/link': { link: '../a.txt' }, 'empty/': { dir: true } });
     const stateFile = path.join(await tempDir(), 'state.json');
     const up = await syncUp(transport, fs.id, src, { stateFile });
@@ -173,6 +175,42 @@ describe.each(engines)('filesystems (%s)', (engine) => {
     expect(folder.base).toBe(folderUp.checksum);
     expect(folderUp.checksum).toBe(up.checksum);
     expect(folder.entries['dir/big.bin']?.sha256).toBe(sha256(big));
+  });
+
+  test("syncDown takes the server's hashes when every zstd frame was checksummed, and hashes an archive whose frames are not", async () => {
+    const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
+    const fs = await createFs();
+    const src = await tempDir();
+    const big = randomBytes(2 * MiB);
+    await writeTree(src, { 'a.txt': 'aaaa', 'dir/big.bin': big, 'dir/link': { link: '../a.txt' }, 'empty/': { dir: true } });
+    const up = await syncUp(transport, fs.id, src);
+    const tar = rawTar([
+      { path: 'a.txt', body: Buffer.from('aaaa') },
+      { path: 'dir/', type: 'Directory', mode: 0o755 },
+      { path: 'dir/big.bin', body: big },
+    ]);
+    const checksummed = (data: Buffer) => zlib.zstdCompressSync(data, { params: { [zlib.constants.ZSTD_c_checksumFlag]: 1 } });
+    for (const archive of ['checksummed (syncUp)', 'unchecksummed (zstd defaults)', 'a checksummed frame, then one without']) {
+      const body = archive.startsWith('unchecksummed')
+        ? zstd(tar)
+        : archive.startsWith('a checksummed frame')
+          ? Buffer.concat([checksummed(tar.subarray(0, MiB)), zstd(tar.subarray(MiB))])
+          : undefined;
+      if (body) expect((await put(fs.id, body, { 'if-match': '*' })).status).toBe(200);
+      const expected = (await getFs(fs.id)).archive_checksum!;
+      const dest = await tempDir();
+      const stateFile = path.join(await tempDir(), 'state.json');
+      const down = await syncDown(transport, fs.id, dest, { stateFile });
+      expect(down.checksum, archive).toBe(expected);
+      const state = await loadState(stateFile);
+      expect(state.base).toBe(expected);
+      expect(state.entries['a.txt']?.sha256).toBe(sha256('aaaa'));
+      expect(state.entries['dir/big.bin']?.sha256).toBe(sha256(big));
+      expect(await readFile(path.join(dest, 'dir/big.bin'))).toEqual(big);
+      // The recorded tree is the base: a syncUp of it uploads nothing.
+      expect((await syncUp(transport, fs.id, dest, { stateFile })).bytes).toBe(0);
+    }
+    expect(up.checksum).not.toBe((await getFs(fs.id)).archive_checksum);
   });
 
   test('an unchanged second syncUp uploads nothing; a same-size rewrite in the same second is detected', async () => {
