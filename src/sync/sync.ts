@@ -426,6 +426,8 @@ async function syncDownFrom(transport: SyncTransport, archivePath: string, dir: 
     const summary = await readArchive(response.body, options.limits ?? DEFAULT_ARCHIVE_LIMITS, stagingSink(staging), {
       onChunk,
       trustFrameChecksums: manifest !== undefined,
+      // undici's body chunks are this reading's alone (onChunk only counts them).
+      releaseChunks: true,
     });
     if (!summary.hashed) await hashesAfterDownload(summary, manifest!, staging, remoteChecksum!);
     if (remoteChecksum && summary.checksum !== remoteChecksum) {
