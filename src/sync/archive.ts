@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import path from 'node:path';
 import { Header, Pax } from 'tar';
 import { TarWalker, type MemberHeader } from './tar-walk.js';
-import { ZstdCodec } from './zstd.js';
+import { ChecksummedFrames, ZstdCodec } from './zstd.js';
 import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type StatStamp, type TreeEntry } from './tree.js';
 
 /** Fixed member mtime: equal trees give equal archive bytes. */
@@ -73,7 +73,14 @@ const OUTPUT_BUFFERS = 3;
  * socket's high-water mark, so it waits for the socket to drain before it asks for more); a fresh
  * 1 MiB copy per piece made the garbage collector run full collections for the external memory.
  */
-export async function* packedArchive(root: string, entries: PackEntry[], level = DEFAULT_LEVEL, reuseOutput = false): AsyncGenerator<Buffer> {
+export async function* packedArchive(
+  root: string,
+  entries: PackEntry[],
+  level = DEFAULT_LEVEL,
+  reuseOutput = false,
+  /** false: a file without a sha256 is left without one (the caller takes it from the server's manifest). */
+  hashMissing = true,
+): AsyncGenerator<Buffer> {
   // Compressed on this thread, piece by piece, as it is pulled: no hop to the thread pool (see
   // zstd.ts). A piece's buffer goes back to its pool once compressed.
   const pools = { batch: new BufferPool(BATCH_SIZE, 4), small: new BufferPool(SMALL_FILE, READ_AHEAD + 1) };
@@ -102,7 +109,7 @@ export async function* packedArchive(root: string, entries: PackEntry[], level =
         }
       }
     };
-    for await (const piece of tarStream(root, entries, pools)) {
+    for await (const piece of tarStream(root, entries, pools, hashMissing)) {
       take(codec.push(piece.data));
       if (piece.pooled) pools.batch.put(piece.pooled);
       // Reused buffers go out one by one: a piece is overwritten two pieces after its own.
@@ -237,7 +244,7 @@ async function openMember(file: string, walked: PackEntry, small: BufferPool): P
 const ZERO_BLOCKS = Buffer.alloc(1024);
 
 /** The tar bytes of `entries`, in pieces of about BATCH_SIZE. */
-async function* tarStream(root: string, entries: PackEntry[], pools: { batch: BufferPool; small: BufferPool }): AsyncGenerator<Piece> {
+async function* tarStream(root: string, entries: PackEntry[], pools: { batch: BufferPool; small: BufferPool }, hashMissing = true): AsyncGenerator<Piece> {
   const files = entries.filter((e) => e.kind === 'file');
   // Files opened ahead, in archive order; a failure surfaces when its turn comes.
   const ahead: Promise<OpenedFile | undefined>[] = [];
@@ -302,7 +309,7 @@ async function* tarStream(root: string, entries: PackEntry[], pools: { batch: Bu
         e.size = opened.size;
         e.mode = canonicalMode(opened.mode, 'file');
         e.stamp = opened.stamp;
-        const hash = e.sha256 ? undefined : createHash('sha256');
+        const hash = e.sha256 || !hashMissing ? undefined : createHash('sha256');
         yield* addHeader(e.path, 'File', e.mode, e.size);
         if (opened.content) {
           hash?.update(opened.content);
@@ -351,7 +358,7 @@ async function* tarStream(root: string, entries: PackEntry[], pools: { batch: Bu
 
 /** A tar of nothing, compressed: what a filesystem without content serves. */
 export function emptyArchive(): Buffer {
-  return zlib.zstdCompressSync(Buffer.alloc(1024));
+  return zlib.zstdCompressSync(Buffer.alloc(1024), { params: { [zlib.constants.ZSTD_c_checksumFlag]: 1 } });
 }
 
 export interface ArchiveLimits {
@@ -375,8 +382,13 @@ export class ArchiveRejected extends Error {
 }
 
 export interface ArchiveSummary {
+  /** With `hashed` false, files' sha256 are '' (and `checksum` is not the tree's). */
   entries: TreeEntry[];
   checksum: string;
+  /** Whether file contents were hashed (see ReadArchiveOptions.trustFrameChecksums). */
+  hashed: boolean;
+  /** Whether the archive is zstd whose every frame has a content checksum zstd checked. */
+  framesChecksummed: boolean;
   sizeBytes: number;
   filesCount: number;
 }
@@ -406,14 +418,22 @@ export interface ReadArchiveOptions {
   /** Aborting it stops the reading and refuses the archive with its reason (an ArchiveRejected). */
   signal?: AbortSignal;
   /**
-   * For a caller that only checks and hashes (no sink; ignored with one) and gives the reader its
-   * source's chunks, held by nothing else (the server's upload): each chunk's memory is freed as soon
-   * as it is read, and each header and piece of content is handled as the walker reaches it (content
-   * hashed and let go) instead of gathered per decompressed piece first. A freed chunk is empty after.
-   * Node.js's HTTP parser gives each body chunk a buffer of its own; left to the garbage collector,
-   * an upload's chunks piled up as external memory and set off a full collection every 16-20 MB.
+   * For a caller that gives the reader its source's chunks, held by nothing else (the server's
+   * upload, syncDown's download): each chunk's memory is freed as soon as it is read. Without a sink,
+   * each header and piece of content is also handled as the walker reaches it (content hashed and
+   * let go) instead of gathered per decompressed piece first. With a sink only zstd chunks are freed
+   * (the codec is done with a chunk once it is decompressed; a plain tar's content is the chunk). A
+   * freed chunk is empty after. Node.js's HTTP parser (and undici's) gives each body chunk a buffer
+   * of its own; left to the garbage collector, an upload's chunks piled up as external memory and set
+   * off a full collection every 16-20 MB, and a 200 MiB download's client grew by 76 MiB.
    */
   releaseChunks?: boolean;
+  /**
+   * For a caller that has each file's sha256 from elsewhere (syncDown: the server's manifest): when
+   * the archive's first zstd frame has a content checksum, contents are not hashed, and the summary
+   * says whether every frame had one (then zstd checked that the content is what was compressed).
+   */
+  trustFrameChecksums?: boolean;
 }
 
 /**
@@ -525,7 +545,7 @@ export async function readArchive(
     },
     refuse,
     (data) => {
-      if (direct) current?.hash.update(data);
+      if (direct) current?.hash?.update(data);
       else events.push({ kind: 'content', data });
     },
     () => {
@@ -534,8 +554,12 @@ export async function readArchive(
     },
   );
 
-  /** The member whose content is passing: its hash, and its writer when there is a sink. */
-  let current: { entry: TreeEntry; hash: Hash; out?: Writable | MemberWriter } | undefined;
+  /** The member whose content is passing: its hash (unless contents are not hashed), and its writer when there is a sink. */
+  let current: { entry: TreeEntry; hash?: Hash; out?: Writable | MemberWriter } | undefined;
+  /** Contents are hashed unless trustFrameChecksums and the first frame has a checksum (decided on the first chunk). */
+  let hashing = true;
+  /** Walks the compressed stream's frame and block headers (trustFrameChecksums). */
+  let frames: ChecksummedFrames | undefined;
   /** Whether content lies in a buffer that is reused once the chunk is handled (decompressed output). */
   let reusedBuffer = false;
   /** Waits for `out` to take more; fails if it closes or fails instead (its reader went away). */
@@ -560,7 +584,7 @@ export async function readArchive(
       current = undefined;
       return sink && (entry.kind === 'dir' ? sink.dir(entry) : sink.symlink(entry));
     }
-    current = { entry, hash: createHash('sha256') };
+    current = { entry, hash: hashing ? createHash('sha256') : undefined };
     if (sink) return sink.file(entry).then((out) => void (current!.out = out));
     return undefined;
   }
@@ -568,7 +592,7 @@ export async function readArchive(
   const passContent = (data: Buffer): Promise<void> | undefined => {
     const member = current;
     if (!member) return undefined;
-    member.hash.update(data);
+    member.hash?.update(data);
     const out = member.out;
     if (!out) return undefined;
     if (!(out instanceof Writable)) return void out.write(data);
@@ -579,7 +603,7 @@ export async function readArchive(
     const member = current;
     if (!member) return undefined;
     const out = member.out;
-    member.entry.sha256 = member.hash.digest('hex');
+    member.entry.sha256 = member.hash ? member.hash.digest('hex') : '';
     current = undefined;
     if (!out) return undefined;
     out.end();
@@ -646,14 +670,21 @@ export async function readArchive(
     if (isZstd(next.value as Buffer)) {
       codec = new ZstdCodec('decompress');
       reusedBuffer = true;
+      // Byte 4 is the first frame's descriptor; its bit 2 the content checksum flag.
+      const first = next.value as Buffer;
+      if (options.trustFrameChecksums && first.length > 4 && (first[4]! & 0x04) !== 0) {
+        hashing = false;
+        frames = new ChecksummedFrames();
+      }
     }
     for (; !next.done; next = await nextChunk()) {
       const chunk = next.value as Buffer;
       onChunk?.(chunk);
+      frames?.push(chunk);
       if (!codec) await walkTar(chunk);
       else for (const tar of codec.push(chunk)) await walkTar(tar);
       // Decompressed (or walked) and handled: nothing refers to the chunk any more.
-      if (direct) releaseChunk(chunk);
+      if (direct || (codec && options.releaseChunks)) releaseChunk(chunk);
     }
     if (codec) for (const tar of codec.end()) await walkTar(tar);
     walker.finish();
@@ -671,5 +702,12 @@ export async function readArchive(
     current?.out?.destroy();
     throw failure;
   }
-  return { entries, checksum: treeChecksum(entries), sizeBytes, filesCount: entries.filter((e) => e.kind === 'file').length };
+  return {
+    entries,
+    checksum: hashing ? treeChecksum(entries) : '',
+    hashed: hashing,
+    framesChecksummed: frames?.end() ?? false,
+    sizeBytes,
+    filesCount: entries.filter((e) => e.kind === 'file').length,
+  };
 }

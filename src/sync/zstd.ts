@@ -45,7 +45,11 @@ export class ZstdCodec {
   constructor(kind: 'compress' | 'decompress', level = 1, outSize = ZSTD_OUT_SIZE) {
     const stream =
       kind === 'compress'
-        ? zlib.createZstdCompress({ params: { [zlib.constants.ZSTD_c_compressionLevel]: level } } as zlib.ZstdOptions)
+        ? zlib.createZstdCompress({
+            // The frame's content checksum (XXH64 of the tar, checked by every decompression): it is what
+            // lets syncDown take the server's per-file hashes instead of hashing each member (see ChecksummedFrames).
+            params: { [zlib.constants.ZSTD_c_compressionLevel]: level, [zlib.constants.ZSTD_c_checksumFlag]: 1 },
+          } as zlib.ZstdOptions)
         : zlib.createZstdDecompress();
     const internals = stream as unknown as { _handle?: ZstdHandle; _writeState?: WriteState };
     if (typeof internals._handle?.writeSync !== 'function' || !(internals._writeState instanceof Uint32Array))
@@ -96,6 +100,112 @@ export class ZstdCodec {
       if (outLeft < out.length) yield out.subarray(0, out.length - outLeft);
       // A full output buffer may hide more output; otherwise all input was taken (and, at the end, flushed).
       if (outLeft !== 0 && inLen === 0) return;
+    }
+  }
+}
+
+/**
+ * Whether every zstd frame of a compressed stream carries a content checksum, found by walking the
+ * frames' headers and block headers (3 bytes per block of up to 128 KiB: no decoding). zstd checks
+ * each such checksum as it decompresses, so a stream whose frames all have one decompresses to the
+ * exact bytes that were compressed, or fails. Anything this walker does not understand (a reserved
+ * block type, bytes that are no frame) makes the answer false; the decoder judges the stream itself.
+ */
+export class ChecksummedFrames {
+  /** Bytes still to skip (block content, a checksum, a skippable frame's data). */
+  private skip = 0;
+  /** Bytes of the header being gathered, and how many are needed. */
+  private readonly head = Buffer.alloc(18);
+  private have = 0;
+  private need = 4;
+  private state: 'magic' | 'descriptor' | 'frameHeader' | 'block' | 'skippableSize' = 'magic';
+  private ok = true;
+  private frames = 0;
+
+  push(chunk: Buffer): void {
+    let at = 0;
+    while (this.ok && at < chunk.length) {
+      if (this.skip) {
+        const n = Math.min(this.skip, chunk.length - at);
+        this.skip -= n;
+        at += n;
+        continue;
+      }
+      const n = Math.min(this.need - this.have, chunk.length - at);
+      chunk.copy(this.head, this.have, at, at + n);
+      this.have += n;
+      at += n;
+      if (this.have === this.need) this.step();
+    }
+  }
+
+  /** The answer, once the whole stream was pushed: at least one frame, each whole and checksummed. */
+  end(): boolean {
+    return this.ok && this.frames > 0 && this.state === 'magic' && this.have === 0 && this.skip === 0;
+  }
+
+  private expect(state: ChecksummedFrames['state'], need: number): void {
+    this.state = state;
+    this.need = need;
+    this.have = 0;
+  }
+
+  private step(): void {
+    const h = this.head;
+    switch (this.state) {
+      case 'magic': {
+        const magic = h.readUInt32LE(0);
+        if (magic === 0xfd2fb528) {
+          this.frames++;
+          this.expect('descriptor', 1);
+        } else if ((magic & 0xfffffff0) === 0x184d2a50) this.expect('skippableSize', 4);
+        else this.ok = false;
+        return;
+      }
+      case 'skippableSize':
+        this.skip = h.readUInt32LE(0);
+        this.expect('magic', 4);
+        return;
+      case 'descriptor': {
+        const d = h[0]!;
+        if (d & 0x08) {
+          this.ok = false; // reserved bit
+          return;
+        }
+        if (!(d & 0x04)) {
+          this.ok = false;
+          return;
+        }
+        const singleSegment = (d & 0x20) !== 0;
+        const fcsFlag = d >> 6;
+        const fcsBytes = fcsFlag === 0 ? (singleSegment ? 1 : 0) : fcsFlag === 1 ? 2 : fcsFlag === 2 ? 4 : 8;
+        const dictBytes = [0, 1, 2, 4][d & 0x03]!;
+        const rest = (singleSegment ? 0 : 1) + dictBytes + fcsBytes;
+        if (rest) this.expect('frameHeader', rest);
+        else this.expect('block', 3);
+        return;
+      }
+      case 'frameHeader':
+        this.expect('block', 3);
+        return;
+      case 'block': {
+        const b = h[0]! | (h[1]! << 8) | (h[2]! << 16);
+        const last = (b & 1) === 1;
+        const type = (b >> 1) & 3;
+        const size = b >>> 3;
+        if (type === 3) {
+          this.ok = false;
+          return;
+        }
+        // Raw and compressed blocks carry `size` bytes; an RLE block one byte.
+        this.skip = type === 1 ? 1 : size;
+        if (!last) this.expect('block', 3);
+        else {
+          this.skip += 4; // the content checksum (every frame here has one)
+          this.expect('magic', 4);
+        }
+        return;
+      }
     }
   }
 }

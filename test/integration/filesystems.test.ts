@@ -3,9 +3,10 @@ import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
+import zlib from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, test, vi } from 'vitest';
 import { openBlobStore, type BlobStore } from '../../src/server/blobs/index.js';
-import { uploadArchive } from '../../src/server/domain/filesystems.js';
+import { archiveBlobKey, uploadArchive } from '../../src/server/domain/filesystems.js';
 import {
   syncDown,
   syncDownSystemFolder,
@@ -20,6 +21,8 @@ import type { Scope } from '../../src/contract/resources.js';
 import { engines, useService } from '../support/service.js';
 import { createTask, deployActive } from '../support/fixtures.js';
 import { describeTree, rawTar, tempDir, writeTree, zstd } from '../support/trees.js';
+import { loadState } from '../../src/sync/state.js';
+import { treeChecksum } from '../../src/sync/tree.js';
 
 const MiB = 1024 * 1024;
 
@@ -145,6 +148,69 @@ describe.each(engines)('filesystems (%s)', (engine) => {
       'lib/cache',
       'lib/cache/kept.txt',
     ]);
+  });
+
+  test("a first syncUp records the server's hash of each file it packed (it does not hash them itself); a system folder's are hashed while packing", async () => {
+    const fs = await createFs();
+    const src = await tempDir();
+    // Past SERVER_HASHES_MIN.uploadContentBytes (4 MiB): smaller uploads hash while packing.
+    const big = randomBytes(4.5 * MiB);
+    await writeTree(src, { 'a.txt': 'aaaa', 'dir/big.bin': big, 'dir/link': { link: '../a.txt' }, 'empty/': { dir: true } });
+    const stateFile = path.join(await tempDir(), 'state.json');
+    const up = await syncUp(transport, fs.id, src, { stateFile });
+    const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
+    const state = await loadState(stateFile);
+    expect(state.base).toBe(up.checksum);
+    expect(state.entries['a.txt']?.sha256).toBe(sha256('aaaa'));
+    expect(state.entries['dir/big.bin']?.sha256).toBe(sha256(big));
+    // Recorded hashes make the base: the next syncUp of the same tree (its stamps aside) uploads nothing.
+    expect(treeChecksum(Object.entries(state.entries).map(([p, e]) => ({ path: p, ...e })))).toBe(up.checksum);
+    expect((await syncUp(transport, fs.id, src, { stateFile, force: false })).bytes).toBe(0);
+
+    await deployActive(svc);
+    const task = await createTask(svc);
+    const folderState = path.join(await tempDir(), 'folder.json');
+    const folderUp = await syncUpSystemFolder(transport, task.id, 'dot_alpha', src, { stateFile: folderState });
+    const folder = await loadState(folderState);
+    expect(folder.base).toBe(folderUp.checksum);
+    expect(folderUp.checksum).toBe(up.checksum);
+    expect(folder.entries['dir/big.bin']?.sha256).toBe(sha256(big));
+  });
+
+  test("syncDown takes the server's hashes when every zstd frame was checksummed, and hashes an archive whose frames are not", async () => {
+    const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
+    const fs = await createFs();
+    const src = await tempDir();
+    const big = randomBytes(2 * MiB);
+    await writeTree(src, { 'a.txt': 'aaaa', 'dir/big.bin': big, 'dir/link': { link: '../a.txt' }, 'empty/': { dir: true } });
+    const up = await syncUp(transport, fs.id, src);
+    const tar = rawTar([
+      { path: 'a.txt', body: Buffer.from('aaaa') },
+      { path: 'dir/', type: 'Directory', mode: 0o755 },
+      { path: 'dir/big.bin', body: big },
+    ]);
+    const checksummed = (data: Buffer) => zlib.zstdCompressSync(data, { params: { [zlib.constants.ZSTD_c_checksumFlag]: 1 } });
+    for (const archive of ['checksummed (syncUp)', 'unchecksummed (zstd defaults)', 'a checksummed frame, then one without']) {
+      const body = archive.startsWith('unchecksummed')
+        ? zstd(tar)
+        : archive.startsWith('a checksummed frame')
+          ? Buffer.concat([checksummed(tar.subarray(0, MiB)), zstd(tar.subarray(MiB))])
+          : undefined;
+      if (body) expect((await put(fs.id, body, { 'if-match': '*' })).status).toBe(200);
+      const expected = (await getFs(fs.id)).archive_checksum!;
+      const dest = await tempDir();
+      const stateFile = path.join(await tempDir(), 'state.json');
+      const down = await syncDown(transport, fs.id, dest, { stateFile });
+      expect(down.checksum, archive).toBe(expected);
+      const state = await loadState(stateFile);
+      expect(state.base).toBe(expected);
+      expect(state.entries['a.txt']?.sha256).toBe(sha256('aaaa'));
+      expect(state.entries['dir/big.bin']?.sha256).toBe(sha256(big));
+      expect(await readFile(path.join(dest, 'dir/big.bin'))).toEqual(big);
+      // The recorded tree is the base: a syncUp of it uploads nothing.
+      expect((await syncUp(transport, fs.id, dest, { stateFile })).bytes).toBe(0);
+    }
+    expect(up.checksum).not.toBe((await getFs(fs.id)).archive_checksum);
   });
 
   test('an unchanged second syncUp uploads nothing; a same-size rewrite in the same second is detected', async () => {
@@ -349,13 +415,13 @@ describe.each(engines)('filesystems (%s)', (engine) => {
       expect((await getFs(fs.id)).archive_checksum).toBeNull();
     });
 
-    test('many small chunks: the stored archive is the bytes sent, its key their sha256', async () => {
+    test('many small chunks: the stored archive is the bytes sent, its key from the tree checksum and size', async () => {
       const fs = await createFs();
       const bytes = archive();
       const pieces = Array.from({ length: Math.ceil(bytes.length / 1000) }, (_, i) => bytes.subarray(i * 1000, (i + 1) * 1000));
       const updated = await uploadArchive(svc.store.db, blobs, fs.id, Readable.from(pieces), ['*'], limits);
       const row = await svc.store.db.selectFrom('filesystems').select(['blob_key', 'archive_bytes']).where('id', '=', fs.id).executeTakeFirstOrThrow();
-      expect(row.blob_key).toBe(createHash('sha256').update(bytes).digest('hex'));
+      expect(row.blob_key).toBe(archiveBlobKey(updated.archive_checksum!, bytes.length));
       expect(Number(row.archive_bytes)).toBe(bytes.length);
       expect(Buffer.concat(await (await blobs.get(row.blob_key!)).toArray())).toEqual(bytes);
       expect(updated.files_count).toBe(1);

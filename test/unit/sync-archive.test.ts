@@ -9,6 +9,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import zlib from 'node:zlib';
 import { loadIgnoreRules, packTree, readArchive, syncDown, treeChecksum, walkTree, EMPTY_TREE_CHECKSUM } from '../../src/sync/index.js';
 import { describeTree, paxRecord, rawTar, tempDir, writeTree, zstd } from '../support/trees.js';
+import { ChecksummedFrames, ZstdCodec } from '../../src/sync/zstd.js';
 
 describe('packTree', () => {
   test('writes a tar that GNU tar extracts to the same tree, and hashes what it read', async () => {
@@ -136,5 +137,53 @@ describe('syncDown against a hostile or failing server', () => {
     );
     expect(await readdir(parent)).toEqual(['work']);
     expect(await describeTree(dir)).toEqual(before);
+  });
+});
+
+describe('zstd frame checksums (what lets syncDown take the server hashes)', () => {
+  const data = Buffer.concat([randomBytes(300 * 1024), Buffer.alloc(200 * 1024, 7), randomBytes(1000)]);
+  const run = (codec: ZstdCodec, input: Buffer) =>
+    Buffer.concat([...Array.from(codec.push(input), (b) => Buffer.from(b)), ...Array.from(codec.end(), (b) => Buffer.from(b))]);
+  const checked = (stream: Buffer, step = 4096) => {
+    const frames = new ChecksummedFrames();
+    for (let i = 0; i < stream.length; i += step) frames.push(stream.subarray(i, i + step));
+    return frames.end();
+  };
+  const withChecksum = (input: Buffer) => zlib.zstdCompressSync(input, { params: { [zlib.constants.ZSTD_c_checksumFlag]: 1 } });
+
+  test('the packer checksums its frame; ChecksummedFrames tells whole checksummed streams from any other', () => {
+    const ours = run(new ZstdCodec('compress', 1), data);
+    expect([checked(ours), checked(ours, 1), checked(ours, 1 << 20)]).toEqual([true, true, true]);
+    expect(checked(withChecksum(data))).toBe(true);
+    expect(checked(withChecksum(Buffer.alloc(0)))).toBe(true);
+    expect(checked(Buffer.concat([ours, withChecksum(data)]))).toBe(true);
+    const skippable = Buffer.alloc(18);
+    skippable.writeUInt32LE(0x184d2a50, 0);
+    skippable.writeUInt32LE(10, 4);
+    expect(checked(Buffer.concat([skippable, ours]))).toBe(true);
+    // No checksum in a frame, no frame, a frame cut short, bytes after the frames.
+    expect(checked(zlib.zstdCompressSync(data))).toBe(false);
+    expect(checked(Buffer.concat([ours, zlib.zstdCompressSync(data)]))).toBe(false);
+    expect(checked(skippable)).toBe(false);
+    expect(checked(ours.subarray(0, ours.length - 1))).toBe(false);
+    expect(checked(Buffer.concat([ours, Buffer.from([1, 2, 3, 4])]))).toBe(false);
+  });
+
+  test('readArchive with trustFrameChecksums: no hashing when checksummed, a flipped content byte is refused; unchecksummed archives are hashed', async () => {
+    const tar = rawTar([{ path: 'a.bin', body: data }]);
+    const ours = withChecksum(tar);
+    const trusted = await readArchive(Readable.from([ours]), undefined, undefined, { trustFrameChecksums: true });
+    expect(trusted).toMatchObject({ hashed: false, framesChecksummed: true, checksum: '' });
+    expect(trusted.entries[0]).toMatchObject({ path: 'a.bin', size: data.length, sha256: '' });
+    // Byte 200,000 of the compressed stream lies in the random content (a raw block): only the checksum can tell.
+    const flipped = Buffer.from(ours);
+    flipped[200_000]! ^= 1;
+    await expect(readArchive(Readable.from([flipped]), undefined, undefined, { trustFrameChecksums: true })).rejects.toMatchObject({
+      status: 422,
+      code: 'invalid_archive',
+    });
+    const legacy = await readArchive(Readable.from([zstd(tar)]), undefined, undefined, { trustFrameChecksums: true });
+    expect(legacy).toMatchObject({ hashed: true, framesChecksummed: false });
+    expect(legacy.entries[0]!.sha256).toBe(createHash('sha256').update(data).digest('hex'));
   });
 });

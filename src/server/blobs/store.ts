@@ -12,8 +12,9 @@ export interface BlobStore {
   /** A local directory for files being received before they get a key. */
   readonly stagingDir: string;
   /**
-   * Stores a finished local file under `key` (the sha256 of its bytes) and removes the file.
-   * Storing a key that exists is a no-op: equal keys are equal bytes.
+   * Stores a finished local file under `key` and removes the file. Storing a key that exists may
+   * keep either file: equal keys are equal content (a manifest's sha256; an archive's tree checksum
+   * and length, see archiveBlobKey).
    */
   putFile(key: string, file: string): Promise<void>;
   /** The blob's bytes, streamed; throws BlobNotFound. */
