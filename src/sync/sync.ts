@@ -256,6 +256,21 @@ async function serverHashes(
 }
 
 /**
+ * Gives each of `files` the server's sha256 from its manifest where the manifest has the file as it is
+ * here (size, mode); true when every one got one and the tree's hashes then make `checksum`. Otherwise
+ * the hashes taken are dropped again (the caller hashes the files itself).
+ */
+function adoptServerHashes(files: TreeEntry[], manifest: ManifestMap, tree: TreeEntry[], checksum: string): boolean {
+  for (const e of files) {
+    const m = manifest.get(e.path);
+    if (m && m.type === 'file' && m.size === e.size && m.mode === e.mode) e.sha256 = m.sha256;
+  }
+  if (files.every((e) => e.sha256) && treeChecksum(tree) === checksum) return true;
+  for (const e of files) e.sha256 = '';
+  return false;
+}
+
+/**
  * Gives each packed file without a sha256 the server's, when its manifest has the file as packed
  * (size, mode) and the hashes make the server's checksum; otherwise the files are hashed here. A
  * file gone since it was packed keeps no hash: the stat cache will not vouch for it.
@@ -271,14 +286,7 @@ async function hashesAfterUpload(
   const missing = packed.filter((e) => e.kind === 'file' && !e.sha256);
   if (!missing.length) return;
   const manifest = manifestPath ? await serverHashes(transport, manifestPath, checksum, options.signal) : undefined;
-  if (manifest) {
-    for (const e of missing) {
-      const m = manifest.get(e.path);
-      if (m && m.type === 'file' && m.size === e.size && m.mode === e.mode) e.sha256 = m.sha256;
-    }
-    if (missing.every((e) => e.sha256) && treeChecksum(packed) === checksum) return;
-    for (const e of missing) e.sha256 = '';
-  }
+  if (manifest && adoptServerHashes(missing, manifest, packed, checksum)) return;
   await eachLimit(missing, 8, async (e) => {
     e.sha256 = await hashFile(path.join(dir, e.path), e.size).catch(() => '');
   });
@@ -373,15 +381,9 @@ async function hashesAfterDownload(
 ): Promise<void> {
   const files = summary.entries.filter((e) => e.kind === 'file');
   const byPath = summary.framesChecksummed ? await manifest : undefined;
-  if (byPath) {
-    for (const e of files) {
-      const m = byPath.get(e.path);
-      if (m && m.type === 'file' && m.size === e.size && m.mode === e.mode) e.sha256 = m.sha256;
-    }
-    if (files.every((e) => e.sha256) && treeChecksum(summary.entries) === remoteChecksum) {
-      summary.checksum = remoteChecksum;
-      return;
-    }
+  if (byPath && adoptServerHashes(files, byPath, summary.entries, remoteChecksum)) {
+    summary.checksum = remoteChecksum;
+    return;
   }
   await eachLimit(files, 8, async (e) => {
     e.sha256 = await hashFile(path.join(staging, e.path), e.size);

@@ -168,11 +168,8 @@ export class ChecksummedFrames {
         return;
       case 'descriptor': {
         const d = h[0]!;
-        if (d & 0x08) {
-          this.ok = false; // reserved bit
-          return;
-        }
-        if (!(d & 0x04)) {
+        // The reserved bit set, or no content checksum.
+        if (d & 0x08 || !(d & 0x04)) {
           this.ok = false;
           return;
         }

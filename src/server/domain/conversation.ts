@@ -265,8 +265,8 @@ const enqueues = sql`(SELECT v.double_texting FROM versions v WHERE v.id = tasks
 
 /**
  * An event to a task whose version's policy is `enqueue` (the default), in one statement: sequence
- * number, event, stream record and its turn delivery; both NOTIFYs after it (store/notifier.ts). Undefined when it wrote nothing
- * (not the common case: see above).
+ * number, event, stream record and its turn delivery; both NOTIFYs after it (store/notifier.ts).
+ * Undefined when it wrote nothing (not the common case: see above).
  */
 async function appendEventAlone(db: Db, perms: Permissions, taskId: string, content: Content): Promise<Event | undefined> {
   const id = newId('event');
@@ -573,8 +573,8 @@ export async function appendMessageDelta(db: Db, perms: Permissions, messageId: 
 const UNDO = '22012';
 
 /**
- * A delta in one statement: sequence number, the append, the stream record (the NOTIFY after it). Undefined when
- * it wrote nothing (a retry, a wrong offset, a finished message: the transactional path answers).
+ * A delta in one statement: sequence number, the append, the stream record (the NOTIFY after it).
+ * Undefined when it wrote nothing (a retry, a wrong offset, a finished message: the transactional path answers).
  * The task's row is locked by the first CTE; should the message have changed between the
  * statement's snapshot and that lock (a concurrent writer took the offset, a PUT finished it), the
  * append finds nothing, and the statement fails on purpose (a division by zero) rather than commit

@@ -655,10 +655,7 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
   pool.on('error', () => {});
   // Made once the handle is: its transactions' NOTIFYs go out through it after their commit.
   let notifier: PostCommitNotifier | undefined;
-  const dialect = withTracing(withSchemaLock(new PostgresDialect({ pool })));
-  const createDriver = dialect.createDriver.bind(dialect);
-  dialect.createDriver = () => new NotifyOnCommitDriver(createDriver(), () => notifier!);
-  const db = new Kysely<Database>({ dialect });
+  const db = new Kysely<Database>({ dialect: withNotifyOnCommit(withTracing(withSchemaLock(new PostgresDialect({ pool }))), () => notifier!) });
   nameStatementsOf(db, names);
   notifier = new PostCommitNotifier(db);
   notifyThrough(db, notifier);
@@ -941,6 +938,13 @@ class SchemaLockAdapter extends PostgresAdapter {
 
 function withSchemaLock<D extends Dialect>(dialect: D): D {
   dialect.createAdapter = () => new SchemaLockAdapter();
+  return dialect;
+}
+
+/** A transaction's `notifyOnCommit`s go out through the notifier once it committed (store/notifier.ts). */
+function withNotifyOnCommit<D extends Dialect>(dialect: D, notifier: () => PostCommitNotifier): D {
+  const createDriver = dialect.createDriver.bind(dialect);
+  dialect.createDriver = () => new NotifyOnCommitDriver(createDriver(), notifier);
   return dialect;
 }
 
