@@ -98,6 +98,10 @@ export function VirtualList<T>(props: {
       }
     }
     if (measured) return redraw(0);
+    // The reader scrolled up and its scroll event (handled a frame later) is not in yet: a render
+    // now (a stream record, a row measured) must not pull the view back to the end.
+    const awayFromEnd = el.scrollHeight - el.clientHeight - el.scrollTop > 4;
+    if (atBottom.current && awayFromEnd && el.scrollTop < lastTop.current - 1) atBottom.current = false;
     if (atBottom.current && el.scrollHeight - el.clientHeight - el.scrollTop > 2) {
       el.scrollTop = el.scrollHeight;
       lastTop.current = el.scrollTop;
