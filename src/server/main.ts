@@ -100,7 +100,9 @@ export function runtimeName(option: string | undefined): RuntimeName {
 /** Opens the store (its schema brought up to date), bootstraps an empty database, listens, and starts delivery and the runtime. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const runtime = runtimeName(options.runtime);
-  const store = await openStore({ databaseUrl: options.databaseUrl, dataDir: options.dataDir });
+  // The request log once the app exists; stderr before.
+  let warn: (line: string) => void = (line) => process.stderr.write(`${line}\n`);
+  const store = await openStore({ databaseUrl: options.databaseUrl, dataDir: options.dataDir, log: (line) => warn(line) });
   let secretsKey: MasterKey;
   try {
     // Before anything listens or runs: a server whose secrets it cannot open does not start agents without them.
@@ -122,6 +124,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const blobDir = options.blobDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.join(path.dirname(options.dataDir), 'blobs') : undefined);
     blobs = await openBlobStore({ url: process.env.AGENTCTL_BLOB_URL, dir: blobDir });
     app = await buildApp({ store, logger: options.logger, config: options.config, blobs, secretsKey });
+    const log = app.log;
+    warn = (line) => log.warn(line);
     const budget = process.env.AGENTCTL_DELIVERY_RETRY_BUDGET_MS;
     const lease = process.env.AGENTCTL_DELIVERY_LEASE_MS;
     const grace = process.env.AGENTCTL_INTERRUPT_GRACE_MS;

@@ -2,7 +2,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { type Database, openStore } from '../../src/server/store/db.js';
-import { notifyOnCommit, PostCommitNotifier } from '../../src/server/store/notifier.js';
+import { notifyAfterCommit, notifyOnCommit, PostCommitNotifier } from '../../src/server/store/notifier.js';
 import { createTestDatabase } from '../support/service.js';
 
 const CHANNEL = 'agentctl_notifier_test';
@@ -91,5 +91,13 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the NOTIFYs sent after a write 
     await until('the notifications', () => received.length >= 2);
     // The notifier's and the statement's, in either order.
     expect([...received].sort()).toEqual(['alone 1', 'committed 1']);
+  });
+
+  test("the store's notifier tells the store's log of a batch it could not send", async () => {
+    const logged: string[] = [];
+    const store = await openStore({ databaseUrl: database.url, log: (line) => logged.push(line) });
+    notifyAfterCommit(store.db, CHANNEL, 'x'.repeat(9000));
+    await store.close();
+    expect(logged).toEqual([expect.stringMatching(/^notifier: 1 notification\(s\) not sent: payload string too long/)]);
   });
 });

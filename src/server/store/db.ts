@@ -614,6 +614,8 @@ export interface StoreOptions {
   databaseUrl?: string;
   /** PGlite data directory; `memory://` (or undefined) keeps everything in memory. */
   dataDir?: string;
+  /** Where the store says what went wrong out of any caller's sight (a NOTIFY batch not sent after its commit). */
+  log?: (line: string) => void;
 }
 
 /** Opens the database named by the options and brings its schema up to date. */
@@ -623,7 +625,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   const template = !options.databaseUrl && isMemory(options.dataDir) ? schemaTemplateFile() : undefined;
   const loadDataDir = template ? readTemplate(template) : undefined;
   const store = options.databaseUrl
-    ? await openPostgres(options.databaseUrl)
+    ? await openPostgres(options.databaseUrl, options.log)
     : await openPglite(options.dataDir, loadDataDir).catch((error: unknown) => {
         // A template that cannot be loaded is made again by the next new database.
         if (loadDataDir) discardTemplate(template!);
@@ -645,7 +647,7 @@ export async function openDatabase(options: StoreOptions): Promise<Store> {
   return options.databaseUrl ? openPostgres(options.databaseUrl) : openPglite(options.dataDir);
 }
 
-async function openPostgres(databaseUrl: string): Promise<Store> {
+async function openPostgres(databaseUrl: string, log?: (line: string) => void): Promise<Store> {
   const pg = await import('pg');
   const Pool = pg.default.Pool;
   // The hot statements go out named: parsed and planned once per connection (prepared.ts).
@@ -657,7 +659,7 @@ async function openPostgres(databaseUrl: string): Promise<Store> {
   let notifier: PostCommitNotifier | undefined;
   const db = new Kysely<Database>({ dialect: withNotifyOnCommit(withTracing(withSchemaLock(new PostgresDialect({ pool }))), () => notifier!) });
   nameStatementsOf(db, names);
-  notifier = new PostCommitNotifier(db);
+  notifier = new PostCommitNotifier(db, log);
   notifyThrough(db, notifier);
   const listen = async (channel: string, onPayload: (payload: string) => void) => {
     let client: InstanceType<typeof pg.default.Client> | undefined;
