@@ -729,7 +729,8 @@ export class Dispatcher {
    * One statement claims the rows `pick` selects (`id`, `prior_status`, `current_version_id`, locked)
    * and reads what their requests need: the task as it is now, its agent, and the live replicas of
    * its current version. `before` are common table expressions `pick` may use (a completion). With
-   * `report`, one row at least: its value as column `reported` beside the claimed rows (none, nulls).
+   * `report`, one row at least: its value as column `reported` of the first row (beside the first
+   * claimed row, or nulls when none was).
    */
   private claiming(claimer: string, pull: PullStream | undefined, pick: RawBuilder<unknown>, before?: RawBuilder<unknown>, report?: RawBuilder<unknown>) {
     const claimMs = pull ? PULL_CLAIM_MS : this.claimMs();
@@ -750,7 +751,14 @@ export class Dispatcher {
       )
       ${report ? sql`, out AS (` : sql``}
       ${claimedRows(sql`claimed`)}
-      ${report ? sql`) SELECT out.*, r.reported FROM (SELECT ${report} AS reported) r LEFT JOIN out ON true ORDER BY out.id` : sql`ORDER BY claimed.id`}`;
+      ${
+        report
+          ? // The report on the first row alone: on every row, a batch of n completions that claimed n
+            // deliveries sent (and parsed) the n completions n times.
+            sql`) SELECT out.*, CASE WHEN row_number() OVER (ORDER BY out.id) = 1 THEN r.reported END AS reported
+              FROM (SELECT ${report} AS reported) r LEFT JOIN out ON true ORDER BY out.id`
+          : sql`ORDER BY claimed.id`
+      }`;
   }
 
   /** The version's signing secret, read once: the flights that start together share that one read. */
