@@ -6,6 +6,9 @@ import type { ComponentChildren } from 'preact';
 import { useLayoutEffect, useReducer, useRef, useState } from 'preact/hooks';
 
 const OVERSCAN_PX = 600;
+/** Within this of the end, the view is at the end (and follows it). */
+const AT_END_PX = 4;
+const fromEnd = (el: HTMLElement) => el.scrollHeight - el.clientHeight - el.scrollTop;
 
 export function VirtualList<T>(props: {
   items: readonly T[];
@@ -100,9 +103,8 @@ export function VirtualList<T>(props: {
     if (measured) return redraw(0);
     // The reader scrolled up and its scroll event (handled a frame later) is not in yet: a render
     // now (a stream record, a row measured) must not pull the view back to the end.
-    const awayFromEnd = el.scrollHeight - el.clientHeight - el.scrollTop > 4;
-    if (atBottom.current && awayFromEnd && el.scrollTop < lastTop.current - 1) atBottom.current = false;
-    if (atBottom.current && el.scrollHeight - el.clientHeight - el.scrollTop > 2) {
+    if (atBottom.current && fromEnd(el) > AT_END_PX && el.scrollTop < lastTop.current - 1) atBottom.current = false;
+    if (atBottom.current && fromEnd(el) > 2) {
       el.scrollTop = el.scrollHeight;
       lastTop.current = el.scrollTop;
     }
@@ -117,7 +119,7 @@ export function VirtualList<T>(props: {
       frame.current = 0;
       // Following stops when the reader scrolls up, and starts again at the bottom; content growing
       // below (a streamed answer, a row measured taller) does not stop it.
-      const atEnd = el.scrollHeight - el.clientHeight - el.scrollTop <= 4;
+      const atEnd = fromEnd(el) <= AT_END_PX;
       atBottom.current = atEnd || (atBottom.current && el.scrollTop >= lastTop.current - 1);
       lastTop.current = el.scrollTop;
       setView({ top: el.scrollTop, height: el.clientHeight });

@@ -124,8 +124,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const blobDir = options.blobDir ?? (options.dataDir && options.dataDir !== 'memory://' ? path.join(path.dirname(options.dataDir), 'blobs') : undefined);
     blobs = await openBlobStore({ url: process.env.AGENTCTL_BLOB_URL, dir: blobDir });
     app = await buildApp({ store, logger: options.logger, config: options.config, blobs, secretsKey });
-    const log = app.log;
-    warn = (line) => log.warn(line);
+    warn = (line) => app!.log.warn(line);
     const budget = process.env.AGENTCTL_DELIVERY_RETRY_BUDGET_MS;
     const lease = process.env.AGENTCTL_DELIVERY_LEASE_MS;
     const grace = process.env.AGENTCTL_INTERRUPT_GRACE_MS;

@@ -644,7 +644,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
 /** Opens the database named by the options as it is, schema untouched (openStore applies the changes). */
 export async function openDatabase(options: StoreOptions): Promise<Store> {
-  return options.databaseUrl ? openPostgres(options.databaseUrl) : openPglite(options.dataDir);
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.log) : openPglite(options.dataDir);
 }
 
 async function openPostgres(databaseUrl: string, log?: (line: string) => void): Promise<Store> {
