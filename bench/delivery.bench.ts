@@ -5,7 +5,8 @@
 //     beside it a one-row INSERT committed on its own (the durable commit an accepted event needs);
 //  2. events per second through the dispatcher across 100 tasks (deliveries already in the outbox,
 //     the dispatcher started and timed until the agent has them all), against the bare rate of
-//     single-row INSERTs with the same pool (median of interleaved rounds);
+//     single-row INSERTs with the same pool (median of interleaved rounds, after a first round that
+//     is printed, not counted: cold), and how busy the whole machine was meanwhile;
 //  3. the same with an agent that takes the completion lease (answers `deferred`, then reports each
 //     delivery complete through the ADK's own call, Adk.completeDelivery: at once when no report is
 //     on its way, else together with the others in one `POST /deliveries/complete`), against (2);
@@ -31,6 +32,7 @@ import { fork } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import { availableParallelism } from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { Agent, request } from 'undici';
@@ -44,7 +46,7 @@ import { buildApp } from '../src/server/app.js';
 import { unrestricted } from '../src/server/auth/policy.js';
 import { newId } from '../src/server/store/ids.js';
 import { createAdk, type Adk } from '../src/adk/adk.js';
-import { benchEngines, benchService, fmt, hopTable, stampStatements, median, percentile, BENCH_DEPLOY } from './support.js';
+import { benchEngines, benchService, fmt, hopTable, machineBusy, stampStatements, median, percentile, BENCH_DEPLOY } from './support.js';
 
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
 const TASKS = 100;
@@ -308,16 +310,18 @@ async function benchEngine(engine: Engine) {
       // Armed before the clock starts: the agent counts from here and answers once it has `total`.
       await forked.ask({ type: 'arm', deferring, expect: total, checked: taskCount === 1 ? tasks[0].id : null });
       const cpu = process.cpuUsage();
+      const busy = machineBusy();
       const start = now();
       const throughputDispatcher = await startDispatcher(store);
       dispatchers.push(throughputDispatcher);
       const result = (await forked.ask({ type: 'wait' })) as { violations: string[] };
       const seconds = (now() - start) / 1000;
       const used = process.cpuUsage(cpu);
+      const machine = busy();
       violations.push(...result.violations);
       await throughputDispatcher.close();
       dispatchers.pop();
-      return { tasks, total, seconds, cpuMs: (used.user + used.system) / 1000 / total };
+      return { tasks, total, seconds, cpuMs: (used.user + used.system) / 1000 / total, machine };
     };
     // The floor of (2): the same number of single-row inserts, INSERT_CONCURRENCY at a time.
     await sql`CREATE TABLE bench_floor (id bigserial PRIMARY KEY, task_id text NOT NULL, payload jsonb NOT NULL)`.execute(store.db);
@@ -334,15 +338,19 @@ async function benchEngine(engine: Engine) {
       );
       return total / ((now() - insertStart) / 1000);
     };
-    // Rounds of (2), each followed by its floor: a single round measured mostly the first round's
-    // warm-up (both processes cold), which ran at about two thirds of the rate of the rounds after it.
-    const rounds: { dispatchRate: number; insertRate: number; cpuMs: number }[] = [];
+    // Rounds of (2), each followed by its floor, after a first round that is not counted: in it both
+    // processes are cold (code not yet optimised, the dispatcher's connections to the agent new) and it
+    // ran at half the rate of the rounds after it (0.25-0.29 against 0.47-0.54), so a median of three
+    // counted rounds was the lower of the two warm ones. A long-running dispatcher is a warm one.
+    const rounds: { dispatchRate: number; insertRate: number; cpuMs: number; machine: number }[] = [];
+    const cold = await throughput(false);
+    const coldRatio = cold.total / cold.seconds / (await insertRateOf(cold.tasks, cold.total));
     let total = 0;
     for (let r = 0; r < THROUGHPUT_ROUNDS; r++) {
       const round = await throughput(false);
       total = round.total;
       const dispatchRate = round.total / round.seconds;
-      rounds.push({ dispatchRate, insertRate: await insertRateOf(round.tasks, round.total), cpuMs: round.cpuMs });
+      rounds.push({ dispatchRate, insertRate: await insertRateOf(round.tasks, round.total), cpuMs: round.cpuMs, machine: round.machine });
     }
     const dispatchRate = median(rounds.map((r) => r.dispatchRate));
     const insertRate = median(rounds.map((r) => r.insertRate));
@@ -350,16 +358,19 @@ async function benchEngine(engine: Engine) {
     const ratios = rounds.map((r) => r.dispatchRate / r.insertRate);
     console.log(`[${engine}] ${total} deliveries across ${TASKS} tasks through the dispatcher (median of ${THROUGHPUT_ROUNDS} rounds, each against its floor)`);
     console.log(
-      `  ${fmt(dispatchRate)} events/s; bare single-row INSERT ${fmt(insertRate)} rows/s; ratio ${fmt(median(ratios), 2)} (rounds ${ratios.map((x) => fmt(x, 2)).join(', ')})`,
+      `  ${fmt(dispatchRate)} events/s; bare single-row INSERT ${fmt(insertRate)} rows/s; ratio ${fmt(median(ratios), 2)} (rounds ${ratios.map((x) => fmt(x, 2)).join(', ')}; ` +
+        `a first round, cold and not counted, ${fmt(coldRatio, 2)})`,
     );
-    console.log(`  server CPU ${fmt(dispatchCpuMs, 3)} ms per delivery`);
+    console.log(
+      `  server CPU ${fmt(dispatchCpuMs, 3)} ms per delivery; the machine (${availableParallelism()} cores: server, agent, database) ${fmt(median(rounds.map((r) => r.machine)) * 100)}% busy during the rounds`,
+    );
 
     // ---- (3) the same through the completion lease ---------------------------------------------------
     const leased = await throughput(true);
     const leasedRate = leased.total / leased.seconds;
     console.log(`[${engine}] ${leased.total} deliveries across ${TASKS} tasks to an agent that takes the completion lease and reports each complete`);
     console.log(`  ${fmt(leasedRate)} events/s; ratio ${fmt(leasedRate / dispatchRate, 2)} of (2), ${fmt(leasedRate / insertRate, 2)} of the bare INSERT rate`);
-    console.log(`  server CPU ${fmt(leased.cpuMs, 3)} ms per delivery, ${fmt(leased.cpuMs / dispatchCpuMs, 2)}x (2)'s`);
+    console.log(`  server CPU ${fmt(leased.cpuMs, 3)} ms per delivery, ${fmt(leased.cpuMs / dispatchCpuMs, 2)}x (2)'s; the machine ${fmt(leased.machine * 100)}% busy`);
 
     // ---- (4) one task, back to back -------------------------------------------------------------------
     const single = await throughput(false, 1, SINGLE_TASK_EVENTS);

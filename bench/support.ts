@@ -1,4 +1,5 @@
 // Shared by the benchmarks: a throwaway database per engine, and honest timing helpers.
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
 import type { Engine } from '../src/server/store/db.js';
@@ -95,6 +96,29 @@ export function stampStatements(pglite: PGlite | undefined, holds: (x: unknown) 
   };
   return () => {
     target[name] = original;
+  };
+}
+
+/**
+ * The whole machine's busy share (every core, every process: the server, the agent, the database)
+ * from /proc/stat, between this call and the returned function's; NaN where /proc is not there.
+ */
+export function machineBusy(): () => number {
+  const read = () => {
+    try {
+      const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
+      // user nice system idle iowait irq softirq steal: idle and iowait are the idle ones.
+      const idle = fields[3] + fields[4];
+      return { idle, total: fields.slice(0, 8).reduce((a, b) => a + b, 0) };
+    } catch {
+      return undefined;
+    }
+  };
+  const before = read();
+  return () => {
+    const after = read();
+    if (!before || !after || after.total === before.total) return Number.NaN;
+    return 1 - (after.idle - before.idle) / (after.total - before.total);
   };
 }
 
