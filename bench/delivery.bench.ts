@@ -370,7 +370,9 @@ async function benchEngine(engine: Engine) {
     const leasedRate = leased.total / leased.seconds;
     console.log(`[${engine}] ${leased.total} deliveries across ${TASKS} tasks to an agent that takes the completion lease and reports each complete`);
     console.log(`  ${fmt(leasedRate)} events/s; ratio ${fmt(leasedRate / dispatchRate, 2)} of (2), ${fmt(leasedRate / insertRate, 2)} of the bare INSERT rate`);
-    console.log(`  server CPU ${fmt(leased.cpuMs, 3)} ms per delivery, ${fmt(leased.cpuMs / dispatchCpuMs, 2)}x (2)'s; the machine ${fmt(leased.machine * 100)}% busy`);
+    console.log(
+      `  server CPU ${fmt(leased.cpuMs, 3)} ms per delivery, ${fmt(leased.cpuMs / dispatchCpuMs, 2)}x (2)'s; the machine ${fmt(leased.machine * 100)}% busy`,
+    );
 
     // ---- (4) one task, back to back -------------------------------------------------------------------
     const single = await throughput(false, 1, SINGLE_TASK_EVENTS);
