@@ -100,6 +100,32 @@ describe('store on PGlite', () => {
     }
   });
 
+  test('rows written across several WAL segments, each made without zero-filling it, are all there after a restart', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(`${tmpdir()}/agentctl-store-`);
+    try {
+      const first = await openStore({ dataDir: dir });
+      const setting = await sql<{ wal_init_zero: string }>`SHOW wal_init_zero`.execute(first.db);
+      expect(setting.rows[0].wal_init_zero).toBe('off');
+      const start = await sql<{ lsn: string }>`SELECT pg_current_wal_lsn()::text AS lsn`.execute(first.db);
+      // 8 KB rows stored as they are (no compression): about 2.5 segments of 16 MiB of WAL.
+      await sql`CREATE TABLE wal_probe (n int PRIMARY KEY, pad text NOT NULL)`.execute(first.db);
+      await sql`ALTER TABLE wal_probe ALTER pad SET STORAGE EXTERNAL`.execute(first.db);
+      for (let batch = 0; batch < 5; batch++)
+        await sql`INSERT INTO wal_probe SELECT g, repeat(md5(g::text), 256) FROM generate_series(${batch * 1000 + 1}::int, ${(batch + 1) * 1000}::int) g`.execute(first.db);
+      const written = await sql<{ bytes: string }>`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), ${start.rows[0].lsn}::pg_lsn)::bigint::text AS bytes`.execute(first.db);
+      expect(Number(written.rows[0].bytes)).toBeGreaterThan(2 * 16 * 1024 * 1024);
+      await first.close();
+      const second = await openStore({ dataDir: dir });
+      const rows = await sql<{ n: number; bytes: string }>`SELECT count(*)::int AS n, sum(length(pad))::text AS bytes FROM wal_probe`.execute(second.db);
+      expect(rows.rows[0]).toEqual({ n: 5000, bytes: String(5000 * 32 * 256) });
+      await second.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('the first new database made with an empty cache is kept as the template; the next ones, in a directory or in memory, are copies of it with every schema change and no rows', async () => {
     const { existsSync, mkdtempSync, readdirSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
