@@ -113,8 +113,12 @@ describe('store on PGlite', () => {
       await sql`CREATE TABLE wal_probe (n int PRIMARY KEY, pad text NOT NULL)`.execute(first.db);
       await sql`ALTER TABLE wal_probe ALTER pad SET STORAGE EXTERNAL`.execute(first.db);
       for (let batch = 0; batch < 5; batch++)
-        await sql`INSERT INTO wal_probe SELECT g, repeat(md5(g::text), 256) FROM generate_series(${batch * 1000 + 1}::int, ${(batch + 1) * 1000}::int) g`.execute(first.db);
-      const written = await sql<{ bytes: string }>`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), ${start.rows[0].lsn}::pg_lsn)::bigint::text AS bytes`.execute(first.db);
+        await sql`INSERT INTO wal_probe SELECT g, repeat(md5(g::text), 256) FROM generate_series(${batch * 1000 + 1}::int, ${(batch + 1) * 1000}::int) g`.execute(
+          first.db,
+        );
+      const written = await sql<{ bytes: string }>`SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), ${start.rows[0].lsn}::pg_lsn)::bigint::text AS bytes`.execute(
+        first.db,
+      );
       expect(Number(written.rows[0].bytes)).toBeGreaterThan(2 * 16 * 1024 * 1024);
       await first.close();
       const second = await openStore({ dataDir: dir });
