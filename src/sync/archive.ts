@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { Readable, Writable } from 'node:stream';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { createHash, type Hash } from 'node:crypto';
+import { createHash, hash as oneShotHash, type Hash } from 'node:crypto';
 import zlib from 'node:zlib';
 import fs from 'node:fs';
 import { promisify } from 'node:util';
@@ -13,6 +13,10 @@ import { Header, Pax } from 'tar';
 import { TarWalker, type MemberHeader } from './tar-walk.js';
 import { ChecksummedFrames, ZstdCodec } from './zstd.js';
 import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type StatStamp, type TreeEntry } from './tree.js';
+
+/** sha256 (hex) of bytes in hand, in one call: no Hash object per small file. */
+const sha256Of = (data: Buffer) => oneShotHash('sha256', data, 'hex');
+const EMPTY_SHA256 = sha256Of(Buffer.alloc(0));
 
 /** Fixed member mtime: equal trees give equal archive bytes. */
 const ARCHIVE_MTIME = new Date(0);
@@ -397,12 +401,14 @@ async function* tarStream(root: string, entries: PackEntry[], pools: { batch: Bu
         e.size = opened.size;
         e.mode = canonicalMode(opened.mode, 'file');
         e.stamp = opened.stamp;
-        const hash = e.sha256 || !hashMissing ? undefined : createHash('sha256');
+        const toHash = !e.sha256 && hashMissing;
+        // A small file's content is hashed in one call (no Hash object); a large one's as it streams.
+        const hash = toHash && !opened.content ? createHash('sha256') : undefined;
         if (batched + 512 > batch.length) yield flush();
         if (encodePlainHeader(batch, batched, e.path, 'File', e.mode, e.size)) batched += 512;
         else yield* addHeader(e.path, 'File', e.mode, e.size);
         if (opened.content) {
-          hash?.update(opened.content);
+          if (toHash) e.sha256 = sha256Of(opened.content);
           // A small file's content, copied into the batch (it is smaller than one) without add's generator.
           if (batched + opened.content.length > batch.length) yield flush();
           opened.content.copy(batch, batched);
@@ -643,8 +649,9 @@ export async function readArchive(
     },
     refuse,
     (data) => {
-      if (direct) current?.hash?.update(data);
-      else events.push({ kind: 'content', data });
+      if (direct) {
+        if (current) hashContent(current, data);
+      } else events.push({ kind: 'content', data });
     },
     () => {
       if (direct) endMember();
@@ -652,8 +659,17 @@ export async function readArchive(
     },
   );
 
-  /** The member whose content is passing: its hash (unless contents are not hashed), and its writer when there is a sink. */
-  let current: { entry: TreeEntry; hash?: Hash; out?: Writable | MemberWriter } | undefined;
+  /**
+   * The member whose content is passing: its hash (unless contents are not hashed), and its writer
+   * when there is a sink. Content that comes in one piece is hashed in one call (`sha256`), other
+   * content through a Hash: most small files are one slice of a decompressed piece.
+   */
+  let current: { entry: TreeEntry; hash?: Hash; sha256?: string; out?: Writable | MemberWriter } | undefined;
+  const hashContent = (member: NonNullable<typeof current>, data: Buffer) => {
+    if (!hashing) return;
+    if (!member.hash && data.length === member.entry.size) member.sha256 = sha256Of(data);
+    else (member.hash ??= createHash('sha256')).update(data);
+  };
   /** Contents are hashed unless trustFrameChecksums and the first frame has a checksum (decided on the first chunk). */
   let hashing = true;
   /** Walks the compressed stream's frame and block headers (trustFrameChecksums). */
@@ -682,7 +698,7 @@ export async function readArchive(
       current = undefined;
       return sink && (entry.kind === 'dir' ? sink.dir(entry) : sink.symlink(entry));
     }
-    current = { entry, hash: hashing ? createHash('sha256') : undefined };
+    current = { entry };
     if (sink) return sink.file(entry).then((out) => void (current!.out = out));
     return undefined;
   }
@@ -690,7 +706,7 @@ export async function readArchive(
   const passContent = (data: Buffer): Promise<void> | undefined => {
     const member = current;
     if (!member) return undefined;
-    member.hash?.update(data);
+    hashContent(member, data);
     const out = member.out;
     if (!out) return undefined;
     if (!(out instanceof Writable)) return void out.write(data);
@@ -701,7 +717,7 @@ export async function readArchive(
     const member = current;
     if (!member) return undefined;
     const out = member.out;
-    member.entry.sha256 = member.hash ? member.hash.digest('hex') : '';
+    member.entry.sha256 = member.hash ? member.hash.digest('hex') : (member.sha256 ?? (hashing ? EMPTY_SHA256 : ''));
     current = undefined;
     if (!out) return undefined;
     out.end();
