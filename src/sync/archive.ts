@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { Readable, Writable } from 'node:stream';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { createHash, type Hash } from 'node:crypto';
+import { createHash, hash as oneShotHash, type Hash } from 'node:crypto';
 import zlib from 'node:zlib';
 import fs from 'node:fs';
 import { promisify } from 'node:util';
@@ -13,6 +13,10 @@ import { Header, Pax } from 'tar';
 import { TarWalker, type MemberHeader } from './tar-walk.js';
 import { ChecksummedFrames, ZstdCodec } from './zstd.js';
 import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type StatStamp, type TreeEntry } from './tree.js';
+
+/** sha256 (hex) of bytes in hand, in one call: no Hash object per small file. */
+const sha256Of = (data: Buffer) => oneShotHash('sha256', data, 'hex');
+const EMPTY_SHA256 = sha256Of(Buffer.alloc(0));
 
 /** Fixed member mtime: equal trees give equal archive bytes. */
 const ARCHIVE_MTIME = new Date(0);
@@ -192,45 +196,53 @@ function openFailure(file: string, error: unknown): undefined {
  * less than three round trips to the thread pool, each of which (on the loaded 2-core bench machine)
  * took about 25 µs of this thread's time and two context switches (10,000 files: 0.7 s of 1.5 s).
  */
-async function openMember(file: string, walked: PackEntry, small: BufferPool): Promise<OpenedFile | undefined> {
+function openMember(file: string, walked: PackEntry, small: BufferPool): OpenedFile | undefined | Promise<OpenedFile | undefined> {
+  if (walked.size >= SMALL_FILE) return openLarge(file);
   let fd: number;
-  if (walked.size < SMALL_FILE) {
-    try {
-      fd = fs.openSync(file, OPEN_FLAGS);
-    } catch (error) {
-      return openFailure(file, error);
-    }
-    const pooled = small.get();
-    try {
-      let bytesRead: number;
-      try {
-        bytesRead = fs.readSync(fd, pooled, 0, pooled.length, 0);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        throw code === 'EISDIR' || code === 'EAGAIN' ? new TreeChangedError(`${file} is no longer a regular file: sync again`) : error;
-      }
-      if (bytesRead < pooled.length) {
-        fs.closeSync(fd);
-        return { content: pooled.subarray(0, bytesRead), pooled, size: bytesRead, mode: walked.mode, stamp: walked.stamp };
-      }
-    } catch (error) {
-      small.put(pooled);
-      try {
-        fs.closeSync(fd);
-      } catch {
-        /* the first failure is the one to report */
-      }
-      throw error;
-    }
-    // It grew past a small file since the walk: stream it.
-    small.put(pooled);
-  } else {
-    try {
-      fd = await openFd(file, OPEN_FLAGS);
-    } catch (error) {
-      return openFailure(file, error);
-    }
+  try {
+    fd = fs.openSync(file, OPEN_FLAGS);
+  } catch (error) {
+    return openFailure(file, error);
   }
+  const pooled = small.get();
+  try {
+    let bytesRead: number;
+    try {
+      bytesRead = fs.readSync(fd, pooled, 0, pooled.length, 0);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      throw code === 'EISDIR' || code === 'EAGAIN' ? new TreeChangedError(`${file} is no longer a regular file: sync again`) : error;
+    }
+    if (bytesRead < pooled.length) {
+      fs.closeSync(fd);
+      return { content: pooled.subarray(0, bytesRead), pooled, size: bytesRead, mode: walked.mode, stamp: walked.stamp };
+    }
+  } catch (error) {
+    small.put(pooled);
+    try {
+      fs.closeSync(fd);
+    } catch {
+      /* the first failure is the one to report */
+    }
+    throw error;
+  }
+  // It grew past a small file since the walk: stream it.
+  small.put(pooled);
+  return streamed(file, fd);
+}
+
+async function openLarge(file: string): Promise<OpenedFile | undefined> {
+  let fd: number;
+  try {
+    fd = await openFd(file, OPEN_FLAGS);
+  } catch (error) {
+    return openFailure(file, error);
+  }
+  return streamed(file, fd);
+}
+
+/** A large file's descriptor, fstat'ed: it is described by what is open. */
+async function streamed(file: string, fd: number): Promise<OpenedFile> {
   try {
     const st = await fstatFd(fd);
     if (!st.isFile()) throw new TreeChangedError(`${file} is no longer a regular file: sync again`);
@@ -243,16 +255,88 @@ async function openMember(file: string, walked: PackEntry, small: BufferPool): P
 
 const ZERO_BLOCKS = Buffer.alloc(1024);
 
+/**
+ * The ustar block the `tar` package's Header encodes for every member here (owners zeroed, mtime
+ * ARCHIVE_MTIME, no link), with the path, mode, size and type fields zeroed: encodePlainHeader
+ * writes those and the checksum. Its byte sum, checksum field counted as spaces, is PLAIN_BASE_SUM.
+ */
+const PLAIN_TEMPLATE = (() => {
+  const block = Buffer.alloc(512);
+  new Header({ path: 'x', type: 'File', mode: 0, size: 0, mtime: ARCHIVE_MTIME, uid: 0, gid: 0, uname: '', gname: '' }).encode(block, 0);
+  block.fill(0, 0, 100);
+  block.fill(0, 100, 108);
+  block.fill(0, 124, 136);
+  block.fill(0x20, 148, 156);
+  block[156] = 0;
+  return block;
+})();
+const PLAIN_BASE_SUM = PLAIN_TEMPLATE.reduce((n, b) => n + b, 0);
+/** The largest size the 12-byte field holds in octal (the Header's limit: larger ones take a pax header). */
+const MAX_PLAIN_SIZE = 0o77777777777;
+const PLAIN_TYPES = { File: 0x30, Directory: 0x35 } as const;
+
+/** Writes `digits` (octal) as the Header does into a `width`-byte field at `at`: zero-padded, then ' ' and NUL (or NUL alone when full); their byte sum. */
+function octalField(buf: Buffer, at: number, width: number, digits: string): number {
+  const pad = width - 2 - digits.length;
+  let sum = 0;
+  let i = at;
+  for (let k = 0; k < pad; k++, i++) {
+    buf[i] = 0x30;
+    sum += 0x30;
+  }
+  for (let k = 0; k < digits.length; k++, i++) {
+    const c = digits.charCodeAt(k);
+    buf[i] = c;
+    sum += c;
+  }
+  if (pad >= 0) {
+    buf[i++] = 0x20;
+    sum += 0x20;
+  }
+  buf[i] = 0;
+  return sum;
+}
+
+/**
+ * The header block of a file or directory whose path is ASCII and shorter than 100 bytes, written
+ * at `at` as the `tar` package's Header.encode writes it (the same bytes: test/unit/sync-archive),
+ * without its object, string padding and field-by-field writes: at 50,000 small files those were
+ * the packer's largest cost after the system calls. False (nothing written) for any other member.
+ */
+export function encodePlainHeader(buf: Buffer, at: number, path_: string, type: keyof typeof PLAIN_TYPES, mode: number, size: number): boolean {
+  if (path_.length >= 100 || size > MAX_PLAIN_SIZE || size < 0 || mode < 0 || mode > 0o7777777 || !Number.isInteger(size) || !Number.isInteger(mode))
+    return false;
+  let sum = PLAIN_BASE_SUM;
+  for (let i = 0; i < path_.length; i++) {
+    const c = path_.charCodeAt(i);
+    if (c >= 0x80) return false;
+    sum += c;
+  }
+  PLAIN_TEMPLATE.copy(buf, at);
+  buf.write(path_, at, 'latin1');
+  sum += octalField(buf, at + 100, 8, mode.toString(8));
+  sum += octalField(buf, at + 124, 12, size.toString(8));
+  buf[at + 156] = PLAIN_TYPES[type];
+  sum += PLAIN_TYPES[type];
+  octalField(buf, at + 148, 8, sum.toString(8));
+  return true;
+}
+
 /** The tar bytes of `entries`, in pieces of about BATCH_SIZE. */
 async function* tarStream(root: string, entries: PackEntry[], pools: { batch: BufferPool; small: BufferPool }, hashMissing = true): AsyncGenerator<Piece> {
   const files = entries.filter((e) => e.kind === 'file');
-  // Files opened ahead, in archive order; a failure surfaces when its turn comes.
-  const ahead: Promise<OpenedFile | undefined>[] = [];
+  // Large files opened ahead on the thread pool, in archive order (undefined for a small file, read
+  // on this thread when its turn comes: no promise per file); a failure surfaces when its turn comes.
+  const ahead: (Promise<OpenedFile | undefined> | undefined)[] = [];
   let nextToOpen = 0;
   const fill = () => {
     while (ahead.length < READ_AHEAD && nextToOpen < files.length) {
       const file = files[nextToOpen++]!;
-      const p = openMember(path.join(root, file.path), file, pools.small);
+      if (file.size < SMALL_FILE) {
+        ahead.push(undefined);
+        continue;
+      }
+      const p = openLarge(path.join(root, file.path));
       p.catch(() => undefined); // observed when taken
       ahead.push(p);
     }
@@ -294,14 +378,22 @@ async function* tarStream(root: string, entries: PackEntry[], pools: { batch: Bu
     yield* add(new Pax({ path: path_, linkpath, size, mtime: ARCHIVE_MTIME }).encode(), block);
   }
 
+  // path.join(root, e.path) for a walked path (no '.', '..' or empty components), without its normalizing per file.
+  const normalRoot = path.normalize(root);
+  const prefix = normalRoot === '.' ? '' : normalRoot.endsWith('/') ? normalRoot : `${normalRoot}/`;
   try {
     fill();
     for (const e of entries) {
-      if (e.kind === 'dir') yield* addHeader(`${e.path}/`, 'Directory', e.mode, 0);
-      else if (e.kind === 'symlink') yield* addHeader(e.path, 'SymbolicLink', 0o777, 0, e.linkpath);
+      if (e.kind === 'dir') {
+        if (batched + 512 > batch.length) yield flush();
+        if (encodePlainHeader(batch, batched, `${e.path}/`, 'Directory', e.mode, 0)) batched += 512;
+        else yield* addHeader(`${e.path}/`, 'Directory', e.mode, 0);
+      } else if (e.kind === 'symlink') yield* addHeader(e.path, 'SymbolicLink', 0o777, 0, e.linkpath);
       else {
-        const opened = await ahead.shift()!;
+        const early = ahead.shift();
         fill();
+        const member = early ?? openMember(`${prefix}${e.path}`, e, pools.small);
+        const opened = member instanceof Promise ? await member : member;
         if (!opened) {
           e.vanished = true;
           continue;
@@ -309,11 +401,18 @@ async function* tarStream(root: string, entries: PackEntry[], pools: { batch: Bu
         e.size = opened.size;
         e.mode = canonicalMode(opened.mode, 'file');
         e.stamp = opened.stamp;
-        const hash = e.sha256 || !hashMissing ? undefined : createHash('sha256');
-        yield* addHeader(e.path, 'File', e.mode, e.size);
+        const toHash = !e.sha256 && hashMissing;
+        // A small file's content is hashed in one call (no Hash object); a large one's as it streams.
+        const hash = toHash && !opened.content ? createHash('sha256') : undefined;
+        if (batched + 512 > batch.length) yield flush();
+        if (encodePlainHeader(batch, batched, e.path, 'File', e.mode, e.size)) batched += 512;
+        else yield* addHeader(e.path, 'File', e.mode, e.size);
         if (opened.content) {
-          hash?.update(opened.content);
-          yield* add(opened.content);
+          if (toHash) e.sha256 = sha256Of(opened.content);
+          // A small file's content, copied into the batch (it is smaller than one) without add's generator.
+          if (batched + opened.content.length > batch.length) yield flush();
+          opened.content.copy(batch, batched);
+          batched += opened.content.length;
           pools.small.put(opened.pooled!);
         } else {
           const fd = opened.fd!;
@@ -344,7 +443,12 @@ async function* tarStream(root: string, entries: PackEntry[], pools: { batch: Bu
           }
         }
         if (hash) e.sha256 = hash.digest('hex');
-        if (e.size % 512) yield* add(ZERO_BLOCKS.subarray(0, 512 - (e.size % 512)));
+        if (e.size % 512) {
+          const padding = 512 - (e.size % 512);
+          if (batched + padding > batch.length) yield flush();
+          batch.fill(0, batched, batched + padding);
+          batched += padding;
+        }
       }
       if (batched >= BATCH_SIZE - 512) yield flush();
     }
@@ -352,7 +456,7 @@ async function* tarStream(root: string, entries: PackEntry[], pools: { batch: Bu
     if (batched) yield flush();
   } finally {
     // Stopped early (an error, or the consumer went away): close what was opened ahead.
-    for (const p of ahead) void p.then((o) => (o?.fd === undefined ? undefined : closeFd(o.fd))).catch(() => undefined);
+    for (const p of ahead) void p?.then((o) => (o?.fd === undefined ? undefined : closeFd(o.fd))).catch(() => undefined);
   }
 }
 
@@ -545,8 +649,9 @@ export async function readArchive(
     },
     refuse,
     (data) => {
-      if (direct) current?.hash?.update(data);
-      else events.push({ kind: 'content', data });
+      if (direct) {
+        if (current) hashContent(current, data);
+      } else events.push({ kind: 'content', data });
     },
     () => {
       if (direct) endMember();
@@ -554,8 +659,17 @@ export async function readArchive(
     },
   );
 
-  /** The member whose content is passing: its hash (unless contents are not hashed), and its writer when there is a sink. */
-  let current: { entry: TreeEntry; hash?: Hash; out?: Writable | MemberWriter } | undefined;
+  /**
+   * The member whose content is passing: its hash (unless contents are not hashed), and its writer
+   * when there is a sink. Content that comes in one piece is hashed in one call (`sha256`), other
+   * content through a Hash: most small files are one slice of a decompressed piece.
+   */
+  let current: { entry: TreeEntry; hash?: Hash; sha256?: string; out?: Writable | MemberWriter } | undefined;
+  const hashContent = (member: NonNullable<typeof current>, data: Buffer) => {
+    if (!hashing) return;
+    if (!member.hash && data.length === member.entry.size) member.sha256 = sha256Of(data);
+    else (member.hash ??= createHash('sha256')).update(data);
+  };
   /** Contents are hashed unless trustFrameChecksums and the first frame has a checksum (decided on the first chunk). */
   let hashing = true;
   /** Walks the compressed stream's frame and block headers (trustFrameChecksums). */
@@ -584,7 +698,7 @@ export async function readArchive(
       current = undefined;
       return sink && (entry.kind === 'dir' ? sink.dir(entry) : sink.symlink(entry));
     }
-    current = { entry, hash: hashing ? createHash('sha256') : undefined };
+    current = { entry };
     if (sink) return sink.file(entry).then((out) => void (current!.out = out));
     return undefined;
   }
@@ -592,7 +706,7 @@ export async function readArchive(
   const passContent = (data: Buffer): Promise<void> | undefined => {
     const member = current;
     if (!member) return undefined;
-    member.hash?.update(data);
+    hashContent(member, data);
     const out = member.out;
     if (!out) return undefined;
     if (!(out instanceof Writable)) return void out.write(data);
@@ -603,7 +717,7 @@ export async function readArchive(
     const member = current;
     if (!member) return undefined;
     const out = member.out;
-    member.entry.sha256 = member.hash ? member.hash.digest('hex') : '';
+    member.entry.sha256 = member.hash ? member.hash.digest('hex') : (member.sha256 ?? (hashing ? EMPTY_SHA256 : ''));
     current = undefined;
     if (!out) return undefined;
     out.end();

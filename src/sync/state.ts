@@ -145,6 +145,36 @@ export async function saveState(file: string, state: Omit<SyncState, 'digest'>):
   await rename(tmp, file);
 }
 
+/** A state but for its base: what syncUp makes ready while it waits for the server's checksum. */
+export interface PreparedState {
+  recordedAt: number;
+  /** The entries' tree checksum: the digest is recorded only if the base turns out to be this. */
+  checksum: string;
+  digest: string | undefined;
+  /** The entries as saveState writes them (JSON of the toCachedEntry record). */
+  entriesText: string;
+}
+
+/** The state of `entries` (in path byte order, as a walk gives them, every file hashed), all but its base. */
+export function prepareState(entries: readonly (TreeEntry & { stamp?: StatStamp })[], recordedAt: number): PreparedState {
+  return {
+    recordedAt,
+    checksum: treeChecksum(entries),
+    digest: walkDigest(entries, recordedAt),
+    entriesText: JSON.stringify(Object.fromEntries(entries.map((e) => [e.path, toCachedEntry(e)]))),
+  };
+}
+
+/** saveState of a prepared state once its base is known (see saveState). */
+export async function savePreparedState(file: string, base: string, prepared: PreparedState): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+  const digest = prepared.checksum === base ? prepared.digest : undefined;
+  const header: StateHeader = { version: 2, base, recordedAt: prepared.recordedAt, ...(digest ? { digest } : {}) };
+  await writeFile(tmp, `${JSON.stringify(header)}\n${prepared.entriesText}`);
+  await rename(tmp, file);
+}
+
 /** The cached hash of an entry, if its stamp still matches and was not taken too soon after a write. */
 export function cachedHash(state: SyncState, path_: string, stamp: StatStamp): string | undefined {
   const cached = state.entries[path_];

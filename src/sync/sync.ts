@@ -20,7 +20,7 @@ import {
   type MemberWriter,
   type PackEntry,
 } from './archive.js';
-import { cachedHash, defaultStateFile, loadState, saveState, toCachedEntry, walkDigest, type SyncState } from './state.js';
+import { cachedHash, defaultStateFile, loadState, prepareState, savePreparedState, saveState, toCachedEntry, walkDigest, type SyncState } from './state.js';
 import { eachLimit, hashFile, loadIgnoreRules, treeChecksum, walkTree, type StatStamp, type TreeEntry } from './tree.js';
 
 /** Where the archives live and the key that may read or write them. */
@@ -320,6 +320,15 @@ async function syncUpTo(transport: SyncTransport, archivePath: string, dir: stri
     unhashedBytes >= SERVER_HASHES_MIN.uploadContentBytes && unhashedBytes >= SERVER_HASHES_MIN.uploadBytesPerEntry * entries.length ? manifestPath : undefined;
   let sent = 0;
   let archiveError: Error | undefined;
+  // What was archived: sizes, modes and hashes as read, files gone since the walk left out.
+  const prepareUpload = () => {
+    const packed = (entries as (LocalEntry & { vanished?: boolean })[]).filter((e) => !e.vanished);
+    return {
+      counts: countChanges(new Map(Object.entries(state.entries)), new Map(packed.map((e) => [e.path, e]))),
+      state: prepareState(packed, startedAt),
+    };
+  };
+  let prepared: ReturnType<typeof prepareUpload> | undefined;
   // The archive goes to undici as an async iterable, the consumer packedArchive's reused output
   // buffers need (see there). undici ends the iteration (and so the packing, its files closed) when
   // the request ends first: an early 412, a dropped connection.
@@ -330,6 +339,17 @@ async function syncUpTo(transport: SyncTransport, archivePath: string, dir: stri
         options.onProgress?.({ phase: 'upload', bytes: sent });
         yield piece;
       }
+      // Every file is hashed now: the state is made ready while the server finishes (its checks of
+      // the last bytes, its blob and database writes), once undici has sent the request's end. Made
+      // after the answer, the state of 50,000 files cost 110-140 ms of CPU there; now 11-14 ms are left.
+      if (!serverHashed)
+        setImmediate(() => {
+          try {
+            prepared ??= prepareUpload();
+          } catch {
+            /* made again after the answer, where a failure is the sync's */
+          }
+        });
     } catch (error) {
       archiveError = error as Error;
       throw error;
@@ -347,6 +367,12 @@ async function syncUpTo(transport: SyncTransport, archivePath: string, dir: stri
   });
   if (response.statusCode >= 300) throw await failure(response.statusCode, response.body);
   const accepted = (await response.body.json()) as { archive_checksum: string };
+  if (!serverHashed) {
+    const ready = prepared ?? prepareUpload();
+    // The server's checksum is the base: if a file changed while it was packed, the next syncUp sees it.
+    await savePreparedState(stateFile, accepted.archive_checksum, ready.state);
+    return { ...ready.counts, bytes: sent, checksum: accepted.archive_checksum };
+  }
   // What was archived: sizes, modes and hashes as read, files gone since the walk left out.
   const packed = (entries as (LocalEntry & { vanished?: boolean })[]).filter((e) => !e.vanished);
   await hashesAfterUpload(transport, serverHashed, accepted.archive_checksum, dir, packed, options);

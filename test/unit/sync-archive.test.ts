@@ -10,6 +10,8 @@ import zlib from 'node:zlib';
 import { loadIgnoreRules, packTree, readArchive, syncDown, treeChecksum, walkTree, EMPTY_TREE_CHECKSUM } from '../../src/sync/index.js';
 import { describeTree, paxRecord, rawTar, tempDir, writeTree, zstd } from '../support/trees.js';
 import { ChecksummedFrames, ZstdCodec } from '../../src/sync/zstd.js';
+import { encodePlainHeader } from '../../src/sync/archive.js';
+import { Header } from 'tar';
 
 describe('packTree', () => {
   test('writes a tar that GNU tar extracts to the same tree, and hashes what it read', async () => {
@@ -32,6 +34,33 @@ describe('packTree', () => {
     const read = await readArchive(Readable.from([tar]));
     expect(read.entries).toEqual(entries.map(({ path: p, kind, mode, size, sha256, linkpath }) => ({ path: p, kind, mode, size, sha256, linkpath })));
     expect(read.checksum).toBe(treeChecksum(entries as never));
+  });
+});
+
+describe('the packer against its references', () => {
+  test("encodePlainHeader writes the tar package's Header bytes, and declines what needs more than a plain header", () => {
+    const paths = ['a', 'dir/', 'd0/f1.txt', 'x'.repeat(98), 'x'.repeat(99), `${'y'.repeat(98)}/`, 'tab\there', 'q"uote\\', 'ünï', 'x'.repeat(100), '\u007f'];
+    const sizes = [0, 1, 511, 512, 4096, 0o7777777777, 0o77777777777, 0o77777777777 + 1];
+    const modes = [0o644, 0o755, 0o600, 0o4755, 0o7777, 0];
+    let plain = 0;
+    for (const p of paths)
+      for (const size of sizes)
+        for (const mode of modes)
+          for (const type of ['File', 'Directory'] as const) {
+            const ours = Buffer.alloc(1024, 0xee);
+            const theirs = Buffer.alloc(1024, 0xee).fill(0, 300, 812);
+            const encoded = encodePlainHeader(ours, 300, p, type, mode, size);
+            const needsPax = new Header({ path: p, type, mode, size, mtime: new Date(0), uid: 0, gid: 0, uname: '', gname: '' }).encode(theirs, 300);
+            // Taken for every ASCII path under 100 bytes and size the field holds (others go to the Header).
+            expect(encoded, `${JSON.stringify(p)} ${size} ${mode}`).toBe(
+              p.length < 100 && [...p].every((c) => c.charCodeAt(0) < 0x80) && size <= 0o77777777777,
+            );
+            if (!encoded) continue;
+            expect(needsPax).toBe(false);
+            expect(ours.equals(theirs), `${JSON.stringify(p)} ${size} ${mode}`).toBe(true);
+            plain++;
+          }
+    expect(plain).toBeGreaterThan(0);
   });
 });
 
