@@ -134,14 +134,18 @@ export async function loadState(file: string): Promise<SyncState> {
  * base's tree (their checksum is `base`).
  */
 export async function saveState(file: string, state: Omit<SyncState, 'digest'>): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
   const list = Object.entries(state.entries)
     .map(([p, e]) => ({ ...e, path: p }))
     .sort((a, b) => comparePaths(a.path, b.path));
   const digest = state.base !== null && treeChecksum(list) === state.base ? walkDigest(list, state.recordedAt) : undefined;
-  const header: StateHeader = { version: 2, base: state.base, recordedAt: state.recordedAt, ...(digest ? { digest } : {}) };
-  await writeFile(tmp, `${JSON.stringify(header)}\n${JSON.stringify(state.entries)}`);
+  await writeStateFile(file, { version: 2, base: state.base, recordedAt: state.recordedAt, ...(digest ? { digest } : {}) }, JSON.stringify(state.entries));
+}
+
+/** The header line and the entries' JSON, to a temporary file renamed into place. */
+async function writeStateFile(file: string, header: StateHeader, entriesText: string): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+  await writeFile(tmp, `${JSON.stringify(header)}\n${entriesText}`);
   await rename(tmp, file);
 }
 
@@ -167,12 +171,8 @@ export function prepareState(entries: readonly (TreeEntry & { stamp?: StatStamp 
 
 /** saveState of a prepared state once its base is known (see saveState). */
 export async function savePreparedState(file: string, base: string, prepared: PreparedState): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
-  const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
   const digest = prepared.checksum === base ? prepared.digest : undefined;
-  const header: StateHeader = { version: 2, base, recordedAt: prepared.recordedAt, ...(digest ? { digest } : {}) };
-  await writeFile(tmp, `${JSON.stringify(header)}\n${prepared.entriesText}`);
-  await rename(tmp, file);
+  await writeStateFile(file, { version: 2, base, recordedAt: prepared.recordedAt, ...(digest ? { digest } : {}) }, prepared.entriesText);
 }
 
 /** The cached hash of an entry, if its stamp still matches and was not taken too soon after a write. */

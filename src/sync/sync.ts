@@ -321,12 +321,11 @@ async function syncUpTo(transport: SyncTransport, archivePath: string, dir: stri
   let sent = 0;
   let archiveError: Error | undefined;
   // What was archived: sizes, modes and hashes as read, files gone since the walk left out.
+  const archived = () => (entries as (LocalEntry & { vanished?: boolean })[]).filter((e) => !e.vanished);
+  const changesTo = (packed: LocalEntry[]) => countChanges(new Map(Object.entries(state.entries)), new Map(packed.map((e) => [e.path, e])));
   const prepareUpload = () => {
-    const packed = (entries as (LocalEntry & { vanished?: boolean })[]).filter((e) => !e.vanished);
-    return {
-      counts: countChanges(new Map(Object.entries(state.entries)), new Map(packed.map((e) => [e.path, e]))),
-      state: prepareState(packed, startedAt),
-    };
+    const packed = archived();
+    return { counts: changesTo(packed), state: prepareState(packed, startedAt) };
   };
   let prepared: ReturnType<typeof prepareUpload> | undefined;
   // The archive goes to undici as an async iterable, the consumer packedArchive's reused output
@@ -373,10 +372,9 @@ async function syncUpTo(transport: SyncTransport, archivePath: string, dir: stri
     await savePreparedState(stateFile, accepted.archive_checksum, ready.state);
     return { ...ready.counts, bytes: sent, checksum: accepted.archive_checksum };
   }
-  // What was archived: sizes, modes and hashes as read, files gone since the walk left out.
-  const packed = (entries as (LocalEntry & { vanished?: boolean })[]).filter((e) => !e.vanished);
+  const packed = archived();
   await hashesAfterUpload(transport, serverHashed, accepted.archive_checksum, dir, packed, options);
-  const counts = countChanges(new Map(Object.entries(state.entries)), new Map(packed.map((e) => [e.path, e])));
+  const counts = changesTo(packed);
   // The server's checksum is the base: if a file changed while it was packed, the next syncUp sees it.
   await saveState(stateFile, { base: accepted.archive_checksum, recordedAt: startedAt, entries: cacheOf(packed) });
   return { ...counts, bytes: sent, checksum: accepted.archive_checksum };
