@@ -12,7 +12,17 @@ import path from 'node:path';
 import { Header, Pax } from 'tar';
 import { TarWalker, type MemberHeader } from './tar-walk.js';
 import { ChecksummedFrames, ZstdCodec } from './zstd.js';
-import { canonicalMode, linkStaysInside, normalizeMemberPath, sha256Text, treeChecksum, unsafeMemberPath, type StatStamp, type TreeEntry } from './tree.js';
+import {
+  canonicalMode,
+  joinPrefix,
+  linkStaysInside,
+  normalizeMemberPath,
+  sha256Text,
+  treeChecksum,
+  unsafeMemberPath,
+  type StatStamp,
+  type TreeEntry,
+} from './tree.js';
 
 /** sha256 (hex) of bytes in hand, in one call: no Hash object per small file. */
 const sha256Of = (data: Buffer) => oneShotHash('sha256', data, 'hex');
@@ -378,9 +388,7 @@ async function* tarStream(root: string, entries: PackEntry[], pools: { batch: Bu
     yield* add(new Pax({ path: path_, linkpath, size, mtime: ARCHIVE_MTIME }).encode(), block);
   }
 
-  // path.join(root, e.path) for a walked path (no '.', '..' or empty components), without its normalizing per file.
-  const normalRoot = path.normalize(root);
-  const prefix = normalRoot === '.' ? '' : normalRoot.endsWith('/') ? normalRoot : `${normalRoot}/`;
+  const prefix = joinPrefix(root);
   try {
     fill();
     for (const e of entries) {

@@ -188,6 +188,16 @@ export interface WalkedEntry extends Omit<TreeEntry, 'sha256'> {
 }
 
 /**
+ * What `path.join(dir, rel)` puts before `rel`, for relative paths that need no normalizing (a
+ * listed name, a walked path: no '.', '..' or empty components): joined by concatenation, without
+ * path.join's normalizing of every path.
+ */
+export function joinPrefix(dir: string): string {
+  const normal = path.normalize(dir);
+  return normal === '.' ? '' : normal.endsWith('/') ? normal : `${normal}/`;
+}
+
+/**
  * Lists a directory tree in path byte order: regular files, directories, and symlinks that stay
  * inside the tree. Ignored paths, other file types and escaping links are left out. Hashes are
  * not computed here (see hashEntries).
@@ -202,9 +212,7 @@ export async function walkTree(root: string, rules: IgnoreRules): Promise<Walked
     // A directory's ignore file is read only when the listing has one: asking every directory for
     // it (a failed open on the thread pool each) kept a walk of 500 directories waiting ~0.1 s.
     if (names.includes(IGNORE_FILE)) await rules.enter(rel);
-    // path.join(dirPath, name) for a listed name, without normalizing per entry.
-    const normal = path.normalize(dirPath);
-    const prefix = normal === '.' ? '' : normal.endsWith('/') ? normal : `${normal}/`;
+    const prefix = joinPrefix(dirPath);
     const stats = names.map((name) => lstatSync(prefix + name));
     for (const [i, name] of names.entries()) {
       const childRel = rel ? `${rel}/${name}` : name;
