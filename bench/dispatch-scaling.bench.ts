@@ -4,6 +4,11 @@
 // delivery; no dispatcher runs while it fills), each against the bare rate of single-row INSERTs with the same pool measured in the
 // same run. Every task's deliveries must reach the agent in order, one at a time: the run fails
 // otherwise.
+// Then, on PGlite, the same 100-task row again and again (BENCH_SCALING_ROUNDS, 10), with the embedded
+// autovacuum (store/vacuum.ts) off, as PGlite alone is, and on with its passes every
+// BENCH_VACUUM_INTERVAL_MS (2000: the server's is PostgreSQL's naptime, 60 s, against far more
+// deliveries): each round's rate against the first round's, and the size of the partial indexes
+// of open deliveries the claims read.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
@@ -13,16 +18,27 @@ import { startDispatcher } from '../src/server/delivery/dispatcher.js';
 import { signingSecretFor } from '../src/server/domain/registration.js';
 import { createEvent } from '../src/server/domain/conversation.js';
 import { unrestricted } from '../src/server/auth/policy.js';
-import { benchEngines, benchService, fmt, BENCH_DEPLOY } from './support.js';
+import { benchEngines, benchService, fmt, median, BENCH_DEPLOY } from './support.js';
 
 const TOTAL_EVENTS = Number(process.env.BENCH_SCALING_EVENTS ?? 1000);
 const TASK_COUNTS = (process.env.BENCH_SCALING_TASKS ?? '1,10,100,1000').split(',').map(Number);
 const INSERT_CONCURRENCY = 10;
+const SUSTAINED_ROUNDS = Number(process.env.BENCH_SCALING_ROUNDS ?? 10);
+const VACUUM_INTERVAL_MS = Number(process.env.BENCH_VACUUM_INTERVAL_MS ?? 2000);
 
 const now = () => performance.now();
 
-async function benchEngine(engine: Engine) {
-  const service = await benchService(engine);
+interface Row {
+  tasks: number;
+  deliveries: number;
+  rate: number;
+  floor: number;
+  /** The partial indexes of open deliveries (claim order, per task), bytes, before the round. */
+  openIndexBytes: number;
+}
+
+async function benchEngine(engine: Engine, taskCounts: number[], storeOptions: { vacuum?: boolean; vacuumIntervalMs?: number } = {}): Promise<Row[]> {
+  const service = await benchService(engine, { store: storeOptions });
   const { store, orgId, call } = service;
 
   // The agent: verifies each delivery, checks each task's events come in order and one at a time.
@@ -95,8 +111,8 @@ async function benchEngine(engine: Engine) {
       return count / ((now() - start) / 1000);
     };
 
-    const rows: { tasks: number; deliveries: number; rate: number; floor: number }[] = [];
-    for (const taskCount of TASK_COUNTS) {
+    const rows: Row[] = [];
+    for (const taskCount of taskCounts) {
       const eventsPerTask = Math.max(1, Math.round(TOTAL_EVENTS / taskCount));
       const tasks: { id: string }[] = [];
       for (let i = 0; i < taskCount; i += 16) {
@@ -112,6 +128,9 @@ async function benchEngine(engine: Engine) {
         .select(sql<number>`count(*)::int`.as('n'))
         .where('status', '=', 'pending')
         .executeTakeFirstOrThrow();
+      const size = await sql<{
+        bytes: string;
+      }>`SELECT (pg_relation_size('deliveries_claim_order') + pg_relation_size('deliveries_open'))::text AS bytes`.execute(store.db);
       const before = received;
       const start = now();
       const dispatcher = await startDispatcher(store);
@@ -120,19 +139,43 @@ async function benchEngine(engine: Engine) {
       await dispatcher.close();
       // The floor, right after (interleaved with the rows): as many single-row INSERTs.
       const floor = await insertRate(pending.n);
-      rows.push({ tasks: taskCount, deliveries: pending.n, rate, floor });
+      rows.push({ tasks: taskCount, deliveries: pending.n, rate, floor, openIndexBytes: Number(size.rows[0].bytes) });
     }
     if (violations.length) throw new Error(`ordering broken: ${violations.slice(0, 5).join('; ')}`);
-    console.log(`[${engine}] events/s through the dispatcher by number of tasks (outbox filled first, ~${TOTAL_EVENTS} events in all)`);
-    console.log('  tasks  deliveries  events/s  single-row INSERT/s  ratio');
-    for (const row of rows)
-      console.log(
-        `  ${String(row.tasks).padStart(5)}  ${String(row.deliveries).padStart(10)}  ${fmt(row.rate).padStart(8)}  ${fmt(row.floor).padStart(19)}  ${fmt(row.rate / row.floor, 2).padStart(5)}`,
-      );
+    return rows;
   } finally {
     await new Promise((r) => agent.close(r));
     await service.close();
   }
 }
 
-for (const engine of await benchEngines()) await benchEngine(engine);
+for (const engine of await benchEngines()) {
+  const rows = await benchEngine(engine, TASK_COUNTS);
+  console.log(`[${engine}] events/s through the dispatcher by number of tasks (outbox filled first, ~${TOTAL_EVENTS} events in all)`);
+  console.log('  tasks  deliveries  events/s  single-row INSERT/s  ratio');
+  for (const row of rows)
+    console.log(
+      `  ${String(row.tasks).padStart(5)}  ${String(row.deliveries).padStart(10)}  ${fmt(row.rate).padStart(8)}  ${fmt(row.floor).padStart(19)}  ${fmt(row.rate / row.floor, 2).padStart(5)}`,
+    );
+}
+
+if (SUSTAINED_ROUNDS > 0 && (await benchEngines()).includes('pglite')) {
+  const rounds = Array.from({ length: SUSTAINED_ROUNDS }, () => 100);
+  const off = await benchEngine('pglite', rounds, { vacuum: false });
+  const on = await benchEngine('pglite', rounds, { vacuumIntervalMs: VACUUM_INTERVAL_MS });
+  const kib = (bytes: number) => `${fmt(bytes / 1024)} KiB`;
+  console.log(
+    `[pglite] ${SUSTAINED_ROUNDS} rounds of the 100-task row, the embedded autovacuum off and on (every ${fmt(VACUUM_INTERVAL_MS)} ms); open-delivery indexes before each round, the rate, and that against round 1's`,
+  );
+  console.log('  round  off: indexes  events/s  vs 1  |  on: indexes  events/s  vs 1');
+  for (let r = 0; r < SUSTAINED_ROUNDS; r++)
+    console.log(
+      `  ${String(r + 1).padStart(5)}  ${kib(off[r].openIndexBytes).padStart(12)}  ${fmt(off[r].rate).padStart(8)}  ${fmt(off[r].rate / off[0].rate, 2).padStart(4)}  |  ${kib(on[r].openIndexBytes).padStart(11)}  ${fmt(on[r].rate).padStart(8)}  ${fmt(on[r].rate / on[0].rate, 2).padStart(4)}`,
+    );
+  // Round 1 is cold (code not yet optimised): the rounds compare with each other's halves.
+  const half = (rows: Row[], last: boolean) =>
+    median(rows.slice(last ? Math.floor(rows.length / 2) : 1, last ? rows.length : Math.floor(rows.length / 2)).map((row) => row.rate));
+  console.log(
+    `  median events/s, rounds 2-${Math.floor(SUSTAINED_ROUNDS / 2)} -> the last ${SUSTAINED_ROUNDS - Math.floor(SUSTAINED_ROUNDS / 2)}: off ${fmt(half(off, false))} -> ${fmt(half(off, true))} (${fmt(half(off, true) / half(off, false), 2)}x), on ${fmt(half(on, false))} -> ${fmt(half(on, true))} (${fmt(half(on, true) / half(on, false), 2)}x)`,
+  );
+}

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
-import type { Engine } from '../src/server/store/db.js';
+import type { Engine, StoreOptions } from '../src/server/store/db.js';
 import { createTestDatabase } from '../test/support/service.js';
 
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -143,7 +143,10 @@ export const BENCH_DEPLOY = {
  * `callText` as it arrived (for a timing that ends when the body is in). `close` stops it all and
  * drops the database.
  */
-export async function benchService(engine: Engine, { connections = 16 }: { connections?: number } = {}) {
+export async function benchService(
+  engine: Engine,
+  { connections = 16, store: storeOptions = {} }: { connections?: number; store?: Omit<StoreOptions, 'databaseUrl'> } = {},
+) {
   const [{ buildApp }, { ensureBootstrap }, { openStore }, { generateSecret }, { Agent, request }] = await Promise.all([
     import('../src/server/app.js'),
     import('../src/server/bootstrap.js'),
@@ -152,7 +155,7 @@ export async function benchService(engine: Engine, { connections = 16 }: { conne
     import('undici'),
   ]);
   const database = engine === 'postgres' ? await throwawayDatabase() : undefined;
-  const store = await openStore({ databaseUrl: database?.url });
+  const store = await openStore({ ...storeOptions, databaseUrl: database?.url });
   const adminKey = generateSecret();
   const { orgId } = await ensureBootstrap(store.db, adminKey);
   const app = await buildApp({ store, config: { rateLimitPerSecond: 0 } });

@@ -1,6 +1,7 @@
 import { describe, expect, test, vi } from 'vitest';
 import { sql } from 'kysely';
 import { openStore } from '../../src/server/store/db.js';
+import type { VacuumRun } from '../../src/server/store/vacuum.js';
 import { executePrepared } from '../../src/server/store/prepared.js';
 import { schemaChanges } from '../../src/server/store/schema/index.js';
 import { ensureBootstrap } from '../../src/server/bootstrap.js';
@@ -127,6 +128,42 @@ describe('store on PGlite', () => {
       await second.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a table past autovacuum's thresholds is vacuumed and analyzed by the embedded autovacuum; one under them is left alone", async () => {
+    const store = await openStore({ vacuumIntervalMs: 50 });
+    try {
+      const passes: VacuumRun[][] = [];
+      store.vacuum!.onPass = (runs) => passes.push(runs);
+      // PGlite says autovacuum is on, and runs none: this is what does.
+      expect((await sql<{ autovacuum: string }>`SHOW autovacuum`.execute(store.db)).rows[0].autovacuum).toBe('on');
+      await sql`CREATE TABLE churned (id int PRIMARY KEY, n int NOT NULL)`.execute(store.db);
+      await sql`CREATE TABLE quiet (id int PRIMARY KEY, n int NOT NULL)`.execute(store.db);
+      // 1,000 rows updated twice: 2,000 dead rows (threshold 50 + 0.2 x rows), 3,000 changes since an analyze (50 + 0.1 x rows).
+      await sql`INSERT INTO churned SELECT g, 0 FROM generate_series(1, 1000) g`.execute(store.db);
+      await sql`UPDATE churned SET n = n + 1`.execute(store.db);
+      await sql`UPDATE churned SET n = n + 1`.execute(store.db);
+      // 10 rows updated once: 10 dead, 20 changes; under both thresholds.
+      await sql`INSERT INTO quiet SELECT g, 0 FROM generate_series(1, 10) g`.execute(store.db);
+      await sql`UPDATE quiet SET n = n + 1`.execute(store.db);
+      const stats = async (table: string) =>
+        (
+          await sql<{ dead: number; vacuumed: boolean; analyzed: boolean }>`
+            SELECT n_dead_tup::int AS dead, last_vacuum IS NOT NULL AS vacuumed, last_analyze IS NOT NULL AS analyzed
+            FROM pg_stat_user_tables WHERE relname = ${table}`.execute(store.db)
+        ).rows[0];
+      await vi.waitFor(async () => expect(await stats('churned')).toEqual({ dead: 0, vacuumed: true, analyzed: true }), { timeout: 30_000, interval: 50 });
+      expect(passes.flat().filter((run) => run.table === 'public.churned')).toEqual([
+        { table: 'public.churned', vacuum: true, analyze: true, ms: expect.any(Number) },
+      ]);
+      // The planner now knows the table's size.
+      const counted = await sql<{ reltuples: number }>`SELECT reltuples::int AS reltuples FROM pg_class WHERE relname = 'churned'`.execute(store.db);
+      expect(counted.rows[0].reltuples).toBe(1000);
+      expect(await stats('quiet')).toEqual({ dead: 10, vacuumed: false, analyzed: false });
+      expect(passes.flat().some((run) => run.table === 'public.quiet')).toBe(false);
+    } finally {
+      await store.close();
     }
   });
 

@@ -23,6 +23,7 @@ import { SCRIPT_MARK } from './schema/script.js';
 import type { DeliveryStatus } from '../../contract/conversation.js';
 import type { DeliveryKind, DoubleTextingPolicy } from '../../contract/enums.js';
 import { discardTemplate, readTemplate, saveTemplate, templateFile } from './pglite-template.js';
+import { EmbeddedVacuum } from './vacuum.js';
 import type { Client as PgClient } from 'pg';
 import { NotifyOnCommitDriver, notifyThrough, PostCommitNotifier } from './notifier.js';
 import { isPreparedExecute, nameStatementsOf, prepareStatementsOf, StatementNames } from './prepared.js';
@@ -604,6 +605,8 @@ export interface Store {
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   /** The embedded database (pglite engine only). */
   pglite?: PGlite;
+  /** Its autovacuum (pglite engine, opened by openStore). */
+  vacuum?: EmbeddedVacuum;
   /** The connection pool (postgres engine only), for the pool-use metric. */
   pool?: { totalCount: number; idleCount: number; waitingCount: number };
   close(): Promise<void>;
@@ -616,6 +619,10 @@ export interface StoreOptions {
   dataDir?: string;
   /** Where the store says what went wrong out of any caller's sight (a NOTIFY batch not sent after its commit). */
   log?: (line: string) => void;
+  /** PGlite: the embedded autovacuum (vacuum.ts); default on. */
+  vacuum?: boolean;
+  /** Between its passes; default PostgreSQL's autovacuum_naptime. */
+  vacuumIntervalMs?: number;
 }
 
 /** Opens the database named by the options and brings its schema up to date. */
@@ -638,6 +645,13 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   } catch (error) {
     await store.close();
     throw error;
+  }
+  if (store.engine === 'pglite' && options.vacuum !== false) {
+    // PostgreSQL runs its own autovacuum; PGlite has none (vacuum.ts).
+    const vacuum = new EmbeddedVacuum(store.db, { intervalMs: options.vacuumIntervalMs, log: options.log });
+    await vacuum.start();
+    const close = store.close;
+    return { ...store, vacuum, close: () => vacuum.close().then(close) };
   }
   return store;
 }
