@@ -6,6 +6,11 @@
 // 2. The scaling table: trees of 1,000, 10,000 and 50,000 small files: full syncUp, full syncDown,
 //    and the clean re-check (syncUp of an unchanged tree, answered from the stat cache) against a
 //    bare recursive lstat walk; the re-check's time growth from 10k to 50k files says whether it is linear.
+// Beside each full sync, the least this design can take on this machine: the CPU of the parts it
+// cannot do without (for an upload: the floor's read and compression, node:http receiving the archive,
+// the server's zstd -d and its sha256 of every file, which it checks and hashes the upload by; for a
+// download: zstd -d | tar -x and undici receiving it), over the machine's cores, as if nothing
+// else (the client's send, the blob write, the database) cost anything.
 // A summary in the issue's rows closes the output.
 //
 // The client runs in a child process (this file with --client) and the server in this one, so each
@@ -18,7 +23,7 @@
 // BENCH_SYNC_SAMPLE=1 (the client's heap and Buffer peaks), BENCH_SYNC_PROF=DIR (CPU profiles of each run's
 // operation alone, one per side: DIR/{client,server}-{up,down}-N.cpuprofile, start-up and tree making left out).
 import { spawn, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { createWriteStream, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { lstat, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
@@ -267,6 +272,29 @@ async function smallFiles(dir: string, count: number, size: number): Promise<voi
 }
 
 const max = (xs: number[]) => Math.max(...xs);
+
+/**
+ * CPU seconds of this thread sha256-hashing every file under `dir` from memory (the server hashes
+ * every member of an upload as zstd gives it; each file's read is not counted: the floor's tar did it).
+ */
+function hashTree(dir: string): number {
+  let seconds = 0;
+  const visit = (d: string) => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const full = path.join(d, entry.name);
+      if (entry.isDirectory()) visit(full);
+      else if (entry.isFile()) {
+        const content = readFileSync(full);
+        const before = process.cpuUsage();
+        createHash('sha256').update(content).digest();
+        const used = process.cpuUsage(before);
+        seconds += (used.user + used.system) / 1e6;
+      }
+    }
+  };
+  visit(dir);
+  return seconds;
+}
 const hasZstd = spawnSync('zstd', ['--version']).status === 0;
 const hasCurl = spawnSync('curl', ['--version']).status === 0;
 
@@ -313,6 +341,8 @@ async function fullSyncs(name: string, dir: string, t: string, print: boolean): 
   const packRuns: { seconds: number; cpuS: number; peakMiB: number }[] = [];
   const unpackRuns: { seconds: number; cpuS: number; peakMiB: number }[] = [];
   const receiveRuns: ThreadCpu[] = [];
+  const unzstdRuns: number[] = [];
+  const hashRuns: number[] = [];
   const drains: Awaited<ReturnType<typeof clientRun>>[] = [];
   const archive = path.join(work, 'tree.tar.zst');
   let fsId = '';
@@ -322,6 +352,10 @@ async function fullSyncs(name: string, dir: string, t: string, print: boolean): 
     stateFile = path.join(work, `up-${t}-${i}.json`);
     if (hasZstd) packRuns.push(shell(`tar -cf - -C '${dir}' . | zstd -1 -q -f -o '${archive}'`));
     if (print && hasZstd && hasCurl) receiveRuns.push(await bareReceive(archive));
+    if (print && hasZstd) {
+      unzstdRuns.push(shell(`zstd -d -q -c '${archive}' > /dev/null`).cpuS);
+      hashRuns.push(hashTree(dir));
+    }
     up.push(await clientRun({ op: 'up', fsId, dir, stateFile }));
     const dest = path.join(work, `down-${i}`);
     down.push(await clientRun({ op: 'down', fsId, dir: dest, stateFile: path.join(work, `down-${t}-${i}.json`) }));
@@ -375,6 +409,20 @@ async function fullSyncs(name: string, dir: string, t: string, print: boolean): 
     if (packS !== undefined && unpackS !== undefined) {
       const packCpu = median(packRuns.map((r) => r.cpuS));
       const unpackCpu = median(unpackRuns.map((r) => r.cpuS));
+      if (receiveRuns.length) {
+        const receiveCpu = median(receiveRuns.map((t) => t.main + t.gc + t.pool + t.other));
+        const unzstdCpu = median(unzstdRuns);
+        const hashCpu = median(hashRuns);
+        const cores = os.availableParallelism();
+        const upBound = (packCpu + receiveCpu + unzstdCpu + hashCpu) / cores;
+        const downBound = (unpackCpu + drainCpu) / cores;
+        console.log(
+          `  the least syncUp can take here: (tar | zstd -1 ${fmt(packCpu, 2)} + node:http receiving ${fmt(receiveCpu, 2)} + zstd -d ${fmt(unzstdCpu, 2)} + sha256 of the files ${fmt(hashCpu, 2)}) s CPU / ${cores} cores = ${fmt(upBound, 2)} s, ${fmt(upBound / packS, 2)}x the floor; syncUp is ${fmt(upS / upBound, 2)}x it`,
+        );
+        console.log(
+          `  the least syncDown can take here: (zstd -d | tar -x ${fmt(unpackCpu, 2)} + undici receiving ${fmt(drainCpu, 2)}) s CPU / ${cores} cores = ${fmt(downBound, 2)} s, ${fmt(downBound / unpackS, 2)}x the floor; syncDown is ${fmt(downS / downBound, 2)}x it`,
+        );
+      }
       console.log(
         `  CPU: tar | zstd -1 ${fmt(packCpu, 2)} s -> syncUp ${fmt((upCpu.client + upCpu.server) / packCpu, 2)}x; zstd -d | tar -x ${fmt(unpackCpu, 2)} s -> syncDown ${fmt((downCpu.client + downCpu.server) / unpackCpu, 2)}x`,
       );
