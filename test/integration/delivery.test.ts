@@ -399,6 +399,32 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect((await asAgent(agent, 'POST', '/deliveries/not-a-number/complete')).status).toBe(422);
   });
 
+  test('the claim over every task reaches past a head of the order it can claim nothing more of: a task behind another’s queue is not held up', async () => {
+    const v1 = await deploy(svc);
+    const agent = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    // Written before any dispatcher runs: all pending, in this order.
+    const busy = await createTask(svc);
+    for (const text of ['one', 'two', 'three']) await sendEvent(busy.id, text);
+    const other = await createTask(svc);
+    // A window of two: busy's task/create and first event; past them only when they yield too few.
+    dispatcher = await startDispatcher(svc.store, { ...FAST, leaseMs: 60_000, claimWindow: 2 });
+    await agent.waitFor(() => agent.received().length === 2);
+    expect(agent.received().map((r) => [r.params.task.id, r.method])).toEqual([
+      [busy.id, 'task/create'],
+      [other.id, 'task/create'],
+    ]);
+    await until('both task/creates leased', async () => (await statusesOf(svc, busy.id))[0] === 'leased' && (await statusesOf(svc, other.id))[0] === 'leased');
+    // busy's events wait behind its leased task/create: one in flight per task.
+    expect(await statusesOf(svc, busy.id)).toEqual(['leased', 'pending', 'pending', 'pending']);
+    // An event for `other` now is claimed behind its own task/create, whatever the window holds.
+    await sendEvent(other.id, 'hello');
+    const completed = await asAgent(agent, 'POST', `/deliveries/${agent.received()[1].id}/complete`);
+    expect(completed.status).toBe(200);
+    await agent.waitFor(() => agent.received().length === 3);
+    expect(methods(agent)).toEqual(['task/create', 'task/create', 'event/send:hello']);
+    expect(agent.received()[2].params.task.id).toBe(other.id);
+  });
+
   test('several deliveries reported complete in one request are each answered on their own, checked as a single completion is', async () => {
     const v1 = await deploy(svc);
     const agent = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });

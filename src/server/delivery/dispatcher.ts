@@ -144,6 +144,8 @@ const LEASE_WRITE_WAIT_MS = 25;
  * what it takes and skips what another holds.
  */
 const CLAIM_STATEMENTS = 2;
+/** The least window of the claim over every task (Dispatcher claimWindow). */
+const CLAIM_WINDOW_MIN = 256;
 
 /**
  * While work waits for room, a flight sends at most this many of its task's deliveries one after
@@ -177,6 +179,12 @@ export interface DispatcherOptions {
    * off and completes its delivery (sent with each interrupt; default 10 s).
    */
   interruptGraceMs?: number;
+  /**
+   * The claim over every task first reads this many open deliveries at the head of the claim order
+   * (default: twice the limit and the flights, at least CLAIM_WINDOW_MIN), and the whole order only
+   * when they were that many and held too few it could claim.
+   */
+  claimWindow?: number;
   /** Where failures are reported; never given secrets. */
   log?: (message: string) => void;
   /** The server's tracing: each delivery's outbox wait and call become spans of the trace that enqueued it. */
@@ -306,7 +314,7 @@ export class Dispatcher {
   readonly id = `dsp_${randomUUID()}`;
   private readonly db: Db;
   private readonly http: Agent;
-  private readonly options: Required<Omit<DispatcherOptions, 'log' | 'tracing'>> & Pick<DispatcherOptions, 'log'>;
+  private readonly options: Required<Omit<DispatcherOptions, 'log' | 'tracing' | 'claimWindow'>> & Pick<DispatcherOptions, 'log' | 'claimWindow'>;
   private readonly tracing?: Tracing;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly secrets = new Map<string, Promise<string>>();
@@ -385,6 +393,7 @@ export class Dispatcher {
       maxInFlight: options.maxInFlight ?? 128,
       leaseMs,
       interruptGraceMs: options.interruptGraceMs ?? DEFAULT_INTERRUPT_GRACE_MS,
+      claimWindow: options.claimWindow,
       log: options.log,
     };
     // A flight has one call open at a time: a connection per flight to a replica holding them all.
@@ -645,12 +654,47 @@ export class Dispatcher {
    * earlier one is open (leased included: one in flight per task).
    */
   private async claim(limit: number, pull?: PullStream, tasks?: readonly string[]): Promise<Claimed[]> {
+    if (pull || tasks) return this.claimFrom(limit, pull, tasks);
+    // Over every task, the head of the claim order first: tested row by row, the whole order cost every
+    // claim all the open deliveries (PGlite, 1,000 tasks with 2 events each: 2,714 index rows, 871
+    // tested, 8-12 ms a claim, for about 9 claimed). Past the window only when the window was full
+    // and held too few: the rows at its head are then all in flight or waiting behind their task's turn.
+    const window = this.options.claimWindow ?? Math.max(CLAIM_WINDOW_MIN, 2 ** Math.ceil(Math.log2(2 * (limit + this.inFlight.size))));
+    const { claimed, read } = await this.claimInWindow(limit, window);
+    if (claimed.length === limit || read < window) return claimed;
+    return [...claimed, ...(await this.claimFrom(limit - claimed.length))];
+  }
+
+  /** The claim over every task, of the first `window` open deliveries in the claim order: what it claimed, and how many it read. */
+  private async claimInWindow(limit: number, window: number): Promise<{ claimed: Claimed[]; read: number }> {
+    // Read once (a LIMIT of its own), then looked up by id. Joined to it instead, the planners (with
+    // no statistics yet) crossed every open row with the window: 214,643 pairs tested for 141 rows.
+    const head = sql`head AS MATERIALIZED (
+      SELECT h.id FROM deliveries h WHERE h.status IN (${OPEN}) ORDER BY h.priority DESC, h.id LIMIT ${sql.lit(window)}
+    )`;
+    const pick = this.claimable(limit, undefined, undefined, sql`o.id = ANY(ARRAY(SELECT id FROM head))`);
+    const result = await executePrepared(
+      this.db,
+      this.claiming(this.id, undefined, pick, head, sql`(SELECT count(*)::int FROM head)`) as RawBuilder<Claimed & { reported: number }>,
+    );
+    return { claimed: result.rows.filter((row) => row.id !== null), read: result.rows[0]?.reported ?? 0 };
+  }
+
+  /** The claim of the whole order (of `tasks` alone, when given; a pull stream's own version's). */
+  private async claimFrom(limit: number, pull?: PullStream, tasks?: readonly string[]): Promise<Claimed[]> {
     const claimer = pull?.id ?? this.id;
-    const pick = sql`
+    const result = await executePrepared(this.db, this.claiming(claimer, pull, this.claimable(limit, pull, tasks)));
+    return result.rows;
+  }
+
+  /** The claimable deliveries (`among` them, when given), the first `limit` in the claim order, locked. */
+  private claimable(limit: number, pull: PullStream | undefined, tasks: readonly string[] | undefined, among?: RawBuilder<unknown>) {
+    return sql`
       SELECT o.id, o.status AS prior_status, t.current_version_id
       FROM deliveries o
       JOIN tasks t ON t.id = o.task_id
       WHERE o.status IN (${OPEN})
+        ${among ? sql`AND ${among}` : sql``}
         ${tasks ? sql`AND o.task_id = ANY(${tasks}::text[])` : sql``}
         AND ((o.status = 'pending' AND o.next_attempt_at <= now()) OR (o.status IN ('in_flight', 'leased') AND o.claimed_until < now()))
         -- One turn at a time per task, in order; control deliveries (an interrupt) go at once.
@@ -660,8 +704,6 @@ export class Dispatcher {
       ORDER BY o.priority DESC, o.id
       LIMIT ${limit}
       FOR UPDATE OF o SKIP LOCKED`;
-    const result = await executePrepared(this.db, this.claiming(claimer, pull, pick));
-    return result.rows;
   }
 
   /** How long a pushed claim runs: long enough for one call; a dispatcher that dies mid-call leaves the row to be claimed again. */
