@@ -1,5 +1,6 @@
 // The part-two gauges of GET /metrics, computed at scrape time: the delivery queue (depth by status
-// and the age of its oldest entry) and the agent processes the runtime driver runs, by phase.
+// and the age of its oldest entry), the agent processes the runtime driver runs, by phase, and on
+// PGlite what its embedded autovacuum did (store/vacuum.ts).
 import type { ServiceContext } from './route-host.js';
 import { deliveryQueueStats } from './domain/deliveries.js';
 
@@ -23,6 +24,23 @@ export function watchServiceGauges(service: ServiceContext): void {
     help: 'Seconds since the oldest delivery not yet done was created (0 when the queue is empty)',
     collect: async () => [{ value: (await stats()).oldestAgeSeconds }],
   });
+  const vacuum = service.store.vacuum;
+  if (vacuum) {
+    service.metrics.addGauge({
+      name: 'agentctl_embedded_vacuum_passes',
+      help: 'Passes of the embedded database autovacuum since the server started (PGlite only)',
+      collect: () => [{ value: vacuum.tally.passes }],
+    });
+    service.metrics.addGauge({
+      name: 'agentctl_embedded_vacuum_tables',
+      help: 'Tables the embedded database autovacuum vacuumed or analyzed since the server started, by action (PGlite only)',
+      labelNames: ['action'],
+      collect: () => [
+        { labels: { action: 'vacuum' }, value: vacuum.tally.vacuumed },
+        { labels: { action: 'analyze' }, value: vacuum.tally.analyzed },
+      ],
+    });
+  }
   service.metrics.addGauge({
     name: 'agentctl_agent_processes',
     help: 'Agent replicas this server runs, by phase (no samples with --runtime none)',

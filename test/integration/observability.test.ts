@@ -62,6 +62,9 @@ describe.each(engines)('request log and metrics (%s)', (engine) => {
     expect(sample(text, count)).toBeGreaterThanOrEqual(2);
     if (engine === 'postgres') expect(text).toMatch(/agentctl_db_pool_connections\{state="total"\} \d+/);
     else expect(text).not.toContain('agentctl_db_pool_connections');
+    // PostgreSQL runs its own autovacuum; PGlite's is the server's (its passes come every minute).
+    if (engine === 'pglite') expect(text).toMatch(/^agentctl_embedded_vacuum_tables\{action="vacuum"\} \d+$/m);
+    else expect(text).not.toContain('agentctl_embedded_vacuum');
   });
 
   test('GET /metrics is 401 without a key and 403 for a key that is not an org admin', async () => {

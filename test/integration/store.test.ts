@@ -162,6 +162,13 @@ describe('store on PGlite', () => {
       expect(counted.rows[0].reltuples).toBe(1000);
       expect(await stats('quiet')).toEqual({ dead: 10, vacuumed: false, analyzed: false });
       expect(passes.flat().some((run) => run.table === 'public.quiet')).toBe(false);
+      // What GET /metrics reports: every pass, every table vacuumed or analyzed.
+      expect(store.vacuum!.tally).toEqual({
+        passes: passes.length,
+        vacuumed: passes.flat().filter((run) => run.vacuum).length,
+        analyzed: passes.flat().filter((run) => run.analyze).length,
+      });
+      expect(store.vacuum!.tally.vacuumed).toBeGreaterThanOrEqual(1);
     } finally {
       await store.close();
     }

@@ -77,6 +77,8 @@ export class EmbeddedVacuum {
   private closed = false;
   /** Each pass's runs, for whoever watches (tests, a log). */
   onPass?: (runs: VacuumRun[]) => void;
+  /** Since the store opened: passes made, tables vacuumed and analyzed (GET /metrics). */
+  readonly tally = { passes: 0, vacuumed: 0, analyzed: 0 };
 
   constructor(
     private readonly db: Db,
@@ -103,6 +105,11 @@ export class EmbeddedVacuum {
   private async pass(): Promise<void> {
     try {
       const runs = await vacuumDueTables(this.db);
+      this.tally.passes++;
+      for (const run of runs) {
+        if (run.vacuum) this.tally.vacuumed++;
+        if (run.analyze) this.tally.analyzed++;
+      }
       this.onPass?.(runs);
     } catch (error) {
       if (!this.closed) this.options.log?.(`embedded vacuum: ${(error as Error).message}`);
