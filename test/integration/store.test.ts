@@ -140,13 +140,16 @@ describe('store on PGlite', () => {
       expect((await sql<{ autovacuum: string }>`SHOW autovacuum`.execute(store.db)).rows[0].autovacuum).toBe('on');
       await sql`CREATE TABLE churned (id int PRIMARY KEY, n int NOT NULL)`.execute(store.db);
       await sql`CREATE TABLE quiet (id int PRIMARY KEY, n int NOT NULL)`.execute(store.db);
-      // 1,000 rows updated twice: 2,000 dead rows (threshold 50 + 0.2 x rows), 3,000 changes since an analyze (50 + 0.1 x rows).
-      await sql`INSERT INTO churned SELECT g, 0 FROM generate_series(1, 1000) g`.execute(store.db);
-      await sql`UPDATE churned SET n = n + 1`.execute(store.db);
-      await sql`UPDATE churned SET n = n + 1`.execute(store.db);
-      // 10 rows updated once: 10 dead, 20 changes; under both thresholds.
-      await sql`INSERT INTO quiet SELECT g, 0 FROM generate_series(1, 10) g`.execute(store.db);
-      await sql`UPDATE quiet SET n = n + 1`.execute(store.db);
+      // In one transaction, so no pass comes between the writes (each pass takes the one connection).
+      await store.db.transaction().execute(async (trx) => {
+        // 1,000 rows updated twice: 2,000 dead rows (threshold 50 + 0.2 x rows), 3,000 changes since an analyze (50 + 0.1 x rows).
+        await sql`INSERT INTO churned SELECT g, 0 FROM generate_series(1, 1000) g`.execute(trx);
+        await sql`UPDATE churned SET n = n + 1`.execute(trx);
+        await sql`UPDATE churned SET n = n + 1`.execute(trx);
+        // 10 rows updated once: 10 dead, 20 changes; under both thresholds.
+        await sql`INSERT INTO quiet SELECT g, 0 FROM generate_series(1, 10) g`.execute(trx);
+        await sql`UPDATE quiet SET n = n + 1`.execute(trx);
+      });
       const stats = async (table: string) =>
         (
           await sql<{ dead: number; vacuumed: boolean; analyzed: boolean }>`
