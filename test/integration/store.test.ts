@@ -131,11 +131,15 @@ describe('store on PGlite', () => {
     }
   });
 
-  test("a table past autovacuum's thresholds is vacuumed and analyzed by the embedded autovacuum; one under them is left alone", async () => {
+  test("the embedded autovacuum's first pass vacuums every table of ours; after it, a table past autovacuum's thresholds is vacuumed and analyzed, one under them is left alone", async () => {
     const store = await openStore({ vacuumIntervalMs: 50 });
     try {
       const passes: VacuumRun[][] = [];
       store.vacuum!.onPass = (runs) => passes.push(runs);
+      // PGlite forgets its counters on every open: the first pass cannot tell where rows died before.
+      await vi.waitFor(() => expect(passes.length).toBeGreaterThan(0), { timeout: 30_000, interval: 20 });
+      const first = new Map(passes[0].map((run) => [run.table, run.vacuum]));
+      for (const table of ['public.tasks', 'public.deliveries', 'public.events', 'public.schema_changes']) expect(first.get(table)).toBe(true);
       // PGlite says autovacuum is on, and runs none: this is what does.
       expect((await sql<{ autovacuum: string }>`SHOW autovacuum`.execute(store.db)).rows[0].autovacuum).toBe('on');
       await sql`CREATE TABLE churned (id int PRIMARY KEY, n int NOT NULL)`.execute(store.db);
