@@ -13,7 +13,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { verifySignature, SIGNATURE_HEADER } from '../src/contract/acp.js';
-import type { Engine } from '../src/server/store/db.js';
+import type { Engine, StoreOptions } from '../src/server/store/db.js';
 import { startDispatcher } from '../src/server/delivery/dispatcher.js';
 import { signingSecretFor } from '../src/server/domain/registration.js';
 import { createEvent } from '../src/server/domain/conversation.js';
@@ -37,7 +37,7 @@ interface Row {
   openIndexBytes: number;
 }
 
-async function benchEngine(engine: Engine, taskCounts: number[], storeOptions: { vacuum?: boolean; vacuumIntervalMs?: number } = {}): Promise<Row[]> {
+async function benchEngine(engine: Engine, taskCounts: number[], storeOptions: Pick<StoreOptions, 'vacuum' | 'vacuumIntervalMs'> = {}): Promise<Row[]> {
   const service = await benchService(engine, { store: storeOptions });
   const { store, orgId, call } = service;
 
@@ -149,7 +149,8 @@ async function benchEngine(engine: Engine, taskCounts: number[], storeOptions: {
   }
 }
 
-for (const engine of await benchEngines()) {
+const engines = await benchEngines();
+for (const engine of engines) {
   const rows = await benchEngine(engine, TASK_COUNTS);
   console.log(`[${engine}] events/s through the dispatcher by number of tasks (outbox filled first, ~${TOTAL_EVENTS} events in all)`);
   console.log('  tasks  deliveries  events/s  single-row INSERT/s  ratio');
@@ -159,7 +160,7 @@ for (const engine of await benchEngines()) {
     );
 }
 
-if (SUSTAINED_ROUNDS > 0 && (await benchEngines()).includes('pglite')) {
+if (SUSTAINED_ROUNDS > 0 && engines.includes('pglite')) {
   const rounds = Array.from({ length: SUSTAINED_ROUNDS }, () => 100);
   const off = await benchEngine('pglite', rounds, { vacuum: false });
   const on = await benchEngine('pglite', rounds, { vacuumIntervalMs: VACUUM_INTERVAL_MS });
@@ -172,10 +173,12 @@ if (SUSTAINED_ROUNDS > 0 && (await benchEngines()).includes('pglite')) {
     console.log(
       `  ${String(r + 1).padStart(5)}  ${kib(off[r].openIndexBytes).padStart(12)}  ${fmt(off[r].rate).padStart(8)}  ${fmt(off[r].rate / off[0].rate, 2).padStart(4)}  |  ${kib(on[r].openIndexBytes).padStart(11)}  ${fmt(on[r].rate).padStart(8)}  ${fmt(on[r].rate / on[0].rate, 2).padStart(4)}`,
     );
-  // Round 1 is cold (code not yet optimised): the rounds compare with each other's halves.
-  const half = (rows: Row[], last: boolean) =>
-    median(rows.slice(last ? Math.floor(rows.length / 2) : 1, last ? rows.length : Math.floor(rows.length / 2)).map((row) => row.rate));
-  console.log(
-    `  median events/s, rounds 2-${Math.floor(SUSTAINED_ROUNDS / 2)} -> the last ${SUSTAINED_ROUNDS - Math.floor(SUSTAINED_ROUNDS / 2)}: off ${fmt(half(off, false))} -> ${fmt(half(off, true))} (${fmt(half(off, true) / half(off, false), 2)}x), on ${fmt(half(on, false))} -> ${fmt(half(on, true))} (${fmt(half(on, true) / half(on, false), 2)}x)`,
-  );
+  // Round 1 is cold (code not yet optimised): rounds 2 to the middle against the rest.
+  const middle = Math.floor(SUSTAINED_ROUNDS / 2);
+  const change = (rows: Row[]) => {
+    const early = median(rows.slice(1, middle).map((row) => row.rate));
+    const late = median(rows.slice(middle).map((row) => row.rate));
+    return `${fmt(early)} -> ${fmt(late)} (${fmt(late / early, 2)}x)`;
+  };
+  console.log(`  median events/s, rounds 2-${middle} -> the last ${SUSTAINED_ROUNDS - middle}: off ${change(off)}, on ${change(on)}`);
 }

@@ -672,7 +672,7 @@ export class Dispatcher {
     const head = sql`head AS MATERIALIZED (
       SELECT h.id FROM deliveries h WHERE h.status IN (${OPEN}) ORDER BY h.priority DESC, h.id LIMIT ${sql.lit(window)}
     )`;
-    const pick = this.claimable(limit, undefined, undefined, sql`o.id = ANY(ARRAY(SELECT id FROM head))`);
+    const pick = this.claimable(limit, { among: sql`o.id = ANY(ARRAY(SELECT id FROM head))` });
     const result = await executePrepared(
       this.db,
       this.claiming(this.id, undefined, pick, head, sql`(SELECT count(*)::int FROM head)`) as RawBuilder<Claimed & { reported: number }>,
@@ -683,12 +683,12 @@ export class Dispatcher {
   /** The claim of the whole order (of `tasks` alone, when given; a pull stream's own version's). */
   private async claimFrom(limit: number, pull?: PullStream, tasks?: readonly string[]): Promise<Claimed[]> {
     const claimer = pull?.id ?? this.id;
-    const result = await executePrepared(this.db, this.claiming(claimer, pull, this.claimable(limit, pull, tasks)));
+    const result = await executePrepared(this.db, this.claiming(claimer, pull, this.claimable(limit, { pull, tasks })));
     return result.rows;
   }
 
   /** The claimable deliveries (`among` them, when given), the first `limit` in the claim order, locked. */
-  private claimable(limit: number, pull: PullStream | undefined, tasks: readonly string[] | undefined, among?: RawBuilder<unknown>) {
+  private claimable(limit: number, { pull, tasks, among }: { pull?: PullStream; tasks?: readonly string[]; among?: RawBuilder<unknown> } = {}) {
     return sql`
       SELECT o.id, o.status AS prior_status, t.current_version_id
       FROM deliveries o

@@ -57,8 +57,6 @@ const due = (everyUserTable: boolean) => sql<{ schema: string; name: string; vac
     OR t.n_mod_since_analyze > s.at + s."as" * t.rows
   ORDER BY t.schema, t.name`;
 
-const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`;
-
 /**
  * One pass: VACUUM and/or ANALYZE each table past autovacuum's thresholds now. `everyUserTable`:
  * VACUUM each of ours too. PGlite forgets the counters on every open, even after a clean close (a
@@ -68,9 +66,9 @@ const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`;
 export async function vacuumDueTables(db: Db, everyUserTable = false): Promise<VacuumRun[]> {
   const runs: VacuumRun[] = [];
   for (const table of (await executePrepared(db, due(everyUserTable))).rows) {
-    const name = `${quoted(table.schema)}.${quoted(table.name)}`;
+    const name = sql.id(table.schema, table.name);
     const started = performance.now();
-    await sql.raw(table.vacuum ? `VACUUM ${table.analyze ? '(ANALYZE) ' : ''}${name}` : `ANALYZE ${name}`).execute(db);
+    await (table.vacuum ? (table.analyze ? sql`VACUUM (ANALYZE) ${name}` : sql`VACUUM ${name}`) : sql`ANALYZE ${name}`).execute(db);
     runs.push({ table: `${table.schema}.${table.name}`, vacuum: table.vacuum, analyze: table.analyze, ms: performance.now() - started });
   }
   return runs;
