@@ -550,6 +550,25 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     expect(await failing(renewed.id)).toEqual({ attempts: 2, failing_since: expect.any(Date) });
   });
 
+  test('when the replica that took a delivery goes before its lease is written, the delivery goes at once to the replica after it', async () => {
+    const v1 = await deploy(svc);
+    const first = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    // The lease waits (for a completion that never comes) long enough for the runtime to see the replica go first.
+    dispatcher = await startDispatcher(svc.store, { ...FAST, leaseWriteWaitMs: 2000 });
+    const task = await createTask(svc);
+    await first.waitFor(() => first.received().length === 1);
+    await markReplicaGone(svc.store.db, v1.version_id, first.acpUrl);
+    // Not leased to the replica that went (nothing would release it before the lease ran out): out again.
+    await until('task/create out again', async () => (await statusesOf(svc, task.id))[0] === 'pending');
+    const released = await svc.store.db.selectFrom('deliveries').select(['last_error', 'leased_to']).where('task_id', '=', task.id).executeTakeFirstOrThrow();
+    expect(released).toEqual({ last_error: REPLICA_GONE_REASON, leased_to: null });
+    const second = await startAgent(svc, v1.version_id);
+    await second.waitFor(() => second.received().length === 1);
+    expect(second.received()[0].id).toBe(first.received()[0].id);
+    await until('task/create done', async () => (await statusesOf(svc, task.id))[0] === 'done');
+    expect((await settledDeliveries(svc, task.id)).map((d) => [d.method, d.status, d.attempts])).toEqual([['task/create', 'done', 2]]);
+  });
+
   test('when the replica holding a lease goes, the delivery goes at once to the replica started after it', async () => {
     const v1 = await deploy(svc);
     const first = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });

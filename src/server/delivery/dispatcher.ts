@@ -31,6 +31,7 @@ import { DEFAULT_INTERRUPT_GRACE_MS, OUT_OF_ORDER_DELIVERY_KINDS, type DeliveryK
 import { unrestricted } from '../auth/policy.js';
 import { DomainError } from '../domain/errors.js';
 import {
+  announceDeliveries,
   DELIVERY_CHANNEL,
   HOOKS_NOTICE,
   onCompletionHere,
@@ -47,7 +48,7 @@ import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@ope
 import { formatTraceparent } from '../../contract/trace-context.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { recordAgentSpans } from '../domain/traces.js';
-import { INHERITED_LEASE_REASON } from '../domain/deliveries.js';
+import { INHERITED_LEASE_REASON, REPLICA_GONE_REASON, WRITER_GONE_REASON } from '../domain/deliveries.js';
 import { executePrepared } from '../store/prepared.js';
 
 /** The open statuses as an SQL list, for the claim statement. */
@@ -109,6 +110,8 @@ interface QueuedSettle {
   chain: boolean;
   /** lease: the replica that took it. */
   target: string | null;
+  /** lease: when it began to wait for its completion (performance.now()). */
+  waitingSince?: number;
   /**
    * done, chained, of a live task: the statement looks for the task's next turn itself, so claiming
    * none it leaves nothing that a claim of the task right after would find (a delivery enqueued
@@ -124,6 +127,12 @@ interface QueuedSettle {
   reject: (error: unknown) => void;
 }
 
+/** What a settling statement reports on its one row: the agents' completions it wrote, the tasks of leases whose replica had gone. */
+interface SettleReport {
+  completed: NonNullable<Settled['completed']>[] | null;
+  unleased: string[] | null;
+}
+
 /**
  * Settling statements (completions and leases of every flight that finished meanwhile, in one
  * statement each) running at once: while they run, further answers gather for the next one.
@@ -131,10 +140,13 @@ interface QueuedSettle {
 const SETTLE_STATEMENTS = 2;
 
 /**
- * How long a lease may wait for a statement to go with (at most): an agent whose handler is quick
- * reports it complete meanwhile, and one statement then writes the completion instead of both (the
- * lease only when the completion was not written). Nothing is at risk meanwhile: the delivery stays
- * claimed in flight (a claim runs for minutes), and the task's next one waits behind it all the same.
+ * How long a lease waits for its own completion before it is written (at most): an agent whose
+ * handler is quick reports it complete meanwhile, and one statement then writes the completion
+ * instead of both (the lease only when the completion was not written). It waits even while other
+ * statements go: a lease that went with the next statement of any kind was written, and then its
+ * completion, whenever other deliveries were being settled. Nothing is at risk meanwhile: the
+ * delivery stays claimed in flight (a claim runs for minutes), and the task's next one waits behind
+ * it all the same.
  */
 const LEASE_WRITE_WAIT_MS = 25;
 
@@ -185,6 +197,8 @@ export interface DispatcherOptions {
    * when they were that many and held too few it could claim.
    */
   claimWindow?: number;
+  /** How long a lease waits for its completion before it is written on its own (default LEASE_WRITE_WAIT_MS). */
+  leaseWriteWaitMs?: number;
   /** Where failures are reported; never given secrets. */
   log?: (message: string) => void;
   /** The server's tracing: each delivery's outbox wait and call become spans of the trace that enqueued it. */
@@ -324,9 +338,10 @@ export class Dispatcher {
   private queuedSettles: QueuedSettle[] = [];
   private settling = 0;
   private settleScheduled = false;
-  /** Leases queued alone wait for a statement to go with until this fires (LEASE_WRITE_WAIT_MS); then they go alone. */
+  /** Leases waiting for their completions (leaseWriteWaitMs at most), by delivery id, oldest first. */
+  private readonly waitingLeases = new Map<string, QueuedSettle>();
+  /** Fires when the oldest waiting lease has waited leaseWriteWaitMs: it is queued then. */
   private leaseTimer: NodeJS.Timeout | undefined;
-  private leasesDue = false;
   /** Lease writes not finished yet: closing waits for them. */
   private readonly leaseWrites = new Set<Promise<unknown>>();
   /** Claim loops running (at most CLAIM_STATEMENTS), and the slots their claims running now may fill. */
@@ -394,6 +409,7 @@ export class Dispatcher {
       leaseMs,
       interruptGraceMs: options.interruptGraceMs ?? DEFAULT_INTERRUPT_GRACE_MS,
       claimWindow: options.claimWindow,
+      leaseWriteWaitMs: options.leaseWriteWaitMs ?? LEASE_WRITE_WAIT_MS,
       log: options.log,
     };
     // A flight has one call open at a time: a connection per flight to a replica holding them all.
@@ -1091,7 +1107,7 @@ export class Dispatcher {
   /**
    * Acknowledged with `deferred`: leased to the replica that took it until the agent completes it.
    * Nothing to do when the agent's completion came first (the row is done already). The write goes
-   * with the next statement, at most LEASE_WRITE_WAIT_MS later; meanwhile the flight keeps its slot:
+   * once its completion comes, or leaseWriteWaitMs later; meanwhile the flight keeps its slot:
    * a quick handler's completion, written in that same statement, claims the task's next delivery
    * for this flight (with `chain`), which sends it on as after a plain acknowledgement.
    */
@@ -1114,6 +1130,8 @@ export class Dispatcher {
    */
   private async completeReported(deliveryId: string, grant: RunGrant): Promise<CompletedHere | undefined> {
     const settled = await new Promise<Settled>((resolve, reject) => {
+      // Its lease, waiting, goes right before it: one statement writes the lease only when it did not write the completion.
+      this.queueWaitingLease(deliveryId);
       this.queuedSettles.push({ op: 'complete', id: deliveryId, taskId: '', claimer: '', chain: false, target: null, grant, resolve, reject });
       this.scheduleSettle();
     });
@@ -1128,20 +1146,49 @@ export class Dispatcher {
    */
   private queueSettle(op: QueuedSettle['op'], delivery: Settling, claimer: string, chain: boolean, target: string | null, looked = false): Promise<Settled> {
     return new Promise<Settled>((resolve, reject) => {
-      this.queuedSettles.push({ op, id: delivery.id, taskId: delivery.task_id, claimer, chain, target, looked, resolve, reject });
+      const entry: QueuedSettle = { op, id: delivery.id, taskId: delivery.task_id, claimer, chain, target, looked, resolve, reject };
+      if (op === 'lease' && !this.closed) {
+        entry.waitingSince = performance.now();
+        this.waitingLeases.set(entry.id, entry);
+        this.armLeaseTimer();
+        return;
+      }
+      this.queuedSettles.push(entry);
       this.scheduleSettle();
     });
   }
 
-  private scheduleSettle(): void {
-    if (!this.leaseTimer && !this.leasesDue && this.queuedSettles.some((entry) => entry.op === 'lease')) {
-      this.leaseTimer = setTimeout(() => {
+  /** A waiting lease queued for the next statement (its completion came, or it waited long enough, or closing). */
+  private queueWaitingLease(deliveryId: string): void {
+    const lease = this.waitingLeases.get(deliveryId);
+    if (!lease) return;
+    this.waitingLeases.delete(deliveryId);
+    this.queuedSettles.push(lease);
+  }
+
+  /** The timer of the oldest waiting lease, unless one is set: it queues the leases that waited leaseWriteWaitMs. */
+  private armLeaseTimer(): void {
+    if (this.leaseTimer) return;
+    const oldest = this.waitingLeases.values().next().value;
+    if (!oldest) return;
+    this.leaseTimer = setTimeout(
+      () => {
         this.leaseTimer = undefined;
-        this.leasesDue = true;
-        this.flushSettles();
-      }, LEASE_WRITE_WAIT_MS);
-      this.leaseTimer.unref();
-    }
+        const now = performance.now();
+        for (const lease of this.waitingLeases.values()) {
+          if (now - lease.waitingSince! < this.options.leaseWriteWaitMs) break;
+          this.queueWaitingLease(lease.id);
+        }
+        this.scheduleSettle();
+        this.armLeaseTimer();
+      },
+      Math.max(0, Math.ceil(oldest.waitingSince! + this.options.leaseWriteWaitMs - performance.now())),
+    );
+    this.leaseTimer.unref();
+  }
+
+  private scheduleSettle(): void {
+    if (this.queuedSettles.length === 0) return;
     if (this.settling >= SETTLE_STATEMENTS || this.settleScheduled) return;
     // The answers of this turn of the event loop go together.
     this.settleScheduled = true;
@@ -1153,8 +1200,6 @@ export class Dispatcher {
 
   private flushSettles(): void {
     while (this.settling < SETTLE_STATEMENTS && this.queuedSettles.length > 0) {
-      // Leases alone wait a little for company (LEASE_WRITE_WAIT_MS), unless closing.
-      if (!this.leasesDue && !this.closed && this.queuedSettles.every((entry) => entry.op === 'lease')) return;
       // A delivery is written once per statement (two writes of one row in a statement: one is lost):
       // a second answer for it waits for the next one. Except an agent's completion right behind its
       // lease (the handler was quick): the statement writes the lease only when the completion did not.
@@ -1169,11 +1214,6 @@ export class Dispatcher {
         } else later.push(entry);
       }
       this.queuedSettles = later;
-      if (!later.some((entry) => entry.op === 'lease')) {
-        clearTimeout(this.leaseTimer);
-        this.leaseTimer = undefined;
-        this.leasesDue = false;
-      }
       // Agents' completions may claim their task's next delivery for a new flight while there is room
       // for one; none while work waits for room (the claim over every task takes it, oldest first).
       let room = this.starved || this.closed ? 0 : this.options.maxInFlight - this.inFlight.size - this.reserved;
@@ -1265,6 +1305,9 @@ export class Dispatcher {
           sql`FROM (SELECT ${leased.map((e) => e.id)}::bigint[] AS ids, ${leased.map((e) => e.claimer)}::text[] AS claimers, ${leased.map((e) => e.target)}::text[] AS targets) AS u
           WHERE d.id = ANY(${leased.map((e) => e.id)}::bigint[]) AND d.claimed_by = u.claimers[array_position(u.ids, d.id)]`;
     const leasedTarget = leased.length === 1 ? sql`u.target` : sql`u.targets[array_position(u.ids, d.id)]`;
+    const targetHeld = sql`(left(${leasedTarget}, ${PULL_CLAIM_PREFIX.length}) = ${PULL_CLAIM_PREFIX}
+      OR EXISTS (SELECT 1 FROM version_replicas r WHERE r.version_id = d.version_id AND r.replica_key = ${leasedTarget} AND r.live))`;
+    const notReported = reported.length > 0 ? sql`AND d.id NOT IN (SELECT id FROM reported)` : sql``;
     const reportedRows =
       reported.length === 1
         ? sql`(SELECT ${reported[0].id}::bigint AS id, ${reported[0].grant!.orgId}::text AS org_id, ${reported[0].grant!.all}::boolean AS every,
@@ -1300,30 +1343,53 @@ export class Dispatcher {
     )`,
           ]
         : []),
+      // Leased to the replica that took it while that one is live (a pulled delivery: to its stream).
+      // One that went meanwhile (the runtime marked it gone before this write, so releaseLeases did
+      // not find the lease) has its delivery out again at once, as releaseLeases does.
       ...(leased.length > 0
         ? [
             sql`leased AS (
       UPDATE deliveries d SET status = 'leased', leased_to = ${leasedTarget}, lease_ms = ${leaseMs}, claimed_by = NULL,
         claimed_until = now() + ${leaseMs} * interval '1 millisecond', updated_at = now()
-      ${leasedRows} AND d.status = 'in_flight' ${reported.length > 0 ? sql`AND d.id NOT IN (SELECT id FROM reported)` : sql``}
+      ${leasedRows} AND d.status = 'in_flight' ${notReported} AND ${targetHeld}
       RETURNING d.id
+    )`,
+            sql`unleased AS (
+      UPDATE deliveries d SET status = 'pending', leased_to = NULL, claimed_by = NULL, claimed_until = NULL, last_error = ${REPLICA_GONE_REASON},
+        failing_since = COALESCE(d.failing_since, now()), next_attempt_at = now(), updated_at = now()
+      ${leasedRows} AND d.status = 'in_flight' ${notReported} AND NOT ${targetHeld}
+      RETURNING d.task_id
     )`,
           ]
         : []),
     ];
-    // The agents' completions, read back from the statement's one row (a row with or without a claim).
+    // The agents' completions and the tasks of leases whose replica went, read back from the
+    // statement's one row (a row with or without a claim).
     const report =
-      reported.length > 0
-        ? sql`(SELECT json_agg(json_build_object('id', r.id::text, 'task_id', r.task_id, 'method', r.method, 'attempts', r.attempts)) FROM reported r)`
-        : sql`NULL::json`;
-    const completedOf = (rows: { reported?: NonNullable<Settled['completed']>[] | null }[]) =>
-      new Map((rows[0]?.reported ?? []).map((row) => [row.id, row] as const));
+      reported.length > 0 || leased.length > 0
+        ? sql`json_build_object(
+            'completed', ${reported.length > 0 ? sql`(SELECT json_agg(json_build_object('id', r.id::text, 'task_id', r.task_id, 'method', r.method, 'attempts', r.attempts)) FROM reported r)` : sql`NULL`},
+            'unleased', ${leased.length > 0 ? sql`(SELECT json_agg(u.task_id) FROM unleased u)` : sql`NULL`})`
+        : undefined;
+    const outcome = (rows: { reported?: SettleReport | null }[]) => {
+      const summary = rows[0]?.reported;
+      // Out again: the dispatchers claim them (this one at once), and what their agent left streaming ends.
+      const unleased = summary?.unleased ?? [];
+      if (unleased.length > 0) {
+        for (const taskId of unleased)
+          announceDeliveries(this.db, taskId).catch((error) => this.options.log?.(`announcing task ${taskId}'s delivery: ${(error as Error).message}`));
+        interruptStreams(this.db, unleased, WRITER_GONE_REASON).catch((error) =>
+          this.options.log?.(`ending the streams of a gone replica: ${(error as Error).message}`),
+        );
+      }
+      return new Map((summary?.completed ?? []).map((row) => [row.id, row] as const));
+    };
     if (chained.length === 0 && reportedChained.length === 0) {
       const result = await executePrepared(
         this.db,
-        sql<{ reported: NonNullable<Settled['completed']>[] | null }>`WITH ${sql.join(writes)} SELECT ${report} AS reported`,
+        sql<{ reported: SettleReport | null }>`WITH ${sql.join(writes)} SELECT ${report ?? sql`NULL::json`} AS reported`,
       );
-      return { next: new Map(), completed: completedOf(result.rows) };
+      return { next: new Map(), completed: outcome(result.rows) };
     }
     // A successor must be its task's first open turn once the completed one is done; the statement's
     // snapshot still sees that one open, so what `done` (or `reported`) wrote is left out of the test.
@@ -1357,16 +1423,16 @@ export class Dispatcher {
     const pick = only
       ? next(sql`(SELECT task_id FROM ${sql.table(only.op === 'done' ? 'done' : 'reported')})`)
       : sql`SELECT n.* FROM ${tasks} AS x(task_id) CROSS JOIN LATERAL (${next(sql`x.task_id`)}) AS n`;
-    if (reported.length === 0) {
+    if (!report) {
       const result = await executePrepared(this.db, this.claiming(this.id, undefined, pick, sql.join(writes)));
       return { next: new Map(result.rows.map((row) => [row.task_id, row])), completed: new Map() };
     }
     // One row at least, whatever was claimed: it carries the completions.
     const result = await executePrepared(
       this.db,
-      this.claiming(this.id, undefined, pick, sql.join(writes), report) as RawBuilder<Claimed & { reported: NonNullable<Settled['completed']>[] | null }>,
+      this.claiming(this.id, undefined, pick, sql.join(writes), report) as RawBuilder<Claimed & { reported: SettleReport | null }>,
     );
-    return { next: new Map(result.rows.filter((row) => row.id !== null).map((row) => [row.task_id, row])), completed: completedOf(result.rows) };
+    return { next: new Map(result.rows.filter((row) => row.id !== null).map((row) => [row.task_id, row])), completed: outcome(result.rows) };
   }
 
   /** A sync agent's reply, as agent messages, through the domain with a system principal of the task's org. */
@@ -1460,7 +1526,9 @@ export class Dispatcher {
     for (const pull of this.pulls.values()) pull.end();
     if (this.timer) clearTimeout(this.timer);
     await Promise.allSettled([...this.inFlight, this.sweep]);
-    // Leases waiting for company go now (closed: they wait no more).
+    // Leases waiting for their completions go now (closed: they wait no more).
+    clearTimeout(this.leaseTimer);
+    for (const id of [...this.waitingLeases.keys()]) this.queueWaitingLease(id);
     this.flushSettles();
     while (this.leaseWrites.size > 0) await Promise.allSettled([...this.leaseWrites]);
     clearTimeout(this.leaseTimer);
