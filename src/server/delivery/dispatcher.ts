@@ -48,7 +48,7 @@ import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@ope
 import { formatTraceparent } from '../../contract/trace-context.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { recordAgentSpans } from '../domain/traces.js';
-import { INHERITED_LEASE_REASON, REPLICA_GONE_REASON, WRITER_GONE_REASON } from '../domain/deliveries.js';
+import { INHERITED_LEASE_REASON, releasedByGoneReplica, WRITER_GONE_REASON } from '../domain/deliveries.js';
 import { executePrepared } from '../store/prepared.js';
 
 /** The open statuses as an SQL list, for the claim statement. */
@@ -1355,8 +1355,7 @@ export class Dispatcher {
       RETURNING d.id
     )`,
             sql`unleased AS (
-      UPDATE deliveries d SET status = 'pending', leased_to = NULL, claimed_by = NULL, claimed_until = NULL, last_error = ${REPLICA_GONE_REASON},
-        failing_since = COALESCE(d.failing_since, now()), next_attempt_at = now(), updated_at = now()
+      UPDATE deliveries d SET ${releasedByGoneReplica(false)}
       ${leasedRows} AND d.status = 'in_flight' ${notReported} AND NOT ${targetHeld}
       RETURNING d.task_id
     )`,
@@ -1531,7 +1530,6 @@ export class Dispatcher {
     for (const id of [...this.waitingLeases.keys()]) this.queueWaitingLease(id);
     this.flushSettles();
     while (this.leaseWrites.size > 0) await Promise.allSettled([...this.leaseWrites]);
-    clearTimeout(this.leaseTimer);
     RUNNING_HERE.delete(this.id);
     await this.listener?.end().catch(() => {});
     await this.http.close().catch(() => {});

@@ -232,25 +232,24 @@ export async function deliveryNow(db: Db, deliveryId: string): Promise<Delivery>
  * (`interruptStreams`).
  */
 export async function releaseLeases(trx: Executor, versionId: string, acpUrl: string | null): Promise<string[]> {
-  let query = trx
-    .updateTable('deliveries')
-    .set({
-      status: 'pending',
-      leased_to: null,
-      claimed_by: null,
-      claimed_until: null,
-      last_error: acpUrl === null ? REPLICAS_STOPPED_REASON : REPLICA_GONE_REASON,
-      // Every replica at once is the platform's doing: no failure of the agent, so no retry budget spent.
-      failing_since: acpUrl === null ? sql`failing_since` : sql`COALESCE(failing_since, now())`,
-      next_attempt_at: sql`now()`,
-      updated_at: new Date(),
-    })
-    .where('status', '=', 'leased')
-    .where('version_id', '=', versionId);
-  if (acpUrl !== null) query = query.where('leased_to', '=', acpUrl);
-  const released = await query.returning('task_id').execute();
-  if (released.length > 0) await announceDeliveries(trx);
-  return released.map((r) => r.task_id);
+  const released = await sql<{ task_id: string }>`
+    UPDATE deliveries SET ${releasedByGoneReplica(acpUrl === null)}
+    WHERE status = 'leased' AND version_id = ${versionId} ${acpUrl === null ? sql`` : sql`AND leased_to = ${acpUrl}`}
+    RETURNING task_id`.execute(trx);
+  if (released.rows.length > 0) await announceDeliveries(trx);
+  return released.rows.map((r) => r.task_id);
+}
+
+/**
+ * The columns of a delivery its replica's going put back for redelivery at once (an UPDATE's SET
+ * list): by `releaseLeases`, and by the dispatcher's lease write that finds the replica gone already.
+ * Every replica at once (`every`) is the platform's doing: no failure of the agent, so no retry
+ * budget spent.
+ */
+export function releasedByGoneReplica(every: boolean) {
+  return sql`status = 'pending', leased_to = NULL, claimed_by = NULL, claimed_until = NULL,
+    last_error = ${every ? REPLICAS_STOPPED_REASON : REPLICA_GONE_REASON},
+    failing_since = ${every ? sql`failing_since` : sql`COALESCE(failing_since, now())`}, next_attempt_at = now(), updated_at = now()`;
 }
 
 /** What the delivery queue holds now: open deliveries by status, and how long the oldest has waited. */
