@@ -28,7 +28,9 @@
 // completion requests' client), which made (2)-(4) measure the bench as much as the dispatcher. The
 // floors are unchanged: the same pool's INSERTs in the same run. Rows (2)-(4) also print this process's
 // CPU per delivery (server and dispatcher; on PGlite the database too), which a loaded machine
-// distorts far less than the rates.
+// distorts far less than the rates. Rows (2) and (3) print where a round waits: its settling
+// statements (how many, how many deliveries each, the share of the round with one running and with
+// two at once) and the agent's completion requests.
 import { fork } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
@@ -166,6 +168,88 @@ function eventHopProbe(
       for (const u of undo.reverse()) u();
     },
   };
+}
+
+/** What a round of (2) or (3) spent on settling: the dispatcher's settling statements and the agent's completion requests. */
+interface SettleRound {
+  statements: number;
+  rowsEach: number;
+  /** Shares of the round with a settling statement running, and with two at once. */
+  running: number;
+  twoAtOnce: number;
+  completionRequests: number;
+  lone: number;
+}
+
+/**
+ * Where a round of (2) or (3) goes between the agent and the database: the dispatcher's settling
+ * statements (its private settleBatch, wrapped on the instance as the hop probe wraps its claim at
+ * insert) and the completion requests the server got (Node's http.server channel). A round whose
+ * statements run one at a time, none beside another, is waiting on its own steps in turn.
+ */
+function settleProbe(dispatcher: Dispatcher, start: number) {
+  const spans: { start: number; end: number; rows: number }[] = [];
+  const inside = dispatcher as unknown as { settleBatch: (batch: { id: string }[]) => Promise<unknown> };
+  const settleBatch = inside.settleBatch;
+  inside.settleBatch = async function (this: typeof inside, batch) {
+    // A lease and its agent's completion are one delivery.
+    const span = { start: now(), end: Number.POSITIVE_INFINITY, rows: new Set(batch.map((entry) => entry.id)).size };
+    spans.push(span);
+    try {
+      return await settleBatch.call(this, batch);
+    } finally {
+      span.end = now();
+    }
+  };
+  let completionRequests = 0;
+  let lone = 0;
+  const onRequest = ({ request }: { request: { method?: string; url?: string } }) => {
+    if (request.method !== 'POST' || !request.url?.startsWith('/deliveries/')) return;
+    const alone = /^\/deliveries\/[^/]+\/complete$/.test(request.url);
+    if (alone || request.url === '/deliveries/complete') completionRequests++;
+    if (alone) lone++;
+  };
+  diagnostics.subscribe('http.server.request.start', onRequest as (message: unknown) => void);
+  return (end: number): SettleRound => {
+    diagnostics.unsubscribe('http.server.request.start', onRequest as (message: unknown) => void);
+    inside.settleBatch = settleBatch;
+    // Sweep the statements' starts and ends: time with one or more running, and with two or more.
+    const edges = spans
+      .flatMap((span) => [
+        [span.start, 1],
+        [Math.min(span.end, end), -1],
+      ])
+      .sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    let depth = 0;
+    let last = start;
+    let running = 0;
+    let twoAtOnce = 0;
+    for (const [at, step] of edges) {
+      if (depth >= 1) running += at - last;
+      if (depth >= 2) twoAtOnce += at - last;
+      depth += step;
+      last = at;
+    }
+    const rows = spans.reduce((sum, span) => sum + span.rows, 0);
+    return {
+      statements: spans.length,
+      rowsEach: rows / Math.max(1, spans.length),
+      running: running / (end - start),
+      twoAtOnce: twoAtOnce / (end - start),
+      completionRequests,
+      lone,
+    };
+  };
+}
+
+/** The medians of rounds' SettleRounds, as one line. */
+function settleLine(rounds: SettleRound[]): string {
+  const m = (key: keyof SettleRound) => median(rounds.map((r) => r[key]));
+  const requests = m('completionRequests') > 0 ? `; ${fmt(m('completionRequests'))} completion requests (${fmt(m('lone'))} of them with one report)` : '';
+  return (
+    `  its settling statements, per round: ${fmt(m('statements'))}, ${fmt(m('rowsEach'))} deliveries each; one running ${fmt(m('running') * 100)}% of the round, ` +
+    `two at once ${fmt(m('twoAtOnce') * 100)}%${requests}`
+  );
 }
 
 /** The hop table, and how many events came behind a turn being written done or were not claimed at insert. */
@@ -315,14 +399,17 @@ async function benchEngine(engine: Engine) {
       const start = now();
       const throughputDispatcher = await startDispatcher(store);
       dispatchers.push(throughputDispatcher);
+      const settled = settleProbe(throughputDispatcher, start);
       const result = (await forked.ask({ type: 'wait' })) as { violations: string[] };
-      const seconds = (now() - start) / 1000;
+      const end = now();
+      const seconds = (end - start) / 1000;
+      const settling = settled(end);
       const used = process.cpuUsage(cpu);
       const machine = busy();
       violations.push(...result.violations);
       await throughputDispatcher.close();
       dispatchers.pop();
-      return { tasks, total, seconds, cpuMs: (used.user + used.system) / 1000 / total, machine };
+      return { tasks, total, seconds, cpuMs: (used.user + used.system) / 1000 / total, machine, settling };
     };
     // The floor of (2): the same number of single-row inserts, INSERT_CONCURRENCY at a time.
     await sql`CREATE TABLE bench_floor (id bigserial PRIMARY KEY, task_id text NOT NULL, payload jsonb NOT NULL)`.execute(store.db);
@@ -345,8 +432,8 @@ async function benchEngine(engine: Engine) {
     // counted rounds was the lower of the two warm ones. A long-running dispatcher is a warm one.
     // Each round of (2) is followed by one of (3), against it: (3)'s first round is cold too (the
     // agent's completion reports through the ADK run for the first time) and is not counted either.
-    const rounds: { dispatchRate: number; insertRate: number; cpuMs: number; machine: number }[] = [];
-    const leasedRounds: { rate: number; ratio: number; cpuMs: number; machine: number }[] = [];
+    const rounds: { dispatchRate: number; insertRate: number; cpuMs: number; machine: number; settling: SettleRound }[] = [];
+    const leasedRounds: { rate: number; ratio: number; cpuMs: number; machine: number; settling: SettleRound }[] = [];
     const cold = await throughput(false);
     const coldRatio = cold.total / cold.seconds / (await insertRateOf(cold.tasks, cold.total));
     const coldLeased = await throughput(true);
@@ -355,10 +442,16 @@ async function benchEngine(engine: Engine) {
       const round = await throughput(false);
       total = round.total;
       const dispatchRate = round.total / round.seconds;
-      rounds.push({ dispatchRate, insertRate: await insertRateOf(round.tasks, round.total), cpuMs: round.cpuMs, machine: round.machine });
+      rounds.push({
+        dispatchRate,
+        insertRate: await insertRateOf(round.tasks, round.total),
+        cpuMs: round.cpuMs,
+        machine: round.machine,
+        settling: round.settling,
+      });
       const leased = await throughput(true);
       const rate = leased.total / leased.seconds;
-      leasedRounds.push({ rate, ratio: rate / dispatchRate, cpuMs: leased.cpuMs, machine: leased.machine });
+      leasedRounds.push({ rate, ratio: rate / dispatchRate, cpuMs: leased.cpuMs, machine: leased.machine, settling: leased.settling });
     }
     const dispatchRate = median(rounds.map((r) => r.dispatchRate));
     const insertRate = median(rounds.map((r) => r.insertRate));
@@ -372,6 +465,7 @@ async function benchEngine(engine: Engine) {
     console.log(
       `  server CPU ${fmt(dispatchCpuMs, 3)} ms per delivery; the machine (${availableParallelism()} cores: server, agent, database) ${fmt(median(rounds.map((r) => r.machine)) * 100)}% busy during the rounds`,
     );
+    console.log(settleLine(rounds.map((r) => r.settling)));
 
     // ---- (3) the same through the completion lease (its rounds ran above, each after one of (2)) ------------
     const leasedRate = median(leasedRounds.map((r) => r.rate));
@@ -387,6 +481,7 @@ async function benchEngine(engine: Engine) {
     console.log(
       `  server CPU ${fmt(leasedCpuMs, 3)} ms per delivery, ${fmt(leasedCpuMs / dispatchCpuMs, 2)}x (2)'s; the machine ${fmt(median(leasedRounds.map((r) => r.machine)) * 100)}% busy`,
     );
+    console.log(settleLine(leasedRounds.map((r) => r.settling)));
 
     // ---- (4) one task, back to back -------------------------------------------------------------------
     const single = await throughput(false, 1, SINGLE_TASK_EVENTS);
