@@ -82,12 +82,12 @@ const HOPS = [
   ['committed', '-> the driver returned it committed (the database round trip)'],
   ['launched', '-> the delivery handed to a flight (claimed at insert; else by a claim statement)'],
   ['agent request made', "-> the flight signed the delivery and made its request (undici request:create), after the task's last turn was written done"],
-  ['agent request sent', "-> on the agent's socket (undici bodySent)"],
+  ['agent request sent', "-> on the agent's socket (undici bodySent; on a reused socket a turn of the event loop later, see below)"],
   ['agent got it', "-> the agent's server parsed the request head"],
   ['handler start', '-> the agent read the body and verified the signature (what the latency counts)'],
 ] as const;
 type Hop = (typeof HOPS)[number][0];
-type HopSample = { start: number; stamps: Partial<Record<Hop, number>>; waitedForCompletion: boolean; declined: boolean };
+type HopSample = { start: number; stamps: Partial<Record<Hop, number>>; waitedForCompletion: boolean; declined: boolean; writeDeferred: boolean };
 
 function eventHopProbe(
   store: Store,
@@ -111,8 +111,22 @@ function eventHopProbe(
     if (isEvent(request.method, request.path)) stamp('request sent');
     else if (current?.stamps.launched !== undefined && request.origin?.endsWith?.(`:${agentPort}`)) stamp('agent request sent');
   });
+  // The agent's request is written in the call that made it, or later: undici 8 writes a request on
+  // a reused idle keep-alive socket only after a turn of the event loop (its check for bytes the
+  // server sent unasked, GHSA-35p6-xmwp-9g52), behind whatever else that turn runs.
+  let making: HopSample | undefined;
   on('undici:request:create', ({ request }) => {
-    if (current?.stamps.launched !== undefined && request.origin?.endsWith?.(`:${agentPort}`)) stamp('agent request made');
+    if (current?.stamps.launched === undefined || !request.origin?.endsWith?.(`:${agentPort}`)) return;
+    stamp('agent request made');
+    const sample = current;
+    making = sample;
+    queueMicrotask(() => {
+      if (making === sample) making = undefined;
+    });
+  });
+  on('undici:client:sendHeaders', ({ request }) => {
+    if (current?.stamps.launched !== undefined && current.stamps['agent request sent'] === undefined && request.origin?.endsWith?.(`:${agentPort}`))
+      current.writeDeferred = making !== current;
   });
   on('http.server.request.start', ({ request, server }) => {
     if (server === agent) current?.stamps.launched !== undefined && stamp('agent got it');
@@ -156,7 +170,7 @@ function eventHopProbe(
   return {
     /** Starts a sample: the event's content holds `token`; `finish` with the handler's start. */
     begin(token: string, start: number) {
-      current = { token, start, stamps: {}, waitedForCompletion: false, declined: false };
+      current = { token, start, stamps: {}, waitedForCompletion: false, declined: false, writeDeferred: false };
       const sample = current;
       return (handlerStart: number): HopSample => {
         sample.stamps['handler start'] = handlerStart;
@@ -257,7 +271,11 @@ function hopReport(samples: HopSample[], floor: number): string {
   const lines = [hopTable(HOPS, samples, floor)];
   const waited = samples.filter((s) => s.waitedForCompletion).length;
   const declined = samples.filter((s) => s.declined).length;
+  const deferred = samples.filter((s) => s.writeDeferred).length;
   lines.push(`    ${waited} of ${samples.length} events came while their task's last turn was being written done; ${declined} were not claimed at insert`);
+  lines.push(
+    `    ${deferred} of ${samples.length} requests to the agent were written after the call that made them returned (undici reuses an idle keep-alive socket a turn of the event loop later)`,
+  );
   return lines.join('\n');
 }
 
