@@ -40,6 +40,7 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { Agent, request } from 'undici';
 import { verifySignature, SIGNATURE_HEADER } from '../src/contract/acp.js';
+import { routes } from '../src/contract/routes.js';
 import type { PGlite } from '@electric-sql/pglite';
 import type { Engine, Store } from '../src/server/store/db.js';
 import { startDispatcher, type Dispatcher } from '../src/server/delivery/dispatcher.js';
@@ -195,6 +196,9 @@ interface SettleRound {
   lone: number;
 }
 
+/** The contract's path of one delivery's completion, as a pattern of request URLs. */
+const ONE_COMPLETION = new RegExp(`^${routes.completeDelivery.path.replace(':delivery_id', '[^/]+')}$`);
+
 /**
  * Where a round of (2) or (3) goes between the agent and the database: the dispatcher's settling
  * statements (its private settleBatch, wrapped on the instance as the hop probe wraps its claim at
@@ -218,9 +222,9 @@ function settleProbe(dispatcher: Dispatcher, start: number) {
   let completionRequests = 0;
   let lone = 0;
   const onRequest = ({ request }: { request: { method?: string; url?: string } }) => {
-    if (request.method !== 'POST' || !request.url?.startsWith('/deliveries/')) return;
-    const alone = /^\/deliveries\/[^/]+\/complete$/.test(request.url);
-    if (alone || request.url === '/deliveries/complete') completionRequests++;
+    if (request.method !== 'POST' || !request.url) return;
+    const alone = ONE_COMPLETION.test(request.url);
+    if (alone || request.url === routes.completeDeliveries.path) completionRequests++;
     if (alone) lone++;
   };
   diagnostics.subscribe('http.server.request.start', onRequest as (message: unknown) => void);
