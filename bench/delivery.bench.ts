@@ -23,14 +23,15 @@
 //     interleaved; both engines); what is left is the server's own (HTTP, auth, validation, the driver, JSON).
 // The agent of (1) is a node:http server in this process, so both sides read one clock. The agent of
 // (2)-(4) is its own process (forked, as a real agent is): it verifies signatures, counts, checks order
-// and one-at-a-time, reports each lease complete through the ADK, and tells this process over IPC
+// and one-at-a-time, reports each lease complete as the ADK's AgentServer does (carried in its answer to
+// a later delivery of the same turn, else through the ADK's request), and tells this process over IPC
 // when it has them all. In this process it cost the server's CPU (its HTTP server, HMAC checks and the
 // completion requests' client), which made (2)-(4) measure the bench as much as the dispatcher. The
 // floors are unchanged: the same pool's INSERTs in the same run. Rows (2)-(4) also print this process's
 // CPU per delivery (server and dispatcher; on PGlite the database too), which a loaded machine
 // distorts far less than the rates. Rows (2) and (3) print where a round waits: its settling
 // statements (how many, how many deliveries each, the share of the round with one running and with
-// two at once) and the agent's completion requests.
+// two at once), the completions carried in answers and the agent's completion requests.
 import { fork } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
 import { createServer, type Server } from 'node:http';
@@ -50,6 +51,7 @@ import { buildApp } from '../src/server/app.js';
 import { unrestricted } from '../src/server/auth/policy.js';
 import { newId } from '../src/server/store/ids.js';
 import { createAdk, type Adk } from '../src/adk/adk.js';
+import { CompletionCarriage } from '../src/adk/completions.js';
 import { benchEngines, benchService, fmt, hopTable, machineBusy, stampStatements, median, percentile, BENCH_DEPLOY } from './support.js';
 
 const LATENCY_SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
@@ -194,6 +196,8 @@ interface SettleRound {
   twoAtOnce: number;
   completionRequests: number;
   lone: number;
+  /** Completions the agent carried in its answers to later deliveries (no request of their own). */
+  carried: number;
 }
 
 /** The contract's path of one delivery's completion, as a pattern of request URLs. */
@@ -228,7 +232,7 @@ function settleProbe(dispatcher: Dispatcher, start: number) {
     if (alone) lone++;
   };
   diagnostics.subscribe('http.server.request.start', onRequest as (message: unknown) => void);
-  return (end: number): SettleRound => {
+  return (end: number, carried: number): SettleRound => {
     diagnostics.unsubscribe('http.server.request.start', onRequest as (message: unknown) => void);
     inside.settleBatch = settleBatch;
     // Sweep the statements' starts and ends: time with one or more running, and with two or more.
@@ -256,6 +260,7 @@ function settleProbe(dispatcher: Dispatcher, start: number) {
       twoAtOnce: twoAtOnce / (end - start),
       completionRequests,
       lone,
+      carried,
     };
   };
 }
@@ -263,7 +268,10 @@ function settleProbe(dispatcher: Dispatcher, start: number) {
 /** The medians of rounds' SettleRounds, as one line. */
 function settleLine(rounds: SettleRound[]): string {
   const m = (key: keyof SettleRound) => median(rounds.map((r) => r[key]));
-  const requests = m('completionRequests') > 0 ? `; ${fmt(m('completionRequests'))} completion requests (${fmt(m('lone'))} of them with one report)` : '';
+  const requests =
+    m('completionRequests') > 0 || m('carried') > 0
+      ? `; ${fmt(m('carried'))} completions carried in answers to later deliveries, ${fmt(m('completionRequests'))} completion requests (${fmt(m('lone'))} of them with one report)`
+      : '';
   return (
     `  its settling statements, per round: ${fmt(m('statements'))}, ${fmt(m('rowsEach'))} deliveries each; one running ${fmt(m('running') * 100)}% of the round, ` +
     `two at once ${fmt(m('twoAtOnce') * 100)}%${requests}`
@@ -422,10 +430,10 @@ async function benchEngine(engine: Engine) {
       const throughputDispatcher = await startDispatcher(store);
       dispatchers.push(throughputDispatcher);
       const settled = settleProbe(throughputDispatcher, start);
-      const result = (await forked.ask({ type: 'wait' })) as { violations: string[] };
+      const result = (await forked.ask({ type: 'wait' })) as { violations: string[]; carried: number };
       const end = now();
       const seconds = (end - start) / 1000;
-      const settling = settled(end);
+      const settling = settled(end, result.carried);
       const used = process.cpuUsage(cpu);
       const machine = busy();
       violations.push(...result.violations);
@@ -587,15 +595,17 @@ async function forkAgent() {
 /** The agent process: verifies, counts, checks order; with `deferring`, takes the lease and reports each delivery complete. */
 async function agentRole(): Promise<void> {
   let config: Extract<AgentCommand, { type: 'config' }> | undefined;
-  let run = { deferring: false, expect: 0, checked: null as string | null, received: 0, completed: 0, next: -1 };
+  let run = { deferring: false, expect: 0, checked: null as string | null, received: 0, completed: 0, next: -1, carried: 0 };
   const busy = new Set<string>();
   let violations: string[] = [];
   let onProgress: (() => void) | undefined;
   const finished = () => run.received >= run.expect && (!run.deferring || run.completed >= run.expect);
-  // Reported through the ADK's own call (Adk.completeDelivery, as AgentServer reports): at once when
-  // no report is on its way, else with the others that finished meanwhile, in one request.
+  // Reported as AgentServer reports: in the answer to a later delivery of the same turn of the event
+  // loop (CompletionCarriage), else by the ADK's own call (Adk.completeDelivery): at once when no report
+  // is on its way, else with the others that finished meanwhile, in one request.
   let toolkit: Adk | undefined;
-  const complete = (id: string) => toolkit!.completeDelivery(id);
+  const carriage = new CompletionCarriage((report) => toolkit!.completeDelivery(report.deliveryId));
+  const complete = (id: string) => carriage.report({ deliveryId: id });
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c) => chunks.push(c));
@@ -618,7 +628,14 @@ async function agentRole(): Promise<void> {
       run.received++;
       const defer = run.deferring && rpc.params.lease_ms > 0;
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: defer ? { accepted: true, deferred: true } : { accepted: true } }), () => {
+      const carried = defer && rpc.params.completions_in_answer === true ? carriage.take() : undefined;
+      if (carried)
+        res.once('close', () => {
+          if (res.writableFinished) run.carried += carried.completed.length;
+          carried.settle(res.writableFinished);
+        });
+      const result = defer ? { accepted: true, deferred: true, ...(carried ? { completed: carried.completed } : {}) } : { accepted: true };
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result }), () => {
         if (!defer) busy.delete(taskId);
         onProgress?.();
       });
@@ -647,7 +664,7 @@ async function agentRole(): Promise<void> {
         toolkit = createAdk({ baseUrl: command.serviceUrl, apiKey: command.adminKey });
         return process.send!({});
       case 'arm':
-        run = { ...command, received: 0, completed: 0, next: -1 };
+        run = { ...command, received: 0, completed: 0, next: -1, carried: 0 };
         violations = [];
         busy.clear();
         return process.send!({});
@@ -655,7 +672,7 @@ async function agentRole(): Promise<void> {
         onProgress = () => {
           if (!finished()) return;
           onProgress = undefined;
-          process.send!({ violations });
+          process.send!({ violations, carried: run.carried });
         };
         return onProgress();
       case 'exit':

@@ -1,4 +1,5 @@
 import { MAX_COMPLETIONS_PER_REQUEST } from '../contract/enums.js';
+import type { AcpCarriedCompletion } from '../contract/acp.js';
 import type { SpanInput } from '../contract/traces.js';
 
 /** A deferred delivery whose handler finished, as reported to the platform. */
@@ -84,5 +85,76 @@ export class CompletionReporter {
       count++;
     }
     return this.queued.splice(0, count);
+  }
+}
+
+/** Reports taken by one answer: its `completed`, and what to call once the answer was written (or was not). */
+export interface CarriedReports {
+  completed: AcpCarriedCompletion[];
+  /** True: the answer went out (the platform completes them as it settles it); false: each goes by request. */
+  settle(written: boolean): void;
+}
+
+interface Carried {
+  report: CompletionReport;
+  bytes: number;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Completion reports carried in answers (README "Delivery to agents"): a report waits until the end
+ * of this turn of the event loop for the answer to a later delivery that offers to take it
+ * (`completions_in_answer`). A busy process answers many deliveries a turn, so their answers carry
+ * the completions of the handlers that finished meanwhile, and the platform completes them as it
+ * settles those answers, with no request of their own. One no answer took goes by request, at the
+ * end of the turn: a lone completion waits no longer than that.
+ */
+export class CompletionCarriage {
+  private waiting: Carried[] = [];
+  private flushing = false;
+
+  constructor(private readonly byRequest: (report: CompletionReport) => Promise<void>) {}
+
+  /** Resolves once an answer carrying it was written, or the platform took it by request. */
+  report(report: CompletionReport): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const bytes = report.spans?.length ? JSON.stringify(report.spans).length : 0;
+      this.waiting.push({ report, bytes, resolve, reject });
+      if (this.flushing) return;
+      this.flushing = true;
+      setImmediate(() => {
+        this.flushing = false;
+        this.sendByRequest(this.waiting.splice(0));
+      });
+    });
+  }
+
+  /** The waiting reports one answer can carry (the oldest first, within one request's limits); undefined when none waits. */
+  take(): CarriedReports | undefined {
+    if (this.waiting.length === 0) return undefined;
+    let count = 0;
+    let bytes = 0;
+    while (count < this.waiting.length && count < MAX_COMPLETIONS_PER_REQUEST && (count === 0 || bytes + this.waiting[count].bytes <= BATCH_SPAN_BYTES)) {
+      bytes += this.waiting[count].bytes;
+      count++;
+    }
+    // One report too large for an answer goes by request.
+    if (bytes > BATCH_SPAN_BYTES) return undefined;
+    const taken = this.waiting.splice(0, count);
+    let settled = false;
+    return {
+      completed: taken.map(({ report }) => ({ id: report.deliveryId, ...(report.spans ? { spans: report.spans } : {}) })),
+      settle: (written) => {
+        if (settled) return;
+        settled = true;
+        if (written) for (const carried of taken) carried.resolve();
+        else this.sendByRequest(taken);
+      },
+    };
+  }
+
+  private sendByRequest(reports: Carried[]): void {
+    for (const { report, resolve, reject } of reports) this.byRequest(report).then(resolve, reject);
   }
 }

@@ -15,6 +15,7 @@ import {
   type AcpParams,
   type AcpRequest,
   type AcpResponse,
+  type AcpResult,
 } from '../contract/acp.js';
 import type { Content, Event, MessageContent, MessageContentInput } from '../contract/conversation.js';
 import { UnreachableError } from '../client/index.js';
@@ -23,6 +24,7 @@ import { readProcessConfig } from './config.js';
 import { TaskContext } from './context.js';
 import { AdkError, TurnInterruptedError } from './errors.js';
 import { otlpConfigured, Turn } from './trace.js';
+import { CompletionCarriage } from './completions.js';
 import type { SpanInput } from '../contract/traces.js';
 import type { MessageStream } from './stream.js';
 
@@ -118,6 +120,8 @@ export class AgentServer {
   private draining = false;
   private readonly queues: TaskQueues;
   private readonly seen = new Map<string, Taken>();
+  /** Completions waiting for an answer to carry them (else they go by request). */
+  private readonly carriage = new CompletionCarriage((report) => this.adk.completeDelivery(report.deliveryId, report.spans, report.traceparent));
   /** Completions being reported: a SIGTERM waits for them as for the handlers (else the delivery waits out its lease). */
   private readonly reporting = new Set<Promise<unknown>>();
   /** Handlers running now, by task and delivery id. */
@@ -298,8 +302,15 @@ export class AgentServer {
     // Async: the handler runs after this answer. Taking the platform's lease (deferred) keeps the
     // delivery ours until the handler finished, so a process killed mid-handler gets it again; a
     // repeat of one already finished (its completion report was lost) is done with this answer.
-    if (request.method !== 'message/send')
-      return rpcResult(res, request.id, taken.leased && !taken.settled ? { accepted: true, deferred: true } : { accepted: true });
+    if (request.method !== 'message/send') {
+      const answer: AcpResult = taken.leased && !taken.settled ? { accepted: true, deferred: true } : { accepted: true };
+      // The answer carries the completions of this task's or other tasks' handlers that finished this turn.
+      const carried = (request.params as AcpLeaseOffer).completions_in_answer === true ? this.carriage.take() : undefined;
+      if (!carried) return rpcResult(res, request.id, answer);
+      res.once('finish', () => carried.settle(true));
+      res.once('close', () => carried.settle(res.writableFinished));
+      return rpcResult(res, request.id, { ...answer, completed: carried.completed });
+    }
     try {
       const messages = await taken.outcome;
       rpcResult(res, request.id, { accepted: true, messages, ...(await this.spansToReport(taken)) });
@@ -369,9 +380,11 @@ export class AgentServer {
         // A server away for longer than the client's retries (stopped and started again) still holds
         // the delivery leased to this process: reported once it is back, not when the lease runs out.
         const until = Date.now() + leaseMs;
+        const report = { deliveryId, ...(spans?.length ? { spans } : {}), traceparent: taken.turn?.traceparent() };
         for (let attempt = 1; ; attempt++) {
           try {
-            return await this.adk.completeDelivery(deliveryId, spans, taken.turn?.traceparent());
+            // First in the answer to a later delivery when one goes this turn (else by request), then by request.
+            return await (attempt === 1 ? this.carriage.report(report) : this.adk.completeDelivery(deliveryId, spans, report.traceparent));
           } catch (error) {
             const transient = error instanceof UnreachableError || (error instanceof AdkError && error.status >= 500);
             if (!transient || Date.now() >= until) throw error;

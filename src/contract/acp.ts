@@ -46,6 +46,20 @@ export interface AcpAgentRef {
  */
 export interface AcpLeaseOffer {
   lease_ms?: number;
+  /**
+   * The platform takes completions in this delivery's answer (`AcpResult.completed`): deferred
+   * deliveries of the same agent whose handlers finished, each as `POST /deliveries/{id}/complete`
+   * would report it. Absent from a server that does not; the agent then reports each by request.
+   */
+  completions_in_answer?: true;
+}
+
+/** A deferred delivery's completion carried in the answer to a later one (`AcpResult.completed`). */
+export interface AcpCarriedCompletion {
+  /** The finished delivery's id. */
+  id: string;
+  /** Its handler's spans (as `POST /deliveries/{id}/complete`'s `spans`). */
+  spans?: SpanInput[];
 }
 
 /**
@@ -112,6 +126,13 @@ export interface AcpResult {
   messages?: MessageContent[];
   /** Sync agents: the spans of the handler that answered (the shape of `POST /deliveries/{id}/complete`'s `spans`). */
   spans?: SpanInput[];
+  /**
+   * Async agents, answering a delivery that offered `completions_in_answer`: deferred deliveries of
+   * this agent whose handlers finished meanwhile (at most MAX_COMPLETIONS_PER_REQUEST). The platform
+   * completes them as it settles this answer; one it cannot (not this agent's, not open) is dropped,
+   * and waits out its lease as a lost report does.
+   */
+  completed?: AcpCarriedCompletion[];
 }
 
 export interface AcpResponse {

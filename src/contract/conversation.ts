@@ -222,15 +222,18 @@ export const Delivery = z.object({
 export type Delivery = z.infer<typeof Delivery>;
 
 /**
+ * A deferred delivery whose handler finished, as the agent reports it: in `POST /deliveries/complete`,
+ * or carried in its answer to a later delivery (acp.ts `AcpResult.completed`).
+ */
+export const DeliveryCompletionReport = z.object({ id: DeliveryId, spans: z.array(SpanInput).max(MAX_REPORTED_SPANS).optional() });
+
+/**
  * `POST /deliveries/complete`: several deferred deliveries whose handlers finished, each as
  * `POST /deliveries/{id}/complete` would report it (its id, and its handler's spans if any). The ADK
  * sends those that finished while its previous report was on its way, in one request.
  */
 export const CompleteDeliveriesRequest = z.object({
-  deliveries: z
-    .array(z.object({ id: DeliveryId, spans: z.array(SpanInput).max(MAX_REPORTED_SPANS).optional() }))
-    .min(1)
-    .max(MAX_COMPLETIONS_PER_REQUEST),
+  deliveries: z.array(DeliveryCompletionReport).min(1).max(MAX_COMPLETIONS_PER_REQUEST),
 });
 export type CompleteDeliveriesRequest = z.input<typeof CompleteDeliveriesRequest>;
 

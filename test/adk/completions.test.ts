@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CompletionReporter, type CompletionReport } from '../../src/adk/completions.js';
+import { CompletionCarriage, CompletionReporter, type CompletionReport } from '../../src/adk/completions.js';
 import { createAdk } from '../../src/adk/adk.js';
 import { ConflictError } from '../../src/adk/errors.js';
 
@@ -176,5 +176,56 @@ describe('Adk.completeDelivery', () => {
     const error = await refused;
     expect(error).toBeInstanceOf(ConflictError);
     expect(error).toMatchObject({ status: 409, code: 'delivery_not_sent' });
+  });
+});
+
+describe('CompletionCarriage', () => {
+  const turnEnds = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('an answer written in the same turn of the event loop carries the waiting reports: no request of their own', async () => {
+    const byRequest: string[] = [];
+    const carriage = new CompletionCarriage(async (report) => void byRequest.push(report.deliveryId));
+    const first = settled(carriage.report({ deliveryId: '1' }));
+    const second = settled(carriage.report({ deliveryId: '2', spans: [] }));
+    const carried = carriage.take()!;
+    expect(carried.completed).toEqual([{ id: '1' }, { id: '2', spans: [] }]);
+    // Nothing waits any more: the next answer carries nothing.
+    expect(carriage.take()).toBeUndefined();
+    carried.settle(true);
+    expect([await first, await second]).toEqual(['completed', 'completed']);
+    await turnEnds();
+    expect(byRequest).toEqual([]);
+  });
+
+  it('a report no answer took by the end of the turn goes by request', async () => {
+    const byRequest: string[] = [];
+    const carriage = new CompletionCarriage(async (report) => void byRequest.push(report.deliveryId));
+    const report = settled(carriage.report({ deliveryId: '7' }));
+    expect(byRequest).toEqual([]);
+    expect(await report).toBe('completed');
+    expect(byRequest).toEqual(['7']);
+    expect(carriage.take()).toBeUndefined();
+  });
+
+  it('reports carried by an answer that was not written go by request, and their refusal reaches the caller', async () => {
+    const carriage = new CompletionCarriage(async (report) => {
+      throw new Error(`refused ${report.deliveryId}`);
+    });
+    const report = settled(carriage.report({ deliveryId: '3' }));
+    const carried = carriage.take()!;
+    carried.settle(false);
+    // Settled once: a later `true` (the close after an error) changes nothing.
+    carried.settle(true);
+    expect(await report).toBe('refused: refused 3');
+  });
+
+  it('a report whose spans are too large for an answer goes by request', async () => {
+    const byRequest: string[] = [];
+    const carriage = new CompletionCarriage(async (report) => void byRequest.push(report.deliveryId));
+    const huge = Array.from({ length: 4 }, (_, i) => ({ name: 'x'.repeat(200 * 1024), i }));
+    const report = settled(carriage.report({ deliveryId: '9', spans: huge as never }));
+    expect(carriage.take()).toBeUndefined();
+    expect(await report).toBe('completed');
+    expect(byRequest).toEqual(['9']);
   });
 });

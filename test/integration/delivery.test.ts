@@ -38,6 +38,11 @@ async function until(what: string, probe: () => Promise<boolean>, timeoutMs = 10
   }
 }
 
+/** The agent's next answer to a delivery that takes them carries these completions (test/fixtures/delivery/agent.mjs `/test/carry`). */
+async function carry(agent: TestAgent, ids: string[]): Promise<void> {
+  await fetch(`${agent.acpUrl}/test/carry`, { method: 'POST', body: JSON.stringify({ ids }) });
+}
+
 const statusesOf = async (svc: TestService, taskId: string) => (await deliveriesOf(svc, taskId)).map((d) => d.status);
 
 /** The task's deliveries once none is open any more (the agent may answer before the row is marked done). */
@@ -485,6 +490,56 @@ describe.each(engines)('delivery to agents (%s)', (engine) => {
     );
     expect((await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [{ id: 'not-a-number' }] })).status).toBe(422);
     expect((await asAgent(agent, 'POST', '/deliveries/complete', { deliveries: [] })).status).toBe(422);
+  });
+
+  test('a completion the agent carries in its answer to a later delivery completes the leased one with no request of its own; another agent cannot carry it', async () => {
+    const v1 = await deploy(svc);
+    const agent = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    dispatcher = await startDispatcher(svc.store, { ...FAST, leaseMs: 60_000 });
+    const a = await createTask(svc);
+    await sendEvent(a.id, 'one');
+    await agent.waitFor(() => agent.received().length === 1);
+    const [createA] = agent.received();
+    expect(createA.params.completions_in_answer).toBe(true);
+    await until('task/create leased', async () => (await statusesOf(svc, a.id))[0] === 'leased');
+
+    // Another agent's answer carrying it changes nothing.
+    const other = await deploy(svc, { agent: 'other-bot' });
+    const stranger = await startAgent(svc, other.version_id, { AGENT_DEFER: '1' });
+    await carry(stranger, [createA.id]);
+    const c = await createTask(svc, { agent_name: 'default/other-bot' });
+    await stranger.waitFor(() => stranger.received().length === 1);
+    await until('the stranger’s task/create leased', async () => (await statusesOf(svc, c.id))[0] === 'leased');
+    expect(await statusesOf(svc, a.id)).toEqual(['leased', 'pending']);
+
+    // Its own agent's answer to another task's delivery completes it; the task's next delivery goes.
+    await carry(agent, [createA.id]);
+    const b = await createTask(svc);
+    await agent.waitFor(() => methods(agent).includes('event/send:one'));
+    expect(methods(agent)).toEqual(['task/create', 'task/create', 'event/send:one']);
+    expect((await deliveriesOf(svc, a.id))[0]).toEqual({ method: 'task/create', status: 'done', attempts: 1 });
+    await until('task b leased', async () => (await statusesOf(svc, b.id))[0] === 'leased');
+  });
+
+  test('a carried completion of a delivery whose lease is not written yet is that delivery’s acknowledgement: done, and its task’s next delivery follows', async () => {
+    const v1 = await deploy(svc);
+    const agent = await startAgent(svc, v1.version_id, { AGENT_DEFER: '1' });
+    // The lease waits for its completion (a quick handler's), here for as long as the test takes.
+    dispatcher = await startDispatcher(svc.store, { ...FAST, leaseMs: 60_000, leaseWriteWaitMs: 60_000 });
+    const a = await createTask(svc);
+    await sendEvent(a.id, 'one');
+    await agent.waitFor(() => agent.received().length === 1);
+    const [createA] = agent.received();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await statusesOf(svc, a.id)).toEqual(['in_flight', 'pending']);
+
+    await carry(agent, [createA.id]);
+    const b = await createTask(svc);
+    await agent.waitFor(() => methods(agent).includes('event/send:one'));
+    expect(methods(agent)).toEqual(['task/create', 'task/create', 'event/send:one']);
+    expect((await deliveriesOf(svc, a.id))[0]).toEqual({ method: 'task/create', status: 'done', attempts: 1 });
+    // b's task/create waits for its own completion, unwritten: still in flight.
+    expect((await statusesOf(svc, b.id))[0]).toBe('in_flight');
   });
 
   test('a delivery left in flight by a dispatcher that is gone (its server was killed) goes out at once, not when its claim runs out; a live one keeps its claim', async () => {

@@ -15,9 +15,24 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
 import { Agent, request } from 'undici';
-import { ACP_PATH, SIGNATURE_HEADER, signBody, type AcpAgentRef, type AcpMethod, type AcpRequest, type AcpResponse } from '../../contract/acp.js';
-import { MessageContent, OPEN_DELIVERY_STATUSES, type DeliveryAnswerRequest, type PulledDelivery } from '../../contract/conversation.js';
-import { DEV_IMAGE_PREFIX } from '../../contract/enums.js';
+import {
+  ACP_PATH,
+  SIGNATURE_HEADER,
+  signBody,
+  type AcpAgentRef,
+  type AcpCarriedCompletion,
+  type AcpMethod,
+  type AcpRequest,
+  type AcpResponse,
+} from '../../contract/acp.js';
+import {
+  DeliveryCompletionReport,
+  MessageContent,
+  OPEN_DELIVERY_STATUSES,
+  type DeliveryAnswerRequest,
+  type PulledDelivery,
+} from '../../contract/conversation.js';
+import { DEV_IMAGE_PREFIX, MAX_COMPLETIONS_PER_REQUEST } from '../../contract/enums.js';
 import type { Task } from '../../contract/resources.js';
 import { isTerminalTask } from '../../contract/lifecycle.js';
 import type { Selectable } from 'kysely';
@@ -48,7 +63,7 @@ import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Span } from '@ope
 import { formatTraceparent } from '../../contract/trace-context.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { recordAgentSpans } from '../domain/traces.js';
-import { INHERITED_LEASE_REASON, releasedByGoneReplica, WRITER_GONE_REASON } from '../domain/deliveries.js';
+import { completeCarried, INHERITED_LEASE_REASON, releasedByGoneReplica, WRITER_GONE_REASON } from '../domain/deliveries.js';
 import { executePrepared } from '../store/prepared.js';
 
 /** The open statuses as an SQL list, for the claim statement. */
@@ -123,6 +138,9 @@ interface QueuedSettle {
   flight?: QueuedSettle;
   /** complete: who may run the task's agent, as the caller's key allows. */
   grant?: RunGrant;
+  /** lease: the delivery, and the agent that answered it (its completion may come in that agent's answer to a later delivery). */
+  delivery?: Settling;
+  agentId?: string;
   resolve: (settled: Settled) => void;
   reject: (error: unknown) => void;
 }
@@ -878,7 +896,7 @@ export class Dispatcher {
     } catch (error) {
       answer = { error: describeNetworkError(error) };
     }
-    return this.settle(delivery, method, answer, target, this.id, span, chain);
+    return this.settle(delivery, delivery.task_row.agent_id, method, answer, target, this.id, span, chain);
   }
 
   /**
@@ -936,6 +954,7 @@ export class Dispatcher {
    */
   private async settle(
     delivery: Settling,
+    agentId: string,
     method: AcpMethod,
     answer: AgentAnswer,
     target: string,
@@ -953,6 +972,10 @@ export class Dispatcher {
         throw new DeliveryFailure('the agent answered with a body that is not JSON-RPC');
       }
       if (parsed.error) throw new DeliveryFailure(`the agent answered JSON-RPC error ${parsed.error.code}: ${String(parsed.error.message).slice(0, 200)}`);
+      // The agent's other deferred deliveries whose handlers finished, carried in this answer: in the
+      // settling statement this answer's own write goes in (queued first), no request of their own.
+      const carried = carriedCompletions(parsed.result?.completed);
+      if (carried.length > 0) this.completeCarried(delivery, agentId, carried);
       // A sync agent's inline reply is recorded before the delivery is done: a crash in between
       // repeats the delivery (at least once) rather than losing the reply.
       if (method === 'message/send') await this.recordReplies(delivery.org_id, delivery.task_id, parsed.result?.messages ?? []);
@@ -962,7 +985,7 @@ export class Dispatcher {
         await recordAgentSpans(this.db, this.tracing, { orgId: delivery.org_id, taskId: delivery.task_id, service }, parsed.result.spans);
       }
       // Leased: the agent's completion wakes the claim of the task's next delivery.
-      if (method !== 'message/send' && parsed.result?.deferred === true) return await this.lease(delivery, target, claimer, chain);
+      if (method !== 'message/send' && parsed.result?.deferred === true) return await this.lease(delivery, agentId, target, claimer, chain);
       return await this.complete(delivery, claimer, chain);
     } catch (error) {
       const reason = error instanceof DeliveryFailure ? error.message : describeNetworkError(error);
@@ -1049,8 +1072,8 @@ export class Dispatcher {
    */
   async answerPulled(deliveryId: string, answer: DeliveryAnswerRequest): Promise<void> {
     if (!answer.claim.startsWith(PULL_CLAIM_PREFIX)) return;
-    const row = await sql<Settling & { acp_type: string }>`
-      SELECT d.id::text AS id, d.task_id, d.method, d.kind, d.attempts, n.org_id, n.slug AS namespace_slug, a.name AS agent_name, v.acp_type
+    const row = await sql<Settling & { acp_type: string; agent_id: string }>`
+      SELECT d.id::text AS id, d.task_id, d.method, d.kind, d.attempts, n.org_id, n.slug AS namespace_slug, a.name AS agent_name, a.id AS agent_id, v.acp_type
       FROM deliveries d JOIN tasks t ON t.id = d.task_id JOIN agents a ON a.id = t.agent_id
         JOIN namespaces n ON n.id = a.namespace_id JOIN versions v ON v.id = d.version_id
       WHERE d.id = ${deliveryId} AND d.status = 'in_flight' AND d.claimed_by = ${answer.claim}`.execute(this.db);
@@ -1058,7 +1081,7 @@ export class Dispatcher {
     if (!delivery) return;
     const method: AcpMethod = delivery.method === 'event/send' && delivery.acp_type === 'sync' ? 'message/send' : delivery.method;
     const agentAnswer: AgentAnswer = answer.error !== undefined ? { error: answer.error } : { statusCode: answer.status_code!, text: answer.body ?? '' };
-    await this.settle(delivery, method, agentAnswer, answer.claim, answer.claim);
+    await this.settle(delivery, delivery.agent_id, method, agentAnswer, answer.claim, answer.claim);
     // Its stream (and any claim) may take the task's next delivery now.
     this.wake(delivery.task_id);
   }
@@ -1111,9 +1134,9 @@ export class Dispatcher {
    * a quick handler's completion, written in that same statement, claims the task's next delivery
    * for this flight (with `chain`), which sends it on as after a plain acknowledgement.
    */
-  private async lease(delivery: Settling, target: string, claimer = this.id, chain = false): Promise<Settled> {
+  private async lease(delivery: Settling, agentId: string, target: string, claimer = this.id, chain = false): Promise<Settled> {
     const chained = chain && delivery.kind === 'turn' && claimer === this.id;
-    const write = this.queueSettle('lease', delivery, claimer, chained, target).catch((error) => {
+    const write = this.queueSettle('lease', delivery, claimer, chained, target, false, agentId).catch((error) => {
       this.options.log?.(`delivery ${delivery.id}: its lease was not written: ${(error as Error).message}`);
       return {} as Settled;
     });
@@ -1144,10 +1167,20 @@ export class Dispatcher {
    * runs go in the next one (one UPDATE for them all, and one claim of their tasks' next deliveries),
    * so a busy dispatcher spends one round trip on many deliveries instead of one each.
    */
-  private queueSettle(op: QueuedSettle['op'], delivery: Settling, claimer: string, chain: boolean, target: string | null, looked = false): Promise<Settled> {
+  private queueSettle(
+    op: QueuedSettle['op'],
+    delivery: Settling,
+    claimer: string,
+    chain: boolean,
+    target: string | null,
+    looked = false,
+    agentId?: string,
+  ): Promise<Settled> {
     return new Promise<Settled>((resolve, reject) => {
       const entry: QueuedSettle = { op, id: delivery.id, taskId: delivery.task_id, claimer, chain, target, looked, resolve, reject };
       if (op === 'lease' && !this.closed) {
+        entry.delivery = delivery;
+        entry.agentId = agentId;
         entry.waitingSince = performance.now();
         this.waitingLeases.set(entry.id, entry);
         this.armLeaseTimer();
@@ -1156,6 +1189,32 @@ export class Dispatcher {
       this.queuedSettles.push(entry);
       this.scheduleSettle();
     });
+  }
+
+  /**
+   * Completions an agent carried in its answer to a later delivery. One whose lease waits here for
+   * this dispatcher's own flight, answered by the same agent, is that flight's answer now: done under
+   * its claim, as a plain acknowledgement is, in a statement that claims the task's next delivery for
+   * the flight (no lease written, no key to check). The others are written as the agent's reports are.
+   */
+  private completeCarried(carrier: Settling, agentId: string, carried: AcpCarriedCompletion[]): void {
+    const reported: AcpCarriedCompletion[] = [];
+    const log = (error: unknown) => this.options.log?.(`completions carried in the answer to delivery ${carrier.id}: ${(error as Error).message}`);
+    for (const report of carried) {
+      const lease = this.waitingLeases.get(report.id);
+      if (!lease?.chain || !lease.delivery || lease.agentId !== agentId) {
+        reported.push(report);
+        continue;
+      }
+      this.waitingLeases.delete(report.id);
+      this.complete(lease.delivery, lease.claimer, true).then(lease.resolve, lease.reject);
+      if (report.spans?.length) {
+        const service = `${carrier.namespace_slug}/${carrier.agent_name}`;
+        recordAgentSpans(this.db, this.tracing, { orgId: carrier.org_id, taskId: lease.taskId, service }, report.spans).catch(log);
+      }
+    }
+    if (reported.length > 0)
+      completeCarried(this.db, (id, grant) => this.completeReported(id, grant), { orgId: carrier.org_id, agentId }, reported, this.tracing).catch(log);
   }
 
   /** A waiting lease queued for the next statement (its completion came, or it waited long enough, or closing). */
@@ -1524,11 +1583,12 @@ export class Dispatcher {
     // Their routes end the streams; `agentctl dev` reconnects (to this server restarted, or another replica).
     for (const pull of this.pulls.values()) pull.end();
     if (this.timer) clearTimeout(this.timer);
-    await Promise.allSettled([...this.inFlight, this.sweep]);
-    // Leases waiting for their completions go now (closed: they wait no more).
+    // Leases waiting for their completions go now (closed: they wait no more; a lease answered later
+    // does not wait), before the flights that wait for those writes are awaited.
     clearTimeout(this.leaseTimer);
     for (const id of [...this.waitingLeases.keys()]) this.queueWaitingLease(id);
     this.flushSettles();
+    await Promise.allSettled([...this.inFlight, this.sweep]);
     while (this.leaseWrites.size > 0) await Promise.allSettled([...this.leaseWrites]);
     RUNNING_HERE.delete(this.id);
     await this.listener?.end().catch(() => {});
@@ -1545,20 +1605,21 @@ function toRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: s
 
 function methodRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpType: string, options: { leaseMs: number; interruptGraceMs: number }): AcpRequest {
   const base = { jsonrpc: '2.0' as const, id: delivery.id };
-  const leaseMs = options.leaseMs;
+  // The lease, and the completions of the agent's other deferred deliveries taken in the answer.
+  const offer = { lease_ms: options.leaseMs, completions_in_answer: true as const };
   switch (delivery.method) {
     case 'task/create':
-      return { ...base, method: 'task/create', params: { agent, task, params: delivery.payload.params ?? null, lease_ms: leaseMs } };
+      return { ...base, method: 'task/create', params: { agent, task, params: delivery.payload.params ?? null, ...offer } };
     case 'event/send':
       // A sync agent answers a user's event inline: it gets message/send with the event's content.
       if (acpType === 'sync') return { ...base, method: 'message/send', params: { agent, task, content: delivery.payload.event!.content } };
       return {
         ...base,
         method: 'event/send',
-        params: { agent, task, event: delivery.payload.event!, ...(delivery.payload.events ? { events: delivery.payload.events } : {}), lease_ms: leaseMs },
+        params: { agent, task, event: delivery.payload.event!, ...(delivery.payload.events ? { events: delivery.payload.events } : {}), ...offer },
       };
     case 'task/cancel':
-      return { ...base, method: 'task/cancel', params: { agent, task, lease_ms: leaseMs } };
+      return { ...base, method: 'task/cancel', params: { agent, task, ...offer } };
     case 'task/interrupt':
       return {
         ...base,
@@ -1566,10 +1627,21 @@ function methodRequest(delivery: Claimed, agent: AcpAgentRef, task: Task, acpTyp
         params: { agent, task, up_to_delivery_id: delivery.payload.up_to_delivery_id ?? '0', grace_ms: options.interruptGraceMs },
       };
     case 'task/migrate':
-      return { ...base, method: 'task/migrate', params: { agent, task, migration: delivery.payload.migration!, lease_ms: leaseMs } };
+      return { ...base, method: 'task/migrate', params: { agent, task, migration: delivery.payload.migration!, ...offer } };
     case 'message/send':
       throw new DeliveryFailure('message/send is derived from event/send, never enqueued');
   }
+}
+
+/** The well-formed completions an answer carried (`AcpResult.completed`), as many as one request may report; the rest ignored. */
+function carriedCompletions(list: unknown): AcpCarriedCompletion[] {
+  if (!Array.isArray(list)) return [];
+  const carried: AcpCarriedCompletion[] = [];
+  for (const entry of list.slice(0, MAX_COMPLETIONS_PER_REQUEST)) {
+    const report = DeliveryCompletionReport.safeParse(entry);
+    if (report.success) carried.push(report.data);
+  }
+  return carried;
 }
 
 function rpcErrorOf(text: string): string {

@@ -7,7 +7,7 @@
  */
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Delivery } from '../../contract/conversation.js';
-import type { AcpMethod } from '../../contract/acp.js';
+import type { AcpCarriedCompletion, AcpMethod } from '../../contract/acp.js';
 import type { Database, DeliveriesTable, Db } from '../store/db.js';
 import { iso } from '../store/mappers.js';
 import { executePrepared } from '../store/prepared.js';
@@ -16,7 +16,16 @@ import { conflict, DomainError, namedVersion, notFound } from './errors.js';
 import { inCallerOrg, versionById } from './lookup.js';
 import { DEV_IMAGE_PREFIX } from '../../contract/enums.js';
 import { isRefusal, next } from './version-lifecycle.js';
-import { announceDeliveries, completeHere, DELIVERY_CHANNEL, deliveryCommitted, dispatcherHere, wakeDispatchers } from '../store/outbox.js';
+import {
+  announceDeliveries,
+  completeHere,
+  type CompletedHere,
+  DELIVERY_CHANNEL,
+  deliveryCommitted,
+  dispatcherHere,
+  type RunGrant,
+  wakeDispatchers,
+} from '../store/outbox.js';
 import { runGrant, runnableTask } from './conversation.js';
 import type { Tracing } from '../tracing/tracing.js';
 import { agentServiceOf, recordAgentSpans } from './traces.js';
@@ -128,6 +137,40 @@ export async function completeDelivery(
     return toDelivery(delivery);
   }
   return explainUnchanged(db, perms, deliveryId);
+}
+
+/**
+ * Completions an agent carried in its answer to a later delivery (`completions_in_answer`, README
+ * "Delivery to agents"), written by the dispatcher settling that answer (`complete`, its settling
+ * statement): each as `completeDelivery` writes it, with the right of the answering agent alone
+ * (its own tasks' deliveries, whatever its key may do). One that changes nothing (another agent's,
+ * not open, a repeat) is left as it is: the agent took its answer as the report, so a delivery
+ * still leased waits out its lease, as after a report that was lost. Returns how many it completed.
+ */
+export async function completeCarried(
+  db: Db,
+  complete: (deliveryId: string, grant: RunGrant) => Promise<CompletedHere | undefined>,
+  answering: { orgId: string; agentId: string },
+  carried: readonly AcpCarriedCompletion[],
+  tracing?: Tracing,
+): Promise<number> {
+  const grant: RunGrant = { orgId: answering.orgId, all: false, agentIds: [answering.agentId], namespaceIds: [] };
+  const written = await Promise.all(
+    carried.map(async (report) => {
+      const completed = await complete(report.id, grant);
+      if (!completed) return 0;
+      if (!completed.handed_over) {
+        wakeDispatchers(completed.task_id);
+        deliveryCommitted(completed.task_id, false);
+      }
+      if (report.spans?.length) {
+        const service = await agentServiceOf(db, completed.task_id);
+        await recordAgentSpans(db, tracing, { orgId: answering.orgId, taskId: completed.task_id, service }, report.spans);
+      }
+      return 1;
+    }),
+  );
+  return written.reduce<number>((sum, n) => sum + n, 0);
 }
 
 /** One delivery of `POST /deliveries/complete`: as its own completion would answer, or why it was refused. */
