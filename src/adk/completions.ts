@@ -24,6 +24,7 @@ export interface CompletionWire {
  */
 const BATCH_SPAN_BYTES = 512 * 1024;
 
+/** A report waiting to go (in a request, or carried in an answer), with its caller's promise. */
 interface Queued {
   report: CompletionReport;
   bytes: number;
@@ -95,13 +96,6 @@ export interface CarriedReports {
   settle(written: boolean): void;
 }
 
-interface Carried {
-  report: CompletionReport;
-  bytes: number;
-  resolve: () => void;
-  reject: (error: unknown) => void;
-}
-
 /**
  * Completion reports carried in answers (README "Delivery to agents"): a report waits until the end
  * of this turn of the event loop for the answer to a later delivery that offers to take it
@@ -111,7 +105,7 @@ interface Carried {
  * end of the turn: a lone completion waits no longer than that.
  */
 export class CompletionCarriage {
-  private waiting: Carried[] = [];
+  private waiting: Queued[] = [];
   private flushing = false;
 
   constructor(private readonly byRequest: (report: CompletionReport) => Promise<void>) {}
@@ -154,7 +148,7 @@ export class CompletionCarriage {
     };
   }
 
-  private sendByRequest(reports: Carried[]): void {
+  private sendByRequest(reports: Queued[]): void {
     for (const { report, resolve, reject } of reports) this.byRequest(report).then(resolve, reject);
   }
 }
