@@ -307,7 +307,7 @@ export class AgentServer {
       // The answer carries the completions of this task's or other tasks' handlers that finished this turn.
       const carried = (request.params as AcpLeaseOffer).completions_in_answer === true ? this.carriage.take() : undefined;
       if (!carried) return rpcResult(res, request.id, answer);
-      res.once('finish', () => carried.settle(true));
+      // Closed once written (finished) or cut off (not): what it carried goes by request then.
       res.once('close', () => carried.settle(res.writableFinished));
       return rpcResult(res, request.id, { ...answer, completed: carried.completed });
     }

@@ -99,11 +99,7 @@ export async function completeDelivery(
   if (here) {
     const completed = await here;
     if (completed) {
-      if (!completed.handed_over) {
-        wakeDispatchers(completed.task_id);
-        deliveryCommitted(completed.task_id, false);
-      }
-      await recordReported(db, perms, completed.task_id, reported);
+      await afterCompletedHere(db, perms.actor.orgId, completed, reported);
       return {
         id: completed.id,
         task_id: completed.task_id,
@@ -133,7 +129,7 @@ export async function completeDelivery(
     // Only this task's next delivery came due: the dispatchers claim from it alone.
     wakeDispatchers(delivery.task_id);
     deliveryCommitted(delivery.task_id, notify);
-    await recordReported(db, perms, delivery.task_id, reported);
+    await recordReported(db, perms.actor.orgId, delivery.task_id, reported);
     return toDelivery(delivery);
   }
   return explainUnchanged(db, perms, deliveryId);
@@ -145,7 +141,7 @@ export async function completeDelivery(
  * statement): each as `completeDelivery` writes it, with the right of the answering agent alone
  * (its own tasks' deliveries, whatever its key may do). One that changes nothing (another agent's,
  * not open, a repeat) is left as it is: the agent took its answer as the report, so a delivery
- * still leased waits out its lease, as after a report that was lost. Returns how many it completed.
+ * still leased waits out its lease, as after a report that was lost.
  */
 export async function completeCarried(
   db: Db,
@@ -153,24 +149,14 @@ export async function completeCarried(
   answering: { orgId: string; agentId: string },
   carried: readonly AcpCarriedCompletion[],
   tracing?: Tracing,
-): Promise<number> {
+): Promise<void> {
   const grant: RunGrant = { orgId: answering.orgId, all: false, agentIds: [answering.agentId], namespaceIds: [] };
-  const written = await Promise.all(
+  await Promise.all(
     carried.map(async (report) => {
       const completed = await complete(report.id, grant);
-      if (!completed) return 0;
-      if (!completed.handed_over) {
-        wakeDispatchers(completed.task_id);
-        deliveryCommitted(completed.task_id, false);
-      }
-      if (report.spans?.length) {
-        const service = await agentServiceOf(db, completed.task_id);
-        await recordAgentSpans(db, tracing, { orgId: answering.orgId, taskId: completed.task_id, service }, report.spans);
-      }
-      return 1;
+      if (completed) await afterCompletedHere(db, answering.orgId, completed, report.spans ? { spans: report.spans, tracing } : undefined);
     }),
   );
-  return written.reduce<number>((sum, n) => sum + n, 0);
 }
 
 /** One delivery of `POST /deliveries/complete`: as its own completion would answer, or why it was refused. */
@@ -204,10 +190,19 @@ export function completeDeliveries(
  * The handler's spans (README "Traces"), with the first completion only (a repeat is not counted
  * twice): kept with the delivery's trace, their tokens added to the task.
  */
-async function recordReported(db: Db, perms: Permissions, taskId: string, reported?: { spans: readonly unknown[]; tracing?: Tracing }) {
+async function recordReported(db: Db, orgId: string, taskId: string, reported?: { spans: readonly unknown[]; tracing?: Tracing }) {
   if (!reported?.spans.length) return;
   const service = await agentServiceOf(db, taskId);
-  await recordAgentSpans(db, reported.tracing, { orgId: perms.actor.orgId, taskId, service }, reported.spans);
+  await recordAgentSpans(db, reported.tracing, { orgId, taskId, service }, reported.spans);
+}
+
+/** A completion this process's dispatcher wrote: the task's next delivery woken unless it claimed it, the handler's spans kept. */
+async function afterCompletedHere(db: Db, orgId: string, completed: CompletedHere, reported?: { spans: readonly unknown[]; tracing?: Tracing }) {
+  if (!completed.handed_over) {
+    wakeDispatchers(completed.task_id);
+    deliveryCommitted(completed.task_id, false);
+  }
+  await recordReported(db, orgId, completed.task_id, reported);
 }
 
 /** A completion that changed nothing: the delivery as it is when done already, else why not. */
